@@ -1,0 +1,72 @@
+// ninfer::core - write a `.ninfer` V3 artifact (spec/artifact-format.md §1.3 "v3 writer publication").
+//
+// Contract:
+// - Tensors are added one at a time with their encoded bytes (the writer never holds the whole
+//   model: payload goes to a temp file as it arrives, so memory stays bounded). Offsets are
+//   assigned in order (tensors 256-aligned, resources 1-aligned).
+// - finish() writes the directory (JSON reserve loop, space padding), splits into part files when
+//   over the size limit, fdatasyncs, and publishes by hard link: parts first, entry last. Until
+//   finish() returns nothing exists under the final names. A target that exists is refused unless
+//   `force` (then it is replaced only at publication). Any error or destruction before finish()
+//   removes the temp files.
+// - Engine-side readers must be able to read what this writes; tests round-trip every format.
+#pragma once
+
+#include "core/formats/tensor.h"
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace ninfer::core {
+
+struct ArtifactWriterOptions {
+    bool force = false;                            // replace an existing target
+    uint64_t file_size_limit = 32'000'000'000ull;  // bytes per file, framing included
+};
+
+class ArtifactWriter {
+  public:
+    ArtifactWriter(std::string path, ArtifactWriterOptions options);
+    ~ArtifactWriter(); // removes temp files if finish() was not reached
+    ArtifactWriter(const ArtifactWriter&) = delete;
+    ArtifactWriter& operator=(const ArtifactWriter&) = delete;
+
+    // Adds a resource object; returns its id (e.g. "resource/text/tokenizer.json").
+    std::string add_resource(std::string id, std::span<const uint8_t> bytes);
+    // Adds a tensor object with its encoded bytes (size checked against the layout); returns its id.
+    std::string add_tensor(std::string id, TensorFormat format, std::vector<uint64_t> shape,
+                           std::span<const uint8_t> encoded);
+
+    // Component `id` with its config JSON text, optional target, resources role -> object id,
+    // optional proposal JSON.
+    void add_component(std::string id, std::string config_json, std::string target = {},
+                       std::vector<std::pair<std::string, std::string>> resources = {},
+                       std::string proposal_json = {});
+    // Binds a logical parameter to a whole tensor object, or to rows [row_begin, row_end) of a
+    // rank-2 object (element range [row_begin*K, row_end*K)).
+    void bind(std::string parameter, const std::string& object_id);
+    void bind_rows(std::string parameter, const std::string& object_id, uint64_t row_begin,
+                   uint64_t row_end);
+    // General form: a parameter made of element ranges of one or more objects.
+    struct PartRef {
+        std::string object_id;
+        uint64_t begin, end;
+    };
+    void bind_parts(std::string parameter, std::vector<PartRef> parts);
+
+    void set_metadata_json(std::string json);   // an object; must contain "name"
+    void set_provenance_json(std::string json); // an object
+
+    // Writes the directory and publishes. Returns the total bytes written (all files).
+    uint64_t finish();
+
+    struct Impl;
+
+  private:
+    std::unique_ptr<Impl> impl_;
+};
+
+} // namespace ninfer::core
