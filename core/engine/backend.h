@@ -1,0 +1,83 @@
+// ninfer::core - the interface every compute backend (CPU, CUDA) implements for the scheduler.
+//
+// Contract:
+// - A backend is created for one loaded model and a MemoryPlan (lanes, KV capacity, KV dtype,
+//   max context). It owns the weights in its memory, the paged KV pool and the Gated DeltaNet
+//   state slots of every lane. Engine thread only: no method is thread-safe.
+// - Lanes are 0..n_lanes-1. A lane holds one sequence: its token count (= next position), its KV
+//   pages and its GDN conv + recurrent state. reset_lane empties it.
+// - prefill(lane, tokens, out) appends tokens to the lane (one chunk; chunks may follow and must
+//   give the same result as one whole prefill). `out` selects what comes back: nothing, the last
+//   position's logits, or every position's logits (perplexity).
+// - decode(steps) advances several lanes by one token each in one batched step; every lane in
+//   the batch is independent (a batch of 8 equals 8 single steps). Sampling happens inside the
+//   backend (on the GPU for CUDA) so a step returns only the sampled ids, plus the chosen token's
+//   logprob and top logprobs when asked.
+// - save_lane / restore_lane copy a lane's whole state to/from a host LaneImage (checkpoints,
+//   slot files); restore sizes are checked against the plan.
+// - Errors: ninfer::Error("backend: ...") for bad arguments (lane out of range, context full).
+#pragma once
+
+#include "core/engine/sampling.h"
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace ninfer::core {
+
+enum class KvDtype : uint8_t { Bf16, Fp8, Int8 };
+
+// Host copy of one lane's state. The byte layout belongs to the backend that wrote it, but the
+// CPU and CUDA backends use the same one so an image moves between them.
+struct LaneImage {
+    std::vector<int32_t> tokens;  // token ids of the sequence, position i = tokens[i]
+    KvDtype kv_dtype = KvDtype::Bf16;
+    std::vector<uint8_t> kv;      // full-attention layers' K and V rows for positions [0, n)
+    std::vector<uint8_t> gdn;     // every GDN layer's conv state then fp32 recurrent state
+};
+
+enum class LogitsOut : uint8_t { None, Last, All };
+
+struct DecodeStep {
+    int lane = 0;
+    int32_t token = 0;             // the token to append (the previous step's sample)
+    SamplingParams sampling;       // per-lane sampling
+    std::span<const int32_t> generated; // ids generated so far (for penalties)
+    int n_top_logprobs = 0;        // 0..20
+};
+
+struct DecodeResult {
+    int32_t token = 0;
+    float logprob = 0;             // log-softmax of the sampled token (raw logits)
+    std::vector<std::pair<int32_t, float>> top_logprobs;
+};
+
+class Backend {
+  public:
+    virtual ~Backend() = default;
+    virtual std::string name() const = 0; // "cpu" or "cuda"
+    virtual int n_lanes() const = 0;
+    virtual uint32_t vocab_size() const = 0;
+    virtual uint32_t max_context() const = 0;
+    virtual uint32_t lane_length(int lane) const = 0;
+    virtual void reset_lane(int lane) = 0;
+
+    // Appends tokens to the lane. logits receives vocab floats (Last) or tokens.size()*vocab (All).
+    virtual void prefill(int lane, std::span<const int32_t> tokens, LogitsOut out,
+                         std::vector<float>* logits) = 0;
+    // Samples the next token of a lane from the logits left by its last prefill (the first token
+    // of a generation). Uses the same sampler as decode.
+    virtual DecodeResult sample_after_prefill(int lane, const SamplingParams& sampling,
+                                              std::span<const int32_t> generated,
+                                              int n_top_logprobs) = 0;
+    virtual std::vector<DecodeResult> decode(std::span<const DecodeStep> steps) = 0;
+    // Raw logits of the last decode step for a lane (tests and perplexity); vocab floats.
+    virtual std::vector<float> last_logits(int lane) const = 0;
+
+    virtual LaneImage save_lane(int lane) const = 0;
+    virtual void restore_lane(int lane, const LaneImage& image) = 0;
+};
+
+} // namespace ninfer::core

@@ -1,0 +1,39 @@
+// ninfer::core - sampling parameters and the reference sampler (CPU). The CUDA backend's sampler
+// must choose the same token for the same logits, parameters and seed.
+//
+// Contract:
+// - temperature <= 0 (or greedy) means exact argmax, ties to the lower id.
+// - Order: logit_bias -> penalties (repetition, presence, frequency over `generated`) ->
+//   temperature -> top_k (any size; 0 = all) -> softmax -> top_p -> min_p (relative to the max
+//   probability) -> draw with a counter-based RNG seeded by (seed, step).
+// - The draw uses Philox-style hashing of (seed, step) so CPU and GPU draw the same uniform.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+namespace ninfer::core {
+
+struct SamplingParams {
+    float temperature = 0.0f;
+    float top_p = 1.0f;
+    int32_t top_k = 0;
+    float min_p = 0.0f;
+    float presence_penalty = 0.0f;
+    float frequency_penalty = 0.0f;
+    float repetition_penalty = 1.0f;
+    uint64_t seed = 0;
+    uint64_t step = 0; // index of the token being drawn, part of the RNG counter
+    std::vector<std::pair<int32_t, float>> logit_bias;
+    bool is_greedy() const { return temperature <= 0.0f; }
+};
+
+// Samples one token from logits (modified in place). Returns the token id.
+int32_t sample_token(std::span<float> logits, const SamplingParams& params,
+                     std::span<const int32_t> generated);
+// Uniform in [0,1) from (seed, step): splitmix64-based, identical on host and device.
+double sampling_uniform(uint64_t seed, uint64_t step);
+
+} // namespace ninfer::core
