@@ -1,0 +1,37 @@
+#!/bin/bash
+# ninfer - build everything and run every test (the README's test command; .ci/run calls it).
+# Stages: configure + build the CUDA-off tree, run all tests from it (ctest, both cores), then
+# compile the CUDA targets once and check the CUDA-enabled binaries work without the NVIDIA driver.
+# Each stage prints its wall time. Usage: scripts/test.sh [--no-cuda]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+JOBS=$(nproc)
+BUILD=${NINFER_BUILD_DIR:-build-ci}
+CUDA_BUILD=${NINFER_CUDA_BUILD_DIR:-build-ci-cuda}
+export NODE_PATH=/opt/ninfer-npm/node_modules
+
+t_total=$(date +%s)
+stage() { # stage NAME COMMAND...: runs a command and prints its time
+    local name=$1; shift
+    local t0; t0=$(date +%s)
+    echo "=== stage: $name"
+    if "$@"; then
+        echo "=== stage: $name: ok in $(( $(date +%s) - t0 )) s"
+    else
+        local rc=$?
+        echo "=== stage: $name: FAILED (exit $rc) after $(( $(date +%s) - t0 )) s"
+        exit $rc
+    fi
+}
+
+stage configure cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNINFER_CUDA=OFF
+stage build cmake --build "$BUILD" -j "$JOBS"
+stage unit-and-blackbox-tests ctest --test-dir "$BUILD" -j "$JOBS" --output-on-failure --timeout 1200
+
+if [ "${1:-}" != "--no-cuda" ] && [ -x /usr/local/cuda/bin/nvcc ]; then
+    stage cuda-configure cmake -S . -B "$CUDA_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+        -DNINFER_CUDA=ON -DNINFER_CUDA_ARCH=90a -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DNINFER_TESTS=OFF
+    stage cuda-build cmake --build "$CUDA_BUILD" -j "$JOBS"
+    stage cuda-binaries-without-driver tests/cuda_without_driver.sh "$CUDA_BUILD"
+fi
+echo "=== all stages passed in $(( $(date +%s) - t_total )) s"
