@@ -10,7 +10,11 @@
 // - Objects that straddle file boundaries (multi-file sets) are materialised once into owned
 //   memory at open, so every StoredTensor has contiguous `data`.
 // - binding(name) returns the logical parameter, throwing "artifact: missing parameter NAME" if
-//   absent. The model-specific binder (core/model) checks shapes and exact coverage.
+//   absent. The model-specific binder (core/model) checks shapes and exact coverage. The reader
+//   cannot know a parameter's shape; WeightBinding::shape is the object's shape for a whole-object
+//   binding, [rows, K] when every part is whole rows of rank-2 tensors with one K, else
+//   [elements]. Parts of quantized tensors must cover whole rows (refused otherwise).
+// - Part files are opened and checked (magic, index, artifact_id, length) at open.
 #pragma once
 
 #include "core/formats/tensor.h"
@@ -40,6 +44,13 @@ struct ArtifactResource {
     std::string_view text() const { return {reinterpret_cast<const char*>(data), bytes}; }
 };
 
+// One Use record (§1.3): weight `parameter` consumed at compute site `input`.
+struct ArtifactUse {
+    std::string parameter, input;
+    std::string activation_policy;                   // "" (absent), A16Only, AllowA8, AllowA4
+    std::map<std::string, WeightBinding> auxiliaries; // role -> binding (e.g. activation_input_divisor)
+};
+
 class Artifact {
   public:
     static std::unique_ptr<Artifact> open(const std::string& path);
@@ -50,6 +61,8 @@ class Artifact {
     const std::string& path() const;
     std::string artifact_id_hex() const; // 32 lowercase hex digits
     uint64_t file_bytes() const;         // entry + parts, on disk
+    uint64_t payload_bytes() const;      // logical payload T (sum of files[].payload_bytes)
+    size_t file_count() const;           // 1 + number of part files
 
     const std::map<std::string, ArtifactComponent>& components() const;
     const ArtifactComponent& component(std::string_view id) const; // throws if absent
@@ -58,10 +71,12 @@ class Artifact {
     // The resource a component names for a role, e.g. resource("text", "tokenizer.json").
     const ArtifactResource* resource(std::string_view component, std::string_view role) const;
 
+    const std::map<std::string, ArtifactResource>& resources() const; // by object id
     const std::vector<StoredTensor>& tensors() const; // every tensor object, in directory order
     const std::map<std::string, WeightBinding>& bindings() const;
     const WeightBinding& binding(std::string_view name) const; // throws if absent
     bool has_binding(std::string_view name) const;
+    const std::vector<ArtifactUse>& uses() const; // in directory order
 
     std::string metadata_json() const;   // "{}" if absent
     std::string provenance_json() const; // "{}" if absent

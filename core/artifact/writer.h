@@ -8,7 +8,10 @@
 //   over the size limit, fdatasyncs, and publishes by hard link: parts first, entry last. Until
 //   finish() returns nothing exists under the final names. A target that exists is refused unless
 //   `force` (then it is replaced only at publication). Any error or destruction before finish()
-//   removes the temp files.
+//   removes the temp files. Errors throw ninfer::Error("artifact writer: PATH: reason"); after
+//   an error in finish() or a failed payload write, the writer refuses further calls.
+// - Single-file sets get their payload in place (the header is inserted in front of the streamed
+//   payload with fallocate INSERT_RANGE where the filesystem supports it, else copied once).
 // - Engine-side readers must be able to read what this writes; tests round-trip every format.
 #pragma once
 
@@ -57,8 +60,19 @@ class ArtifactWriter {
     };
     void bind_parts(std::string parameter, std::vector<PartRef> parts);
 
+    // A Use record (§1.3): the weight `parameter` consumed by compute site `input`, with an
+    // optional activation policy ("" = absent, "A16Only", "AllowA8", "AllowA4") and auxiliary
+    // bindings by role (e.g. "activation_input_divisor" -> one FP32 element).
+    struct Use {
+        std::string parameter, input, activation_policy;
+        std::vector<std::pair<std::string, std::vector<PartRef>>> auxiliaries;
+    };
+    void add_use(Use use);
+
     void set_metadata_json(std::string json);   // an object; must contain "name"
     void set_provenance_json(std::string json); // an object
+
+    uint64_t payload_bytes() const; // logical payload written so far (for progress reports)
 
     // Writes the directory and publishes. Returns the total bytes written (all files).
     uint64_t finish();
