@@ -1,0 +1,120 @@
+// ninfer::core - engine thread: load the backend, then loop over inbox tasks and scheduler steps.
+#include "core/engine/engine.h"
+
+#include <exception>
+
+namespace ninfer::core {
+
+Engine::Engine(SchedulerOptions options) : options_(options) {}
+
+Engine::~Engine() { stop(); }
+
+void Engine::start(Loader loader, StateCallback on_state) {
+    thread_ = std::thread([this, loader = std::move(loader), on_state = std::move(on_state)]() mutable {
+        run(std::move(loader), std::move(on_state));
+    });
+}
+
+void Engine::post(Task task) {
+    {
+        std::lock_guard lock(mutex_);
+        inbox_.push_back(std::move(task));
+    }
+    wake_.notify_one();
+}
+
+void Engine::submit(GenerationRequest request) { post(SubmitTask{std::move(request)}); }
+void Engine::cancel(uint64_t request_id) { post(CancelTask{request_id}); }
+void Engine::cancel_all() { post(CancelAllTask{}); }
+
+void Engine::stop() {
+    if (!thread_.joinable()) return;
+    post(StopTask{});
+    thread_.join();
+}
+
+bool Engine::handle(Task& task) {
+    if (std::holds_alternative<StopTask>(task)) return false;
+    bool ready = scheduler_ != nullptr;
+    if (auto* s = std::get_if<SubmitTask>(&task)) {
+        if (ready) {
+            scheduler_->submit(std::move(s->request));
+        } else if (state_ == EngineState::Loading) {
+            early_.push_back(std::move(s->request));
+        } else {
+            ++stats_.n_requests_rejected_total;
+            s->request.sink->on_rejected(RejectReason::Unavailable, "engine unavailable");
+        }
+    } else if (auto* c = std::get_if<CancelTask>(&task)) {
+        if (ready) scheduler_->cancel(c->request_id);
+        for (auto it = early_.begin(); it != early_.end(); ++it) {
+            if (it->id != c->request_id) continue;
+            GenerationSummary summary;
+            summary.reason = FinishReason::Cancelled;
+            auto sink = it->sink;
+            early_.erase(it);
+            sink->on_finished(summary);
+            break;
+        }
+    } else if (std::holds_alternative<CancelAllTask>(task)) {
+        if (ready) scheduler_->cancel_all();
+    }
+    return true;
+}
+
+void Engine::reject_all_pending() {
+    for (GenerationRequest& r : early_) r.sink->on_rejected(RejectReason::Unavailable, "engine unavailable");
+    early_.clear();
+}
+
+void Engine::run(Loader loader, StateCallback on_state) {
+    try {
+        backend_ = loader();
+        scheduler_ = std::make_unique<Scheduler>(*backend_, options_, stats_);
+        state_ = EngineState::Ready;
+        on_state(EngineState::Ready, "");
+    } catch (const std::exception& e) {
+        state_ = EngineState::Failed;
+        on_state(EngineState::Failed, e.what());
+    }
+    bool running = true;
+    while (running) {
+        std::deque<Task> tasks;
+        {
+            std::unique_lock lock(mutex_);
+            bool idle = !scheduler_ || !scheduler_->has_work();
+            if (idle && inbox_.empty()) {
+                auto deadline = scheduler_ ? scheduler_->next_deadline() : std::nullopt;
+                if (deadline) {
+                    wake_.wait_until(lock, *deadline, [&] { return !inbox_.empty(); });
+                } else {
+                    wake_.wait(lock, [&] { return !inbox_.empty(); });
+                }
+            }
+            tasks.swap(inbox_);
+        }
+        if (scheduler_)
+            while (!early_.empty()) {
+                scheduler_->submit(std::move(early_.front()));
+                early_.pop_front();
+            }
+        else if (state_ == EngineState::Failed)
+            reject_all_pending();
+        for (Task& t : tasks) running = running && handle(t);
+        if (!running || !scheduler_) continue;
+        try {
+            scheduler_->step();
+        } catch (const std::exception& e) {
+            // A backend failure leaves lane state unknown: fail what is running and stop serving.
+            state_ = EngineState::Failed;
+            scheduler_->cancel_all();
+            scheduler_.reset();
+            on_state(EngineState::Failed, e.what());
+        }
+    }
+    if (scheduler_) scheduler_->cancel_all();
+    reject_all_pending();
+    state_ = EngineState::Stopped;
+}
+
+} // namespace ninfer::core

@@ -1,0 +1,36 @@
+// ninfer::core - the engine's live figures as atomics: written by the engine thread, read by any
+// thread (the loop's /metrics, ninferctl status) without a task round trip.
+//
+// Contract: counters only grow; gauges are the state after the engine's latest step. Times are
+// microseconds. Relaxed ordering: each figure is exact, a set of them is not a snapshot.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace ninfer::core {
+
+struct EngineStats {
+    // Gauges.
+    std::atomic<int> n_lanes{0};
+    std::atomic<int> n_requests_running{0};    // holding a lane (prefilling or decoding)
+    std::atomic<int> n_requests_waiting{0};    // in the FIFO queue
+    std::atomic<int> n_requests_prefilling{0};
+    std::atomic<uint64_t> kv_reserved_tokens{0}; // admitted prompt + max_tokens
+    std::atomic<uint64_t> kv_capacity_tokens{0};
+    // Counters.
+    std::atomic<uint64_t> n_prompt_tokens_total{0};  // prompt tokens of admitted requests
+    std::atomic<uint64_t> n_prompt_tokens_cached_total{0};
+    std::atomic<uint64_t> n_prefill_tokens_total{0}; // prompt tokens actually computed
+    std::atomic<uint64_t> n_generation_tokens_total{0};
+    std::atomic<uint64_t> t_prefill_us_total{0};
+    std::atomic<uint64_t> t_decode_us_total{0};
+    std::atomic<uint64_t> n_decode_steps_total{0};
+    std::atomic<uint64_t> n_decode_lane_steps_total{0}; // sum of batch sizes
+    std::atomic<uint64_t> n_requests_finished_total{0};
+    std::atomic<uint64_t> n_requests_cancelled_total{0};
+    std::atomic<uint64_t> n_requests_rejected_total{0};
+    std::atomic<uint64_t> n_steps_total{0};             // engine loop iterations with work
+};
+
+} // namespace ninfer::core

@@ -1,0 +1,286 @@
+// ninfer::core - scheduler: FIFO admission with KV reservation, chunked prefill, batched decode.
+#include "core/engine/scheduler.h"
+
+#include <algorithm>
+
+namespace ninfer::core {
+namespace {
+
+double ms_between(Scheduler::Clock::time_point a, Scheduler::Clock::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+uint64_t us_between(Scheduler::Clock::time_point a, Scheduler::Clock::time_point b) {
+    return uint64_t(std::chrono::duration_cast<std::chrono::microseconds>(b - a).count());
+}
+
+bool is_stop_token(const GenerationRequest& r, int32_t token) {
+    return std::find(r.stop_token_ids.begin(), r.stop_token_ids.end(), token) != r.stop_token_ids.end();
+}
+
+} // namespace
+
+Scheduler::Scheduler(Backend& backend, SchedulerOptions options, EngineStats& stats)
+    : backend_(backend), options_(options), stats_(stats), lanes_(size_t(backend.n_lanes())) {
+    if (options_.kv_capacity_tokens == 0) options_.kv_capacity_tokens = uint64_t(backend.n_lanes()) * options_.max_context;
+    stats_.n_lanes = backend.n_lanes();
+    stats_.kv_capacity_tokens = options_.kv_capacity_tokens;
+}
+
+void Scheduler::submit(GenerationRequest request) {
+    uint64_t need = uint64_t(request.prompt.size()) + request.max_tokens;
+    if (request.prompt.empty() || request.max_tokens == 0 || need > options_.max_context ||
+        need > options_.kv_capacity_tokens) {
+        ++stats_.n_requests_rejected_total;
+        request.sink->on_rejected(RejectReason::ContextExceeded,
+                                  "prompt of " + std::to_string(request.prompt.size()) + " tokens + max_tokens " +
+                                      std::to_string(request.max_tokens) + " does not fit the context of " +
+                                      std::to_string(options_.max_context) + " tokens");
+        return;
+    }
+    size_t free_lanes = lanes_.size() - size_t(n_running());
+    if (queue_.size() >= options_.max_pending + free_lanes) {
+        ++stats_.n_requests_rejected_total;
+        request.sink->on_rejected(RejectReason::QueueFull, "server overloaded: " +
+                                                               std::to_string(options_.max_pending) +
+                                                               " requests already waiting");
+        return;
+    }
+    queue_.push_back(std::move(request));
+    update_gauges();
+}
+
+void Scheduler::cancel(uint64_t request_id) {
+    for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+        if (it->id != request_id) continue;
+        GenerationRequest r = std::move(*it);
+        queue_.erase(it);
+        ++stats_.n_requests_cancelled_total;
+        GenerationSummary s;
+        s.reason = FinishReason::Cancelled;
+        s.prompt_tokens = uint32_t(r.prompt.size());
+        r.sink->on_finished(s);
+        update_gauges();
+        return;
+    }
+    for (size_t i = 0; i < lanes_.size(); ++i)
+        if (lanes_[i].request && lanes_[i].request->id == request_id) finish(int(i), FinishReason::Cancelled);
+    update_gauges();
+}
+
+void Scheduler::cancel_all() {
+    while (!queue_.empty()) cancel(queue_.front().id);
+    for (size_t i = 0; i < lanes_.size(); ++i)
+        if (lanes_[i].request) finish(int(i), FinishReason::Cancelled);
+    update_gauges();
+}
+
+int Scheduler::n_running() const {
+    return int(std::count_if(lanes_.begin(), lanes_.end(), [](const Lane& l) { return l.request.has_value(); }));
+}
+
+bool Scheduler::has_requests() const { return !queue_.empty() || n_running() > 0; }
+
+bool Scheduler::has_work() const {
+    if (n_running() > 0) return true;
+    // Queued work can start only if the head fits now; otherwise we wait for a deadline.
+    return !queue_.empty() && uint64_t(queue_.front().prompt.size()) + queue_.front().max_tokens + reserved_tokens() <=
+                                  options_.kv_capacity_tokens;
+}
+
+std::optional<Scheduler::Clock::time_point> Scheduler::next_deadline() const {
+    if (queue_.empty()) return std::nullopt;
+    return queue_.front().submitted + std::chrono::milliseconds(options_.pending_timeout_ms);
+}
+
+uint64_t Scheduler::reserved_tokens() const {
+    uint64_t total = 0;
+    for (const Lane& l : lanes_)
+        if (l.request) total += l.request->prompt.size() + l.request->max_tokens;
+    return total;
+}
+
+void Scheduler::step() {
+    Clock::time_point now = Clock::now();
+    expire_queue(now);
+    admit(now);
+    if (n_running() > 0) ++stats_.n_steps_total;
+    prefill_one_chunk();
+    decode_batch();
+    update_gauges();
+}
+
+void Scheduler::expire_queue(Clock::time_point now) {
+    auto limit = std::chrono::milliseconds(options_.pending_timeout_ms);
+    // FIFO order means the oldest are at the front.
+    while (!queue_.empty() && now - queue_.front().submitted >= limit) {
+        GenerationRequest r = std::move(queue_.front());
+        queue_.pop_front();
+        ++stats_.n_requests_rejected_total;
+        r.sink->on_rejected(RejectReason::QueueTimeout, "request waited " + std::to_string(options_.pending_timeout_ms) +
+                                                            " ms for a free lane");
+    }
+}
+
+int Scheduler::pick_lane(const GenerationRequest& request) const {
+    int best = -1;
+    size_t best_reuse = 0;
+    for (size_t i = 0; i < lanes_.size(); ++i) {
+        const Lane& l = lanes_[i];
+        if (l.request) continue;
+        size_t h = l.history.size();
+        bool extends = h > 0 && h < request.prompt.size() &&
+                       std::equal(l.history.begin(), l.history.end(), request.prompt.begin());
+        size_t reuse = extends ? h : 0;
+        if (best < 0 || reuse > best_reuse || (reuse == best_reuse && l.history.empty() && !lanes_[size_t(best)].history.empty())) {
+            best = int(i);
+            best_reuse = reuse;
+        }
+    }
+    return best;
+}
+
+void Scheduler::admit(Clock::time_point now) {
+    while (!queue_.empty()) {
+        const GenerationRequest& head = queue_.front();
+        if (reserved_tokens() + head.prompt.size() + head.max_tokens > options_.kv_capacity_tokens) return;
+        int index = pick_lane(head);
+        if (index < 0) return;
+        Lane& lane = lanes_[size_t(index)];
+        GenerationRequest r = std::move(queue_.front());
+        queue_.pop_front();
+        bool reuse = !lane.history.empty() && lane.history.size() < r.prompt.size() &&
+                     std::equal(lane.history.begin(), lane.history.end(), r.prompt.begin());
+        if (!reuse) {
+            backend_.reset_lane(index);
+            lane.history.clear();
+        }
+        lane.cached_tokens = uint32_t(lane.history.size());
+        lane.n_prefilled = lane.cached_tokens;
+        lane.generated.clear();
+        lane.pending_token = -1;
+        lane.decoding = false;
+        lane.admitted = now;
+        lane.admit_order = admit_counter_++;
+        stats_.n_prompt_tokens_total += r.prompt.size();
+        stats_.n_prompt_tokens_cached_total += lane.cached_tokens;
+        auto sink = r.sink;
+        lane.request = std::move(r);
+        sink->on_admitted(index, lane.cached_tokens);
+    }
+}
+
+void Scheduler::prefill_one_chunk() {
+    int chosen = -1;
+    for (size_t i = 0; i < lanes_.size(); ++i) {
+        const Lane& l = lanes_[i];
+        if (l.request && !l.decoding && (chosen < 0 || l.admit_order < lanes_[size_t(chosen)].admit_order))
+            chosen = int(i);
+    }
+    if (chosen < 0) return;
+    Lane& lane = lanes_[size_t(chosen)];
+    const std::vector<int32_t>& prompt = lane.request->prompt;
+    uint32_t n = std::min<uint32_t>(options_.prefill_chunk, uint32_t(prompt.size()) - lane.n_prefilled);
+    std::span<const int32_t> chunk(prompt.data() + lane.n_prefilled, n);
+    bool last = lane.n_prefilled + n == prompt.size();
+    auto t0 = Clock::now();
+    backend_.prefill(chosen, chunk, last ? LogitsOut::Last : LogitsOut::None, nullptr);
+    lane.history.insert(lane.history.end(), chunk.begin(), chunk.end());
+    lane.n_prefilled += n;
+    stats_.n_prefill_tokens_total += n;
+    if (!last) {
+        stats_.t_prefill_us_total += us_between(t0, Clock::now());
+        return;
+    }
+    SamplingParams sampling = lane.request->sampling;
+    sampling.step = 0;
+    DecodeResult first = backend_.sample_after_prefill(chosen, sampling, {}, lane.request->n_top_logprobs);
+    lane.first_token = Clock::now();
+    stats_.t_prefill_us_total += us_between(t0, lane.first_token);
+    lane.decoding = true;
+    accept_token(chosen, first);
+}
+
+bool Scheduler::accept_token(int lane_index, const DecodeResult& result) {
+    Lane& lane = lanes_[size_t(lane_index)];
+    lane.generated.push_back(result.token);
+    lane.pending_token = result.token;
+    ++stats_.n_generation_tokens_total;
+    TokenVerdict verdict = lane.request->sink->on_token(result);
+    if (verdict == TokenVerdict::Stop || is_stop_token(*lane.request, result.token)) {
+        finish(lane_index, FinishReason::Stop);
+        return false;
+    }
+    if (lane.generated.size() >= lane.request->max_tokens || lane.history.size() + 1 >= options_.max_context) {
+        finish(lane_index, FinishReason::Length);
+        return false;
+    }
+    return true;
+}
+
+void Scheduler::decode_batch() {
+    std::vector<DecodeStep> steps;
+    for (size_t i = 0; i < lanes_.size(); ++i) {
+        Lane& l = lanes_[i];
+        if (!l.request || !l.decoding) continue;
+        DecodeStep s;
+        s.lane = int(i);
+        s.token = l.pending_token;
+        s.sampling = l.request->sampling;
+        s.sampling.step = l.generated.size();
+        s.generated = l.generated;
+        s.n_top_logprobs = l.request->n_top_logprobs;
+        steps.push_back(std::move(s));
+    }
+    if (steps.empty()) return;
+    auto t0 = Clock::now();
+    std::vector<DecodeResult> results = backend_.decode(steps);
+    stats_.t_decode_us_total += us_between(t0, Clock::now());
+    ++stats_.n_decode_steps_total;
+    stats_.n_decode_lane_steps_total += steps.size();
+    for (size_t k = 0; k < steps.size(); ++k) {
+        Lane& l = lanes_[size_t(steps[k].lane)];
+        l.history.push_back(steps[k].token);
+        if (l.request) accept_token(steps[k].lane, results[k]);
+    }
+}
+
+void Scheduler::finish(int lane_index, FinishReason reason) {
+    Lane& lane = lanes_[size_t(lane_index)];
+    if (!lane.request) return;
+    GenerationRequest r = std::move(*lane.request);
+    lane.request.reset();
+    Clock::time_point now = Clock::now();
+    GenerationSummary s;
+    s.reason = reason;
+    s.lane = lane_index;
+    s.prompt_tokens = uint32_t(r.prompt.size());
+    s.cached_tokens = lane.cached_tokens;
+    s.completion_tokens = uint32_t(lane.generated.size());
+    s.queue_ms = ms_between(r.submitted, lane.admitted);
+    bool sampled = !lane.generated.empty();
+    s.prompt_ms = sampled ? ms_between(lane.admitted, lane.first_token) : ms_between(lane.admitted, now);
+    s.decode_ms = sampled ? ms_between(lane.first_token, now) : 0.0;
+    // A lane stopped in the middle of its prompt holds a state no later prompt can trust.
+    if (!lane.decoding) {
+        backend_.reset_lane(lane_index);
+        lane.history.clear();
+    }
+    lane.decoding = false;
+    if (reason == FinishReason::Cancelled) {
+        ++stats_.n_requests_cancelled_total;
+    } else {
+        ++stats_.n_requests_finished_total;
+    }
+    r.sink->on_finished(s);
+}
+
+void Scheduler::update_gauges() {
+    stats_.n_requests_running = n_running();
+    stats_.n_requests_waiting = int(queue_.size());
+    stats_.n_requests_prefilling =
+        int(std::count_if(lanes_.begin(), lanes_.end(), [](const Lane& l) { return l.request && !l.decoding; }));
+    stats_.kv_reserved_tokens = reserved_tokens();
+}
+
+} // namespace ninfer::core

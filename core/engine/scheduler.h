@@ -1,0 +1,87 @@
+// ninfer::core - the scheduler: lanes, a bounded FIFO queue, KV admission, continuous batching.
+//
+// Contract (engine thread only):
+// - Lanes 0..n_lanes-1 of the Backend. submit() queues a request FIFO; it is rejected at once
+//   (sink->on_rejected) when the queue holds max_pending requests (QueueFull) or when
+//   prompt + max_tokens exceeds max_context or the prompt is empty (ContextExceeded).
+// - step() is one scheduling round: drop queued requests older than pending_timeout
+//   (QueueTimeout); admit the queue's head while a lane is free and its prompt + max_tokens fits
+//   in the unreserved KV capacity (strict FIFO: a head that does not fit blocks the rest); run at
+//   most ONE prefill chunk (prefill_chunk tokens, oldest admitted lane first); then ONE batched
+//   decode step for every decoding lane. So a decoding lane waits at most one chunk between
+//   tokens while another lane prefills.
+// - A free lane keeps the tokens of its last sequence; a new prompt that extends them exactly
+//   reuses that state and prefills only the rest (cached_tokens).
+// - cancel(id) removes a queued request or frees a running one's lane before the next step
+//   (FinishReason::Cancelled). cancel_all() does it for every request.
+// - Greedy results do not depend on batching: each lane's tokens come only from its own state.
+#pragma once
+
+#include "core/engine/backend.h"
+#include "core/engine/engine_stats.h"
+#include "core/engine/generation.h"
+
+#include <chrono>
+#include <deque>
+#include <optional>
+#include <vector>
+
+namespace ninfer::core {
+
+struct SchedulerOptions {
+    uint32_t max_context = 8192;
+    uint64_t kv_capacity_tokens = 0; // 0 = n_lanes * max_context
+    uint32_t prefill_chunk = 1024;
+    uint32_t max_pending = 64;
+    uint64_t pending_timeout_ms = 60000;
+};
+
+class Scheduler {
+  public:
+    using Clock = std::chrono::steady_clock;
+    Scheduler(Backend& backend, SchedulerOptions options, EngineStats& stats);
+
+    void submit(GenerationRequest request);
+    void cancel(uint64_t request_id);
+    void cancel_all();
+    bool has_work() const;       // something to compute now
+    bool has_requests() const;   // anything queued or running
+    std::optional<Clock::time_point> next_deadline() const; // earliest queue timeout
+    void step();
+
+    int n_running() const;
+    size_t n_waiting() const { return queue_.size(); }
+
+  private:
+    struct Lane {
+        std::optional<GenerationRequest> request;
+        std::vector<int32_t> history; // tokens fed to the backend (kept after finish for reuse)
+        std::vector<int32_t> generated;
+        uint32_t n_prefilled = 0;     // prompt tokens already in the lane
+        uint32_t cached_tokens = 0;
+        int32_t pending_token = -1;   // sampled, not yet fed
+        bool decoding = false;
+        Clock::time_point admitted, first_token;
+        uint64_t admit_order = 0;
+    };
+
+    void expire_queue(Clock::time_point now);
+    void admit(Clock::time_point now);
+    int pick_lane(const GenerationRequest& request) const;
+    void prefill_one_chunk();
+    void decode_batch();
+    // Reports a sampled token; returns false if the lane finished.
+    bool accept_token(int lane_index, const DecodeResult& result);
+    void finish(int lane_index, FinishReason reason);
+    uint64_t reserved_tokens() const;
+    void update_gauges();
+
+    Backend& backend_;
+    SchedulerOptions options_;
+    EngineStats& stats_;
+    std::deque<GenerationRequest> queue_;
+    std::vector<Lane> lanes_;
+    uint64_t admit_counter_ = 0;
+};
+
+} // namespace ninfer::core

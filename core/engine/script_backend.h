@@ -1,0 +1,53 @@
+// ninfer::core - a test-only Backend that replays scripted token ids instead of running a model.
+//
+// Contract:
+// - Built from a list of scripts (token id sequences). Every generation (each
+//   sample_after_prefill) takes the next script in round-robin order; the first token is
+//   script[0], each decode step returns the next one, and past the end the last id repeats.
+//   So streamed tool calls, reasoning and stop strings can be tested end to end over HTTP.
+// - Lanes track only their length (prefill/decode append); save_lane/restore_lane copy token ids.
+//   Logprobs are 0 (probability 1) and the top list holds the chosen token only.
+// - Errors: ninfer::Error("backend: ...") for an empty script list or a lane out of range.
+// Engine thread only, like every backend.
+#pragma once
+
+#include "core/engine/backend.h"
+
+#include <vector>
+
+namespace ninfer::core {
+
+class ScriptBackend final : public Backend {
+  public:
+    ScriptBackend(std::vector<std::vector<int32_t>> scripts, int n_lanes, uint32_t vocab_size, uint32_t max_context);
+    std::string name() const override { return "script"; }
+    int n_lanes() const override { return int(lanes_.size()); }
+    uint32_t vocab_size() const override { return vocab_size_; }
+    uint32_t max_context() const override { return max_context_; }
+    uint32_t lane_length(int lane) const override;
+    void reset_lane(int lane) override;
+    void prefill(int lane, std::span<const int32_t> tokens, LogitsOut out, std::vector<float>* logits) override;
+    DecodeResult sample_after_prefill(int lane, const SamplingParams& sampling, std::span<const int32_t> generated,
+                                      int n_top_logprobs) override;
+    std::vector<DecodeResult> decode(std::span<const DecodeStep> steps) override;
+    std::vector<float> last_logits(int lane) const override;
+    LaneImage save_lane(int lane) const override;
+    void restore_lane(int lane, const LaneImage& image) override;
+
+  private:
+    struct Lane {
+        std::vector<int32_t> tokens;
+        size_t script = 0;
+        size_t cursor = 0;
+    };
+    Lane& lane_at(int lane);
+    DecodeResult next(Lane& lane, int n_top_logprobs);
+
+    std::vector<std::vector<int32_t>> scripts_;
+    std::vector<Lane> lanes_;
+    uint32_t vocab_size_;
+    uint32_t max_context_;
+    size_t next_script_ = 0;
+};
+
+} // namespace ninfer::core

@@ -1,0 +1,79 @@
+// ninfer tests - a deterministic fake Backend: the next token is a hash of the lane's whole
+// sequence, so any mix-up between lanes or a lost token changes the output. Records every call.
+#pragma once
+
+#include "core/engine/backend.h"
+#include "core/engine/generation.h"
+
+#include <string>
+#include <vector>
+
+namespace ninfer::test {
+
+class FakeBackend final : public core::Backend {
+  public:
+    struct Call {
+        std::string kind; // "prefill" or "decode"
+        int lane = -1;    // prefill lane
+        size_t n = 0;     // prefill tokens or decode batch size
+    };
+    FakeBackend(int lanes, uint32_t vocab = 1000) : lanes_(size_t(lanes)), vocab_(vocab) {}
+    std::string name() const override { return "fake"; }
+    int n_lanes() const override { return int(lanes_.size()); }
+    uint32_t vocab_size() const override { return vocab_; }
+    uint32_t max_context() const override { return 1 << 20; }
+    uint32_t lane_length(int lane) const override { return uint32_t(lanes_[size_t(lane)].size()); }
+    void reset_lane(int lane) override { lanes_[size_t(lane)].clear(); }
+    void prefill(int lane, std::span<const int32_t> tokens, core::LogitsOut, std::vector<float>*) override {
+        auto& l = lanes_[size_t(lane)];
+        l.insert(l.end(), tokens.begin(), tokens.end());
+        calls.push_back({"prefill", lane, tokens.size()});
+    }
+    core::DecodeResult sample_after_prefill(int lane, const core::SamplingParams&, std::span<const int32_t>,
+                                            int) override {
+        return {next_token(lanes_[size_t(lane)]), -0.5f, {}};
+    }
+    std::vector<core::DecodeResult> decode(std::span<const core::DecodeStep> steps) override {
+        std::vector<core::DecodeResult> out;
+        for (const auto& s : steps) {
+            lanes_[size_t(s.lane)].push_back(s.token);
+            out.push_back({next_token(lanes_[size_t(s.lane)]), -0.5f, {}});
+        }
+        calls.push_back({"decode", -1, steps.size()});
+        return out;
+    }
+    std::vector<float> last_logits(int) const override { return {}; }
+    core::LaneImage save_lane(int lane) const override { return {lanes_[size_t(lane)], {}, {}, {}}; }
+    void restore_lane(int lane, const core::LaneImage& image) override { lanes_[size_t(lane)] = image.tokens; }
+
+    std::vector<Call> calls;
+
+  private:
+    int32_t next_token(const std::vector<int32_t>& seq) const {
+        uint64_t h = 1469598103934665603ull;
+        for (int32_t t : seq) h = (h ^ uint64_t(uint32_t(t))) * 1099511628211ull;
+        return int32_t(h % vocab_);
+    }
+    std::vector<std::vector<int32_t>> lanes_;
+    uint32_t vocab_;
+};
+
+// Collects what the scheduler reports for one request.
+struct RecordingSink final : core::GenerationSink {
+    std::vector<int32_t> tokens;
+    bool admitted = false, finished = false, rejected = false;
+    int lane = -1;
+    uint32_t cached = 0;
+    core::GenerationSummary summary;
+    core::RejectReason reject_reason{};
+    int32_t stop_after_token = -1; // return Stop when this token arrives
+    void on_admitted(int l, uint32_t c) override { admitted = true, lane = l, cached = c; }
+    core::TokenVerdict on_token(const core::DecodeResult& r) override {
+        tokens.push_back(r.token);
+        return r.token == stop_after_token ? core::TokenVerdict::Stop : core::TokenVerdict::Continue;
+    }
+    void on_finished(const core::GenerationSummary& s) override { finished = true, summary = s; }
+    void on_rejected(core::RejectReason reason, const std::string&) override { rejected = true, reject_reason = reason; }
+};
+
+} // namespace ninfer::test
