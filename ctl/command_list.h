@@ -6,9 +6,13 @@
 namespace ninfer::ctl {
 
 int cmd_version(int argc, char** argv);
+int cmd_tokenize(int argc, char** argv);
+int cmd_detokenize(int argc, char** argv);
 
 inline constexpr Command kCommands[] = {
     {"version", cmd_version, "print the version"},
+    {"tokenize", cmd_tokenize, "text to token ids (tokenizer.json or artifact)"},
+    {"detokenize", cmd_detokenize, "token ids to text"},
 };
 
 } // namespace ninfer::ctl
