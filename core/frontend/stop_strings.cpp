@@ -19,12 +19,16 @@ StopStringMatcher::StopStringMatcher(std::vector<std::string> stops) {
 std::string StopStringMatcher::feed(std::string_view text) {
     if (matched_) return {};
     held_ += text;
-    size_t best = std::string::npos;
+    // The stop string that completes first ends the stream (what checking after every token
+    // would find); at an equal end the longer one, which starts earlier.
+    size_t best = std::string::npos, best_end = std::string::npos;
     for (const std::string& stop : stops_) {
         const size_t at = held_.find(stop);
         if (at == std::string::npos) continue;
-        if (at < best || (at == best && stop.size() > matched_string_.size())) {
+        const size_t end = at + stop.size();
+        if (end < best_end || (end == best_end && at < best)) {
             best = at;
+            best_end = end;
             matched_string_ = stop;
         }
     }

@@ -3,8 +3,8 @@
 // Contract:
 // - StopStringMatcher::feed(text) returns the part of the text seen so far that can no longer be
 //   part of a stop string, holding back only the longest tail that is still a proper prefix of
-//   some stop string. The first (leftmost; at equal position the longest) stop string ends the
-//   stream: feed returns the text before it, matched() becomes true, matched_string() names it,
+//   some stop string. The stop string that completes first (at an equal end, the longest) ends
+//   the stream, as checking after every token would: feed returns the text before it, matched() becomes true, matched_string() names it,
 //   and later feeds return "". Empty stop strings are ignored.
 // - flush() (end of generation without a match) returns the held-back text.
 // - Concatenating every return value gives the input up to the first match, or all of it.
