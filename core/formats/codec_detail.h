@@ -19,6 +19,11 @@
 
 namespace ninfer::core::detail {
 
+// One group of row_split_k128_v1 (G = 64 lanes for 4/5/6 bits, 32 for 8): signed codes <->
+// base bytes (+ high bytes for 5/6 bits; `high` must be zeroed before packing).
+void pack_group(uint32_t bits, const int8_t* codes, uint8_t* base, uint8_t* high);
+void unpack_group(uint32_t bits, const uint8_t* base, const uint8_t* high, int8_t* codes);
+
 std::vector<uint8_t> row_split_encode(TensorFormat format, uint64_t n, uint64_t k,
                                       std::span<const float> values);
 void row_split_decode(const StoredTensor& t, uint64_t row_begin, uint64_t n_rows, float* out);

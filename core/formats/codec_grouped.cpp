@@ -15,8 +15,10 @@ namespace {
 int qmax_of(uint32_t bits) { return bits == 8 ? 127 : (1 << (bits - 1)) - 1; }
 int qmin_of(uint32_t bits) { return bits == 8 ? -127 : -(1 << (bits - 1)); }
 
+} // namespace
+
 // Unpacks one group's signed codes (G lanes) from its base and high bytes.
-inline void unpack_group(uint32_t bits, const uint8_t* base, const uint8_t* high, int8_t* q) {
+void unpack_group(uint32_t bits, const uint8_t* base, const uint8_t* high, int8_t* q) {
     if (bits == 8) {
         std::memcpy(q, base, 32);
         return;
@@ -42,7 +44,7 @@ inline void unpack_group(uint32_t bits, const uint8_t* base, const uint8_t* high
     }
 }
 
-inline void pack_group(uint32_t bits, const int8_t* q, uint8_t* base, uint8_t* high) {
+void pack_group(uint32_t bits, const int8_t* q, uint8_t* base, uint8_t* high) {
     if (bits == 8) {
         std::memcpy(base, q, 32);
         return;
@@ -57,6 +59,8 @@ inline void pack_group(uint32_t bits, const int8_t* q, uint8_t* base, uint8_t* h
             high[i >> 2] |= uint8_t(((q[i] >> 4) & 3) << ((i & 3) * 2));
     }
 }
+
+namespace {
 
 inline const uint16_t* scale_ptr(const StoredTensor& t, const RowSplitGeometry& g, uint64_t row) {
     return reinterpret_cast<const uint16_t*>(t.data + g.scale_off + row * g.scale_row);
