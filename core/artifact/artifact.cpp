@@ -95,7 +95,12 @@ void Artifact::Impl::open_parts() {
     const std::string dir_path = slash == std::string::npos ? "" : path.substr(0, slash + 1);
     for (size_t i = 1; i < dir.files.size(); ++i) {
         const std::string part_path = dir_path + dir.files[i].path;
-        MappedFile f = MappedFile::open(part_path, "artifact");
+        MappedFile f;
+        try {
+            f = MappedFile::open(part_path, "part");
+        } catch (const Error& e) {
+            fail(std::string("cannot open ") + e.what());
+        }
         const std::string where = "part " + dir.files[i].path + ": ";
         if (f.size() < 32)
             fail(where + "truncated: " + std::to_string(f.size()) + " bytes");
