@@ -1,0 +1,59 @@
+// ninfer tests - payload round trips, malformed payloads, slot names.
+#include "proto/messages.h"
+
+#include <catch2/catch.hpp>
+
+using namespace ninfer::proto;
+
+TEST_CASE("messages: every payload round-trips", "[messages]") {
+    StatusReply s;
+    s.version = "0.1.0";
+    s.model_id = "tiny";
+    s.lanes = {{0, "idle", 0}, {1, "decode", 1234}};
+    s.memory_plan.kv_pool_bytes = 1ull << 40;
+    auto s2 = decode_payload<StatusReply>(encode_payload(s));
+    REQUIRE(s2);
+    CHECK(s2->model_id == "tiny");
+    CHECK(s2->lanes.size() == 2);
+    CHECK(s2->lanes[1].n_tokens == 1234);
+    CHECK(s2->memory_plan.kv_pool_bytes == 1ull << 40);
+
+    CacheListReply c;
+    c.entries = {{"abcd", 10, 20, "host", 5, 2}};
+    auto c2 = decode_payload<CacheListReply>(encode_payload(c));
+    REQUIRE(c2);
+    CHECK(c2->entries[0].tier == "host");
+
+    SlotRequest r{3, "conv-1.a_b"};
+    auto r2 = decode_payload<SlotRequest>(encode_payload(r));
+    REQUIRE(r2);
+    CHECK(r2->name == "conv-1.a_b");
+    CHECK(decode_payload<CacheEvictRequest>(encode_payload(CacheEvictRequest{CacheEvictMode::OlderThan, "", 60}))->older_than_s == 60);
+}
+
+TEST_CASE("messages: malformed payloads are refused", "[messages]") {
+    auto bytes = encode_payload(SlotRequest{1, "x"});
+    bytes.push_back(0); // trailing byte
+    CHECK_FALSE(decode_payload<SlotRequest>(bytes));
+    bytes.resize(6); // short string
+    CHECK_FALSE(decode_payload<SlotRequest>(bytes));
+    std::vector<uint8_t> lie = {0xff, 0xff, 0xff, 0x7f}; // a count no payload can hold
+    CHECK_FALSE(decode_payload<CacheListReply>(lie));
+    auto evict = encode_payload(CacheEvictRequest{});
+    evict[0] = 9; // unknown mode
+    CHECK_FALSE(decode_payload<CacheEvictRequest>(evict));
+    auto watch = encode_payload(MetricsWatchRequest{1, 0}); // 1 ms interval is out of range
+    CHECK_FALSE(decode_payload<MetricsWatchRequest>(watch));
+}
+
+TEST_CASE("messages: slot names", "[messages]") {
+    CHECK(is_valid_slot_name("a"));
+    CHECK(is_valid_slot_name("Chat_01.v2-x"));
+    CHECK(is_valid_slot_name(std::string(64, 'a')));
+    CHECK_FALSE(is_valid_slot_name(std::string(65, 'a')));
+    CHECK_FALSE(is_valid_slot_name(""));
+    CHECK_FALSE(is_valid_slot_name(".hidden"));
+    CHECK_FALSE(is_valid_slot_name("../etc"));
+    CHECK_FALSE(is_valid_slot_name("a/b"));
+    CHECK_FALSE(is_valid_slot_name("a b"));
+}
