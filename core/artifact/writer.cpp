@@ -85,6 +85,10 @@ struct ArtifactWriter::Impl {
             if (!(p.begin < p.end && p.end <= elems))
                 fail(what + ": range [" + std::to_string(p.begin) + "," + std::to_string(p.end) +
                      ") exceeds the " + std::to_string(elems) + " elements of " + p.object_id);
+            const uint64_t k = o.shape.empty() ? 1 : o.shape.back();
+            if (format_is_quantized(o.format) && (p.begin % k != 0 || p.end % k != 0))
+                fail(what + ": range of quantized tensor " + p.object_id +
+                     " does not cover whole rows");
         }
     }
 
