@@ -86,12 +86,31 @@ std::string json_quote(std::string_view s) {
 std::string json_number(double v) {
     if (!std::isfinite(v))
         throw Error("json: cannot write non-finite number " + std::to_string(v));
+    // Shortest round-trip digits, laid out like Python's repr (fixed for 1e-4 <= |v| < 1e16) so
+    // values written here read the same as those from the upstream Python tools.
     char buf[64];
-    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-    std::string s(buf, end);
-    if (s.find_first_of(".eE") == std::string::npos)
-        s += ".0";
-    return s;
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
+    const std::string sci(buf, end);
+    const size_t e_pos = sci.find('e');
+    const int exp = std::stoi(sci.substr(e_pos + 1));
+    if (exp < -4 || exp >= 16)
+        return sci;
+    const bool negative = sci[0] == '-';
+    std::string digits;
+    for (char c : sci.substr(negative, e_pos - negative))
+        if (c != '.')
+            digits.push_back(c);
+    std::string out = negative ? "-" : "";
+    if (exp < 0) {
+        out += "0." + std::string(size_t(-exp - 1), '0') + digits;
+    } else {
+        if (digits.size() < size_t(exp) + 1)
+            digits.append(size_t(exp) + 1 - digits.size(), '0');
+        out += digits.substr(0, size_t(exp) + 1) + ".";
+        const std::string frac = digits.substr(size_t(exp) + 1);
+        out += frac.empty() ? "0" : frac;
+    }
+    return out;
 }
 
 void JsonWriter::before_value() {

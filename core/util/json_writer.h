@@ -7,8 +7,9 @@
 //   is compact (no spaces), like Python's json.dumps(separators=(",", ":"), ensure_ascii=False).
 // - Strings: `"` and `\` escaped, control characters < 0x20 as \b \f \n \r \t or \u00XX, every
 //   other character (non-ASCII UTF-8, DEL, U+2028) kept raw. Invalid UTF-8 throws ninfer::Error.
-// - Integers print exactly. Doubles print the shortest text that round-trips (std::to_chars),
-//   always with a '.' or an exponent so they read back as floats ("1.0", "1e-06"); NaN and
+// - Integers print exactly. Doubles print the shortest digits that round-trip (std::to_chars),
+//   laid out like Python's repr (fixed for 1e-4 <= |v| < 1e16, else "1e-06", "1.5e+300"),
+//   always with a '.' or an exponent so they read back as floats ("1.0"); NaN and
 //   infinities throw ninfer::Error (JSON has no literal for them).
 // - Misuse (a value where a key is expected, unbalanced end_*, take() before the document is
 //   complete) throws ninfer::Error.
