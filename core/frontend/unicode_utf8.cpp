@@ -94,9 +94,8 @@ void append_utf8_lossy(std::string& out, std::string_view bytes) {
     size_t pos = 0;
     while (pos < bytes.size()) {
         size_t start = pos;
-        // Copy runs of well-formed text in one go; only replacements are re-encoded.
-        char32_t cp = utf8_next(bytes, pos);
-        if (cp == kReplacementChar && !(pos - start == 3 && bytes.substr(start, 3) == "\xEF\xBF\xBD"))
+        // Well-formed sequences are copied as they are; a real U+FFFD reads the same either way.
+        if (utf8_next(bytes, pos) == kReplacementChar)
             append_utf8(out, kReplacementChar);
         else
             out.append(bytes.substr(start, pos - start));
