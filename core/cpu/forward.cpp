@@ -1,0 +1,341 @@
+// ninfer::core - CPU forward pass: embedding, gated attention, Gated DeltaNet, MLP/MoE, head.
+#include "core/cpu/forward.h"
+
+#include "core/cpu/gdn.h"
+#include "core/cpu/matmul.h"
+#include "core/cpu/ops.h"
+#include "core/model/kv_codec.h"
+#include "core/util/error.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace ninfer::core::cpu {
+
+ModelRunner::ModelRunner(const ModelWeights& weights, const MemoryPlan& plan, KvStore& kv,
+                         ThreadPool& pool, ForwardOptions options)
+    : w_(weights), c_(weights.config), plan_(plan), kv_(kv), pool_(pool), options_(options),
+      hidden_size_(weights.config.hidden_size) {}
+
+size_t ModelRunner::conv_floats() const {
+    return size_t(c_.n_linear_attention_layers()) * (c_.linear_conv_kernel_dim - 1) * c_.gdn_conv_dim();
+}
+
+size_t ModelRunner::recurrent_floats() const {
+    return size_t(c_.n_linear_attention_layers()) * c_.linear_num_value_heads *
+           c_.linear_key_head_dim * c_.linear_value_head_dim;
+}
+
+static void add_into(float* x, const float* y, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+        x[i] += y[i];
+}
+
+void ModelRunner::forward(std::span<const RowSegment> segs, std::span<const int32_t> tokens) {
+    const size_t R = tokens.size(), H = hidden_size_;
+    row_position_.resize(R);
+    row_segment_.resize(R);
+    for (const RowSegment& s : segs)
+        for (uint32_t i = 0; i < s.n; ++i) {
+            row_position_[s.row + i] = s.start + i;
+            row_segment_[s.row + i] = &s;
+        }
+    x_.resize(R * H);
+    xn_.resize(R * H);
+    mix_.resize(R * H);
+    for (size_t r = 0; r < R; ++r) {
+        if (tokens[r] < 0 || uint32_t(tokens[r]) >= c_.vocab_size)
+            throw Error("backend: token id " + std::to_string(tokens[r]) + " is outside the vocabulary");
+        w_.token_embedding.decode(uint64_t(tokens[r]), 1, x_.data() + r * H);
+    }
+    const float eps = c_.rms_norm_eps;
+    auto norm_rows = [&](const std::vector<float>& weight, const float* in, float* out) {
+        pool_.parallel_for(R, [&](size_t r0, size_t r1) {
+            for (size_t r = r0; r < r1; ++r)
+                rms_norm_offset(in + r * H, weight.data(), H, eps, out + r * H);
+        });
+    };
+    uint32_t full_index = 0, gdn_index = 0;
+    for (uint32_t l = 0; l < c_.num_hidden_layers; ++l) {
+        const LayerWeights& L = w_.layers[l];
+        norm_rows(L.input_norm, x_.data(), xn_.data());
+        if (L.kind == LayerKind::FullAttention)
+            attention(l, full_index++, segs, R);
+        else
+            gdn(l, gdn_index++, segs, R);
+        add_into(x_.data(), mix_.data(), R * H);
+        norm_rows(L.post_attention_norm, x_.data(), xn_.data());
+        ffn(l, R);
+        add_into(x_.data(), mix_.data(), R * H);
+    }
+    norm_rows(w_.final_norm, x_.data(), x_.data());
+}
+
+void ModelRunner::logits(std::span<const size_t> rows, float* out) {
+    const size_t H = hidden_size_;
+    gathered_.resize(rows.size() * H);
+    for (size_t i = 0; i < rows.size(); ++i)
+        std::copy_n(hidden(rows[i]), H, gathered_.data() + i * H);
+    matmul(pool_, w_.output_head, gathered_.data(), rows.size(), out);
+}
+
+void ModelRunner::attention(uint32_t layer, uint32_t fi, std::span<const RowSegment> segs, size_t R) {
+    const AttentionWeights& w = w_.layers[layer].attention;
+    const uint32_t nH = c_.num_attention_heads, nKV = c_.num_key_value_heads, hd = c_.head_dim;
+    const uint32_t rot = c_.rotary_dim(), group = nH / nKV;
+    const size_t qd = c_.attn_q_dim(), kvd = c_.attn_kv_dim();
+    const float eps = c_.rms_norm_eps;
+    q_.resize(R * qd);
+    gate_.resize(R * qd);
+    k_.resize(R * kvd);
+    v_.resize(R * kvd);
+    attn_.resize(R * qd);
+    matmul(pool_, w.query, xn_.data(), R, q_.data());
+    matmul(pool_, w.gate, xn_.data(), R, gate_.data());
+    matmul(pool_, w.key, xn_.data(), R, k_.data());
+    matmul(pool_, w.value, xn_.data(), R, v_.data());
+
+    // q/k norms, RoPE, then K/V rows into the lane's pages.
+    pool_.parallel_for(R, [&](size_t r0, size_t r1) {
+        std::vector<float> cs(rot / 2 + 1), sn(rot / 2 + 1);
+        for (size_t r = r0; r < r1; ++r) {
+            const uint32_t pos = row_position_[r];
+            rope_tables(pos, rot, c_.rope_theta, cs.data(), sn.data());
+            for (uint32_t h = 0; h < nH; ++h) {
+                float* q = q_.data() + r * qd + size_t(h) * hd;
+                rms_norm_offset(q, w.query_norm.data(), hd, eps, q);
+                rope_neox(q, rot, cs.data(), sn.data());
+            }
+            LaneState& lane = *row_segment_[r]->lane;
+            for (uint32_t h = 0; h < nKV; ++h) {
+                float* k = k_.data() + r * kvd + size_t(h) * hd;
+                rms_norm_offset(k, w.key_norm.data(), hd, eps, k);
+                rope_neox(k, rot, cs.data(), sn.data());
+                kv_encode_row(plan_.kv_dtype, k, hd, kv_.row(fi, false, lane.pages, pos, h));
+                kv_encode_row(plan_.kv_dtype, v_.data() + r * kvd + size_t(h) * hd, hd,
+                              kv_.row(fi, true, lane.pages, pos, h));
+            }
+        }
+    });
+
+    // Work items: (segment, KV head, block of tokens); each decodes the history it needs once.
+    constexpr uint32_t kTokenBlock = 32;
+    struct Item {
+        const RowSegment* seg;
+        uint32_t kv_head, t0, t1;
+    };
+    std::vector<Item> items;
+    for (const RowSegment& s : segs)
+        for (uint32_t h = 0; h < nKV; ++h)
+            for (uint32_t t = 0; t < s.n; t += kTokenBlock)
+                items.push_back({&s, h, t, std::min(s.n, t + kTokenBlock)});
+    const float scale = 1.0f / std::sqrt(float(hd));
+    pool_.parallel_for(items.size(), [&](size_t i0, size_t i1) {
+        std::vector<float> K, V, p;
+        for (size_t it = i0; it < i1; ++it) {
+            const Item& item = items[it];
+            const RowSegment& s = *item.seg;
+            const uint32_t n_ctx = s.start + item.t1;
+            K.resize(size_t(n_ctx) * hd);
+            V.resize(size_t(n_ctx) * hd);
+            p.resize(n_ctx);
+            for (uint32_t j = 0; j < n_ctx; ++j) {
+                kv_decode_row(plan_.kv_dtype, kv_.row(fi, false, s.lane->pages, j, item.kv_head), hd,
+                              K.data() + size_t(j) * hd);
+                kv_decode_row(plan_.kv_dtype, kv_.row(fi, true, s.lane->pages, j, item.kv_head), hd,
+                              V.data() + size_t(j) * hd);
+            }
+            for (uint32_t t = item.t0; t < item.t1; ++t) {
+                const size_t row = s.row + t;
+                const uint32_t n_see = s.start + t + 1; // causal
+                for (uint32_t h = item.kv_head * group; h < (item.kv_head + 1) * group; ++h) {
+                    const float* q = q_.data() + row * qd + size_t(h) * hd;
+                    for (uint32_t j = 0; j < n_see; ++j)
+                        p[j] = dot(q, K.data() + size_t(j) * hd, hd) * scale;
+                    softmax(p.data(), n_see);
+                    float* out = attn_.data() + row * qd + size_t(h) * hd;
+                    std::fill(out, out + hd, 0.0f);
+                    for (uint32_t j = 0; j < n_see; ++j)
+                        axpy(p[j], V.data() + size_t(j) * hd, out, hd);
+                    const float* gate = gate_.data() + row * qd + size_t(h) * hd;
+                    for (uint32_t d = 0; d < hd; ++d)
+                        out[d] *= sigmoid(gate[d]);
+                }
+            }
+        }
+    });
+    matmul(pool_, w.output, attn_.data(), R, mix_.data());
+}
+
+void ModelRunner::gdn(uint32_t layer, uint32_t gi, std::span<const RowSegment> segs, size_t R) {
+    const GdnWeights& w = w_.layers[layer].gdn;
+    const uint32_t Hk = c_.linear_num_key_heads, Dk = c_.linear_key_head_dim;
+    const uint32_t Hv = c_.linear_num_value_heads, Dv = c_.linear_value_head_dim;
+    const uint32_t K = c_.linear_conv_kernel_dim;
+    const size_t kd = c_.gdn_key_dim(), vd = c_.gdn_value_dim(), cd = c_.gdn_conv_dim();
+    qkv_.resize(R * cd);
+    z_.resize(R * vd);
+    alpha_.resize(R * Hv);
+    beta_.resize(R * Hv);
+    conv_.resize(R * cd);
+    o_.resize(R * vd);
+    matmul(pool_, w.query, xn_.data(), R, qkv_.data(), cd);
+    matmul(pool_, w.key, xn_.data(), R, qkv_.data() + kd, cd);
+    matmul(pool_, w.value, xn_.data(), R, qkv_.data() + 2 * kd, cd);
+    matmul(pool_, w.z, xn_.data(), R, z_.data());
+    matmul(pool_, w.a_projection, xn_.data(), R, alpha_.data());
+    matmul(pool_, w.b_projection, xn_.data(), R, beta_.data());
+
+    // Causal depthwise conv + SiLU per lane, carrying the last K-1 input columns in the lane.
+    const size_t hist_floats = size_t(K - 1) * cd;
+    for (const RowSegment& s : segs) {
+        float* hist = s.lane->conv.data() + gi * hist_floats;
+        const float* in = qkv_.data() + s.row * cd;
+        float* out = conv_.data() + s.row * cd;
+        pool_.parallel_for(cd, [&](size_t c0, size_t c1) {
+            auto column = [&](int64_t m, size_t ch) { // input column m of the segment, m < 0: history
+                return m >= 0 ? in[size_t(m) * cd + ch] : hist[size_t(int64_t(K) - 1 + m) * cd + ch];
+            };
+            for (uint32_t i = 0; i < s.n; ++i)
+                for (size_t ch = c0; ch < c1; ++ch) {
+                    float acc = 0;
+                    for (uint32_t j = 0; j < K; ++j)
+                        acc += w.convolution[size_t(j) * cd + ch] * column(int64_t(i) - (K - 1) + j, ch);
+                    out[size_t(i) * cd + ch] = silu(acc);
+                }
+            std::vector<float> keep(K - 1);
+            for (size_t ch = c0; ch < c1; ++ch) {
+                for (uint32_t m = 0; m + 1 < K; ++m)
+                    keep[m] = column(int64_t(s.n) - (K - 1) + m, ch);
+                for (uint32_t m = 0; m + 1 < K; ++m)
+                    hist[size_t(m) * cd + ch] = keep[m];
+            }
+        });
+    }
+
+    // Decay, beta, l2-normalised q/k.
+    const float q_scale = 1.0f / std::sqrt(float(Dk));
+    pool_.parallel_for(R, [&](size_t r0, size_t r1) {
+        for (size_t r = r0; r < r1; ++r) {
+            for (uint32_t h = 0; h < Hv; ++h) {
+                float& a = alpha_[r * Hv + h];
+                a = -std::exp(w.a_log[h]) * softplus(a + w.dt_bias[h]);
+                beta_[r * Hv + h] = sigmoid(beta_[r * Hv + h]);
+            }
+            for (uint32_t h = 0; h < Hk; ++h) {
+                float* q = conv_.data() + r * cd + size_t(h) * Dk;
+                float* k = q + kd;
+                l2_normalize(q, Dk);
+                for (uint32_t d = 0; d < Dk; ++d)
+                    q[d] *= q_scale;
+                l2_normalize(k, Dk);
+            }
+        }
+    });
+
+    struct Item {
+        const RowSegment* seg;
+        uint32_t head;
+    };
+    std::vector<Item> items;
+    for (const RowSegment& s : segs)
+        for (uint32_t h = 0; h < Hv; ++h)
+            items.push_back({&s, h});
+    const size_t state_floats = size_t(Dk) * Dv;
+    pool_.parallel_for(items.size(), [&](size_t i0, size_t i1) {
+        for (size_t it = i0; it < i1; ++it) {
+            const RowSegment& s = *items[it].seg;
+            const uint32_t h = items[it].head, r = h / (Hv / Hk);
+            GdnHeadSequence seq;
+            seq.n_tokens = s.n;
+            seq.dk = Dk;
+            seq.dv = Dv;
+            seq.q = conv_.data() + s.row * cd + size_t(r) * Dk;
+            seq.k = seq.q + kd;
+            seq.qk_stride = cd;
+            seq.v = conv_.data() + s.row * cd + 2 * kd + size_t(h) * Dv;
+            seq.v_stride = cd;
+            seq.g = alpha_.data() + s.row * Hv + h;
+            seq.beta = beta_.data() + s.row * Hv + h;
+            seq.gb_stride = Hv;
+            seq.o = o_.data() + s.row * vd + size_t(h) * Dv;
+            seq.o_stride = vd;
+            float* S = s.lane->recurrent.data() + (size_t(gi) * Hv + h) * state_floats;
+            if (s.n == 1 || !options_.gdn_chunked)
+                gdn_recurrent(seq, S);
+            else
+                gdn_chunked(seq, S, kGdnChunk, kGdnChunk - s.start % kGdnChunk);
+        }
+    });
+
+    const float eps = c_.rms_norm_eps;
+    pool_.parallel_for(R, [&](size_t r0, size_t r1) {
+        for (size_t r = r0; r < r1; ++r)
+            for (uint32_t h = 0; h < Hv; ++h) {
+                float* o = o_.data() + r * vd + size_t(h) * Dv;
+                gated_rms_norm(o, z_.data() + r * vd + size_t(h) * Dv, w.norm.data(), Dv, eps, o);
+            }
+    });
+    matmul(pool_, w.output, o_.data(), R, mix_.data());
+}
+
+void ModelRunner::mlp(const MlpWeights& w, const float* x, size_t R, float* out) {
+    const size_t I = w.gate.rows();
+    mlp_gate_.resize(R * I);
+    mlp_up_.resize(R * I);
+    matmul(pool_, w.gate, x, R, mlp_gate_.data());
+    matmul(pool_, w.up, x, R, mlp_up_.data());
+    for (size_t i = 0; i < R * I; ++i)
+        mlp_gate_[i] = silu(mlp_gate_[i]) * mlp_up_[i];
+    matmul(pool_, w.down, mlp_gate_.data(), R, out);
+}
+
+void ModelRunner::ffn(uint32_t layer, size_t R) {
+    const LayerWeights& L = w_.layers[layer];
+    const size_t H = hidden_size_;
+    if (!c_.is_moe()) {
+        mlp(L.mlp, xn_.data(), R, mix_.data());
+        return;
+    }
+    const MoeWeights& m = L.moe;
+    const uint32_t E = c_.num_experts, top_k = c_.num_experts_per_tok;
+    router_.resize(R * E);
+    matmul(pool_, m.router, xn_.data(), R, router_.data());
+    // Routing: softmax over all experts, top-k (ties to the lower id), renormalised weights.
+    std::vector<std::vector<std::pair<size_t, float>>> routed(E); // expert -> (row, weight)
+    std::vector<uint32_t> order(E);
+    for (size_t r = 0; r < R; ++r) {
+        float* p = router_.data() + r * E;
+        softmax(p, E);
+        std::iota(order.begin(), order.end(), 0u);
+        std::partial_sort(order.begin(), order.begin() + top_k, order.end(),
+                          [&](uint32_t a, uint32_t b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
+        float sum = 0;
+        for (uint32_t i = 0; i < top_k; ++i)
+            sum += p[order[i]];
+        for (uint32_t i = 0; i < top_k; ++i)
+            routed[order[i]].push_back({r, p[order[i]] / sum});
+    }
+    std::fill(mix_.begin(), mix_.begin() + R * H, 0.0f);
+    for (uint32_t e = 0; e < E; ++e) {
+        const auto& rows = routed[e];
+        if (rows.empty())
+            continue;
+        gathered_.resize(rows.size() * H);
+        expert_out_.resize(rows.size() * H);
+        for (size_t i = 0; i < rows.size(); ++i)
+            std::copy_n(xn_.data() + rows[i].first * H, H, gathered_.data() + i * H);
+        mlp(m.experts[e], gathered_.data(), rows.size(), expert_out_.data());
+        for (size_t i = 0; i < rows.size(); ++i)
+            axpy(rows[i].second, expert_out_.data() + i * H, mix_.data() + rows[i].first * H, H);
+    }
+    shared_out_.resize(R * H);
+    score_.resize(R);
+    mlp(m.shared, xn_.data(), R, shared_out_.data());
+    matmul(pool_, m.shared_score, xn_.data(), R, score_.data());
+    for (size_t r = 0; r < R; ++r)
+        axpy(sigmoid(score_[r]), shared_out_.data() + r * H, mix_.data() + r * H, H);
+}
+
+} // namespace ninfer::core::cpu

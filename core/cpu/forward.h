@@ -1,0 +1,73 @@
+// ninfer::core - the CPU forward pass of the Qwen3.5/3.6 text model over several lanes at once.
+//
+// Contract:
+// - A step is a list of RowSegments: rows [row, row + n) of the step carry tokens at positions
+//   [start, start + n) of one lane (a prefill chunk is one segment; a batched decode is one
+//   one-token segment per lane). Lanes in one step are distinct.
+// - forward() embeds the tokens, runs every layer (projections batched over all rows of the step,
+//   mixers per lane: paged attention, GDN with the recurrent form for one-token segments and the
+//   chunked form, chunks aligned to absolute positions, for longer ones unless
+//   options.gdn_chunked is false), writes the lanes' K/V rows (pages must be reserved), advances
+//   their GDN states, and leaves the final-normed hidden rows in hidden() ([rows][H]).
+// - logits(rows, out) applies the output head to the chosen rows.
+// Thread safety: engine thread only; uses the pool for data parallelism.
+#pragma once
+
+#include "core/cpu/lane_state.h"
+#include "core/cpu/thread_pool.h"
+#include "core/model/memory_plan.h"
+#include "core/model/weights.h"
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace ninfer::core::cpu {
+
+struct RowSegment {
+    LaneState* lane = nullptr;
+    uint32_t start = 0; // position of the first token
+    uint32_t n = 0;
+    size_t row = 0;     // first row of the step
+};
+
+struct ForwardOptions {
+    bool gdn_chunked = true;
+};
+
+class ModelRunner {
+  public:
+    ModelRunner(const ModelWeights& weights, const MemoryPlan& plan, KvStore& kv, ThreadPool& pool,
+                ForwardOptions options = {});
+
+    void forward(std::span<const RowSegment> segments, std::span<const int32_t> tokens);
+    const float* hidden(size_t row) const { return x_.data() + row * hidden_size_; }
+    void logits(std::span<const size_t> rows, float* out);
+
+    // Sizes of one lane's GDN state (floats).
+    size_t conv_floats() const;
+    size_t recurrent_floats() const;
+
+  private:
+    void attention(uint32_t layer, uint32_t full_index, std::span<const RowSegment> segs, size_t R);
+    void gdn(uint32_t layer, uint32_t gdn_index, std::span<const RowSegment> segs, size_t R);
+    void ffn(uint32_t layer, size_t R);
+    void mlp(const MlpWeights& w, const float* x, size_t R, float* out);
+
+    const ModelWeights& w_;
+    const ModelConfig& c_;
+    const MemoryPlan& plan_;
+    KvStore& kv_;
+    ThreadPool& pool_;
+    ForwardOptions options_;
+    size_t hidden_size_;
+    std::vector<uint32_t> row_position_;
+    std::vector<const RowSegment*> row_segment_;
+    std::vector<float> x_, xn_, mix_;                        // [R][H]
+    std::vector<float> q_, gate_, k_, v_, attn_;             // attention
+    std::vector<float> qkv_, z_, alpha_, beta_, conv_, o_;   // Gated DeltaNet
+    std::vector<float> router_, gathered_, expert_out_, shared_out_, score_; // MoE
+    std::vector<float> mlp_gate_, mlp_up_;
+};
+
+} // namespace ninfer::core::cpu

@@ -1,0 +1,79 @@
+// ninfer::core - f32 vector math of the CPU backend (norms, RoPE, softmax, dot products).
+#include "core/cpu/ops.h"
+
+#include <algorithm>
+
+namespace ninfer::core::cpu {
+
+float dot(const float* a, const float* b, size_t n) {
+    // Eight independent accumulators so the compiler can keep them in vector lanes.
+    float acc[8] = {};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; ++j)
+            acc[j] += a[i + j] * b[i + j];
+    float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for (; i < n; ++i)
+        s += a[i] * b[i];
+    return s;
+}
+
+void axpy(float a, const float* x, float* y, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+        y[i] += a * x[i];
+}
+
+static float mean_square(const float* x, size_t n) { return dot(x, x, n) / float(n); }
+
+void rms_norm_offset(const float* x, const float* w, size_t n, float eps, float* out) {
+    const float r = 1.0f / std::sqrt(mean_square(x, n) + eps);
+    for (size_t i = 0; i < n; ++i)
+        out[i] = (x[i] * r) * (1.0f + w[i]);
+}
+
+void gated_rms_norm(const float* o, const float* z, const float* w, size_t n, float eps, float* out) {
+    const float r = 1.0f / std::sqrt(mean_square(o, n) + eps);
+    for (size_t i = 0; i < n; ++i)
+        out[i] = w[i] * (o[i] * r) * silu(z[i]);
+}
+
+void l2_normalize(float* x, size_t n) {
+    const float r = 1.0f / std::sqrt(dot(x, x, n) + 1e-6f);
+    for (size_t i = 0; i < n; ++i)
+        x[i] *= r;
+}
+
+void rope_tables(uint32_t position, uint32_t rotary_dim, double theta, float* cos_out,
+                 float* sin_out) {
+    const uint32_t half = rotary_dim / 2;
+    for (uint32_t i = 0; i < half; ++i) {
+        const float exponent = float(2 * i) / float(rotary_dim);
+        const float inv_freq = 1.0f / std::pow(float(theta), exponent);
+        const float angle = float(position) * inv_freq;
+        cos_out[i] = std::cos(angle);
+        sin_out[i] = std::sin(angle);
+    }
+}
+
+void rope_neox(float* x, uint32_t rotary_dim, const float* c, const float* s) {
+    const uint32_t half = rotary_dim / 2;
+    for (uint32_t i = 0; i < half; ++i) {
+        const float a = x[i], b = x[i + half];
+        x[i] = a * c[i] - b * s[i];
+        x[i + half] = b * c[i] + a * s[i];
+    }
+}
+
+void softmax(float* x, size_t n) {
+    const float m = *std::max_element(x, x + n);
+    float sum = 0;
+    for (size_t i = 0; i < n; ++i) {
+        x[i] = std::exp(x[i] - m);
+        sum += x[i];
+    }
+    const float inv = 1.0f / sum;
+    for (size_t i = 0; i < n; ++i)
+        x[i] *= inv;
+}
+
+} // namespace ninfer::core::cpu

@@ -1,0 +1,76 @@
+// ninfer::core - the memory plan: every byte a loaded model needs, decided before anything is
+// allocated (ARCHITECTURE.md §4). Shared by every backend.
+//
+// Contract:
+// - MemoryPlan::make(config, request) sizes the weights (given), the paged KV pool (64-token pages,
+//   every full-attention layer, K and V rows in the chosen KV dtype), one Gated DeltaNet state slot
+//   per lane (conv history of kernel-1 fp32 columns + fp32 recurrent state [Hv, Dk, Dv] per GDN
+//   layer) and the workspaces (one prefill chunk of activations plus per-lane logits).
+// - kv_capacity_tokens 0 means auto: what fits in available - margin, capped at
+//   lanes * max_context; an explicit capacity is used as given. Capacity is rounded up to pages.
+// - A plan that does not fit, or a KV pool smaller than one max_context sequence, is refused with
+//   ninfer::Error("plan: ... deficit N bytes ...") naming the bytes missing.
+// - max_concurrency must be 1..8; max_context 1..max_position_embeddings.
+// - LaneImage layout (lane_image_* helpers): kv = for each full-attention layer in order, the K rows
+//   of positions [0,n) (n_kv_heads rows each), then its V rows; gdn = every GDN layer's conv
+//   history ([kernel-1][conv_dim] f32, oldest column first), then every GDN layer's recurrent
+//   state ([Hv][Dk][Dv] f32).
+// Thread safety: plain data.
+#pragma once
+
+#include "core/engine/backend.h"
+#include "core/model/config.h"
+
+#include <cstdint>
+#include <string>
+
+namespace ninfer::core {
+
+inline constexpr uint32_t kKvPageTokens = 64;
+inline constexpr int kMaxConcurrency = 8;
+
+struct MemoryRequest {
+    uint32_t max_context = 0;        // tokens per sequence; 0 = the model's max positions
+    uint64_t kv_capacity_tokens = 0; // tokens in the KV pool; 0 = auto
+    int max_concurrency = 1;         // lanes, 1..8
+    KvDtype kv_dtype = KvDtype::Bf16;
+    uint32_t prefill_chunk = 256;    // tokens per prefill step (workspace sizing)
+    uint64_t weight_bytes = 0;       // resident weight bytes
+    uint64_t available_bytes = 0;    // memory the plan may use
+    uint64_t margin_bytes = 0;       // left free (auto sizing and the fit check)
+};
+
+struct MemoryPlan {
+    KvDtype kv_dtype = KvDtype::Bf16;
+    int n_lanes = 1;
+    uint32_t max_context = 0;
+    uint32_t prefill_chunk = 0;
+    uint64_t kv_capacity_tokens = 0; // a multiple of kKvPageTokens
+    uint32_t kv_pages = 0;
+    uint64_t kv_row_bytes = 0;       // one KV head's K or V row
+    uint64_t kv_bytes_per_token = 0; // K+V, every full-attention layer and KV head
+    uint64_t kv_bytes = 0;
+    uint64_t gdn_conv_bytes_per_lane = 0;
+    uint64_t gdn_recurrent_bytes_per_lane = 0;
+    uint64_t gdn_bytes = 0;
+    uint64_t weight_bytes = 0;
+    uint64_t workspace_bytes = 0;
+    uint64_t total_bytes = 0;
+    uint64_t available_bytes = 0;
+    uint64_t margin_bytes = 0;
+
+    static MemoryPlan make(const ModelConfig& config, const MemoryRequest& request);
+    std::string describe() const; // one line for logs
+
+    uint64_t lane_image_kv_bytes(uint32_t n_tokens) const { return kv_bytes_per_token * n_tokens; }
+    uint64_t lane_image_gdn_bytes() const {
+        return gdn_conv_bytes_per_lane + gdn_recurrent_bytes_per_lane;
+    }
+};
+
+// Memory the host can give (MemAvailable of /proc/meminfo), and the CPU's default margin:
+// max(512 MiB, 10% of it), so auto sizing never takes all of RAM.
+uint64_t host_available_bytes();
+uint64_t host_default_margin(uint64_t available_bytes);
+
+} // namespace ninfer::core
