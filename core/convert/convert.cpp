@@ -1,0 +1,223 @@
+// ninfer::core - HF checkpoint -> artifact: layout detection, source checks, chunked encoding.
+#include "core/convert/convert.h"
+
+#include "core/convert/hf_source.h"
+#include "core/convert/plan.h"
+#include "core/convert/safetensors.h"
+#include "core/formats/codec.h"
+#include "core/formats/format.h"
+#include "core/formats/layout.h"
+#include "core/util/error.h"
+#include "core/util/json_writer.h"
+
+#include <cstring>
+#include <filesystem>
+
+namespace ninfer::core {
+namespace {
+
+// f32 elements per encoding chunk: 16 MiB of floats, small next to any object worth streaming.
+constexpr uint64_t kChunkElements = 4ull << 20;
+
+std::string shape_text(const std::vector<uint64_t>& s) {
+    std::string t = "[";
+    for (size_t i = 0; i < s.size(); ++i)
+        t += (i ? "," : "") + std::to_string(s[i]);
+    return t + "]";
+}
+
+struct ResolvedSource {
+    const SafetensorsTensor* tensor;
+    uint64_t row_begin, row_end;
+    uint64_t object_row; // first object row this source fills
+};
+
+class Converter {
+  public:
+    Converter(const SafetensorsCheckpoint& ckpt) : ckpt_(ckpt) {}
+
+    // Every source of every object: present, of the expected shape, of a readable dtype.
+    void check_sources(const std::vector<PlannedObject>& plan) const {
+        for (const PlannedObject& o : plan)
+            for (const SourceRows& s : o.sources) {
+                const SafetensorsTensor* t = ckpt_.find(s.key);
+                if (!t)
+                    throw Error("convert: the checkpoint lacks tensor " + s.key + " (needed for " + o.id + ")");
+                if (t->shape != s.shape)
+                    throw Error("convert: tensor " + s.key + " has shape " + shape_text(t->shape) +
+                                "; config.json implies " + shape_text(s.shape));
+                if (source_dtype_bytes(t->dtype) == 0)
+                    throw Error("convert: tensor " + s.key + " has dtype " + t->dtype_name +
+                                "; the converter reads BF16, F16 and F32");
+            }
+    }
+
+    void produce(const PlannedObject& o, TensorFormat f, std::vector<uint8_t>& out) {
+        std::vector<ResolvedSource> sources;
+        uint64_t row = 0;
+        bool all_bf16 = true;
+        for (const SourceRows& s : o.sources) {
+            const SafetensorsTensor* t = ckpt_.find(s.key);
+            sources.push_back({t, s.row_begin, s.row_end, row});
+            row += s.row_end - s.row_begin;
+            all_bf16 = all_bf16 && t->dtype == SourceDtype::Bf16;
+        }
+        if (o.transpose_taps)
+            produce_transposed(o, f, sources[0], out);
+        else if (f == TensorFormat::Bf16 && all_bf16)
+            copy_bf16(o, sources, out);
+        else
+            produce_chunked(o, f, sources, out);
+        for (const ResolvedSource& s : sources)
+            ckpt_.release(*s.tensor);
+    }
+
+  private:
+    void copy_bf16(const PlannedObject& o, const std::vector<ResolvedSource>& sources, std::vector<uint8_t>& out) {
+        const uint64_t row_bytes = o.cols() * 2;
+        for (const ResolvedSource& s : sources)
+            std::memcpy(out.data() + s.object_row * row_bytes, s.tensor->data + s.row_begin * row_bytes,
+                        (s.row_end - s.row_begin) * row_bytes);
+    }
+
+    // Rows [r0, r0+n) of the object as f32, gathered from the sources that cover them.
+    void gather(const PlannedObject& o, const std::vector<ResolvedSource>& sources, uint64_t r0, uint64_t n,
+                float* dst) {
+        const uint64_t cols = o.cols();
+        for (const ResolvedSource& s : sources) {
+            uint64_t s_end = s.object_row + (s.row_end - s.row_begin);
+            uint64_t a = std::max(r0, s.object_row), b = std::min(r0 + n, s_end);
+            if (a >= b)
+                continue;
+            ckpt_.read_rows_f32(*s.tensor, cols, s.row_begin + (a - s.object_row), b - a, dst + (a - r0) * cols);
+        }
+    }
+
+    void produce_transposed(const PlannedObject& o, TensorFormat f, const ResolvedSource& s,
+                            std::vector<uint8_t>& out) {
+        // Checkpoint conv1d.weight [C,1,taps] -> object [taps, C], tap-major.
+        const uint64_t taps = o.shape[0], channels = o.shape[1];
+        std::vector<float> src(taps * channels), values(taps * channels);
+        ckpt_.read_rows_f32(*s.tensor, taps, 0, channels, src.data());
+        for (uint64_t c = 0; c < channels; ++c)
+            for (uint64_t t = 0; t < taps; ++t)
+                values[t * channels + c] = src[c * taps + t];
+        std::vector<uint8_t> encoded = encode(f, o.shape, values);
+        std::memcpy(out.data(), encoded.data(), out.size());
+    }
+
+    void produce_chunked(const PlannedObject& o, TensorFormat f, const std::vector<ResolvedSource>& sources,
+                         std::vector<uint8_t>& out) {
+        const uint64_t rows = o.rows(), cols = o.cols();
+        // nvfp4's divisor depends on the whole matrix, so it is encoded in one piece.
+        uint64_t step = f == TensorFormat::Nvfp4 ? rows : std::max<uint64_t>(1, kChunkElements / cols);
+        buffer_.resize(std::min(step, rows) * cols);
+        for (uint64_t r0 = 0; r0 < rows; r0 += step) {
+            uint64_t n = std::min(step, rows - r0);
+            gather(o, sources, r0, n, buffer_.data());
+            std::vector<uint64_t> shape = o.shape;
+            if (shape.size() == 2)
+                shape[0] = n;
+            std::vector<uint8_t> chunk = encode(f, shape, std::span<const float>(buffer_.data(), n * cols));
+            place_chunk(f, rows, cols, r0, n, chunk, out);
+        }
+        if (buffer_.size() > kChunkElements)
+            buffer_ = {};
+    }
+
+    // Copies the encoding of rows [r0, r0+n) (a standalone [n, K] tensor) into the whole tensor.
+    static void place_chunk(TensorFormat f, uint64_t rows, uint64_t cols, uint64_t r0, uint64_t n,
+                            const std::vector<uint8_t>& chunk, std::vector<uint8_t>& out) {
+        uint8_t* o = out.data();
+        const uint8_t* c = chunk.data();
+        if (format_is_direct(f) || n == rows) {
+            uint64_t word = f == TensorFormat::Bf16 ? 2 : 4;
+            std::memcpy(o + (n == rows ? 0 : r0 * cols * word), c, chunk.size());
+            return;
+        }
+        if (f == TensorFormat::Fp8E4m3fnRowBf16) {
+            RowScaleGeometry whole = row_scale_geometry(rows, cols), part = row_scale_geometry(n, cols);
+            std::memcpy(o + r0 * cols, c, n * cols);
+            std::memcpy(o + whole.scale_off + 2 * r0, c + part.scale_off, 2 * n);
+            return;
+        }
+        RowSplitGeometry whole = row_split_geometry(f, rows, cols), part = row_split_geometry(f, n, cols);
+        std::memcpy(o + r0 * whole.base_row, c, n * whole.base_row);
+        if (whole.high_row)
+            std::memcpy(o + whole.high_off + r0 * whole.high_row, c + part.high_off, n * whole.high_row);
+        std::memcpy(o + whole.scale_off + r0 * whole.scale_row, c + part.scale_off, n * whole.scale_row);
+    }
+
+    const SafetensorsCheckpoint& ckpt_;
+    std::vector<float> buffer_;
+};
+
+CheckpointNaming detect_naming(const SafetensorsCheckpoint& ckpt, const HfSource& src) {
+    CheckpointNaming n;
+    if (ckpt.find("model.language_model.embed_tokens.weight"))
+        n.text_prefix = "model.language_model.";
+    else if (ckpt.find("model.embed_tokens.weight"))
+        n.text_prefix = "model.";
+    else
+        throw Error("convert: the checkpoint has neither model.embed_tokens.weight nor "
+                    "model.language_model.embed_tokens.weight");
+    if (!ckpt.find(n.output_head_key) && src.config.tie_word_embeddings)
+        n.output_head_key = n.text_prefix + "embed_tokens.weight";
+    if (src.config.is_moe()) {
+        // Fused experts are detected on the first layer; the source check then holds every layer
+        // to the same layout.
+        n.fused_experts = ckpt.find(n.text_prefix + "layers.0.mlp.experts.gate_up_proj") != nullptr;
+    }
+    return n;
+}
+
+} // namespace
+
+uint64_t convert_checkpoint(const ConvertRequest& req) {
+    HfSource src = read_hf_source(req.src_dir, req.tokenizer_file);
+    std::unique_ptr<SafetensorsCheckpoint> ckpt = SafetensorsCheckpoint::open_dir(req.src_dir);
+
+    PlanOptions options;
+    options.naming = detect_naming(*ckpt, src);
+    options.with_mtp = req.with_mtp;
+    options.with_vision = req.with_vision;
+    if (req.with_mtp && !ckpt->find("mtp.fc.weight"))
+        throw Error("convert: --components mtp: the checkpoint has no mtp.* tensors (mtp.fc.weight)");
+    if (req.with_vision) {
+        if (!src.has_vision_config)
+            throw Error("convert: --components vision: config.json of " + src.architecture +
+                        " has no vision_config");
+        options.vision = src.vision;
+    }
+    const std::vector<PlannedObject> plan = plan_objects(src.config, options);
+    check_plan_formats(plan, req.recipe);
+    Converter converter(*ckpt);
+    converter.check_sources(plan);
+
+    EmitRequest e;
+    e.out_path = req.out_path;
+    e.force = req.force;
+    e.config = &src.config;
+    e.plan = &plan;
+    e.recipe = &req.recipe;
+    e.text_resources = src.resources;
+    e.with_mtp = req.with_mtp;
+    e.with_vision = req.with_vision;
+    e.vision_config_json = src.vision.config_json;
+    e.vision_resources = src.vision_resources;
+    e.name = req.name.empty() ? std::filesystem::path(req.out_path).stem().string() : req.name;
+    e.synthetic = false;
+    std::error_code ec;
+    std::string abs = std::filesystem::absolute(req.src_dir, ec).string();
+    e.provenance_json = "{\"source\":" + json_quote(ec ? req.src_dir : abs) +
+                        ",\"architecture\":" + json_quote(src.architecture) +
+                        ",\"recipe\":" + json_quote(req.recipe.name) +
+                        ",\"formats\":" + req.recipe.overrides_json() + "}";
+    e.produce = [&](const PlannedObject& o, TensorFormat f, std::vector<uint8_t>& out) {
+        converter.produce(o, f, out);
+    };
+    e.progress = req.progress;
+    return emit_artifact(e);
+}
+
+} // namespace ninfer::core
