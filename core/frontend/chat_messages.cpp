@@ -47,7 +47,7 @@ std::vector<ContentPart> read_content(size_t index, object msg) {
     if (content.is_string()) return {{ContentPart::Kind::Text, std::string(content.get_string().value_unsafe())}};
     if (!content.is_array()) fail(index, "content is neither a string, an array nor null");
     std::vector<ContentPart> parts;
-    for (element item : content.get_array().value_unsafe()) parts.push_back(read_part(index, item));
+    for (element item : simdjson::dom::array(content.get_array().value_unsafe())) parts.push_back(read_part(index, item));
     return parts;
 }
 
@@ -81,7 +81,7 @@ ChatMessage read_message(size_t index, element item) {
     element calls;
     if (!msg.at_key("tool_calls").get(calls) && !calls.is_null()) {
         if (!calls.is_array()) fail(index, "tool_calls is not an array");
-        for (element call : calls.get_array().value_unsafe()) m.tool_calls.push_back(read_tool_call(index, call));
+        for (element call : simdjson::dom::array(calls.get_array().value_unsafe())) m.tool_calls.push_back(read_tool_call(index, call));
     }
     m.tool_call_id = std::string(string_member(msg, "tool_call_id"));
     return m;
@@ -125,7 +125,7 @@ ChatConversation parse_chat_conversation_json(std::string_view json) {
         element tools;
         if (!root.at_key("tools").get(tools) && !tools.is_null()) {
             if (!tools.is_array()) throw Error("chat messages: \"tools\" is not an array");
-            for (element tool : tools.get_array().value_unsafe()) {
+            for (element tool : simdjson::dom::array(tools.get_array().value_unsafe())) {
                 if (!tool.is_object()) throw Error("chat messages: a tool is not an object");
                 conv.tools_json.push_back(simdjson::to_string(tool));
             }
@@ -133,7 +133,7 @@ ChatConversation parse_chat_conversation_json(std::string_view json) {
     }
     if (!messages.is_array()) throw Error("chat messages: \"messages\" is not an array");
     size_t index = 0;
-    for (element item : messages.get_array().value_unsafe()) conv.messages.push_back(read_message(index++, item));
+    for (element item : simdjson::dom::array(messages.get_array().value_unsafe())) conv.messages.push_back(read_message(index++, item));
     return conv;
 }
 

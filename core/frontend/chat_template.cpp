@@ -128,7 +128,7 @@ void render_tool_call(std::string& out, const ToolCall& call, simdjson::dom::par
     }
     if (!args.is_null()) {
         if (!args.is_object()) fail(simdjson::to_string(args));
-        for (auto field : args.get_object().value_unsafe()) {
+        for (auto field : simdjson::dom::object(args.get_object().value_unsafe())) {
             out += "<parameter=";
             out += field.key;
             out += ">\n";

@@ -100,7 +100,7 @@ void python_tojson_element(std::string& out, simdjson::dom::element value) {
     case element_type::OBJECT: {
         out += '{';
         bool first = true;
-        for (auto field : value.get_object().value_unsafe()) {
+        for (auto field : simdjson::dom::object(value.get_object().value_unsafe())) {
             if (!first) out += ", ";
             first = false;
             json_append_quoted(out, field.key);
@@ -113,7 +113,7 @@ void python_tojson_element(std::string& out, simdjson::dom::element value) {
     case element_type::ARRAY: {
         out += '[';
         bool first = true;
-        for (auto item : value.get_array().value_unsafe()) {
+        for (auto item : simdjson::dom::array(value.get_array().value_unsafe())) {
             if (!first) out += ", ";
             first = false;
             python_tojson_element(out, item);

@@ -29,7 +29,7 @@ uint8_t schema_types(element schema, int depth = 0) {
         if (type.is_string()) return type_bit(type.get_string().value_unsafe());
         uint8_t bits = 0;
         if (type.is_array())
-            for (element t : type.get_array().value_unsafe())
+            for (element t : simdjson::dom::array(type.get_array().value_unsafe()))
                 if (t.is_string()) bits |= type_bit(t.get_string().value_unsafe());
         return bits;
     }
@@ -37,11 +37,11 @@ uint8_t schema_types(element schema, int depth = 0) {
     for (const char* key : {"anyOf", "oneOf"}) {
         element alts;
         if (!schema[key].get(alts) && alts.is_array())
-            for (element alt : alts.get_array().value_unsafe()) bits |= schema_types(alt, depth + 1);
+            for (element alt : simdjson::dom::array(alts.get_array().value_unsafe())) bits |= schema_types(alt, depth + 1);
     }
     element values;
     if (!bits && !schema["enum"].get(values) && values.is_array())
-        for (element v : values.get_array().value_unsafe())
+        for (element v : simdjson::dom::array(values.get_array().value_unsafe()))
             bits |= v.is_string() ? kParamString : v.is_bool() ? kParamBoolean : v.is_null() ? kParamNull
                   : v.is_int64() || v.is_uint64() ? kParamInteger : v.is_number() ? kParamNumber : 0;
     return bits;
@@ -131,7 +131,7 @@ std::vector<ToolSignature> tool_signatures_from_json(const std::vector<std::stri
         element schema, props;
         if ((!function["parameters"].get(schema) || !function["input_schema"].get(schema)) &&
             !schema["properties"].get(props) && props.is_object())
-            for (auto field : props.get_object().value_unsafe())
+            for (auto field : simdjson::dom::object(props.get_object().value_unsafe()))
                 sig.params.push_back({std::string(field.key), schema_types(field.value)});
         out.push_back(std::move(sig));
     }
