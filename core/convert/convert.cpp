@@ -18,6 +18,7 @@ namespace {
 
 // f32 elements per encoding chunk: 16 MiB of floats, small next to any object worth streaming.
 constexpr uint64_t kChunkElements = 4ull << 20;
+constexpr uint64_t kCopySliceBytes = 16ull << 20;
 
 std::string shape_text(const std::vector<uint64_t>& s) {
     std::string t = "[";
@@ -75,9 +76,16 @@ class Converter {
   private:
     void copy_bf16(const PlannedObject& o, const std::vector<ResolvedSource>& sources, std::vector<uint8_t>& out) {
         const uint64_t row_bytes = o.cols() * 2;
-        for (const ResolvedSource& s : sources)
-            std::memcpy(out.data() + s.object_row * row_bytes, s.tensor->data + s.row_begin * row_bytes,
-                        (s.row_end - s.row_begin) * row_bytes);
+        for (const ResolvedSource& s : sources) {
+            // Copy in slices and drop each slice's source pages at once, so a big tensor is never
+            // resident twice (mmap + output buffer).
+            const uint64_t begin = s.row_begin * row_bytes, end = s.row_end * row_bytes;
+            for (uint64_t b = begin; b < end; b += kCopySliceBytes) {
+                uint64_t n = std::min(kCopySliceBytes, end - b);
+                std::memcpy(out.data() + s.object_row * row_bytes + (b - begin), s.tensor->data + b, n);
+                ckpt_.release_bytes(*s.tensor, b, b + n);
+            }
+        }
     }
 
     // Rows [r0, r0+n) of the object as f32, gathered from the sources that cover them.
@@ -89,7 +97,10 @@ class Converter {
             uint64_t a = std::max(r0, s.object_row), b = std::min(r0 + n, s_end);
             if (a >= b)
                 continue;
-            ckpt_.read_rows_f32(*s.tensor, cols, s.row_begin + (a - s.object_row), b - a, dst + (a - r0) * cols);
+            uint64_t first = s.row_begin + (a - s.object_row);
+            ckpt_.read_rows_f32(*s.tensor, cols, first, b - a, dst + (a - r0) * cols);
+            uint64_t word = source_dtype_bytes(s.tensor->dtype);
+            ckpt_.release_bytes(*s.tensor, first * cols * word, (first + b - a) * cols * word);
         }
     }
 

@@ -228,10 +228,15 @@ void SafetensorsCheckpoint::read_rows_f32(const SafetensorsTensor& t, uint64_t c
     }
 }
 
-void SafetensorsCheckpoint::release(const SafetensorsTensor& t) const {
-    const long page = sysconf(_SC_PAGESIZE);
-    uintptr_t begin = reinterpret_cast<uintptr_t>(t.data) & ~uintptr_t(page - 1);
-    uintptr_t end = reinterpret_cast<uintptr_t>(t.data) + t.bytes;
+void SafetensorsCheckpoint::release(const SafetensorsTensor& t) const { release_bytes(t, 0, t.bytes); }
+
+void SafetensorsCheckpoint::release_bytes(const SafetensorsTensor& t, uint64_t byte_begin, uint64_t byte_end) const {
+    // Only whole pages inside the range are dropped; a page shared with a neighbour stays.
+    const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+    uintptr_t begin = reinterpret_cast<uintptr_t>(t.data + byte_begin);
+    uintptr_t end = reinterpret_cast<uintptr_t>(t.data + std::min(byte_end, t.bytes));
+    begin = (begin + page - 1) & ~(page - 1);
+    end &= ~(page - 1);
     if (end > begin)
         madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }

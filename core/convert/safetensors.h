@@ -53,6 +53,7 @@ class SafetensorsCheckpoint {
     void read_rows_f32(const SafetensorsTensor& t, uint64_t cols, uint64_t row_begin,
                        uint64_t n_rows, float* out) const;
     void release(const SafetensorsTensor& t) const;
+    void release_bytes(const SafetensorsTensor& t, uint64_t byte_begin, uint64_t byte_end) const;
 
   private:
     SafetensorsCheckpoint() = default;
