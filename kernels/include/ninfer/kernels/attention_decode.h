@@ -1,0 +1,91 @@
+// ninfer::kernels - gated full attention for decode (one new token per lane) over the paged KV
+// pool, model.md §5.
+//
+// KV pool of one layer: k_pages and v_pages, each [n_pages][n_kv_heads][64][head_dim] bf16. A
+// lane's token at position p lives in page page_table[lane * max_pages + p / 64], row p % 64.
+// K is stored after k_norm and RoPE, V raw.
+//
+// 1. attn_decode_prep: token t (lane lanes[t], position positions[t]) takes the q_proj output
+//    qg [t][n_heads][2*head_dim] (per head: query | gate) and k, v [t][n_kv_heads*head_dim]:
+//    q = rope(offset_rmsnorm(query, q_norm)) -> q_out [t][n_heads*head_dim] bf16;
+//    k = rope(offset_rmsnorm(k, k_norm)) and v are written into the pool at positions[t].
+//    RoPE: NeoX halves over the first rotary_dim dims, theta^(-2i/rotary_dim), cos/sin computed in
+//    fp32 and rounded to bf16, out = bf16(bf16(x*cos) + bf16(rot(x)*sin)) as the reference does.
+// 2. attn_decode: o_h = softmax(q_h . K^T * head_dim^-0.5) V over positions [0, positions[t]]
+//    (the new token included), query head h reading KV head h / (n_heads / n_kv_heads); fp32
+//    math; then out = bf16(float(bf16(o)) * float(bf16(sigmoid(gate)))) -> out [t][n_heads*head_dim].
+//    The context is split in chunks of kAttnChunk tokens (flash-decoding); scratch must hold
+//    attn_decode_scratch_floats(n_tokens, n_heads, max_context) floats.
+// - Requirements: head_dim == 256, rotary_dim even and <= head_dim, n_heads % n_kv_heads == 0,
+//   n_heads / n_kv_heads <= 8, positions[t] < max_context, 16-byte aligned rows; lanes distinct.
+//   Violations the host can see return cudaErrorInvalidValue; device-side indices are trusted.
+// Thread safety: stateless apart from the pool; graph-capturable (grid sized by max_context).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ninfer::kernels {
+
+constexpr int kKvPageTokens = 64;
+constexpr int kAttnChunk = 256;
+
+struct AttnGeometry {
+    int n_heads = 0;
+    int n_kv_heads = 0;
+    int head_dim = 256;
+    int rotary_dim = 64;
+    float rope_theta = 1e7f;
+    float eps = 1e-6f;
+};
+
+struct KvPages {
+    __nv_bfloat16* k = nullptr;
+    __nv_bfloat16* v = nullptr;
+    const int32_t* page_table = nullptr; // [n_lanes][max_pages]
+    int max_pages = 0;
+};
+
+struct AttnPrepArgs {
+    AttnGeometry geo;
+    const __nv_bfloat16* qg = nullptr;
+    int64_t qg_stride = 0;
+    const __nv_bfloat16* k = nullptr;
+    int64_t k_stride = 0;
+    const __nv_bfloat16* v = nullptr;
+    int64_t v_stride = 0;
+    const __nv_bfloat16* q_norm = nullptr;
+    const __nv_bfloat16* k_norm = nullptr;
+    const int32_t* lanes = nullptr;
+    const int32_t* positions = nullptr;
+    KvPages kv;
+    __nv_bfloat16* q_out = nullptr;
+    int64_t q_out_stride = 0;
+    int n_tokens = 0;
+};
+
+struct AttnDecodeArgs {
+    AttnGeometry geo;
+    const __nv_bfloat16* q = nullptr; // prep's q_out
+    int64_t q_stride = 0;
+    const __nv_bfloat16* qg = nullptr; // for the gate half
+    int64_t qg_stride = 0;
+    const int32_t* lanes = nullptr;
+    const int32_t* positions = nullptr;
+    KvPages kv;
+    __nv_bfloat16* out = nullptr;
+    int64_t out_stride = 0;
+    int n_tokens = 0;
+    int max_context = 0;
+    float* scratch = nullptr;
+    size_t scratch_floats = 0;
+};
+
+size_t attn_decode_scratch_floats(int n_tokens, int n_heads, int max_context);
+cudaError_t attn_decode_prep(const AttnPrepArgs& args, cudaStream_t stream);
+cudaError_t attn_decode(const AttnDecodeArgs& args, cudaStream_t stream);
+
+} // namespace ninfer::kernels

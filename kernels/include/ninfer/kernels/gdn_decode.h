@@ -1,0 +1,71 @@
+// ninfer::kernels - Gated DeltaNet decode step (one new token per lane), model.md §6.
+//
+// Two launches per layer, in this order on one stream:
+// 1. gdn_conv_decode: causal depthwise conv (kernel 4, no bias) over the in_proj_qkv output, then
+//    SiLU. c = bf16(silu(bf16(sum_j w[ch][j] * in[j]))), in = the 3 previous inputs of the channel
+//    (conv state, oldest first) and the new one. The state shifts in place: afterwards it holds
+//    the last 3 inputs. Conv state of a lane: [3][conv_dim] bf16, slot s at
+//    conv_state + s * 3 * conv_dim. conv_w: [conv_dim][4] bf16 (checkpoint [conv_dim,1,4]).
+// 2. gdn_recurrent_decode: per V head h (QK head r = h / (n_v_heads / n_k_heads)):
+//    q = l2norm(q_r) / sqrt(128), k = l2norm(k_r), l2norm(u) = u * rsqrt(sum u^2 + 1e-6);
+//    beta = float(bf16(sigmoid(b_h))); g = -exp(A_log[h]) * softplus(float(a_h) + dt_bias[h]);
+//    S = exp(g) S; delta = beta (v - S^T k); S += k (x) delta; o = S^T q   (fp32, S[k][v])
+//    y_h = bf16( float(bf16(norm_w * bf16(o' * rsqrt(mean(o'^2) + eps)))) * silu(float(z_h)) ),
+//    o' = float(bf16(o)). Recurrent state of a slot: [n_v_heads][128][128] fp32 at
+//    state + s * n_v_heads * 128 * 128.
+// - Token t of the batch uses state slot slots[t] (device int32 array); slots are distinct.
+// - Inputs are rows per token with strides in elements: conv_out [t][q | k | v] (conv_dim =
+//   2 * 128 * n_k_heads + 128 * n_v_heads), z [t][n_v_heads*128], a and b [t][n_v_heads].
+//   A_log, dt_bias: fp32 [n_v_heads]; norm_w bf16 [128]. Output y [t][n_v_heads*128] bf16.
+// - Requirements: head dims are 128, n_v_heads % n_k_heads == 0, 1 <= n_tokens; 16-byte aligned
+//   rows for qkv/conv_out/z/y; else cudaErrorInvalidValue and nothing is launched.
+// Thread safety: stateless apart from the caller's state buffers; graph-capturable.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace ninfer::kernels {
+
+constexpr int kGdnHeadDim = 128;
+
+struct GdnConvArgs {
+    const __nv_bfloat16* qkv = nullptr; // [t][conv_dim] in_proj_qkv output
+    int64_t qkv_stride = 0;
+    const __nv_bfloat16* conv_w = nullptr;
+    __nv_bfloat16* conv_state = nullptr;
+    const int32_t* slots = nullptr;
+    __nv_bfloat16* out = nullptr; // [t][conv_dim]
+    int64_t out_stride = 0;
+    int conv_dim = 0;
+    int n_tokens = 0;
+};
+
+struct GdnRecurrentArgs {
+    const __nv_bfloat16* conv_out = nullptr;
+    int64_t conv_stride = 0;
+    const __nv_bfloat16* z = nullptr;
+    int64_t z_stride = 0;
+    const __nv_bfloat16* a = nullptr;
+    int64_t a_stride = 0;
+    const __nv_bfloat16* b = nullptr;
+    int64_t b_stride = 0;
+    const float* a_log = nullptr;
+    const float* dt_bias = nullptr;
+    const __nv_bfloat16* norm_w = nullptr;
+    float* state = nullptr;
+    const int32_t* slots = nullptr;
+    __nv_bfloat16* y = nullptr;
+    int64_t y_stride = 0;
+    int n_k_heads = 0;
+    int n_v_heads = 0;
+    int n_tokens = 0;
+    float eps = 1e-6f;
+};
+
+cudaError_t gdn_conv_decode(const GdnConvArgs& args, cudaStream_t stream);
+cudaError_t gdn_recurrent_decode(const GdnRecurrentArgs& args, cudaStream_t stream);
+
+} // namespace ninfer::kernels

@@ -1,0 +1,74 @@
+// ninfer::kernels - decode linear layer: y[t] = W · x[t] for 1..8 tokens, weight read once per call.
+//
+// Contract:
+// - W is [n, k] in one of three artifact encodings, bytes exactly as spec/artifact-format.md §3:
+//   Bf16 (contiguous_le_v1, row-major), Fp8E4m3RowBf16 (row_scale_v1: n*k E4M3FN codes, then at
+//   align_up(n*k, 256) n bf16 row multipliers), Q4G64Fp16 (row_split_k128_v1: base plane of
+//   g*32 bytes per row, g = align_up(k,128)/64, even lane in the low nibble, signed codes; then at
+//   align_up(n*g*32, 256) one fp16 multiplier per (row, group)). weight_bytes() gives the size.
+// - x: n_tokens rows of k bf16, row stride x_stride elements; 1 <= n_tokens <= 8.
+// - Products are exact (codes and bf16 x multiply exactly on the tensor cores), sums are fp32; the
+//   q4 group multiplier and the fp8 row multiplier are applied to fp32 partial sums.
+// - Output row t: y[t*y_stride + i] for i < n. Bf16 output is bf16(acc); with residual it is
+//   bf16(float(bf16(acc)) + float(residual[t*residual_stride + i])), the two roundings of
+//   "out = residual + bf16 matmul" in the reference model. Fp32 output (logits) is acc (+ residual).
+// - Requirements (else cudaErrorInvalidValue, nothing launched): k % 16 == 0, n >= 1; x, y,
+//   residual and W 16-byte aligned, strides multiples of 8 elements; x and y do not overlap.
+//   residual may equal y (in-place residual add).
+// - Split-K: when scratch is given (partials of n_floats fp32, counters of n_counters uint32 that
+//   the caller zeroed once), long-K/small-n layers are split over more blocks; the split count
+//   depends on (n, k, the scratch size and the device) only, never on n_tokens, so a batch of 8
+//   equals 8 single-token calls bit for bit. Counters are left at zero after each call.
+//   Calls that share one scratch must be ordered on one stream (graph capture is fine).
+// Thread safety: stateless; any host thread, any stream.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ninfer::kernels {
+
+enum class WeightFormat : uint8_t { Bf16, Fp8E4m3RowBf16, Q4G64Fp16 };
+
+struct WeightView {
+    WeightFormat format = WeightFormat::Bf16;
+    const void* data = nullptr;
+    int64_t n = 0; // output rows
+    int64_t k = 0; // input features (logical)
+};
+
+struct GemvScratch {
+    float* partials = nullptr;
+    size_t n_floats = 0;
+    uint32_t* counters = nullptr;
+    size_t n_counters = 0;
+};
+
+struct GemvArgs {
+    WeightView w;
+    const __nv_bfloat16* x = nullptr;
+    int n_tokens = 1;
+    int64_t x_stride = 0;
+    const __nv_bfloat16* residual = nullptr; // optional
+    int64_t residual_stride = 0;
+    void* y = nullptr;
+    bool y_fp32 = false;
+    int64_t y_stride = 0;
+    GemvScratch scratch;
+};
+
+constexpr int kGemvMaxTokens = 8;
+
+size_t weight_bytes(WeightFormat format, int64_t n, int64_t k);
+// Scratch that lets every layer up to [n_max, any k] use its preferred split.
+size_t gemv_scratch_floats(int64_t n_max);
+size_t gemv_scratch_counters(int64_t n_max);
+// The split count gemv() will use for this weight and scratch (exposed for tests and the bench).
+int gemv_split_count(const WeightView& w, const GemvScratch& scratch);
+
+cudaError_t gemv(const GemvArgs& args, cudaStream_t stream);
+
+} // namespace ninfer::kernels

@@ -1,0 +1,199 @@
+// ninfer::kernels - decode attention: q/k norm + RoPE + KV append, split-context attention, combine.
+#include "common.cuh"
+#include "ninfer/kernels/attention_decode.h"
+
+namespace ninfer::kernels {
+
+namespace detail {
+
+constexpr int kHeadDim = 256;
+constexpr int kMaxGroup = 8;
+constexpr int kPartFloats = kHeadDim + 2; // o[256], m, l
+
+__device__ __forceinline__ __nv_bfloat16* kv_row(__nv_bfloat16* pages, const KvPages& kv, int n_kv, int lane,
+                                                 int kvh, int pos) {
+    const int page = kv.page_table[int64_t(lane) * kv.max_pages + pos / kKvPageTokens];
+    return pages + ((int64_t(page) * n_kv + kvh) * kKvPageTokens + pos % kKvPageTokens) * kHeadDim;
+}
+
+// grid (n_heads + 2 * n_kv_heads, n_tokens), 128 threads; each thread owns dims tid and tid + 128.
+__global__ void attn_prep_kernel(AttnPrepArgs a) {
+    __shared__ float red[32];
+    __shared__ float xs[kHeadDim];
+    const AttnGeometry& geo = a.geo;
+    const int t = blockIdx.y, hb = blockIdx.x, tid = threadIdx.x;
+    const int lane_id = a.lanes[t], pos = a.positions[t];
+    const bool is_q = hb < geo.n_heads, is_k = !is_q && hb < geo.n_heads + geo.n_kv_heads;
+    const int kvh = is_q ? 0 : (is_k ? hb - geo.n_heads : hb - geo.n_heads - geo.n_kv_heads);
+    const __nv_bfloat16* src = is_q ? a.qg + int64_t(t) * a.qg_stride + int64_t(hb) * 2 * kHeadDim
+                                    : (is_k ? a.k + int64_t(t) * a.k_stride : a.v + int64_t(t) * a.v_stride) +
+                                          int64_t(kvh) * kHeadDim;
+    if (!is_q && !is_k) {
+        __nv_bfloat16* dst = kv_row(a.kv.v, a.kv, geo.n_kv_heads, lane_id, kvh, pos);
+        dst[tid] = src[tid];
+        dst[tid + 128] = src[tid + 128];
+        return;
+    }
+    const float x0 = __bfloat162float(src[tid]), x1 = __bfloat162float(src[tid + 128]);
+    const float inv = rsqrtf(block_sum(x0 * x0 + x1 * x1, red) / float(kHeadDim) + geo.eps);
+    const __nv_bfloat16* w = is_q ? a.q_norm : a.k_norm;
+    xs[tid] = bf16_round(x0 * inv * (1.f + __bfloat162float(w[tid])));
+    xs[tid + 128] = bf16_round(x1 * inv * (1.f + __bfloat162float(w[tid + 128])));
+    __syncthreads();
+    __nv_bfloat16* dst = is_q ? a.q_out + int64_t(t) * a.q_out_stride + int64_t(hb) * kHeadDim
+                              : kv_row(a.kv.k, a.kv, geo.n_kv_heads, lane_id, kvh, pos);
+    const int half = geo.rotary_dim / 2;
+    for (int d = tid; d < kHeadDim; d += 128) {
+        float out = xs[d];
+        if (d < geo.rotary_dim) {
+            const int i = d % half;
+            const float inv_freq = 1.f / powf(geo.rope_theta, float(2 * i) / float(geo.rotary_dim));
+            const float freq = float(pos) * inv_freq;
+            const float c = bf16_round(cosf(freq)), s = bf16_round(sinf(freq));
+            const float rot = d < half ? -xs[d + half] : xs[d - half];
+            out = bf16_round(xs[d] * c) + bf16_round(rot * s);
+        }
+        dst[d] = __float2bfloat16(out);
+    }
+}
+
+// grid (n_chunks, n_kv_heads, n_tokens), 128 threads: one context chunk for one GQA group.
+__global__ void __launch_bounds__(128) attn_partial_kernel(AttnDecodeArgs a, int n_chunks) {
+    __shared__ float qs[kMaxGroup][kHeadDim];
+    __shared__ float ps[kMaxGroup][kAttnChunk];
+    __shared__ float ml[kMaxGroup][2];
+    const AttnGeometry& geo = a.geo;
+    const int chunk = blockIdx.x, kvh = blockIdx.y, t = blockIdx.z;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int len = a.positions[t] + 1, c0 = chunk * kAttnChunk;
+    if (c0 >= len) return;
+    const int c1 = min(len, c0 + kAttnChunk), n = c1 - c0;
+    const int group = geo.n_heads / geo.n_kv_heads, lane_id = a.lanes[t];
+    const float scale = rsqrtf(float(kHeadDim));
+    for (int i = tid; i < group * kHeadDim; i += 128)
+        qs[i / kHeadDim][i % kHeadDim] =
+            __bfloat162float(a.q[int64_t(t) * a.q_stride + int64_t(kvh * group) * kHeadDim + i]) * scale;
+    __syncthreads();
+    for (int j = c0 + warp; j < c1; j += 4) {
+        const uint4 kv = load_cached16(kv_row(a.kv.k, a.kv, geo.n_kv_heads, lane_id, kvh, j) + lane * 8);
+        const __nv_bfloat162* kp = reinterpret_cast<const __nv_bfloat162*>(&kv);
+        float kf[8];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const float2 f = __bfloat1622float2(kp[e]);
+            kf[2 * e] = f.x;
+            kf[2 * e + 1] = f.y;
+        }
+        for (int g = 0; g < group; ++g) {
+            float dot = 0.f;
+#pragma unroll
+            for (int e = 0; e < 8; ++e) dot = fmaf(qs[g][lane * 8 + e], kf[e], dot);
+            dot = warp_sum(dot);
+            if (lane == 0) ps[g][j - c0] = dot;
+        }
+    }
+    __syncthreads();
+    for (int g = warp; g < group; g += 4) {
+        float m = -INFINITY;
+        for (int j = lane; j < n; j += 32) m = fmaxf(m, ps[g][j]);
+        m = warp_max(m);
+        float l = 0.f;
+        for (int j = lane; j < n; j += 32) {
+            const float e = expf(ps[g][j] - m);
+            ps[g][j] = e;
+            l += e;
+        }
+        l = warp_sum(l);
+        if (lane == 0) {
+            ml[g][0] = m;
+            ml[g][1] = l;
+        }
+    }
+    __syncthreads();
+    float acc[kMaxGroup][2] = {};
+    for (int j = c0; j < c1; ++j) {
+        const __nv_bfloat162 vv =
+            *reinterpret_cast<const __nv_bfloat162*>(kv_row(a.kv.v, a.kv, geo.n_kv_heads, lane_id, kvh, j) + 2 * tid);
+        const float2 vf = __bfloat1622float2(vv);
+#pragma unroll
+        for (int g = 0; g < kMaxGroup; ++g) {
+            if (g < group) {
+                const float p = ps[g][j - c0];
+                acc[g][0] = fmaf(p, vf.x, acc[g][0]);
+                acc[g][1] = fmaf(p, vf.y, acc[g][1]);
+            }
+        }
+    }
+#pragma unroll
+    for (int g = 0; g < kMaxGroup; ++g) {
+        if (g < group) {
+            const int h = kvh * group + g;
+            float* part = a.scratch + ((int64_t(t) * geo.n_heads + h) * n_chunks + chunk) * kPartFloats;
+            part[2 * tid] = acc[g][0];
+            part[2 * tid + 1] = acc[g][1];
+            if (tid == 0) {
+                part[kHeadDim] = ml[g][0];
+                part[kHeadDim + 1] = ml[g][1];
+            }
+        }
+    }
+}
+
+// grid (n_heads, n_tokens), 256 threads (one per dim): merge the chunks, apply the output gate.
+__global__ void attn_combine_kernel(AttnDecodeArgs a, int n_chunks) {
+    const int h = blockIdx.x, t = blockIdx.y, d = threadIdx.x;
+    const int used = (a.positions[t] + 1 + kAttnChunk - 1) / kAttnChunk;
+    const float* part = a.scratch + (int64_t(t) * a.geo.n_heads + h) * n_chunks * kPartFloats;
+    float m = -INFINITY;
+    for (int c = 0; c < used; ++c) m = fmaxf(m, part[c * kPartFloats + kHeadDim]);
+    float num = 0.f, den = 0.f;
+    for (int c = 0; c < used; ++c) {
+        const float w = expf(part[c * kPartFloats + kHeadDim] - m);
+        num = fmaf(w, part[c * kPartFloats + d], num);
+        den = fmaf(w, part[c * kPartFloats + kHeadDim + 1], den);
+    }
+    const float o = bf16_round(num / den);
+    const float gate = __bfloat162float(a.qg[int64_t(t) * a.qg_stride + int64_t(h) * 2 * kHeadDim + kHeadDim + d]);
+    const float sg = bf16_round(1.f / (1.f + expf(-gate)));
+    a.out[int64_t(t) * a.out_stride + int64_t(h) * kHeadDim + d] = __float2bfloat16(o * sg);
+}
+
+bool geometry_ok(const AttnGeometry& g) {
+    return g.head_dim == kHeadDim && g.n_kv_heads >= 1 && g.n_heads >= g.n_kv_heads &&
+           g.n_heads % g.n_kv_heads == 0 && g.n_heads / g.n_kv_heads <= kMaxGroup && g.rotary_dim >= 0 &&
+           g.rotary_dim % 2 == 0 && g.rotary_dim <= kHeadDim;
+}
+
+} // namespace detail
+
+size_t attn_decode_scratch_floats(int n_tokens, int n_heads, int max_context) {
+    const size_t n_chunks = size_t(max_context + kAttnChunk - 1) / kAttnChunk;
+    return size_t(n_tokens) * size_t(n_heads) * n_chunks * detail::kPartFloats;
+}
+
+cudaError_t attn_decode_prep(const AttnPrepArgs& a, cudaStream_t stream) {
+    if (!detail::geometry_ok(a.geo) || !a.qg || !a.k || !a.v || !a.q_norm || !a.k_norm || !a.lanes ||
+        !a.positions || !a.kv.k || !a.kv.v || !a.kv.page_table || a.kv.max_pages < 1 || !a.q_out ||
+        a.n_tokens < 1 || a.n_tokens > 65535)
+        return cudaErrorInvalidValue;
+    const dim3 grid(unsigned(a.geo.n_heads + 2 * a.geo.n_kv_heads), unsigned(a.n_tokens));
+    detail::attn_prep_kernel<<<grid, 128, 0, stream>>>(a);
+    return cudaGetLastError();
+}
+
+cudaError_t attn_decode(const AttnDecodeArgs& a, cudaStream_t stream) {
+    if (!detail::geometry_ok(a.geo) || !a.q || !a.qg || !a.lanes || !a.positions || !a.kv.k || !a.kv.v ||
+        !a.kv.page_table || !a.out || a.n_tokens < 1 || a.n_tokens > 65535 || a.max_context < 1 ||
+        a.max_context > a.kv.max_pages * kKvPageTokens || !a.scratch ||
+        a.scratch_floats < attn_decode_scratch_floats(a.n_tokens, a.geo.n_heads, a.max_context))
+        return cudaErrorInvalidValue;
+    const int n_chunks = (a.max_context + kAttnChunk - 1) / kAttnChunk;
+    const dim3 grid(unsigned(n_chunks), unsigned(a.geo.n_kv_heads), unsigned(a.n_tokens));
+    detail::attn_partial_kernel<<<grid, 128, 0, stream>>>(a, n_chunks);
+    cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) return err;
+    detail::attn_combine_kernel<<<dim3(unsigned(a.geo.n_heads), unsigned(a.n_tokens)), detail::kHeadDim, 0, stream>>>(a, n_chunks);
+    return cudaGetLastError();
+}
+
+} // namespace ninfer::kernels

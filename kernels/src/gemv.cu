@@ -1,0 +1,102 @@
+// ninfer::kernels - decode GEMV launcher: argument checks, split-K choice, format dispatch.
+#include "gemv_kernel.cuh"
+#include "ninfer/kernels/device.h"
+
+namespace ninfer::kernels {
+
+namespace {
+
+constexpr int kMaxSplits = 16;
+constexpr int kMinUnitsPerSplit = 8;
+constexpr int kTargetBlocksPerSm = 4;
+
+int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+int64_t q4_groups_per_row(int64_t k) { return align_up(k, 128) / 64; }
+int unit_of(WeightFormat f) { return f == WeightFormat::Bf16 ? 32 : 64; }
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+} // namespace
+
+size_t weight_bytes(WeightFormat format, int64_t n, int64_t k) {
+    switch (format) {
+    case WeightFormat::Bf16: return size_t(n * k * 2);
+    case WeightFormat::Fp8E4m3RowBf16: return size_t(align_up(n * k, 256) + 2 * n);
+    case WeightFormat::Q4G64Fp16: {
+        const int64_t g = q4_groups_per_row(k);
+        return size_t(align_up(n * g * 32, 256) + n * g * 2);
+    }
+    }
+    return 0;
+}
+
+size_t gemv_scratch_floats(int64_t n_max) { return size_t(kMaxSplits) * kGemvMaxTokens * size_t(n_max); }
+size_t gemv_scratch_counters(int64_t n_max) {
+    return size_t((n_max + detail::kGemvRowsPerBlock - 1) / detail::kGemvRowsPerBlock);
+}
+
+int gemv_split_count(const WeightView& w, const GemvScratch& scratch) {
+    const int64_t tiles = (w.n + detail::kGemvRowsPerBlock - 1) / detail::kGemvRowsPerBlock;
+    const int64_t units = (w.k + unit_of(w.format) - 1) / unit_of(w.format);
+    if (!scratch.partials || !scratch.counters || size_t(tiles) > scratch.n_counters) return 1;
+    const int64_t target_blocks = int64_t(kTargetBlocksPerSm) * (sm_count() > 0 ? sm_count() : 132);
+    int64_t splits = (target_blocks + tiles - 1) / tiles;
+    splits = std::min<int64_t>(splits, kMaxSplits);
+    splits = std::min<int64_t>(splits, units / kMinUnitsPerSplit);
+    splits = std::min<int64_t>(splits, int64_t(scratch.n_floats / (size_t(kGemvMaxTokens) * size_t(w.n))));
+    if (splits < 2) return 1;
+    // Even out the units per split, then drop splits that the rounding left empty.
+    const int64_t per = (units + splits - 1) / splits;
+    return int((units + per - 1) / per);
+}
+
+cudaError_t gemv(const GemvArgs& a, cudaStream_t stream) {
+    const WeightView& w = a.w;
+    if (w.n < 1 || w.k < 16 || w.k % 16 != 0 || a.n_tokens < 1 || a.n_tokens > kGemvMaxTokens || !w.data ||
+        !a.x || !a.y || !aligned16(w.data) || !aligned16(a.x) || !aligned16(a.y) ||
+        (a.residual && !aligned16(a.residual)) || a.x_stride % 8 != 0 || a.y_stride % 8 != 0 ||
+        (a.residual && a.residual_stride % 8 != 0) || (a.n_tokens > 1 && (a.x_stride < w.k || a.y_stride < w.n)))
+        return cudaErrorInvalidValue;
+
+    detail::GemvParams p{};
+    p.w = static_cast<const uint8_t*>(w.data);
+    p.n = w.n;
+    p.k = w.k;
+    switch (w.format) {
+    case WeightFormat::Bf16: p.row_bytes = w.k * 2; break;
+    case WeightFormat::Fp8E4m3RowBf16:
+        p.row_bytes = w.k;
+        p.scales = p.w + align_up(w.n * w.k, 256);
+        break;
+    case WeightFormat::Q4G64Fp16:
+        p.groups_per_row = q4_groups_per_row(w.k);
+        p.row_bytes = p.groups_per_row * 32;
+        p.scales = p.w + align_up(w.n * p.row_bytes, 256);
+        break;
+    }
+    p.x = a.x;
+    p.ldx = a.x_stride;
+    p.n_tokens = a.n_tokens;
+    p.residual = a.residual;
+    p.ldr = a.residual_stride;
+    p.y = a.y;
+    p.ldy = a.y_stride;
+    p.y_fp32 = a.y_fp32;
+    p.partials = a.scratch.partials;
+    p.counters = a.scratch.counters;
+    p.splits = gemv_split_count(w, a.scratch);
+    const int64_t units = (w.k + unit_of(w.format) - 1) / unit_of(w.format);
+    p.units_per_split = (units + p.splits - 1) / p.splits;
+
+    const dim3 grid(unsigned((w.n + detail::kGemvRowsPerBlock - 1) / detail::kGemvRowsPerBlock), unsigned(p.splits));
+    const dim3 block(detail::kGemvWarps * 32);
+    switch (w.format) {
+    case WeightFormat::Bf16: detail::gemv_kernel<WeightFormat::Bf16><<<grid, block, 0, stream>>>(p); break;
+    case WeightFormat::Fp8E4m3RowBf16:
+        detail::gemv_kernel<WeightFormat::Fp8E4m3RowBf16><<<grid, block, 0, stream>>>(p);
+        break;
+    case WeightFormat::Q4G64Fp16: detail::gemv_kernel<WeightFormat::Q4G64Fp16><<<grid, block, 0, stream>>>(p); break;
+    }
+    return cudaGetLastError();
+}
+
+} // namespace ninfer::kernels

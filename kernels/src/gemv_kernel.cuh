@@ -1,0 +1,224 @@
+// ninfer::kernels - decode GEMV kernel: mma.sync with dequantisation in registers, split-K.
+//
+// One warp owns a 16-row tile; a block holds 4 warps (64 rows) that share x through L1. Tokens
+// are the mma's N dimension (8, padded with zeros), so each weight byte is read once for the
+// whole batch. A lane (c = lane % 4, row/token g = lane / 4) loads a contiguous piece of rows g
+// and g+8; the mma's k slots are assigned to physical columns in whatever order makes the
+// dequantisation cheap, and x is permuted the same way with byte permutes (the dot product does
+// not care about the order of k). Split-K blocks write fp32 partials; the last block of a row tile
+// (atomic counter) sums them in split order, so results do not depend on timing.
+#pragma once
+
+#include "common.cuh"
+#include "ninfer/kernels/gemv.h"
+
+namespace ninfer::kernels::detail {
+
+constexpr int kGemvWarps = 4;
+constexpr int kGemvRowsPerBlock = 16 * kGemvWarps;
+
+struct GemvParams {
+    const uint8_t* w;       // codes / bf16 words
+    const uint8_t* scales;  // fp8: bf16 per row; q4: fp16 per (row, group)
+    int64_t n, k;
+    int64_t row_bytes;      // bytes of one row in the code plane
+    int64_t groups_per_row; // q4 physical groups
+    const __nv_bfloat16* x;
+    int64_t ldx;
+    int n_tokens;
+    const __nv_bfloat16* residual;
+    int64_t ldr;
+    void* y;
+    int64_t ldy;
+    bool y_fp32;
+    float* partials;
+    uint32_t* counters;
+    int splits;
+    int64_t units_per_split; // k units (32 for bf16, 64 for fp8/q4) per split
+};
+
+template <WeightFormat F> struct GemvTraits;
+template <> struct GemvTraits<WeightFormat::Bf16> { static constexpr int kUnit = 32, kUnroll = 4; };
+template <> struct GemvTraits<WeightFormat::Fp8E4m3RowBf16> { static constexpr int kUnit = 64, kUnroll = 2; };
+template <> struct GemvTraits<WeightFormat::Q4G64Fp16> { static constexpr int kUnit = 64, kUnroll = 4; };
+
+__device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) { return __byte_perm(a, b, sel); }
+
+// E4M3FN bytes 0 and 2 (or 1 and 3 after >> 8) to a bf16 pair, exact (subnormals included):
+// the bits land in bf16's exponent/mantissa fields and a multiply by 2^120 fixes the bias.
+__device__ __forceinline__ uint32_t fp8_pair_to_bf16(uint32_t v) {
+    const uint32_t bits = ((v & 0x007F007Fu) << 4) | ((v & 0x00800080u) << 8);
+    return bf16x2_mul(bits, 0x7B807B80u);
+}
+
+// Signed nibbles i and i+4 of t (pre-XORed with 0x88888888) to a bf16 pair: 128+u-136 = q.
+__device__ __forceinline__ uint32_t q4_pair_to_bf16(uint32_t t_shifted) {
+    return bf16x2_sub((t_shifted & 0x000F000Fu) | 0x43004300u, 0x43084308u);
+}
+
+template <WeightFormat F>
+__global__ void __launch_bounds__(kGemvWarps * 32) gemv_kernel(GemvParams p) {
+    constexpr int kUnit = GemvTraits<F>::kUnit;
+    constexpr int kUnroll = GemvTraits<F>::kUnroll;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int c = lane & 3, g = lane >> 2;
+    const int64_t tile_row = int64_t(blockIdx.x) * kGemvRowsPerBlock + warp * 16;
+    const int64_t r0 = min(tile_row + g, p.n - 1), r1 = min(tile_row + g + 8, p.n - 1);
+    const bool has_token = g < p.n_tokens;
+    const __nv_bfloat16* xg = p.x + int64_t(has_token ? g : 0) * p.ldx;
+
+    const int64_t n_units = (p.k + kUnit - 1) / kUnit;
+    const int64_t u_begin = int64_t(blockIdx.y) * p.units_per_split;
+    const int64_t u_end = min(n_units, u_begin + p.units_per_split);
+
+    float acc[4] = {0.f, 0.f, 0.f, 0.f};
+    const uint8_t* w0 = p.w + r0 * p.row_bytes;
+    const uint8_t* w1 = p.w + r1 * p.row_bytes;
+
+    for (int64_t u = u_begin; u < u_end; u += kUnroll) {
+        if constexpr (F == WeightFormat::Bf16) {
+            uint4 a[kUnroll][2], b[kUnroll];
+#pragma unroll
+            for (int i = 0; i < kUnroll; ++i) {
+                const int64_t kk = (u + i) * kUnit + c * 8;
+                const bool ok = (u + i) < u_end && kk < p.k;
+                a[i][0] = ok ? load_stream16(w0 + kk * 2) : make_uint4(0, 0, 0, 0);
+                a[i][1] = ok ? load_stream16(w1 + kk * 2) : make_uint4(0, 0, 0, 0);
+                b[i] = ok && has_token ? load_cached16(xg + kk) : make_uint4(0, 0, 0, 0);
+            }
+#pragma unroll
+            for (int i = 0; i < kUnroll; ++i) {
+                mma_bf16_16816(acc, a[i][0].x, a[i][1].x, a[i][0].y, a[i][1].y, b[i].x, b[i].y);
+                mma_bf16_16816(acc, a[i][0].z, a[i][1].z, a[i][0].w, a[i][1].w, b[i].z, b[i].w);
+            }
+        } else if constexpr (F == WeightFormat::Fp8E4m3RowBf16) {
+            uint4 a[kUnroll][2], b[kUnroll][2];
+#pragma unroll
+            for (int i = 0; i < kUnroll; ++i) {
+                const int64_t kk = (u + i) * kUnit + c * 16;
+                const bool ok = (u + i) < u_end && kk < p.k;
+                a[i][0] = ok ? load_stream16(w0 + kk) : make_uint4(0, 0, 0, 0);
+                a[i][1] = ok ? load_stream16(w1 + kk) : make_uint4(0, 0, 0, 0);
+                b[i][0] = ok && has_token ? load_cached16(xg + kk) : make_uint4(0, 0, 0, 0);
+                b[i][1] = ok && has_token ? load_cached16(xg + kk + 8) : make_uint4(0, 0, 0, 0);
+            }
+#pragma unroll
+            for (int i = 0; i < kUnroll; ++i) {
+                const uint32_t wa[4] = {a[i][0].x, a[i][0].y, a[i][0].z, a[i][0].w};
+                const uint32_t wb[4] = {a[i][1].x, a[i][1].y, a[i][1].z, a[i][1].w};
+                const uint32_t xs[8] = {b[i][0].x, b[i][0].y, b[i][0].z, b[i][0].w,
+                                        b[i][1].x, b[i][1].y, b[i][1].z, b[i][1].w};
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    // codes j0..j3 of word j: pairs (j0,j2) and (j1,j3); x permuted to match.
+                    const uint32_t b0 = prmt(xs[2 * j], xs[2 * j + 1], 0x5410);
+                    const uint32_t b1 = prmt(xs[2 * j], xs[2 * j + 1], 0x7632);
+                    mma_bf16_16816(acc, fp8_pair_to_bf16(wa[j]), fp8_pair_to_bf16(wb[j]),
+                                   fp8_pair_to_bf16(wa[j] >> 8), fp8_pair_to_bf16(wb[j] >> 8), b0, b1);
+                }
+            }
+        } else {
+            uint2 a[kUnroll][2];
+            uint4 b[kUnroll][2];
+            __half s[kUnroll][2];
+            const __half* sc0 = reinterpret_cast<const __half*>(p.scales) + r0 * p.groups_per_row;
+            const __half* sc1 = reinterpret_cast<const __half*>(p.scales) + r1 * p.groups_per_row;
+#pragma unroll
+            for (int i = 0; i < kUnroll; ++i) {
+                const int64_t grp = u + i;
+                const int64_t kk = grp * kUnit + c * 16;
+                const bool ok = grp < u_end && kk < p.k;
+                a[i][0] = ok ? load_stream8(w0 + grp * 32 + c * 8) : make_uint2(0, 0);
+                a[i][1] = ok ? load_stream8(w1 + grp * 32 + c * 8) : make_uint2(0, 0);
+                b[i][0] = ok && has_token ? load_cached16(xg + kk) : make_uint4(0, 0, 0, 0);
+                b[i][1] = ok && has_token ? load_cached16(xg + kk + 8) : make_uint4(0, 0, 0, 0);
+                s[i][0] = grp < u_end ? sc0[grp] : __half(0.f);
+                s[i][1] = grp < u_end ? sc1[grp] : __half(0.f);
+            }
+#pragma unroll
+            for (int i = 0; i < kUnroll; ++i) {
+                float part[4] = {0.f, 0.f, 0.f, 0.f};
+                const uint32_t wa[2] = {a[i][0].x ^ 0x88888888u, a[i][0].y ^ 0x88888888u};
+                const uint32_t wb[2] = {a[i][1].x ^ 0x88888888u, a[i][1].y ^ 0x88888888u};
+                const uint32_t xs[8] = {b[i][0].x, b[i][0].y, b[i][0].z, b[i][0].w,
+                                        b[i][1].x, b[i][1].y, b[i][1].z, b[i][1].w};
+#pragma unroll
+                for (int j = 0; j < 2; ++j) {
+                    // word j holds codes 8j..8j+7 (nibble i = code i); pairs (i, i+4).
+                    const uint32_t x01 = xs[4 * j], x23 = xs[4 * j + 1], x45 = xs[4 * j + 2], x67 = xs[4 * j + 3];
+                    mma_bf16_16816(part, q4_pair_to_bf16(wa[j]), q4_pair_to_bf16(wb[j]),
+                                   q4_pair_to_bf16(wa[j] >> 4), q4_pair_to_bf16(wb[j] >> 4),
+                                   prmt(x01, x45, 0x5410), prmt(x01, x45, 0x7632));
+                    mma_bf16_16816(part, q4_pair_to_bf16(wa[j] >> 8), q4_pair_to_bf16(wb[j] >> 8),
+                                   q4_pair_to_bf16(wa[j] >> 12), q4_pair_to_bf16(wb[j] >> 12),
+                                   prmt(x23, x67, 0x5410), prmt(x23, x67, 0x7632));
+                }
+                const float s0 = __half2float(s[i][0]), s1 = __half2float(s[i][1]);
+                acc[0] = fmaf(part[0], s0, acc[0]);
+                acc[1] = fmaf(part[1], s0, acc[1]);
+                acc[2] = fmaf(part[2], s1, acc[2]);
+                acc[3] = fmaf(part[3], s1, acc[3]);
+            }
+        }
+    }
+
+    if constexpr (F == WeightFormat::Fp8E4m3RowBf16) {
+        const __nv_bfloat16* rs = reinterpret_cast<const __nv_bfloat16*>(p.scales);
+        const float s0 = __bfloat162float(rs[r0]), s1 = __bfloat162float(rs[r1]);
+        acc[0] *= s0;
+        acc[1] *= s0;
+        acc[2] *= s1;
+        acc[3] *= s1;
+    }
+
+    // Thread holds rows (tile_row+g, tile_row+g+8) x tokens (2c, 2c+1).
+    auto store = [&](int64_t row, int t, float v) {
+        if (p.y_fp32) {
+            float* y = static_cast<float*>(p.y) + int64_t(t) * p.ldy + row;
+            if (p.residual) v += __bfloat162float(p.residual[int64_t(t) * p.ldr + row]);
+            *y = v;
+        } else {
+            __nv_bfloat16* y = static_cast<__nv_bfloat16*>(p.y) + int64_t(t) * p.ldy + row;
+            if (p.residual) v = __bfloat162float(__float2bfloat16(v)) + __bfloat162float(p.residual[int64_t(t) * p.ldr + row]);
+            *y = __float2bfloat16(v);
+        }
+    };
+
+    if (p.splits == 1) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const int64_t row = tile_row + g + (e >= 2 ? 8 : 0);
+            const int t = 2 * c + (e & 1);
+            if (row < p.n && t < p.n_tokens) store(row, t, acc[e]);
+        }
+        return;
+    }
+
+    // Split-K: partials[(split * 8 + t) * n + row], then the last block of this tile reduces.
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+        const int64_t row = tile_row + g + (e >= 2 ? 8 : 0);
+        const int t = 2 * c + (e & 1);
+        if (row < p.n && t < p.n_tokens)
+            __stcg(p.partials + (int64_t(blockIdx.y) * kGemvMaxTokens + t) * p.n + row, acc[e]);
+    }
+    __threadfence();
+    __syncthreads();
+    __shared__ bool is_last;
+    if (threadIdx.x == 0) is_last = atomicAdd(p.counters + blockIdx.x, 1u) == uint32_t(p.splits - 1);
+    __syncthreads();
+    if (!is_last) return;
+    __threadfence();
+    const int64_t row0 = int64_t(blockIdx.x) * kGemvRowsPerBlock;
+    for (int idx = threadIdx.x; idx < kGemvRowsPerBlock * p.n_tokens; idx += blockDim.x) {
+        const int t = idx / kGemvRowsPerBlock;
+        const int64_t row = row0 + idx % kGemvRowsPerBlock;
+        if (row >= p.n) continue;
+        float v = 0.f;
+        for (int sp = 0; sp < p.splits; ++sp) v += __ldcg(p.partials + (int64_t(sp) * kGemvMaxTokens + t) * p.n + row);
+        store(row, t, v);
+    }
+    if (threadIdx.x == 0) p.counters[blockIdx.x] = 0;
+}
+
+} // namespace ninfer::kernels::detail

@@ -1,0 +1,191 @@
+// ninfer bench - decode GEMV bandwidth against the measured device-to-device copy bandwidth.
+//
+// Usage: bench_gpu [summary_file]. Prints (and appends to summary_file) the copy bandwidth
+// (best of 10 copies of 4 GiB, bytes read + written) and, for bf16 / fp8 / q4 weights at batch
+// 1 and 8, the GB/s of each 27B decode GEMV shape and of the whole 27B layer mix, with the
+// fraction of the copy roofline. Weights rotate over copies larger than L2 so every launch reads
+// HBM; timing is CUDA events around replays of a captured graph, best of 5.
+#include "ninfer/kernels/device.h"
+#include "ninfer/kernels/gemv.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+using namespace ninfer::kernels;
+
+namespace {
+
+FILE* g_summary = nullptr;
+
+void report(const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char line[512];
+    std::vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    std::fputs(line, stdout);
+    std::fflush(stdout);
+    if (g_summary) std::fputs(line, g_summary);
+}
+
+#define CK(call)                                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+            std::exit(1);                                                                          \
+        }                                                                                          \
+    } while (0)
+
+double copy_bandwidth() {
+    const size_t bytes = size_t(4) << 30;
+    void *a, *b;
+    CK(cudaMalloc(&a, bytes));
+    CK(cudaMalloc(&b, bytes));
+    CK(cudaMemset(a, 0x5a, bytes));
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    float best = 1e30f;
+    CK(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice));
+    for (int i = 0; i < 10; ++i) {
+        CK(cudaEventRecord(e0));
+        CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice));
+        CK(cudaEventRecord(e1));
+        CK(cudaEventSynchronize(e1));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        best = std::min(best, ms);
+    }
+    CK(cudaFree(a));
+    CK(cudaFree(b));
+    return 2.0 * double(bytes) / (best * 1e-3) / 1e9;
+}
+
+struct Shape {
+    const char* name;
+    int64_t n, k;
+};
+
+// One 27B decoder layer pair's linear layers (a GDN layer and the dense MLP), as decode reads them.
+const std::vector<Shape> k27b = {{"gdn in_proj_qkv", 10240, 5120}, {"gdn in_proj_z", 6144, 5120},
+                                 {"gdn out_proj", 5120, 6144},      {"attn q_proj", 12288, 5120},
+                                 {"attn k_proj", 1024, 5120},       {"attn o_proj", 5120, 6144},
+                                 {"mlp gate_proj", 17408, 5120},    {"mlp up_proj", 17408, 5120},
+                                 {"mlp down_proj", 5120, 17408}};
+
+// GB/s of the launches of `shapes` (weight bytes / time), rotating over enough copies to defeat L2.
+double time_mix(WeightFormat f, const std::vector<Shape>& shapes, int tokens, GemvScratch scratch, const void* x,
+                void* y) {
+    size_t mix_bytes = 0;
+    for (const auto& s : shapes) mix_bytes += (weight_bytes(f, s.n, s.k) + 255) / 256 * 256;
+    const int copies = int(std::max<size_t>(2, (size_t(3) << 29) / mix_bytes + 1));
+    uint8_t* pool;
+    CK(cudaMalloc(&pool, mix_bytes * copies));
+    // Random bytes (not zeros): q4 and fp8 dequantisation cost does not depend on values, but keep
+    // the data honest. The bytes avoid fp8 NaN codes (0x7F/0xFF) by clearing bit 0 of 0x7F patterns.
+    std::vector<uint8_t> host(mix_bytes);
+    uint64_t s = 88172645463325252ull;
+    for (auto& b : host) {
+        s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+        b = uint8_t(s);
+        if ((b & 0x7F) == 0x7F) b ^= 1;
+    }
+    if (f == WeightFormat::Bf16) // keep bf16 weights finite: clear the top exponent bit
+        for (size_t i = 1; i < host.size(); i += 2) host[i] &= 0xBF;
+    for (int c = 0; c < copies; ++c) CK(cudaMemcpy(pool + mix_bytes * c, host.data(), mix_bytes, cudaMemcpyHostToDevice));
+    cudaStream_t st;
+    CK(cudaStreamCreate(&st));
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+    for (int c = 0; c < copies; ++c) {
+        size_t off = 0;
+        for (const auto& sh : shapes) {
+            GemvArgs a;
+            a.w = {f, pool + mix_bytes * c + off, sh.n, sh.k};
+            a.x = static_cast<const __nv_bfloat16*>(x);
+            a.n_tokens = tokens;
+            a.x_stride = sh.k;
+            a.y = y;
+            a.y_stride = sh.n;
+            a.scratch = scratch;
+            CK(gemv(a, st));
+            off += (weight_bytes(f, sh.n, sh.k) + 255) / 256 * 256;
+        }
+    }
+    CK(cudaStreamEndCapture(st, &graph));
+    CK(cudaGraphInstantiate(&exec, graph, 0));
+    CK(cudaGraphLaunch(exec, st));
+    CK(cudaStreamSynchronize(st));
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    float best = 1e30f;
+    for (int i = 0; i < 5; ++i) {
+        CK(cudaEventRecord(e0, st));
+        CK(cudaGraphLaunch(exec, st));
+        CK(cudaEventRecord(e1, st));
+        CK(cudaEventSynchronize(e1));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        best = std::min(best, ms);
+    }
+    size_t bytes = 0;
+    for (const auto& sh : shapes) bytes += weight_bytes(f, sh.n, sh.k);
+    CK(cudaGraphExecDestroy(exec));
+    CK(cudaGraphDestroy(graph));
+    CK(cudaStreamDestroy(st));
+    CK(cudaFree(pool));
+    return double(bytes) * copies / (best * 1e-3) / 1e9;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    const auto probe = cuda_probe();
+    if (!probe.ok) {
+        std::fprintf(stderr, "bench_gpu: cuda unavailable: %s\n", probe.reason.c_str());
+        return 2;
+    }
+    if (argc > 1) g_summary = std::fopen(argv[1], "a");
+    report("device: %s\n", probe.reason.c_str());
+    const double copy = copy_bandwidth();
+    report("copy bandwidth (4 GiB device-to-device, read+write, best of 10): %.1f GB/s\n", copy);
+
+    void *x, *y;
+    CK(cudaMalloc(&x, 8 * 17408 * 2));
+    CK(cudaMemset(x, 0x3c, 8 * 17408 * 2)); // bf16 ~ 0.0115: finite, nonzero
+    CK(cudaMalloc(&y, 8 * 17408 * 4));
+    float* partials;
+    uint32_t* counters;
+    CK(cudaMalloc(&partials, gemv_scratch_floats(17408) * 4));
+    CK(cudaMalloc(&counters, gemv_scratch_counters(17408) * 4));
+    CK(cudaMemset(counters, 0, gemv_scratch_counters(17408) * 4));
+    const GemvScratch scratch{partials, gemv_scratch_floats(17408), counters, gemv_scratch_counters(17408)};
+
+    const struct { WeightFormat f; const char* name; } formats[] = {
+        {WeightFormat::Q4G64Fp16, "q4_g64_fp16"}, {WeightFormat::Fp8E4m3RowBf16, "fp8_e4m3fn_row_bf16"},
+        {WeightFormat::Bf16, "bf16"}};
+    report("%-20s %-16s %5s %6s %9s %9s\n", "format", "shape", "batch", "splits", "GB/s", "roofline");
+    for (const auto& fm : formats) {
+        for (int tokens : {1, 8}) {
+            for (const auto& sh : k27b) {
+                const double gbs = time_mix(fm.f, {sh}, tokens, scratch, x, y);
+                const int splits = gemv_split_count({fm.f, nullptr, sh.n, sh.k}, scratch);
+                report("%-20s %-16s %5d %6d %9.1f %8.1f%%\n", fm.name, sh.name, tokens, splits, gbs, 100 * gbs / copy);
+            }
+            const double gbs = time_mix(fm.f, k27b, tokens, scratch, x, y);
+            report("%-20s %-16s %5d %6s %9.1f %8.1f%%   <- 27B layer mix\n", fm.name, "27B mix", tokens, "-", gbs,
+                   100 * gbs / copy);
+        }
+    }
+    if (g_summary) std::fclose(g_summary);
+    return 0;
+}

@@ -1,0 +1,190 @@
+// ninfer tests - decode GEMV (bf16, fp8 row, q4 g64) against an fp64 reference, guards, batching.
+#include "ninfer/kernels/gemv.h"
+#include "weights_util.h"
+
+#include <algorithm>
+
+using namespace ninfer;
+using namespace ninfer::test;
+using kernels::WeightFormat;
+
+namespace {
+
+struct Case {
+    WeightFormat f;
+    int64_t n, k;
+    int tokens;
+    bool fp32_out, residual, split;
+};
+
+const char* fmt_name(WeightFormat f) {
+    return f == WeightFormat::Bf16 ? "bf16" : f == WeightFormat::Fp8E4m3RowBf16 ? "fp8" : "q4";
+}
+
+void run_case(const Case& c, uint64_t seed) {
+    INFO(fmt_name(c.f) << " n=" << c.n << " k=" << c.k << " tokens=" << c.tokens << " fp32=" << c.fp32_out
+                       << " residual=" << c.residual << " split=" << c.split);
+    Rng rng(seed);
+    const auto wbytes = random_weight(c.f, c.n, c.k, seed);
+    DeviceBuffer<uint8_t> w(wbytes);
+    const int64_t ldx = c.k + 8, ldy = c.n + (c.n % 8 ? 8 - c.n % 8 : 0) + 8;
+    const auto xh = rng.bf16s(size_t(c.tokens * ldx), -2.f, 2.f);
+    DeviceBuffer<bf16> x(xh);
+    const auto rh = rng.bf16s(size_t(c.tokens * ldy), -4.f, 4.f);
+    DeviceBuffer<bf16> res(rh);
+    DeviceBuffer<float> y32(size_t(c.tokens * ldy), 0xff); // NaN poison
+    DeviceBuffer<bf16> y16(size_t(c.tokens * ldy), 0xff);
+    DeviceBuffer<float> partials(kernels::gemv_scratch_floats(c.n));
+    DeviceBuffer<uint32_t> counters(kernels::gemv_scratch_counters(c.n), 0);
+
+    kernels::GemvArgs a;
+    a.w = {c.f, w.get(), c.n, c.k};
+    a.x = x.get();
+    a.n_tokens = c.tokens;
+    a.x_stride = ldx;
+    a.residual = c.residual ? res.get() : nullptr;
+    a.residual_stride = ldy;
+    a.y_fp32 = c.fp32_out;
+    a.y = c.fp32_out ? static_cast<void*>(y32.get()) : static_cast<void*>(y16.get());
+    a.y_stride = ldy;
+    if (c.split) a.scratch = {partials.get(), partials.size(), counters.get(), counters.size()};
+    CUDA_OK(kernels::gemv(a, nullptr));
+    CUDA_OK(cudaDeviceSynchronize());
+    CHECK(y32.guards_intact());
+    CHECK(y16.guards_intact());
+    const auto got32 = y32.download();
+    const auto got16 = y16.download();
+    if (c.split) {
+        const auto cnt = counters.download();
+        CHECK(std::all_of(cnt.begin(), cnt.end(), [](uint32_t v) { return v == 0; }));
+    }
+
+    std::vector<int64_t> rows;
+    if (c.n <= 1024) {
+        for (int64_t r = 0; r < c.n; ++r) rows.push_back(r);
+    } else {
+        rows = {0, 1, 15, 16, 63, 64, c.n - 1, c.n - 17};
+        for (int i = 0; i < 120; ++i) rows.push_back(rng.integer(0, int(c.n - 1)));
+    }
+    int bad = 0;
+    for (int64_t r : rows) {
+        const auto wr = decode_row(c.f, wbytes, c.n, c.k, r);
+        for (int t = 0; t < c.tokens; ++t) {
+            double ref = 0, mag = 0;
+            for (int64_t i = 0; i < c.k; ++i) {
+                const double p = wr[i] * to_f(xh[size_t(t * ldx + i)]);
+                ref += p;
+                mag += std::fabs(p);
+            }
+            const double resid = c.residual ? to_f(rh[size_t(t * ldy + r)]) : 0.0;
+            double got, want, tol;
+            if (c.fp32_out) {
+                got = got32[size_t(t * ldy + r)];
+                want = ref + resid;
+                tol = 2e-5 * mag + 1e-6 * std::fabs(resid) + 1e-30;
+            } else {
+                got = to_f(got16[size_t(t * ldy + r)]);
+                want = c.residual ? double(round_bf16(double(round_bf16(ref)) + resid)) : ref;
+                tol = std::ldexp(std::fabs(want), -7) + 2e-5 * mag + 1e-30;
+            }
+            if (!(std::fabs(got - want) <= tol) && bad++ < 5)
+                FAIL_CHECK("row " << r << " token " << t << " got " << got << " want " << want << " tol " << tol);
+        }
+    }
+    CHECK(bad == 0);
+    // Every element of every token row was written (no NaN poison left), the padding was not.
+    for (int t = 0; t < c.tokens; ++t)
+        for (int64_t r = 0; r < ldy; ++r) {
+            const float v = c.fp32_out ? got32[size_t(t * ldy + r)] : to_f(got16[size_t(t * ldy + r)]);
+            if ((r < c.n) == std::isnan(v) && bad++ < 5) FAIL_CHECK("element " << t << "," << r << " = " << v);
+        }
+    CHECK(bad == 0);
+}
+
+} // namespace
+
+TEST_CASE("gemv matches an fp64 reference on edge shapes", "[gemv]") {
+    require_gpu();
+    uint64_t seed = 1;
+    for (WeightFormat f : {WeightFormat::Bf16, WeightFormat::Fp8E4m3RowBf16, WeightFormat::Q4G64Fp16})
+        for (auto [n, k] : std::vector<std::pair<int64_t, int64_t>>{{1, 16}, {17, 48}, {64, 128}, {100, 1040}, {129, 4112}, {48, 5120}})
+            for (int tokens : {1, 3, 8})
+                for (bool split : {false, true})
+                    run_case({f, n, k, tokens, (seed % 2) == 0, (seed % 3) == 0, split}, seed++);
+}
+
+TEST_CASE("gemv matches an fp64 reference at the 27B and 35B-A3B layer shapes", "[gemv]") {
+    require_gpu();
+    uint64_t seed = 100;
+    const std::vector<std::pair<int64_t, int64_t>> shapes = {
+        {10240, 5120}, {6144, 5120}, {12288, 5120}, {1024, 5120}, {5120, 6144}, {17408, 5120}, {5120, 17408},
+        {8192, 2048},  {512, 2048},  {2048, 512},   {4096, 2048}, {2048, 4096}, {256, 2048}};
+    for (WeightFormat f : {WeightFormat::Bf16, WeightFormat::Fp8E4m3RowBf16, WeightFormat::Q4G64Fp16})
+        for (auto [n, k] : shapes) {
+            run_case({f, n, k, 8, false, true, true}, seed++);
+            run_case({f, n, k, 1, true, false, true}, seed++);
+        }
+}
+
+TEST_CASE("gemv: a batch of 8 equals 8 single-token calls bit for bit, graph replay equals eager", "[gemv]") {
+    require_gpu();
+    for (WeightFormat f : {WeightFormat::Bf16, WeightFormat::Fp8E4m3RowBf16, WeightFormat::Q4G64Fp16}) {
+        const int64_t n = 5120, k = 6144;
+        Rng rng(7);
+        DeviceBuffer<uint8_t> w(random_weight(f, n, k, 7));
+        DeviceBuffer<bf16> x(rng.bf16s(size_t(8 * k), -2.f, 2.f));
+        DeviceBuffer<bf16> y_batch(size_t(8 * n)), y_single(size_t(8 * n)), y_graph(size_t(8 * n));
+        DeviceBuffer<float> partials(kernels::gemv_scratch_floats(n));
+        DeviceBuffer<uint32_t> counters(kernels::gemv_scratch_counters(n), 0);
+        kernels::GemvArgs a;
+        a.w = {f, w.get(), n, k};
+        a.x_stride = k;
+        a.y_stride = n;
+        a.scratch = {partials.get(), partials.size(), counters.get(), counters.size()};
+        REQUIRE(kernels::gemv_split_count(a.w, a.scratch) > 1);
+        a.x = x.get();
+        a.n_tokens = 8;
+        a.y = y_batch.get();
+        CUDA_OK(kernels::gemv(a, nullptr));
+        for (int t = 0; t < 8; ++t) {
+            a.x = x.get() + t * k;
+            a.n_tokens = 1;
+            a.y = y_single.get() + t * n;
+            CUDA_OK(kernels::gemv(a, nullptr));
+        }
+        cudaStream_t stream;
+        CUDA_OK(cudaStreamCreate(&stream));
+        cudaGraph_t graph;
+        cudaGraphExec_t exec;
+        a.x = x.get();
+        a.n_tokens = 8;
+        a.y = y_graph.get();
+        CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+        CUDA_OK(kernels::gemv(a, stream));
+        CUDA_OK(cudaStreamEndCapture(stream, &graph));
+        CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+        for (int i = 0; i < 3; ++i) CUDA_OK(cudaGraphLaunch(exec, stream));
+        CUDA_OK(cudaStreamSynchronize(stream));
+        cudaGraphExecDestroy(exec);
+        cudaGraphDestroy(graph);
+        cudaStreamDestroy(stream);
+        const auto b = y_batch.download(), s = y_single.download(), g = y_graph.download();
+        INFO(fmt_name(f));
+        CHECK(std::memcmp(b.data(), s.data(), b.size() * sizeof(bf16)) == 0);
+        CHECK(std::memcmp(b.data(), g.data(), b.size() * sizeof(bf16)) == 0);
+    }
+}
+
+TEST_CASE("gemv refuses shapes it cannot run", "[gemv]") {
+    require_gpu();
+    DeviceBuffer<uint8_t> w(4096);
+    DeviceBuffer<bf16> x(64), y(64);
+    kernels::GemvArgs a;
+    a.w = {WeightFormat::Bf16, w.get(), 4, 24}; // k % 16 != 0
+    a.x = x.get();
+    a.y = y.get();
+    CHECK(kernels::gemv(a, nullptr) == cudaErrorInvalidValue);
+    a.w.k = 32;
+    a.n_tokens = 9;
+    CHECK(kernels::gemv(a, nullptr) == cudaErrorInvalidValue);
+}

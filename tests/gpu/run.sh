@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# ninfer - on the GPU machine: build (or take carried binaries), run every GPU test and the GEMV
+# benchmark, write $OUT/summary.txt (and logs beside it). Finishes well under 10 minutes.
+#
+# Usage (repository root): OUT=/some/dir tests/gpu/run.sh
+#   NINFER_GPU_BIN=dir   use prebuilt test_gpu and bench_gpu from dir (default build-gpu/tests,
+#                        built here with -DNINFER_CUDA=ON -DNINFER_ONLY_GPU_TESTS=ON and carried)
+#   NINFER_GPU_REBUILD=1 build on the GPU machine from the Debian packages in .deps/debs
+#                        (apt-get download libsimdjson-dev libsimdjson14 libpcre2-dev
+#                        libpcre2-8-0 catch2), unpacked with dpkg -x into .deps/root.
+#   NINFER_GPU_SANITIZE=1 also run compute-sanitizer memcheck over the small tests.
+set -uo pipefail
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+SUMMARY=$OUT/summary.txt
+: >"$SUMMARY"
+say() { echo "$*" | tee -a "$SUMMARY"; }
+BIN=${NINFER_GPU_BIN:-build-gpu/tests}
+
+if [ "${NINFER_GPU_REBUILD:-0}" = 1 ] || [ ! -x "$BIN/test_gpu" ] || [ ! -x "$BIN/bench_gpu" ]; then
+    say "build: on this machine (no carried binaries or NINFER_GPU_REBUILD=1)"
+    mkdir -p .deps/root
+    for f in .deps/debs/*.deb; do dpkg -x "$f" .deps/root; done
+    start=$(date +%s)
+    if ! { cmake -S . -B build-gpu-device -G Ninja -DNINFER_CUDA=ON -DNINFER_CUDA_ARCH=90a \
+            -DNINFER_ONLY_GPU_TESTS=ON -DNINFER_DEPS_ROOT="$PWD/.deps/root" -DCMAKE_BUILD_TYPE=Release &&
+           cmake --build build-gpu-device --target test_gpu bench_gpu -j16; } >"$OUT/build.log" 2>&1; then
+        say "build: FAILED (see build.log)"
+        tail -30 "$OUT/build.log"
+        exit 1
+    fi
+    say "build: ok in $(($(date +%s) - start)) s"
+    BIN=build-gpu-device/tests
+else
+    say "build: carried binaries from $BIN"
+fi
+
+say "device: $(nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader 2>&1)"
+status=0
+for tag in gemv rmsnorm gdn_decode attention_decode sample; do
+    start=$(date +%s)
+    if timeout 300 "$BIN/test_gpu" "[$tag]" >"$OUT/test_$tag.log" 2>&1; then
+        result=PASS
+    else
+        result=FAIL
+        status=1
+    fi
+    say "test $tag: $result in $(($(date +%s) - start)) s; $(grep -E '^(All tests passed|test cases:)' "$OUT/test_$tag.log" | head -1)"
+    [ "$result" = FAIL ] && grep -E -B3 -A12 'FAILED|failed' "$OUT/test_$tag.log" | head -60
+done
+
+if [ "${NINFER_GPU_SANITIZE:-0}" = 1 ] && command -v compute-sanitizer >/dev/null; then
+    for tag in rmsnorm gdn_decode sample; do
+        timeout 120 compute-sanitizer --tool memcheck --print-limit 5 "$BIN/test_gpu" "[$tag]" >"$OUT/memcheck_$tag.log" 2>&1
+        say "memcheck $tag: rc $? $(grep -m1 -E 'ERROR SUMMARY' "$OUT/memcheck_$tag.log")"
+    done
+fi
+
+say "bench:"
+timeout 300 "$BIN/bench_gpu" "$SUMMARY" >"$OUT/bench.log" 2>&1 || { status=1; say "bench: FAILED"; tail -5 "$OUT/bench.log"; }
+cat "$SUMMARY"
+exit $status

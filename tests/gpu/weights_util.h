@@ -1,0 +1,98 @@
+// ninfer tests - host encoders/decoders for the three decode weight formats (spec §3.2, §3.4),
+// used by the GEMV test and benchmark to make random weights and an exact fp64 reference.
+//
+// Contract: random_weight() returns bytes laid out exactly as the artifact stores them, with valid
+// random codes and multipliers (no NaN codes, positive finite scales, zero padding);
+// decode_row() returns row r's k logical values as doubles, exactly.
+#pragma once
+
+#include "gpu_test_util.h"
+#include "ninfer/kernels/gemv.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace ninfer::test {
+
+inline double e4m3_value(uint8_t c) {
+    const int s = c >> 7, e = (c >> 3) & 15, m = c & 7;
+    const double mag = e == 0 ? std::ldexp(double(m), -9) : std::ldexp(1.0 + m / 8.0, e - 7);
+    return s ? -mag : mag;
+}
+
+inline int64_t q4_groups(int64_t k) { return (k + 127) / 128 * 2; }
+
+// Fills bytes fast with a xorshift stream (the weights are large; the mt19937 would dominate).
+inline void fill_random_bytes(std::vector<uint8_t>& b, size_t begin, size_t end, uint64_t seed) {
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (size_t i = begin; i < end; i += 8) {
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        for (size_t j = 0; j < 8 && i + j < end; ++j) b[i + j] = uint8_t(x >> (8 * j));
+    }
+}
+
+inline std::vector<uint8_t> random_weight(kernels::WeightFormat f, int64_t n, int64_t k, uint64_t seed) {
+    using kernels::WeightFormat;
+    std::vector<uint8_t> b(kernels::weight_bytes(f, n, k), 0);
+    Rng rng(seed);
+    if (f == WeightFormat::Bf16) {
+        for (int64_t i = 0; i < n * k; ++i) {
+            const bf16 v = to_bf16(rng.uniform(-1.f, 1.f) * 0.05f);
+            std::memcpy(&b[size_t(i) * 2], &v, 2);
+        }
+    } else if (f == WeightFormat::Fp8E4m3RowBf16) {
+        fill_random_bytes(b, 0, size_t(n * k), seed);
+        for (int64_t i = 0; i < n * k; ++i)
+            if ((b[i] & 0x7F) == 0x7F) b[i] ^= 0x01; // the two NaN codes are invalid
+        const size_t scale_off = (size_t(n * k) + 255) / 256 * 256;
+        for (int64_t r = 0; r < n; ++r) {
+            const bf16 s = to_bf16(std::ldexp(rng.uniform(1.f, 2.f), -rng.integer(6, 12)));
+            std::memcpy(&b[scale_off + 2 * r], &s, 2);
+        }
+    } else {
+        const int64_t g = q4_groups(k), row_bytes = g * 32;
+        for (int64_t r = 0; r < n; ++r) {
+            fill_random_bytes(b, size_t(r * row_bytes), size_t(r * row_bytes + k / 2), seed + uint64_t(r));
+            if (k % 2) b[size_t(r * row_bytes + k / 2)] = 0; // k is even in every use; keep padding zero
+        }
+        const size_t scale_off = (size_t(n * row_bytes) + 255) / 256 * 256;
+        for (int64_t r = 0; r < n; ++r)
+            for (int64_t gi = 0; gi < g; ++gi) {
+                const __half s = gi < (k + 63) / 64 ? __float2half(std::ldexp(rng.uniform(1.f, 2.f), -rng.integer(5, 9)))
+                                                    : __float2half(0.f);
+                std::memcpy(&b[scale_off + size_t(r * g + gi) * 2], &s, 2);
+            }
+    }
+    return b;
+}
+
+inline std::vector<double> decode_row(kernels::WeightFormat f, const std::vector<uint8_t>& b, int64_t n, int64_t k,
+                                      int64_t r) {
+    using kernels::WeightFormat;
+    std::vector<double> w(static_cast<size_t>(k));
+    if (f == WeightFormat::Bf16) {
+        for (int64_t i = 0; i < k; ++i) {
+            bf16 v;
+            std::memcpy(&v, &b[size_t(r * k + i) * 2], 2);
+            w[i] = to_f(v);
+        }
+    } else if (f == WeightFormat::Fp8E4m3RowBf16) {
+        bf16 s;
+        std::memcpy(&s, &b[(size_t(n * k) + 255) / 256 * 256 + 2 * r], 2);
+        for (int64_t i = 0; i < k; ++i) w[i] = double(float(e4m3_value(b[size_t(r * k + i)]) * to_f(s)));
+    } else {
+        const int64_t g = q4_groups(k);
+        const size_t scale_off = (size_t(n * g * 32) + 255) / 256 * 256;
+        for (int64_t i = 0; i < k; ++i) {
+            const uint8_t byte = b[size_t(r * g * 32 + i / 2)];
+            const int u = (i % 2) ? byte >> 4 : byte & 15;
+            const int q = u >= 8 ? u - 16 : u;
+            __half s;
+            std::memcpy(&s, &b[scale_off + size_t(r * g + i / 64) * 2], 2);
+            w[i] = double(__half2float(s) * float(q));
+        }
+    }
+    return w;
+}
+
+} // namespace ninfer::test
