@@ -6,7 +6,8 @@
 //   simdjson itself. Errors throw ninfer::Error(prefix + "invalid JSON directory: ..." or
 //   prefix + "duplicate JSON member \"X\"").
 // - The element stays valid while `parser` lives and is not reused.
-// - json_object_text(element) is the compact JSON text of a parsed value.
+// - json_text(element) is the compact JSON text of a parsed value (doubles exact, shortest;
+//   integers stay integers; member order kept).
 #pragma once
 
 #include <simdjson.h>

@@ -59,7 +59,7 @@ TEST_CASE("writer round-trips every format bit-exactly", "[writer]") {
             w.add_tensor(id, formats[i], shape, encoded.back());
             w.bind(std::string("p/") + std::string(format_name(formats[i])), id);
         }
-        w.add_component("text", R"({"x":1.5,"s":"é"})", {}, {{"tokenizer.json", "resource/text/tokenizer.json"}},
+        w.add_component("text", R"({"x":1.5,"eps":9.999999974752427e-07,"theta":10000000.0,"n":-3,"s":"é\n"})", {}, {{"tokenizer.json", "resource/text/tokenizer.json"}},
                         R"({"domain":"indexed","rows":7})");
         w.add_component("mtp", R"({})", "text");
         w.set_metadata_json(R"({"name":"all-formats","synthetic":true})");
@@ -85,6 +85,8 @@ TEST_CASE("writer round-trips every format bit-exactly", "[writer]") {
     CHECK(a->provenance_json() == R"({"tool":"test"})");
     CHECK(a->component("text").proposal_json == R"({"domain":"indexed","rows":7})");
     CHECK(a->component("mtp").target == "text");
+    CHECK(a->component("text").config_json ==
+          R"({"x":1.5,"eps":9.999999974752427e-07,"theta":10000000.0,"n":-3,"s":"é\n"})");
     REQUIRE(a->resource("text", "tokenizer.json"));
     CHECK(a->resource("text", "tokenizer.json")->text() == "{\"v\":1}");
     CHECK(a->artifact_id_hex().size() == 32);
