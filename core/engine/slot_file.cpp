@@ -1,0 +1,221 @@
+// ninfer::core - slot file writer and validating reader (header checked before any allocation).
+#include "core/engine/slot_file.h"
+
+#include "core/engine/crc32c.h"
+#include "core/model/kv_codec.h"
+#include "core/util/error.h"
+
+#include <chrono>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+namespace ninfer::core {
+namespace {
+
+constexpr char kMagic[8] = {'N', 'I', 'N', 'F', 'S', 'L', 'O', 'T'};
+constexpr size_t kModelIdBytes = 64;
+constexpr size_t kHeaderCrcAt = 148;
+
+struct Header {
+    std::array<uint8_t, 16> artifact_id{};
+    std::string model_id;
+    uint8_t kv_dtype = 0;
+    uint32_t page_tokens = 0;
+    uint64_t n_tokens = 0, kv_bytes_per_token = 0, kv_bytes = 0, gdn_bytes = 0, payload_bytes = 0;
+    uint32_t payload_crc = 0;
+};
+
+template <typename T> void put(uint8_t* at, T v) { std::memcpy(at, &v, sizeof v); }
+template <typename T> T get(const uint8_t* at) {
+    T v;
+    std::memcpy(&v, at, sizeof v);
+    return v;
+}
+
+std::vector<uint8_t> encode_header(const Header& h) {
+    std::vector<uint8_t> b(kSlotHeaderBytes, 0);
+    std::memcpy(b.data(), kMagic, 8);
+    put<uint32_t>(&b[8], kSlotFileVersion);
+    put<uint32_t>(&b[12], uint32_t(kSlotHeaderBytes));
+    std::memcpy(&b[16], h.artifact_id.data(), 16);
+    std::memcpy(&b[32], h.model_id.data(), std::min(h.model_id.size(), kModelIdBytes - 1));
+    b[96] = h.kv_dtype;
+    put<uint32_t>(&b[100], h.page_tokens);
+    put<uint64_t>(&b[104], h.n_tokens);
+    put<uint64_t>(&b[112], h.kv_bytes_per_token);
+    put<uint64_t>(&b[120], h.kv_bytes);
+    put<uint64_t>(&b[128], h.gdn_bytes);
+    put<uint64_t>(&b[136], h.payload_bytes);
+    put<uint32_t>(&b[144], h.payload_crc);
+    put<uint32_t>(&b[kHeaderCrcAt], crc32c_extend(0, b.data(), kHeaderCrcAt));
+    return b;
+}
+
+std::string hex(const std::array<uint8_t, 16>& id) {
+    static const char* digits = "0123456789abcdef";
+    std::string s;
+    for (uint8_t v : id) {
+        s += digits[v >> 4];
+        s += digits[v & 15];
+    }
+    return s;
+}
+
+std::string dtype_text(uint8_t code) {
+    return code <= uint8_t(KvDtype::Int8) ? std::string(kv_dtype_name(KvDtype(code)))
+                                          : "unknown (" + std::to_string(code) + ")";
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+class Fd {
+  public:
+    explicit Fd(int fd) : fd_(fd) {}
+    ~Fd() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    int get() const { return fd_; }
+
+  private:
+    int fd_;
+};
+
+// Every check that needs only the header and the file size; throws with the refusal reason.
+Header check_header(const uint8_t* b, uint64_t file_bytes, const SlotIdentity& want, const std::string& what) {
+    auto refuse = [&](const std::string& reason) { throw Error(what + ": " + reason); };
+    if (std::memcmp(b, kMagic, 8) != 0) refuse("not a slot file (bad magic)");
+    uint32_t version = get<uint32_t>(b + 8);
+    if (version != kSlotFileVersion)
+        refuse("format version " + std::to_string(version) + " is not supported (this daemon reads " +
+               std::to_string(kSlotFileVersion) + ")");
+    if (get<uint32_t>(b + 12) != kSlotHeaderBytes) refuse("corrupted (header size field)");
+    if (get<uint32_t>(b + kHeaderCrcAt) != crc32c_extend(0, b, kHeaderCrcAt)) refuse("corrupted (header checksum)");
+    Header h;
+    std::memcpy(h.artifact_id.data(), b + 16, 16);
+    h.model_id.assign(reinterpret_cast<const char*>(b + 32), strnlen(reinterpret_cast<const char*>(b + 32), kModelIdBytes));
+    h.kv_dtype = b[96];
+    h.page_tokens = get<uint32_t>(b + 100);
+    h.n_tokens = get<uint64_t>(b + 104);
+    h.kv_bytes_per_token = get<uint64_t>(b + 112);
+    h.kv_bytes = get<uint64_t>(b + 120);
+    h.gdn_bytes = get<uint64_t>(b + 128);
+    h.payload_bytes = get<uint64_t>(b + 136);
+    h.payload_crc = get<uint32_t>(b + 144);
+    if (h.artifact_id != want.artifact_id || h.model_id != want.model_id)
+        refuse("saved by another model (" + h.model_id + ", artifact " + hex(h.artifact_id) + "); this daemon serves " +
+               want.model_id + ", artifact " + hex(want.artifact_id));
+    if (h.kv_dtype != uint8_t(want.kv_dtype))
+        refuse("KV cache dtype " + dtype_text(h.kv_dtype) + " differs from this daemon's " +
+               std::string(kv_dtype_name(want.kv_dtype)) + " (restart with --kv-dtype " + dtype_text(h.kv_dtype) + ")");
+    if (h.page_tokens != want.page_tokens)
+        refuse("KV page size " + std::to_string(h.page_tokens) + " differs from " + std::to_string(want.page_tokens));
+    if (h.n_tokens == 0) refuse("holds no tokens");
+    if (h.n_tokens > want.max_context)
+        refuse(std::to_string(h.n_tokens) + " tokens exceed max-context " + std::to_string(want.max_context));
+    if (h.kv_bytes_per_token != want.kv_bytes_per_token || h.kv_bytes != h.n_tokens * want.kv_bytes_per_token ||
+        h.gdn_bytes != want.gdn_bytes)
+        refuse("state sizes (kv " + std::to_string(h.kv_bytes) + ", gdn " + std::to_string(h.gdn_bytes) +
+               " bytes) do not match this model's layout");
+    // n_tokens <= max_context bounds every product above, so the sum cannot overflow.
+    uint64_t payload = h.n_tokens * 4 + h.kv_bytes + h.gdn_bytes;
+    if (h.payload_bytes != payload) refuse("corrupted (payload size field)");
+    if (file_bytes < kSlotHeaderBytes + payload)
+        refuse("truncated: " + std::to_string(file_bytes) + " bytes, the header declares " +
+               std::to_string(kSlotHeaderBytes + payload));
+    if (file_bytes > kSlotHeaderBytes + payload)
+        refuse("corrupted: " + std::to_string(file_bytes - kSlotHeaderBytes - payload) + " trailing bytes");
+    return h;
+}
+
+} // namespace
+
+std::string slot_file_path(const std::string& slots_dir, const std::string& name) {
+    return slots_dir + "/" + name + ".nslot";
+}
+
+std::array<uint8_t, 16> artifact_id_from_hex(const std::string& s) {
+    std::array<uint8_t, 16> id{};
+    if (s.size() != 32) throw Error("slot: artifact id '" + s + "' is not 32 hex digits");
+    for (size_t i = 0; i < 32; ++i) {
+        char c = s[i];
+        int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (v < 0) throw Error("slot: artifact id '" + s + "' is not 32 hex digits");
+        id[i / 2] = uint8_t(id[i / 2] | (v << (i % 2 ? 0 : 4)));
+    }
+    return id;
+}
+
+SlotFileStats slot_file_write(const std::string& path, const SlotIdentity& identity, const LaneImage& image,
+                              FileIoMode mode) {
+    auto t0 = std::chrono::steady_clock::now();
+    if (image.tokens.empty()) throw Error("slot: nothing to save (the lane is empty)");
+    Header h;
+    h.artifact_id = identity.artifact_id;
+    h.model_id = identity.model_id.substr(0, kModelIdBytes - 1);
+    h.kv_dtype = uint8_t(image.kv_dtype);
+    h.page_tokens = identity.page_tokens;
+    h.n_tokens = image.tokens.size();
+    h.kv_bytes_per_token = identity.kv_bytes_per_token;
+    h.kv_bytes = image.kv.size();
+    h.gdn_bytes = image.gdn.size();
+    uint64_t token_bytes = h.n_tokens * 4;
+    h.payload_bytes = token_bytes + h.kv_bytes + h.gdn_bytes;
+    uint32_t crc = crc32c_extend(0, image.tokens.data(), token_bytes);
+    crc = crc32c_extend(crc, image.kv.data(), image.kv.size());
+    h.payload_crc = crc32c_extend(crc, image.gdn.data(), image.gdn.size());
+    std::vector<uint8_t> header = encode_header(h);
+
+    AtomicFile file(path);
+    IoSegment segments[] = {
+        write_segment(header.data(), header.size(), 0),
+        write_segment(image.tokens.data(), token_bytes, kSlotHeaderBytes),
+        write_segment(image.kv.data(), h.kv_bytes, kSlotHeaderBytes + token_bytes),
+        write_segment(image.gdn.data(), h.gdn_bytes, kSlotHeaderBytes + token_bytes + h.kv_bytes),
+    };
+    file_write_all(file.fd(), segments, mode, file.temp_path());
+    file.commit();
+    return {h.n_tokens, kSlotHeaderBytes + h.payload_bytes, ms_since(t0), mode};
+}
+
+LaneImage slot_file_read(const std::string& path, const SlotIdentity& expected, FileIoMode mode, SlotFileStats* stats) {
+    auto t0 = std::chrono::steady_clock::now();
+    std::string what = "slot file " + path;
+    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (fd.get() < 0) throw Error(what + ": " + std::strerror(errno));
+    struct stat st;
+    if (::fstat(fd.get(), &st) != 0) throw Error(what + ": " + std::strerror(errno));
+    if (!S_ISREG(st.st_mode)) throw Error(what + ": not a regular file");
+    uint64_t file_bytes = uint64_t(st.st_size);
+    if (file_bytes < kSlotHeaderBytes)
+        throw Error(what + ": truncated: " + std::to_string(file_bytes) + " bytes, shorter than the header");
+    std::vector<uint8_t> header(kSlotHeaderBytes);
+    IoSegment head[] = {read_segment(header.data(), kSlotHeaderBytes, 0)};
+    file_read_all(fd.get(), head, FileIoMode::Plain, path);
+    Header h = check_header(header.data(), file_bytes, expected, what);
+
+    LaneImage image;
+    image.kv_dtype = KvDtype(h.kv_dtype);
+    image.tokens.resize(h.n_tokens);
+    image.kv.resize(h.kv_bytes);
+    image.gdn.resize(h.gdn_bytes);
+    uint64_t token_bytes = h.n_tokens * 4;
+    IoSegment body[] = {
+        read_segment(image.tokens.data(), token_bytes, kSlotHeaderBytes),
+        read_segment(image.kv.data(), h.kv_bytes, kSlotHeaderBytes + token_bytes),
+        read_segment(image.gdn.data(), h.gdn_bytes, kSlotHeaderBytes + token_bytes + h.kv_bytes),
+    };
+    file_read_all(fd.get(), body, mode, path);
+    uint32_t crc = crc32c_extend(0, image.tokens.data(), token_bytes);
+    crc = crc32c_extend(crc, image.kv.data(), image.kv.size());
+    crc = crc32c_extend(crc, image.gdn.data(), image.gdn.size());
+    if (crc != h.payload_crc) throw Error(what + ": corrupted (payload checksum mismatch)");
+    if (stats) *stats = {h.n_tokens, file_bytes, ms_since(t0), mode};
+    return image;
+}
+
+} // namespace ninfer::core

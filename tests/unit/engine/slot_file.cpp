@@ -1,0 +1,244 @@
+// ninfer tests - slot files: round trip on both I/O paths, every refusal, kill -9 during a save.
+#include "core/engine/crc32c.h"
+#include "core/engine/slot_file.h"
+#include "core/util/error.h"
+
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <filesystem>
+#include <random>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace ninfer;
+using namespace ninfer::core;
+
+namespace {
+
+struct TempDir {
+    std::string path;
+    TempDir() {
+        char buf[] = "/tmp/ninfer-slot-XXXXXX";
+        path = ::mkdtemp(buf);
+    }
+    ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+SlotIdentity identity() {
+    SlotIdentity id;
+    id.artifact_id = artifact_id_from_hex("00112233445566778899aabbccddeeff");
+    id.model_id = "tiny-test";
+    id.kv_dtype = KvDtype::Bf16;
+    id.kv_bytes_per_token = 96;
+    id.gdn_bytes = 5000;
+    id.max_context = 4096;
+    return id;
+}
+
+LaneImage image(uint32_t n_tokens, uint32_t seed, const SlotIdentity& id = identity()) {
+    std::mt19937 rng(seed);
+    LaneImage img;
+    img.kv_dtype = id.kv_dtype;
+    for (uint32_t i = 0; i < n_tokens; ++i) img.tokens.push_back(int32_t(rng() % 1000));
+    img.kv.resize(id.kv_bytes_per_token * n_tokens);
+    for (auto& b : img.kv) b = uint8_t(rng());
+    img.gdn.resize(id.gdn_bytes);
+    for (auto& b : img.gdn) b = uint8_t(rng());
+    return img;
+}
+
+bool same(const LaneImage& a, const LaneImage& b) {
+    return a.tokens == b.tokens && a.kv == b.kv && a.gdn == b.gdn && a.kv_dtype == b.kv_dtype;
+}
+
+void patch(const std::string& path, uint64_t offset, const void* bytes, size_t n) {
+    int fd = ::open(path.c_str(), O_WRONLY);
+    REQUIRE(fd >= 0);
+    REQUIRE(::pwrite(fd, bytes, n, off_t(offset)) == ssize_t(n));
+    ::close(fd);
+}
+
+// Rewrites header fields and fixes the header checksum, as a deliberate forger would.
+void patch_header_u64(const std::string& path, uint64_t offset, uint64_t value) {
+    std::vector<uint8_t> h(kSlotHeaderBytes);
+    int fd = ::open(path.c_str(), O_RDWR);
+    REQUIRE(::pread(fd, h.data(), h.size(), 0) == ssize_t(h.size()));
+    std::memcpy(&h[offset], &value, 8);
+    uint32_t crc = crc32c_extend(0, h.data(), 148);
+    std::memcpy(&h[148], &crc, 4);
+    REQUIRE(::pwrite(fd, h.data(), h.size(), 0) == ssize_t(h.size()));
+    ::close(fd);
+}
+
+std::string refusal(const std::string& path, const SlotIdentity& id) {
+    try {
+        slot_file_read(path, id, FileIoMode::Plain);
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+std::vector<std::string> names_in(const std::string& dir) {
+    std::vector<std::string> out;
+    for (auto& e : std::filesystem::directory_iterator(dir)) out.push_back(e.path().filename().string());
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("crc32c matches the Castagnoli check value on both paths", "[slot_file]") {
+    const char* s = "123456789";
+    CHECK(crc32c_extend(0, s, 9) == 0xE3069283u);
+    CHECK(crc32c_extend_portable(0, s, 9) == 0xE3069283u);
+    std::vector<uint8_t> big(100003);
+    for (size_t i = 0; i < big.size(); ++i) big[i] = uint8_t(i * 131 + 7);
+    uint32_t whole = crc32c_extend(0, big.data(), big.size());
+    CHECK(crc32c_extend(crc32c_extend(0, big.data(), 5001), big.data() + 5001, big.size() - 5001) == whole);
+    CHECK(crc32c_extend_portable(0, big.data(), big.size()) == whole);
+}
+
+TEST_CASE("slot files round-trip through io_uring and pwrite, in any pairing", "[slot_file]") {
+    TempDir dir;
+    SlotIdentity id = identity();
+    LaneImage img = image(300, 1);
+    for (FileIoMode w : {FileIoMode::Uring, FileIoMode::Plain})
+        for (FileIoMode r : {FileIoMode::Uring, FileIoMode::Plain}) {
+            std::string path = slot_file_path(dir.path, "conv-1");
+            SlotFileStats ws = slot_file_write(path, id, img, w);
+            CHECK(ws.bytes == kSlotHeaderBytes + 300 * 4 + 300 * 96 + 5000);
+            CHECK(std::filesystem::file_size(path) == ws.bytes);
+            SlotFileStats rs;
+            LaneImage back = slot_file_read(path, id, r, &rs);
+            CHECK(same(back, img));
+            CHECK(rs.n_tokens == 300);
+        }
+    // Overwriting keeps only the final name: no temp litter.
+    CHECK(names_in(dir.path) == std::vector<std::string>{"conv-1.nslot"});
+    CHECK((std::filesystem::status(slot_file_path(dir.path, "conv-1")).permissions() & std::filesystem::perms::all) ==
+          (std::filesystem::perms::owner_read | std::filesystem::perms::owner_write | std::filesystem::perms::group_read));
+}
+
+TEST_CASE("the environment variable forces the pwrite path", "[slot_file]") {
+    // file_io_mode_default() is probed once per process, so ask a child with the variable set.
+    pid_t pid = ::fork();
+    if (pid == 0) {
+        ::setenv("NINFER_NO_IO_URING", "1", 1);
+        _exit(file_io_mode_default() == FileIoMode::Plain && !file_io_mode_note().empty() ? 0 : 1);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+}
+
+TEST_CASE("saving an empty lane is refused", "[slot_file]") {
+    TempDir dir;
+    LaneImage empty;
+    CHECK_THROWS_WITH(slot_file_write(slot_file_path(dir.path, "x"), identity(), empty, FileIoMode::Plain),
+                      Catch::Contains("empty"));
+    CHECK(names_in(dir.path).empty());
+}
+
+TEST_CASE("foreign, mismatched, corrupted and truncated slot files are refused with a reason", "[slot_file]") {
+    TempDir dir;
+    SlotIdentity id = identity();
+    std::string path = slot_file_path(dir.path, "s");
+    LaneImage img = image(64, 2);
+    auto fresh = [&] { slot_file_write(path, id, img, FileIoMode::Plain); };
+
+    fresh();
+    REQUIRE(refusal(path, id).empty());
+
+    SlotIdentity other = id;
+    other.artifact_id[0] ^= 1;
+    CHECK_THAT(refusal(path, other), Catch::Contains("another model"));
+    other = id;
+    other.model_id = "other-model";
+    CHECK_THAT(refusal(path, other), Catch::Contains("another model"));
+    other = id;
+    other.kv_dtype = KvDtype::Fp8;
+    CHECK_THAT(refusal(path, other), Catch::Contains("KV cache dtype bf16 differs"));
+    other = id;
+    other.gdn_bytes = 4999;
+    CHECK_THAT(refusal(path, other), Catch::Contains("do not match"));
+    other = id;
+    other.max_context = 63;
+    CHECK_THAT(refusal(path, other), Catch::Contains("exceed max-context"));
+
+    uint8_t flip = 0x5A;
+    patch(path, kSlotHeaderBytes + 64 * 4 + 10, &flip, 1);
+    CHECK_THAT(refusal(path, id), Catch::Contains("payload checksum"));
+
+    fresh();
+    patch(path, 120, &flip, 1); // a header byte without fixing its checksum
+    CHECK_THAT(refusal(path, id), Catch::Contains("header checksum"));
+
+    fresh();
+    patch(path, 0, "NOTASLOT", 8);
+    CHECK_THAT(refusal(path, id), Catch::Contains("bad magic"));
+
+    fresh();
+    uint32_t v2 = 2;
+    patch(path, 8, &v2, 4);
+    CHECK_THAT(refusal(path, id), Catch::Contains("version 2 is not supported"));
+
+    fresh();
+    REQUIRE(::truncate(path.c_str(), off_t(std::filesystem::file_size(path) - 1)) == 0);
+    CHECK_THAT(refusal(path, id), Catch::Contains("truncated"));
+    REQUIRE(::truncate(path.c_str(), 100) == 0);
+    CHECK_THAT(refusal(path, id), Catch::Contains("truncated"));
+
+    fresh();
+    REQUIRE(::truncate(path.c_str(), off_t(std::filesystem::file_size(path) + 7)) == 0);
+    CHECK_THAT(refusal(path, id), Catch::Contains("7 trailing bytes"));
+
+    // A forged header claiming a huge sequence is refused from the header alone (nothing allocated).
+    fresh();
+    patch_header_u64(path, 104, 1ull << 40);
+    CHECK_THAT(refusal(path, id), Catch::Contains("exceed max-context"));
+    fresh();
+    patch_header_u64(path, 136, 1ull << 50);
+    CHECK_THAT(refusal(path, id), Catch::Contains("payload size field"));
+
+    CHECK_THAT(refusal(dir.path + "/missing.nslot", id), Catch::Contains("No such file"));
+}
+
+TEST_CASE("kill -9 during a save leaves the old file or the new one under the name", "[slot_file]") {
+    SlotIdentity id = identity();
+    id.gdn_bytes = 6u << 20; // big enough that a save takes a while
+    LaneImage a = image(2000, 10, id), b = image(3000, 11, id);
+    std::mt19937 rng(7);
+    for (FileIoMode mode : {FileIoMode::Uring, FileIoMode::Plain}) {
+        int seen_a = 0, seen_b = 0;
+        for (int round = 0; round < 12; ++round) {
+            TempDir dir;
+            std::string path = slot_file_path(dir.path, "victim");
+            bool with_old = round % 3 != 0;
+            if (with_old) slot_file_write(path, id, a, mode);
+            pid_t pid = ::fork();
+            if (pid == 0) {
+                for (;;) slot_file_write(path, id, b, mode); // killed somewhere in here
+            }
+            ::usleep(useconds_t(rng() % 40000));
+            ::kill(pid, SIGKILL);
+            ::waitpid(pid, nullptr, 0);
+            if (!std::filesystem::exists(path)) {
+                CHECK_FALSE(with_old); // the old file never disappears
+                continue;
+            }
+            LaneImage got = slot_file_read(path, id, mode); // throws on a torn file
+            if (same(got, a)) ++seen_a;
+            else if (same(got, b)) ++seen_b;
+            else FAIL("slot file holds neither the old nor the new image");
+            remove_stale_temps(dir.path, ".nslot");
+            CHECK(names_in(dir.path) == std::vector<std::string>{"victim.nslot"});
+        }
+        INFO("mode " << file_io_mode_name(mode) << " old " << seen_a << " new " << seen_b);
+        CHECK(seen_a + seen_b > 0);
+    }
+}
