@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <random>
 #include <string>
@@ -63,6 +64,11 @@ inline void write_safetensors(const std::string& path, const std::map<std::strin
     out.write(reinterpret_cast<const char*>(&n), 8);
     out << header;
     out.write(reinterpret_cast<const char*>(data.data()), std::streamsize(data.size()));
+}
+
+inline std::string read_file_text_for_test(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 inline void write_text(const fs::path& path, const std::string& text) {
