@@ -1,4 +1,5 @@
 // ninfer::core - codec dispatch by format, the direct formats (bf16, fp32, int32), row views.
+#pragma GCC optimize("O3") // lets GCC vectorise the direct dot loops
 #include "core/formats/codec.h"
 
 #include "core/formats/codec_detail.h"
@@ -6,6 +7,7 @@
 #include "core/formats/layout.h"
 #include "core/util/error.h"
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -60,13 +62,17 @@ void dot_direct(const StoredTensor& t, uint64_t row_begin, uint64_t n_rows, cons
         float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
         if (t.format == TensorFormat::Bf16) {
             const uint8_t* p = t.data + 2 * e0;
-            for (uint64_t i = 0; i < cols; ++i) {
+            uint64_t i = 0;
+            for (; i + 8 <= cols; i += 8) {
+                uint16_t w[8];
+                std::memcpy(w, p + 2 * i, 16);
+                for (int j = 0; j < 8; ++j)
+                    acc[j] += std::bit_cast<float>(uint32_t(w[j]) << 16) * x[i + j];
+            }
+            for (; i < cols; ++i) {
                 uint16_t w;
                 std::memcpy(&w, p + 2 * i, 2);
-                uint32_t bits = uint32_t(w) << 16;
-                float v;
-                std::memcpy(&v, &bits, 4);
-                acc[i & 7] += v * x[i];
+                acc[i & 7] += bf16_to_f32(w) * x[i];
             }
         } else if (t.format == TensorFormat::Fp32) {
             const uint8_t* p = t.data + 4 * e0;

@@ -1,4 +1,6 @@
 // ninfer::core - q4/q5/q6_g64_fp16 and q8_g32_fp16 in row_split_k128_v1: encode, decode, dot.
+// The dot kernels rely on loop vectorisation, which GCC enables fully only from -O3.
+#pragma GCC optimize("O3")
 #include "core/formats/codec.h"
 #include "core/formats/codec_detail.h"
 #include "core/formats/format.h"
@@ -66,13 +68,62 @@ inline const uint16_t* scale_ptr(const StoredTensor& t, const RowSplitGeometry& 
     return reinterpret_cast<const uint16_t*>(t.data + g.scale_off + row * g.scale_row);
 }
 
-NINFER_HOT_CLONES
-void dot_rows_impl(const uint8_t* data, const RowSplitGeometry g, uint64_t row_begin,
-                   uint64_t n_rows, const float* x, float* y) {
-    const uint32_t G = g.group;
+// Signed codes of one group as floats; (u ^ 2^(b-1)) - 2^(b-1) sign-extends a b-bit word.
+// A high-plane byte spread over its lanes, as bytes already shifted to bit 4 (and 5):
+// q5 covers 8 lanes (one bit each), q6 covers 4 lanes (two bits each).
+struct HighExpand {
+    uint64_t q5[256];
+    uint32_t q6[256];
+    constexpr HighExpand() : q5(), q6() {
+        for (uint32_t b = 0; b < 256; ++b) {
+            for (int t = 0; t < 8; ++t)
+                q5[b] |= uint64_t((b >> t) & 1) << (8 * t + 4);
+            for (int t = 0; t < 4; ++t)
+                q6[b] |= uint32_t((b >> (2 * t)) & 3) << (8 * t + 4);
+        }
+    }
+};
+constexpr HighExpand kHighExpand;
+
+template <uint32_t BITS>
+inline void group_codes_f32(const uint8_t* base, const uint8_t* high, float* qf) {
+    if constexpr (BITS == 8) {
+        for (int i = 0; i < 32; ++i)
+            qf[i] = float(int8_t(base[i]));
+    } else {
+        constexpr int half = 1 << (BITS - 1);
+        alignas(64) uint8_t u[64];
+        for (int j = 0; j < 32; ++j) {
+            u[2 * j] = base[j] & 0xF;
+            u[2 * j + 1] = base[j] >> 4;
+        }
+        if constexpr (BITS == 5) {
+            for (int m = 0; m < 8; ++m) {
+                uint64_t w;
+                std::memcpy(&w, u + 8 * m, 8);
+                w |= kHighExpand.q5[high[m]];
+                std::memcpy(u + 8 * m, &w, 8);
+            }
+        } else if constexpr (BITS == 6) {
+            for (int m = 0; m < 16; ++m) {
+                uint32_t w;
+                std::memcpy(&w, u + 4 * m, 4);
+                w |= kHighExpand.q6[high[m]];
+                std::memcpy(u + 4 * m, &w, 4);
+            }
+        }
+        for (int i = 0; i < 64; ++i)
+            qf[i] = float((int(u[i]) ^ half) - half);
+    }
+}
+
+template <uint32_t BITS>
+NINFER_HOT_CLONES void dot_rows_impl(const uint8_t* data, const RowSplitGeometry g,
+                                     uint64_t row_begin, uint64_t n_rows, const float* x, float* y) {
+    constexpr uint32_t G = BITS == 8 ? 32 : 64;
+    constexpr uint32_t HB = BITS == 5 ? 8 : BITS == 6 ? 16 : 0; // high bytes per group
     const uint64_t full_groups = g.k / G;
     const uint64_t tail = g.k % G;
-    alignas(64) int8_t q[64];
     alignas(64) float qf[64];
     for (uint64_t r = 0; r < n_rows; ++r) {
         const uint64_t row = row_begin + r;
@@ -80,26 +131,26 @@ void dot_rows_impl(const uint8_t* data, const RowSplitGeometry g, uint64_t row_b
         const uint8_t* high = data + g.high_off + row * g.high_row;
         const uint8_t* scales = data + g.scale_off + row * g.scale_row;
         float acc_row = 0.0f;
-        for (uint64_t grp = 0; grp < full_groups + (tail ? 1 : 0); ++grp) {
+        for (uint64_t grp = 0; grp < full_groups; ++grp) {
             uint16_t sw;
             std::memcpy(&sw, scales + 2 * grp, 2);
-            if (sw == 0)
-                continue;
-            unpack_group(g.bits, base + grp * g.base_group_bytes, high + grp * g.high_group_bytes, q);
+            group_codes_f32<BITS>(base + grp * 32, high + grp * HB, qf);
             const float* xg = x + grp * G;
-            const uint32_t len = grp < full_groups ? G : uint32_t(tail);
             float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-            if (len == G) {
-                for (uint32_t i = 0; i < G; ++i)
-                    qf[i] = float(q[i]);
-                for (uint32_t i = 0; i < G; i += 8)
-                    for (int j = 0; j < 8; ++j)
-                        acc[j] += qf[i + j] * xg[i + j];
-            } else {
-                for (uint32_t i = 0; i < len; ++i)
-                    acc[i & 7] += float(q[i]) * xg[i];
-            }
-            float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+            for (uint32_t i = 0; i < G; i += 8)
+                for (int j = 0; j < 8; ++j)
+                    acc[j] += qf[i + j] * xg[i + j];
+            const float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+            acc_row += f16_to_f32(sw) * s;
+        }
+        if (tail) {
+            uint16_t sw;
+            std::memcpy(&sw, scales + 2 * full_groups, 2);
+            group_codes_f32<BITS>(base + full_groups * 32, high + full_groups * HB, qf);
+            const float* xg = x + full_groups * G;
+            float s = 0.0f;
+            for (uint32_t i = 0; i < tail; ++i)
+                s += qf[i] * xg[i];
             acc_row += f16_to_f32(sw) * s;
         }
         y[r] = acc_row;
@@ -173,8 +224,13 @@ void row_split_decode(const StoredTensor& t, uint64_t row_begin, uint64_t n_rows
 
 void row_split_dot(const StoredTensor& t, uint64_t row_begin, uint64_t n_rows, const float* x,
                    float* y) {
-    dot_rows_impl(t.data, row_split_geometry(t.format, t.shape[0], t.shape[1]), row_begin, n_rows,
-                  x, y);
+    const RowSplitGeometry g = row_split_geometry(t.format, t.shape[0], t.shape[1]);
+    switch (g.bits) {
+    case 4: dot_rows_impl<4>(t.data, g, row_begin, n_rows, x, y); break;
+    case 5: dot_rows_impl<5>(t.data, g, row_begin, n_rows, x, y); break;
+    case 6: dot_rows_impl<6>(t.data, g, row_begin, n_rows, x, y); break;
+    default: dot_rows_impl<8>(t.data, g, row_begin, n_rows, x, y);
+    }
 }
 
 } // namespace ninfer::core::detail
