@@ -29,7 +29,8 @@ template <typename V>
 using StringMap = std::unordered_map<std::string, V, TransparentHash, std::equal_to<>>;
 
 constexpr size_t kWordCacheMaxEntries = 1 << 18;
-constexpr size_t kWordCacheMaxBytes = 256; // longer pre-tokens are rare; not worth caching
+constexpr size_t kWordCacheMinBytes = 4;
+constexpr size_t kWordCacheMaxBytes = 256;
 
 // GPT-2's bytes_to_unicode: printable bytes stand for themselves, the rest map to 256 + n.
 std::array<char32_t, 256> byte_level_chars() {
@@ -251,7 +252,8 @@ void Tokenizer::Impl::encode_word(std::string_view word, std::vector<TokenId>& o
             return;
         }
     }
-    if (word.size() > kWordCacheMaxBytes) {
+    // Short words merge in a few flat-table probes, cheaper than a cache lookup; long ones are rare.
+    if (word.size() <= kWordCacheMinBytes || word.size() > kWordCacheMaxBytes) {
         merger.encode_word(word, out);
         return;
     }
