@@ -8,7 +8,7 @@ namespace {
 
 constexpr int kMaxSplits = 16;
 constexpr int kMinUnitsPerSplit = 8;
-constexpr int kTargetBlocksPerSm = 4;
+constexpr int kTargetBlocksPerSm = 8;
 
 int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 int64_t q4_groups_per_row(int64_t k) { return align_up(k, 128) / 64; }

@@ -39,8 +39,8 @@ struct GemvParams {
 
 template <WeightFormat F> struct GemvTraits;
 template <> struct GemvTraits<WeightFormat::Bf16> { static constexpr int kUnit = 32, kUnroll = 4; };
-template <> struct GemvTraits<WeightFormat::Fp8E4m3RowBf16> { static constexpr int kUnit = 64, kUnroll = 2; };
-template <> struct GemvTraits<WeightFormat::Q4G64Fp16> { static constexpr int kUnit = 64, kUnroll = 4; };
+template <> struct GemvTraits<WeightFormat::Fp8E4m3RowBf16> { static constexpr int kUnit = 64, kUnroll = 4; };
+template <> struct GemvTraits<WeightFormat::Q4G64Fp16> { static constexpr int kUnit = 64, kUnroll = 8; };
 
 __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) { return __byte_perm(a, b, sel); }
 
@@ -54,6 +54,100 @@ __device__ __forceinline__ uint32_t fp8_pair_to_bf16(uint32_t v) {
 // Signed nibbles i and i+4 of t (pre-XORed with 0x88888888) to a bf16 pair: 128+u-136 = q.
 __device__ __forceinline__ uint32_t q4_pair_to_bf16(uint32_t t_shifted) {
     return bf16x2_sub((t_shifted & 0x000F000Fu) | 0x43004300u, 0x43084308u);
+}
+
+// kUnroll k units starting at unit u. GUARD = false only when all of them lie inside the split and
+// inside k, so the steady state carries no predicates.
+template <WeightFormat F, bool GUARD>
+__device__ __forceinline__ void gemv_units(const GemvParams& p, int64_t u, int64_t u_end, int c, bool has_token,
+                                           const __nv_bfloat16* xg, const uint8_t* w0, const uint8_t* w1,
+                                           int64_t r0, int64_t r1, float (&acc)[4]) {
+    constexpr int kUnit = GemvTraits<F>::kUnit;
+    constexpr int kUnroll = GemvTraits<F>::kUnroll;
+    if constexpr (F == WeightFormat::Bf16) {
+        uint4 a[kUnroll][2], b[kUnroll];
+#pragma unroll
+        for (int i = 0; i < kUnroll; ++i) {
+            const int64_t kk = (u + i) * kUnit + c * 8;
+            const bool ok = !GUARD || ((u + i) < u_end && kk < p.k);
+            a[i][0] = ok ? load_stream16(w0 + kk * 2) : make_uint4(0, 0, 0, 0);
+            a[i][1] = ok ? load_stream16(w1 + kk * 2) : make_uint4(0, 0, 0, 0);
+            b[i] = ok && has_token ? load_cached16(xg + kk) : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int i = 0; i < kUnroll; ++i) {
+            mma_bf16_16816(acc, a[i][0].x, a[i][1].x, a[i][0].y, a[i][1].y, b[i].x, b[i].y);
+            mma_bf16_16816(acc, a[i][0].z, a[i][1].z, a[i][0].w, a[i][1].w, b[i].z, b[i].w);
+        }
+    } else if constexpr (F == WeightFormat::Fp8E4m3RowBf16) {
+        uint4 a[kUnroll][2], b[kUnroll][2];
+#pragma unroll
+        for (int i = 0; i < kUnroll; ++i) {
+            const int64_t kk = (u + i) * kUnit + c * 16;
+            const bool ok = !GUARD || ((u + i) < u_end && kk < p.k);
+            a[i][0] = ok ? load_stream16(w0 + kk) : make_uint4(0, 0, 0, 0);
+            a[i][1] = ok ? load_stream16(w1 + kk) : make_uint4(0, 0, 0, 0);
+            b[i][0] = ok && has_token ? load_cached16(xg + kk) : make_uint4(0, 0, 0, 0);
+            b[i][1] = ok && has_token ? load_cached16(xg + kk + 8) : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int i = 0; i < kUnroll; ++i) {
+            const uint32_t wa[4] = {a[i][0].x, a[i][0].y, a[i][0].z, a[i][0].w};
+            const uint32_t wb[4] = {a[i][1].x, a[i][1].y, a[i][1].z, a[i][1].w};
+            const uint32_t xs[8] = {b[i][0].x, b[i][0].y, b[i][0].z, b[i][0].w,
+                                    b[i][1].x, b[i][1].y, b[i][1].z, b[i][1].w};
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                // codes j0..j3 of word j: pairs (j0,j2) and (j1,j3); x permuted to match.
+                const uint32_t b0 = prmt(xs[2 * j], xs[2 * j + 1], 0x5410);
+                const uint32_t b1 = prmt(xs[2 * j], xs[2 * j + 1], 0x7632);
+                mma_bf16_16816(acc, fp8_pair_to_bf16(wa[j]), fp8_pair_to_bf16(wb[j]),
+                               fp8_pair_to_bf16(wa[j] >> 8), fp8_pair_to_bf16(wb[j] >> 8), b0, b1);
+            }
+        }
+    } else {
+        uint2 a[kUnroll][2];
+        uint4 b[kUnroll][2];
+        __half s[kUnroll][2];
+        const __half* sc0 = reinterpret_cast<const __half*>(p.scales) + r0 * p.groups_per_row;
+        const __half* sc1 = reinterpret_cast<const __half*>(p.scales) + r1 * p.groups_per_row;
+#pragma unroll
+        for (int i = 0; i < kUnroll; ++i) {
+            const int64_t grp = u + i;
+            const int64_t kk = grp * kUnit + c * 16;
+            const bool ok = !GUARD || (grp < u_end && kk < p.k);
+            a[i][0] = ok ? load_stream8(w0 + grp * 32 + c * 8) : make_uint2(0, 0);
+            a[i][1] = ok ? load_stream8(w1 + grp * 32 + c * 8) : make_uint2(0, 0);
+            b[i][0] = ok && has_token ? load_cached16(xg + kk) : make_uint4(0, 0, 0, 0);
+            b[i][1] = ok && has_token ? load_cached16(xg + kk + 8) : make_uint4(0, 0, 0, 0);
+            s[i][0] = !GUARD || grp < u_end ? sc0[grp] : __half(0.f);
+            s[i][1] = !GUARD || grp < u_end ? sc1[grp] : __half(0.f);
+        }
+#pragma unroll
+        for (int i = 0; i < kUnroll; ++i) {
+            float part[4] = {0.f, 0.f, 0.f, 0.f};
+            const uint32_t wa[2] = {a[i][0].x ^ 0x88888888u, a[i][0].y ^ 0x88888888u};
+            const uint32_t wb[2] = {a[i][1].x ^ 0x88888888u, a[i][1].y ^ 0x88888888u};
+            const uint32_t xs[8] = {b[i][0].x, b[i][0].y, b[i][0].z, b[i][0].w,
+                                    b[i][1].x, b[i][1].y, b[i][1].z, b[i][1].w};
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+                // word j holds codes 8j..8j+7 (nibble i = code i); pairs (i, i+4).
+                const uint32_t x01 = xs[4 * j], x23 = xs[4 * j + 1], x45 = xs[4 * j + 2], x67 = xs[4 * j + 3];
+                mma_bf16_16816(part, q4_pair_to_bf16(wa[j]), q4_pair_to_bf16(wb[j]),
+                               q4_pair_to_bf16(wa[j] >> 4), q4_pair_to_bf16(wb[j] >> 4),
+                               prmt(x01, x45, 0x5410), prmt(x01, x45, 0x7632));
+                mma_bf16_16816(part, q4_pair_to_bf16(wa[j] >> 8), q4_pair_to_bf16(wb[j] >> 8),
+                               q4_pair_to_bf16(wa[j] >> 12), q4_pair_to_bf16(wb[j] >> 12),
+                               prmt(x23, x67, 0x5410), prmt(x23, x67, 0x7632));
+            }
+            const float s0 = __half2float(s[i][0]), s1 = __half2float(s[i][1]);
+            acc[0] = fmaf(part[0], s0, acc[0]);
+            acc[1] = fmaf(part[1], s0, acc[1]);
+            acc[2] = fmaf(part[2], s1, acc[2]);
+            acc[3] = fmaf(part[3], s1, acc[3]);
+        }
+    }
 }
 
 template <WeightFormat F>
@@ -76,90 +170,10 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_kernel(GemvParams p) {
     const uint8_t* w1 = p.w + r1 * p.row_bytes;
 
     for (int64_t u = u_begin; u < u_end; u += kUnroll) {
-        if constexpr (F == WeightFormat::Bf16) {
-            uint4 a[kUnroll][2], b[kUnroll];
-#pragma unroll
-            for (int i = 0; i < kUnroll; ++i) {
-                const int64_t kk = (u + i) * kUnit + c * 8;
-                const bool ok = (u + i) < u_end && kk < p.k;
-                a[i][0] = ok ? load_stream16(w0 + kk * 2) : make_uint4(0, 0, 0, 0);
-                a[i][1] = ok ? load_stream16(w1 + kk * 2) : make_uint4(0, 0, 0, 0);
-                b[i] = ok && has_token ? load_cached16(xg + kk) : make_uint4(0, 0, 0, 0);
-            }
-#pragma unroll
-            for (int i = 0; i < kUnroll; ++i) {
-                mma_bf16_16816(acc, a[i][0].x, a[i][1].x, a[i][0].y, a[i][1].y, b[i].x, b[i].y);
-                mma_bf16_16816(acc, a[i][0].z, a[i][1].z, a[i][0].w, a[i][1].w, b[i].z, b[i].w);
-            }
-        } else if constexpr (F == WeightFormat::Fp8E4m3RowBf16) {
-            uint4 a[kUnroll][2], b[kUnroll][2];
-#pragma unroll
-            for (int i = 0; i < kUnroll; ++i) {
-                const int64_t kk = (u + i) * kUnit + c * 16;
-                const bool ok = (u + i) < u_end && kk < p.k;
-                a[i][0] = ok ? load_stream16(w0 + kk) : make_uint4(0, 0, 0, 0);
-                a[i][1] = ok ? load_stream16(w1 + kk) : make_uint4(0, 0, 0, 0);
-                b[i][0] = ok && has_token ? load_cached16(xg + kk) : make_uint4(0, 0, 0, 0);
-                b[i][1] = ok && has_token ? load_cached16(xg + kk + 8) : make_uint4(0, 0, 0, 0);
-            }
-#pragma unroll
-            for (int i = 0; i < kUnroll; ++i) {
-                const uint32_t wa[4] = {a[i][0].x, a[i][0].y, a[i][0].z, a[i][0].w};
-                const uint32_t wb[4] = {a[i][1].x, a[i][1].y, a[i][1].z, a[i][1].w};
-                const uint32_t xs[8] = {b[i][0].x, b[i][0].y, b[i][0].z, b[i][0].w,
-                                        b[i][1].x, b[i][1].y, b[i][1].z, b[i][1].w};
-#pragma unroll
-                for (int j = 0; j < 4; ++j) {
-                    // codes j0..j3 of word j: pairs (j0,j2) and (j1,j3); x permuted to match.
-                    const uint32_t b0 = prmt(xs[2 * j], xs[2 * j + 1], 0x5410);
-                    const uint32_t b1 = prmt(xs[2 * j], xs[2 * j + 1], 0x7632);
-                    mma_bf16_16816(acc, fp8_pair_to_bf16(wa[j]), fp8_pair_to_bf16(wb[j]),
-                                   fp8_pair_to_bf16(wa[j] >> 8), fp8_pair_to_bf16(wb[j] >> 8), b0, b1);
-                }
-            }
-        } else {
-            uint2 a[kUnroll][2];
-            uint4 b[kUnroll][2];
-            __half s[kUnroll][2];
-            const __half* sc0 = reinterpret_cast<const __half*>(p.scales) + r0 * p.groups_per_row;
-            const __half* sc1 = reinterpret_cast<const __half*>(p.scales) + r1 * p.groups_per_row;
-#pragma unroll
-            for (int i = 0; i < kUnroll; ++i) {
-                const int64_t grp = u + i;
-                const int64_t kk = grp * kUnit + c * 16;
-                const bool ok = grp < u_end && kk < p.k;
-                a[i][0] = ok ? load_stream8(w0 + grp * 32 + c * 8) : make_uint2(0, 0);
-                a[i][1] = ok ? load_stream8(w1 + grp * 32 + c * 8) : make_uint2(0, 0);
-                b[i][0] = ok && has_token ? load_cached16(xg + kk) : make_uint4(0, 0, 0, 0);
-                b[i][1] = ok && has_token ? load_cached16(xg + kk + 8) : make_uint4(0, 0, 0, 0);
-                s[i][0] = grp < u_end ? sc0[grp] : __half(0.f);
-                s[i][1] = grp < u_end ? sc1[grp] : __half(0.f);
-            }
-#pragma unroll
-            for (int i = 0; i < kUnroll; ++i) {
-                float part[4] = {0.f, 0.f, 0.f, 0.f};
-                const uint32_t wa[2] = {a[i][0].x ^ 0x88888888u, a[i][0].y ^ 0x88888888u};
-                const uint32_t wb[2] = {a[i][1].x ^ 0x88888888u, a[i][1].y ^ 0x88888888u};
-                const uint32_t xs[8] = {b[i][0].x, b[i][0].y, b[i][0].z, b[i][0].w,
-                                        b[i][1].x, b[i][1].y, b[i][1].z, b[i][1].w};
-#pragma unroll
-                for (int j = 0; j < 2; ++j) {
-                    // word j holds codes 8j..8j+7 (nibble i = code i); pairs (i, i+4).
-                    const uint32_t x01 = xs[4 * j], x23 = xs[4 * j + 1], x45 = xs[4 * j + 2], x67 = xs[4 * j + 3];
-                    mma_bf16_16816(part, q4_pair_to_bf16(wa[j]), q4_pair_to_bf16(wb[j]),
-                                   q4_pair_to_bf16(wa[j] >> 4), q4_pair_to_bf16(wb[j] >> 4),
-                                   prmt(x01, x45, 0x5410), prmt(x01, x45, 0x7632));
-                    mma_bf16_16816(part, q4_pair_to_bf16(wa[j] >> 8), q4_pair_to_bf16(wb[j] >> 8),
-                                   q4_pair_to_bf16(wa[j] >> 12), q4_pair_to_bf16(wb[j] >> 12),
-                                   prmt(x23, x67, 0x5410), prmt(x23, x67, 0x7632));
-                }
-                const float s0 = __half2float(s[i][0]), s1 = __half2float(s[i][1]);
-                acc[0] = fmaf(part[0], s0, acc[0]);
-                acc[1] = fmaf(part[1], s0, acc[1]);
-                acc[2] = fmaf(part[2], s1, acc[2]);
-                acc[3] = fmaf(part[3], s1, acc[3]);
-            }
-        }
+        if (u + kUnroll <= u_end && (u + kUnroll) * kUnit <= p.k)
+            gemv_units<F, false>(p, u, u_end, c, has_token, xg, w0, w1, r0, r1, acc);
+        else
+            gemv_units<F, true>(p, u, u_end, c, has_token, xg, w0, w1, r0, r1, acc);
     }
 
     if constexpr (F == WeightFormat::Fp8E4m3RowBf16) {

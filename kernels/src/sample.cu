@@ -156,32 +156,33 @@ __global__ void __launch_bounds__(kSampleThreads) sample_kernel(SampleArgs a) {
         }
     }
     if (tid == 0) {
+        // Same arithmetic as core's CPU sampler: z = float(l * (1/T)), probabilities in f64.
         const float inv_t = 1.f / prm.temperature;
-        const float z0 = cand_v[0] * inv_t;
-        float kept_total = 0.f;
-        for (int i = 0; i < k; ++i) kept_total += expf(cand_v[i] * inv_t - z0);
+        const double z0 = double(cand_v[0] * inv_t);
+        double kept_total = 0.0;
+        for (int i = 0; i < k; ++i) kept_total += exp(double(cand_v[i] * inv_t) - z0);
         // top_p then min_p shrink the kept prefix (both keep at least the first token).
         int n_keep = k;
         if (prm.top_p < 1.f) {
-            float run = 0.f;
+            double run = 0.0;
             for (int i = 0; i < k; ++i) {
-                run += expf(cand_v[i] * inv_t - z0);
-                if (run >= prm.top_p * kept_total) { n_keep = i + 1; break; }
+                run += exp(double(cand_v[i] * inv_t) - z0) / kept_total;
+                if (run >= double(prm.top_p)) { n_keep = i + 1; break; }
             }
         }
         if (prm.min_p > 0.f) {
             int m = 1;
-            while (m < n_keep && expf(cand_v[m] * inv_t - z0) >= prm.min_p) ++m;
+            while (m < n_keep && exp(double(cand_v[m] * inv_t) - z0) >= double(prm.min_p)) ++m;
             n_keep = m;
         }
-        float mass = 0.f;
-        for (int i = 0; i < n_keep; ++i) mass += expf(cand_v[i] * inv_t - z0);
-        const float target = float(sample_uniform(prm.seed, prm.step)) * mass;
+        double mass = 0.0;
+        for (int i = 0; i < n_keep; ++i) mass += exp(double(cand_v[i] * inv_t) - z0);
+        const double target = sample_uniform(prm.seed, prm.step) * mass;
         int chosen = n_keep - 1;
-        float run = 0.f;
+        double run = 0.0;
         for (int i = 0; i < n_keep; ++i) {
-            run += expf(cand_v[i] * inv_t - z0);
-            if (run > target) { chosen = i; break; }
+            run += exp(double(cand_v[i] * inv_t) - z0);
+            if (target < run) { chosen = i; break; }
         }
         a.ids[row] = cand_i[chosen];
         if (a.logprobs) a.logprobs[row] = cand_v[chosen] - log_z;

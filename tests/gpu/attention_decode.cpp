@@ -43,8 +43,10 @@ void run_attention(int nh, int nkv, std::vector<int> positions, uint64_t seed) {
     std::vector<int32_t> table(size_t(n_lanes) * max_pages);
     std::iota(table.begin(), table.end(), 0);
     std::shuffle(table.begin(), table.end(), rng.gen);
-    std::vector<int32_t> lanes;
-    for (int t = 0; t < T; ++t) lanes.push_back((t * 5 + 1) % n_lanes);
+    std::vector<int32_t> lanes(n_lanes); // distinct lanes, not in token order
+    std::iota(lanes.begin(), lanes.end(), 0);
+    std::shuffle(lanes.begin(), lanes.end(), rng.gen);
+    lanes.resize(T);
     const size_t pool_elems = size_t(n_pages) * nkv * 64 * HD;
     auto k_pool = rng.bf16s(pool_elems, -1.5f, 1.5f), v_pool = rng.bf16s(pool_elems, -2.f, 2.f);
     DeviceBuffer<bf16> kd(k_pool), vd(v_pool);

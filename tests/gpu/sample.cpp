@@ -1,5 +1,6 @@
 // ninfer tests - GPU sampling: greedy argmax with ties, top-k/top-p/min-p draws against fp64.
 #include "gpu_test_util.h"
+#include "core/engine/sampling.h"
 #include "ninfer/kernels/sample.h"
 
 #include <algorithm>
@@ -22,13 +23,14 @@ HostChoice host_sample(const std::vector<float>& l, const kernels::SampleRowPara
     std::stable_sort(idx.begin(), idx.end(), [&](int a, int b) { return l[a] > l[b]; });
     const int k = std::min(V, p.top_k <= 0 || p.top_k > kernels::kSampleMaxTopK ? kernels::kSampleMaxTopK : p.top_k);
     std::vector<double> pr(k);
-    for (int i = 0; i < k; ++i) pr[i] = std::exp((double(l[idx[i]]) - l[idx[0]]) / p.temperature);
+    const float inv_t = 1.f / p.temperature;
+    for (int i = 0; i < k; ++i) pr[i] = std::exp(double(l[idx[i]] * inv_t) - double(l[idx[0]] * inv_t));
     const double kept = std::accumulate(pr.begin(), pr.end(), 0.0);
     int n_keep = k;
     if (p.top_p < 1.f) {
         double run = 0;
         for (int i = 0; i < k; ++i)
-            if ((run += pr[i]) >= p.top_p * kept) { n_keep = i + 1; break; }
+            if ((run += pr[i] / kept) >= double(p.top_p)) { n_keep = i + 1; break; }
     }
     if (p.min_p > 0.f) {
         int m = 1;
@@ -42,7 +44,7 @@ HostChoice host_sample(const std::vector<float>& l, const kernels::SampleRowPara
     for (int i = 0; i < n_keep; ++i) {
         run += pr[i];
         margin = std::min(margin, std::fabs(run - target) / mass);
-        if (run > target) { chosen = i; break; }
+        if (target < run) { chosen = i; break; }
     }
     return {idx[chosen], margin};
 }
@@ -95,6 +97,18 @@ TEST_CASE("sampling: greedy argmax and seeded top-k/top-p/min-p draws", "[sample
                 const auto hc = host_sample(row, prm[r]);
                 want = hc.id;
                 if (hc.margin > 1e-5) CHECK(ig[r] == want);
+                // core's CPU sampler is the reference; it has no top-k cap.
+                if (hc.margin > 1e-5 && prm[r].top_k > 0 && prm[r].top_k <= kernels::kSampleMaxTopK) {
+                    core::SamplingParams sp;
+                    sp.temperature = prm[r].temperature;
+                    sp.top_k = prm[r].top_k;
+                    sp.top_p = prm[r].top_p;
+                    sp.min_p = prm[r].min_p;
+                    sp.seed = prm[r].seed;
+                    sp.step = prm[r].step;
+                    std::vector<float> cpu_row = row;
+                    CHECK(core::sample_token(cpu_row, sp, {}) == ig[r]);
+                }
             }
             REQUIRE(ig[r] >= 0);
             REQUIRE(ig[r] < V);

@@ -7,11 +7,12 @@
 //   means kSampleMaxTopK in this version; ties at the boundary keep the lower ids); order them by
 //   (z desc, id asc); p_i = exp(z_i - z_0); top_p keeps the shortest prefix whose mass reaches
 //   top_p of the kept mass (at least one); min_p keeps p_i >= min_p (p_0 = 1); then with
-//   u = sample_uniform(seed, step) the token is the first i whose running sum of p exceeds
-//   u * (sum of kept p).
+//   u = sample_uniform(seed, step) the token is the first i with u * (sum of kept p) < running
+//   sum of p.
 // - ids[r] gets the token; logprobs[r] (optional) gets log_softmax(raw logits)[token].
-// - sample_uniform(seed, step) = (splitmix64(seed ^ splitmix64(step)) >> 11) * 2^-53, the same
-//   on host and device (core's CPU sampler must draw with this same function).
+// - sample_uniform(seed, step) = (splitmix64(splitmix64(seed) ^ step * 0xD1B54A32D192ED03) >> 11)
+//   * 2^-53, core::sampling_uniform's formula (core/engine/sampling.cpp), so CPU and GPU draw alike;
+//   z = float(logit * (1/T)) and the probabilities are f64, as in core::sample_token.
 // - Requirements: 1 <= vocab, 1 <= n_rows, stride >= vocab; else cudaErrorInvalidValue.
 // Not yet here (later parts of issue 9): logit bias and penalties, top_k beyond kSampleMaxTopK.
 // Thread safety: stateless; any host thread, any stream; graph-capturable.
@@ -51,7 +52,8 @@ __host__ __device__ inline uint64_t splitmix64(uint64_t x) {
     return x ^ (x >> 31);
 }
 __host__ __device__ inline double sample_uniform(uint64_t seed, uint64_t step) {
-    return double(splitmix64(seed ^ splitmix64(step)) >> 11) * (1.0 / 9007199254740992.0);
+    return double(splitmix64(splitmix64(seed) ^ (step * 0xD1B54A32D192ED03ull)) >> 11) *
+           (1.0 / 9007199254740992.0);
 }
 
 cudaError_t sample(const SampleArgs& args, cudaStream_t stream);
