@@ -27,7 +27,9 @@
 
 namespace ninfer::core {
 
-enum class KvDtype : uint8_t { Bf16, Fp8, Int8 };
+// Bf16, Fp8 (e4m3, per-row scale) and Int8 (group 64) are the serving dtypes of model.md §11.
+// F32 keeps K/V exact: the CPU reference mode that tests compare with fp32 transformers.
+enum class KvDtype : uint8_t { Bf16, Fp8, Int8, F32 };
 
 // Host copy of one lane's state. The byte layout belongs to the backend that wrote it, but the
 // CPU and CUDA backends use the same one so an image moves between them.

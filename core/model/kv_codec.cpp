@@ -13,6 +13,7 @@ namespace ninfer::core {
 uint64_t kv_row_bytes(KvDtype dtype, uint32_t head_dim) {
     switch (dtype) {
     case KvDtype::Bf16: return 2ull * head_dim;
+    case KvDtype::F32: return 4ull * head_dim;
     case KvDtype::Fp8: return head_dim + 2ull;
     case KvDtype::Int8: return head_dim + 2ull * ((head_dim + kKvInt8Group - 1) / kKvInt8Group);
     }
@@ -38,6 +39,9 @@ void kv_encode_row(KvDtype dtype, const float* x, uint32_t d, uint8_t* out) {
     case KvDtype::Bf16:
         for (uint32_t i = 0; i < d; ++i)
             put_u16(out + 2 * i, f32_to_bf16(x[i]));
+        return;
+    case KvDtype::F32:
+        std::memcpy(out, x, 4ull * d);
         return;
     case KvDtype::Fp8: {
         const float amax = max_abs(x, d);
@@ -72,6 +76,9 @@ void kv_decode_row(KvDtype dtype, const uint8_t* row, uint32_t d, float* out) {
         for (uint32_t i = 0; i < d; ++i)
             out[i] = bf16_to_f32(get_u16(row + 2 * i));
         return;
+    case KvDtype::F32:
+        std::memcpy(out, row, 4ull * d);
+        return;
     case KvDtype::Fp8: {
         const float s = bf16_to_f32(get_u16(row + d));
         for (uint32_t i = 0; i < d; ++i)
@@ -94,6 +101,7 @@ std::string_view kv_dtype_name(KvDtype dtype) {
     case KvDtype::Bf16: return "bf16";
     case KvDtype::Fp8: return "fp8";
     case KvDtype::Int8: return "int8";
+    case KvDtype::F32: return "f32";
     }
     return "?";
 }
@@ -102,7 +110,8 @@ KvDtype kv_dtype_from_name(std::string_view name) {
     if (name == "bf16") return KvDtype::Bf16;
     if (name == "fp8") return KvDtype::Fp8;
     if (name == "int8") return KvDtype::Int8;
-    throw Error("kv: unknown KV dtype '" + std::string(name) + "' (bf16, fp8 or int8)");
+    if (name == "f32") return KvDtype::F32;
+    throw Error("kv: unknown KV dtype '" + std::string(name) + "' (bf16, fp8, int8 or f32)");
 }
 
 } // namespace ninfer::core

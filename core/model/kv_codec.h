@@ -8,6 +8,7 @@
 //         clipped to ±448). 258 bytes for head_dim 256.
 // - int8: head_dim int8 codes, then one fp16 scale per 64-value group (f16(amax/127), codes
 //         round-to-nearest-even of x / scale clamped to ±127, decode code * scale). 264 bytes for 256.
+// - f32:  head_dim f32 words, exact (the reference mode for comparisons with fp32 transformers).
 // Thread safety: pure functions.
 #pragma once
 
@@ -24,7 +25,7 @@ uint64_t kv_row_bytes(KvDtype dtype, uint32_t head_dim);
 void kv_encode_row(KvDtype dtype, const float* values, uint32_t head_dim, uint8_t* out);
 void kv_decode_row(KvDtype dtype, const uint8_t* row, uint32_t head_dim, float* out);
 
-std::string_view kv_dtype_name(KvDtype dtype);            // "bf16", "fp8", "int8"
+std::string_view kv_dtype_name(KvDtype dtype);            // "bf16", "fp8", "int8", "f32"
 KvDtype kv_dtype_from_name(std::string_view name);        // throws ninfer::Error on others
 
 } // namespace ninfer::core
