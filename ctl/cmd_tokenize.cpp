@@ -1,6 +1,7 @@
 // ninfer::ctl - `ninferctl tokenize` and `ninferctl detokenize`: the tokenizer from the command line.
 #include "ctl/command_list.h"
 
+#include "core/artifact/artifact.h"
 #include "core/frontend/tokenizer.h"
 #include "core/util/error.h"
 #include "core/util/json_writer.h"
@@ -36,10 +37,15 @@ constexpr const char* kDetokenizeUsage =
     "  --ids       prints the text of the ids (and a newline)\n"
     "  --id-lines  one line of space-separated ids per text; prints each text as a JSON string\n";
 
+// A `.ninfer` artifact carries tokenizer.json (and tokenizer_config.json) as resources of its
+// "text" component; any other path is a tokenizer.json file.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
-    if (path.size() > 7 && path.compare(path.size() - 7, 7, ".ninfer") == 0)
-        throw Error("tokenize: reading the tokenizer from an artifact is not available yet; pass tokenizer.json");
-    return Tokenizer::from_file(path);
+    if (!(path.size() > 7 && path.compare(path.size() - 7, 7, ".ninfer") == 0)) return Tokenizer::from_file(path);
+    auto artifact = core::Artifact::open(path);
+    const core::ArtifactResource* json = artifact->resource("text", "tokenizer.json");
+    if (!json) throw Error("tokenize: " + path + " carries no tokenizer.json resource");
+    const core::ArtifactResource* config = artifact->resource("text", "tokenizer_config.json");
+    return Tokenizer::from_json(json->text(), config ? config->text() : std::string_view());
 }
 
 std::string read_input(const std::string& path) {

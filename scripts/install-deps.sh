@@ -7,7 +7,7 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
 apt-get install -y -q --no-install-recommends \
     build-essential cmake ninja-build pkg-config git ca-certificates time \
-    libuv1-dev libsimdjson-dev node-llhttp libsystemd-dev liburing-dev catch2 libpcre2-dev \
+    libuv1-dev libsimdjson-dev node-llhttp libsystemd-dev liburing-dev catch2 libpcre2-dev unicode-data \
     libavcodec-dev libavformat-dev libavutil-dev libswscale-dev \
     python3 python3-prometheus-client systemd systemd-container util-linux procps curl \
     debhelper devscripts lintian rpm rpmlint mandoc man-db scdoc fakeroot dpkg-dev
