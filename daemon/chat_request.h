@@ -1,0 +1,47 @@
+// ninfer::daemon - an OpenAI Chat Completions request body, parsed and validated.
+//
+// Contract:
+// - parse_chat_request(body) parses with simdjson and returns the typed request, or throws
+//   ApiError (400, with `param` naming the field) for bad JSON, wrong types, out-of-range values
+//   and unsupported features: n != 1 (n_not_supported), response_format other than text
+//   (response_format_not_supported), functions/function_call (tools_not_supported), non-function
+//   tools (tool_type_not_supported), image/audio/video parts (modality_not_supported).
+// - Unknown members are ignored (clients send many). Defaults follow OpenAI: temperature 1,
+//   top_p 1; `reasoning_effort: "none"` or chat_template_kwargs.enable_thinking=false turn
+//   thinking off. max_tokens is left unset when absent (the daemon resolves it).
+// Thread safety: pure; runs on the loop thread (bounded by max-body-mib).
+#pragma once
+
+#include "core/engine/sampling.h"
+#include "core/frontend/chat_messages.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ninfer::daemon {
+
+enum class ToolChoice : uint8_t { Auto, None, Required, Named };
+
+struct ChatRequest {
+    std::string model;
+    core::ChatConversation conversation; // tools_json holds the tools as the client sent them
+    bool stream = false;
+    bool include_usage = false;
+    std::optional<uint32_t> max_tokens; // max_completion_tokens or max_tokens
+    core::SamplingParams sampling;
+    bool has_seed = false;
+    std::vector<std::string> stop;
+    bool logprobs = false;
+    int top_logprobs = 0;
+    std::optional<bool> enable_thinking;
+    bool preserve_thinking = false;
+    ToolChoice tool_choice = ToolChoice::Auto;
+    std::string tool_choice_name; // Named
+};
+
+ChatRequest parse_chat_request(std::string_view body);
+
+} // namespace ninfer::daemon

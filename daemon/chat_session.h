@@ -1,0 +1,70 @@
+// ninfer::daemon - one /v1/chat/completions request on the loop thread, from parsed body to the
+// last byte: prepare (template + tokenize on the libuv thread pool), submit to the engine, turn
+// ChatUpdates into SSE chunks or one JSON body.
+//
+// Contract:
+// - start() registers the session in ctx.sessions and queues the prompt preparation. The engine
+//   reports every submitted request's end exactly once (Finished or Rejected); the session then
+//   removes itself and calls ctx.on_session_end.
+// - max_tokens: explicit values that do not fit max_context - prompt are 400
+//   context_length_exceeded; absent means min(default-max-tokens, max_context - prompt).
+// - Streaming starts (HTTP 200, text/event-stream) when the engine admits the request, so queue
+//   rejections keep real statuses: QueueFull 429 server_overloaded, QueueTimeout 503
+//   request_queue_timeout, ContextExceeded 400, Unavailable 503. Errors after the stream started
+//   go in-band as `data: {"error":...}` before `data: [DONE]`.
+// - A peer that disconnects (or stalls with > 16 MiB unsent) cancels the request in the engine,
+//   which frees its lane within one step.
+#pragma once
+
+#include "daemon/api_error.h"
+#include "daemon/chat_render.h"
+#include "daemon/chat_request.h"
+#include "daemon/daemon_context.h"
+#include "daemon/http_server.h"
+
+#include <chrono>
+#include <memory>
+
+namespace ninfer::daemon {
+
+class ChatSession : public std::enable_shared_from_this<ChatSession> {
+  public:
+    ChatSession(DaemonContext& ctx, uint64_t id, ChatRequest request, std::shared_ptr<ResponseWriter> writer);
+    void start();
+    void deliver(ChatUpdate&& update); // loop thread
+
+  private:
+    static void work_cb(uv_work_t* work);
+    static void after_work_cb(uv_work_t* work, int status);
+    void submit();
+    void fail(const ApiError& error);
+    void on_peer_closed();
+    void send_sse(const std::string& json);
+    void stream_events(const std::vector<core::OutputEvent>& events);
+    void collect_events(const std::vector<core::OutputEvent>& events);
+    void finish(const ChatUpdate& update);
+    void end_session();
+
+    DaemonContext& ctx_;
+    uint64_t id_;
+    ChatRequest request_;
+    std::shared_ptr<ResponseWriter> writer_;
+    std::shared_ptr<ModelFrontend> frontend_;
+    CompletionMeta meta_;
+    ChatResult result_;
+    std::vector<TokenLogprob> pending_logprobs_; // streamed with the next chunk
+    PreparedPrompt prepared_;
+    std::optional<ApiError> prepare_error_;
+    uv_work_t work_{};
+    std::shared_ptr<ChatSession> keep_alive_; // holds the session while the pool works
+    std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+    bool submitted_ = false;
+    bool streaming_ = false;
+    bool peer_gone_ = false;
+    bool ended_ = false;
+    bool first_token_seen_ = false;
+};
+
+void respond_error(DaemonContext& ctx, ResponseWriter& writer, const ApiError& error);
+
+} // namespace ninfer::daemon

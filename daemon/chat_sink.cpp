@@ -1,0 +1,78 @@
+// ninfer::daemon - chat sink: incremental UTF-8-safe detokenizing and output parsing (engine thread).
+#include "daemon/chat_sink.h"
+
+#include "core/frontend/unicode_utf8.h"
+
+#include <algorithm>
+
+namespace ninfer::daemon {
+
+ChatSink::ChatSink(std::shared_ptr<const core::Tokenizer> tokenizer, core::OutputParserOptions options,
+                   std::vector<int32_t> stop_token_ids, bool want_logprobs, Deliver deliver)
+    : tokenizer_(std::move(tokenizer)), parser_(std::move(options)), stop_token_ids_(std::move(stop_token_ids)),
+      want_logprobs_(want_logprobs), deliver_(std::move(deliver)) {}
+
+void ChatSink::on_admitted(int, uint32_t cached_tokens) {
+    ChatUpdate u;
+    u.kind = ChatUpdate::Kind::Admitted;
+    u.cached_tokens = cached_tokens;
+    deliver_(std::move(u));
+}
+
+TokenLogprob ChatSink::logprob_entry(const core::DecodeResult& r) const {
+    TokenLogprob e;
+    std::string_view raw = tokenizer_->token_bytes(r.token);
+    e.token = core::utf8_lossy(raw);
+    e.bytes.assign(raw.begin(), raw.end());
+    e.logprob = r.logprob;
+    for (const auto& [id, lp] : r.top_logprobs) e.top.emplace_back(core::utf8_lossy(tokenizer_->token_bytes(id)), lp);
+    return e;
+}
+
+core::TokenVerdict ChatSink::on_token(const core::DecodeResult& result) {
+    ChatUpdate u;
+    if (want_logprobs_) u.logprobs.push_back(logprob_entry(result));
+    bool is_stop = std::find(stop_token_ids_.begin(), stop_token_ids_.end(), result.token) != stop_token_ids_.end();
+    if (is_stop) {
+        ended_by_stop_token_ = true;
+    } else if (!parser_.stopped()) {
+        pending_bytes_ += tokenizer_->token_bytes(result.token);
+        size_t stable = core::utf8_scan_stable(pending_bytes_);
+        if (stable > 0) {
+            std::string text = core::utf8_lossy(std::string_view(pending_bytes_).substr(0, stable));
+            pending_bytes_.erase(0, stable);
+            parser_.feed(text, u.events);
+        }
+    }
+    deliver_(std::move(u));
+    return parser_.stopped() ? core::TokenVerdict::Stop : core::TokenVerdict::Continue;
+}
+
+void ChatSink::on_finished(const core::GenerationSummary& summary) {
+    ChatUpdate u;
+    u.kind = ChatUpdate::Kind::Finished;
+    u.summary = summary;
+    if (summary.reason == core::FinishReason::Cancelled) {
+        u.finish_reason = "cancelled";
+        deliver_(std::move(u));
+        return;
+    }
+    if (!pending_bytes_.empty() && !parser_.stopped()) parser_.feed(core::utf8_lossy(pending_bytes_), u.events);
+    pending_bytes_.clear();
+    bool length = summary.reason == core::FinishReason::Length && !ended_by_stop_token_ && !parser_.stopped();
+    parser_.finish(length ? core::GenerationEnd::Length : core::GenerationEnd::EndOfSequence, u.events);
+    u.finish_reason = length ? "length" : "stop";
+    for (const core::OutputEvent& e : u.events)
+        if (e.kind == core::OutputEvent::Kind::Finish) u.finish_reason = e.text;
+    deliver_(std::move(u));
+}
+
+void ChatSink::on_rejected(core::RejectReason reason, const std::string& message) {
+    ChatUpdate u;
+    u.kind = ChatUpdate::Kind::Rejected;
+    u.reject_reason = reason;
+    u.message = message;
+    deliver_(std::move(u));
+}
+
+} // namespace ninfer::daemon

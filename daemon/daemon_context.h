@@ -1,0 +1,64 @@
+// ninfer::daemon - the state the loop thread's handlers share: config, serving state, engine,
+// frontend, live chat sessions and loop-side counters.
+//
+// Contract: loop thread only, except `engine` (thread-safe posts) and its atomic stats. The
+// frontend is set once the engine reports Ready. Sessions register themselves under their request
+// id and remove themselves when the engine has reported their end (finished or rejected).
+#pragma once
+
+#include "core/engine/engine.h"
+#include "daemon/config_load.h"
+#include "daemon/loop_bridge.h"
+#include "daemon/model_frontend.h"
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include <uv.h>
+
+namespace ninfer::daemon {
+
+enum class ServeState : uint8_t { Loading, Ready, Failed, Draining };
+
+class ChatSession;
+
+// Histogram bucket bounds in seconds (Prometheus `le`), shared by TTFT and request duration.
+inline constexpr std::array<double, 12> kLatencyBuckets = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+
+struct Histogram {
+    std::array<uint64_t, kLatencyBuckets.size()> counts{};
+    uint64_t count = 0;
+    double sum = 0;
+    void observe(double seconds);
+};
+
+struct LoopCounters {
+    std::map<int, uint64_t> http_responses_by_status; // chat + every other route
+    uint64_t n_chat_requests_total = 0;
+    uint64_t n_client_disconnects_total = 0;
+    Histogram ttft_seconds;
+    Histogram request_seconds;
+};
+
+struct DaemonContext {
+    DaemonConfig config;
+    std::string model_id;
+    uv_loop_t* loop = nullptr;
+    LoopBridge* bridge = nullptr;
+    core::Engine* engine = nullptr;
+    std::shared_ptr<ModelFrontend> frontend;
+    ServeState state = ServeState::Loading;
+    std::string failure; // why the engine failed
+    int64_t created_unix = 0;
+    uint64_t next_request_id = 1;
+    std::unordered_map<uint64_t, std::shared_ptr<ChatSession>> sessions;
+    LoopCounters counters;
+    std::function<void()> on_session_end; // the drain check
+};
+
+} // namespace ninfer::daemon

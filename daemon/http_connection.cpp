@@ -1,0 +1,277 @@
+// ninfer::daemon - HTTP connection: llhttp callbacks, limits, pipelining order, timers, writes.
+#include "daemon/http_connection.h"
+
+#include "daemon/api_error.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace ninfer::daemon {
+namespace {
+
+struct WriteRequest {
+    uv_write_t req;
+    std::string data;
+    Connection* connection;
+};
+
+Connection* self(llhttp_t* p) { return static_cast<Connection*>(p->data); }
+
+// Input buffered while a response is active; beyond this we stop reading until it ends.
+constexpr size_t kMaxBufferedInput = 1 << 20;
+
+} // namespace
+
+Connection::Connection(HttpServer* server, uv_loop_t* loop) : server_(server) {
+    uv_tcp_init(loop, &tcp_);
+    uv_timer_init(loop, &timer_);
+    tcp_.data = this;
+    timer_.data = this;
+    handles_open_ = 2;
+    llhttp_settings_init(&settings_);
+    settings_.on_message_begin = cb_message_begin;
+    settings_.on_url = cb_url;
+    settings_.on_header_field = cb_header_field;
+    settings_.on_header_value = cb_header_value;
+    settings_.on_headers_complete = cb_headers_complete;
+    settings_.on_body = cb_body;
+    settings_.on_message_complete = cb_message_complete;
+    llhttp_init(&parser_, HTTP_REQUEST, &settings_);
+    parser_.data = this;
+}
+
+void Connection::start() {
+    uv_tcp_nodelay(&tcp_, 1);
+    arm_timer(limits().idle_timeout_ms);
+    uv_read_start(reinterpret_cast<uv_stream_t*>(&tcp_), on_alloc, on_read);
+}
+
+void Connection::arm_timer(uint64_t ms) {
+    uv_timer_stop(&timer_);
+    if (ms) uv_timer_start(&timer_, on_timer, ms, 0);
+}
+
+void Connection::on_timer(uv_timer_t* timer) {
+    auto* c = static_cast<Connection*>(timer->data);
+    if (c->active_) return; // a response is running: it has its own lifetime
+    if (c->in_request_) {
+        c->fail(408, "request not received within the header/body timeout");
+    } else {
+        c->close(); // idle keep-alive connection
+    }
+}
+
+void Connection::on_alloc(uv_handle_t* handle, size_t, uv_buf_t* buf) {
+    auto* c = static_cast<Connection*>(handle->data);
+    *buf = uv_buf_init(c->read_buffer_, sizeof c->read_buffer_);
+}
+
+void Connection::on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) {
+    auto* c = static_cast<Connection*>(stream->data);
+    if (nread < 0) {
+        c->close(); // EOF or error: a peer that hangs up cancels its in-flight response
+        return;
+    }
+    if (nread == 0 || c->closing_ || c->close_after_write_) return;
+    c->input_.append(buf->base, size_t(nread));
+    if (c->active_ && c->input_.size() > kMaxBufferedInput) uv_read_stop(stream);
+    if (c->in_request_) c->arm_timer(c->limits().header_timeout_ms); // body reads reset the timer
+    c->pump();
+}
+
+void Connection::pump() {
+    if (in_pump_) return; // the outer pump loop continues
+    in_pump_ = true;
+    while (!closing_ && !close_after_write_ && !active_ && !input_.empty()) {
+        llhttp_errno_t err = llhttp_execute(&parser_, input_.data(), input_.size());
+        if (err == HPE_OK) {
+            input_.clear();
+            break;
+        }
+        if (err == HPE_PAUSED) {
+            size_t consumed = size_t(llhttp_get_error_pos(&parser_) - input_.data());
+            input_.erase(0, consumed);
+            llhttp_resume(&parser_);
+            dispatch();
+            continue;
+        }
+        if (error_status_) {
+            fail(error_status_, error_message_);
+        } else {
+            fail(400, std::string("malformed HTTP request: ") + llhttp_get_error_reason(&parser_));
+        }
+        break;
+    }
+    in_pump_ = false;
+    if (!closing_ && !active_ && !close_after_write_)
+        uv_read_start(reinterpret_cast<uv_stream_t*>(&tcp_), on_alloc, on_read);
+}
+
+void Connection::dispatch() {
+    request_ready_ = false;
+    in_request_ = false;
+    uv_timer_stop(&timer_);
+    active_ = std::make_shared<ResponseWriter>(this, request_.keep_alive);
+    auto writer = active_;
+    server_->handler()(std::move(request_), writer);
+    request_ = HttpRequest{};
+}
+
+void Connection::fail(int status, std::string message) {
+    ApiError e{status, std::move(message), "", "", ""};
+    if (status == 413) e.code = "request_too_large";
+    std::string body = render_openai_error(e);
+    std::string head = "HTTP/1.1 " + std::to_string(status) + " " + std::string(status_reason(status)) +
+                       "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+                       "\r\nConnection: close\r\n\r\n";
+    in_request_ = false;
+    write_raw(head + body);
+    close_after_write_ = true;
+    uv_read_stop(reinterpret_cast<uv_stream_t*>(&tcp_));
+}
+
+void Connection::write_raw(std::string data) {
+    if (closing_) return;
+    auto* w = new WriteRequest{{}, std::move(data), this};
+    uv_buf_t buf = uv_buf_init(w->data.data(), unsigned(w->data.size()));
+    int rc = uv_write(&w->req, reinterpret_cast<uv_stream_t*>(&tcp_), &buf, 1, [](uv_write_t* req, int status) {
+        auto* w = reinterpret_cast<WriteRequest*>(req);
+        Connection* c = w->connection;
+        delete w;
+        if (status < 0) {
+            c->close();
+        } else if (c->close_after_write_ && c->write_queue_bytes() == 0 &&
+                   uv_stream_get_write_queue_size(reinterpret_cast<uv_stream_t*>(&c->tcp_)) == 0) {
+            c->close();
+        }
+    });
+    if (rc < 0) {
+        delete w;
+        close();
+    }
+}
+
+size_t Connection::write_queue_bytes() const {
+    return uv_stream_get_write_queue_size(reinterpret_cast<const uv_stream_t*>(&tcp_));
+}
+
+void Connection::response_finished(bool keep_alive) {
+    active_.reset();
+    if (!keep_alive) {
+        close_after_write_ = true;
+        uv_read_stop(reinterpret_cast<uv_stream_t*>(&tcp_));
+        if (write_queue_bytes() == 0) close();
+        return;
+    }
+    arm_timer(limits().idle_timeout_ms);
+    pump();
+}
+
+void Connection::close() {
+    if (closing_) return;
+    closing_ = true;
+    if (active_) {
+        auto writer = std::move(active_);
+        writer->detach();
+    }
+    server_->forget(this);
+    uv_timer_stop(&timer_);
+    uv_close(reinterpret_cast<uv_handle_t*>(&timer_), on_closed);
+    uv_close(reinterpret_cast<uv_handle_t*>(&tcp_), on_closed);
+}
+
+void Connection::on_closed(uv_handle_t* handle) {
+    auto* c = static_cast<Connection*>(handle->data);
+    if (--c->handles_open_ == 0) delete c;
+}
+
+bool Connection::count_header_bytes(size_t n) {
+    header_bytes_ += uint32_t(n);
+    if (header_bytes_ <= limits().max_header_bytes) return true;
+    error_status_ = 431;
+    error_message_ = "request line and headers exceed " + std::to_string(limits().max_header_bytes) + " bytes";
+    return false;
+}
+
+int Connection::cb_message_begin(llhttp_t* p) {
+    Connection* c = self(p);
+    c->request_ = HttpRequest{};
+    c->header_bytes_ = 0;
+    c->last_was_value_ = false;
+    c->in_request_ = true;
+    c->arm_timer(c->limits().header_timeout_ms);
+    return 0;
+}
+
+int Connection::cb_url(llhttp_t* p, const char* at, size_t n) {
+    Connection* c = self(p);
+    if (!c->count_header_bytes(n)) return -1;
+    c->request_.path.append(at, n);
+    return 0;
+}
+
+int Connection::cb_header_field(llhttp_t* p, const char* at, size_t n) {
+    Connection* c = self(p);
+    if (!c->count_header_bytes(n)) return -1;
+    auto& headers = c->request_.headers;
+    if (headers.empty() || c->last_was_value_) {
+        if (headers.size() >= c->limits().max_headers) {
+            c->error_status_ = 431;
+            c->error_message_ = "more than " + std::to_string(c->limits().max_headers) + " headers";
+            return -1;
+        }
+        headers.emplace_back();
+    }
+    for (size_t i = 0; i < n; ++i) headers.back().first += char(std::tolower(static_cast<unsigned char>(at[i])));
+    c->last_was_value_ = false;
+    return 0;
+}
+
+int Connection::cb_header_value(llhttp_t* p, const char* at, size_t n) {
+    Connection* c = self(p);
+    if (!c->count_header_bytes(n)) return -1;
+    if (c->request_.headers.empty()) return -1;
+    c->request_.headers.back().second.append(at, n);
+    c->last_was_value_ = true;
+    return 0;
+}
+
+int Connection::cb_headers_complete(llhttp_t* p) {
+    Connection* c = self(p);
+    HttpRequest& r = c->request_;
+    r.method = llhttp_method_name(llhttp_method_t(p->method));
+    size_t q = r.path.find('?');
+    if (q != std::string::npos) {
+        r.query = r.path.substr(q + 1);
+        r.path.resize(q);
+    }
+    if ((p->flags & F_CONTENT_LENGTH) && p->content_length > c->limits().max_body_bytes) {
+        c->error_status_ = 413;
+        c->error_message_ = "request body of " + std::to_string(p->content_length) + " bytes exceeds the limit of " +
+                            std::to_string(c->limits().max_body_bytes) + " bytes";
+        return -1;
+    }
+    if (r.header("expect") == "100-continue") c->write_raw("HTTP/1.1 100 Continue\r\n\r\n");
+    c->arm_timer(c->limits().header_timeout_ms);
+    return 0;
+}
+
+int Connection::cb_body(llhttp_t* p, const char* at, size_t n) {
+    Connection* c = self(p);
+    if (c->request_.body.size() + n > c->limits().max_body_bytes) {
+        c->error_status_ = 413;
+        c->error_message_ = "request body exceeds the limit of " + std::to_string(c->limits().max_body_bytes) + " bytes";
+        return -1;
+    }
+    c->request_.body.append(at, n);
+    return 0;
+}
+
+int Connection::cb_message_complete(llhttp_t* p) {
+    Connection* c = self(p);
+    c->request_.keep_alive = llhttp_should_keep_alive(p);
+    c->request_ready_ = true;
+    return HPE_PAUSED; // dispatch after llhttp_execute returns; the next request waits its turn
+}
+
+} // namespace ninfer::daemon

@@ -1,0 +1,112 @@
+// ninfer::daemon - HTTP/1.1 server on libuv + llhttp: keep-alive, pipelining, chunked bodies,
+// header/body limits and timeouts. Loop thread only.
+//
+// Contract:
+// - HttpServer::listen binds host:port (or adopts a socket-activated fd) and calls the handler
+//   once per complete request with the request and a ResponseWriter. Requests on one connection
+//   are answered strictly in order: the next pipelined request is parsed only after the previous
+//   response ended. Input that arrives meanwhile is buffered (bounded), and reading continues so
+//   a peer that hangs up mid-response is noticed at once (ResponseWriter::on_close fires).
+// - Limits: request line + headers > max_header_bytes or > 100 headers -> 431; a body (by
+//   Content-Length or running chunked total) > max_body_bytes -> 413; headers not complete within
+//   header_timeout -> 408; idle keep-alive connections close after idle_timeout. Parse errors ->
+//   400. Every such error closes the connection after the answer. Lenient llhttp modes stay off.
+// - ResponseWriter: send() for a whole response, or start_stream() + write()* + end() for chunked
+//   transfer (SSE). Calls after the peer closed are ignored (is_open() says so).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <uv.h>
+
+namespace ninfer::daemon {
+
+struct HttpRequest {
+    std::string method;
+    std::string path;  // target without the query string
+    std::string query; // after '?', undecoded
+    std::vector<std::pair<std::string, std::string>> headers; // names lowercased
+    std::string body;
+    bool keep_alive = true;
+    std::string_view header(std::string_view lower_name) const; // "" when absent
+};
+
+using HeaderList = std::vector<std::pair<std::string, std::string>>;
+
+class Connection;
+
+class ResponseWriter {
+  public:
+    ResponseWriter(Connection* connection, bool keep_alive) : connection_(connection), keep_alive_(keep_alive) {}
+    bool is_open() const { return connection_ != nullptr && !ended_; }
+    void send(int status, std::string_view content_type, std::string_view body, const HeaderList& extra = {});
+    void start_stream(int status, std::string_view content_type, const HeaderList& extra = {});
+    void write(std::string_view data); // one chunk
+    void end();
+    // Called once if the peer disconnects (or the server closes it) before end().
+    void on_close(std::function<void()> callback) { on_close_ = std::move(callback); }
+    // A header for the response not sent yet (CORS, x-request-id).
+    void add_header(std::string name, std::string value) { headers_.emplace_back(std::move(name), std::move(value)); }
+    size_t write_queue_bytes() const;
+
+    // Internal (Connection): the connection is gone.
+    void detach();
+
+  private:
+    Connection* connection_;
+    bool keep_alive_;
+    bool streaming_ = false;
+    bool ended_ = false;
+    std::function<void()> on_close_;
+    HeaderList headers_;
+};
+
+using RequestHandler = std::function<void(HttpRequest&&, std::shared_ptr<ResponseWriter>)>;
+
+struct HttpLimits {
+    uint32_t max_header_bytes = 16 << 10;
+    uint32_t max_headers = 100;
+    uint64_t max_body_bytes = 64ull << 20;
+    uint32_t max_connections = 1024;
+    uint64_t header_timeout_ms = 60000;
+    uint64_t idle_timeout_ms = 75000;
+    HeaderList common_headers; // added to every response (e.g. CORS)
+};
+
+class HttpServer {
+  public:
+    HttpServer(uv_loop_t* loop, HttpLimits limits, RequestHandler handler);
+    ~HttpServer();
+    // Binds and listens; throws ninfer::Error("http: cannot listen on HOST:PORT: reason").
+    void listen(const std::string& host, int port);
+    void listen_fd(int fd); // a socket passed by systemd
+    int bound_port() const;
+    void stop_accepting();
+    void close_all(); // closes every connection (their writers see on_close)
+    size_t n_connections() const { return connections_.size(); }
+    bool has_pending_writes() const; // any response bytes not yet handed to the kernel
+    void set_limits(const HttpLimits& limits) { limits_ = limits; } // SIGHUP: new connections
+
+    // Internal (Connection).
+    const HttpLimits& limits() const { return limits_; }
+    const RequestHandler& handler() const { return handler_; }
+    void forget(Connection* connection);
+
+  private:
+    static void on_connection(uv_stream_t* server, int status);
+    uv_loop_t* loop_;
+    HttpLimits limits_;
+    RequestHandler handler_;
+    uv_tcp_t listener_{};
+    bool listening_ = false;
+    bool listener_closed_ = false;
+    std::vector<Connection*> connections_;
+};
+
+} // namespace ninfer::daemon

@@ -1,0 +1,72 @@
+// ninfer::daemon - model frontend: artifact tokenizer, prompt rendering, parser options.
+#include "daemon/model_frontend.h"
+
+#include "core/frontend/chat_template.h"
+#include "core/util/error.h"
+#include "daemon/api_error.h"
+
+#include <random>
+
+namespace ninfer::daemon {
+namespace {
+
+std::string random_hex(size_t n) {
+    static thread_local std::mt19937_64 rng{std::random_device{}()};
+    static const char* digits = "0123456789abcdef";
+    std::string out;
+    for (size_t i = 0; i < n; ++i) out += digits[rng() & 15];
+    return out;
+}
+
+std::string tool_name_of(const std::string& tool_json) {
+    auto sigs = core::tool_signatures_from_json({tool_json});
+    return sigs.empty() ? "" : sigs[0].name;
+}
+
+} // namespace
+
+std::shared_ptr<ModelFrontend> ModelFrontend::from_artifact(const core::Artifact& artifact) {
+    const core::ArtifactResource* tok = artifact.resource("text", "tokenizer.json");
+    if (!tok) throw Error("frontend: the artifact has no text tokenizer.json resource");
+    const core::ArtifactResource* cfg = artifact.resource("text", "tokenizer_config.json");
+    return std::make_shared<ModelFrontend>(core::Tokenizer::from_json(tok->text(), cfg ? cfg->text() : ""));
+}
+
+ModelFrontend::ModelFrontend(std::unique_ptr<core::Tokenizer> tokenizer) : tokenizer_(std::move(tokenizer)) {
+    for (const char* text : {"<|im_end|>", "<|endoftext|>"})
+        if (auto id = tokenizer_->find_token(text)) stop_token_ids_.push_back(*id);
+    if (stop_token_ids_.empty()) throw Error("frontend: the tokenizer has no <|im_end|> or <|endoftext|> token");
+}
+
+PreparedPrompt ModelFrontend::prepare(const ChatRequest& request, bool default_thinking) const {
+    core::ChatConversation conversation = request.conversation;
+    if (request.tool_choice == ToolChoice::None) {
+        conversation.tools_json.clear();
+    } else if (request.tool_choice == ToolChoice::Named) {
+        std::vector<std::string> kept;
+        for (const std::string& t : conversation.tools_json)
+            if (tool_name_of(t) == request.tool_choice_name) kept.push_back(t);
+        if (kept.empty())
+            throw bad_request("tool_choice names '" + request.tool_choice_name + "', which is not in 'tools'",
+                              "tool_choice");
+        conversation.tools_json = std::move(kept);
+    }
+    core::ChatRenderOptions options;
+    options.enable_thinking = request.enable_thinking.value_or(default_thinking);
+    options.preserve_thinking = request.preserve_thinking;
+    PreparedPrompt out;
+    std::string text;
+    try {
+        text = core::render_chat_prompt(conversation, options);
+        out.parser_options.tools = core::tool_signatures_from_json(conversation.tools_json);
+    } catch (const Error& e) {
+        throw bad_request(e.what(), "messages");
+    }
+    out.tokens = tokenizer_->encode(text);
+    out.parser_options.starts_in_reasoning = options.enable_thinking;
+    out.parser_options.stop_strings = request.stop;
+    out.parser_options.call_id_prefix = "call_" + random_hex(12);
+    return out;
+}
+
+} // namespace ninfer::daemon

@@ -1,0 +1,42 @@
+// ninfer::daemon - the model's text frontend as the HTTP layer uses it: tokenizer, chat template,
+// stop token ids, and the output-parser options of one request.
+//
+// Contract:
+// - from_artifact(artifact) reads the text component's tokenizer.json (+ tokenizer_config.json)
+//   and looks up the end-of-turn ids (<|im_end|>, <|endoftext|>) by text; throws ninfer::Error.
+// - prepare(request, default_thinking) renders the chat template and tokenizes (CPU work: run it
+//   off the loop thread). Template errors become ApiError 400. The returned parser options say
+//   whether the prompt opened <think>, which tools the parser may recognise (none for
+//   tool_choice none; only the named one for a named choice) and the stop strings.
+// Thread safety: const methods may run on any thread at once.
+#pragma once
+
+#include "core/artifact/artifact.h"
+#include "core/frontend/output_parser.h"
+#include "core/frontend/tokenizer.h"
+#include "daemon/chat_request.h"
+
+#include <memory>
+#include <vector>
+
+namespace ninfer::daemon {
+
+struct PreparedPrompt {
+    std::vector<int32_t> tokens;
+    core::OutputParserOptions parser_options;
+};
+
+class ModelFrontend {
+  public:
+    static std::shared_ptr<ModelFrontend> from_artifact(const core::Artifact& artifact);
+    explicit ModelFrontend(std::unique_ptr<core::Tokenizer> tokenizer);
+    PreparedPrompt prepare(const ChatRequest& request, bool default_thinking) const;
+    const core::Tokenizer& tokenizer() const { return *tokenizer_; }
+    const std::vector<int32_t>& stop_token_ids() const { return stop_token_ids_; }
+
+  private:
+    std::unique_ptr<core::Tokenizer> tokenizer_;
+    std::vector<int32_t> stop_token_ids_;
+};
+
+} // namespace ninfer::daemon

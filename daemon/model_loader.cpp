@@ -1,0 +1,92 @@
+// ninfer::daemon - model start-up: artifact validation, memory plan, backend construction.
+#include "daemon/model_loader.h"
+
+#include "core/cpu/cpu_backend.h"
+#include "core/engine/script_backend.h"
+#include "core/util/error.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace ninfer::daemon {
+namespace {
+
+core::KvDtype kv_dtype_of(const std::string& name) {
+    if (name == "fp8") return core::KvDtype::Fp8;
+    if (name == "int8") return core::KvDtype::Int8;
+    return core::KvDtype::Bf16;
+}
+
+std::string unescape(std::string_view text) {
+    std::string out;
+    for (size_t i = 0; i < text.size(); ++i) {
+        if (text[i] != '\\' || i + 1 == text.size()) {
+            out += text[i];
+            continue;
+        }
+        char c = text[++i];
+        out += c == 'n' ? '\n' : c == 't' ? '\t' : c;
+    }
+    return out;
+}
+
+} // namespace
+
+PlannedModel plan_model(const DaemonConfig& config) {
+    PlannedModel m;
+    m.artifact = core::Artifact::open(config.artifact_path);
+    m.weights = std::make_unique<core::ModelWeights>(core::ModelWeights::from_artifact(*m.artifact));
+    core::MemoryRequest request;
+    request.max_context = config.max_context;
+    request.kv_capacity_tokens = config.kv_capacity_tokens;
+    request.max_concurrency = config.max_concurrency;
+    request.kv_dtype = kv_dtype_of(config.kv_dtype);
+    request.prefill_chunk = config.prefill_chunk;
+    request.weight_bytes = m.weights->stored_bytes();
+    request.available_bytes = core::host_available_bytes();
+    request.margin_bytes = core::host_default_margin(request.available_bytes);
+    m.plan = core::MemoryPlan::make(m.weights->config, request);
+    m.model_id = config.model_id;
+    if (m.model_id.empty()) m.model_id = m.artifact->metadata_name();
+    if (m.model_id.empty()) m.model_id = std::filesystem::path(config.artifact_path).stem().string();
+    return m;
+}
+
+std::vector<std::vector<int32_t>> read_script_file(const std::string& path, const core::Tokenizer& tokenizer) {
+    std::ifstream in(path);
+    if (!in) throw Error("backend: cannot read script file " + path);
+    std::vector<std::vector<int32_t>> scripts;
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.empty() || line[0] == '#') continue;
+        if (line.rfind("text:", 0) == 0) {
+            std::string text = unescape(std::string_view(line).substr(line[5] == ' ' ? 6 : 5));
+            scripts.push_back(tokenizer.encode(text));
+            continue;
+        }
+        std::istringstream ids(line.rfind("ids:", 0) == 0 ? line.substr(4) : line);
+        std::vector<int32_t> script;
+        int64_t id = 0;
+        while (ids >> id) script.push_back(int32_t(id));
+        if (!ids.eof()) throw Error("backend: script file " + path + ": bad line '" + line + "'");
+        if (!script.empty()) scripts.push_back(std::move(script));
+    }
+    if (scripts.empty()) throw Error("backend: script file " + path + " holds no script");
+    return scripts;
+}
+
+std::unique_ptr<core::Backend> load_backend(const DaemonConfig& config, PlannedModel& model,
+                                            const ModelFrontend& frontend) {
+    if (config.device.rfind("script:", 0) == 0) {
+        auto scripts = read_script_file(config.device.substr(7), frontend.tokenizer());
+        return std::make_unique<core::ScriptBackend>(std::move(scripts), model.plan.n_lanes,
+                                                     model.weights->config.vocab_size, model.plan.max_context);
+    }
+    if (config.device == "cuda") throw Error("backend: this ninferd was built without the CUDA backend");
+    core::CpuBackendOptions options;
+    options.threads = unsigned(config.threads);
+    return core::make_cpu_backend(*model.weights, model.plan, options);
+}
+
+} // namespace ninfer::daemon

@@ -1,0 +1,41 @@
+// ninfer::daemon - start-up steps for the model: validate + plan (before listening), then build
+// the backend (on the engine thread).
+//
+// Contract:
+// - plan_model(config) opens and validates the artifact, parses its text config, binds the
+//   weights (shape checks, no decoding) and makes the MemoryPlan for the configured lanes, context,
+//   KV capacity and dtype against the host's available memory. A plan that does not fit throws
+//   ninfer::Error naming the deficit in bytes; ninferd then refuses to start.
+// - load_backend(config, model) builds the backend the device option names: "cpu" (or "auto"
+//   without CUDA) -> the CPU reference backend; "script:FILE" -> the test-only ScriptBackend,
+//   whose FILE holds one script per line: token ids ("ids: 1 2 3" or bare numbers) or text
+//   ("text: ..." with \n, \t and \\ escapes, tokenized with the model's tokenizer); '#' comments.
+//   "cuda" in a build without CUDA throws.
+// - The PlannedModel must outlive the backend (weights point into the artifact's mapping).
+#pragma once
+
+#include "core/artifact/artifact.h"
+#include "core/engine/backend.h"
+#include "core/model/memory_plan.h"
+#include "core/model/weights.h"
+#include "daemon/config_load.h"
+#include "daemon/model_frontend.h"
+
+#include <memory>
+#include <string>
+
+namespace ninfer::daemon {
+
+struct PlannedModel {
+    std::unique_ptr<core::Artifact> artifact;
+    std::unique_ptr<core::ModelWeights> weights;
+    core::MemoryPlan plan;
+    std::string model_id; // --model-id, else the artifact's name, else the file name
+};
+
+PlannedModel plan_model(const DaemonConfig& config);
+std::unique_ptr<core::Backend> load_backend(const DaemonConfig& config, PlannedModel& model,
+                                            const ModelFrontend& frontend);
+std::vector<std::vector<int32_t>> read_script_file(const std::string& path, const core::Tokenizer& tokenizer);
+
+} // namespace ninfer::daemon

@@ -1,0 +1,217 @@
+// ninfer::daemon - the option table and its validation, help and scdoc renderers.
+#include "daemon/options.h"
+
+#include "core/util/error.h"
+
+#include <algorithm>
+#include <charconv>
+#include <sstream>
+
+namespace ninfer::daemon {
+namespace {
+
+constexpr int64_t kNoLimit = INT64_MAX;
+constexpr uint8_t kR = kOptionReloadable;
+
+// name, kind, default, min, max, choices, value name, help, flags
+constexpr OptionSpec kOptions[] = {
+    {"config", OptionKind::Text, "", 0, 0, "", "FILE",
+     "configuration file (default /etc/ninfer/ninferd.conf, then FILE.d/*.conf)", kOptionCliOnly},
+    {"artifact", OptionKind::Text, "", 0, 0, "", "PATH", "the .ninfer model artifact to serve", 0},
+    {"host", OptionKind::Text, "127.0.0.1", 0, 0, "", "HOST", "address the HTTP API listens on", 0},
+    {"port", OptionKind::Integer, "8080", 0, 65535, "", "PORT", "TCP port of the HTTP API (0 = any free port)", 0},
+    {"model-id", OptionKind::Text, "", 0, 0, "", "ID",
+     "model id clients send and /v1/models lists (default: the artifact's name)", 0},
+    {"control-socket", OptionKind::Text, "/run/ninfer/ctl/control.sock", 0, 0, "", "PATH",
+     "Unix socket of the control protocol (ninferctl)", 0},
+    {"state-dir", OptionKind::Text, "/var/lib/ninfer", 0, 0, "", "DIR",
+     "directory for slot files and the persistent cache", 0},
+    {"device", OptionKind::Choice, "auto", 0, 0, "auto|cpu|cuda|script:*", "DEVICE",
+     "compute backend: auto (cuda if a GPU is found, else cpu), cpu or cuda", 0},
+    {"threads", OptionKind::Integer, "0", 0, 1024, "", "N", "CPU backend threads (0 = one per core)", 0},
+    {"max-context", OptionKind::Integer, "8192", 16, 1048576, "", "TOKENS",
+     "longest sequence (prompt + output) one request may use", 0},
+    {"kv-capacity", OptionKind::Choice, "auto", 0, 0, "auto|[0-9]*", "TOKENS|auto",
+     "tokens in the KV pool shared by all lanes (auto = max-context x max-concurrency)", 0},
+    {"kv-dtype", OptionKind::Choice, "bf16", 0, 0, "bf16|fp8|int8", "TYPE", "KV cache element type", 0},
+    {"max-concurrency", OptionKind::Integer, "4", 1, 8, "", "N", "lanes that decode together in one batch", 0},
+    {"prefill-chunk", OptionKind::Integer, "1024", 1, 65536, "", "TOKENS",
+     "prompt tokens prefilled per step, interleaved with decode steps", 0},
+    {"default-max-tokens", OptionKind::Integer, "8192", 1, 1048576, "", "TOKENS",
+     "output limit when a request sets none (capped by what fits in max-context)", kR},
+    {"max-pending", OptionKind::Integer, "64", 0, 100000, "", "N",
+     "requests waiting for a lane before new ones get 429", 0},
+    {"pending-timeout-ms", OptionKind::Integer, "60000", 1, kNoLimit, "", "MS",
+     "longest wait for a lane before 503 request_queue_timeout", 0},
+    {"drain-timeout-s", OptionKind::Integer, "30", 0, 86400, "", "SECONDS",
+     "on SIGTERM, how long in-flight requests may run before the daemon exits", kR},
+    {"api-key", OptionKind::Text, "", 0, 0, "", "KEY",
+     "require this key (Authorization: Bearer or x-api-key) on every route but /health", kR | kOptionSecret},
+    {"api-key-file", OptionKind::Text, "", 0, 0, "", "FILE",
+     "file of accepted keys, one per line, # comments", kR},
+    {"cors-origins", OptionKind::Text, "", 0, 0, "", "LIST",
+     "comma-separated origins allowed by CORS (* = any); empty = CORS off", kR},
+    {"max-body-mib", OptionKind::Integer, "64", 1, 4096, "", "MIB", "largest request body (413 above it)", kR},
+    {"max-header-kib", OptionKind::Integer, "16", 1, 1024, "", "KIB",
+     "largest request line + headers (431 above it)", kR},
+    {"max-connections", OptionKind::Integer, "1024", 1, 1000000, "", "N", "open HTTP connections at most", kR},
+    {"header-timeout-s", OptionKind::Integer, "60", 1, 3600, "", "SECONDS",
+     "time to receive a request's headers (408 after it)", kR},
+    {"idle-timeout-s", OptionKind::Integer, "75", 1, 86400, "", "SECONDS",
+     "keep-alive connections idle this long are closed", kR},
+    {"enable-thinking", OptionKind::Boolean, "true", 0, 0, "", "BOOL",
+     "thinking on by default (a request's chat_template_kwargs or reasoning_effort overrides)", kR},
+    {"log-level", OptionKind::Choice, "info", 0, 0, "debug|info|warning|error", "LEVEL",
+     "lowest level logged (journald when run by systemd, stderr otherwise)", kR},
+    {"check-config", OptionKind::Action, "", 0, 0, "", "",
+     "validate the configuration and artifact, print the effective settings, exit", kOptionCliOnly},
+    {"version", OptionKind::Action, "", 0, 0, "", "", "print the version and exit", kOptionCliOnly},
+    {"help", OptionKind::Action, "", 0, 0, "", "", "print this help and exit", kOptionCliOnly},
+    {"help-scdoc", OptionKind::Action, "", 0, 0, "", "", "print the options as scdoc (man page build)",
+     kOptionCliOnly | kOptionHidden},
+};
+
+bool parse_int(std::string_view text, int64_t& out) {
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+    return ec == std::errc() && end == text.data() + text.size() && !text.empty();
+}
+
+int parse_bool_word(std::string_view v) { // 1 true, 0 false, -1 not a boolean
+    for (std::string_view t : {"true", "yes", "on", "1"})
+        if (v == t) return 1;
+    for (std::string_view f : {"false", "no", "off", "0"})
+        if (v == f) return 0;
+    return -1;
+}
+
+bool matches_choice(std::string_view choices, std::string_view value) {
+    size_t start = 0;
+    while (start <= choices.size()) {
+        size_t bar = choices.find('|', start);
+        std::string_view c = choices.substr(start, bar == std::string_view::npos ? bar : bar - start);
+        if (c == "[0-9]*") {
+            int64_t n = 0;
+            if (parse_int(value, n) && n > 0) return true;
+        } else if (!c.empty() && c.back() == '*') {
+            if (value.size() > c.size() - 1 && value.substr(0, c.size() - 1) == c.substr(0, c.size() - 1))
+                return true;
+        } else if (c == value) {
+            return true;
+        }
+        if (bar == std::string_view::npos) break;
+        start = bar + 1;
+    }
+    return false;
+}
+
+std::string fail_prefix(std::string_view where, std::string_view name) {
+    return "config: " + std::string(where) + ": option '" + std::string(name) + "'";
+}
+
+} // namespace
+
+std::span<const OptionSpec> option_table() { return kOptions; }
+
+const OptionSpec* find_option(std::string_view name) {
+    for (const OptionSpec& o : kOptions)
+        if (o.name == name) return &o;
+    return nullptr;
+}
+
+Settings::Settings() {
+    for (const OptionSpec& o : kOptions)
+        if (o.kind != OptionKind::Action) values_[std::string(o.name)] = std::string(o.default_value);
+}
+
+void Settings::set(std::string_view name, std::string_view value, std::string_view where) {
+    const OptionSpec* o = find_option(name);
+    if (!o || o->kind == OptionKind::Action)
+        throw Error("config: " + std::string(where) + ": unknown option '" + std::string(name) + "'");
+    switch (o->kind) {
+    case OptionKind::Integer: {
+        int64_t n = 0;
+        if (!parse_int(value, n))
+            throw Error(fail_prefix(where, name) + " wants an integer, got '" + std::string(value) + "'");
+        if (n < o->min_value || n > o->max_value)
+            throw Error(fail_prefix(where, name) + " must be in " + std::to_string(o->min_value) + ".." +
+                        std::to_string(o->max_value) + ", got " + std::to_string(n));
+        break;
+    }
+    case OptionKind::Boolean:
+        if (parse_bool_word(value) < 0)
+            throw Error(fail_prefix(where, name) + " wants true or false, got '" + std::string(value) + "'");
+        value = parse_bool_word(value) ? "true" : "false";
+        break;
+    case OptionKind::Choice:
+        if (!matches_choice(o->choices, value))
+            throw Error(fail_prefix(where, name) + " must be one of " + std::string(o->choices) + ", got '" +
+                        std::string(value) + "'");
+        break;
+    default:
+        break;
+    }
+    values_[std::string(name)] = std::string(value);
+}
+
+const std::string& Settings::get(std::string_view name) const {
+    auto it = values_.find(name);
+    if (it == values_.end()) throw Error("config: no option named '" + std::string(name) + "'");
+    return it->second;
+}
+
+int64_t Settings::get_int(std::string_view name) const {
+    int64_t n = 0;
+    parse_int(get(name), n);
+    return n;
+}
+
+bool Settings::get_bool(std::string_view name) const { return parse_bool_word(get(name)) == 1; }
+
+std::string Settings::dump() const {
+    std::ostringstream out;
+    for (const OptionSpec& o : kOptions) {
+        if (o.flags & kOptionCliOnly) continue;
+        const std::string& v = get(o.name);
+        out << o.name << " = " << ((o.flags & kOptionSecret) && !v.empty() ? "<redacted>" : v) << "\n";
+    }
+    return out.str();
+}
+
+std::string render_help(std::string_view program) {
+    std::ostringstream out;
+    out << "usage: " << program << " [OPTION...]\n\nninfer inference server: OpenAI-compatible HTTP API.\n"
+        << "Every option except the CLI-only ones is also a key in /etc/ninfer/ninferd.conf\n"
+        << "(key = value, the option's name without dashes). The command line wins.\n\n";
+    for (const OptionSpec& o : kOptions) {
+        if (o.flags & kOptionHidden) continue;
+        std::string left = "--" + std::string(o.name);
+        if (o.kind != OptionKind::Action && o.kind != OptionKind::Boolean) left += " " + std::string(o.value_name);
+        out << "  " << left;
+        out << std::string(left.size() < 30 ? 30 - left.size() : 1, ' ') << o.help;
+        if (!o.default_value.empty()) out << " [" << o.default_value << "]";
+        if (o.kind == OptionKind::Integer && o.max_value != kNoLimit && o.min_value != o.max_value &&
+            !(o.min_value == 0 && o.name == "port"))
+            out << " (" << o.min_value << ".." << o.max_value << ")";
+        if (o.flags & kOptionReloadable) out << " (SIGHUP)";
+        out << "\n";
+    }
+    return out.str();
+}
+
+std::string render_options_scdoc() {
+    std::ostringstream out;
+    for (const OptionSpec& o : kOptions) {
+        if (o.flags & kOptionHidden) continue;
+        out << "*--" << o.name << "*";
+        if (o.kind != OptionKind::Action && o.kind != OptionKind::Boolean) out << " _" << o.value_name << "_";
+        out << "\n\t" << o.help << ".";
+        if (!o.default_value.empty()) out << " Default: " << o.default_value << ".";
+        if (o.kind == OptionKind::Choice) out << " One of: " << o.choices << ".";
+        if (o.flags & kOptionReloadable) out << " Reloaded on SIGHUP.";
+        if (o.flags & kOptionCliOnly) out << " Command line only.";
+        out << "\n\n";
+    }
+    return out.str();
+}
+
+} // namespace ninfer::daemon

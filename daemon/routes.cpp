@@ -1,0 +1,111 @@
+// ninfer::daemon - route table, CORS, API-key check and error containment for every request.
+#include "daemon/routes.h"
+
+#include "daemon/api_error.h"
+#include "daemon/chat_session.h"
+#include "daemon/log.h"
+
+#include <algorithm>
+
+namespace ninfer::daemon {
+namespace {
+
+constexpr Route kRoutes[] = {
+    {"GET", "/health", handle_health, true, true},
+    {"GET", "/v1/health", handle_health, true, true},
+    {"GET", "/v1/models", handle_models, false, true},
+    {"GET", "/models", handle_models, false, true},
+    {"GET", "/v1/models/", handle_model_one, false, true},
+    {"GET", "/metrics", handle_metrics, false, true},
+    {"POST", "/v1/chat/completions", handle_chat_completions, false, false},
+    {"POST", "/chat/completions", handle_chat_completions, false, false},
+};
+
+bool path_matches(const Route& r, std::string_view path) {
+    if (r.path.back() == '/' && r.path.size() > 1)
+        return path.size() > r.path.size() && path.substr(0, r.path.size()) == r.path;
+    return path == r.path;
+}
+
+bool origin_allowed(const DaemonContext& ctx, std::string_view origin) {
+    if (origin.empty()) return false;
+    for (const std::string& o : ctx.config.cors_origins)
+        if (o == "*" || o == origin) return true;
+    return false;
+}
+
+void send_error(DaemonContext& ctx, ResponseWriter& writer, const ApiError& e) { respond_error(ctx, writer, e); }
+
+} // namespace
+
+bool constant_time_equals(std::string_view a, std::string_view b) {
+    size_t n = std::max(a.size(), b.size());
+    unsigned char diff = a.size() == b.size() ? 0 : 1;
+    for (size_t i = 0; i < n; ++i) {
+        unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+        unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+        diff |= static_cast<unsigned char>(x ^ y);
+    }
+    return diff == 0;
+}
+
+bool is_authorized(const DaemonContext& ctx, const HttpRequest& request) {
+    if (ctx.config.api_keys.empty()) return true;
+    std::string_view presented = request.header("x-api-key");
+    std::string_view auth = request.header("authorization");
+    if (presented.empty() && auth.size() > 7 && (auth.substr(0, 7) == "Bearer " || auth.substr(0, 7) == "bearer "))
+        presented = auth.substr(7);
+    if (presented.empty()) return false;
+    bool ok = false;
+    for (const std::string& key : ctx.config.api_keys) ok |= constant_time_equals(presented, key);
+    return ok;
+}
+
+void dispatch(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<ResponseWriter> writer) {
+    std::string_view origin = request.header("origin");
+    bool cors = origin_allowed(ctx, origin);
+    if (cors) {
+        writer->add_header("Access-Control-Allow-Origin", std::string(origin));
+        writer->add_header("Vary", "Origin");
+    }
+    const Route* path_match = nullptr;
+    const Route* route = nullptr;
+    for (const Route& r : kRoutes) {
+        if (!path_matches(r, request.path)) continue;
+        path_match = &r;
+        if (r.method == request.method) {
+            route = &r;
+            break;
+        }
+    }
+    if (request.method == "OPTIONS" && path_match) {
+        if (cors) {
+            writer->add_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+            writer->add_header("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key");
+            writer->add_header("Access-Control-Max-Age", "600");
+        }
+        ++ctx.counters.http_responses_by_status[204];
+        writer->send(204, "", "");
+        return;
+    }
+    bool is_public = route && route->is_public;
+    if (!is_public && !is_authorized(ctx, request))
+        return send_error(ctx, *writer, {401, "invalid or missing API key", "invalid_api_key", "", ""});
+    if (!path_match)
+        return send_error(ctx, *writer, {404, "no route " + request.method + " " + request.path, "not_found", "", ""});
+    if (!route)
+        return send_error(ctx, *writer, {405, "method " + request.method + " not allowed on " + request.path,
+                                         "method_not_allowed", "", ""});
+    if (ctx.state == ServeState::Draining && !route->works_while_draining)
+        return send_error(ctx, *writer, {503, "the server is shutting down", "server_shutting_down", "", ""});
+    try {
+        route->handler(ctx, request, writer);
+    } catch (const ApiError& e) {
+        send_error(ctx, *writer, e);
+    } catch (const std::exception& e) {
+        log_error(std::string("http, handler failed on ") + request.path + ": " + e.what());
+        send_error(ctx, *writer, {500, "internal error", "internal_error", "", ""});
+    }
+}
+
+} // namespace ninfer::daemon

@@ -1,0 +1,243 @@
+// ninfer::daemon - ninferd life cycle: plan, listen, load, serve, reload, drain, exit.
+#include "daemon/server.h"
+
+#include "core/convert/synthetic.h"
+#include "core/util/error.h"
+#include "daemon/journal.h"
+#include "daemon/log.h"
+#include "daemon/model_loader.h"
+#include "daemon/routes.h"
+#include "daemon/systemd_notify.h"
+
+#include <systemd/sd-daemon.h>
+
+#include <csignal>
+#include <ctime>
+
+namespace ninfer::daemon {
+namespace {
+
+HttpLimits limits_of(const DaemonConfig& c) {
+    HttpLimits l;
+    l.max_header_bytes = c.max_header_bytes;
+    l.max_body_bytes = c.max_body_bytes;
+    l.max_connections = c.max_connections;
+    l.header_timeout_ms = uint64_t(c.header_timeout_s) * 1000;
+    l.idle_timeout_ms = uint64_t(c.idle_timeout_s) * 1000;
+    return l;
+}
+
+core::SchedulerOptions scheduler_options_of(const DaemonConfig& c, const core::MemoryPlan& plan) {
+    core::SchedulerOptions o;
+    o.max_context = plan.max_context;
+    o.kv_capacity_tokens = plan.kv_capacity_tokens;
+    o.prefill_chunk = c.prefill_chunk;
+    o.max_pending = c.max_pending;
+    o.pending_timeout_ms = c.pending_timeout_ms;
+    return o;
+}
+
+// The socket systemd passed under FileDescriptorName=http, or -1.
+int activated_http_fd() {
+    char** names = nullptr;
+    int n = sd_listen_fds_with_names(1, &names);
+    int fd = -1;
+    for (int i = 0; i < n; ++i) {
+        if (fd < 0 && names && std::string_view(names[i]) == "http" &&
+            sd_is_socket_inet(SD_LISTEN_FDS_START + i, 0, SOCK_STREAM, 1, 0) > 0)
+            fd = SD_LISTEN_FDS_START + i;
+        if (names) free(names[i]);
+    }
+    free(names);
+    return fd;
+}
+
+class Daemon {
+  public:
+    Daemon(const CommandLine& cli, DaemonConfig config, PlannedModel model)
+        : cli_(cli), model_(std::move(model)), engine_(scheduler_options_of(config, model_.plan)) {
+        uv_loop_init(&loop_);
+        ctx_.config = std::move(config);
+        ctx_.model_id = model_.model_id;
+        ctx_.loop = &loop_;
+        ctx_.engine = &engine_;
+        ctx_.created_unix = int64_t(std::time(nullptr));
+        ctx_.on_session_end = [this] { maybe_finish_drain(); };
+    }
+
+    int run() {
+        bridge_ = std::make_unique<LoopBridge>(&loop_);
+        ctx_.bridge = bridge_.get();
+        server_ = std::make_unique<HttpServer>(&loop_, limits_of(ctx_.config),
+                                               [this](HttpRequest&& r, std::shared_ptr<ResponseWriter> w) {
+                                                   dispatch(ctx_, r, std::move(w));
+                                               });
+        try {
+            int fd = activated_http_fd();
+            if (fd >= 0) server_->listen_fd(fd);
+            else server_->listen(ctx_.config.host, ctx_.config.port);
+        } catch (const Error& e) {
+            log_error(e.what());
+            return 1;
+        }
+        log_info("http, listening on " + ctx_.config.host + ":" + std::to_string(server_->bound_port()));
+        std::fprintf(stderr, "ninferd: listening on %s:%d\n", ctx_.config.host.c_str(), server_->bound_port());
+        sd_notify(0, "STATUS=loading the model");
+        notifier_.start_loading(ctx_.config.artifact_path);
+        install_signals();
+        start_engine();
+        uv_run(&loop_, UV_RUN_DEFAULT);
+        engine_.stop();
+        return exit_code_;
+    }
+
+  private:
+    void start_engine() {
+        auto frontend_slot = std::make_shared<std::shared_ptr<ModelFrontend>>();
+        engine_.start(
+            [this, frontend_slot]() {
+                *frontend_slot = ModelFrontend::from_artifact(*model_.artifact);
+                return load_backend(ctx_.config, model_, **frontend_slot);
+            },
+            [this, frontend_slot](core::EngineState state, const std::string& why) {
+                bridge_->post([this, frontend_slot, state, why] { on_engine_state(state, why, *frontend_slot); });
+            });
+    }
+
+    void on_engine_state(core::EngineState state, const std::string& why, std::shared_ptr<ModelFrontend> frontend) {
+        if (state == core::EngineState::Ready) {
+            ctx_.frontend = std::move(frontend);
+            if (ctx_.state == ServeState::Loading) ctx_.state = ServeState::Ready;
+            log_event(LogEvent::ModelLoaded, "engine, ready: " + ctx_.model_id + ", " + model_.plan.describe());
+            sd_notifyf(0, "READY=1\nSTATUS=serving %s on %s:%d", ctx_.model_id.c_str(), ctx_.config.host.c_str(),
+                       server_->bound_port());
+            notifier_.start_watchdog();
+            return;
+        }
+        bool during_load = ctx_.frontend == nullptr;
+        ctx_.failure = why;
+        if (ctx_.state != ServeState::Draining) ctx_.state = ServeState::Failed;
+        log_error("engine, failed: " + why);
+        if (during_load) {
+            exit_code_ = 1;
+            shutdown();
+        }
+    }
+
+    void install_signals() {
+        for (auto* s : {&sigterm_, &sigint_, &sighup_}) {
+            uv_signal_init(&loop_, s);
+            s->data = this;
+        }
+        uv_signal_start(&sigterm_, [](uv_signal_t* s, int) { static_cast<Daemon*>(s->data)->begin_drain(); }, SIGTERM);
+        uv_signal_start(&sigint_, [](uv_signal_t* s, int) { static_cast<Daemon*>(s->data)->begin_drain(); }, SIGINT);
+        uv_signal_start(&sighup_, [](uv_signal_t* s, int) { static_cast<Daemon*>(s->data)->reload(); }, SIGHUP);
+        std::signal(SIGPIPE, SIG_IGN);
+    }
+
+    void reload() {
+        sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu", static_cast<unsigned long long>(uv_hrtime() / 1000));
+        try {
+            DaemonConfig next = to_daemon_config(load_settings(cli_));
+            DaemonConfig& c = ctx_.config;
+            c.log_level = next.log_level;
+            c.api_keys = next.api_keys;
+            c.cors_origins = next.cors_origins;
+            c.max_body_bytes = next.max_body_bytes;
+            c.max_header_bytes = next.max_header_bytes;
+            c.max_connections = next.max_connections;
+            c.header_timeout_s = next.header_timeout_s;
+            c.idle_timeout_s = next.idle_timeout_s;
+            c.default_max_tokens = next.default_max_tokens;
+            c.enable_thinking = next.enable_thinking;
+            c.drain_timeout_s = next.drain_timeout_s;
+            log_set_level(parse_log_level(c.log_level));
+            server_->set_limits(limits_of(c));
+            log_event(LogEvent::ConfigReloaded, "config, reloaded");
+        } catch (const Error& e) {
+            log_error(std::string("config, reload refused, keeping the running settings: ") + e.what());
+        }
+        sd_notify(0, "READY=1");
+    }
+
+    void begin_drain() {
+        if (ctx_.state == ServeState::Draining) return;
+        ctx_.state = ServeState::Draining;
+        sd_notify(0, "STOPPING=1\nSTATUS=draining");
+        log_info("server, draining " + std::to_string(ctx_.sessions.size()) + " requests (deadline " +
+                 std::to_string(ctx_.config.drain_timeout_s) + " s)");
+        uv_timer_init(&loop_, &drain_timer_);
+        drain_timer_.data = this;
+        uv_timer_start(&drain_timer_, [](uv_timer_t* t) {
+            auto* self = static_cast<Daemon*>(t->data);
+            log_warning("server, drain deadline passed: cancelling " + std::to_string(self->ctx_.sessions.size()) +
+                        " requests");
+            self->engine_.cancel_all();
+        }, uint64_t(ctx_.config.drain_timeout_s) * 1000, 0);
+        maybe_finish_drain();
+    }
+
+    void maybe_finish_drain() {
+        if (ctx_.state == ServeState::Draining && ctx_.sessions.empty()) shutdown();
+    }
+
+    // Waits (polling every 10 ms, at most 2 s) until every response byte left the process.
+    void shutdown() {
+        if (shutting_down_) return;
+        shutting_down_ = true;
+        notifier_.stop();
+        server_->stop_accepting();
+        uv_timer_init(&loop_, &flush_timer_);
+        flush_timer_.data = this;
+        flush_started_ = uv_now(&loop_);
+        uv_timer_start(&flush_timer_, [](uv_timer_t* t) {
+            auto* self = static_cast<Daemon*>(t->data);
+            if (!self->server_->has_pending_writes() || uv_now(&self->loop_) - self->flush_started_ > 2000) {
+                self->server_->close_all();
+                log_info("server, stopped");
+                uv_stop(&self->loop_);
+            }
+        }, 10, 10);
+    }
+
+    const CommandLine& cli_;
+    PlannedModel model_;
+    core::Engine engine_;
+    uv_loop_t loop_{};
+    DaemonContext ctx_;
+    ServiceNotifier notifier_{ctx_};
+    std::unique_ptr<LoopBridge> bridge_;
+    std::unique_ptr<HttpServer> server_;
+    uv_signal_t sigterm_{}, sigint_{}, sighup_{};
+    uv_timer_t drain_timer_{}, flush_timer_{};
+    uint64_t flush_started_ = 0;
+    bool shutting_down_ = false;
+    int exit_code_ = 0;
+};
+
+} // namespace
+
+int run_daemon(const CommandLine& cli) {
+    DaemonConfig config;
+    try {
+        config = to_daemon_config(load_settings(cli));
+    } catch (const Error& e) {
+        std::fprintf(stderr, "ninferd: %s\n", e.what());
+        return 2;
+    }
+    log_init(parse_log_level(config.log_level));
+    PlannedModel model;
+    try {
+        model = plan_model(config);
+    } catch (const Error& e) {
+        log_error(std::string("refusing to start: ") + e.what());
+        return 1;
+    }
+    std::string warning = core::warn_if_synthetic(*model.artifact);
+    if (!warning.empty() && log_is_journal()) log_warning(warning);
+    log_info("model, " + model.model_id + ": " + model.plan.describe());
+    Daemon daemon(cli, std::move(config), std::move(model));
+    return daemon.run();
+}
+
+} // namespace ninfer::daemon

@@ -1,0 +1,166 @@
+// ninfer tests - HTTP server over a real socket: keep-alive, pipelining order, chunked bodies,
+// limits (431, 413), malformed input (400), Expect: 100-continue, disconnect notification.
+#include "daemon/http_server.h"
+
+#include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+
+using namespace ninfer::daemon;
+
+namespace {
+
+// Runs a server on the calling thread's loop while `client` runs on another thread.
+struct Harness {
+    uv_loop_t loop{};
+    uv_async_t stop{};
+    std::unique_ptr<HttpServer> server;
+    int port = 0;
+    std::atomic<int> closed_callbacks{0};
+
+    explicit Harness(HttpLimits limits) {
+        uv_loop_init(&loop);
+        uv_async_init(&loop, &stop, [](uv_async_t* a) {
+            auto* h = static_cast<Harness*>(a->data);
+            h->server.reset();
+            uv_close(reinterpret_cast<uv_handle_t*>(&h->stop), nullptr);
+        });
+        stop.data = this;
+        server = std::make_unique<HttpServer>(&loop, limits, [this](HttpRequest&& r, std::shared_ptr<ResponseWriter> w) {
+            handle(std::move(r), std::move(w));
+        });
+        server->listen("127.0.0.1", 0);
+        port = server->bound_port();
+    }
+
+    void handle(HttpRequest&& r, std::shared_ptr<ResponseWriter> w) {
+        std::string body = r.method + " " + r.path + " " + std::to_string(r.body.size());
+        if (r.path == "/slow") { // answer later: a pipelined request behind it must wait
+            auto* timer = new uv_timer_t;
+            uv_timer_init(&loop, timer);
+            timer->data = new std::pair<std::shared_ptr<ResponseWriter>, std::string>(w, body);
+            uv_timer_start(timer, [](uv_timer_t* t) {
+                auto* p = static_cast<std::pair<std::shared_ptr<ResponseWriter>, std::string>*>(t->data);
+                p->first->send(200, "text/plain", p->second);
+                delete p;
+                uv_close(reinterpret_cast<uv_handle_t*>(t), [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
+            }, 50, 0);
+            return;
+        }
+        if (r.path == "/stream") {
+            w->on_close([this] { ++closed_callbacks; });
+            w->start_stream(200, "text/event-stream");
+            w->write("data: 1\n\n");
+            return; // never ends: the client hangs up
+        }
+        w->send(200, "text/plain", body);
+    }
+
+    std::string exchange(const std::string& request, size_t expect_substrings, const std::string& marker) {
+        std::string got;
+        std::thread client([&] {
+            int fd = socket(AF_INET, SOCK_STREAM, 0);
+            sockaddr_in addr{};
+            addr.sin_family = AF_INET;
+            addr.sin_port = htons(uint16_t(port));
+            inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+            REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+            timeval tv{2, 0};
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+            send(fd, request.data(), request.size(), 0);
+            char buf[4096];
+            auto count = [&] {
+                size_t n = 0;
+                for (size_t p = got.find(marker); p != std::string::npos; p = got.find(marker, p + 1)) ++n;
+                return n;
+            };
+            while (count() < expect_substrings) {
+                ssize_t n = recv(fd, buf, sizeof buf, 0);
+                if (n <= 0) break;
+                got.append(buf, size_t(n));
+            }
+            ::close(fd);
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            uv_async_send(&stop);
+        });
+        uv_run(&loop, UV_RUN_DEFAULT);
+        client.join();
+        return got;
+    }
+    ~Harness() { uv_loop_close(&loop); }
+};
+
+} // namespace
+
+TEST_CASE("keep-alive pipelined requests are answered in order, chunked bodies reassembled", "[http_server]") {
+    Harness h({});
+    std::string req = "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n"
+                      "POST /b HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"
+                      "POST /c HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nwxyz";
+    std::string got = h.exchange(req, 3, "HTTP/1.1 200");
+    size_t a = got.find("GET /slow 0"), b = got.find("POST /b 5"), c = got.find("POST /c 4");
+    REQUIRE(a != std::string::npos);
+    REQUIRE(b != std::string::npos);
+    REQUIRE(c != std::string::npos);
+    CHECK(a < b);
+    CHECK(b < c);
+}
+
+TEST_CASE("oversized headers get 431, oversized bodies 413, garbage 400, and the connection closes", "[http_server]") {
+    HttpLimits limits;
+    limits.max_header_bytes = 256;
+    limits.max_body_bytes = 10;
+    {
+        Harness h(limits);
+        std::string got = h.exchange("GET / HTTP/1.1\r\nX-Big: " + std::string(400, 'a') + "\r\n\r\n", 1, "HTTP/1.1");
+        CHECK(got.find("HTTP/1.1 431") == 0);
+        CHECK(got.find("Connection: close") != std::string::npos);
+    }
+    {
+        Harness h(limits);
+        std::string got = h.exchange("POST / HTTP/1.1\r\nContent-Length: 11\r\n\r\n01234567890", 1, "HTTP/1.1");
+        CHECK(got.find("HTTP/1.1 413") == 0);
+        CHECK(got.find("request_too_large") != std::string::npos);
+    }
+    {
+        Harness h(limits);
+        std::string got = h.exchange("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n8\r\n01234567\r\n8\r\n01234567\r\n0\r\n\r\n",
+                                     1, "HTTP/1.1");
+        CHECK(got.find("HTTP/1.1 413") == 0);
+    }
+    {
+        Harness h(limits);
+        std::string got = h.exchange("NOT HTTP AT ALL\r\n\r\n", 1, "HTTP/1.1");
+        CHECK(got.find("HTTP/1.1 400") == 0);
+        CHECK(got.find("\"error\"") != std::string::npos);
+    }
+    {
+        Harness h(limits); // request smuggling shape: both Content-Length and chunked
+        std::string got = h.exchange(
+            "POST / HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 1, "HTTP/1.1");
+        CHECK(got.find("HTTP/1.1 400") == 0);
+    }
+}
+
+TEST_CASE("Expect: 100-continue gets an interim answer; HTTP/1.0 closes after the response", "[http_server]") {
+    Harness h({});
+    std::string got = h.exchange("POST /e HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nok", 2, "HTTP/1.1 ");
+    CHECK(got.find("HTTP/1.1 100 Continue") == 0);
+    CHECK(got.find("POST /e 2") != std::string::npos);
+    Harness h10({});
+    std::string got10 = h10.exchange("GET /old HTTP/1.0\r\n\r\n", 1, "GET /old 0");
+    CHECK(got10.find("Connection: close") != std::string::npos);
+}
+
+TEST_CASE("a peer that hangs up mid-stream fires the writer's on_close", "[http_server]") {
+    Harness h({});
+    std::string got = h.exchange("GET /stream HTTP/1.1\r\n\r\n", 1, "data: 1");
+    CHECK(got.find("Transfer-Encoding: chunked") != std::string::npos);
+    CHECK(h.closed_callbacks == 1);
+}
