@@ -56,18 +56,20 @@ uint64_t PrefixCache::block_key(std::span<const int32_t> tokens) const {
     return blocks.empty() ? 0 : blocks.back();
 }
 
+void PrefixCache::unindex(uint64_t key) {
+    auto b = block_of_.find(key);
+    if (b == block_of_.end()) return;
+    auto range = by_block_.equal_range(b->second);
+    for (auto it = range.first; it != range.second; ++it)
+        if (it->second == key) {
+            by_block_.erase(it);
+            break;
+        }
+    block_of_.erase(b);
+}
+
 void PrefixCache::forget_dropped() {
-    for (uint64_t key : store_.take_dropped()) {
-        auto b = block_of_.find(key);
-        if (b == block_of_.end()) continue;
-        auto range = by_block_.equal_range(b->second);
-        for (auto it = range.first; it != range.second; ++it)
-            if (it->second == key) {
-                by_block_.erase(it);
-                break;
-            }
-        block_of_.erase(b);
-    }
+    for (uint64_t key : store_.take_dropped()) unindex(key);
 }
 
 bool PrefixCache::insert(LaneImage image, Clock::time_point now) {
@@ -119,16 +121,7 @@ PrefixCache::Removed PrefixCache::remove(uint64_t key) {
     if (!info) return {};
     Removed r{1, info->bytes};
     store_.erase(key);
-    auto b = block_of_.find(key);
-    if (b != block_of_.end()) {
-        auto range = by_block_.equal_range(b->second);
-        for (auto it = range.first; it != range.second; ++it)
-            if (it->second == key) {
-                by_block_.erase(it);
-                break;
-            }
-        block_of_.erase(b);
-    }
+    unindex(key);
     return r;
 }
 

@@ -60,6 +60,7 @@ class PrefixCache {
   private:
     uint64_t block_key(std::span<const int32_t> tokens) const;
     void forget_dropped();
+    void unindex(uint64_t key);
     Removed remove(uint64_t key);
 
     SnapshotStore store_;
