@@ -11,6 +11,8 @@ int cmd_tokenize(int argc, char** argv);
 int cmd_detokenize(int argc, char** argv);
 int cmd_render(int argc, char** argv);
 int cmd_convert(int argc, char** argv);
+int cmd_run(int argc, char** argv);
+int cmd_perplexity(int argc, char** argv);
 
 inline constexpr Command kCommands[] = {
     {"version", cmd_version, "print the version"},
@@ -19,6 +21,8 @@ inline constexpr Command kCommands[] = {
     {"detokenize", cmd_detokenize, "token ids to text"},
     {"render", cmd_render, "print the chat prompt for a conversation (JSON messages)"},
     {"convert", cmd_convert, "HF checkpoint (or --synthetic SHAPE) to a .ninfer artifact"},
+    {"run", cmd_run, "generate from a prompt on the local CPU backend"},
+    {"perplexity", cmd_perplexity, "perplexity of a text file (sliding windows)"},
 };
 
 } // namespace ninfer::ctl

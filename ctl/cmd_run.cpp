@@ -1,0 +1,231 @@
+// ninfer::ctl - `ninferctl run`: one generation from a prompt on the local backend.
+#include "ctl/command_list.h"
+#include "ctl/model_session.h"
+
+#include "core/frontend/chat_messages.h"
+#include "core/frontend/chat_template.h"
+#include "core/frontend/detokenizer.h"
+#include "core/model/kv_codec.h"
+#include "core/util/error.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace ninfer::ctl {
+
+namespace {
+
+constexpr const char* kRunUsage =
+    "usage: ninferctl run ARTIFACT (--prompt TEXT | --messages FILE | --prompt-ids 1,2,3) [--raw]\n"
+    "           [--max-new N (256)] [--greedy] [--temperature T] [--top-p P] [--top-k K] [--min-p M]\n"
+    "           [--seed S] [--no-thinking] [--ignore-eos] [--print-token-ids] [--device cpu|cuda]\n"
+    "           [--kv-dtype bf16|fp8|int8|f32]\n"
+    "  --prompt is wrapped in the chat template as one user turn unless --raw; --messages takes\n"
+    "  {\"messages\": [...], \"tools\": [...]}; --prompt-ids bypasses template and tokenizer.\n"
+    "  stdout: the generated text, or with --print-token-ids the generated ids on one line.\n"
+    "  Sampling defaults come from the artifact's generation_config.json; --greedy is argmax.\n";
+
+struct RunArgs {
+    std::string artifact, prompt, messages_file, prompt_ids;
+    bool has_prompt = false, raw = false, greedy = false, no_thinking = false;
+    bool ignore_eos = false, print_ids = false;
+    uint32_t max_new = 256;
+    std::optional<float> temperature, top_p, min_p;
+    std::optional<int32_t> top_k;
+    std::optional<uint64_t> seed;
+    std::string device, kv_dtype = "bf16";
+};
+
+float parse_float(const char* option, const char* text) {
+    char* end = nullptr;
+    const float v = std::strtof(text, &end);
+    if (!*text || *end)
+        throw Error(std::string(option) + ": not a number: '" + text + "'");
+    return v;
+}
+
+std::vector<int32_t> parse_ids(const std::string& text) {
+    std::vector<int32_t> ids;
+    std::stringstream in(text);
+    std::string item;
+    while (std::getline(in, item, ','))
+        ids.push_back(int32_t(parse_count("--prompt-ids", item.c_str())));
+    if (ids.empty())
+        throw Error("--prompt-ids: no ids");
+    return ids;
+}
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        throw Error("run: cannot open " + path);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+// Returns false on a usage error.
+bool parse_args(int argc, char** argv, RunArgs& a) {
+    for (int i = 0; i < argc; ++i) {
+        const std::string arg = argv[i];
+        auto value = [&]() -> const char* {
+            if (i + 1 >= argc)
+                throw Error(arg + ": missing value");
+            return argv[++i];
+        };
+        if (arg == "--prompt") { a.prompt = value(); a.has_prompt = true; }
+        else if (arg == "--messages") a.messages_file = value();
+        else if (arg == "--prompt-ids") a.prompt_ids = value();
+        else if (arg == "--raw") a.raw = true;
+        else if (arg == "--max-new") a.max_new = uint32_t(parse_count("--max-new", value()));
+        else if (arg == "--greedy") a.greedy = true;
+        else if (arg == "--temperature") a.temperature = parse_float("--temperature", value());
+        else if (arg == "--top-p") a.top_p = parse_float("--top-p", value());
+        else if (arg == "--top-k") a.top_k = int32_t(parse_count("--top-k", value()));
+        else if (arg == "--min-p") a.min_p = parse_float("--min-p", value());
+        else if (arg == "--seed") a.seed = parse_count("--seed", value());
+        else if (arg == "--no-thinking") a.no_thinking = true;
+        else if (arg == "--ignore-eos") a.ignore_eos = true;
+        else if (arg == "--print-token-ids") a.print_ids = true;
+        else if (arg == "--device") a.device = value();
+        else if (arg == "--kv-dtype") a.kv_dtype = value();
+        else if (a.artifact.empty() && !arg.empty() && arg[0] != '-') a.artifact = arg;
+        else return false;
+    }
+    const int sources = int(a.has_prompt) + int(!a.messages_file.empty()) + int(!a.prompt_ids.empty());
+    return !a.artifact.empty() && sources == 1;
+}
+
+std::vector<int32_t> prompt_tokens(const RunArgs& a, const ModelSession& s) {
+    if (!a.prompt_ids.empty())
+        return parse_ids(a.prompt_ids);
+    if (!s.tokenizer)
+        throw Error("run: the artifact carries no tokenizer.json; use --prompt-ids");
+    std::string text;
+    if (a.has_prompt && a.raw) {
+        text = a.prompt;
+    } else {
+        core::ChatConversation conversation;
+        if (a.has_prompt)
+            conversation.messages.push_back(core::ChatMessage::text(core::ChatRole::User, a.prompt));
+        else
+            conversation = core::parse_chat_conversation_json(read_file(a.messages_file));
+        core::ChatRenderOptions options;
+        options.enable_thinking = !a.no_thinking;
+        text = core::render_chat_prompt(conversation, options);
+    }
+    return s.tokenizer->encode(text);
+}
+
+core::SamplingParams sampling_params(const RunArgs& a, const GenerationDefaults& g) {
+    core::SamplingParams p;
+    if (!a.greedy) {
+        // model.md §16 upstream defaults when neither the flags nor the artifact say otherwise.
+        p.temperature = a.temperature.value_or(g.temperature.value_or(0.6f));
+        p.top_p = a.top_p.value_or(g.top_p.value_or(0.95f));
+        p.top_k = a.top_k.value_or(g.top_k.value_or(20));
+        p.min_p = a.min_p.value_or(0.0f);
+    }
+    p.seed = a.seed ? *a.seed : std::random_device{}();
+    return p;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+} // namespace
+
+int cmd_run(int argc, char** argv) {
+    RunArgs a;
+    if (!parse_args(argc, argv, a)) {
+        std::fputs(kRunUsage, stderr);
+        return 2;
+    }
+    check_device(a.device);
+    core::kv_dtype_from_name(a.kv_dtype);
+    auto session = open_model_session(a.artifact);
+    const std::vector<int32_t> prompt = prompt_tokens(a, *session);
+    BackendOptions bo;
+    bo.device = a.device;
+    bo.kv_dtype = core::kv_dtype_from_name(a.kv_dtype);
+    bo.max_context = uint32_t(std::min<uint64_t>(prompt.size() + uint64_t(a.max_new), UINT32_MAX));
+    start_backend(*session, bo);
+    if (prompt.size() + 1 > session->plan.max_context)
+        throw Error("run: the prompt (" + std::to_string(prompt.size()) +
+                    " tokens) does not fit the model's context of " +
+                    std::to_string(session->plan.max_context));
+    core::Backend& backend = *session->backend;
+    core::SamplingParams params = sampling_params(a, session->generation);
+    std::vector<int32_t> stop_ids;
+    if (!a.ignore_eos)
+        stop_ids = session->generation.stop_ids;
+
+    auto t0 = std::chrono::steady_clock::now();
+    const size_t chunk = session->plan.prefill_chunk;
+    for (size_t at = 0; at < prompt.size(); at += chunk) {
+        const size_t n = std::min(chunk, prompt.size() - at);
+        const bool last = at + n == prompt.size();
+        backend.prefill(0, std::span(prompt).subspan(at, n), last ? core::LogitsOut::Last : core::LogitsOut::None,
+                        nullptr);
+    }
+    const double prefill_s = seconds_since(t0);
+
+    std::vector<int32_t> generated;
+    std::unique_ptr<core::Detokenizer> detok;
+    if (session->tokenizer && !a.print_ids)
+        detok = std::make_unique<core::Detokenizer>(*session->tokenizer, true);
+    t0 = std::chrono::steady_clock::now();
+    int32_t token = 0;
+    for (uint32_t step = 0; step < a.max_new; ++step) {
+        params.step = step;
+        if (step == 0) {
+            token = backend.sample_after_prefill(0, params, generated, 0).token;
+        } else {
+            core::DecodeStep d;
+            d.lane = 0;
+            d.token = token;
+            d.sampling = params;
+            d.generated = generated;
+            token = backend.decode(std::span(&d, 1))[0].token;
+        }
+        generated.push_back(token);
+        const bool stop = std::find(stop_ids.begin(), stop_ids.end(), token) != stop_ids.end();
+        if (detok && !stop) {
+            const std::string piece = detok->push(token);
+            std::fwrite(piece.data(), 1, piece.size(), stdout);
+            std::fflush(stdout);
+        }
+        if (stop)
+            break;
+        if (backend.lane_length(0) + 1 > backend.max_context())
+            break;
+    }
+    const double decode_s = seconds_since(t0);
+    if (detok) {
+        const std::string rest = detok->finish();
+        std::fwrite(rest.data(), 1, rest.size(), stdout);
+        std::fputc('\n', stdout);
+    } else {
+        if (!a.print_ids)
+            std::fprintf(stderr, "run: the artifact has no tokenizer; printing token ids\n");
+        for (size_t i = 0; i < generated.size(); ++i)
+            std::printf("%s%d", i ? " " : "", generated[i]);
+        std::printf("\n");
+    }
+    // The first token comes from the prefill's logits; decode steps produced the rest.
+    const size_t decoded = generated.empty() ? 0 : generated.size() - 1;
+    std::fprintf(stderr, "prefill: %zu tokens in %.3f s (%.1f tok/s); decode: %zu tokens in %.3f s (%.1f tok/s)\n",
+                 prompt.size(), prefill_s, double(prompt.size()) / std::max(prefill_s, 1e-9), decoded,
+                 decode_s, double(decoded) / std::max(decode_s, 1e-9));
+    return 0;
+}
+
+} // namespace ninfer::ctl

@@ -1,0 +1,100 @@
+// ninfer::ctl - artifact -> weights -> memory plan -> backend for the one-shot tools.
+#include "ctl/model_session.h"
+
+#include "core/convert/synthetic.h"
+#include "core/cpu/cpu_backend.h"
+#include "core/util/error.h"
+
+#include <simdjson.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+namespace ninfer::ctl {
+
+namespace {
+
+GenerationDefaults parse_generation_config(std::string_view json) {
+    GenerationDefaults g;
+    simdjson::dom::parser parser;
+    simdjson::dom::element root;
+    if (parser.parse(json.data(), json.size()).get(root) != simdjson::SUCCESS)
+        throw Error("run: generation_config.json is not valid JSON");
+    simdjson::dom::element e;
+    if (root["eos_token_id"].get(e) == simdjson::SUCCESS) {
+        if (e.is_array()) {
+            for (simdjson::dom::element x : e.get_array())
+                g.stop_ids.push_back(int32_t(int64_t(x)));
+        } else if (e.is_int64() || e.is_uint64()) {
+            g.stop_ids.push_back(int32_t(int64_t(e)));
+        }
+    }
+    double d = 0;
+    if (root["temperature"].get(e) == simdjson::SUCCESS && e.is_number() && e.get_double().get(d) == simdjson::SUCCESS)
+        g.temperature = float(d);
+    if (root["top_p"].get(e) == simdjson::SUCCESS && e.is_number() && e.get_double().get(d) == simdjson::SUCCESS)
+        g.top_p = float(d);
+    int64_t k = 0;
+    if (root["top_k"].get(e) == simdjson::SUCCESS && e.get_int64().get(k) == simdjson::SUCCESS)
+        g.top_k = int32_t(k);
+    return g;
+}
+
+} // namespace
+
+uint64_t parse_count(const char* option, const char* text) {
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(text, &end, 10);
+    if (!*text || *end || text[0] == '-')
+        throw Error(std::string(option) + ": not a non-negative integer: '" + text + "'");
+    return v;
+}
+
+std::unique_ptr<ModelSession> open_model_session(const std::string& path) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto s = std::make_unique<ModelSession>();
+    s->artifact = core::Artifact::open(path);
+    core::warn_if_synthetic(*s->artifact);
+    s->weights = core::ModelWeights::from_artifact(*s->artifact);
+    if (const core::ArtifactResource* tok = s->artifact->resource("text", "tokenizer.json")) {
+        const core::ArtifactResource* cfg = s->artifact->resource("text", "tokenizer_config.json");
+        s->tokenizer = core::Tokenizer::from_json(tok->text(), cfg ? cfg->text() : std::string_view());
+    }
+    if (const core::ArtifactResource* gen = s->artifact->resource("text", "generation_config.json"))
+        s->generation = parse_generation_config(gen->text());
+    s->load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return s;
+}
+
+std::string check_device(const std::string& requested) {
+    // Only the CPU backend is built into ninferctl; "" (the default) therefore means cpu.
+    const std::string device = requested.empty() ? "cpu" : requested;
+    if (device == "cuda")
+        throw Error("--device cuda is unavailable: this ninferctl has no CUDA backend; use --device cpu");
+    if (device != "cpu")
+        throw Error("--device " + device + ": unknown device (cpu or cuda)");
+    return device;
+}
+
+void start_backend(ModelSession& s, const BackendOptions& o) {
+    const std::string device = check_device(o.device);
+    const core::ModelConfig& c = s.weights.config;
+    core::MemoryRequest req;
+    req.max_context = o.max_context;
+    if (c.max_position_embeddings && (req.max_context == 0 || req.max_context > c.max_position_embeddings))
+        req.max_context = c.max_position_embeddings;
+    req.max_concurrency = 1;
+    req.kv_dtype = o.kv_dtype;
+    req.prefill_chunk = o.prefill_chunk;
+    // Weights are mmapped from the artifact: they count against RAM like any other allocation.
+    req.weight_bytes = s.weights.stored_bytes();
+    req.available_bytes = core::host_available_bytes();
+    req.margin_bytes = core::host_default_margin(req.available_bytes);
+    s.plan = core::MemoryPlan::make(c, req);
+    s.backend = core::make_cpu_backend(s.weights, s.plan);
+    std::fprintf(stderr, "loaded %s in %.2f s on %s: %s\n", s.artifact->path().c_str(), s.load_seconds,
+                 device.c_str(), s.plan.describe().c_str());
+}
+
+} // namespace ninfer::ctl

@@ -1,0 +1,58 @@
+// ninfer::ctl - load an artifact onto a backend for the one-shot tools (run, perplexity).
+//
+// Contract:
+// - open_model_session opens and checks the artifact (warning on stderr if its weights are
+//   synthetic), binds the text weights and loads the tokenizer; start_backend then plans memory
+//   (one lane, the given max context clamped to the model's, auto KV capacity from the host's
+//   available memory minus a margin; refused with the deficit) and creates the backend. device "cpu" (or "" = the best built in, today cpu); "cuda" throws
+//   ninfer::Error saying it is unavailable in this build.
+// - The tokenizer is loaded from the artifact's tokenizer.json (+ tokenizer_config.json) when the
+//   artifact carries one; generation defaults (stop ids, temperature, top_p, top_k) come from its
+//   generation_config.json when present.
+#pragma once
+
+#include "core/artifact/artifact.h"
+#include "core/engine/backend.h"
+#include "core/frontend/tokenizer.h"
+#include "core/model/memory_plan.h"
+#include "core/model/weights.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ninfer::ctl {
+
+struct GenerationDefaults {
+    std::vector<int32_t> stop_ids;
+    std::optional<float> temperature, top_p;
+    std::optional<int32_t> top_k;
+};
+
+struct BackendOptions {
+    std::string device; // "", "cpu" or "cuda"
+    core::KvDtype kv_dtype = core::KvDtype::Bf16;
+    uint32_t max_context = 0; // 0 = the model's max positions; clamped to them
+    uint32_t prefill_chunk = 256;
+};
+
+struct ModelSession {
+    std::unique_ptr<core::Artifact> artifact;
+    core::ModelWeights weights;
+    core::MemoryPlan plan;
+    std::unique_ptr<core::Backend> backend;
+    std::unique_ptr<core::Tokenizer> tokenizer; // null when the artifact has none
+    GenerationDefaults generation;
+    double load_seconds = 0;
+};
+
+std::unique_ptr<ModelSession> open_model_session(const std::string& artifact_path);
+void start_backend(ModelSession& session, const BackendOptions& options);
+// The device a request names ("" = default), or ninfer::Error if this build cannot use it.
+std::string check_device(const std::string& requested);
+
+// Parses a non-negative integer option value; throws ninfer::Error("OPTION: ...").
+uint64_t parse_count(const char* option, const char* text);
+
+} // namespace ninfer::ctl
