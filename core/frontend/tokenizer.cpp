@@ -7,12 +7,13 @@
 #include "core/frontend/unicode_nfc.h"
 #include "core/frontend/unicode_utf8.h"
 #include "core/util/error.h"
+#include "core/util/mapped_file.h"
 
 #include <simdjson.h>
 
-#include <fstream>
+#include <unistd.h>
+
 #include <mutex>
-#include <sstream>
 #include <unordered_map>
 
 namespace ninfer::core {
@@ -90,12 +91,8 @@ AddedToken parse_added_token(dom::object t, TokenId id) {
     return token;
 }
 
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error("tokenizer: cannot open " + path);
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    return buffer.str();
+std::string_view view_of(const MappedFile& file) {
+    return {reinterpret_cast<const char*>(file.data()), size_t(file.size())};
 }
 
 } // namespace
@@ -330,12 +327,12 @@ std::unique_ptr<Tokenizer> Tokenizer::from_json(std::string_view tokenizer_json,
 }
 
 std::unique_ptr<Tokenizer> Tokenizer::from_file(const std::string& path) {
-    std::string json = read_file(path);
+    MappedFile json = MappedFile::open(path, "tokenizer");
     size_t slash = path.find_last_of('/');
     std::string config_path = (slash == std::string::npos ? "" : path.substr(0, slash + 1)) + "tokenizer_config.json";
-    std::string config;
-    if (std::ifstream(config_path).good()) config = read_file(config_path);
-    return from_json(json, config);
+    MappedFile config;
+    if (access(config_path.c_str(), R_OK) == 0) config = MappedFile::open(config_path, "tokenizer");
+    return from_json(view_of(json), view_of(config));
 }
 
 std::vector<TokenId> Tokenizer::encode(std::string_view text, const EncodeOptions& options) const {

@@ -9,7 +9,9 @@
 //   `\s` means Unicode White_Space, as in the Oniguruma engine Hugging Face uses.
 //   Entries of tokenizer_config.json `added_tokens_decoder` absent from tokenizer.json
 //   `added_tokens` are added (Qwen3.5 ids 248070..248076 exist only there); "" = no config.
-// - from_file(path) reads tokenizer.json and, if present, tokenizer_config.json beside it.
+// - from_file(path) reads tokenizer.json and, if present, tokenizer_config.json beside it. From an
+//   artifact: from_json(resource("text", "tokenizer.json")->text(), the tokenizer_config.json
+//   resource's text or ""), as ninferctl tokenize does.
 // - encode(text) = Hugging Face `encode(text, add_special_tokens=False)`: added tokens found in
 //   the text first (leftmost-longest, lstrip/rstrip/single_word/normalized as HF), the rest NFC
 //   normalised, pre-tokenised, byte-level mapped and merged by rank. Nothing is added around the

@@ -6,6 +6,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <thread>
+
 using namespace ninfer;
 using namespace ninfer::core;
 using ninfer::test::TinyAddedToken;
@@ -180,4 +183,28 @@ TEST_CASE("unsupported or malformed tokenizer.json is a clear error", "[tokenize
     CHECK_THROWS_WITH(Tokenizer::from_json(test::tiny_tokenizer_json({}, {}, "(")),
                       Catch::Contains("regex"));
     CHECK_THROWS_AS(Tokenizer::from_file("/nonexistent/tokenizer.json"), Error);
+}
+
+TEST_CASE("concurrent encodes share the word cache safely", "[tokenizer]") {
+    auto t = tiny({{"a", "b"}, {"ab", "c"}, {" ", "a"}, {"d", "d"}});
+    std::vector<std::string> texts = {"abc abcd dd abab", "x abc\n\tdddd abcabc", "<y> ab ab ab",
+                                      "caba bacab ddd abcdabcd"};
+    std::vector<Ids> expected;
+    for (const auto& text : texts)
+        expected.push_back(t->encode(text));
+    std::vector<std::thread> threads;
+    std::atomic<int> mismatches{0};
+    for (int w = 0; w < 4; ++w)
+        threads.emplace_back([&, w] {
+            for (int round = 0; round < 300; ++round) {
+                size_t i = size_t(w + round) % texts.size();
+                std::string text = texts[i] + " " + std::to_string(round); // new words each round
+                Ids ids = t->encode(text);
+                ids.resize(expected[i].size());
+                if (ids != expected[i]) ++mismatches;
+            }
+        });
+    for (auto& th : threads)
+        th.join();
+    CHECK(mismatches == 0);
 }
