@@ -114,7 +114,7 @@ main('chat_api', async (start) => {
     const metrics = await request(d.base, 'GET', '/metrics');
     check(metrics.status === 200 && /^llamacpp:prompt_tokens_total \d/m.test(metrics.text) &&
         /^ninfer_requests_total\{outcome="finished"\} \d+/m.test(metrics.text), 'metrics: ninfer_* and llamacpp:* series');
-    const py = spawnSync('python3', ['-c', 'import sys\nfrom prometheus_client.parser import text_string_to_metric_families as p\n' +
+    const py = spawnSync(require('fs').existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3', ['-c', 'import sys\nfrom prometheus_client.parser import text_string_to_metric_families as p\n' +
         'print(len(list(p(sys.stdin.read()))))'], { input: metrics.text });
     if (py.status === 0) check(Number(py.stdout.toString()) > 20, 'metrics parse with prometheus_client', py.stdout.toString());
     else console.log('skip prometheus_client parse: ' + py.stderr.toString().split('\n').slice(-2).join(' '));
