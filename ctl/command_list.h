@@ -13,6 +13,14 @@ int cmd_render(int argc, char** argv);
 int cmd_convert(int argc, char** argv);
 int cmd_run(int argc, char** argv);
 int cmd_perplexity(int argc, char** argv);
+int cmd_status(int argc, char** argv);
+int cmd_metrics(int argc, char** argv);
+int cmd_slot(int argc, char** argv);
+int cmd_cache(int argc, char** argv);
+int cmd_drain(int argc, char** argv);
+int cmd_resume(int argc, char** argv);
+int cmd_log_level(int argc, char** argv);
+int cmd_reload(int argc, char** argv);
 
 inline constexpr Command kCommands[] = {
     {"version", cmd_version, "print the version"},
@@ -23,6 +31,14 @@ inline constexpr Command kCommands[] = {
     {"convert", cmd_convert, "HF checkpoint (or --synthetic SHAPE) to a .ninfer artifact"},
     {"run", cmd_run, "generate from a prompt on the local CPU backend"},
     {"perplexity", cmd_perplexity, "perplexity of a text file (sliding windows)"},
+    {"status", cmd_status, "the daemon's model, device, lanes, queue and memory plan"},
+    {"metrics", cmd_metrics, "throughput, TTFT, queue, KV use, cache hits (--watch SECONDS)"},
+    {"slot", cmd_slot, "slot list | save ID NAME | restore ID NAME | erase ID"},
+    {"cache", cmd_cache, "cache list | evict (--all | KEY | --older-than SECONDS)"},
+    {"drain", cmd_drain, "stop admitting requests; running ones finish"},
+    {"resume", cmd_resume, "admit requests again after drain"},
+    {"log-level", cmd_log_level, "set the daemon's log level (debug|info|warning|error)"},
+    {"reload", cmd_reload, "re-read the daemon's config files (as SIGHUP)"},
 };
 
 } // namespace ninfer::ctl
