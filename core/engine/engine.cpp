@@ -26,6 +26,7 @@ void Engine::post(Task task) {
 void Engine::submit(GenerationRequest request) { post(SubmitTask{std::move(request)}); }
 void Engine::cancel(uint64_t request_id) { post(CancelTask{request_id}); }
 void Engine::cancel_all() { post(CancelAllTask{}); }
+void Engine::post_admin(std::function<void(Scheduler*)> fn) { post(AdminTask{std::move(fn)}); }
 
 void Engine::stop() {
     if (!thread_.joinable()) return;
@@ -58,6 +59,8 @@ bool Engine::handle(Task& task) {
         }
     } else if (std::holds_alternative<CancelAllTask>(task)) {
         if (ready) scheduler_->cancel_all();
+    } else if (auto* a = std::get_if<AdminTask>(&task)) {
+        a->run(scheduler_.get());
     }
     return true;
 }

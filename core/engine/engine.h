@@ -46,6 +46,9 @@ class Engine {
     void cancel(uint64_t request_id);
     void cancel_all();
     void stop(); // finishes nothing: running requests are cancelled; joins the thread
+    // Runs fn on the engine thread between steps (slot and cache ops of the control plane). fn gets
+    // nullptr while no scheduler exists (load failed); it must not throw.
+    void post_admin(std::function<void(Scheduler*)> fn);
 
     const EngineStats& stats() const { return stats_; }
     EngineState state() const { return state_.load(); }
@@ -55,7 +58,8 @@ class Engine {
     struct CancelTask { uint64_t request_id; };
     struct CancelAllTask {};
     struct StopTask {};
-    using Task = std::variant<SubmitTask, CancelTask, CancelAllTask, StopTask>;
+    struct AdminTask { std::function<void(Scheduler*)> run; };
+    using Task = std::variant<SubmitTask, CancelTask, CancelAllTask, StopTask, AdminTask>;
 
     void post(Task task);
     void run(Loader loader, StateCallback on_state);

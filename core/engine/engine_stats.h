@@ -5,6 +5,7 @@
 // microseconds. Relaxed ordering: each figure is exact, a set of them is not a snapshot.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 
@@ -31,6 +32,11 @@ struct EngineStats {
     std::atomic<uint64_t> n_requests_cancelled_total{0};
     std::atomic<uint64_t> n_requests_rejected_total{0};
     std::atomic<uint64_t> n_steps_total{0};             // engine loop iterations with work
+    std::atomic<uint64_t> n_prefix_cache_hits_total{0};   // admissions restored from the prefix cache
+    std::atomic<uint64_t> n_prefix_cache_misses_total{0};
+    // Per lane (control plane status): phase 0 idle, 1 prefill, 2 decode; tokens held by the lane.
+    std::array<std::atomic<uint8_t>, 8> lane_phase{};
+    std::array<std::atomic<uint32_t>, 8> lane_tokens{};
 };
 
 } // namespace ninfer::core

@@ -151,6 +151,8 @@ void Scheduler::admit(Clock::time_point now) {
         queue_.pop_front();
         bool reuse = !lane.history.empty() && lane.history.size() < r.prompt.size() &&
                      std::equal(lane.history.begin(), lane.history.end(), r.prompt.begin());
+        if (options_.prefix_cache)
+            reuse = restore_from_cache(index, r.prompt, reuse ? lane.history.size() : 0, now) || reuse;
         if (!reuse) {
             backend_.reset_lane(index);
             lane.history.clear();
@@ -192,6 +194,7 @@ void Scheduler::prefill_one_chunk() {
         stats_.t_prefill_us_total += us_between(t0, Clock::now());
         return;
     }
+    if (options_.prefix_cache) checkpoint(chosen); // end of the prompt
     SamplingParams sampling = lane.request->sampling;
     sampling.step = 0;
     DecodeResult first = backend_.sample_after_prefill(chosen, sampling, {}, lane.request->n_top_logprobs);
@@ -265,6 +268,8 @@ void Scheduler::finish(int lane_index, FinishReason reason) {
     if (!lane.decoding) {
         backend_.reset_lane(lane_index);
         lane.history.clear();
+    } else if (options_.prefix_cache && reason != FinishReason::Cancelled) {
+        checkpoint(lane_index); // the assistant boundary: the next turn extends it
     }
     lane.decoding = false;
     if (reason == FinishReason::Cancelled) {
@@ -281,6 +286,7 @@ void Scheduler::update_gauges() {
     stats_.n_requests_prefilling =
         int(std::count_if(lanes_.begin(), lanes_.end(), [](const Lane& l) { return l.request && !l.decoding; }));
     stats_.kv_reserved_tokens = reserved_tokens();
+    publish_lanes();
 }
 
 } // namespace ninfer::core

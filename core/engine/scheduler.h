@@ -28,12 +28,15 @@
 
 namespace ninfer::core {
 
+class PrefixCache;
+
 struct SchedulerOptions {
     uint32_t max_context = 8192;
     uint64_t kv_capacity_tokens = 0; // 0 = n_lanes * max_context
     uint32_t prefill_chunk = 1024;
     uint32_t max_pending = 64;
     uint64_t pending_timeout_ms = 60000;
+    PrefixCache* prefix_cache = nullptr; // engine-thread owned; checkpoints at prompt end and reply end
 };
 
 class Scheduler {
@@ -51,6 +54,13 @@ class Scheduler {
 
     int n_running() const;
     size_t n_waiting() const { return queue_.size(); }
+
+    // Slots (control plane, scheduler_slots.cpp; between steps). A busy lane is saved as it stands
+    // at this step boundary; restore and erase need an idle lane. Errors: ninfer::Error with
+    // "slot N is empty" / "slot N is busy" / "slot N does not exist".
+    LaneImage slot_save(int lane) const;
+    void slot_restore(int lane, const LaneImage& image);
+    void slot_erase(int lane);
 
   private:
     struct Lane {
@@ -75,6 +85,10 @@ class Scheduler {
     void finish(int lane_index, FinishReason reason);
     uint64_t reserved_tokens() const;
     void update_gauges();
+    void publish_lanes();
+    bool restore_from_cache(int lane, const std::vector<int32_t>& prompt, size_t reusable, Clock::time_point now);
+    void checkpoint(int lane);
+    const Lane& slot_lane(int lane) const;
 
     Backend& backend_;
     SchedulerOptions options_;

@@ -1,0 +1,83 @@
+// ninfer::core - the scheduler's control-plane half: slot save/restore/erase, prefix-cache
+// restores and checkpoints, per-lane figures for status.
+#include "core/engine/prefix_cache.h"
+#include "core/engine/scheduler.h"
+#include "core/util/error.h"
+
+#include <algorithm>
+
+namespace ninfer::core {
+
+const Scheduler::Lane& Scheduler::slot_lane(int lane) const {
+    if (lane < 0 || size_t(lane) >= lanes_.size())
+        throw Error("slot " + std::to_string(lane) + " does not exist (lanes 0.." + std::to_string(lanes_.size() - 1) + ")");
+    return lanes_[size_t(lane)];
+}
+
+LaneImage Scheduler::slot_save(int lane) const {
+    const Lane& l = slot_lane(lane);
+    if (l.history.empty()) throw Error("slot " + std::to_string(lane) + " is empty");
+    // Between steps a running lane's backend state holds exactly `history` (a sampled token is
+    // fed by the next step), so this is the lane at the step boundary.
+    LaneImage image = backend_.save_lane(lane);
+    if (image.tokens.size() != l.history.size())
+        throw Error("slot " + std::to_string(lane) + " changed while saving");
+    return image;
+}
+
+void Scheduler::slot_restore(int lane, const LaneImage& image) {
+    const Lane& l = slot_lane(lane);
+    if (l.request) throw Error("slot " + std::to_string(lane) + " is busy");
+    if (image.tokens.empty()) throw Error("slot image holds no tokens");
+    Lane& target = lanes_[size_t(lane)];
+    try {
+        backend_.restore_lane(lane, image);
+    } catch (...) {
+        backend_.reset_lane(lane); // never leave a half-restored lane that claims a history
+        target.history.clear();
+        publish_lanes();
+        throw;
+    }
+    target.history = image.tokens;
+    publish_lanes();
+}
+
+void Scheduler::slot_erase(int lane) {
+    const Lane& l = slot_lane(lane);
+    if (l.request) throw Error("slot " + std::to_string(lane) + " is busy");
+    backend_.reset_lane(lane);
+    lanes_[size_t(lane)].history.clear();
+    publish_lanes();
+}
+
+bool Scheduler::restore_from_cache(int lane, const std::vector<int32_t>& prompt, size_t reusable,
+                                   Clock::time_point now) {
+    const LaneImage* image = options_.prefix_cache->match(prompt, now);
+    if (!image || image->tokens.size() <= reusable) {
+        ++stats_.n_prefix_cache_misses_total;
+        return false;
+    }
+    backend_.restore_lane(lane, *image);
+    lanes_[size_t(lane)].history = image->tokens;
+    ++stats_.n_prefix_cache_hits_total;
+    return true;
+}
+
+void Scheduler::checkpoint(int lane) {
+    const Lane& l = lanes_[size_t(lane)];
+    if (l.history.empty()) return;
+    // Rebuild estimate for the eviction formula: the measured prefill rate so far.
+    uint64_t us = stats_.t_prefill_us_total, n = stats_.n_prefill_tokens_total;
+    if (us > 0 && n > 0) options_.prefix_cache->store().set_rebuild_tokens_per_s(double(n) * 1e6 / double(us));
+    options_.prefix_cache->insert(backend_.save_lane(lane), Clock::now());
+}
+
+void Scheduler::publish_lanes() {
+    for (size_t i = 0; i < lanes_.size() && i < stats_.lane_phase.size(); ++i) {
+        const Lane& l = lanes_[i];
+        stats_.lane_phase[i] = uint8_t(!l.request ? 0 : l.decoding ? 2 : 1);
+        stats_.lane_tokens[i] = uint32_t(l.history.size());
+    }
+}
+
+} // namespace ninfer::core
