@@ -1,25 +1,33 @@
 // ninfer::core - f32 vector math of the CPU backend (norms, RoPE, softmax, dot products).
 #include "core/cpu/ops.h"
 
+#include "core/cpu/simd.h"
+
 #include <algorithm>
 
 namespace ninfer::core::cpu {
 
-float dot(const float* a, const float* b, size_t n) {
-    // Eight independent accumulators so the compiler can keep them in vector lanes.
-    float acc[8] = {};
+NINFER_SIMD_CLONES float dot(const float* a, const float* b, size_t n) {
+    v8f acc0 = splat8(0.0f), acc1 = splat8(0.0f);
     size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        acc0 += load8(a + i) * load8(b + i);
+        acc1 += load8(a + i + 8) * load8(b + i + 8);
+    }
     for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; ++j)
-            acc[j] += a[i + j] * b[i + j];
-    float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+        acc0 += load8(a + i) * load8(b + i);
+    float s = hsum8(acc0 + acc1);
     for (; i < n; ++i)
         s += a[i] * b[i];
     return s;
 }
 
-void axpy(float a, const float* x, float* y, size_t n) {
-    for (size_t i = 0; i < n; ++i)
+NINFER_SIMD_CLONES void axpy(float a, const float* x, float* y, size_t n) {
+    const v8f va = splat8(a);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        store8(y + i, load8(y + i) + va * load8(x + i));
+    for (; i < n; ++i)
         y[i] += a * x[i];
 }
 
