@@ -1,0 +1,372 @@
+// ninfer::core - CudaBackend: lanes, paged KV bookkeeping, prefill, graph-replayed decode, lane images.
+#include "core/cuda/cuda_backend.h"
+
+#include "core/cpu/cpu_backend.h"
+#include "core/cuda/cuda_runner.h"
+#include "core/cuda/lane_image.h"
+#include "core/util/error.h"
+#include "ninfer/kernels/device.h"
+#include "ninfer/kernels/runner_ops.h"
+#include "ninfer/kernels/sample.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <numeric>
+
+namespace ninfer::core {
+
+using cuda::cuda_check;
+using cuda::kMaxStepTokens;
+
+namespace {
+
+bool gpu_samplable(const SamplingParams& p, int n_top) {
+    return n_top == 0 && p.logit_bias.empty() && p.presence_penalty == 0.f && p.frequency_penalty == 0.f &&
+           p.repetition_penalty == 1.f && (p.is_greedy() || (p.top_k >= 1 && p.top_k <= kernels::kSampleMaxTopK));
+}
+
+kernels::SampleRowParams row_params(const SamplingParams& p) {
+    kernels::SampleRowParams r;
+    r.temperature = p.is_greedy() ? 0.f : p.temperature;
+    r.top_k = p.top_k;
+    r.top_p = p.top_p;
+    r.min_p = p.min_p;
+    r.seed = p.seed;
+    r.step = p.step;
+    return r;
+}
+
+// The CPU backend's sampler over host logits (penalties, logit bias, any top_k, top logprobs).
+DecodeResult host_sample(const std::vector<float>& logits, const SamplingParams& params,
+                         std::span<const int32_t> generated, int n_top) {
+    std::vector<float> work = logits;
+    DecodeResult r;
+    r.token = sample_token(work, params, generated);
+    const double lse = log_sum_exp(logits);
+    r.logprob = float(double(logits[size_t(r.token)]) - lse);
+    std::vector<int32_t> ids(logits.size());
+    std::iota(ids.begin(), ids.end(), 0);
+    const size_t k = std::min<size_t>(size_t(std::max(n_top, 0)), ids.size());
+    std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](int32_t a, int32_t b) {
+        return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+    });
+    for (size_t i = 0; i < k; ++i)
+        r.top_logprobs.push_back({ids[i], float(double(logits[ids[i]]) - lse)});
+    return r;
+}
+
+struct Lane {
+    std::vector<int32_t> tokens;
+    std::vector<uint32_t> pages;
+    bool has_logits = false;
+};
+
+class CudaBackend final : public Backend {
+  public:
+    CudaBackend(const ModelWeights& w, const MemoryPlan& plan, const CudaBackendOptions& o)
+        : plan_(plan), options_(o), run_(w, plan), lanes_(size_t(plan.n_lanes)) {
+        for (uint32_t p = plan.kv_pages; p-- > 0;)
+            free_.push_back(p);
+        params_dev_ = arena_.alloc_n<kernels::SampleRowParams>(kMaxStepTokens, "sampling parameters");
+        ids_dev_ = arena_.alloc_n<int32_t>(kMaxStepTokens, "sampled ids");
+        logprobs_dev_ = arena_.alloc_n<float>(kMaxStepTokens, "sampled logprobs");
+        cuda_check(cudaMallocHost(&out_host_, kMaxStepTokens * 8), "pinned result buffer");
+        kernels::sm_count(); // cached before any graph capture
+    }
+    ~CudaBackend() override {
+        for (cudaGraphExec_t g : graphs_)
+            if (g)
+                cudaGraphExecDestroy(g);
+        cudaFreeHost(out_host_);
+    }
+
+    std::string name() const override { return "cuda"; }
+    int n_lanes() const override { return int(lanes_.size()); }
+    uint32_t vocab_size() const override { return run_.config().vocab_size; }
+    uint32_t max_context() const override { return plan_.max_context; }
+    uint32_t lane_length(int lane) const override { return uint32_t(at(lane).tokens.size()); }
+
+    void reset_lane(int lane) override {
+        Lane& s = at(lane);
+        for (auto it = s.pages.rbegin(); it != s.pages.rend(); ++it)
+            free_.push_back(*it);
+        s.pages.clear();
+        s.tokens.clear();
+        s.has_logits = false;
+        const ModelConfig& c = run_.config();
+        for (uint32_t g = 0; g < c.n_linear_attention_layers(); ++g) {
+            cuda_check(cudaMemsetAsync(run_.conv_state(g) + lane * run_.conv_elems_per_lane(), 0,
+                                       run_.conv_elems_per_lane() * 2, run_.stream()), "clearing a lane");
+            cuda_check(cudaMemsetAsync(run_.recurrent_state(g) + lane * run_.recurrent_floats_per_lane(), 0,
+                                       run_.recurrent_floats_per_lane() * 4, run_.stream()), "clearing a lane");
+        }
+    }
+
+    void prefill(int lane, std::span<const int32_t> tokens, LogitsOut out, std::vector<float>* logits) override {
+        Lane& s = at(lane);
+        if (tokens.empty())
+            throw Error("backend: prefill with no tokens");
+        check_tokens(tokens);
+        const uint32_t start = uint32_t(s.tokens.size()), V = vocab_size();
+        grow(lane, tokens.size());
+        if (out == LogitsOut::All && logits)
+            logits->resize(tokens.size() * size_t(V));
+        for (size_t b = 0; b < tokens.size(); b += kMaxStepTokens) {
+            const int n = int(std::min<size_t>(kMaxStepTokens, tokens.size() - b));
+            std::vector<int32_t> in(3 * kMaxStepTokens, 0);
+            for (int i = 0; i < n; ++i) {
+                in[i] = tokens[b + i];
+                in[kMaxStepTokens + i] = lane;
+                in[2 * kMaxStepTokens + i] = int32_t(start + b + i);
+            }
+            upload_step(in);
+            run_.enqueue_forward(n, true);
+            const bool last = b + n == tokens.size();
+            if (out == LogitsOut::All) {
+                run_.enqueue_head(0, n);
+                if (logits)
+                    cuda_check(cudaMemcpy2DAsync(logits->data() + b * V, V * 4, run_.logits(),
+                                                 run_.logits_stride() * 4, V * 4, n, cudaMemcpyDeviceToHost,
+                                                 run_.stream()), "reading logits");
+                if (last)
+                    keep_lane_logits(lane, n - 1);
+            } else if (out == LogitsOut::Last && last) {
+                run_.enqueue_head(n - 1, 1);
+                keep_lane_logits(lane, 0);
+            }
+        }
+        s.tokens.insert(s.tokens.end(), tokens.begin(), tokens.end());
+        s.has_logits = out != LogitsOut::None;
+        if (out == LogitsOut::Last && logits)
+            *logits = last_logits(lane);
+        cuda_check(cudaStreamSynchronize(run_.stream()), "prefill");
+    }
+
+    DecodeResult sample_after_prefill(int lane, const SamplingParams& sampling, std::span<const int32_t> generated,
+                                      int n_top) override {
+        if (!at(lane).has_logits)
+            throw Error("backend: lane " + std::to_string(lane) + " has no logits to sample from");
+        if (!gpu_samplable(sampling, n_top))
+            return host_sample(last_logits(lane), sampling, generated, n_top);
+        const kernels::SampleRowParams p = row_params(sampling);
+        cuda_check(cudaMemcpyAsync(params_dev_, &p, sizeof p, cudaMemcpyHostToDevice, run_.stream()), "sampling");
+        enqueue_sample(run_.lane_logits() + lane * run_.logits_stride(), 1);
+        return read_samples(1)[0];
+    }
+
+    std::vector<DecodeResult> decode(std::span<const DecodeStep> steps) override {
+        const int n = int(steps.size());
+        if (n < 1 || n > kMaxStepTokens)
+            throw Error("backend: decode takes 1.." + std::to_string(kMaxStepTokens) + " lanes");
+        std::vector<int32_t> in(3 * kMaxStepTokens, 0);
+        std::vector<kernels::SampleRowParams> params(kMaxStepTokens);
+        for (int i = 0; i < n; ++i) {
+            const DecodeStep& st = steps[size_t(i)];
+            at(st.lane);
+            for (int j = 0; j < i; ++j)
+                if (steps[size_t(j)].lane == st.lane)
+                    throw Error("backend: lane " + std::to_string(st.lane) + " appears twice in one decode step");
+            check_tokens(std::span(&st.token, 1));
+        }
+        for (int i = 0; i < n; ++i) {
+            const DecodeStep& st = steps[size_t(i)];
+            grow(st.lane, 1);
+            in[i] = st.token;
+            in[kMaxStepTokens + i] = st.lane;
+            in[2 * kMaxStepTokens + i] = int32_t(at(st.lane).tokens.size());
+            if (gpu_samplable(st.sampling, st.n_top_logprobs))
+                params[size_t(i)] = row_params(st.sampling);
+        }
+        upload_step(in);
+        cuda_check(cudaMemcpyAsync(params_dev_, params.data(), n * sizeof(kernels::SampleRowParams),
+                                   cudaMemcpyHostToDevice, run_.stream()), "sampling parameters");
+        if (options_.graphs)
+            cuda_check(cudaGraphLaunch(graph_for(n), run_.stream()), "decode graph");
+        else
+            enqueue_decode(n);
+        std::vector<DecodeResult> results = read_samples(n);
+        for (int i = 0; i < n; ++i) {
+            const DecodeStep& st = steps[size_t(i)];
+            Lane& s = at(st.lane);
+            s.tokens.push_back(st.token);
+            s.has_logits = true;
+            if (!gpu_samplable(st.sampling, st.n_top_logprobs))
+                results[size_t(i)] = host_sample(last_logits(st.lane), st.sampling, st.generated, st.n_top_logprobs);
+        }
+        return results;
+    }
+
+    std::vector<float> last_logits(int lane) const override {
+        if (!at(lane).has_logits)
+            throw Error("backend: lane " + std::to_string(lane) + " has no logits");
+        std::vector<float> out(vocab_size());
+        cuda_check(cudaMemcpyAsync(out.data(), run_.lane_logits() + lane * run_.logits_stride(), out.size() * 4,
+                                   cudaMemcpyDeviceToHost, run_.stream()), "reading logits");
+        cuda_check(cudaStreamSynchronize(run_.stream()), "reading logits");
+        return out;
+    }
+
+    LaneImage save_lane(int lane) const override;
+    void restore_lane(int lane, const LaneImage& image) override;
+
+  private:
+    Lane& at(int lane) {
+        if (lane < 0 || size_t(lane) >= lanes_.size())
+            throw Error("backend: lane " + std::to_string(lane) + " out of range 0.." + std::to_string(lanes_.size() - 1));
+        return lanes_[size_t(lane)];
+    }
+    const Lane& at(int lane) const { return const_cast<CudaBackend*>(this)->at(lane); }
+
+    void check_tokens(std::span<const int32_t> tokens) const {
+        for (int32_t t : tokens)
+            if (t < 0 || uint32_t(t) >= vocab_size())
+                throw Error("backend: token id " + std::to_string(t) + " is outside the vocabulary");
+    }
+
+    // Grows the lane's page table to hold n more tokens and uploads its row.
+    void grow(int lane, size_t n) {
+        Lane& s = at(lane);
+        const size_t total = s.tokens.size() + n;
+        if (total > plan_.max_context)
+            throw Error("backend: context full: " + std::to_string(total) + " tokens > max-context " +
+                        std::to_string(plan_.max_context));
+        const size_t need = (total + kKvPageTokens - 1) / kKvPageTokens;
+        if (need > s.pages.size() + free_.size())
+            throw Error("backend: KV pool full: " + std::to_string(need - s.pages.size()) + " more pages needed, " +
+                        std::to_string(free_.size()) + " free");
+        if (need == s.pages.size())
+            return;
+        while (s.pages.size() < need) {
+            s.pages.push_back(free_.back());
+            free_.pop_back();
+        }
+        upload_page_table(lane);
+    }
+    void upload_page_table(int lane) {
+        const Lane& s = at(lane);
+        std::vector<int32_t> row(s.pages.begin(), s.pages.end());
+        cuda_check(cudaMemcpyAsync(run_.page_table() + size_t(lane) * run_.max_pages(), row.data(), row.size() * 4,
+                                   cudaMemcpyHostToDevice, run_.stream()), "page table");
+        cuda_check(cudaStreamSynchronize(run_.stream()), "page table");
+    }
+    void upload_step(const std::vector<int32_t>& in) {
+        cuda_check(cudaMemcpyAsync(run_.step_in(), in.data(), in.size() * 4, cudaMemcpyHostToDevice, run_.stream()),
+                   "step inputs");
+        cuda_check(cudaStreamSynchronize(run_.stream()), "step inputs");
+    }
+    void keep_lane_logits(int lane, int row) {
+        cuda_check(cudaMemcpyAsync(run_.lane_logits() + lane * run_.logits_stride(),
+                                   run_.logits() + row * run_.logits_stride(), vocab_size() * 4,
+                                   cudaMemcpyDeviceToDevice, run_.stream()), "lane logits");
+    }
+
+    void enqueue_sample(const float* logits, int n) {
+        kernels::SampleArgs a;
+        a.logits = logits;
+        a.stride = run_.logits_stride();
+        a.vocab = int(vocab_size());
+        a.n_rows = n;
+        a.rows = params_dev_;
+        a.ids = ids_dev_;
+        a.logprobs = logprobs_dev_;
+        cuda_check(kernels::sample(a, run_.stream()), "sampling");
+    }
+    void enqueue_decode(int n) {
+        run_.enqueue_forward(n, false);
+        run_.enqueue_head(0, n);
+        cuda_check(kernels::scatter_rows(run_.logits(), run_.logits_stride(), run_.step_in() + kMaxStepTokens,
+                                         run_.lane_logits(), run_.logits_stride(), vocab_size(), n, run_.stream()),
+                   "lane logits");
+        enqueue_sample(run_.logits(), n);
+    }
+    cudaGraphExec_t graph_for(int n) {
+        cudaGraphExec_t& exec = graphs_[size_t(n)];
+        if (exec)
+            return exec;
+        cudaGraph_t graph = nullptr;
+        cuda_check(cudaStreamBeginCapture(run_.stream(), cudaStreamCaptureModeThreadLocal), "graph capture");
+        try {
+            enqueue_decode(n);
+        } catch (...) {
+            cudaStreamEndCapture(run_.stream(), &graph);
+            if (graph)
+                cudaGraphDestroy(graph);
+            throw;
+        }
+        cuda_check(cudaStreamEndCapture(run_.stream(), &graph), "graph capture");
+        const cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
+        cudaGraphDestroy(graph);
+        cuda_check(err, "graph instantiation");
+        return exec;
+    }
+    std::vector<DecodeResult> read_samples(int n) {
+        cuda_check(cudaMemcpyAsync(out_host_, ids_dev_, n * 4, cudaMemcpyDeviceToHost, run_.stream()), "sampled ids");
+        cuda_check(cudaMemcpyAsync(out_host_ + kMaxStepTokens, logprobs_dev_, n * 4, cudaMemcpyDeviceToHost,
+                                   run_.stream()), "sampled logprobs");
+        cuda_check(cudaStreamSynchronize(run_.stream()), "decode step");
+        std::vector<DecodeResult> r(static_cast<size_t>(n));
+        for (int i = 0; i < n; ++i) {
+            r[size_t(i)].token = out_host_[i];
+            std::memcpy(&r[size_t(i)].logprob, out_host_ + kMaxStepTokens + i, 4);
+        }
+        return r;
+    }
+
+    MemoryPlan plan_;
+    CudaBackendOptions options_;
+    cuda::Runner run_;
+    cuda::DeviceArena arena_;
+    std::vector<Lane> lanes_;
+    std::vector<uint32_t> free_;
+    kernels::SampleRowParams* params_dev_ = nullptr;
+    int32_t *ids_dev_ = nullptr, *out_host_ = nullptr;
+    float* logprobs_dev_ = nullptr;
+    std::array<cudaGraphExec_t, kMaxStepTokens + 1> graphs_{};
+};
+
+LaneImage CudaBackend::save_lane(int lane) const {
+    const Lane& s = at(lane);
+    return cuda::save_lane_image(run_, plan_, lane, s.tokens, s.pages);
+}
+
+void CudaBackend::restore_lane(int lane, const LaneImage& img) {
+    const uint32_t n = uint32_t(img.tokens.size());
+    if (img.kv_dtype != plan_.kv_dtype)
+        throw Error("backend: lane image KV dtype differs from the plan's");
+    if (n > plan_.max_context)
+        throw Error("backend: lane image of " + std::to_string(n) + " tokens exceeds max-context");
+    if (img.kv.size() != plan_.lane_image_kv_bytes(n) || img.gdn.size() != plan_.lane_image_gdn_bytes())
+        throw Error("backend: lane image sizes do not match the plan (kv " + std::to_string(img.kv.size()) +
+                    " bytes, gdn " + std::to_string(img.gdn.size()) + ")");
+    reset_lane(lane);
+    grow(lane, n);
+    Lane& s = at(lane);
+    cuda::restore_lane_image(run_, plan_, lane, img, s.pages);
+    s.tokens = img.tokens;
+    s.has_logits = false;
+}
+
+} // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(const ModelWeights& weights, const MemoryPlan& plan,
+                                           const CudaBackendOptions& options) {
+    const std::string why = cuda_unavailable_reason();
+    if (!why.empty())
+        throw Error("cuda: --device cuda is unavailable: " + why);
+    return std::make_unique<CudaBackend>(weights, plan, options);
+}
+
+std::string cuda_unavailable_reason() {
+    const kernels::CudaProbe p = kernels::cuda_probe();
+    return p.ok ? std::string() : p.reason;
+}
+
+uint64_t cuda_free_bytes() {
+    size_t free_b = 0, total = 0;
+    if (!cuda_unavailable_reason().empty() || cudaMemGetInfo(&free_b, &total) != cudaSuccess)
+        return 0;
+    return free_b;
+}
+
+} // namespace ninfer::core

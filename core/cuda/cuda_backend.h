@@ -1,0 +1,43 @@
+// ninfer::core - the CUDA backend: the whole model on one NVIDIA GPU (Backend interface).
+//
+// Contract:
+// - make_cuda_backend(weights, plan, options) uploads the weights as stored (bf16,
+//   fp8_e4m3fn_row_bf16, q4_g64_fp16), allocates the KV pool, one GDN state slot per lane and every
+//   step buffer up front (cuda_runner.h) and refuses, with ninfer::Error("cuda: ..."), a model the
+//   kernels do not cover, another weight format, a KV dtype other than bf16, or a missing GPU.
+// - Semantics are those of backend.h. Activations between kernels are bf16 except the residual
+//   stream and the logits (f32), so logits follow the CPU reference closely but not bit for bit.
+//   Prefill runs the decode kernels over blocks of up to 8 tokens of the lane (GDN token by token).
+//   Decode of 1..8 lanes replays one CUDA graph per batch size (options.graphs; captured on first
+//   use): per step the host writes 24 ints of step inputs and reads back the sampled ids.
+//   Sampling happens on the GPU for greedy and for top_k in 1..1024 without penalties, logit bias
+//   or top logprobs; other requests sample on the host from that lane's logits (the CPU sampler).
+// - LaneImage layout is the CPU backend's (memory_plan.h): KV rows bf16 in layer, K/V, position,
+//   head order; GDN conv history as f32 (the GPU keeps it in bf16, so an image from the CPU
+//   backend is rounded on restore) then the f32 recurrent state.
+// - cuda_unavailable_reason() is "" when a usable GPU is present, else one line saying why (no
+//   driver, no device, another architecture); it never aborts. cuda_free_bytes() is the free GPU
+//   memory (for MemoryRequest.available_bytes with --kv-capacity auto).
+// Thread safety: engine thread only.
+#pragma once
+
+#include "core/engine/backend.h"
+#include "core/model/memory_plan.h"
+#include "core/model/weights.h"
+
+#include <memory>
+#include <string>
+
+namespace ninfer::core {
+
+struct CudaBackendOptions {
+    bool graphs = true; // false: decode launches the kernels directly (tests compare both)
+};
+
+std::unique_ptr<Backend> make_cuda_backend(const ModelWeights& weights, const MemoryPlan& plan,
+                                           const CudaBackendOptions& options = {});
+
+std::string cuda_unavailable_reason();
+uint64_t cuda_free_bytes();
+
+} // namespace ninfer::core

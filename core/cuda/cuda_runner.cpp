@@ -1,0 +1,317 @@
+// ninfer::core - CUDA runner forward pass: buffers planned at start, one step enqueued per call.
+#include "core/cuda/cuda_runner.h"
+
+#include "core/util/error.h"
+#include "ninfer/kernels/attention_decode.h"
+#include "ninfer/kernels/gdn_decode.h"
+#include "ninfer/kernels/runner_ops.h"
+
+#include <algorithm>
+
+namespace ninfer::core::cuda {
+
+namespace {
+
+int64_t pad8(int64_t v) { return (v + 7) / 8 * 8; }
+
+void require(bool ok, const std::string& what) {
+    if (!ok)
+        throw Error("cuda: the CUDA kernels do not cover this model: " + what);
+}
+
+void check_geometry(const ModelConfig& c, const MemoryPlan& plan) {
+    require(c.head_dim == 256, "attention head_dim is " + std::to_string(c.head_dim) + ", need 256");
+    require(c.num_key_value_heads >= 1 && c.num_attention_heads % c.num_key_value_heads == 0 &&
+                c.num_attention_heads / c.num_key_value_heads <= 8, "GQA group must divide and be <= 8");
+    require(c.rotary_dim() % 2 == 0 && c.rotary_dim() <= c.head_dim, "rotary dims must be even and <= 256");
+    if (c.n_linear_attention_layers() > 0) {
+        require(c.linear_key_head_dim == 128 && c.linear_value_head_dim == 128,
+                "GDN head dims are " + std::to_string(c.linear_key_head_dim) + "/" +
+                    std::to_string(c.linear_value_head_dim) + ", need 128/128");
+        require(c.linear_conv_kernel_dim == 4, "GDN conv kernel must be 4");
+        require(c.linear_num_value_heads % c.linear_num_key_heads == 0, "GDN value heads must be a multiple of key heads");
+    }
+    require(c.hidden_size % 16 == 0, "hidden_size must be a multiple of 16");
+    if (c.is_moe()) {
+        require(c.moe_intermediate_size % 16 == 0 && c.shared_expert_intermediate_size % 16 == 0,
+                "expert widths must be multiples of 16");
+        require(c.num_experts <= 1024 && c.num_experts_per_tok <= 32, "at most 1024 experts, top-k <= 32");
+    } else {
+        require(c.intermediate_size % 16 == 0, "intermediate_size must be a multiple of 16");
+    }
+    require(plan.kv_dtype == KvDtype::Bf16, "KV dtype must be bf16 in this version");
+    require(plan.kv_row_bytes == uint64_t(c.head_dim) * 2, "KV rows must be bf16 head_dim rows");
+}
+
+} // namespace
+
+Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan) : config_(weights.config), plan_(plan) {
+    const ModelConfig& c = config_;
+    check_geometry(c, plan);
+    model_ = DeviceModel::upload(weights, arena_);
+    cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating the stream");
+    const int B = kMaxStepTokens;
+    hs_ = pad8(c.hidden_size);
+    logits_stride_ = pad8(c.vocab_size);
+    max_pages_ = int((plan.max_context + kKvPageTokens - 1) / kKvPageTokens);
+    step_in_ = arena_.alloc_n<int32_t>(3 * B, "step inputs");
+    cuda_check(cudaMemset(step_in_, 0, 3 * B * sizeof(int32_t)), "clearing step inputs");
+    page_table_ = arena_.alloc_n<int32_t>(uint64_t(plan.n_lanes) * max_pages_, "page tables");
+    cuda_check(cudaMemset(page_table_, 0, uint64_t(plan.n_lanes) * max_pages_ * 4), "clearing page tables");
+    x_ = arena_.alloc_n<float>(B * hs_, "residual");
+    mix_ = arena_.alloc_n<float>(B * hs_, "mixer output");
+    xn_ = arena_.alloc_n<__nv_bfloat16>(B * hs_, "normed rows");
+    qg_w_ = pad8(2 * c.attn_q_dim());
+    kv_w_ = pad8(c.attn_kv_dim());
+    q_w_ = pad8(c.attn_q_dim());
+    qg_ = arena_.alloc_n<__nv_bfloat16>(B * qg_w_, "query+gate");
+    k_ = arena_.alloc_n<__nv_bfloat16>(B * kv_w_, "keys");
+    v_ = arena_.alloc_n<__nv_bfloat16>(B * kv_w_, "values");
+    q_ = arena_.alloc_n<__nv_bfloat16>(B * q_w_, "queries");
+    attn_ = arena_.alloc_n<__nv_bfloat16>(B * q_w_, "attention output");
+    attn_scratch_floats_ = kernels::attn_decode_scratch_floats(B, int(c.num_attention_heads), int(plan.max_context));
+    attn_scratch_ = arena_.alloc_n<float>(attn_scratch_floats_, "attention scratch");
+    cd_w_ = pad8(c.gdn_conv_dim());
+    vd_w_ = pad8(c.gdn_value_dim());
+    hv_w_ = pad8(c.linear_num_value_heads);
+    qkv_ = arena_.alloc_n<__nv_bfloat16>(B * cd_w_, "GDN qkv");
+    conv_out_ = arena_.alloc_n<__nv_bfloat16>(B * cd_w_, "GDN conv output");
+    z_ = arena_.alloc_n<__nv_bfloat16>(B * vd_w_, "GDN z");
+    a_ = arena_.alloc_n<__nv_bfloat16>(B * hv_w_, "GDN a");
+    b_ = arena_.alloc_n<__nv_bfloat16>(B * hv_w_, "GDN b");
+    y_ = arena_.alloc_n<__nv_bfloat16>(B * vd_w_, "GDN output");
+    const int64_t inter = c.is_moe() ? c.shared_expert_intermediate_size : c.intermediate_size;
+    gu_w_ = pad8(2 * inter);
+    act_w_ = pad8(inter);
+    gate_up_ = arena_.alloc_n<float>(B * gu_w_, "gate+up");
+    act_ = arena_.alloc_n<__nv_bfloat16>(B * act_w_, "SwiGLU output");
+    if (c.is_moe()) {
+        const int64_t K = c.num_experts_per_tok, I = c.moe_intermediate_size;
+        e_w_ = pad8(c.num_experts);
+        egu_w_ = pad8(2 * I);
+        eact_w_ = pad8(I);
+        router_ = arena_.alloc_n<float>(B * e_w_, "router logits");
+        route_ids_ = arena_.alloc_n<int32_t>(B * K, "routed experts");
+        route_w_ = arena_.alloc_n<float>(B * K, "routing weights");
+        expert_gu_ = arena_.alloc_n<float>(B * K * egu_w_, "expert gate+up");
+        expert_act_ = arena_.alloc_n<__nv_bfloat16>(B * K * eact_w_, "expert SwiGLU");
+        expert_out_ = arena_.alloc_n<float>(B * K * hs_, "expert outputs");
+        shared_out_ = arena_.alloc_n<float>(B * hs_, "shared expert output");
+        score_ = arena_.alloc_n<float>(B * 8, "shared expert score");
+    }
+    logits_ = arena_.alloc_n<float>(B * logits_stride_, "step logits");
+    lane_logits_ = arena_.alloc_n<float>(uint64_t(plan.n_lanes) * logits_stride_, "lane logits");
+    scratch_.n_floats = kernels::gemv_scratch_floats(model_.max_rows);
+    scratch_.n_counters = kernels::gemv_scratch_counters(model_.max_rows);
+    scratch_.partials = arena_.alloc_n<float>(scratch_.n_floats, "GEMV split-K partials");
+    scratch_.counters = arena_.alloc_n<uint32_t>(scratch_.n_counters, "GEMV split-K counters");
+    cuda_check(cudaMemset(scratch_.counters, 0, scratch_.n_counters * 4), "clearing GEMV counters");
+    for (uint32_t f = 0; f < c.n_full_attention_layers(); ++f) {
+        kv_k_.push_back(arena_.alloc_n<__nv_bfloat16>(uint64_t(plan.kv_pages) * kv_page_elems(), "KV pool (K)"));
+        kv_v_.push_back(arena_.alloc_n<__nv_bfloat16>(uint64_t(plan.kv_pages) * kv_page_elems(), "KV pool (V)"));
+    }
+    for (uint32_t g = 0; g < c.n_linear_attention_layers(); ++g) {
+        conv_.push_back(arena_.alloc_n<__nv_bfloat16>(plan.n_lanes * conv_elems_per_lane(), "GDN conv state"));
+        recurrent_.push_back(arena_.alloc_n<float>(plan.n_lanes * recurrent_floats_per_lane(), "GDN state"));
+        cuda_check(cudaMemset(conv_.back(), 0, plan.n_lanes * conv_elems_per_lane() * 2), "clearing GDN state");
+        cuda_check(cudaMemset(recurrent_.back(), 0, plan.n_lanes * recurrent_floats_per_lane() * 4), "clearing GDN state");
+    }
+    cuda_check(cudaDeviceSynchronize(), "finishing the upload");
+}
+
+Runner::~Runner() {
+    if (stream_)
+        cudaStreamDestroy(stream_);
+}
+
+uint64_t Runner::kv_page_elems() const {
+    return uint64_t(config_.num_key_value_heads) * kKvPageTokens * config_.head_dim;
+}
+uint64_t Runner::conv_elems_per_lane() const {
+    return uint64_t(config_.linear_conv_kernel_dim - 1) * config_.gdn_conv_dim();
+}
+uint64_t Runner::recurrent_floats_per_lane() const {
+    return uint64_t(config_.linear_num_value_heads) * config_.linear_key_head_dim * config_.linear_value_head_dim;
+}
+
+void Runner::linear(const DeviceLinear& w, const __nv_bfloat16* x, int64_t x_stride, int n, void* y, bool y_fp32,
+                    int64_t y_stride) {
+    kernels::GemvArgs a;
+    a.w = w.view;
+    a.x = x;
+    a.n_tokens = n;
+    a.x_stride = x_stride;
+    a.y = y;
+    a.y_fp32 = y_fp32;
+    a.y_stride = y_stride;
+    a.scratch = scratch_;
+    cuda_check(kernels::gemv(a, stream_), "gemv");
+}
+
+void Runner::enqueue_forward(int n, bool one_lane) {
+    const ModelConfig& c = config_;
+    const float eps = c.rms_norm_eps;
+    cuda_check(kernels::embed_rows(model_.embedding.view, step_in_, n, x_, hs_, stream_), "embedding");
+    uint32_t full = 0, gdn_index = 0;
+    for (uint32_t l = 0; l < c.num_hidden_layers; ++l) {
+        const DeviceLayer& L = model_.layers[l];
+        cuda_check(kernels::add_rmsnorm(x_, hs_, l == 0 ? nullptr : mix_, hs_, L.input_norm, xn_, hs_, n,
+                                        int(c.hidden_size), eps, stream_), "input norm");
+        if (L.kind == LayerKind::FullAttention)
+            attention(L, full++, n);
+        else
+            gdn(L, gdn_index++, n, one_lane);
+        cuda_check(kernels::add_rmsnorm(x_, hs_, mix_, hs_, L.post_attention_norm, xn_, hs_, n,
+                                        int(c.hidden_size), eps, stream_), "post-attention norm");
+        ffn(L, n);
+    }
+    cuda_check(kernels::add_rmsnorm(x_, hs_, mix_, hs_, model_.final_norm, xn_, hs_, n, int(c.hidden_size), eps,
+                                    stream_), "final norm");
+}
+
+void Runner::enqueue_head(int row, int n) {
+    linear(model_.output_head, xn_ + row * hs_, hs_, n, logits_, true, logits_stride_);
+}
+
+void Runner::attention(const DeviceLayer& L, uint32_t fi, int n) {
+    const ModelConfig& c = config_;
+    const DeviceAttention& w = L.attention;
+    linear(w.query_gate, xn_, hs_, n, qg_, false, qg_w_);
+    linear(w.key, xn_, hs_, n, k_, false, kv_w_);
+    linear(w.value, xn_, hs_, n, v_, false, kv_w_);
+    kernels::AttnGeometry geo;
+    geo.n_heads = int(c.num_attention_heads);
+    geo.n_kv_heads = int(c.num_key_value_heads);
+    geo.head_dim = int(c.head_dim);
+    geo.rotary_dim = int(c.rotary_dim());
+    geo.rope_theta = float(c.rope_theta);
+    geo.eps = c.rms_norm_eps;
+    const kernels::KvPages kv{kv_k_[fi], kv_v_[fi], page_table_, max_pages_};
+    kernels::AttnPrepArgs p;
+    p.geo = geo;
+    p.qg = qg_;
+    p.qg_stride = qg_w_;
+    p.k = k_;
+    p.k_stride = kv_w_;
+    p.v = v_;
+    p.v_stride = kv_w_;
+    p.q_norm = w.query_norm;
+    p.k_norm = w.key_norm;
+    p.lanes = step_in_ + kMaxStepTokens;
+    p.positions = step_in_ + 2 * kMaxStepTokens;
+    p.kv = kv;
+    p.q_out = q_;
+    p.q_out_stride = q_w_;
+    p.n_tokens = n;
+    cuda_check(kernels::attn_decode_prep(p, stream_), "attention prep");
+    kernels::AttnDecodeArgs d;
+    d.geo = geo;
+    d.q = q_;
+    d.q_stride = q_w_;
+    d.qg = qg_;
+    d.qg_stride = qg_w_;
+    d.lanes = p.lanes;
+    d.positions = p.positions;
+    d.kv = kv;
+    d.out = attn_;
+    d.out_stride = q_w_;
+    d.n_tokens = n;
+    d.max_context = int(plan_.max_context);
+    d.scratch = attn_scratch_;
+    d.scratch_floats = attn_scratch_floats_;
+    cuda_check(kernels::attn_decode(d, stream_), "attention");
+    linear(w.output, attn_, q_w_, n, mix_, true, hs_);
+}
+
+void Runner::gdn(const DeviceLayer& L, uint32_t gi, int n, bool one_lane) {
+    const ModelConfig& c = config_;
+    const DeviceGdn& w = L.gdn;
+    const int64_t kd = c.gdn_key_dim();
+    linear(w.query, xn_, hs_, n, qkv_, false, cd_w_);
+    linear(w.key, xn_, hs_, n, qkv_ + kd, false, cd_w_);
+    linear(w.value, xn_, hs_, n, qkv_ + 2 * kd, false, cd_w_);
+    linear(w.z, xn_, hs_, n, z_, false, vd_w_);
+    linear(w.a, xn_, hs_, n, a_, false, hv_w_);
+    linear(w.b, xn_, hs_, n, b_, false, hv_w_);
+    const int32_t* slots = step_in_ + kMaxStepTokens; // a lane's GDN slot is its index
+    // One lane's tokens go one at a time (each step reads the state the previous one left).
+    const int steps = one_lane ? n : 1, per = one_lane ? 1 : n;
+    for (int i = 0; i < steps; ++i) {
+        kernels::GdnConvArgs cv;
+        cv.qkv = qkv_ + i * cd_w_;
+        cv.qkv_stride = cd_w_;
+        cv.conv_w = w.conv;
+        cv.conv_state = conv_[gi];
+        cv.slots = slots + i;
+        cv.out = conv_out_ + i * cd_w_;
+        cv.out_stride = cd_w_;
+        cv.conv_dim = int(c.gdn_conv_dim());
+        cv.n_tokens = per;
+        cuda_check(kernels::gdn_conv_decode(cv, stream_), "GDN conv");
+        kernels::GdnRecurrentArgs r;
+        r.conv_out = conv_out_ + i * cd_w_;
+        r.conv_stride = cd_w_;
+        r.z = z_ + i * vd_w_;
+        r.z_stride = vd_w_;
+        r.a = a_ + i * hv_w_;
+        r.a_stride = hv_w_;
+        r.b = b_ + i * hv_w_;
+        r.b_stride = hv_w_;
+        r.a_log = w.a_log;
+        r.dt_bias = w.dt_bias;
+        r.norm_w = w.norm;
+        r.state = recurrent_[gi];
+        r.slots = slots + i;
+        r.y = y_ + i * vd_w_;
+        r.y_stride = vd_w_;
+        r.n_k_heads = int(c.linear_num_key_heads);
+        r.n_v_heads = int(c.linear_num_value_heads);
+        r.n_tokens = per;
+        r.eps = c.rms_norm_eps;
+        cuda_check(kernels::gdn_recurrent_decode(r, stream_), "GDN recurrence");
+    }
+    linear(w.output, y_, vd_w_, n, mix_, true, hs_);
+}
+
+void Runner::ffn(const DeviceLayer& L, int n) {
+    const ModelConfig& c = config_;
+    const DeviceMlp& mlp = c.is_moe() ? L.moe.shared : L.mlp;
+    const int64_t inter = mlp.gate.view.n;
+    linear(mlp.gate, xn_, hs_, n, gate_up_, true, gu_w_);
+    linear(mlp.up, xn_, hs_, n, gate_up_ + inter, true, gu_w_);
+    cuda_check(kernels::swiglu(gate_up_, gu_w_, int(inter), act_, act_w_, n, stream_), "SwiGLU");
+    if (!c.is_moe()) {
+        linear(mlp.down, act_, act_w_, n, mix_, true, hs_);
+        return;
+    }
+    const DeviceMoe& m = L.moe;
+    const int K = int(c.num_experts_per_tok), I = int(c.moe_intermediate_size);
+    linear(mlp.down, act_, act_w_, n, shared_out_, true, hs_);
+    linear(m.shared_score, xn_, hs_, n, score_, true, 8);
+    linear(m.router, xn_, hs_, n, router_, true, e_w_);
+    cuda_check(kernels::moe_route(router_, e_w_, int(c.num_experts), K, route_ids_, route_w_, n, stream_), "routing");
+    kernels::MoeGemvArgs g;
+    g.w = m.experts_gate_up.view;
+    g.rows_per_expert = 2 * I;
+    g.ids = route_ids_;
+    g.top_k = K;
+    g.x = xn_;
+    g.x_stride = hs_;
+    g.y = expert_gu_;
+    g.y_stride = egu_w_;
+    g.n_tokens = n;
+    cuda_check(kernels::moe_gemv(g, stream_), "expert gate+up");
+    cuda_check(kernels::swiglu(expert_gu_, egu_w_, I, expert_act_, eact_w_, n * K, stream_), "expert SwiGLU");
+    g.w = m.experts_down.view;
+    g.rows_per_expert = int(c.hidden_size);
+    g.x = expert_act_;
+    g.x_stride = eact_w_;
+    g.x_per_slot = true;
+    g.y = expert_out_;
+    g.y_stride = hs_;
+    cuda_check(kernels::moe_gemv(g, stream_), "expert down");
+    cuda_check(kernels::moe_combine(expert_out_, hs_, route_w_, K, shared_out_, hs_, score_, 8, mix_, hs_,
+                                    int(c.hidden_size), n, stream_), "MoE combine");
+}
+
+} // namespace ninfer::core::cuda

@@ -1,0 +1,102 @@
+// ninfer::core - the CUDA runner's forward pass: one step of up to 8 tokens through the whole model
+// on one stream, from token ids in device memory to f32 logits in device memory.
+//
+// Contract:
+// - Runner(weights, plan) checks the geometry the kernels specialise on (attention head_dim 256,
+//   GDN head dims 128, conv kernel 4, GQA group <= 8, widths multiples of 16) and throws
+//   ninfer::Error("cuda: ...") naming what does not fit; then uploads the weights and allocates
+//   every buffer the plan implies (KV pool of plan.kv_pages 64-token pages per full-attention layer,
+//   [n_kv_heads][64][head_dim] bf16 per page; one GDN slot per lane: conv history [3][conv_dim]
+//   bf16 and recurrent state [Hv][128][128] f32 per GDN layer; step activations for 8 tokens;
+//   logits for 8 step rows and one row per lane). Nothing is allocated afterwards.
+// - A step reads tokens/lanes/positions from step_in() (int32 [3][8], written by the caller) and
+//   page tables from page_table() ([n_lanes][max_pages]). enqueue_forward(n, one_lane) runs the
+//   layers over n tokens: distinct lanes (decode), or consecutive positions of one lane
+//   (one_lane: GDN steps token by token; attention is causal through the positions), leaving the
+//   final-normed rows in the step buffer; enqueue_head(row, n) writes logits of step rows
+//   [row, row+n) to logits() rows 0..n-1 (stride logits_stride()).
+// - Every call only enqueues work on stream(): graph-capturable, no host synchronisation.
+// Thread safety: engine thread only.
+#pragma once
+
+#include "core/cuda/device_weights.h"
+#include "core/model/memory_plan.h"
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace ninfer::core::cuda {
+
+inline constexpr int kMaxStepTokens = 8;
+
+class Runner {
+  public:
+    Runner(const ModelWeights& weights, const MemoryPlan& plan);
+    ~Runner();
+    Runner(const Runner&) = delete;
+    Runner& operator=(const Runner&) = delete;
+
+    cudaStream_t stream() const { return stream_; }
+    int32_t* step_in() const { return step_in_; } // [0..8) tokens, [8..16) lanes, [16..24) positions
+    int32_t* page_table() const { return page_table_; }
+    int max_pages() const { return max_pages_; }
+    float* logits() const { return logits_; }
+    float* lane_logits() const { return lane_logits_; }
+    int64_t logits_stride() const { return logits_stride_; }
+    const ModelConfig& config() const { return config_; }
+    uint64_t device_bytes() const { return arena_.bytes(); }
+    uint64_t weight_bytes() const { return model_.bytes; }
+
+    // KV pool and GDN state addresses (lane images).
+    __nv_bfloat16* kv_k(uint32_t full_layer) const { return kv_k_[full_layer]; }
+    __nv_bfloat16* kv_v(uint32_t full_layer) const { return kv_v_[full_layer]; }
+    uint64_t kv_page_elems() const; // bf16 elements of one page of one layer's K (or V)
+    __nv_bfloat16* conv_state(uint32_t gdn_layer) const { return conv_[gdn_layer]; }
+    float* recurrent_state(uint32_t gdn_layer) const { return recurrent_[gdn_layer]; }
+    uint64_t conv_elems_per_lane() const; // [3][conv_dim]
+    uint64_t recurrent_floats_per_lane() const; // [Hv][128][128]
+
+    void enqueue_forward(int n, bool one_lane);
+    void enqueue_head(int row, int n);
+
+  private:
+    void attention(const DeviceLayer& L, uint32_t full_index, int n);
+    void gdn(const DeviceLayer& L, uint32_t gdn_index, int n, bool one_lane);
+    void ffn(const DeviceLayer& L, int n);
+    void linear(const DeviceLinear& w, const __nv_bfloat16* x, int64_t x_stride, int n, void* y,
+                bool y_fp32, int64_t y_stride);
+
+    ModelConfig config_;
+    MemoryPlan plan_;
+    DeviceArena arena_;
+    DeviceModel model_;
+    cudaStream_t stream_ = nullptr;
+    int max_pages_ = 0;
+    int64_t hs_ = 0, logits_stride_ = 0; // padded hidden size, padded vocab
+    // Step inputs and activations.
+    int32_t* step_in_ = nullptr;
+    int32_t* page_table_ = nullptr;
+    float *x_ = nullptr, *mix_ = nullptr;
+    __nv_bfloat16* xn_ = nullptr;
+    __nv_bfloat16 *qg_ = nullptr, *k_ = nullptr, *v_ = nullptr, *q_ = nullptr, *attn_ = nullptr;
+    float* attn_scratch_ = nullptr;
+    size_t attn_scratch_floats_ = 0;
+    __nv_bfloat16 *qkv_ = nullptr, *conv_out_ = nullptr, *z_ = nullptr, *a_ = nullptr, *b_ = nullptr,
+                  *y_ = nullptr;
+    float* gate_up_ = nullptr;
+    __nv_bfloat16* act_ = nullptr;
+    float *router_ = nullptr, *route_w_ = nullptr, *expert_gu_ = nullptr, *expert_out_ = nullptr,
+          *shared_out_ = nullptr, *score_ = nullptr;
+    int32_t* route_ids_ = nullptr;
+    __nv_bfloat16* expert_act_ = nullptr;
+    float *logits_ = nullptr, *lane_logits_ = nullptr;
+    kernels::GemvScratch scratch_;
+    std::vector<__nv_bfloat16*> kv_k_, kv_v_, conv_;
+    std::vector<float*> recurrent_;
+    // Padded widths (elements) of the step buffers.
+    int64_t qg_w_ = 0, kv_w_ = 0, q_w_ = 0, cd_w_ = 0, vd_w_ = 0, hv_w_ = 0, gu_w_ = 0, act_w_ = 0,
+            e_w_ = 0, egu_w_ = 0, eact_w_ = 0;
+};
+
+} // namespace ninfer::core::cuda

@@ -1,0 +1,226 @@
+// ninfer::core - uploads a model's weights to the GPU in their stored formats (CUDA runner).
+#include "core/cuda/device_weights.h"
+
+#include "core/formats/codec.h"
+#include "core/formats/format.h"
+#include "core/util/error.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+namespace ninfer::core::cuda {
+
+namespace {
+
+uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+struct RowPiece {
+    const Matrix* m;
+    uint64_t row_begin, n_rows;
+};
+
+kernels::WeightFormat kernel_format(const StoredTensor& t, const std::string& what) {
+    switch (t.format) {
+    case TensorFormat::Bf16: return kernels::WeightFormat::Bf16;
+    case TensorFormat::Fp8E4m3fnRowBf16: return kernels::WeightFormat::Fp8E4m3RowBf16;
+    case TensorFormat::Q4G64Fp16: return kernels::WeightFormat::Q4G64Fp16;
+    default:
+        throw Error("cuda: " + what + " is stored as " + std::string(format_name(t.format)) +
+                    "; the CUDA backend takes bf16, fp8_e4m3fn_row_bf16 and q4_g64_fp16 matrices "
+                    "(convert with --recipe bf16|fp8 or --format GROUP=q4_g64_fp16)");
+    }
+}
+
+// Planes of one encoding: (offset of row r's bytes, bytes per row) for codes and scales.
+struct Planes {
+    uint64_t code_row = 0, scale_off = 0, scale_row = 0;
+};
+Planes planes_of(kernels::WeightFormat f, uint64_t n, uint64_t k) {
+    switch (f) {
+    case kernels::WeightFormat::Bf16: return {2 * k, 0, 0};
+    case kernels::WeightFormat::Fp8E4m3RowBf16: return {k, align_up(n * k, 256), 2};
+    case kernels::WeightFormat::Q4G64Fp16: {
+        const uint64_t g = align_up(k, 128) / 64;
+        return {g * 32, align_up(n * g * 32, 256), 2 * g};
+    }
+    }
+    return {};
+}
+
+DeviceLinear upload_rows(const std::vector<RowPiece>& pieces, DeviceArena& arena, const std::string& what) {
+    uint64_t n = 0;
+    const uint64_t k = pieces.at(0).m->cols();
+    for (const RowPiece& p : pieces) {
+        if (p.m->cols() != k)
+            throw Error("cuda: " + what + ": pieces of different widths");
+        n += p.n_rows;
+    }
+    const kernels::WeightFormat f = kernel_format(*pieces[0].m->segments().at(0).tensor, what);
+    DeviceLinear d;
+    d.bytes = kernels::weight_bytes(f, int64_t(n), int64_t(k));
+    uint8_t* dst = static_cast<uint8_t*>(arena.alloc(d.bytes, what));
+    cuda_check(cudaMemset(dst, 0, d.bytes), "clearing " + what);
+    const Planes out = planes_of(f, n, k);
+    uint64_t at = 0; // logical output row
+    for (const RowPiece& p : pieces) {
+        const uint64_t end = p.row_begin + p.n_rows;
+        for (const Matrix::Segment& s : p.m->segments()) {
+            const uint64_t lo = std::max(p.row_begin, s.logical_row), hi = std::min(end, s.logical_row + s.n_rows);
+            if (lo >= hi)
+                continue;
+            const StoredTensor& t = *s.tensor;
+            if (kernel_format(t, what) != f)
+                throw Error("cuda: " + what + " mixes tensor formats; the CUDA backend needs one format here");
+            const uint64_t trow = s.tensor_row + (lo - s.logical_row), rows = hi - lo;
+            const uint64_t orow = at + (lo - p.row_begin);
+            const Planes in = planes_of(f, tensor_rows(t), k);
+            cuda_check(cudaMemcpy(dst + orow * out.code_row, t.data + trow * in.code_row, rows * in.code_row,
+                                  cudaMemcpyHostToDevice), "uploading " + what);
+            if (in.scale_row)
+                cuda_check(cudaMemcpy(dst + out.scale_off + orow * out.scale_row,
+                                      t.data + in.scale_off + trow * in.scale_row, rows * in.scale_row,
+                                      cudaMemcpyHostToDevice), "uploading " + what);
+        }
+        at += p.n_rows;
+    }
+    d.view = {f, dst, int64_t(n), int64_t(k)};
+    return d;
+}
+
+template <class T> T* upload_vector(const std::vector<T>& v, DeviceArena& arena, const std::string& what) {
+    T* d = arena.alloc_n<T>(v.size(), what);
+    cuda_check(cudaMemcpy(d, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice), "uploading " + what);
+    return d;
+}
+
+std::vector<__nv_bfloat16> to_bf16(const std::vector<float>& v) {
+    std::vector<__nv_bfloat16> out(v.size());
+    for (size_t i = 0; i < v.size(); ++i)
+        out[i] = __float2bfloat16(v[i]);
+    return out;
+}
+
+class Uploader {
+  public:
+    Uploader(DeviceArena& arena, DeviceModel& model) : arena_(arena), model_(model) {}
+
+    DeviceLinear linear(const Matrix& m, const std::string& what, bool gemv = true) {
+        return track(upload_rows({{&m, 0, m.rows()}}, arena_, what), gemv);
+    }
+    DeviceLinear pieces(const std::vector<RowPiece>& p, const std::string& what, bool gemv) {
+        return track(upload_rows(p, arena_, what), gemv);
+    }
+    float* f32(const std::vector<float>& v, const std::string& what) { return upload_vector(v, arena_, what); }
+    __nv_bfloat16* bf16(const std::vector<float>& v, const std::string& what) {
+        return upload_vector(to_bf16(v), arena_, what);
+    }
+
+  private:
+    DeviceLinear track(DeviceLinear d, bool gemv) {
+        model_.bytes += d.bytes;
+        if (gemv)
+            model_.max_rows = std::max(model_.max_rows, d.view.n);
+        return d;
+    }
+    DeviceArena& arena_;
+    DeviceModel& model_;
+};
+
+DeviceMlp upload_mlp(Uploader& up, const MlpWeights& w, const std::string& name) {
+    return {up.linear(w.gate, name + "/gate"), up.linear(w.up, name + "/up"), up.linear(w.down, name + "/down")};
+}
+
+} // namespace
+
+void cuda_check(int err, const std::string& what) {
+    if (err != cudaSuccess)
+        throw Error("cuda: " + what + ": " + cudaGetErrorString(cudaError_t(err)));
+}
+
+DeviceArena::~DeviceArena() {
+    for (void* p : blocks_)
+        cudaFree(p);
+}
+
+void* DeviceArena::alloc(uint64_t bytes, const std::string& what) {
+    void* p = nullptr;
+    const cudaError_t err = cudaMalloc(&p, std::max<uint64_t>(bytes, 256));
+    if (err != cudaSuccess)
+        throw Error("cuda: out of GPU memory allocating " + std::to_string(bytes) + " bytes for " + what + " (" +
+                    cudaGetErrorString(err) + ")");
+    blocks_.push_back(p);
+    bytes_ += bytes;
+    return p;
+}
+
+DeviceModel DeviceModel::upload(const ModelWeights& w, DeviceArena& arena) {
+    const ModelConfig& c = w.config;
+    DeviceModel m;
+    Uploader up(arena, m);
+    m.embedding = up.linear(w.token_embedding, "text/token_embedding", false);
+    m.output_head = up.linear(w.output_head, "text/output_head");
+    m.final_norm = up.f32(w.final_norm, "text/final_norm");
+    for (uint32_t l = 0; l < c.num_hidden_layers; ++l) {
+        const LayerWeights& L = w.layers[l];
+        const std::string p = "text/layers/" + std::to_string(l);
+        DeviceLayer d;
+        d.kind = L.kind;
+        d.input_norm = up.f32(L.input_norm, p + "/input_norm");
+        d.post_attention_norm = up.f32(L.post_attention_norm, p + "/post_attention_norm");
+        if (L.kind == LayerKind::FullAttention) {
+            const AttentionWeights& a = L.attention;
+            std::vector<RowPiece> qg;
+            for (uint32_t h = 0; h < c.num_attention_heads; ++h) {
+                qg.push_back({&a.query, uint64_t(h) * c.head_dim, c.head_dim});
+                qg.push_back({&a.gate, uint64_t(h) * c.head_dim, c.head_dim});
+            }
+            d.attention.query_gate = up.pieces(qg, p + "/attention/query+gate", true);
+            d.attention.key = up.linear(a.key, p + "/attention/key");
+            d.attention.value = up.linear(a.value, p + "/attention/value");
+            d.attention.output = up.linear(a.output, p + "/attention/output");
+            d.attention.query_norm = up.bf16(a.query_norm, p + "/attention/query_norm");
+            d.attention.key_norm = up.bf16(a.key_norm, p + "/attention/key_norm");
+        } else {
+            const GdnWeights& g = L.gdn;
+            const std::string q = p + "/linear_attention";
+            d.gdn.query = up.linear(g.query, q + "/query");
+            d.gdn.key = up.linear(g.key, q + "/key");
+            d.gdn.value = up.linear(g.value, q + "/value");
+            d.gdn.z = up.linear(g.z, q + "/z");
+            d.gdn.a = up.linear(g.a_projection, q + "/a");
+            d.gdn.b = up.linear(g.b_projection, q + "/b");
+            d.gdn.output = up.linear(g.output, q + "/output");
+            // Taps: tap-major [kernel][conv_dim] f32 -> [conv_dim][kernel] bf16 (the kernel's layout).
+            const uint32_t K = c.linear_conv_kernel_dim, cd = c.gdn_conv_dim();
+            std::vector<float> taps(size_t(K) * cd);
+            for (uint32_t j = 0; j < K; ++j)
+                for (uint32_t ch = 0; ch < cd; ++ch)
+                    taps[size_t(ch) * K + j] = g.convolution[size_t(j) * cd + ch];
+            d.gdn.conv = up.bf16(taps, q + "/convolution");
+            d.gdn.a_log = up.f32(g.a_log, q + "/a_log");
+            d.gdn.dt_bias = up.f32(g.dt_bias, q + "/dt_bias");
+            d.gdn.norm = up.bf16(g.norm, q + "/norm");
+        }
+        if (c.is_moe()) {
+            const MoeWeights& e = L.moe;
+            d.moe.router = up.linear(e.router, p + "/moe/router");
+            d.moe.shared_score = up.linear(e.shared_score, p + "/moe/shared_score");
+            d.moe.shared = upload_mlp(up, e.shared, p + "/moe/shared");
+            std::vector<RowPiece> gate_up, down;
+            for (const MlpWeights& x : e.experts) {
+                gate_up.push_back({&x.gate, 0, x.gate.rows()});
+                gate_up.push_back({&x.up, 0, x.up.rows()});
+                down.push_back({&x.down, 0, x.down.rows()});
+            }
+            d.moe.experts_gate_up = up.pieces(gate_up, p + "/moe/experts/gate+up", false);
+            d.moe.experts_down = up.pieces(down, p + "/moe/experts/down", false);
+        } else {
+            d.mlp = upload_mlp(up, L.mlp, p + "/mlp");
+        }
+        m.layers.push_back(std::move(d));
+    }
+    return m;
+}
+
+} // namespace ninfer::core::cuda

@@ -1,0 +1,97 @@
+// ninfer::core - the CUDA runner's copy of a model's weights in GPU memory.
+//
+// Contract:
+// - DeviceArena owns device allocations (cudaMalloc, 256-byte aligned) and frees them together;
+//   alloc() throws ninfer::Error("cuda: out of GPU memory allocating N bytes for WHAT").
+// - DeviceModel::upload(weights, arena) copies every matrix in its stored format (bf16,
+//   fp8_e4m3fn_row_bf16, q4_g64_fp16; byte layouts of spec/artifact-format.md §3, which are the
+//   layouts kernels/gemv.h reads) straight from the artifact's pages, one copy per plane of each
+//   stored segment (no host staging). Another format is refused with
+//   ninfer::Error("cuda: NAME is stored as FORMAT; ...") naming the formats it takes.
+// - Attention query and gate are interleaved per head ([query_h | gate_h], model.md §5) into one
+//   matrix, which needs both in one format. MoE experts of a layer become two matrices
+//   (all experts' [gate; up] rows, all experts' down rows), one format each.
+// - Vectors: norms, A_log, dt_bias as f32; q/k norms, the GDN gated norm and the conv taps
+//   ([conv_dim][kernel]) as bf16 (their stored values are bf16, so this is exact).
+// Thread safety: immutable after upload.
+#pragma once
+
+#include "core/model/weights.h"
+#include "ninfer/kernels/gemv.h"
+
+#include <cuda_bf16.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ninfer::core::cuda {
+
+class DeviceArena {
+  public:
+    DeviceArena() = default;
+    DeviceArena(const DeviceArena&) = delete;
+    DeviceArena& operator=(const DeviceArena&) = delete;
+    ~DeviceArena();
+    void* alloc(uint64_t bytes, const std::string& what);
+    template <class T> T* alloc_n(uint64_t count, const std::string& what) {
+        return static_cast<T*>(alloc(count * sizeof(T), what));
+    }
+    uint64_t bytes() const { return bytes_; }
+
+  private:
+    std::vector<void*> blocks_;
+    uint64_t bytes_ = 0;
+};
+
+// Throws ninfer::Error("cuda: WHAT: <cuda error string>") when err is not cudaSuccess.
+void cuda_check(int err, const std::string& what);
+
+struct DeviceLinear {
+    kernels::WeightView view; // view.data is device memory
+    uint64_t bytes = 0;
+};
+
+struct DeviceAttention {
+    DeviceLinear query_gate, key, value, output;
+    __nv_bfloat16 *query_norm = nullptr, *key_norm = nullptr;
+};
+
+struct DeviceGdn {
+    DeviceLinear query, key, value, z, a, b, output;
+    __nv_bfloat16* conv = nullptr; // [conv_dim][kernel]
+    float *a_log = nullptr, *dt_bias = nullptr;
+    __nv_bfloat16* norm = nullptr;
+};
+
+struct DeviceMlp {
+    DeviceLinear gate, up, down;
+};
+
+struct DeviceMoe {
+    DeviceLinear router, shared_score;
+    DeviceLinear experts_gate_up; // [E * 2I, H]: expert e's gate rows then up rows at e * 2I
+    DeviceLinear experts_down;    // [E * H, I]
+    DeviceMlp shared;
+};
+
+struct DeviceLayer {
+    LayerKind kind = LayerKind::LinearAttention;
+    float *input_norm = nullptr, *post_attention_norm = nullptr;
+    DeviceAttention attention;
+    DeviceGdn gdn;
+    DeviceMlp mlp;
+    DeviceMoe moe;
+};
+
+struct DeviceModel {
+    DeviceLinear embedding, output_head;
+    float* final_norm = nullptr;
+    std::vector<DeviceLayer> layers;
+    uint64_t bytes = 0;      // weight bytes on the device
+    int64_t max_rows = 0;    // largest n of any matrix used with kernels::gemv (scratch sizing)
+
+    static DeviceModel upload(const ModelWeights& weights, DeviceArena& arena);
+};
+
+} // namespace ninfer::core::cuda

@@ -1,0 +1,68 @@
+// ninfer::kernels - the small glue kernels of the CUDA model runner (core/cuda): embedding rows,
+// the f32 residual stream with its offset RMSNorm, SwiGLU, MoE routing, per-expert GEMV and the
+// MoE combine, and the copy of step logits into per-lane rows.
+//
+// Contract (all graph-capturable, stateless; strides in elements; n_tokens 1..65535):
+// - embed_rows: out[t][c] = decode(W)[ids[t]][c] in f32 for c < w.k, exactly as core's codecs
+//   (bf16 widened; fp8 code * row multiplier; q4 signed code * group multiplier).
+// - add_rmsnorm: x[t] += add[t] (when add is given, f32 in place); then
+//   y[t] = bf16(x * rsqrt(mean(x^2) + eps) * (1 + w)), w f32 [dim] (model.md §4, offset form).
+// - swiglu: out[t][i] = bf16(silu(in[t][i]) * in[t][inter + i]), in f32 rows [gate | up].
+// - moe_route: per token, softmax (f32) over n_experts router logits, top_k largest (ties to the
+//   lower id), weights renormalised to sum 1: ids [t][top_k], weights [t][top_k] (core/cpu order).
+//   n_experts <= 1024, top_k <= 32.
+// - moe_gemv: for token t and slot j, expert e = ids[t*top_k + j]:
+//   y[(t*top_k + j)*y_stride + r] = W.row(e * rows_per_expert + r) . x_row, r < rows_per_expert,
+//   x_row = x + (x_per_slot ? t*top_k + j : t) * x_stride (bf16), f32 sums; W any of the three
+//   gemv.h formats with n = n_experts * rows_per_expert rows.
+// - moe_combine: out[t][h] = sum_j weights[t][j] * y[t*top_k + j][h] + sigmoid(score[t*score_stride])
+//   * shared[t][h], f32.
+// - scatter_rows: dst[lanes[t] * dst_stride + i] = src[t * src_stride + i], i < n (f32).
+// Errors: cudaErrorInvalidValue for a violated requirement the host can see (nothing launched).
+#pragma once
+
+#include "ninfer/kernels/gemv.h"
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace ninfer::kernels {
+
+cudaError_t embed_rows(const WeightView& w, const int32_t* ids, int n_tokens, float* out,
+                       int64_t out_stride, cudaStream_t stream);
+
+cudaError_t add_rmsnorm(float* x, int64_t x_stride, const float* add, int64_t add_stride,
+                        const float* w, __nv_bfloat16* y, int64_t y_stride, int n_tokens, int dim,
+                        float eps, cudaStream_t stream);
+
+cudaError_t swiglu(const float* in, int64_t in_stride, int inter, __nv_bfloat16* out,
+                   int64_t out_stride, int n_rows, cudaStream_t stream);
+
+cudaError_t moe_route(const float* logits, int64_t logits_stride, int n_experts, int top_k,
+                      int32_t* ids, float* weights, int n_tokens, cudaStream_t stream);
+
+struct MoeGemvArgs {
+    WeightView w; // n = n_experts * rows_per_expert
+    int rows_per_expert = 0;
+    const int32_t* ids = nullptr;
+    int top_k = 0;
+    const __nv_bfloat16* x = nullptr;
+    int64_t x_stride = 0;
+    bool x_per_slot = false;
+    float* y = nullptr;
+    int64_t y_stride = 0;
+    int n_tokens = 0;
+};
+cudaError_t moe_gemv(const MoeGemvArgs& args, cudaStream_t stream);
+
+cudaError_t moe_combine(const float* y, int64_t y_stride, const float* weights, int top_k,
+                        const float* shared, int64_t shared_stride, const float* score,
+                        int64_t score_stride, float* out, int64_t out_stride, int dim, int n_tokens,
+                        cudaStream_t stream);
+
+cudaError_t scatter_rows(const float* src, int64_t src_stride, const int32_t* lanes, float* dst,
+                         int64_t dst_stride, int64_t n, int n_tokens, cudaStream_t stream);
+
+} // namespace ninfer::kernels

@@ -1,0 +1,254 @@
+// ninfer::kernels - glue kernels of the CUDA model runner: embedding, residual + RMSNorm, SwiGLU, MoE.
+#include "common.cuh"
+#include "ninfer/kernels/runner_ops.h"
+
+#include <cuda_fp8.h>
+
+namespace ninfer::kernels {
+
+namespace detail {
+
+struct RowDecoder {
+    WeightFormat format;
+    const uint8_t* data;
+    int64_t n, k, g;         // g: q4 groups per row (physical)
+    const uint8_t* scales;   // fp8: bf16 per row; q4: fp16 per (row, group)
+
+    __device__ float scale_of(int64_t row, int64_t col) const {
+        if (format == WeightFormat::Fp8E4m3RowBf16)
+            return __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(scales)[row]);
+        return __half2float(reinterpret_cast<const __half*>(scales)[row * g + col / 64]);
+    }
+    __device__ float code(int64_t row, int64_t col) const {
+        switch (format) {
+        case WeightFormat::Bf16:
+            return __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(data)[row * k + col]);
+        case WeightFormat::Fp8E4m3RowBf16: {
+            const __half_raw h = __nv_cvt_fp8_to_halfraw(__nv_fp8_storage_t(data[row * k + col]), __NV_E4M3);
+            return __half2float(__half(h));
+        }
+        case WeightFormat::Q4G64Fp16: {
+            const uint8_t b = data[row * g * 32 + (col / 64) * 32 + (col % 64) / 2];
+            const int nib = (col & 1) ? (b >> 4) : (b & 0xF);
+            return float((nib ^ 8) - 8);
+        }
+        }
+        return 0.f;
+    }
+    __device__ float value(int64_t row, int64_t col) const {
+        const float c = code(row, col);
+        return format == WeightFormat::Bf16 ? c : c * scale_of(row, col);
+    }
+};
+
+inline int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+RowDecoder make_decoder(const WeightView& w) {
+    RowDecoder d{w.format, static_cast<const uint8_t*>(w.data), w.n, w.k, 0, nullptr};
+    if (w.format == WeightFormat::Fp8E4m3RowBf16) d.scales = d.data + align_up(w.n * w.k, 256);
+    if (w.format == WeightFormat::Q4G64Fp16) {
+        d.g = align_up(w.k, 128) / 64;
+        d.scales = d.data + align_up(w.n * d.g * 32, 256);
+    }
+    return d;
+}
+
+__global__ void embed_kernel(RowDecoder d, const int32_t* ids, float* out, int64_t out_stride) {
+    const int t = blockIdx.x;
+    const int64_t row = ids[t];
+    for (int64_t c = threadIdx.x; c < d.k; c += blockDim.x) out[t * out_stride + c] = d.value(row, c);
+}
+
+__global__ void add_rmsnorm_kernel(float* x, int64_t x_stride, const float* add, int64_t add_stride,
+                                   const float* w, __nv_bfloat16* y, int64_t y_stride, int dim, float eps) {
+    __shared__ float red[32];
+    const int t = blockIdx.x;
+    float* xr = x + t * x_stride;
+    float ss = 0.f;
+    for (int c = threadIdx.x; c < dim; c += blockDim.x) {
+        float v = xr[c];
+        if (add) {
+            v += add[t * add_stride + c];
+            xr[c] = v;
+        }
+        ss += v * v;
+    }
+    const float inv = rsqrtf(block_sum(ss, red) / float(dim) + eps);
+    for (int c = threadIdx.x; c < dim; c += blockDim.x)
+        y[t * y_stride + c] = __float2bfloat16(xr[c] * inv * (1.f + w[c]));
+}
+
+__global__ void swiglu_kernel(const float* in, int64_t in_stride, int inter, __nv_bfloat16* out, int64_t out_stride) {
+    const int t = blockIdx.y;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < inter; i += gridDim.x * blockDim.x) {
+        const float g = in[t * in_stride + i], u = in[t * in_stride + inter + i];
+        out[t * out_stride + i] = __float2bfloat16(silu(g) * u);
+    }
+}
+
+// One warp per token: softmax, then top_k rounds of a (value desc, id asc) warp argmax.
+__global__ void moe_route_kernel(const float* logits, int64_t stride, int n_experts, int top_k, int32_t* ids,
+                                 float* weights) {
+    __shared__ float p[1024];
+    __shared__ float chosen_p[32];
+    const int t = blockIdx.x, lane = threadIdx.x;
+    const float* l = logits + t * stride;
+    float m = -INFINITY;
+    for (int e = lane; e < n_experts; e += 32) m = fmaxf(m, l[e]);
+    m = warp_max(m);
+    float s = 0.f;
+    for (int e = lane; e < n_experts; e += 32) {
+        p[e] = expf(l[e] - m);
+        s += p[e];
+    }
+    s = warp_sum(s);
+    __syncwarp();
+    for (int e = lane; e < n_experts; e += 32) p[e] = p[e] / s;
+    __syncwarp();
+    for (int j = 0; j < top_k; ++j) {
+        float best = -1.f;
+        int best_id = n_experts;
+        for (int e = lane; e < n_experts; e += 32)
+            if (p[e] > best || (p[e] == best && e < best_id)) {
+                best = p[e];
+                best_id = e;
+            }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            const float ob = __shfl_xor_sync(0xffffffffu, best, o);
+            const int oi = __shfl_xor_sync(0xffffffffu, best_id, o);
+            if (ob > best || (ob == best && oi < best_id)) {
+                best = ob;
+                best_id = oi;
+            }
+        }
+        if (lane == 0) {
+            ids[t * top_k + j] = best_id;
+            chosen_p[j] = best;
+            p[best_id] = -2.f; // taken
+        }
+        __syncwarp();
+    }
+    if (lane == 0) {
+        float sum = 0.f;
+        for (int j = 0; j < top_k; ++j) sum += chosen_p[j];
+        for (int j = 0; j < top_k; ++j) weights[t * top_k + j] = chosen_p[j] / sum;
+    }
+}
+
+// grid (ceil(rows/8), n_tokens*top_k), 256 threads: one warp per output row.
+__global__ void moe_gemv_kernel(RowDecoder d, MoeGemvArgs a) {
+    const int slot = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int r = blockIdx.x * 8 + warp;
+    if (r >= a.rows_per_expert) return;
+    const int t = slot / a.top_k;
+    const int64_t row = int64_t(a.ids[slot]) * a.rows_per_expert + r;
+    const __nv_bfloat16* x = a.x + int64_t(a.x_per_slot ? slot : t) * a.x_stride;
+    float acc = 0.f;
+    if (d.format == WeightFormat::Bf16) {
+        for (int64_t c = lane; c < d.k; c += 32) acc = fmaf(d.code(row, c), __bfloat162float(x[c]), acc);
+    } else if (d.format == WeightFormat::Fp8E4m3RowBf16) {
+        for (int64_t c = lane; c < d.k; c += 32) acc = fmaf(d.code(row, c), __bfloat162float(x[c]), acc);
+        acc *= d.scale_of(row, 0);
+    } else {
+        for (int64_t g0 = 0; g0 < d.k; g0 += 64) {
+            float part = 0.f;
+            for (int64_t c = g0 + lane; c < min(g0 + 64, d.k); c += 32)
+                part = fmaf(d.code(row, c), __bfloat162float(x[c]), part);
+            acc = fmaf(part, d.scale_of(row, g0), acc);
+        }
+    }
+    acc = warp_sum(acc);
+    if (lane == 0) a.y[int64_t(slot) * a.y_stride + r] = acc;
+}
+
+__global__ void moe_combine_kernel(const float* y, int64_t y_stride, const float* weights, int top_k,
+                                   const float* shared, int64_t shared_stride, const float* score,
+                                   int64_t score_stride, float* out, int64_t out_stride, int dim) {
+    const int t = blockIdx.y;
+    const float sg = 1.f / (1.f + expf(-score[t * score_stride]));
+    for (int h = blockIdx.x * blockDim.x + threadIdx.x; h < dim; h += gridDim.x * blockDim.x) {
+        float acc = 0.f;
+        for (int j = 0; j < top_k; ++j)
+            acc = fmaf(weights[t * top_k + j], y[int64_t(t * top_k + j) * y_stride + h], acc);
+        out[t * out_stride + h] = fmaf(sg, shared[t * shared_stride + h], acc);
+    }
+}
+
+__global__ void scatter_rows_kernel(const float* src, int64_t src_stride, const int32_t* lanes, float* dst,
+                                    int64_t dst_stride, int64_t n) {
+    const int t = blockIdx.y;
+    const int64_t lane = lanes[t];
+    for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+        dst[lane * dst_stride + i] = src[t * src_stride + i];
+}
+
+bool format_ok(const WeightView& w) {
+    return w.data && w.n >= 1 && w.k >= 1 &&
+           (w.format == WeightFormat::Bf16 || w.format == WeightFormat::Fp8E4m3RowBf16 ||
+            w.format == WeightFormat::Q4G64Fp16);
+}
+
+} // namespace detail
+
+cudaError_t embed_rows(const WeightView& w, const int32_t* ids, int n_tokens, float* out, int64_t out_stride,
+                       cudaStream_t stream) {
+    if (!detail::format_ok(w) || !ids || !out || n_tokens < 1 || n_tokens > 65535 || out_stride < w.k)
+        return cudaErrorInvalidValue;
+    detail::embed_kernel<<<n_tokens, 256, 0, stream>>>(detail::make_decoder(w), ids, out, out_stride);
+    return cudaGetLastError();
+}
+
+cudaError_t add_rmsnorm(float* x, int64_t x_stride, const float* add, int64_t add_stride, const float* w,
+                        __nv_bfloat16* y, int64_t y_stride, int n_tokens, int dim, float eps, cudaStream_t stream) {
+    if (!x || !w || !y || n_tokens < 1 || n_tokens > 65535 || dim < 1) return cudaErrorInvalidValue;
+    detail::add_rmsnorm_kernel<<<n_tokens, 256, 0, stream>>>(x, x_stride, add, add_stride, w, y, y_stride, dim, eps);
+    return cudaGetLastError();
+}
+
+cudaError_t swiglu(const float* in, int64_t in_stride, int inter, __nv_bfloat16* out, int64_t out_stride,
+                   int n_rows, cudaStream_t stream) {
+    if (!in || !out || inter < 1 || n_rows < 1 || n_rows > 65535) return cudaErrorInvalidValue;
+    const dim3 grid(unsigned(std::min(64, (inter + 255) / 256)), unsigned(n_rows));
+    detail::swiglu_kernel<<<grid, 256, 0, stream>>>(in, in_stride, inter, out, out_stride);
+    return cudaGetLastError();
+}
+
+cudaError_t moe_route(const float* logits, int64_t logits_stride, int n_experts, int top_k, int32_t* ids,
+                      float* weights, int n_tokens, cudaStream_t stream) {
+    if (!logits || !ids || !weights || n_experts < 1 || n_experts > 1024 || top_k < 1 || top_k > 32 ||
+        top_k > n_experts || n_tokens < 1 || n_tokens > 65535)
+        return cudaErrorInvalidValue;
+    detail::moe_route_kernel<<<n_tokens, 32, 0, stream>>>(logits, logits_stride, n_experts, top_k, ids, weights);
+    return cudaGetLastError();
+}
+
+cudaError_t moe_gemv(const MoeGemvArgs& a, cudaStream_t stream) {
+    if (!detail::format_ok(a.w) || !a.ids || !a.x || !a.y || a.rows_per_expert < 1 || a.top_k < 1 ||
+        a.n_tokens < 1 || int64_t(a.n_tokens) * a.top_k > 65535 || a.w.n % a.rows_per_expert != 0)
+        return cudaErrorInvalidValue;
+    const dim3 grid(unsigned((a.rows_per_expert + 7) / 8), unsigned(a.n_tokens * a.top_k));
+    detail::moe_gemv_kernel<<<grid, 256, 0, stream>>>(detail::make_decoder(a.w), a);
+    return cudaGetLastError();
+}
+
+cudaError_t moe_combine(const float* y, int64_t y_stride, const float* weights, int top_k, const float* shared,
+                        int64_t shared_stride, const float* score, int64_t score_stride, float* out,
+                        int64_t out_stride, int dim, int n_tokens, cudaStream_t stream) {
+    if (!y || !weights || !shared || !score || !out || dim < 1 || n_tokens < 1 || n_tokens > 65535)
+        return cudaErrorInvalidValue;
+    const dim3 grid(unsigned(std::min(64, (dim + 255) / 256)), unsigned(n_tokens));
+    detail::moe_combine_kernel<<<grid, 256, 0, stream>>>(y, y_stride, weights, top_k, shared, shared_stride, score,
+                                                          score_stride, out, out_stride, dim);
+    return cudaGetLastError();
+}
+
+cudaError_t scatter_rows(const float* src, int64_t src_stride, const int32_t* lanes, float* dst, int64_t dst_stride,
+                         int64_t n, int n_tokens, cudaStream_t stream) {
+    if (!src || !lanes || !dst || n < 1 || n_tokens < 1 || n_tokens > 65535) return cudaErrorInvalidValue;
+    const dim3 grid(unsigned(std::min<int64_t>(256, (n + 255) / 256)), unsigned(n_tokens));
+    detail::scatter_rows_kernel<<<grid, 256, 0, stream>>>(src, src_stride, lanes, dst, dst_stride, n);
+    return cudaGetLastError();
+}
+
+} // namespace ninfer::kernels
