@@ -9,6 +9,8 @@
 //   chunked form, chunks aligned to absolute positions, for longer ones unless
 //   options.gdn_chunked is false), writes the lanes' K/V rows (pages must be reserved), advances
 //   their GDN states, and leaves the final-normed hidden rows in hidden() ([rows][H]).
+// - Positions are text positions: interleaved MRoPE with equal temporal/height/width positions is
+//   exactly 1-D partial RoPE (model.md §5), which is what is applied.
 // - logits(rows, out) applies the output head to the chosen rows.
 // Thread safety: engine thread only; uses the pool for data parallelism.
 #pragma once

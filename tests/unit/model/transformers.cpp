@@ -1,6 +1,11 @@
 // ninfer tests - the CPU backend on converted checkpoints against transformers 5.17 references
 // (tests/fixtures/model, made by tests/oracle/make_model_fixtures.py): first-step logits, greedy
 // tokens and perplexity for the bf16 artifact; mean KL of each quantized recipe vs bf16.
+//
+// Measured (2026-11-29, all 6 fixtures, 24 prompts): with exact f32 KV, worst cosine 1.0000000,
+// worst max|d| = 3.8e-6 of max|logit| (bound 1e-3), worst |d mean NLL| = 6.0e-6 (bound 1e-4), every
+// greedy token identical. With bf16 KV: worst cosine 0.999972, max|d| 7.9e-3 of max|logit|,
+// |d mean NLL| 1.9e-3 (bf16 rounding of K/V; the looser bounds below are for that mode).
 #include "core/engine/perplexity.h"
 #include "core/model/kv_codec.h"
 #include "tests/unit/cpu/tiny_models.h"
