@@ -40,6 +40,7 @@ struct DaemonConfig {
     std::string model_id;
     std::string control_socket;
     std::string state_dir;
+    uint64_t host_cache_mib = 4096; // prefix-cache host store (0 = none)
     std::string device;      // "auto", "cpu", "cuda" or "script:FILE"
     int threads = 0;
     uint32_t max_context = 8192;

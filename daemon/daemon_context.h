@@ -53,6 +53,7 @@ struct DaemonContext {
     core::Engine* engine = nullptr;
     std::shared_ptr<ModelFrontend> frontend;
     ServeState state = ServeState::Loading;
+    bool admission_paused = false; // ninferctl drain: new requests 503 until resume
     std::string failure; // why the engine failed
     int64_t created_unix = 0;
     uint64_t next_request_id = 1;

@@ -26,6 +26,8 @@ constexpr OptionSpec kOptions[] = {
      "Unix socket of the control protocol (ninferctl)", 0},
     {"state-dir", OptionKind::Text, "/var/lib/ninfer", 0, 0, "", "DIR",
      "directory for slot files and the persistent cache", 0},
+    {"host-cache-mib", OptionKind::Integer, "4096", 0, 1048576, "", "MIB",
+     "host memory for prefix-cache checkpoints, page-locked (0 = no prefix cache)", 0},
     {"device", OptionKind::Choice, "auto", 0, 0, "auto|cpu|cuda|script:*", "DEVICE",
      "compute backend: auto (cuda if a GPU is found, else cpu), cpu or cuda", 0},
     {"threads", OptionKind::Integer, "0", 0, 1024, "", "N", "CPU backend threads (0 = one per core)", 0},

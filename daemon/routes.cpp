@@ -98,6 +98,8 @@ void dispatch(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<Response
                                          "method_not_allowed", "", ""});
     if (ctx.state == ServeState::Draining && !route->works_while_draining)
         return send_error(ctx, *writer, {503, "the server is shutting down", "server_shutting_down", "", ""});
+    if (ctx.admission_paused && !route->works_while_draining)
+        return send_error(ctx, *writer, {503, "the server is draining (ninferctl drain)", "server_draining", "", ""});
     try {
         route->handler(ctx, request, writer);
     } catch (const ApiError& e) {

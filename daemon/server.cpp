@@ -3,6 +3,7 @@
 
 #include "core/convert/synthetic.h"
 #include "core/util/error.h"
+#include "daemon/control_server.h"
 #include "daemon/journal.h"
 #include "daemon/log.h"
 #include "daemon/model_loader.h"
@@ -27,8 +28,10 @@ HttpLimits limits_of(const DaemonConfig& c) {
     return l;
 }
 
-core::SchedulerOptions scheduler_options_of(const DaemonConfig& c, const core::MemoryPlan& plan) {
+core::SchedulerOptions scheduler_options_of(const DaemonConfig& c, const core::MemoryPlan& plan,
+                                            core::PrefixCache* cache) {
     core::SchedulerOptions o;
+    o.prefix_cache = cache;
     o.max_context = plan.max_context;
     o.kv_capacity_tokens = plan.kv_capacity_tokens;
     o.prefill_chunk = c.prefill_chunk;
@@ -40,7 +43,7 @@ core::SchedulerOptions scheduler_options_of(const DaemonConfig& c, const core::M
 // The socket systemd passed under FileDescriptorName=http, or -1.
 int activated_http_fd() {
     char** names = nullptr;
-    int n = sd_listen_fds_with_names(1, &names);
+    int n = sd_listen_fds_with_names(0, &names); // keep $LISTEN_FDS: the control socket reads it too
     int fd = -1;
     for (int i = 0; i < n; ++i) {
         if (fd < 0 && names && std::string_view(names[i]) == "http" &&
@@ -55,7 +58,8 @@ int activated_http_fd() {
 class Daemon {
   public:
     Daemon(const CommandLine& cli, DaemonConfig config, PlannedModel model)
-        : cli_(cli), model_(std::move(model)), engine_(scheduler_options_of(config, model_.plan)) {
+        : cli_(cli), model_(std::move(model)), cache_(make_prefix_cache(config, model_)),
+          engine_(scheduler_options_of(config, model_.plan, cache_.get())) {
         uv_loop_init(&loop_);
         ctx_.config = std::move(config);
         ctx_.model_id = model_.model_id;
@@ -82,6 +86,8 @@ class Daemon {
         }
         log_info("http, listening on " + ctx_.config.host + ":" + std::to_string(server_->bound_port()));
         std::fprintf(stderr, "ninferd: listening on %s:%d\n", ctx_.config.host.c_str(), server_->bound_port());
+        control_ = std::make_unique<ControlServer>(&loop_, ControlDeps{&ctx_, &model_, cache_.get(), [this] { reload(); }});
+        if (std::string why = control_->start(); !why.empty()) log_warning(why + "; ninferctl cannot reach this daemon");
         sd_notify(0, "STATUS=loading the model");
         notifier_.start_loading(ctx_.config.artifact_path);
         install_signals();
@@ -107,6 +113,7 @@ class Daemon {
     void on_engine_state(core::EngineState state, const std::string& why, std::shared_ptr<ModelFrontend> frontend) {
         if (state == core::EngineState::Ready) {
             ctx_.frontend = std::move(frontend);
+            if (cache_) install_assistant_marker(engine_, *ctx_.frontend);
             if (ctx_.state == ServeState::Loading) ctx_.state = ServeState::Ready;
             log_event(LogEvent::ModelLoaded, "engine, ready: " + ctx_.model_id + ", " + model_.plan.describe());
             sd_notifyf(0, "READY=1\nSTATUS=serving %s on %s:%d", ctx_.model_id.c_str(), ctx_.config.host.c_str(),
@@ -187,6 +194,7 @@ class Daemon {
         shutting_down_ = true;
         notifier_.stop();
         server_->stop_accepting();
+        if (control_) control_->close();
         uv_timer_init(&loop_, &flush_timer_);
         flush_timer_.data = this;
         flush_started_ = uv_now(&loop_);
@@ -202,12 +210,14 @@ class Daemon {
 
     const CommandLine& cli_;
     PlannedModel model_;
+    std::unique_ptr<core::PrefixCache> cache_; // engine thread only; outlives engine_
     core::Engine engine_;
     uv_loop_t loop_{};
     DaemonContext ctx_;
     ServiceNotifier notifier_{ctx_};
     std::unique_ptr<LoopBridge> bridge_;
     std::unique_ptr<HttpServer> server_;
+    std::unique_ptr<ControlServer> control_;
     uv_signal_t sigterm_{}, sigint_{}, sighup_{};
     uv_timer_t drain_timer_{}, flush_timer_{};
     uint64_t flush_started_ = 0;

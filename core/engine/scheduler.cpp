@@ -159,6 +159,7 @@ void Scheduler::admit(Clock::time_point now) {
         }
         lane.cached_tokens = uint32_t(lane.history.size());
         lane.n_prefilled = lane.cached_tokens;
+        lane.checkpoint_at = options_.prefix_cache ? assistant_boundary(r.prompt, lane.n_prefilled) : 0;
         lane.generated.clear();
         lane.pending_token = -1;
         lane.decoding = false;
@@ -183,6 +184,7 @@ void Scheduler::prefill_one_chunk() {
     Lane& lane = lanes_[size_t(chosen)];
     const std::vector<int32_t>& prompt = lane.request->prompt;
     uint32_t n = std::min<uint32_t>(options_.prefill_chunk, uint32_t(prompt.size()) - lane.n_prefilled);
+    if (lane.checkpoint_at > lane.n_prefilled) n = std::min(n, lane.checkpoint_at - lane.n_prefilled); // stop there
     std::span<const int32_t> chunk(prompt.data() + lane.n_prefilled, n);
     bool last = lane.n_prefilled + n == prompt.size();
     auto t0 = Clock::now();
@@ -192,6 +194,7 @@ void Scheduler::prefill_one_chunk() {
     stats_.n_prefill_tokens_total += n;
     if (!last) {
         stats_.t_prefill_us_total += us_between(t0, Clock::now());
+        if (lane.n_prefilled == lane.checkpoint_at) checkpoint(chosen); // the assistant boundary
         return;
     }
     if (options_.prefix_cache) checkpoint(chosen); // end of the prompt

@@ -61,6 +61,10 @@ class Scheduler {
     LaneImage slot_save(int lane) const;
     void slot_restore(int lane, const LaneImage& image);
     void slot_erase(int lane);
+    // Token ids that open an assistant turn ("<|im_start|>assistant\n"): with a prefix cache, the
+    // prompt is checkpointed right after their last occurrence, where the next turn's prompt still
+    // agrees with this one (the template re-renders earlier replies without their reasoning).
+    void set_assistant_marker(std::vector<int32_t> marker) { assistant_marker_ = std::move(marker); }
 
   private:
     struct Lane {
@@ -69,6 +73,7 @@ class Scheduler {
         std::vector<int32_t> generated;
         uint32_t n_prefilled = 0;     // prompt tokens already in the lane
         uint32_t cached_tokens = 0;
+        uint32_t checkpoint_at = 0;   // prompt position of the assistant-boundary checkpoint (0 = none)
         int32_t pending_token = -1;   // sampled, not yet fed
         bool decoding = false;
         Clock::time_point admitted, first_token;
@@ -88,6 +93,7 @@ class Scheduler {
     void publish_lanes();
     bool restore_from_cache(int lane, const std::vector<int32_t>& prompt, size_t reusable, Clock::time_point now);
     void checkpoint(int lane);
+    uint32_t assistant_boundary(const std::vector<int32_t>& prompt, uint32_t after) const;
     const Lane& slot_lane(int lane) const;
 
     Backend& backend_;
@@ -96,6 +102,7 @@ class Scheduler {
     std::deque<GenerationRequest> queue_;
     std::vector<Lane> lanes_;
     uint64_t admit_counter_ = 0;
+    std::vector<int32_t> assistant_marker_;
 };
 
 } // namespace ninfer::core

@@ -72,6 +72,17 @@ void Scheduler::checkpoint(int lane) {
     options_.prefix_cache->insert(backend_.save_lane(lane), Clock::now());
 }
 
+uint32_t Scheduler::assistant_boundary(const std::vector<int32_t>& prompt, uint32_t after) const {
+    const std::vector<int32_t>& m = assistant_marker_;
+    if (m.empty() || prompt.size() <= m.size()) return 0;
+    for (size_t end = prompt.size(); end >= m.size() && end > after; --end) {
+        if (!std::equal(m.begin(), m.end(), prompt.begin() + long(end - m.size()))) continue;
+        // The end of the prompt gets its own checkpoint; a boundary there adds nothing.
+        return end < prompt.size() ? uint32_t(end) : 0;
+    }
+    return 0;
+}
+
 void Scheduler::publish_lanes() {
     for (size_t i = 0; i < lanes_.size() && i < stats_.lane_phase.size(); ++i) {
         const Lane& l = lanes_[i];

@@ -120,3 +120,29 @@ TEST_CASE("slot save, erase and restore round-trip a lane; empty and busy lanes 
     CHECK_THROWS_WITH(s.slot_restore(sink->lane, saved), Catch::Contains("is busy"));
     CHECK_NOTHROW(s.slot_save(sink->lane)); // saved as it stands at this step boundary
 }
+
+TEST_CASE("the assistant-boundary checkpoint serves the next turn whose template drops the reasoning",
+          "[prefix_cache_scheduler]") {
+    const std::vector<int32_t> marker = {950, 951, 952}; // "<|im_start|>assistant\n"
+    std::vector<int32_t> history = tokens(30, 4);
+    history.insert(history.end(), marker.begin(), marker.end());
+    std::vector<int32_t> turn1 = history;
+    turn1.push_back(960); // "<think>\n": the next turn's rendering does not repeat it
+    std::vector<int32_t> turn2 = history;
+    for (int32_t t : tokens(12, 300)) turn2.push_back(t); // reply + next user message
+
+    PrefixCache cache(cache_options());
+    FakeBackend backend(1);
+    EngineStats stats;
+    Scheduler s(backend, {.max_context = 512, .prefill_chunk = 8, .prefix_cache = &cache}, stats);
+    s.set_assistant_marker(marker);
+    run(s, 1, turn1);
+    run(s, 2, tokens(20, 700)); // the lane moves on
+    auto second = run(s, 3, turn2);
+    CHECK(second->cached == history.size());
+
+    FakeBackend ref_backend(1);
+    EngineStats ref_stats;
+    Scheduler ref(ref_backend, {.max_context = 512, .prefill_chunk = 8}, ref_stats);
+    CHECK(run(ref, 3, turn2)->tokens == second->tokens);
+}

@@ -1,0 +1,351 @@
+// ninfer::daemon - control ops by table: status, metrics, slots, cache, drain, resume, log level, reload.
+#include "core/util/error.h"
+#include "daemon/control_server.h"
+#include "daemon/log.h"
+#include "proto/messages.h"
+
+#include <systemd/sd-daemon.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <dirent.h>
+#include <sys/stat.h>
+
+namespace ninfer::daemon {
+namespace {
+
+using ConnPtr = ControlServer::ConnPtr;
+using proto::Frame;
+using proto::Status;
+using Clock = std::chrono::steady_clock;
+
+// Engine and slot-file errors are one-line messages; the status tells ninferctl what kind.
+Status status_of(const std::string& message) {
+    if (message.find("is busy") != std::string::npos) return Status::Busy;
+    if (message.find("does not exist") != std::string::npos || message.find("No such file") != std::string::npos)
+        return Status::NotFound;
+    if (message.find("write: ") == 0 || message.find("fsync") != std::string::npos) return Status::Io;
+    return Status::Invalid;
+}
+
+template <typename T> std::optional<T> payload_of(ControlServer& s, const ConnPtr& c, const Frame& f) {
+    std::optional<T> v = proto::decode_payload<T>(f.payload);
+    if (!v) s.reply_error(c, f, Status::BadMessage, std::string(proto::op_name(f.header.op)) + ": malformed payload");
+    return v;
+}
+
+template <typename T> void reply_ok(ControlServer& s, const ConnPtr& c, const Frame& f, const T& value) {
+    s.reply(c, f, Status::Ok, proto::encode_payload(value));
+}
+
+const char* phase_name(uint8_t phase) { return phase == 2 ? "decode" : phase == 1 ? "prefill" : "idle"; }
+
+std::vector<proto::LaneInfo> lanes_of(const DaemonContext& ctx) {
+    const core::EngineStats& st = ctx.engine->stats();
+    std::vector<proto::LaneInfo> out;
+    for (int i = 0; i < st.n_lanes && size_t(i) < st.lane_phase.size(); ++i)
+        out.push_back({uint32_t(i), phase_name(st.lane_phase[size_t(i)]), st.lane_tokens[size_t(i)]});
+    return out;
+}
+
+void handle_status(ControlServer& s, const ConnPtr& c, const Frame& f) {
+    const DaemonContext& ctx = *s.deps().ctx;
+    const PlannedModel& m = *s.deps().model;
+    proto::StatusReply r;
+    r.version = NINFER_VERSION_STRING;
+    r.model_id = ctx.model_id;
+    r.artifact = ctx.config.artifact_path;
+    r.device = ctx.config.device;
+    r.synthetic = m.artifact->is_synthetic();
+    r.draining = ctx.state == ServeState::Draining || ctx.admission_paused;
+    r.uptime_s = uint64_t(std::max<int64_t>(0, int64_t(std::time(nullptr)) - ctx.created_unix));
+    r.queue_length = uint32_t(ctx.engine->stats().n_requests_waiting.load());
+    r.max_pending = ctx.config.max_pending;
+    r.lanes = lanes_of(ctx);
+    r.memory_plan = {m.plan.weight_bytes, m.plan.kv_bytes, m.plan.kv_capacity_tokens, m.plan.gdn_bytes,
+                     m.plan.workspace_bytes, ctx.config.host_cache_mib << 20};
+    reply_ok(s, c, f, r);
+}
+
+proto::MetricsReply metrics_of(const DaemonContext& ctx) {
+    const core::EngineStats& st = ctx.engine->stats();
+    proto::MetricsReply r;
+    r.requests_total = st.n_requests_finished_total + st.n_requests_cancelled_total + st.n_requests_rejected_total;
+    r.requests_failed = st.n_requests_rejected_total;
+    r.prompt_tokens_total = st.n_prompt_tokens_total;
+    r.generated_tokens_total = st.n_generation_tokens_total;
+    r.cached_tokens_total = st.n_prompt_tokens_cached_total;
+    uint64_t prefill_us = st.t_prefill_us_total, decode_us = st.t_decode_us_total;
+    r.prompt_tokens_per_s = prefill_us ? double(st.n_prefill_tokens_total) * 1e6 / double(prefill_us) : 0;
+    r.generated_tokens_per_s = decode_us ? double(st.n_decode_lane_steps_total) * 1e6 / double(decode_us) : 0;
+    const Histogram& ttft = ctx.counters.ttft_seconds;
+    r.ttft_ms_mean = ttft.count ? ttft.sum / double(ttft.count) * 1000.0 : 0;
+    r.queue_length = uint32_t(st.n_requests_waiting.load());
+    r.lanes_busy = uint32_t(st.n_requests_running.load());
+    r.kv_used_tokens = st.kv_reserved_tokens;
+    r.kv_capacity_tokens = st.kv_capacity_tokens;
+    r.cache_hits = st.n_prefix_cache_hits_total;
+    r.cache_misses = st.n_prefix_cache_misses_total;
+    return r;
+}
+
+void handle_metrics(ControlServer& s, const ConnPtr& c, const Frame& f) { reply_ok(s, c, f, metrics_of(*s.deps().ctx)); }
+
+void handle_metrics_watch(ControlServer& s, const ConnPtr& c, const Frame& f) {
+    auto req = payload_of<proto::MetricsWatchRequest>(s, c, f);
+    if (!req) return;
+    if (req->interval_ms < 100) return s.reply_error(c, f, Status::Invalid, "metrics-watch: interval below 100 ms");
+    s.start_watch(c, f, req->interval_ms, req->count);
+}
+
+std::vector<std::string> saved_slot_names(const std::string& dir) {
+    std::vector<std::string> names;
+    if (DIR* d = ::opendir(dir.c_str())) {
+        while (dirent* e = ::readdir(d)) {
+            std::string n = e->d_name;
+            if (n.size() > 6 && n[0] != '.' && n.compare(n.size() - 6, 6, ".nslot") == 0) names.push_back(n.substr(0, n.size() - 6));
+        }
+        ::closedir(d);
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+void handle_slot_list(ControlServer& s, const ConnPtr& c, const Frame& f) {
+    proto::SlotListReply r;
+    r.slots = lanes_of(*s.deps().ctx);
+    r.saved_names = saved_slot_names(s.slots_dir());
+    reply_ok(s, c, f, r);
+}
+
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+// Save: the engine copies the lane at a step boundary, the I/O worker writes the file.
+void handle_slot_save(ControlServer& s, const ConnPtr& c, const Frame& f) {
+    auto req = payload_of<proto::SlotRequest>(s, c, f);
+    if (!req) return;
+    if (!proto::is_valid_slot_name(req->name)) return s.reply_error(c, f, Status::Invalid, "invalid slot name '" + req->name + "'");
+    std::string path = core::slot_file_path(s.slots_dir(), req->name);
+    ControlServer* server = &s;
+    uint32_t slot = req->slot;
+    auto t0 = Clock::now();
+    s.deps().ctx->engine->post_admin([server, c, f, slot, path, t0](core::Scheduler* sched) {
+        auto image = std::make_shared<core::LaneImage>();
+        try {
+            if (!sched) throw Error("the engine is not serving");
+            *image = sched->slot_save(int(slot));
+        } catch (const std::exception& e) {
+            std::string m = e.what();
+            return server->post([server, c, f, m] { server->reply_error(c, f, status_of(m), m); });
+        }
+        server->io().post([server, c, f, slot, path, t0, image] {
+            std::string error;
+            core::SlotFileStats st;
+            try {
+                core::make_directories(server->slots_dir(), 0750);
+                st = core::slot_file_write(path, server->identity(), *image, core::file_io_mode_default());
+            } catch (const std::exception& e) {
+                error = e.what();
+            }
+            server->post([server, c, f, slot, t0, st, error] {
+                if (!error.empty()) return server->reply_error(c, f, status_of(error), error);
+                log_info("ctl, slot save slot=" + std::to_string(slot) + " tokens=" + std::to_string(st.n_tokens) +
+                         " bytes=" + std::to_string(st.bytes) + " via " + core::file_io_mode_name(st.mode));
+                reply_ok(*server, c, f, proto::SlotReply{slot, st.n_tokens, st.bytes, ms_since(t0)});
+            });
+        });
+    });
+}
+
+// Restore: the I/O worker reads and checks the file, then the engine loads it into the lane.
+void handle_slot_restore(ControlServer& s, const ConnPtr& c, const Frame& f) {
+    auto req = payload_of<proto::SlotRequest>(s, c, f);
+    if (!req) return;
+    if (!proto::is_valid_slot_name(req->name)) return s.reply_error(c, f, Status::Invalid, "invalid slot name '" + req->name + "'");
+    std::string path = core::slot_file_path(s.slots_dir(), req->name);
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return s.reply_error(c, f, Status::NotFound, "no saved slot named '" + req->name + "'");
+    ControlServer* server = &s;
+    core::Engine* engine = s.deps().ctx->engine;
+    uint32_t slot = req->slot;
+    auto t0 = Clock::now();
+    s.io().post([server, engine, c, f, slot, path, t0] {
+        auto image = std::make_shared<core::LaneImage>();
+        core::SlotFileStats fs;
+        try {
+            *image = core::slot_file_read(path, server->identity(), core::file_io_mode_default(), &fs);
+        } catch (const std::exception& e) {
+            std::string m = e.what();
+            return server->post([server, c, f, m] { server->reply_error(c, f, status_of(m), m); });
+        }
+        engine->post_admin([server, c, f, slot, t0, image, fs](core::Scheduler* sched) {
+            std::string error;
+            try {
+                if (!sched) throw Error("the engine is not serving");
+                sched->slot_restore(int(slot), *image);
+            } catch (const std::exception& e) {
+                error = e.what();
+            }
+            server->post([server, c, f, slot, t0, fs, error] {
+                if (!error.empty()) return server->reply_error(c, f, status_of(error), error);
+                reply_ok(*server, c, f, proto::SlotReply{slot, fs.n_tokens, fs.bytes, ms_since(t0)});
+            });
+        });
+    });
+}
+
+// Runs fn(cache) on the engine thread and replies with what it returns (or its error).
+template <typename Reply, typename Fn> void on_engine(ControlServer& s, const ConnPtr& c, const Frame& f, Fn fn) {
+    ControlServer* server = &s;
+    core::PrefixCache* cache = s.deps().cache;
+    s.deps().ctx->engine->post_admin([server, cache, c, f, fn](core::Scheduler* sched) {
+        std::string error;
+        Reply r{};
+        try {
+            if (!sched) throw Error("the engine is not serving");
+            r = fn(sched, cache);
+        } catch (const std::exception& e) {
+            error = e.what();
+        }
+        server->post([server, c, f, r, error] {
+            if (!error.empty()) return server->reply_error(c, f, status_of(error), error);
+            reply_ok(*server, c, f, r);
+        });
+    });
+}
+
+void handle_slot_erase(ControlServer& s, const ConnPtr& c, const Frame& f) {
+    auto req = payload_of<proto::SlotRequest>(s, c, f);
+    if (!req) return;
+    uint32_t slot = req->slot;
+    on_engine<proto::SlotReply>(s, c, f, [slot](core::Scheduler* sched, core::PrefixCache*) {
+        sched->slot_erase(int(slot));
+        return proto::SlotReply{slot, 0, 0, 0};
+    });
+}
+
+void handle_cache_list(ControlServer& s, const ConnPtr& c, const Frame& f) {
+    on_engine<proto::CacheListReply>(s, c, f, [](core::Scheduler*, core::PrefixCache* cache) {
+        proto::CacheListReply r;
+        if (!cache) return r;
+        auto now = Clock::now();
+        for (const core::SnapshotInfo& i : cache->store().list())
+            r.entries.push_back({core::prefix_key_hex(i.id), i.n_tokens, i.bytes,
+                                 i.tier == core::SnapshotTier::Host ? "host" : "disk",
+                                 uint64_t(std::chrono::duration_cast<std::chrono::seconds>(now - i.last_used).count()),
+                                 i.hits});
+        r.budget_bytes = cache->store().budget_bytes(core::SnapshotTier::Host);
+        r.used_bytes = cache->store().used_bytes(core::SnapshotTier::Host);
+        return r;
+    });
+}
+
+void handle_cache_evict(ControlServer& s, const ConnPtr& c, const Frame& f) {
+    auto req = payload_of<proto::CacheEvictRequest>(s, c, f);
+    if (!req) return;
+    proto::CacheEvictRequest r = *req;
+    on_engine<proto::CountReply>(s, c, f, [r](core::Scheduler*, core::PrefixCache* cache) {
+        if (!cache) return proto::CountReply{};
+        core::PrefixCache::Removed gone;
+        if (r.mode == proto::CacheEvictMode::All) gone = cache->evict_all();
+        else if (r.mode == proto::CacheEvictMode::OlderThan) gone = cache->evict_older_than(double(r.older_than_s), Clock::now());
+        else if ((gone = cache->evict_key(r.key)).count == 0) throw Error("cache entry '" + r.key + "' does not exist");
+        return proto::CountReply{gone.count, gone.bytes};
+    });
+}
+
+void handle_drain(ControlServer& s, const ConnPtr& c, const Frame& f) {
+    s.deps().ctx->admission_paused = true;
+    sd_notify(0, "STATUS=draining (ninferctl drain): new requests are refused");
+    log_info("ctl, draining: admission stopped, running requests finish");
+    s.reply(c, f, Status::Ok, {});
+}
+
+void handle_resume(ControlServer& s, const ConnPtr& c, const Frame& f) {
+    DaemonContext& ctx = *s.deps().ctx;
+    ctx.admission_paused = false;
+    sd_notifyf(0, "STATUS=serving %s", ctx.model_id.c_str());
+    log_info("ctl, resumed: admitting requests");
+    s.reply(c, f, Status::Ok, {});
+}
+
+void handle_log_level(ControlServer& s, const ConnPtr& c, const Frame& f) {
+    auto req = payload_of<proto::LogLevelRequest>(s, c, f);
+    if (!req) return;
+    try {
+        log_set_level(parse_log_level(req->level));
+    } catch (const std::exception& e) {
+        return s.reply_error(c, f, Status::Invalid, e.what());
+    }
+    log_info("ctl, log level " + req->level);
+    s.reply(c, f, Status::Ok, {});
+}
+
+void handle_reload(ControlServer& s, const ConnPtr& c, const Frame& f) {
+    s.deps().reload();
+    s.reply(c, f, Status::Ok, {});
+}
+
+void handle_artifact_upgrade(ControlServer& s, const ConnPtr& c, const Frame& f) {
+    s.reply_error(c, f, Status::UnknownOp,
+                  "artifact-upgrade runs offline: ninferctl artifact upgrade SRC [DST] (it never touches the served model)");
+}
+
+using Handler = void (*)(ControlServer&, const ConnPtr&, const Frame&);
+struct OpEntry {
+    proto::Op op;
+    Handler handler;
+};
+
+constexpr OpEntry kOps[] = {
+    {proto::Op::Status, handle_status},
+    {proto::Op::Metrics, handle_metrics},
+    {proto::Op::MetricsWatch, handle_metrics_watch},
+    {proto::Op::SlotList, handle_slot_list},
+    {proto::Op::SlotSave, handle_slot_save},
+    {proto::Op::SlotRestore, handle_slot_restore},
+    {proto::Op::SlotErase, handle_slot_erase},
+    {proto::Op::CacheList, handle_cache_list},
+    {proto::Op::CacheEvict, handle_cache_evict},
+    {proto::Op::ArtifactUpgrade, handle_artifact_upgrade},
+    {proto::Op::Drain, handle_drain},
+    {proto::Op::Resume, handle_resume},
+    {proto::Op::LogLevel, handle_log_level},
+    {proto::Op::Reload, handle_reload},
+};
+
+} // namespace
+
+bool dispatch_control_op(ControlServer& server, const ControlServer::ConnPtr& c, const proto::Frame& frame) {
+    for (const OpEntry& e : kOps)
+        if (uint16_t(e.op) == frame.header.op) {
+            e.handler(server, c, frame);
+            return true;
+        }
+    return false;
+}
+
+void ControlServer::start_watch(const ConnPtr& c, const proto::Frame& request, uint32_t interval_ms, uint32_t count) {
+    if (c->watching) return reply_error(c, request, Status::Busy, "metrics-watch already running on this connection");
+    c->watching = true;
+    c->watch_left = count;
+    c->watch_request = request;
+    uv_timer_init(loop_, &c->watch_timer);
+    c->watch_timer.data = new ConnPtr(c); // released by the timer's close callback
+    auto tick = [](uv_timer_t* t) {
+        ConnPtr conn = *static_cast<ConnPtr*>(t->data);
+        ControlServer* self = conn->server;
+        bool last = conn->watch_left == 1;
+        self->reply(conn, conn->watch_request, Status::Ok, proto::encode_payload(metrics_of(*self->deps_.ctx)),
+                    proto::kFlagMore);
+        if (conn->watch_left > 0) --conn->watch_left;
+        if (last) {
+            self->reply(conn, conn->watch_request, Status::Ok, {}, proto::kFlagEnd);
+            uv_timer_stop(t);
+        }
+    };
+    uv_timer_start(&c->watch_timer, tick, 0, interval_ms);
+}
+
+} // namespace ninfer::daemon

@@ -1,0 +1,291 @@
+// ninfer::daemon - control socket listener: socket setup, peer credentials, frames, replies.
+#include "daemon/control_server.h"
+
+#include "core/util/error.h"
+#include "core/util/file_io.h"
+#include "daemon/log.h"
+#include "proto/messages.h"
+
+#include <systemd/sd-daemon.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+namespace ninfer::daemon {
+namespace {
+
+constexpr const char* kAdminGroup = "ninfer-admin";
+
+// The socket systemd passed under FileDescriptorName=control, or -1.
+int activated_control_fd() {
+    char** names = nullptr;
+    int n = sd_listen_fds_with_names(0, &names);
+    int fd = -1;
+    for (int i = 0; i < n; ++i) {
+        if (fd < 0 && names && std::string_view(names[i]) == "control" &&
+            sd_is_socket_unix(SD_LISTEN_FDS_START + i, SOCK_STREAM, 1, nullptr, 0) > 0)
+            fd = SD_LISTEN_FDS_START + i;
+        if (names) free(names[i]);
+    }
+    free(names);
+    return fd;
+}
+
+bool admin_group_gid(gid_t& gid) {
+    group* g = ::getgrnam(kAdminGroup);
+    if (!g) return false;
+    gid = g->gr_gid;
+    return true;
+}
+
+bool peer_is_admin(const ucred& peer) {
+    if (peer.uid == 0 || peer.uid == ::geteuid()) return true;
+    gid_t admin;
+    if (!admin_group_gid(admin)) return false;
+    if (peer.gid == admin) return true;
+    passwd* pw = ::getpwuid(peer.uid);
+    if (!pw) return false;
+    int n = 64;
+    std::vector<gid_t> groups(static_cast<size_t>(n));
+    if (::getgrouplist(pw->pw_name, pw->pw_gid, groups.data(), &n) < 0) {
+        groups.resize(size_t(n));
+        if (::getgrouplist(pw->pw_name, pw->pw_gid, groups.data(), &n) < 0) return false;
+    }
+    for (int i = 0; i < n; ++i)
+        if (groups[size_t(i)] == admin) return true;
+    return false;
+}
+
+struct WriteReq {
+    uv_write_t req{};
+    std::vector<uint8_t> bytes;
+    std::shared_ptr<ControlConnection> keep;
+};
+
+std::string parent_dir(const std::string& path) {
+    size_t slash = path.rfind('/');
+    return slash == std::string::npos || slash == 0 ? "." : path.substr(0, slash);
+}
+
+} // namespace
+
+ControlServer::ControlServer(uv_loop_t* loop, ControlDeps deps)
+    : loop_(loop), deps_(std::move(deps)), identity_(slot_identity_of(*deps_.model)) {}
+
+ControlServer::~ControlServer() {
+    *alive_ = false;
+    if (lock_fd_ >= 0) ::close(lock_fd_);
+}
+
+std::string ControlServer::start() {
+    uv_pipe_init(loop_, &listener_, 0);
+    listener_.data = this;
+    int fd = activated_control_fd();
+    if (fd >= 0) {
+        if (int rc = uv_pipe_open(&listener_, fd); rc != 0) return std::string("control, cannot use the passed socket: ") + uv_strerror(rc);
+        socket_path_ = "(socket-activated)";
+    } else {
+        socket_path_ = deps_.ctx->config.control_socket;
+        std::string dir = parent_dir(socket_path_);
+        try {
+            core::make_directories(dir, 0750);
+        } catch (const Error& e) {
+            return std::string("control, ") + e.what();
+        }
+        std::string lock_path = socket_path_ + ".lock";
+        lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        if (lock_fd_ < 0) return "control, cannot open " + lock_path + ": " + std::strerror(errno);
+        if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0)
+            return "control, another ninferd holds " + socket_path_ + " (lock " + lock_path + ")";
+        struct stat st;
+        if (::lstat(socket_path_.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) ::unlink(socket_path_.c_str());
+        if (int rc = uv_pipe_bind(&listener_, socket_path_.c_str()); rc != 0)
+            return "control, cannot bind " + socket_path_ + ": " + uv_strerror(rc);
+        ::chmod(socket_path_.c_str(), 0660);
+        gid_t admin;
+        if (!admin_group_gid(admin))
+            log_warning(std::string("control, group ") + kAdminGroup + " does not exist: the socket keeps group " +
+                        std::to_string(::getegid()) + "; only root and the daemon's user have admin rights");
+        else if (::chown(socket_path_.c_str(), uid_t(-1), admin) != 0)
+            log_warning(std::string("control, cannot give ") + socket_path_ + " to group " + kAdminGroup + ": " +
+                        std::strerror(errno));
+    }
+    if (int rc = uv_listen(reinterpret_cast<uv_stream_t*>(&listener_), 16, on_connection); rc != 0)
+        return "control, cannot listen on " + socket_path_ + ": " + uv_strerror(rc);
+    listening_ = true;
+    log_info("control, listening on " + socket_path_);
+    return "";
+}
+
+void ControlServer::close() {
+    if (closed_) return;
+    closed_ = true;
+    *alive_ = false;
+    if (!uv_is_closing(reinterpret_cast<uv_handle_t*>(&listener_)))
+        uv_close(reinterpret_cast<uv_handle_t*>(&listener_), nullptr);
+    if (listening_ && socket_path_.front() == '/') ::unlink(socket_path_.c_str());
+    std::set<ConnPtr> all = connections_;
+    for (const ConnPtr& c : all) close_connection(c);
+}
+
+void ControlServer::post(std::function<void()> fn) {
+    std::weak_ptr<bool> alive = alive_;
+    deps_.ctx->bridge->post([alive, fn = std::move(fn)] {
+        if (auto a = alive.lock(); a && *a) fn();
+    });
+}
+
+void ControlServer::on_connection(uv_stream_t* server, int status) {
+    if (status == 0) static_cast<ControlServer*>(server->data)->accept_one();
+}
+
+void ControlServer::accept_one() {
+    auto c = std::make_shared<ControlConnection>();
+    c->server = this;
+    c->self = c;
+    uv_pipe_init(loop_, &c->pipe, 0);
+    c->pipe.data = new ConnPtr(c); // released by the close callback
+    if (uv_accept(reinterpret_cast<uv_stream_t*>(&listener_), reinterpret_cast<uv_stream_t*>(&c->pipe)) != 0) {
+        uv_close(reinterpret_cast<uv_handle_t*>(&c->pipe), [](uv_handle_t* h) { delete static_cast<ConnPtr*>(h->data); });
+        return;
+    }
+    uv_os_fd_t fd;
+    uv_fileno(reinterpret_cast<uv_handle_t*>(&c->pipe), &fd);
+    ucred peer{};
+    socklen_t len = sizeof peer;
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) == 0 && len == sizeof peer) {
+        c->peer_uid = peer.uid;
+        c->peer_pid = uint32_t(peer.pid);
+        c->is_admin = peer_is_admin(peer);
+    }
+    connections_.insert(c);
+    uv_read_start(
+        reinterpret_cast<uv_stream_t*>(&c->pipe),
+        [](uv_handle_t*, size_t, uv_buf_t* buf) {
+            static thread_local char scratch[64 * 1024];
+            *buf = uv_buf_init(scratch, sizeof scratch);
+        },
+        [](uv_stream_t* stream, ssize_t n, const uv_buf_t* buf) {
+            ConnPtr c = *static_cast<ConnPtr*>(stream->data);
+            ControlServer* self = c->server;
+            if (n < 0) return self->close_connection(c);
+            c->decoder.feed({reinterpret_cast<const uint8_t*>(buf->base), size_t(n)});
+            while (!c->closing) {
+                std::optional<proto::Frame> f = c->decoder.next();
+                if (!f) break;
+                self->on_frame(c, *f);
+            }
+            if (c->decoder.has_error() && !c->closing) {
+                proto::Frame none;
+                bool version = c->decoder.refused_version() != 0;
+                self->reply_error(c, none, version ? proto::Status::BadVersion : proto::Status::BadMessage,
+                                  "protocol error: " + c->decoder.error());
+                c->closing = true; // answered once; the shutdown below closes after the write
+                auto* req = new uv_shutdown_t;
+                req->data = new ConnPtr(c);
+                uv_shutdown(req, stream, [](uv_shutdown_t* r, int) {
+                    ConnPtr conn = *static_cast<ConnPtr*>(r->data);
+                    delete static_cast<ConnPtr*>(r->data);
+                    delete r;
+                    conn->closing = false;
+                    conn->server->close_connection(conn);
+                });
+            }
+        });
+}
+
+void ControlServer::on_frame(const ConnPtr& c, const proto::Frame& f) {
+    uint16_t op = f.header.op;
+    if (f.header.flags != 0) return reply_error(c, f, proto::Status::BadMessage, "requests carry no flags");
+    if (op == 0 || op >= proto::kOpCount)
+        return reply_error(c, f, proto::Status::UnknownOp, "op " + std::to_string(op) + " is not known to this daemon");
+    if (proto::op_is_admin(proto::Op(op)) && !c->is_admin)
+        return reply_error(c, f, proto::Status::Refused,
+                           std::string(proto::op_name(op)) + " needs admin rights (uid " + std::to_string(c->peer_uid) +
+                               " is not root, the daemon's user or a member of " + kAdminGroup + ")");
+    if (proto::op_is_admin(proto::Op(op)))
+        log_info("ctl, " + std::string(proto::op_name(op)) + " from uid " + std::to_string(c->peer_uid) + " pid " +
+                 std::to_string(c->peer_pid));
+    try {
+        if (!dispatch_control_op(*this, c, f))
+            reply_error(c, f, proto::Status::UnknownOp, std::string(proto::op_name(op)) + " is not supported by ninferd");
+    } catch (const std::exception& e) {
+        log_error(std::string("ctl, ") + std::string(proto::op_name(op)) + " failed: " + e.what());
+        reply_error(c, f, proto::Status::Internal, e.what());
+    }
+}
+
+void ControlServer::reply(const ConnPtr& c, const proto::Frame& request, proto::Status status,
+                          std::vector<uint8_t> payload, uint16_t extra_flags) {
+    if (c->closing || closed_ || !connections_.count(c)) return;
+    proto::FrameHeader h;
+    h.op = request.header.op;
+    h.flags = uint16_t(proto::kFlagReply | extra_flags);
+    h.status = int32_t(status);
+    h.request_id = request.header.request_id;
+    auto* w = new WriteReq;
+    w->bytes = proto::encode_frame(h, payload);
+    w->keep = c;
+    uv_buf_t buf = uv_buf_init(reinterpret_cast<char*>(w->bytes.data()), unsigned(w->bytes.size()));
+    w->req.data = w;
+    if (uv_write(&w->req, reinterpret_cast<uv_stream_t*>(&c->pipe), &buf, 1,
+                 [](uv_write_t* r, int) { delete static_cast<WriteReq*>(r->data); }) != 0)
+        delete w;
+}
+
+void ControlServer::reply_error(const ConnPtr& c, const proto::Frame& request, proto::Status status,
+                                const std::string& message) {
+    reply(c, request, status, proto::encode_payload(proto::ErrorReply{message}));
+}
+
+void ControlServer::close_connection(const ConnPtr& c) {
+    if (!connections_.count(c)) return;
+    connections_.erase(c);
+    c->closing = true;
+    if (c->watching) {
+        uv_timer_stop(&c->watch_timer);
+        uv_close(reinterpret_cast<uv_handle_t*>(&c->watch_timer),
+                 [](uv_handle_t* h) { delete static_cast<ConnPtr*>(h->data); });
+        c->watching = false;
+    }
+    uv_close(reinterpret_cast<uv_handle_t*>(&c->pipe), [](uv_handle_t* h) { delete static_cast<ConnPtr*>(h->data); });
+}
+
+core::SlotIdentity slot_identity_of(const PlannedModel& model) {
+    core::SlotIdentity id;
+    id.artifact_id = core::artifact_id_from_hex(model.artifact->artifact_id_hex());
+    id.model_id = model.model_id;
+    id.kv_dtype = model.plan.kv_dtype;
+    id.page_tokens = core::kKvPageTokens;
+    id.kv_bytes_per_token = model.plan.kv_bytes_per_token;
+    id.gdn_bytes = model.plan.lane_image_gdn_bytes();
+    id.max_context = model.plan.max_context;
+    return id;
+}
+
+void install_assistant_marker(core::Engine& engine, const ModelFrontend& frontend) {
+    std::vector<int32_t> marker;
+    for (auto id : frontend.tokenizer().encode("<|im_start|>assistant\n")) marker.push_back(int32_t(id));
+    engine.post_admin([marker](core::Scheduler* s) {
+        if (s) s->set_assistant_marker(marker);
+    });
+}
+
+std::unique_ptr<core::PrefixCache> make_prefix_cache(const DaemonConfig& config, const PlannedModel& model) {
+    if (config.host_cache_mib == 0) return nullptr;
+    core::SnapshotStoreOptions o;
+    o.host_budget_bytes = config.host_cache_mib << 20;
+    o.identity = slot_identity_of(model);
+    o.warn = [](const std::string& m) { log_warning(m); };
+    return std::make_unique<core::PrefixCache>(std::move(o));
+}
+
+} // namespace ninfer::daemon

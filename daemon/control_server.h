@@ -1,0 +1,107 @@
+// ninfer::daemon - the control socket: ninferctl's Unix socket on the libuv loop (PROTOCOL.md).
+//
+// Contract (loop thread only):
+// - start() listens on the socket systemd passed under FileDescriptorName=control, else on
+//   config.control_socket: the parent directory is created 0750 when missing, a lock file
+//   (<socket>.lock, flock) makes a second daemon fail instead of stealing the socket, a stale
+//   socket is unlinked, the socket is chmod 0660 and chgrp ninfer-admin (a missing group: warning,
+//   the process group stays). Failure to listen is returned as a message; the daemon keeps serving
+//   HTTP without a control socket.
+// - Every connection's peer credentials (SO_PEERCRED) decide its rights once: admin for uid 0,
+//   the daemon's uid and members of ninfer-admin (primary or supplementary); read-only otherwise.
+//   Admin ops from a read-only peer get Status::Refused. Mutating ops are logged with the peer's
+//   uid and pid.
+// - Frames are decoded with proto::FrameDecoder; a protocol error is answered once and the
+//   connection closed; unknown ops get UnknownOp; a payload that does not decode gets BadMessage.
+//   Ops dispatch through one table (control_handlers.cpp). Ops that touch model state are engine
+//   admin tasks, slot file I/O runs on the I/O worker, read-only figures come from atomics.
+#pragma once
+
+#include "core/engine/io_worker.h"
+#include "core/engine/prefix_cache.h"
+#include "core/engine/slot_file.h"
+#include "daemon/daemon_context.h"
+#include "daemon/model_loader.h"
+#include "proto/frame.h"
+
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+
+#include <uv.h>
+
+namespace ninfer::daemon {
+
+struct ControlDeps {
+    DaemonContext* ctx = nullptr;
+    const PlannedModel* model = nullptr;
+    core::PrefixCache* cache = nullptr; // engine thread only: touched through admin tasks
+    std::function<void()> reload;       // SIGHUP's work
+};
+
+// The prefix cache the engine owns, sized by host-cache-mib (0 = no cache).
+std::unique_ptr<core::PrefixCache> make_prefix_cache(const DaemonConfig& config, const PlannedModel& model);
+core::SlotIdentity slot_identity_of(const PlannedModel& model);
+// Tells the scheduler where assistant turns open, for the assistant-boundary checkpoint.
+void install_assistant_marker(core::Engine& engine, const ModelFrontend& frontend);
+
+struct ControlConnection;
+
+class ControlServer {
+  public:
+    ControlServer(uv_loop_t* loop, ControlDeps deps);
+    ~ControlServer();
+    std::string start(); // "" on success, else why there is no control socket
+    void close();        // stop listening, close every connection (loop thread)
+
+    // For the handlers (control_handlers.cpp).
+    using ConnPtr = std::shared_ptr<ControlConnection>;
+    void reply(const ConnPtr& c, const proto::Frame& request, proto::Status status, std::vector<uint8_t> payload,
+               uint16_t extra_flags = 0);
+    void reply_error(const ConnPtr& c, const proto::Frame& request, proto::Status status, const std::string& message);
+    // Runs fn on the loop thread later (from the engine or I/O thread); dropped after close().
+    void post(std::function<void()> fn);
+    const ControlDeps& deps() const { return deps_; }
+    core::IoWorker& io() { return io_; }
+    const core::SlotIdentity& identity() const { return identity_; }
+    std::string slots_dir() const { return deps_.ctx->config.state_dir + "/slots"; }
+    void start_watch(const ConnPtr& c, const proto::Frame& request, uint32_t interval_ms, uint32_t count);
+
+  private:
+    friend struct ControlConnection;
+    static void on_connection(uv_stream_t* server, int status);
+    void accept_one();
+    void on_frame(const ConnPtr& c, const proto::Frame& frame);
+    void close_connection(const ConnPtr& c);
+
+    uv_loop_t* loop_;
+    ControlDeps deps_;
+    core::SlotIdentity identity_;
+    uv_pipe_t listener_{};
+    bool listening_ = false, closed_ = false;
+    int lock_fd_ = -1;
+    std::string socket_path_;
+    std::set<ConnPtr> connections_;
+    core::IoWorker io_;
+    std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+// Dispatch by op (control_handlers.cpp). Returns false for an op this daemon does not know.
+bool dispatch_control_op(ControlServer& server, const ControlServer::ConnPtr& c, const proto::Frame& frame);
+
+struct ControlConnection {
+    uv_pipe_t pipe{};
+    ControlServer* server = nullptr;
+    proto::FrameDecoder decoder;
+    bool is_admin = false;
+    uint32_t peer_uid = 0, peer_pid = 0;
+    bool closing = false;
+    uv_timer_t watch_timer{};
+    bool watching = false;
+    uint32_t watch_left = 0; // frames still to send; 0 = until the client closes
+    proto::Frame watch_request;
+    std::weak_ptr<ControlConnection> self;
+};
+
+} // namespace ninfer::daemon
