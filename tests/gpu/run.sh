@@ -9,6 +9,8 @@
 #                        (apt-get download libsimdjson-dev libsimdjson14 libpcre2-dev
 #                        libpcre2-8-0 catch2), unpacked with dpkg -x into .deps/root.
 #   NINFER_GPU_SANITIZE=1 also run compute-sanitizer memcheck over the small tests.
+#   NINFER_GPU_BENCH_DECODE="args" bench_decode arguments (default: 27B shape, q4, batch 1 and 8,
+#                        depth 512 and 8192); shared libraries carried beside the binaries are used.
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
@@ -16,6 +18,7 @@ SUMMARY=$OUT/summary.txt
 : >"$SUMMARY"
 say() { echo "$*" | tee -a "$SUMMARY"; }
 BIN=${NINFER_GPU_BIN:-build-gpu/tests}
+export LD_LIBRARY_PATH="$PWD/$BIN:${LD_LIBRARY_PATH:-}"
 
 if [ "${NINFER_GPU_REBUILD:-0}" = 1 ] || [ ! -x "$BIN/test_gpu" ] || [ ! -x "$BIN/bench_gpu" ]; then
     say "build: on this machine (no carried binaries or NINFER_GPU_REBUILD=1)"
@@ -24,7 +27,7 @@ if [ "${NINFER_GPU_REBUILD:-0}" = 1 ] || [ ! -x "$BIN/test_gpu" ] || [ ! -x "$BI
     start=$(date +%s)
     if ! { cmake -S . -B build-gpu-device -G Ninja -DNINFER_CUDA=ON -DNINFER_CUDA_ARCH=90a \
             -DNINFER_ONLY_GPU_TESTS=ON -DNINFER_DEPS_ROOT="$PWD/.deps/root" -DCMAKE_BUILD_TYPE=Release &&
-           cmake --build build-gpu-device --target test_gpu bench_gpu -j16; } >"$OUT/build.log" 2>&1; then
+           cmake --build build-gpu-device --target test_gpu bench_gpu bench_decode -j16; } >"$OUT/build.log" 2>&1; then
         say "build: FAILED (see build.log)"
         tail -30 "$OUT/build.log"
         exit 1
@@ -37,7 +40,7 @@ fi
 
 say "device: $(nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader 2>&1)"
 status=0
-for tag in gemv rmsnorm gdn_decode attention_decode sample; do
+for tag in gemv rmsnorm gdn_decode attention_decode sample cuda_backend; do
     start=$(date +%s)
     if timeout 300 "$BIN/test_gpu" "[$tag]" >"$OUT/test_$tag.log" 2>&1; then
         result=PASS
@@ -47,6 +50,7 @@ for tag in gemv rmsnorm gdn_decode attention_decode sample; do
     fi
     say "test $tag: $result in $(($(date +%s) - start)) s; $(grep -E '^(All tests passed|test cases:)' "$OUT/test_$tag.log" | head -1)"
     [ "$result" = FAIL ] && grep -E -B3 -A12 'FAILED|failed' "$OUT/test_$tag.log" | head -60
+    grep -E '^RESULT ' "$OUT/test_$tag.log" | tee -a "$SUMMARY"
 done
 
 if [ "${NINFER_GPU_SANITIZE:-0}" = 1 ] && command -v compute-sanitizer >/dev/null; then
@@ -58,5 +62,12 @@ fi
 
 say "bench:"
 timeout 300 "$BIN/bench_gpu" "$SUMMARY" >"$OUT/bench.log" 2>&1 || { status=1; say "bench: FAILED"; tail -5 "$OUT/bench.log"; }
+if [ -x "$BIN/bench_decode" ]; then
+    args=${NINFER_GPU_BENCH_DECODE:---synthetic qwen3.6-27b --recipe q4 --batch 1,8 --depth 512,8192 --steps 16 --prompt-len 64}
+    say "bench_decode $args:"
+    # shellcheck disable=SC2086
+    timeout 240 "$BIN/bench_decode" $args >"$OUT/bench_decode.log" 2>&1 || { status=1; say "bench_decode: FAILED"; }
+    cat "$OUT/bench_decode.log" >>"$SUMMARY"
+fi
 cat "$SUMMARY"
 exit $status

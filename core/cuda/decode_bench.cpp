@@ -1,0 +1,217 @@
+// ninfer::core - CUDA decode/prefill bench over synthetic weights of the real shapes (issue 9 §4).
+#include "core/cuda/decode_bench.h"
+
+#include "core/convert/synthetic.h"
+#include "core/cuda/cuda_backend.h"
+#include "core/cuda/device_weights.h"
+#include "core/formats/format.h"
+#include "core/model/memory_plan.h"
+#include "core/util/error.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+namespace ninfer::core {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+void fill_small_random(uint8_t* p, uint64_t n, uint64_t seed) {
+    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (uint64_t i = 0; i < n; i += 8) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        for (uint64_t j = 0; j < 8 && i + j < n; ++j)
+            p[i + j] = uint8_t(((s >> (8 * j)) & 0xff) % 0x3c);
+    }
+}
+
+TensorFormat matrix_format(const std::string& recipe) {
+    if (recipe == "bf16") return TensorFormat::Bf16;
+    if (recipe == "fp8") return TensorFormat::Fp8E4m3fnRowBf16;
+    if (recipe == "q4") return TensorFormat::Q4G64Fp16;
+    throw Error("bench: recipe " + recipe + " is not one of bf16, fp8, q4");
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+double copy_bandwidth_gbps() {
+    const uint64_t bytes = 4ull << 30;
+    void *a = nullptr, *b = nullptr;
+    cuda::cuda_check(cudaMalloc(&a, bytes), "bench copy buffer");
+    cuda::cuda_check(cudaMalloc(&b, bytes), "bench copy buffer");
+    cudaMemset(a, 1, bytes);
+    cudaMemset(b, 2, bytes);
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice);
+    float best = 1e30f;
+    for (int i = 0; i < 10; ++i) {
+        cudaEventRecord(e0);
+        cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice);
+        cudaEventRecord(e1);
+        cudaEventSynchronize(e1);
+        float ms = 0;
+        cudaEventElapsedTime(&ms, e0, e1);
+        best = std::min(best, ms);
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    cudaFree(a);
+    cudaFree(b);
+    return 2.0 * double(bytes) / (best * 1e-3) / 1e9;
+}
+
+// Matrix bytes one decode step of `batch` lanes reads: all but the embedding; routed experts
+// counted by the expected number of distinct experts chosen.
+double weight_bytes_per_step(const ModelWeights& w, int batch) {
+    const ModelConfig& c = w.config;
+    double total = double(w.output_head.stored_bytes());
+    const double e = c.num_experts, k = c.num_experts_per_tok;
+    const double distinct = c.is_moe() ? e * (1.0 - std::pow(1.0 - k / e, batch)) : 0;
+    for (const LayerWeights& L : w.layers) {
+        for (const Matrix* m : {&L.attention.query, &L.attention.key, &L.attention.gate, &L.attention.value,
+                                &L.attention.output, &L.gdn.query, &L.gdn.key, &L.gdn.value, &L.gdn.z,
+                                &L.gdn.a_projection, &L.gdn.b_projection, &L.gdn.output, &L.mlp.gate, &L.mlp.up,
+                                &L.mlp.down, &L.moe.router, &L.moe.shared_score, &L.moe.shared.gate,
+                                &L.moe.shared.up, &L.moe.shared.down})
+            total += double(m->stored_bytes());
+        for (const MlpWeights& x : L.moe.experts)
+            total += (double(x.gate.stored_bytes()) + x.up.stored_bytes() + x.down.stored_bytes()) * distinct / e;
+    }
+    return total;
+}
+
+} // namespace
+
+std::unique_ptr<SyntheticWeights> synthetic_device_weights(const std::string& shape, const std::string& recipe,
+                                                           uint64_t seed) {
+    ModelConfig c = synthetic_shape_config(shape);
+    c.vocab_size = 248320;
+    const TensorFormat mf = matrix_format(recipe);
+    auto sw = std::make_unique<SyntheticWeights>();
+    const std::vector<ParameterSpec> specs = text_parameter_specs(c);
+    sw->tensors.reserve(specs.size());
+    uint64_t max_bytes = 0;
+    for (const ParameterSpec& s : specs) {
+        StoredTensor t;
+        t.id = s.name;
+        t.shape = s.shape;
+        t.format = ends_with(s.name, "a_log") || ends_with(s.name, "dt_bias") ? TensorFormat::Fp32
+                   : (s.shape.size() == 1 || ends_with(s.name, "convolution")) ? TensorFormat::Bf16
+                                                                               : mf;
+        t.bytes = encoded_size(t.format, t.shape);
+        max_bytes = std::max(max_bytes, t.bytes);
+        sw->tensors.push_back(std::move(t));
+    }
+    sw->bytes.resize(max_bytes);
+    fill_small_random(sw->bytes.data(), max_bytes, seed);
+    std::map<std::string, WeightBinding> bindings;
+    for (StoredTensor& t : sw->tensors) {
+        t.data = sw->bytes.data();
+        uint64_t elems = 1;
+        for (uint64_t d : t.shape) elems *= d;
+        bindings[t.id] = WeightBinding{t.id, t.shape, {WeightPiece{&t, 0, elems}}};
+    }
+    sw->weights = ModelWeights::from_bindings(c, bindings);
+    return sw;
+}
+
+DecodeBenchReport run_decode_bench(const DecodeBenchRequest& r) {
+    const std::string why = cuda_unavailable_reason();
+    if (!why.empty())
+        throw Error("bench: --device cuda is unavailable: " + why);
+    DecodeBenchReport rep;
+    rep.copy_gbps = copy_bandwidth_gbps();
+    auto sw = synthetic_device_weights(r.shape, r.recipe, 1);
+    const ModelWeights& w = sw->weights;
+    rep.weight_bytes = w.stored_bytes();
+    const int lanes = *std::max_element(r.batches.begin(), r.batches.end());
+    const uint32_t depth_max = *std::max_element(r.depths.begin(), r.depths.end());
+    MemoryRequest mr;
+    mr.max_context = std::max(depth_max + uint32_t(r.steps) + 8, r.prefill_len + 8);
+    mr.max_concurrency = lanes;
+    mr.kv_capacity_tokens = uint64_t(lanes) * mr.max_context;
+    mr.weight_bytes = rep.weight_bytes;
+    mr.available_bytes = cuda_free_bytes();
+    mr.margin_bytes = 2ull << 30;
+    const MemoryPlan plan = MemoryPlan::make(w.config, mr);
+    auto b = make_cuda_backend(w, plan);
+
+    std::vector<int32_t> prompt(r.prefill_len);
+    for (uint32_t i = 0; i < r.prefill_len; ++i) prompt[i] = int32_t((i * 7919u) % 151000u);
+    b->prefill(0, std::span(prompt).first(8), LogitsOut::Last, nullptr); // warm-up
+    b->reset_lane(0);
+    const auto t0 = Clock::now();
+    b->prefill(0, prompt, LogitsOut::Last, nullptr);
+    const double prefill_s = seconds_since(t0);
+    b->sample_after_prefill(0, SamplingParams{}, {}, 0);
+    rep.ttft_ms = seconds_since(t0) * 1e3;
+    rep.prefill_tokens_per_s = r.prefill_len / prefill_s;
+
+    for (uint32_t depth : r.depths) {
+        LaneImage img;
+        img.tokens.assign(depth, 1);
+        img.kv_dtype = plan.kv_dtype;
+        img.kv.resize(plan.lane_image_kv_bytes(depth));
+        for (uint64_t i = 0; i < img.kv.size(); i += sw->bytes.size())
+            std::copy_n(sw->bytes.begin(), std::min<uint64_t>(sw->bytes.size(), img.kv.size() - i), img.kv.begin() + i);
+        img.gdn.assign(plan.lane_image_gdn_bytes(), 0);
+        for (int batch : r.batches) {
+            for (int l = 0; l < batch; ++l) b->restore_lane(l, img);
+            std::vector<DecodeStep> steps(static_cast<size_t>(batch));
+            for (int l = 0; l < batch; ++l) steps[size_t(l)].lane = l;
+            for (int i = 0; i < 2; ++i) b->decode(steps);
+            double total = 0;
+            for (int s = 0; s < r.steps; ++s) {
+                const auto ts = Clock::now();
+                const auto res = b->decode(steps);
+                total += seconds_since(ts);
+                for (int l = 0; l < batch; ++l) steps[size_t(l)].token = res[size_t(l)].token;
+            }
+            DecodeBenchRow row;
+            row.batch = batch;
+            row.depth = depth;
+            row.step_ms = total / r.steps * 1e3;
+            row.tokens_per_s = batch * r.steps / total;
+            row.bytes_per_step = weight_bytes_per_step(w, batch) + double(batch) * depth * plan.kv_bytes_per_token +
+                                 2.0 * batch * plan.gdn_recurrent_bytes_per_lane;
+            row.roofline_fraction = row.bytes_per_step / (row.step_ms * 1e-3) / (rep.copy_gbps * 1e9);
+            rep.rows.push_back(row);
+        }
+    }
+    return rep;
+}
+
+std::string DecodeBenchReport::text() const {
+    char line[256];
+    std::string s;
+    std::snprintf(line, sizeof line, "copy bandwidth (D2D 4 GiB, best of 10, read+write): %.0f GB/s\n", copy_gbps);
+    s += line;
+    std::snprintf(line, sizeof line, "weights on GPU: %.2f GiB\n", double(weight_bytes) / (1ull << 30));
+    s += line;
+    std::snprintf(line, sizeof line, "prefill: %.1f tok/s, TTFT %.1f ms\n", prefill_tokens_per_s, ttft_ms);
+    s += line;
+    for (const DecodeBenchRow& r : rows) {
+        std::snprintf(line, sizeof line,
+                      "decode batch %d depth %u: %.3f ms/step, %.1f tok/s, %.2f GB/step, %.1f%% of roofline\n",
+                      r.batch, r.depth, r.step_ms, r.tokens_per_s, r.bytes_per_step / 1e9,
+                      100.0 * r.roofline_fraction);
+        s += line;
+    }
+    return s;
+}
+
+} // namespace ninfer::core

@@ -1,0 +1,65 @@
+// ninfer::core - the CUDA backend's speed bench (issue 9 §4): seeded random weights of a named
+// shape built without a multi-GB file, decode tok/s per batch and context depth, prefill tok/s,
+// and the fraction of the memory roofline measured on the same GPU.
+//
+// Contract:
+// - synthetic_device_weights(shape, recipe, seed): ModelWeights of synthetic_shape_config(shape)
+//   (vocabulary set to the checkpoints' 248,320 rows) whose stored tensors all view one host
+//   buffer of seeded random bytes, each byte < 0x3c so every bf16/fp16/fp8 value read from it is
+//   finite and below 1 in magnitude. Matrices take the recipe's format ("bf16", "fp8" =
+//   fp8_e4m3fn_row_bf16, "q4" = q4_g64_fp16 for every matrix); vectors bf16, a_log/dt_bias f32.
+//   Numerics are meaningless; bytes, shapes and formats are the real model's.
+// - run_decode_bench: copy bandwidth (device-to-device copy of 4 GiB, best of 10, read + write
+//   bytes), then per depth: every lane restored from a synthetic lane image of `depth` tokens,
+//   then per batch: warm-up (graph capture), `steps` timed greedy decode calls (host clock around
+//   each call, which waits for the sampled ids), decode tok/s = batch * steps / time; bytes per
+//   step = weight bytes read (all matrices except the embedding, MoE: the router, shared expert
+//   and top_k experts' share of the expert bytes) + K/V read for batch * depth tokens + GDN state
+//   read and written once per lane; roofline fraction = bytes / time / copy bandwidth. Prefill:
+//   one lane, prefill_len tokens, tok/s and TTFT (wall time to the first sampled id).
+// Thread safety: one bench at a time (it owns the GPU's memory while it runs).
+#pragma once
+
+#include "core/model/weights.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ninfer::core {
+
+struct SyntheticWeights {
+    std::vector<uint8_t> bytes;
+    std::vector<StoredTensor> tensors;
+    ModelWeights weights;
+};
+std::unique_ptr<SyntheticWeights> synthetic_device_weights(const std::string& shape, const std::string& recipe,
+                                                           uint64_t seed);
+
+struct DecodeBenchRequest {
+    std::string shape = "qwen3.6-27b";
+    std::string recipe = "q4";
+    std::vector<int> batches = {1, 2, 4, 8};
+    std::vector<uint32_t> depths = {512, 8192};
+    int steps = 32;
+    uint32_t prefill_len = 512;
+};
+
+struct DecodeBenchRow {
+    int batch = 0;
+    uint32_t depth = 0;
+    double step_ms = 0, tokens_per_s = 0, bytes_per_step = 0, roofline_fraction = 0;
+};
+
+struct DecodeBenchReport {
+    double copy_gbps = 0;
+    uint64_t weight_bytes = 0;
+    double prefill_tokens_per_s = 0, ttft_ms = 0;
+    std::vector<DecodeBenchRow> rows;
+    std::string text() const; // human table, one line per row
+};
+
+DecodeBenchReport run_decode_bench(const DecodeBenchRequest& request);
+
+} // namespace ninfer::core
