@@ -1,0 +1,88 @@
+// ninfer tests - the engine thread: load then Ready, requests posted while loading, load failure,
+// cancel from another thread, stop with work in flight.
+#include "core/engine/engine.h"
+#include "core/util/error.h"
+#include "fake_backend.h"
+
+#include <catch2/catch.hpp>
+
+#include <future>
+
+using namespace ninfer;
+using namespace ninfer::core;
+
+namespace {
+
+// Signals the test thread when the engine reports the end of a request.
+struct WaitingSink final : GenerationSink {
+    std::promise<std::string> done; // "finished:<reason>:<tokens>" or "rejected:<reason>"
+    std::atomic<int> n_tokens{0};
+    std::promise<void> first_token;
+    TokenVerdict on_token(const DecodeResult&) override {
+        if (n_tokens++ == 0) first_token.set_value();
+        return TokenVerdict::Continue;
+    }
+    void on_finished(const GenerationSummary& s) override {
+        done.set_value("finished:" + std::to_string(int(s.reason)) + ":" + std::to_string(s.completion_tokens));
+    }
+    void on_rejected(RejectReason r, const std::string&) override { done.set_value("rejected:" + std::to_string(int(r))); }
+};
+
+GenerationRequest request(uint64_t id, uint32_t max_tokens, std::shared_ptr<WaitingSink> sink) {
+    GenerationRequest r;
+    r.id = id;
+    r.prompt = {1, 2, 3, 4, 5};
+    r.max_tokens = max_tokens;
+    r.sink = std::move(sink);
+    return r;
+}
+
+std::string wait(std::shared_ptr<WaitingSink> s) {
+    auto f = s->done.get_future();
+    REQUIRE(f.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+    return f.get();
+}
+
+} // namespace
+
+TEST_CASE("requests posted while loading run once the backend is ready", "[engine_thread]") {
+    Engine engine({.max_context = 1000, .prefill_chunk = 4});
+    std::promise<void> release;
+    std::shared_future<void> gate = release.get_future().share();
+    std::promise<EngineState> state;
+    engine.start([gate] { gate.wait(); return std::make_unique<test::FakeBackend>(2); },
+                 [&](EngineState s, const std::string&) { state.set_value(s); });
+    auto sink = std::make_shared<WaitingSink>();
+    engine.submit(request(1, 5, sink));
+    CHECK(engine.state() == EngineState::Loading);
+    release.set_value();
+    CHECK(state.get_future().get() == EngineState::Ready);
+    CHECK(wait(sink) == "finished:1:5"); // FinishReason::Length
+    CHECK(engine.stats().n_generation_tokens_total == 5);
+}
+
+TEST_CASE("a failed load reports Failed and rejects requests as unavailable", "[engine_thread]") {
+    Engine engine({});
+    std::promise<std::string> why;
+    engine.start([]() -> std::unique_ptr<Backend> { throw Error("backend: no memory"); },
+                 [&](EngineState s, const std::string& w) { why.set_value(std::to_string(int(s)) + w); });
+    CHECK(why.get_future().get() == "2backend: no memory");
+    auto sink = std::make_shared<WaitingSink>();
+    engine.submit(request(1, 5, sink));
+    CHECK(wait(sink) == "rejected:3"); // RejectReason::Unavailable
+}
+
+TEST_CASE("cancel from another thread ends a running request; stop cancels the rest", "[engine_thread]") {
+    Engine engine({.max_context = 100000, .prefill_chunk = 4});
+    engine.start([] { return std::make_unique<test::FakeBackend>(2); }, [](EngineState, const std::string&) {});
+    auto a = std::make_shared<WaitingSink>(), b = std::make_shared<WaitingSink>();
+    engine.submit(request(1, 90000, a));
+    engine.submit(request(2, 90000, b));
+    a->first_token.get_future().wait();
+    engine.cancel(1);
+    CHECK(wait(a).rfind("finished:2:", 0) == 0); // FinishReason::Cancelled
+    b->first_token.get_future().wait();
+    engine.stop();
+    CHECK(wait(b).rfind("finished:2:", 0) == 0);
+    CHECK(engine.state() == EngineState::Stopped);
+}
