@@ -77,8 +77,8 @@ Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan) : config_(we
     qkv_ = arena_.alloc_n<__nv_bfloat16>(B * cd_w_, "GDN qkv");
     conv_out_ = arena_.alloc_n<__nv_bfloat16>(B * cd_w_, "GDN conv output");
     z_ = arena_.alloc_n<__nv_bfloat16>(B * vd_w_, "GDN z");
-    a_ = arena_.alloc_n<__nv_bfloat16>(B * hv_w_, "GDN a");
-    b_ = arena_.alloc_n<__nv_bfloat16>(B * hv_w_, "GDN b");
+    a_ = arena_.alloc_n<float>(B * hv_w_, "GDN a");
+    b_ = arena_.alloc_n<float>(B * hv_w_, "GDN b");
     y_ = arena_.alloc_n<__nv_bfloat16>(B * vd_w_, "GDN output");
     const int64_t inter = c.is_moe() ? c.shared_expert_intermediate_size : c.intermediate_size;
     gu_w_ = pad8(2 * inter);
@@ -97,6 +97,7 @@ Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan) : config_(we
         expert_act_ = arena_.alloc_n<__nv_bfloat16>(B * K * eact_w_, "expert SwiGLU");
         expert_out_ = arena_.alloc_n<float>(B * K * hs_, "expert outputs");
         shared_out_ = arena_.alloc_n<float>(B * hs_, "shared expert output");
+        xn32_ = arena_.alloc_n<float>(B * hs_, "normed rows (f32, router input)");
         score_ = arena_.alloc_n<float>(B * 8, "shared expert score");
     }
     logits_ = arena_.alloc_n<float>(B * logits_stride_, "step logits");
@@ -155,17 +156,17 @@ void Runner::enqueue_forward(int n, bool one_lane) {
     uint32_t full = 0, gdn_index = 0;
     for (uint32_t l = 0; l < c.num_hidden_layers; ++l) {
         const DeviceLayer& L = model_.layers[l];
-        cuda_check(kernels::add_rmsnorm(x_, hs_, l == 0 ? nullptr : mix_, hs_, L.input_norm, xn_, hs_, n,
+        cuda_check(kernels::add_rmsnorm(x_, hs_, l == 0 ? nullptr : mix_, hs_, L.input_norm, xn_, hs_, nullptr, n,
                                         int(c.hidden_size), eps, stream_), "input norm");
         if (L.kind == LayerKind::FullAttention)
             attention(L, full++, n);
         else
             gdn(L, gdn_index++, n, one_lane);
-        cuda_check(kernels::add_rmsnorm(x_, hs_, mix_, hs_, L.post_attention_norm, xn_, hs_, n,
+        cuda_check(kernels::add_rmsnorm(x_, hs_, mix_, hs_, L.post_attention_norm, xn_, hs_, xn32_, n,
                                         int(c.hidden_size), eps, stream_), "post-attention norm");
         ffn(L, n);
     }
-    cuda_check(kernels::add_rmsnorm(x_, hs_, mix_, hs_, model_.final_norm, xn_, hs_, n, int(c.hidden_size), eps,
+    cuda_check(kernels::add_rmsnorm(x_, hs_, mix_, hs_, model_.final_norm, xn_, hs_, nullptr, n, int(c.hidden_size), eps,
                                     stream_), "final norm");
 }
 
@@ -186,6 +187,7 @@ void Runner::attention(const DeviceLayer& L, uint32_t fi, int n) {
     geo.rotary_dim = int(c.rotary_dim());
     geo.rope_theta = float(c.rope_theta);
     geo.eps = c.rms_norm_eps;
+    geo.exact = true;
     const kernels::KvPages kv{kv_k_[fi], kv_v_[fi], page_table_, max_pages_};
     kernels::AttnPrepArgs p;
     p.geo = geo;
@@ -231,8 +233,8 @@ void Runner::gdn(const DeviceLayer& L, uint32_t gi, int n, bool one_lane) {
     linear(w.key, xn_, hs_, n, qkv_ + kd, false, cd_w_);
     linear(w.value, xn_, hs_, n, qkv_ + 2 * kd, false, cd_w_);
     linear(w.z, xn_, hs_, n, z_, false, vd_w_);
-    linear(w.a, xn_, hs_, n, a_, false, hv_w_);
-    linear(w.b, xn_, hs_, n, b_, false, hv_w_);
+    linear(w.a, xn_, hs_, n, a_, true, hv_w_);
+    linear(w.b, xn_, hs_, n, b_, true, hv_w_);
     const int32_t* slots = step_in_ + kMaxStepTokens; // a lane's GDN slot is its index
     // One lane's tokens go one at a time (each step reads the state the previous one left).
     const int steps = one_lane ? n : 1, per = one_lane ? 1 : n;
@@ -247,16 +249,18 @@ void Runner::gdn(const DeviceLayer& L, uint32_t gi, int n, bool one_lane) {
         cv.out_stride = cd_w_;
         cv.conv_dim = int(c.gdn_conv_dim());
         cv.n_tokens = per;
+        cv.exact = true;
         cuda_check(kernels::gdn_conv_decode(cv, stream_), "GDN conv");
         kernels::GdnRecurrentArgs r;
         r.conv_out = conv_out_ + i * cd_w_;
         r.conv_stride = cd_w_;
         r.z = z_ + i * vd_w_;
         r.z_stride = vd_w_;
-        r.a = a_ + i * hv_w_;
+        r.a_f32 = a_ + i * hv_w_;
         r.a_stride = hv_w_;
-        r.b = b_ + i * hv_w_;
+        r.b_f32 = b_ + i * hv_w_;
         r.b_stride = hv_w_;
+        r.exact = true;
         r.a_log = w.a_log;
         r.dt_bias = w.dt_bias;
         r.norm_w = w.norm;
@@ -287,8 +291,8 @@ void Runner::ffn(const DeviceLayer& L, int n) {
     const DeviceMoe& m = L.moe;
     const int K = int(c.num_experts_per_tok), I = int(c.moe_intermediate_size);
     linear(mlp.down, act_, act_w_, n, shared_out_, true, hs_);
-    linear(m.shared_score, xn_, hs_, n, score_, true, 8);
-    linear(m.router, xn_, hs_, n, router_, true, e_w_);
+    cuda_check(kernels::gemv_f32x(m.shared_score.view, xn32_, hs_, n, score_, 8, stream_), "shared expert score");
+    cuda_check(kernels::gemv_f32x(m.router.view, xn32_, hs_, n, router_, e_w_, stream_), "router");
     cuda_check(kernels::moe_route(router_, e_w_, int(c.num_experts), K, route_ids_, route_w_, n, stream_), "routing");
     kernels::MoeGemvArgs g;
     g.w = m.experts_gate_up.view;

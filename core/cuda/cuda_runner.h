@@ -77,13 +77,13 @@ class Runner {
     // Step inputs and activations.
     int32_t* step_in_ = nullptr;
     int32_t* page_table_ = nullptr;
-    float *x_ = nullptr, *mix_ = nullptr;
+    float *x_ = nullptr, *mix_ = nullptr, *xn32_ = nullptr; // xn32_: MoE models only
     __nv_bfloat16* xn_ = nullptr;
     __nv_bfloat16 *qg_ = nullptr, *k_ = nullptr, *v_ = nullptr, *q_ = nullptr, *attn_ = nullptr;
     float* attn_scratch_ = nullptr;
     size_t attn_scratch_floats_ = 0;
-    __nv_bfloat16 *qkv_ = nullptr, *conv_out_ = nullptr, *z_ = nullptr, *a_ = nullptr, *b_ = nullptr,
-                  *y_ = nullptr;
+    __nv_bfloat16 *qkv_ = nullptr, *conv_out_ = nullptr, *z_ = nullptr, *y_ = nullptr;
+    float *a_ = nullptr, *b_ = nullptr; // f32: the decay and beta are sensitive to their rounding
     float* gate_up_ = nullptr;
     __nv_bfloat16* act_ = nullptr;
     float *router_ = nullptr, *route_w_ = nullptr, *expert_gu_ = nullptr, *expert_out_ = nullptr,

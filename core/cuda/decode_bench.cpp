@@ -141,7 +141,8 @@ DecodeBenchReport run_decode_bench(const DecodeBenchRequest& r) {
     const int lanes = *std::max_element(r.batches.begin(), r.batches.end());
     const uint32_t depth_max = *std::max_element(r.depths.begin(), r.depths.end());
     MemoryRequest mr;
-    mr.max_context = std::max(depth_max + uint32_t(r.steps) + 8, r.prefill_len + 8);
+    // Whole pages per lane, so that every lane can hold max_context tokens at once.
+    mr.max_context = (std::max(depth_max + uint32_t(r.steps) + 8, r.prefill_len + 8) + 63) / 64 * 64;
     mr.max_concurrency = lanes;
     mr.kv_capacity_tokens = uint64_t(lanes) * mr.max_context;
     mr.weight_bytes = rep.weight_bytes;

@@ -37,8 +37,9 @@ __global__ void attn_prep_kernel(AttnPrepArgs a) {
     const float x0 = __bfloat162float(src[tid]), x1 = __bfloat162float(src[tid + 128]);
     const float inv = rsqrtf(block_sum(x0 * x0 + x1 * x1, red) / float(kHeadDim) + geo.eps);
     const __nv_bfloat16* w = is_q ? a.q_norm : a.k_norm;
-    xs[tid] = bf16_round(x0 * inv * (1.f + __bfloat162float(w[tid])));
-    xs[tid + 128] = bf16_round(x1 * inv * (1.f + __bfloat162float(w[tid + 128])));
+    const float y0 = x0 * inv * (1.f + __bfloat162float(w[tid])), y1 = x1 * inv * (1.f + __bfloat162float(w[tid + 128]));
+    xs[tid] = geo.exact ? y0 : bf16_round(y0);
+    xs[tid + 128] = geo.exact ? y1 : bf16_round(y1);
     __syncthreads();
     __nv_bfloat16* dst = is_q ? a.q_out + int64_t(t) * a.q_out_stride + int64_t(hb) * kHeadDim
                               : kv_row(a.kv.k, a.kv, geo.n_kv_heads, lane_id, kvh, pos);
@@ -49,9 +50,13 @@ __global__ void attn_prep_kernel(AttnPrepArgs a) {
             const int i = d % half;
             const float inv_freq = 1.f / powf(geo.rope_theta, float(2 * i) / float(geo.rotary_dim));
             const float freq = float(pos) * inv_freq;
-            const float c = bf16_round(cosf(freq)), s = bf16_round(sinf(freq));
             const float rot = d < half ? -xs[d + half] : xs[d - half];
-            out = bf16_round(xs[d] * c) + bf16_round(rot * s);
+            if (geo.exact) {
+                out = xs[d] * cosf(freq) + rot * sinf(freq);
+            } else {
+                const float c = bf16_round(cosf(freq)), s = bf16_round(sinf(freq));
+                out = bf16_round(xs[d] * c) + bf16_round(rot * s);
+            }
         }
         dst[d] = __float2bfloat16(out);
     }
@@ -152,9 +157,9 @@ __global__ void attn_combine_kernel(AttnDecodeArgs a, int n_chunks) {
         num = fmaf(w, part[c * kPartFloats + d], num);
         den = fmaf(w, part[c * kPartFloats + kHeadDim + 1], den);
     }
-    const float o = bf16_round(num / den);
+    const float o = a.geo.exact ? num / den : bf16_round(num / den);
     const float gate = __bfloat162float(a.qg[int64_t(t) * a.qg_stride + int64_t(h) * 2 * kHeadDim + kHeadDim + d]);
-    const float sg = bf16_round(1.f / (1.f + expf(-gate)));
+    const float sg = a.geo.exact ? 1.f / (1.f + expf(-gate)) : bf16_round(1.f / (1.f + expf(-gate)));
     a.out[int64_t(t) * a.out_stride + int64_t(h) * kHeadDim + d] = __float2bfloat16(o * sg);
 }
 

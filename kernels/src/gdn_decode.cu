@@ -17,7 +17,7 @@ __global__ void gdn_conv_decode_kernel(GdnConvArgs a) {
     float acc = 0.f;
 #pragma unroll
     for (int j = 0; j < 4; ++j) acc = fmaf(__bfloat162float(w[j]), __bfloat162float(in[j]), acc);
-    const float conv = bf16_round(acc);
+    const float conv = a.exact ? acc : bf16_round(acc);
     a.out[int64_t(t) * a.out_stride + ch] = __float2bfloat16(silu(conv));
     st[ch] = in[1];
     st[a.conv_dim + ch] = in[2];
@@ -51,9 +51,11 @@ __global__ void __launch_bounds__(kGdnThreads) gdn_recurrent_decode_kernel(GdnRe
         else ks[v] = nrm;
     }
     if (tid == 0) {
-        const float bb = __bfloat162float(a.b[int64_t(t) * a.b_stride + h]);
-        const float beta = bf16_round(1.f / (1.f + expf(-bb)));
-        const float x = __bfloat162float(a.a[int64_t(t) * a.a_stride + h]) + a.dt_bias[h];
+        const float bb = a.b_f32 ? a.b_f32[int64_t(t) * a.b_stride + h] : __bfloat162float(a.b[int64_t(t) * a.b_stride + h]);
+        const float sig = 1.f / (1.f + expf(-bb));
+        const float beta = a.exact ? sig : bf16_round(sig);
+        const float x = (a.a_f32 ? a.a_f32[int64_t(t) * a.a_stride + h] : __bfloat162float(a.a[int64_t(t) * a.a_stride + h])) +
+                        a.dt_bias[h];
         const float softplus = x > 20.f ? x : log1pf(expf(x));
         scal[0] = beta;
         scal[1] = expf(-expf(a.a_log[h]) * softplus);
@@ -85,14 +87,15 @@ __global__ void __launch_bounds__(kGdnThreads) gdn_recurrent_decode_kernel(GdnRe
     __syncthreads();
     // Gated RMSNorm over the head's 128 outputs (threads with kq == 0: warps 0..3).
     float o = 0.f;
-    if (kq == 0) o = bf16_round(red[0][v] + red[1][v] + red[2][v] + red[3][v]);
+    if (kq == 0) o = red[0][v] + red[1][v] + red[2][v] + red[3][v];
+    if (!a.exact) o = bf16_round(o);
     const float osq = warp_sum(o * o);
     if (lane == 0 && warp < 4) norm_red[warp] = osq;
     __syncthreads();
     if (kq == 0) {
         const float var = (norm_red[0] + norm_red[1] + norm_red[2] + norm_red[3]) / float(D);
-        const float nrm = bf16_round(o * rsqrtf(var + a.eps));
-        const float wn = bf16_round(__bfloat162float(a.norm_w[v]) * nrm);
+        const float nrm = a.exact ? o * rsqrtf(var + a.eps) : bf16_round(o * rsqrtf(var + a.eps));
+        const float wn = a.exact ? __bfloat162float(a.norm_w[v]) * nrm : bf16_round(__bfloat162float(a.norm_w[v]) * nrm);
         const float z = __bfloat162float(a.z[int64_t(t) * a.z_stride + h * D + v]);
         a.y[int64_t(t) * a.y_stride + h * D + v] = __float2bfloat16(wn * silu(z));
     }
@@ -110,7 +113,7 @@ cudaError_t gdn_conv_decode(const GdnConvArgs& a, cudaStream_t stream) {
 }
 
 cudaError_t gdn_recurrent_decode(const GdnRecurrentArgs& a, cudaStream_t stream) {
-    if (!a.conv_out || !a.z || !a.a || !a.b || !a.a_log || !a.dt_bias || !a.norm_w || !a.state || !a.slots ||
+    if (!a.conv_out || !a.z || !(a.a || a.a_f32) || !(a.b || a.b_f32) || !a.a_log || !a.dt_bias || !a.norm_w || !a.state || !a.slots ||
         !a.y || a.n_k_heads < 1 || a.n_v_heads < a.n_k_heads || a.n_v_heads % a.n_k_heads != 0 ||
         a.n_tokens < 1 || a.n_tokens > 65535)
         return cudaErrorInvalidValue;

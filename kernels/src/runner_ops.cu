@@ -60,7 +60,8 @@ __global__ void embed_kernel(RowDecoder d, const int32_t* ids, float* out, int64
 }
 
 __global__ void add_rmsnorm_kernel(float* x, int64_t x_stride, const float* add, int64_t add_stride,
-                                   const float* w, __nv_bfloat16* y, int64_t y_stride, int dim, float eps) {
+                                   const float* w, __nv_bfloat16* y, int64_t y_stride, float* y32, int dim,
+                                   float eps) {
     __shared__ float red[32];
     const int t = blockIdx.x;
     float* xr = x + t * x_stride;
@@ -74,8 +75,22 @@ __global__ void add_rmsnorm_kernel(float* x, int64_t x_stride, const float* add,
         ss += v * v;
     }
     const float inv = rsqrtf(block_sum(ss, red) / float(dim) + eps);
-    for (int c = threadIdx.x; c < dim; c += blockDim.x)
-        y[t * y_stride + c] = __float2bfloat16(xr[c] * inv * (1.f + w[c]));
+    for (int c = threadIdx.x; c < dim; c += blockDim.x) {
+        const float v = xr[c] * inv * (1.f + w[c]);
+        y[t * y_stride + c] = __float2bfloat16(v);
+        if (y32) y32[t * y_stride + c] = v;
+    }
+}
+
+// grid (ceil(n/8), n_tokens), 256 threads: one warp per row.
+__global__ void gemv_f32x_kernel(RowDecoder d, const float* x, int64_t x_stride, float* y, int64_t y_stride) {
+    const int t = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int64_t r = int64_t(blockIdx.x) * 8 + warp;
+    if (r >= d.n) return;
+    float acc = 0.f;
+    for (int64_t c = lane; c < d.k; c += 32) acc = fmaf(d.value(r, c), x[t * x_stride + c], acc);
+    acc = warp_sum(acc);
+    if (lane == 0) y[t * y_stride + r] = acc;
 }
 
 __global__ void swiglu_kernel(const float* in, int64_t in_stride, int inter, __nv_bfloat16* out, int64_t out_stride) {
@@ -200,9 +215,19 @@ cudaError_t embed_rows(const WeightView& w, const int32_t* ids, int n_tokens, fl
 }
 
 cudaError_t add_rmsnorm(float* x, int64_t x_stride, const float* add, int64_t add_stride, const float* w,
-                        __nv_bfloat16* y, int64_t y_stride, int n_tokens, int dim, float eps, cudaStream_t stream) {
+                        __nv_bfloat16* y, int64_t y_stride, float* y32, int n_tokens, int dim, float eps,
+                        cudaStream_t stream) {
     if (!x || !w || !y || n_tokens < 1 || n_tokens > 65535 || dim < 1) return cudaErrorInvalidValue;
-    detail::add_rmsnorm_kernel<<<n_tokens, 256, 0, stream>>>(x, x_stride, add, add_stride, w, y, y_stride, dim, eps);
+    detail::add_rmsnorm_kernel<<<n_tokens, 256, 0, stream>>>(x, x_stride, add, add_stride, w, y, y_stride, y32, dim,
+                                                              eps);
+    return cudaGetLastError();
+}
+
+cudaError_t gemv_f32x(const WeightView& w, const float* x, int64_t x_stride, int n_tokens, float* y,
+                      int64_t y_stride, cudaStream_t stream) {
+    if (!detail::format_ok(w) || !x || !y || n_tokens < 1 || n_tokens > 65535) return cudaErrorInvalidValue;
+    const dim3 grid(unsigned((w.n + 7) / 8), unsigned(n_tokens));
+    detail::gemv_f32x_kernel<<<grid, 256, 0, stream>>>(detail::make_decoder(w), x, x_stride, y, y_stride);
     return cudaGetLastError();
 }
 

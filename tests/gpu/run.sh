@@ -9,8 +9,8 @@
 #                        (apt-get download libsimdjson-dev libsimdjson14 libpcre2-dev
 #                        libpcre2-8-0 catch2), unpacked with dpkg -x into .deps/root.
 #   NINFER_GPU_SANITIZE=1 also run compute-sanitizer memcheck over the small tests.
-#   NINFER_GPU_BENCH_DECODE="args" bench_decode arguments (default: 27B shape, q4, batch 1 and 8,
-#                        depth 512 and 8192); shared libraries carried beside the binaries are used.
+#   NINFER_GPU_BENCH_DECODE="args;args" bench_decode runs (default: 27B and 35B-A3B shapes, q4,
+#                        batch 1 and 8); shared libraries carried beside the binaries are used.
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
@@ -63,11 +63,16 @@ fi
 say "bench:"
 timeout 300 "$BIN/bench_gpu" "$SUMMARY" >"$OUT/bench.log" 2>&1 || { status=1; say "bench: FAILED"; tail -5 "$OUT/bench.log"; }
 if [ -x "$BIN/bench_decode" ]; then
-    args=${NINFER_GPU_BENCH_DECODE:---synthetic qwen3.6-27b --recipe q4 --batch 1,8 --depth 512,8192 --steps 16 --prompt-len 64}
-    say "bench_decode $args:"
-    # shellcheck disable=SC2086
-    timeout 240 "$BIN/bench_decode" $args >"$OUT/bench_decode.log" 2>&1 || { status=1; say "bench_decode: FAILED"; }
-    cat "$OUT/bench_decode.log" >>"$SUMMARY"
+    sets=${NINFER_GPU_BENCH_DECODE:---synthetic qwen3.6-27b --recipe q4 --batch 1,8 --depth 512,8192 --steps 16 --prompt-len 64;--synthetic qwen3.6-35b-a3b --recipe q4 --batch 1,8 --depth 8192 --steps 8 --prompt-len 64}
+    i=0
+    IFS=';' read -ra arg_sets <<<"$sets"
+    for args in "${arg_sets[@]}"; do
+        i=$((i + 1))
+        say "bench_decode $args:"
+        # shellcheck disable=SC2086
+        timeout 200 "$BIN/bench_decode" $args >"$OUT/bench_decode_$i.log" 2>&1 || { status=1; say "bench_decode: FAILED"; }
+        cat "$OUT/bench_decode_$i.log" >>"$SUMMARY"
+    done
 fi
 cat "$SUMMARY"
 exit $status

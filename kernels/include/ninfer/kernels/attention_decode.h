@@ -40,6 +40,9 @@ struct AttnGeometry {
     int rotary_dim = 64;
     float rope_theta = 1e7f;
     float eps = 1e-6f;
+    // CPU-reference math (the CUDA runner): f32 norm/RoPE results and output gate, no bf16
+    // rounding between the steps above (q and K/V are still stored as bf16).
+    bool exact = false;
 };
 
 struct KvPages {

@@ -17,6 +17,7 @@
 // - Inputs are rows per token with strides in elements: conv_out [t][q | k | v] (conv_dim =
 //   2 * 128 * n_k_heads + 128 * n_v_heads), z [t][n_v_heads*128], a and b [t][n_v_heads].
 //   A_log, dt_bias: fp32 [n_v_heads]; norm_w bf16 [128]. Output y [t][n_v_heads*128] bf16.
+// - exact / a_f32 / b_f32 (fields below) switch to the CPU reference's f32 math.
 // - Requirements: head dims are 128, n_v_heads % n_k_heads == 0, 1 <= n_tokens; 16-byte aligned
 //   rows for qkv/conv_out/z/y; else cudaErrorInvalidValue and nothing is launched.
 // Thread safety: stateless apart from the caller's state buffers; graph-capturable.
@@ -41,6 +42,7 @@ struct GdnConvArgs {
     int64_t out_stride = 0;
     int conv_dim = 0;
     int n_tokens = 0;
+    bool exact = false; // CPU-reference math: no bf16 rounding of the pre-activation
 };
 
 struct GdnRecurrentArgs {
@@ -63,6 +65,11 @@ struct GdnRecurrentArgs {
     int n_v_heads = 0;
     int n_tokens = 0;
     float eps = 1e-6f;
+    // CPU-reference mode (the CUDA runner): a and b read as f32 rows when given (then a, b may be
+    // null; same strides), and with exact no bf16 rounding of beta, o and the gated norm.
+    const float* a_f32 = nullptr;
+    const float* b_f32 = nullptr;
+    bool exact = false;
 };
 
 cudaError_t gdn_conv_decode(const GdnConvArgs& args, cudaStream_t stream);

@@ -6,7 +6,10 @@
 // - embed_rows: out[t][c] = decode(W)[ids[t]][c] in f32 for c < w.k, exactly as core's codecs
 //   (bf16 widened; fp8 code * row multiplier; q4 signed code * group multiplier).
 // - add_rmsnorm: x[t] += add[t] (when add is given, f32 in place); then
-//   y[t] = bf16(x * rsqrt(mean(x^2) + eps) * (1 + w)), w f32 [dim] (model.md §4, offset form).
+//   y[t] = bf16(x * rsqrt(mean(x^2) + eps) * (1 + w)), w f32 [dim] (model.md §4, offset form);
+//   y32 (optional, stride y_stride) gets the same values unrounded.
+// - gemv_f32x: y[t][r] = W.row(r) . x[t] with f32 x (the router and the shared-expert score,
+//   whose top-k choice and gate must not see x rounded to bf16); one warp per row, f32 sums.
 // - swiglu: out[t][i] = bf16(silu(in[t][i]) * in[t][inter + i]), in f32 rows [gate | up].
 // - moe_route: per token, softmax (f32) over n_experts router logits, top_k largest (ties to the
 //   lower id), weights renormalised to sum 1: ids [t][top_k], weights [t][top_k] (core/cpu order).
@@ -34,8 +37,11 @@ cudaError_t embed_rows(const WeightView& w, const int32_t* ids, int n_tokens, fl
                        int64_t out_stride, cudaStream_t stream);
 
 cudaError_t add_rmsnorm(float* x, int64_t x_stride, const float* add, int64_t add_stride,
-                        const float* w, __nv_bfloat16* y, int64_t y_stride, int n_tokens, int dim,
-                        float eps, cudaStream_t stream);
+                        const float* w, __nv_bfloat16* y, int64_t y_stride, float* y32, int n_tokens,
+                        int dim, float eps, cudaStream_t stream);
+
+cudaError_t gemv_f32x(const WeightView& w, const float* x, int64_t x_stride, int n_tokens, float* y,
+                      int64_t y_stride, cudaStream_t stream);
 
 cudaError_t swiglu(const float* in, int64_t in_stride, int inter, __nv_bfloat16* out,
                    int64_t out_stride, int n_rows, cudaStream_t stream);
