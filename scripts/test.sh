@@ -1,6 +1,7 @@
 #!/bin/bash
 # ninfer - build everything and run every test (the README's test command; .ci/run calls it).
-# Stages: configure + build the CUDA-off tree, run all tests from it (ctest, both cores), then
+# Stages: configure + build the CUDA-off tree, run all tests from it (ctest, both cores), build,
+# lint, install and purge the .deb, build and lint the .rpm, then
 # compile the CUDA targets once and check the CUDA-enabled binaries work without the NVIDIA driver.
 # Each stage prints its wall time. Usage: scripts/test.sh [--no-cuda]
 set -euo pipefail
@@ -27,6 +28,14 @@ stage() { # stage NAME COMMAND...: runs a command and prints its time
 stage configure cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNINFER_CUDA=OFF
 stage build cmake --build "$BUILD" -j "$JOBS"
 stage unit-and-blackbox-tests ctest --test-dir "$BUILD" -j "$JOBS" --output-on-failure --timeout 1200
+# Packages: each builds a copy of the tree without tests (DEB_BUILD_OPTIONS=nocheck), then the .deb
+# is installed, run and purged on this machine (root), the .rpm built and linted (see the scripts).
+if [ "$(id -u)" = 0 ]; then
+    stage package-deb env NINFER_DEB_JOBS="$JOBS" tests/blackbox/test_package_deb.sh
+    stage package-rpm tests/blackbox/test_package_rpm.sh
+else
+    echo "=== stage: package-deb, package-rpm: skipped (they install packages: run as root)"
+fi
 
 if [ "${1:-}" != "--no-cuda" ] && [ -x /usr/local/cuda/bin/nvcc ]; then
     stage cuda-configure cmake -S . -B "$CUDA_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \

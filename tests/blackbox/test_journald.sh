@@ -1,0 +1,84 @@
+#!/bin/bash
+# ninfer - ninferd's native journal entries, read back from a private systemd-journald.
+# In a private mount namespace a tmpfs covers /run (so nothing reaches the host's journal), a
+# journald of our own listens on /run/systemd/journal/socket, and the daemon runs with
+# JOURNAL_STREAM set to the device:inode of its stderr file, as systemd would set it. Checked:
+# PRIORITY, CODE_FILE/LINE/FUNC, MESSAGE_ID of the catalogued "model loaded" event, one request
+# entry with NINFER_REQUEST_ID, NINFER_SLOT and NINFER_OP=request, no prompt text, and no log
+# lines on stderr (the journal branch replaces them). Needs root (unshare -m).
+set -euo pipefail
+SRC=${NINFER_SOURCE_DIR:?}
+BIN=${NINFER_BIN:?}
+daemon=$BIN/daemon/ninferd
+demo=$BIN/packaging/demo.ninfer
+for f in "$daemon" "$demo"; do [ -e "$f" ] || { echo "test_journald: $f not built" >&2; exit 1; }; done
+[ "$(id -u)" = 0 ] || { echo "test_journald: needs root (private mount namespace)" >&2; exit 1; }
+[ -s /etc/machine-id ] || { echo "test_journald: journald needs /etc/machine-id" >&2; exit 1; }
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+: > "$T/empty.conf"
+export daemon demo T SRC
+
+unshare --mount --propagation private bash -euo pipefail -c '
+mount -t tmpfs tmpfs /run
+mkdir -p /run/systemd/journal /run/log/journal
+/lib/systemd/systemd-journald & J=$!
+trap "kill $J 2>/dev/null || true" EXIT
+for _ in $(seq 100); do [ -S /run/systemd/journal/socket ] && break; sleep 0.05; done
+[ -S /run/systemd/journal/socket ] || { echo "test_journald: journald did not start"; exit 1; }
+
+: > "$T/daemon.err"
+JOURNAL_STREAM=$(stat -c %d:%i "$T/daemon.err") "$daemon" --config "$T/empty.conf" --artifact "$demo" \
+    --device cpu --host 127.0.0.1 --port 0 --control-socket "$T/ctl.sock" --state-dir "$T/state" \
+    --max-context 256 --max-concurrency 1 2>>"$T/daemon.err" & D=$!
+port=
+for _ in $(seq 600); do
+    port=$(sed -n "s/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p" "$T/daemon.err" | head -1)
+    [ -n "$port" ] && [ "$(curl -s -o /dev/null -w %{http_code} "http://127.0.0.1:$port/health")" = 200 ] && break
+    sleep 0.1
+done
+curl -sf "http://127.0.0.1:$port/v1/chat/completions" -H "content-type: application/json" \
+    -d "{\"messages\":[{\"role\":\"user\",\"content\":\"zebra-quartz-violin\"}],\"max_tokens\":4}" >/dev/null
+kill -TERM $D
+wait $D
+sleep 0.3
+journalctl -D /run/log/journal -o json --no-pager > "$T/journal.json"
+'
+
+python3 - "$T" <<'EOF'
+import json, sys
+T = sys.argv[1]
+entries = [json.loads(l) for l in open(f"{T}/journal.json") if l.strip()]
+ours = [e for e in entries if e.get("SYSLOG_IDENTIFIER") == "ninferd"]
+def fail(why):
+    print("test_journald: FAIL:", why)
+    for e in ours:
+        print({k: v for k, v in e.items() if not k.startswith(("__", "_"))})
+    print("daemon stderr:", open(f"{T}/daemon.err").read())
+    sys.exit(1)
+if not ours:
+    fail("no entries from ninferd in the private journal")
+for e in ours:
+    if e.get("PRIORITY") not in {"3", "4", "6", "7"}:
+        fail("entry without a syslog PRIORITY: " + e.get("MESSAGE", ""))
+    if not e.get("CODE_FILE", "").endswith((".cpp", ".h")) or not e.get("CODE_LINE", "").isdigit() \
+            or not e.get("CODE_FUNC"):
+        fail("entry without CODE_FILE/CODE_LINE/CODE_FUNC: " + e.get("MESSAGE", ""))
+    if "zebra-quartz-violin" in e.get("MESSAGE", ""):
+        fail("the prompt text reached the journal")
+loaded = [e for e in ours if e.get("MESSAGE_ID") == "57deee9d411f4123b8265e9ccc225398"]
+if len(loaded) != 1 or loaded[0]["PRIORITY"] != "6" or not loaded[0]["CODE_FILE"].endswith("server.cpp"):
+    fail("want one model-loaded entry (MESSAGE_ID 57deee9d..., PRIORITY 6, from server.cpp)")
+requests = [e for e in ours if e.get("NINFER_OP") == "request"]
+if len(requests) != 1:
+    fail(f"{len(requests)} NINFER_OP=request entries for one request")
+r = requests[0]
+if not r.get("NINFER_REQUEST_ID", "").isdigit() or not r.get("NINFER_SLOT", "").isdigit():
+    fail("request entry without NINFER_REQUEST_ID / NINFER_SLOT")
+for word in ("prompt_tokens=", "completion_tokens=", "reason=", "total_ms="):
+    if word not in r["MESSAGE"]:
+        fail("request entry lacks " + word)
+err = open(f"{T}/daemon.err").read()
+if "info " in err or "request, finished" in err:
+    fail("log lines went to stderr although JOURNAL_STREAM matched it")
+print(f"test_journald: ok ({len(ours)} entries; request entry: {r['MESSAGE']})")
+EOF

@@ -1,0 +1,31 @@
+// ninfer tests - catalogued journal events: stable, distinct 128-bit ids, each explained in systemd/ninfer.catalog.
+#include "daemon/journal.h"
+
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+using namespace ninfer::daemon;
+
+TEST_CASE("every catalogued event has a distinct 32-hex-digit MESSAGE_ID and a name", "[journal]") {
+    std::set<std::string_view> ids, names;
+    for (LogEvent e : {LogEvent::ModelLoaded, LogEvent::SnapshotSaved, LogEvent::UpgradeDone, LogEvent::ConfigReloaded}) {
+        std::string_view id = message_id(e);
+        REQUIRE(id.size() == 32);
+        CHECK(id.find_first_not_of("0123456789abcdef") == std::string_view::npos);
+        CHECK(ids.insert(id).second);
+        CHECK(names.insert(event_name(e)).second);
+    }
+    CHECK(message_id(LogEvent::ModelLoaded) == "57deee9d411f4123b8265e9ccc225398"); // ids never change
+}
+
+TEST_CASE("the journal catalog explains every MESSAGE_ID the daemon sends", "[journal]") {
+    std::ifstream in(std::string(NINFER_SOURCE_DIR) + "/systemd/ninfer.catalog");
+    REQUIRE(in);
+    std::stringstream text;
+    text << in.rdbuf();
+    for (LogEvent e : {LogEvent::ModelLoaded, LogEvent::SnapshotSaved, LogEvent::UpgradeDone, LogEvent::ConfigReloaded})
+        CHECK(text.str().find("-- " + std::string(message_id(e)) + "\nSubject: ") != std::string::npos);
+}
