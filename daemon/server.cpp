@@ -245,6 +245,9 @@ int run_daemon(const CommandLine& cli) {
     }
     std::string warning = core::warn_if_synthetic(*model.artifact);
     if (!warning.empty() && log_is_journal()) log_warning(warning);
+    if (!warning.empty()) // the packaged demo: say how to serve a real model (ninferd.conf(5))
+        log_warning("model, to serve a real model convert it with `ninferctl convert` and set `artifact = PATH` "
+                    "in /etc/ninfer/ninferd.conf.d/50-local.conf");
     log_info("model, " + model.model_id + ": " + model.plan.describe());
     Daemon daemon(cli, std::move(config), std::move(model));
     return daemon.run();
