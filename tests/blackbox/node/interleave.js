@@ -7,7 +7,7 @@ const { main, check, user } = require('./harness');
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 main('interleave', async (start) => {
-    const chunk = 64;
+    const chunk = 256; // large enough that a chunk's time dominates scheduling jitter
     const d = await start(['--max-concurrency', '2', '--prefill-chunk', String(chunk), '--max-context', '8192']);
     const client = d.client();
     const off = { chat_template_kwargs: { enable_thinking: false } };
@@ -35,13 +35,18 @@ main('interleave', async (start) => {
     const before = arrivals.filter((t) => t < tB0);
     const decodeGaps = before.slice(1).map((t, i) => t - before[i]).slice(-20);
     const stepMs = median(decodeGaps);
-    const during = arrivals.filter((t) => t >= tB0 && t <= tB1);
+    // B's prefill window: admission to its first token (its prompt was tokenized off the engine
+    // thread before that, competing for the CPU, which is not what this test measures).
+    const prefillStart = tB1 - b.timings.prompt_ms;
+    const during = arrivals.filter((t) => t >= prefillStart && t <= tB1);
     const gaps = during.slice(1).map((t, i) => t - during[i]);
     const maxGap = Math.max(...gaps);
     const nChunks = Math.ceil(b.timings.prompt_n / chunk);
     // B's prompt time holds its chunks and A's decode steps between them.
     const chunkMs = Math.max(0, (b.timings.prompt_ms - during.length * stepMs) / nChunks);
-    const bound = 2 * (chunkMs + stepMs) + 25;
+    // Twice the average chunk: late chunks attend over a longer prefix and cost more than the mean.
+    // Slack: scheduling jitter of shared cores and the node client's own event loop.
+    const bound = 2 * (chunkMs + stepMs) + 50;
     console.log(`figures: prompt ${b.timings.prompt_n} tokens in ${nChunks} chunks of ${chunk}, prefill ${b.timings.prompt_ms.toFixed(0)} ms, ` +
         `chunk ~${chunkMs.toFixed(1)} ms, decode step ~${stepMs.toFixed(1)} ms, A tokens during B's prefill ${during.length}, ` +
         `max gap ${maxGap.toFixed(1)} ms (bound ${bound.toFixed(1)} ms)`);
