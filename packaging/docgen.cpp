@@ -36,17 +36,41 @@ std::string scdoc_escape(std::string_view text) {
     return out;
 }
 
+// "auto|[0-9]*|script:*" -> "auto, a positive integer, script:..." (the table's choice syntax, in words).
+std::string choices_in_words(std::string_view choices) {
+    std::string out;
+    size_t start = 0;
+    while (start <= choices.size()) {
+        size_t bar = choices.find('|', start);
+        std::string_view c = choices.substr(start, bar == std::string_view::npos ? bar : bar - start);
+        if (!out.empty()) out += ", ";
+        if (c == "[0-9]*") out += "a positive integer";
+        else if (!c.empty() && c.back() == '*') out += std::string(c.substr(0, c.size() - 1)) + "...";
+        else out += c;
+        if (bar == std::string_view::npos) break;
+        start = bar + 1;
+    }
+    return out;
+}
+
+// The table's help is a phrase ("address the HTTP API listens on"); a man page wants a sentence.
+std::string sentence(std::string_view help) {
+    std::string out = scdoc_escape(help);
+    if (!out.empty() && out[0] >= 'a' && out[0] <= 'z') out[0] = char(out[0] - 'a' + 'A');
+    return out + ".";
+}
+
 bool takes_value(const OptionSpec& o) { return o.kind != OptionKind::Action && o.kind != OptionKind::Boolean; }
 
 // The sentence after an option's help: default, choices, range, reload behaviour.
 std::string details(const OptionSpec& o, bool config_file) {
     std::ostringstream out;
     if (!o.default_value.empty()) out << " Default: *" << scdoc_escape(o.default_value) << "*.";
-    if (o.kind == OptionKind::Choice) out << " One of: " << scdoc_escape(o.choices) << ".";
+    if (o.kind == OptionKind::Choice) out << " One of: " << scdoc_escape(choices_in_words(o.choices)) << ".";
     if (o.kind == OptionKind::Boolean) out << " A boolean: true, false, yes, no, on, off, 1 or 0.";
     if (o.kind == OptionKind::Integer && o.max_value != INT64_MAX)
         out << " Range: " << o.min_value << " to " << o.max_value << ".";
-    if (o.kind != OptionKind::Action) {
+    if (o.kind != OptionKind::Action && !(o.flags & ninfer::daemon::kOptionCliOnly)) {
         if (o.flags & ninfer::daemon::kOptionReloadable) out << " Applied on reload (SIGHUP).";
         else out << " Changing it needs a restart.";
     }
@@ -62,7 +86,7 @@ std::string ninferd_options() {
         out << "*--" << o.name << "*";
         if (takes_value(o)) out << " _" << scdoc_escape(o.value_name) << "_";
         if (o.kind == OptionKind::Boolean) out << ", *--no-" << o.name << "*";
-        out << "\n\t" << scdoc_escape(o.help) << "." << details(o, false) << "\n\n";
+        out << "\n\t" << sentence(o.help) << details(o, false) << "\n\n";
     }
     return out.str();
 }
@@ -71,7 +95,7 @@ std::string config_keys() {
     std::ostringstream out;
     for (const OptionSpec& o : ninfer::daemon::option_table()) {
         if (!in_config_file(o)) continue;
-        out << "*" << o.name << "* = _" << scdoc_escape(o.value_name) << "_\n\t" << scdoc_escape(o.help) << "."
+        out << "*" << o.name << "* = _" << scdoc_escape(o.value_name) << "_\n\t" << sentence(o.help)
             << details(o, true) << "\n\n";
     }
     return out.str();
@@ -103,7 +127,7 @@ std::string ninferctl_commands(const std::string& help_file) {
         std::string name = line.substr(2, name_end - 2);
         size_t help_start = line.find_first_not_of(' ', name_end);
         std::string help = help_start == std::string::npos ? "" : line.substr(help_start);
-        out << "*" << scdoc_escape(name) << "*\n\t" << scdoc_escape(help) << ".\n\n";
+        out << "*" << scdoc_escape(name) << "*\n\t" << sentence(help) << "\n\n";
     }
     return out.str();
 }
@@ -158,7 +182,7 @@ int render_config(const std::string& artifact) {
         if (!in_config_file(o)) continue;
         out << "\n";
         std::string help(o.help);
-        if (o.kind == OptionKind::Choice) help += " (" + std::string(o.choices) + ")";
+        if (o.kind == OptionKind::Choice) help += " (" + choices_in_words(o.choices) + ")";
         if (o.flags & ninfer::daemon::kOptionReloadable) help += " (reload)";
         comment_block(out, help);
         if (o.name == "artifact") {
@@ -168,7 +192,7 @@ int render_config(const std::string& artifact) {
                 << o.name << " = " << artifact << "\n";
             continue;
         }
-        out << "#" << o.name << " = " << o.default_value << "\n";
+        out << "#" << o.name << " =" << (o.default_value.empty() ? "" : " ") << o.default_value << "\n";
     }
     return 0;
 }

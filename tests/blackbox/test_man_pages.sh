@@ -30,7 +30,7 @@ for opt in $("$daemon" --help | grep -o -- '^  --[a-z0-9-]*' | sed 's/^  //'); d
 done
 # Keys of the generated config (commented defaults included) must all be in ninferd.conf(5),
 # and every key ninferd.conf(5) documents must be accepted by the daemon.
-keys=$(sed -n 's/^#\{0,1\}\([a-z][a-z0-9-]*\) = .*/\1/p' "$conf")
+keys=$(sed -n 's/^#\{0,1\}\([a-z][a-z0-9-]*\) =.*/\1/p' "$conf")
 [ "$(echo "$keys" | wc -l)" -ge 20 ] || fail "the generated config lists only $(echo "$keys" | wc -l) keys"
 for key in $keys; do
     grep -q "^ *$key = " "$T/ninferd.conf.5.txt" || fail "ninferd.conf(5) lacks the key $key"
@@ -45,7 +45,7 @@ done
 "$daemon" --config "$conf" --artifact "$BIN/packaging/demo.ninfer" --device cpu --check-config > "$T/check.txt" \
     || fail "--check-config rejects the generated config"
 grep -q '^artifact = /usr/share/ninfer/demo.ninfer$' "$conf" || fail "the default config does not serve the demo"
-size=$(stat -c %s "$BIN/packaging/demo.ninfer")
+size=$(stat -L -c %s "$BIN/packaging/demo.ninfer")
 [ "$size" -le $((40 * 1024 * 1024)) ] || fail "demo artifact is $size bytes (> 40 MiB)"
 
 [ $failed = 0 ] && echo "test_man_pages: ok (3 pages, $(echo "$keys" | wc -l) keys, demo $size bytes)"
