@@ -65,7 +65,7 @@ struct Lane {
 class CudaBackend final : public Backend {
   public:
     CudaBackend(const ModelWeights& w, const MemoryPlan& plan, const CudaBackendOptions& o)
-        : plan_(plan), options_(o), run_(w, plan), lanes_(size_t(plan.n_lanes)) {
+        : plan_(plan), options_(o), run_(w, plan, o.f32_activations), lanes_(size_t(plan.n_lanes)) {
         for (uint32_t p = plan.kv_pages; p-- > 0;)
             free_.push_back(p);
         params_dev_ = arena_.alloc_n<kernels::SampleRowParams>(kMaxStepTokens, "sampling parameters");

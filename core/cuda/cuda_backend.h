@@ -7,7 +7,7 @@
 //   kernels do not cover, another weight format, a KV dtype other than bf16, or a missing GPU.
 // - Semantics are those of backend.h. Activations between kernels are bf16 except the residual
 //   stream and the logits (f32), so logits follow the CPU reference closely but not bit for bit.
-//   Prefill runs the decode kernels over blocks of up to 8 tokens of the lane (GDN token by token).
+//   (options.f32_activations narrows that further.) Prefill runs the decode kernels over blocks of up to 8 tokens of the lane (GDN token by token).
 //   Decode of 1..8 lanes replays one CUDA graph per batch size (options.graphs; captured on first
 //   use): per step the host writes 24 ints of step inputs and reads back the sampled ids.
 //   Sampling happens on the GPU for greedy and for top_k in 1..1024 without penalties, logit bias
@@ -32,6 +32,9 @@ namespace ninfer::core {
 
 struct CudaBackendOptions {
     bool graphs = true; // false: decode launches the kernels directly (tests compare both)
+    // Projections read f32 activations through a plain kernel (no tensor cores): slow; it proves
+    // the runner against the CPU reference to cosine 1e-4 where bf16 activations cannot.
+    bool f32_activations = false;
 };
 
 std::unique_ptr<Backend> make_cuda_backend(const ModelWeights& weights, const MemoryPlan& plan,

@@ -45,7 +45,8 @@ void check_geometry(const ModelConfig& c, const MemoryPlan& plan) {
 
 } // namespace
 
-Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan) : config_(weights.config), plan_(plan) {
+Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_activations)
+    : config_(weights.config), plan_(plan), f32_(f32_activations) {
     const ModelConfig& c = config_;
     check_geometry(c, plan);
     model_ = DeviceModel::upload(weights, arena_);
@@ -61,6 +62,7 @@ Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan) : config_(we
     x_ = arena_.alloc_n<float>(B * hs_, "residual");
     mix_ = arena_.alloc_n<float>(B * hs_, "mixer output");
     xn_ = arena_.alloc_n<__nv_bfloat16>(B * hs_, "normed rows");
+    xn32_ = arena_.alloc_n<float>(B * hs_, "normed rows (f32)");
     qg_w_ = pad8(2 * c.attn_q_dim());
     kv_w_ = pad8(c.attn_kv_dim());
     q_w_ = pad8(c.attn_q_dim());
@@ -85,6 +87,7 @@ Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan) : config_(we
     act_w_ = pad8(inter);
     gate_up_ = arena_.alloc_n<float>(B * gu_w_, "gate+up");
     act_ = arena_.alloc_n<__nv_bfloat16>(B * act_w_, "SwiGLU output");
+    act32_ = arena_.alloc_n<float>(B * act_w_, "SwiGLU output (f32)");
     if (c.is_moe()) {
         const int64_t K = c.num_experts_per_tok, I = c.moe_intermediate_size;
         e_w_ = pad8(c.num_experts);
@@ -94,10 +97,9 @@ Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan) : config_(we
         route_ids_ = arena_.alloc_n<int32_t>(B * K, "routed experts");
         route_w_ = arena_.alloc_n<float>(B * K, "routing weights");
         expert_gu_ = arena_.alloc_n<float>(B * K * egu_w_, "expert gate+up");
-        expert_act_ = arena_.alloc_n<__nv_bfloat16>(B * K * eact_w_, "expert SwiGLU");
+        expert_act_ = arena_.alloc_n<float>(B * K * eact_w_, "expert SwiGLU");
         expert_out_ = arena_.alloc_n<float>(B * K * hs_, "expert outputs");
         shared_out_ = arena_.alloc_n<float>(B * hs_, "shared expert output");
-        xn32_ = arena_.alloc_n<float>(B * hs_, "normed rows (f32, router input)");
         score_ = arena_.alloc_n<float>(B * 8, "shared expert score");
     }
     logits_ = arena_.alloc_n<float>(B * logits_stride_, "step logits");
@@ -135,8 +137,12 @@ uint64_t Runner::recurrent_floats_per_lane() const {
     return uint64_t(config_.linear_num_value_heads) * config_.linear_key_head_dim * config_.linear_value_head_dim;
 }
 
-void Runner::linear(const DeviceLinear& w, const __nv_bfloat16* x, int64_t x_stride, int n, void* y, bool y_fp32,
-                    int64_t y_stride) {
+void Runner::linear(const DeviceLinear& w, const __nv_bfloat16* x, const float* x32, int64_t x_stride, int n, void* y,
+                    bool y_fp32, int64_t y_stride) {
+    if (f32_ && x32) {
+        cuda_check(kernels::gemv_f32x(w.view, x32, x_stride, n, y, y_fp32, y_stride, stream_), "f32 gemv");
+        return;
+    }
     kernels::GemvArgs a;
     a.w = w.view;
     a.x = x;
@@ -156,7 +162,7 @@ void Runner::enqueue_forward(int n, bool one_lane) {
     uint32_t full = 0, gdn_index = 0;
     for (uint32_t l = 0; l < c.num_hidden_layers; ++l) {
         const DeviceLayer& L = model_.layers[l];
-        cuda_check(kernels::add_rmsnorm(x_, hs_, l == 0 ? nullptr : mix_, hs_, L.input_norm, xn_, hs_, nullptr, n,
+        cuda_check(kernels::add_rmsnorm(x_, hs_, l == 0 ? nullptr : mix_, hs_, L.input_norm, xn_, hs_, xn32_, n,
                                         int(c.hidden_size), eps, stream_), "input norm");
         if (L.kind == LayerKind::FullAttention)
             attention(L, full++, n);
@@ -166,20 +172,20 @@ void Runner::enqueue_forward(int n, bool one_lane) {
                                         int(c.hidden_size), eps, stream_), "post-attention norm");
         ffn(L, n);
     }
-    cuda_check(kernels::add_rmsnorm(x_, hs_, mix_, hs_, model_.final_norm, xn_, hs_, nullptr, n, int(c.hidden_size), eps,
+    cuda_check(kernels::add_rmsnorm(x_, hs_, mix_, hs_, model_.final_norm, xn_, hs_, xn32_, n, int(c.hidden_size), eps,
                                     stream_), "final norm");
 }
 
 void Runner::enqueue_head(int row, int n) {
-    linear(model_.output_head, xn_ + row * hs_, hs_, n, logits_, true, logits_stride_);
+    linear(model_.output_head, xn_ + row * hs_, xn32_ + row * hs_, hs_, n, logits_, true, logits_stride_);
 }
 
 void Runner::attention(const DeviceLayer& L, uint32_t fi, int n) {
     const ModelConfig& c = config_;
     const DeviceAttention& w = L.attention;
-    linear(w.query_gate, xn_, hs_, n, qg_, false, qg_w_);
-    linear(w.key, xn_, hs_, n, k_, false, kv_w_);
-    linear(w.value, xn_, hs_, n, v_, false, kv_w_);
+    linear(w.query_gate, xn_, xn32_, hs_, n, qg_, false, qg_w_);
+    linear(w.key, xn_, xn32_, hs_, n, k_, false, kv_w_);
+    linear(w.value, xn_, xn32_, hs_, n, v_, false, kv_w_);
     kernels::AttnGeometry geo;
     geo.n_heads = int(c.num_attention_heads);
     geo.n_kv_heads = int(c.num_key_value_heads);
@@ -222,19 +228,19 @@ void Runner::attention(const DeviceLayer& L, uint32_t fi, int n) {
     d.scratch = attn_scratch_;
     d.scratch_floats = attn_scratch_floats_;
     cuda_check(kernels::attn_decode(d, stream_), "attention");
-    linear(w.output, attn_, q_w_, n, mix_, true, hs_);
+    linear(w.output, attn_, nullptr, q_w_, n, mix_, true, hs_);
 }
 
 void Runner::gdn(const DeviceLayer& L, uint32_t gi, int n, bool one_lane) {
     const ModelConfig& c = config_;
     const DeviceGdn& w = L.gdn;
     const int64_t kd = c.gdn_key_dim();
-    linear(w.query, xn_, hs_, n, qkv_, false, cd_w_);
-    linear(w.key, xn_, hs_, n, qkv_ + kd, false, cd_w_);
-    linear(w.value, xn_, hs_, n, qkv_ + 2 * kd, false, cd_w_);
-    linear(w.z, xn_, hs_, n, z_, false, vd_w_);
-    linear(w.a, xn_, hs_, n, a_, true, hv_w_);
-    linear(w.b, xn_, hs_, n, b_, true, hv_w_);
+    linear(w.query, xn_, xn32_, hs_, n, qkv_, false, cd_w_);
+    linear(w.key, xn_, xn32_, hs_, n, qkv_ + kd, false, cd_w_);
+    linear(w.value, xn_, xn32_, hs_, n, qkv_ + 2 * kd, false, cd_w_);
+    linear(w.z, xn_, xn32_, hs_, n, z_, false, vd_w_);
+    linear(w.a, xn_, xn32_, hs_, n, a_, true, hv_w_);
+    linear(w.b, xn_, xn32_, hs_, n, b_, true, hv_w_);
     const int32_t* slots = step_in_ + kMaxStepTokens; // a lane's GDN slot is its index
     // One lane's tokens go one at a time (each step reads the state the previous one left).
     const int steps = one_lane ? n : 1, per = one_lane ? 1 : n;
@@ -274,38 +280,38 @@ void Runner::gdn(const DeviceLayer& L, uint32_t gi, int n, bool one_lane) {
         r.eps = c.rms_norm_eps;
         cuda_check(kernels::gdn_recurrent_decode(r, stream_), "GDN recurrence");
     }
-    linear(w.output, y_, vd_w_, n, mix_, true, hs_);
+    linear(w.output, y_, nullptr, vd_w_, n, mix_, true, hs_);
 }
 
 void Runner::ffn(const DeviceLayer& L, int n) {
     const ModelConfig& c = config_;
     const DeviceMlp& mlp = c.is_moe() ? L.moe.shared : L.mlp;
     const int64_t inter = mlp.gate.view.n;
-    linear(mlp.gate, xn_, hs_, n, gate_up_, true, gu_w_);
-    linear(mlp.up, xn_, hs_, n, gate_up_ + inter, true, gu_w_);
-    cuda_check(kernels::swiglu(gate_up_, gu_w_, int(inter), act_, act_w_, n, stream_), "SwiGLU");
+    linear(mlp.gate, xn_, xn32_, hs_, n, gate_up_, true, gu_w_);
+    linear(mlp.up, xn_, xn32_, hs_, n, gate_up_ + inter, true, gu_w_);
+    cuda_check(kernels::swiglu(gate_up_, gu_w_, int(inter), act_, act32_, act_w_, n, stream_), "SwiGLU");
     if (!c.is_moe()) {
-        linear(mlp.down, act_, act_w_, n, mix_, true, hs_);
+        linear(mlp.down, act_, act32_, act_w_, n, mix_, true, hs_);
         return;
     }
     const DeviceMoe& m = L.moe;
     const int K = int(c.num_experts_per_tok), I = int(c.moe_intermediate_size);
-    linear(mlp.down, act_, act_w_, n, shared_out_, true, hs_);
-    cuda_check(kernels::gemv_f32x(m.shared_score.view, xn32_, hs_, n, score_, 8, stream_), "shared expert score");
-    cuda_check(kernels::gemv_f32x(m.router.view, xn32_, hs_, n, router_, e_w_, stream_), "router");
+    linear(mlp.down, act_, act32_, act_w_, n, shared_out_, true, hs_);
+    cuda_check(kernels::gemv_f32x(m.shared_score.view, xn32_, hs_, n, score_, true, 8, stream_), "shared expert score");
+    cuda_check(kernels::gemv_f32x(m.router.view, xn32_, hs_, n, router_, true, e_w_, stream_), "router");
     cuda_check(kernels::moe_route(router_, e_w_, int(c.num_experts), K, route_ids_, route_w_, n, stream_), "routing");
     kernels::MoeGemvArgs g;
     g.w = m.experts_gate_up.view;
     g.rows_per_expert = 2 * I;
     g.ids = route_ids_;
     g.top_k = K;
-    g.x = xn_;
+    g.x = xn32_;
     g.x_stride = hs_;
     g.y = expert_gu_;
     g.y_stride = egu_w_;
     g.n_tokens = n;
     cuda_check(kernels::moe_gemv(g, stream_), "expert gate+up");
-    cuda_check(kernels::swiglu(expert_gu_, egu_w_, I, expert_act_, eact_w_, n * K, stream_), "expert SwiGLU");
+    cuda_check(kernels::swiglu(expert_gu_, egu_w_, I, nullptr, expert_act_, eact_w_, n * K, stream_), "expert SwiGLU");
     g.w = m.experts_down.view;
     g.rows_per_expert = int(c.hidden_size);
     g.x = expert_act_;

@@ -32,7 +32,10 @@ inline constexpr int kMaxStepTokens = 8;
 
 class Runner {
   public:
-    Runner(const ModelWeights& weights, const MemoryPlan& plan);
+    // f32_activations: every projection whose input exists in f32 (normed rows, SwiGLU output)
+    // reads it in f32 through a plain kernel instead of bf16 through the tensor-core GEMV: slow,
+    // for checking the runner against the CPU reference to the last digits.
+    Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_activations = false);
     ~Runner();
     Runner(const Runner&) = delete;
     Runner& operator=(const Runner&) = delete;
@@ -64,7 +67,7 @@ class Runner {
     void attention(const DeviceLayer& L, uint32_t full_index, int n);
     void gdn(const DeviceLayer& L, uint32_t gdn_index, int n, bool one_lane);
     void ffn(const DeviceLayer& L, int n);
-    void linear(const DeviceLinear& w, const __nv_bfloat16* x, int64_t x_stride, int n, void* y,
+    void linear(const DeviceLinear& w, const __nv_bfloat16* x, const float* x32, int64_t x_stride, int n, void* y,
                 bool y_fp32, int64_t y_stride);
 
     ModelConfig config_;
@@ -77,7 +80,8 @@ class Runner {
     // Step inputs and activations.
     int32_t* step_in_ = nullptr;
     int32_t* page_table_ = nullptr;
-    float *x_ = nullptr, *mix_ = nullptr, *xn32_ = nullptr; // xn32_: MoE models only
+    bool f32_ = false;
+    float *x_ = nullptr, *mix_ = nullptr, *xn32_ = nullptr, *act32_ = nullptr; // f32 copies of xn_, act_
     __nv_bfloat16* xn_ = nullptr;
     __nv_bfloat16 *qg_ = nullptr, *k_ = nullptr, *v_ = nullptr, *q_ = nullptr, *attn_ = nullptr;
     float* attn_scratch_ = nullptr;
@@ -89,7 +93,7 @@ class Runner {
     float *router_ = nullptr, *route_w_ = nullptr, *expert_gu_ = nullptr, *expert_out_ = nullptr,
           *shared_out_ = nullptr, *score_ = nullptr;
     int32_t* route_ids_ = nullptr;
-    __nv_bfloat16* expert_act_ = nullptr;
+    float* expert_act_ = nullptr;
     float *logits_ = nullptr, *lane_logits_ = nullptr;
     kernels::GemvScratch scratch_;
     std::vector<__nv_bfloat16*> kv_k_, kv_v_, conv_;

@@ -83,21 +83,28 @@ __global__ void add_rmsnorm_kernel(float* x, int64_t x_stride, const float* add,
 }
 
 // grid (ceil(n/8), n_tokens), 256 threads: one warp per row.
-__global__ void gemv_f32x_kernel(RowDecoder d, const float* x, int64_t x_stride, float* y, int64_t y_stride) {
+__global__ void gemv_f32x_kernel(RowDecoder d, const float* x, int64_t x_stride, void* y, bool y_fp32,
+                                 int64_t y_stride) {
     const int t = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int64_t r = int64_t(blockIdx.x) * 8 + warp;
     if (r >= d.n) return;
     float acc = 0.f;
     for (int64_t c = lane; c < d.k; c += 32) acc = fmaf(d.value(r, c), x[t * x_stride + c], acc);
     acc = warp_sum(acc);
-    if (lane == 0) y[t * y_stride + r] = acc;
+    if (lane == 0) {
+        if (y_fp32) static_cast<float*>(y)[t * y_stride + r] = acc;
+        else static_cast<__nv_bfloat16*>(y)[t * y_stride + r] = __float2bfloat16(acc);
+    }
 }
 
-__global__ void swiglu_kernel(const float* in, int64_t in_stride, int inter, __nv_bfloat16* out, int64_t out_stride) {
+__global__ void swiglu_kernel(const float* in, int64_t in_stride, int inter, __nv_bfloat16* out, float* out32,
+                              int64_t out_stride) {
     const int t = blockIdx.y;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < inter; i += gridDim.x * blockDim.x) {
         const float g = in[t * in_stride + i], u = in[t * in_stride + inter + i];
-        out[t * out_stride + i] = __float2bfloat16(silu(g) * u);
+        const float v = silu(g) * u;
+        if (out) out[t * out_stride + i] = __float2bfloat16(v);
+        if (out32) out32[t * out_stride + i] = v;
     }
 }
 
@@ -158,18 +165,18 @@ __global__ void moe_gemv_kernel(RowDecoder d, MoeGemvArgs a) {
     if (r >= a.rows_per_expert) return;
     const int t = slot / a.top_k;
     const int64_t row = int64_t(a.ids[slot]) * a.rows_per_expert + r;
-    const __nv_bfloat16* x = a.x + int64_t(a.x_per_slot ? slot : t) * a.x_stride;
+    const float* x = a.x + int64_t(a.x_per_slot ? slot : t) * a.x_stride;
     float acc = 0.f;
     if (d.format == WeightFormat::Bf16) {
-        for (int64_t c = lane; c < d.k; c += 32) acc = fmaf(d.code(row, c), __bfloat162float(x[c]), acc);
+        for (int64_t c = lane; c < d.k; c += 32) acc = fmaf(d.code(row, c), x[c], acc);
     } else if (d.format == WeightFormat::Fp8E4m3RowBf16) {
-        for (int64_t c = lane; c < d.k; c += 32) acc = fmaf(d.code(row, c), __bfloat162float(x[c]), acc);
+        for (int64_t c = lane; c < d.k; c += 32) acc = fmaf(d.code(row, c), x[c], acc);
         acc *= d.scale_of(row, 0);
     } else {
         for (int64_t g0 = 0; g0 < d.k; g0 += 64) {
             float part = 0.f;
             for (int64_t c = g0 + lane; c < min(g0 + 64, d.k); c += 32)
-                part = fmaf(d.code(row, c), __bfloat162float(x[c]), part);
+                part = fmaf(d.code(row, c), x[c], part);
             acc = fmaf(part, d.scale_of(row, g0), acc);
         }
     }
@@ -223,19 +230,19 @@ cudaError_t add_rmsnorm(float* x, int64_t x_stride, const float* add, int64_t ad
     return cudaGetLastError();
 }
 
-cudaError_t gemv_f32x(const WeightView& w, const float* x, int64_t x_stride, int n_tokens, float* y,
+cudaError_t gemv_f32x(const WeightView& w, const float* x, int64_t x_stride, int n_tokens, void* y, bool y_fp32,
                       int64_t y_stride, cudaStream_t stream) {
     if (!detail::format_ok(w) || !x || !y || n_tokens < 1 || n_tokens > 65535) return cudaErrorInvalidValue;
     const dim3 grid(unsigned((w.n + 7) / 8), unsigned(n_tokens));
-    detail::gemv_f32x_kernel<<<grid, 256, 0, stream>>>(detail::make_decoder(w), x, x_stride, y, y_stride);
+    detail::gemv_f32x_kernel<<<grid, 256, 0, stream>>>(detail::make_decoder(w), x, x_stride, y, y_fp32, y_stride);
     return cudaGetLastError();
 }
 
-cudaError_t swiglu(const float* in, int64_t in_stride, int inter, __nv_bfloat16* out, int64_t out_stride,
-                   int n_rows, cudaStream_t stream) {
-    if (!in || !out || inter < 1 || n_rows < 1 || n_rows > 65535) return cudaErrorInvalidValue;
+cudaError_t swiglu(const float* in, int64_t in_stride, int inter, __nv_bfloat16* out, float* out32,
+                   int64_t out_stride, int n_rows, cudaStream_t stream) {
+    if (!in || (!out && !out32) || inter < 1 || n_rows < 1 || n_rows > 65535) return cudaErrorInvalidValue;
     const dim3 grid(unsigned(std::min(64, (inter + 255) / 256)), unsigned(n_rows));
-    detail::swiglu_kernel<<<grid, 256, 0, stream>>>(in, in_stride, inter, out, out_stride);
+    detail::swiglu_kernel<<<grid, 256, 0, stream>>>(in, in_stride, inter, out, out32, out_stride);
     return cudaGetLastError();
 }
 

@@ -9,14 +9,16 @@
 //   y[t] = bf16(x * rsqrt(mean(x^2) + eps) * (1 + w)), w f32 [dim] (model.md §4, offset form);
 //   y32 (optional, stride y_stride) gets the same values unrounded.
 // - gemv_f32x: y[t][r] = W.row(r) . x[t] with f32 x (the router and the shared-expert score,
-//   whose top-k choice and gate must not see x rounded to bf16); one warp per row, f32 sums.
-// - swiglu: out[t][i] = bf16(silu(in[t][i]) * in[t][inter + i]), in f32 rows [gate | up].
+//   whose top-k choice and gate must not see x rounded to bf16; every projection in the runner's
+//   f32-activation mode); one warp per row, f32 sums; y f32 or bf16(sum).
+// - swiglu: out[t][i] = bf16(silu(in[t][i]) * in[t][inter + i]), in f32 rows [gate | up]; out32
+//   (optional; out may then be null) gets the f32 value, same stride.
 // - moe_route: per token, softmax (f32) over n_experts router logits, top_k largest (ties to the
 //   lower id), weights renormalised to sum 1: ids [t][top_k], weights [t][top_k] (core/cpu order).
 //   n_experts <= 1024, top_k <= 32.
 // - moe_gemv: for token t and slot j, expert e = ids[t*top_k + j]:
 //   y[(t*top_k + j)*y_stride + r] = W.row(e * rows_per_expert + r) . x_row, r < rows_per_expert,
-//   x_row = x + (x_per_slot ? t*top_k + j : t) * x_stride (bf16), f32 sums; W any of the three
+//   x_row = x + (x_per_slot ? t*top_k + j : t) * x_stride (f32), f32 sums; W any of the three
 //   gemv.h formats with n = n_experts * rows_per_expert rows.
 // - moe_combine: out[t][h] = sum_j weights[t][j] * y[t*top_k + j][h] + sigmoid(score[t*score_stride])
 //   * shared[t][h], f32.
@@ -40,10 +42,10 @@ cudaError_t add_rmsnorm(float* x, int64_t x_stride, const float* add, int64_t ad
                         const float* w, __nv_bfloat16* y, int64_t y_stride, float* y32, int n_tokens,
                         int dim, float eps, cudaStream_t stream);
 
-cudaError_t gemv_f32x(const WeightView& w, const float* x, int64_t x_stride, int n_tokens, float* y,
+cudaError_t gemv_f32x(const WeightView& w, const float* x, int64_t x_stride, int n_tokens, void* y, bool y_fp32,
                       int64_t y_stride, cudaStream_t stream);
 
-cudaError_t swiglu(const float* in, int64_t in_stride, int inter, __nv_bfloat16* out,
+cudaError_t swiglu(const float* in, int64_t in_stride, int inter, __nv_bfloat16* out, float* out32,
                    int64_t out_stride, int n_rows, cudaStream_t stream);
 
 cudaError_t moe_route(const float* logits, int64_t logits_stride, int n_experts, int top_k,
@@ -54,7 +56,7 @@ struct MoeGemvArgs {
     int rows_per_expert = 0;
     const int32_t* ids = nullptr;
     int top_k = 0;
-    const __nv_bfloat16* x = nullptr;
+    const float* x = nullptr;
     int64_t x_stride = 0;
     bool x_per_slot = false;
     float* y = nullptr;
