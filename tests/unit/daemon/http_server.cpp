@@ -164,3 +164,18 @@ TEST_CASE("a peer that hangs up mid-stream fires the writer's on_close", "[http_
     CHECK(got.find("Transfer-Encoding: chunked") != std::string::npos);
     CHECK(h.closed_callbacks == 1);
 }
+
+TEST_CASE("headers that do not arrive within the header timeout get 408; idle keep-alive closes", "[http_server]") {
+    HttpLimits limits;
+    limits.header_timeout_ms = 150;
+    limits.idle_timeout_ms = 150;
+    Harness slow(limits);
+    std::string got = slow.exchange("GET / HTTP/1.1\r\nHost: x\r\n", 1, "HTTP/1.1");
+    CHECK(got.find("HTTP/1.1 408") == 0);
+    Harness idle(limits);
+    // One answered request, then silence: the server closes (recv sees EOF before the 2 s timeout).
+    auto t0 = std::chrono::steady_clock::now();
+    std::string answered = idle.exchange("GET /a HTTP/1.1\r\n\r\n", 2, "HTTP/1.1");
+    CHECK(answered.find("GET /a 0") != std::string::npos);
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(1500));
+}
