@@ -21,6 +21,7 @@ int cmd_drain(int argc, char** argv);
 int cmd_resume(int argc, char** argv);
 int cmd_log_level(int argc, char** argv);
 int cmd_reload(int argc, char** argv);
+int cmd_artifact(int argc, char** argv);
 
 inline constexpr Command kCommands[] = {
     {"version", cmd_version, "print the version"},
@@ -39,6 +40,7 @@ inline constexpr Command kCommands[] = {
     {"resume", cmd_resume, "admit requests again after drain"},
     {"log-level", cmd_log_level, "set the daemon's log level (debug|info|warning|error)"},
     {"reload", cmd_reload, "re-read the daemon's config files (as SIGHUP)"},
+    {"artifact", cmd_artifact, "artifact upgrade SRC [DST]: a v1/v2 container to V3 (offline)"},
 };
 
 } // namespace ninfer::ctl

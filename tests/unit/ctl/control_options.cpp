@@ -60,3 +60,11 @@ TEST_CASE("a daemon that never answers costs the timeout, not a hang", "[control
     ::close(fd);
     ::unlink(path.c_str());
 }
+
+TEST_CASE("artifact upgrade: usage 2, a file that is not v1/v2 refused with 1", "[control_options]") {
+    CHECK(run(cmd_artifact, {}) == 2);
+    CHECK(run(cmd_artifact, {"upgrade"}) == 2);
+    CHECK(run(cmd_artifact, {"upgrade", "a", "b", "c"}) == 2);
+    CHECK(run(cmd_artifact, {"upgrade", "/nonexistent/model.ninfer"}) == 1);
+    CHECK(run(cmd_artifact, {"upgrade", "/proc/self/cmdline"}) == 1);
+}
