@@ -121,6 +121,8 @@ std::string ControlServer::start() {
     if (int rc = uv_listen(reinterpret_cast<uv_stream_t*>(&listener_), 16, on_connection); rc != 0)
         return "control, cannot listen on " + socket_path_ + ": " + uv_strerror(rc);
     listening_ = true;
+    if (size_t n = core::remove_stale_temps(slots_dir(), ".nslot"))
+        log_info("control, removed " + std::to_string(n) + " unfinished slot file(s) of an earlier crash");
     log_info("control, listening on " + socket_path_);
     return "";
 }
