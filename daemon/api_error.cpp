@@ -1,6 +1,7 @@
 // ninfer::daemon - ApiError rendering and the HTTP status tables.
 #include "daemon/api_error.h"
 
+#include "core/frontend/unicode_utf8.h"
 #include "core/util/json_writer.h"
 
 namespace ninfer::daemon {
@@ -52,10 +53,11 @@ std::string_view status_reason(int status) {
 std::string render_openai_error(const ApiError& e) {
     core::JsonWriter w;
     w.begin_object().key("error").begin_object();
-    w.member("message", std::string_view(e.message));
+    // Messages may echo client bytes (a path, a header): never let invalid UTF-8 break the JSON.
+    w.member("message", core::utf8_lossy(e.message));
     w.member("type", e.type.empty() ? status_type(e.status) : std::string_view(e.type));
     w.key("param");
-    e.param.empty() ? w.null() : w.value(std::string_view(e.param));
+    e.param.empty() ? w.null() : w.value(core::utf8_lossy(e.param));
     w.key("code");
     e.code.empty() ? w.null() : w.value(std::string_view(e.code));
     w.end_object().end_object();

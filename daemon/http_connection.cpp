@@ -2,6 +2,7 @@
 #include "daemon/http_connection.h"
 
 #include "daemon/api_error.h"
+#include "daemon/log.h"
 
 #include <algorithm>
 #include <cctype>
@@ -113,7 +114,13 @@ void Connection::dispatch() {
     uv_timer_stop(&timer_);
     active_ = std::make_shared<ResponseWriter>(this, request_.keep_alive);
     auto writer = active_;
-    server_->handler()(std::move(request_), writer);
+    try {
+        server_->handler()(std::move(request_), writer);
+    } catch (const std::exception& e) {
+        // Handlers contain their errors; this is the last line of defence against a bug.
+        log_error(std::string("http, request handler threw: ") + e.what());
+        if (writer->is_open()) fail(500, "internal error");
+    }
     request_ = HttpRequest{};
 }
 

@@ -89,3 +89,10 @@ TEST_CASE("API keys compare in constant time over the longer input", "[chat_requ
     CHECK_FALSE(constant_time_equals("", "a"));
     CHECK(constant_time_equals("", ""));
 }
+
+TEST_CASE("error bodies stay valid JSON when the message echoes invalid UTF-8", "[chat_request]") {
+    std::string body = render_openai_error({404, "no route GET /\xff\xfe", "not_found", "", ""});
+    CHECK(body.find("\"message\":\"no route GET /\xEF\xBF\xBD\xEF\xBF\xBD\"") != std::string::npos);
+    CHECK(body.find("\"param\":null") != std::string::npos);
+    CHECK(body.find("\"type\":\"not_found_error\"") != std::string::npos);
+}
