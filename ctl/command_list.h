@@ -13,6 +13,7 @@ int cmd_render(int argc, char** argv);
 int cmd_convert(int argc, char** argv);
 int cmd_run(int argc, char** argv);
 int cmd_perplexity(int argc, char** argv);
+int cmd_bench(int argc, char** argv);
 int cmd_status(int argc, char** argv);
 int cmd_metrics(int argc, char** argv);
 int cmd_slot(int argc, char** argv);
@@ -32,6 +33,7 @@ inline constexpr Command kCommands[] = {
     {"convert", cmd_convert, "HF checkpoint (or --synthetic SHAPE) to a .ninfer artifact"},
     {"run", cmd_run, "generate from a prompt on the local CPU backend"},
     {"perplexity", cmd_perplexity, "perplexity of a text file (sliding windows)"},
+    {"bench", cmd_bench, "CUDA prefill/decode speed and roofline fraction (ARTIFACT or --synthetic SHAPE)"},
     {"status", cmd_status, "the daemon's model, device, lanes, queue and memory plan"},
     {"metrics", cmd_metrics, "throughput, TTFT, queue, KV use, cache hits (--watch SECONDS)"},
     {"slot", cmd_slot, "slot list | save ID NAME | restore ID NAME | erase ID"},

@@ -3,6 +3,9 @@
 
 #include "core/convert/synthetic.h"
 #include "core/cpu/cpu_backend.h"
+#ifdef NINFER_HAVE_CUDA_BACKEND
+#include "core/cuda/cuda_backend.h"
+#endif
 #include "core/util/error.h"
 
 #include <simdjson.h>
@@ -68,10 +71,18 @@ std::unique_ptr<ModelSession> open_model_session(const std::string& path) {
 }
 
 std::string check_device(const std::string& requested) {
-    // Only the CPU backend is built into ninferctl; "" (the default) therefore means cpu.
+    // "" (the default) means cpu.
     const std::string device = requested.empty() ? "cpu" : requested;
+#ifdef NINFER_HAVE_CUDA_BACKEND
+    if (device == "cuda") {
+        if (const std::string why = core::cuda_unavailable_reason(); !why.empty())
+            throw Error("--device cuda is unavailable: " + why + "; use --device cpu");
+        return device;
+    }
+#else
     if (device == "cuda")
         throw Error("--device cuda is unavailable: this ninferctl has no CUDA backend; use --device cpu");
+#endif
     if (device != "cpu")
         throw Error("--device " + device + ": unknown device (cpu or cuda)");
     return device;
@@ -91,8 +102,18 @@ void start_backend(ModelSession& s, const BackendOptions& o) {
     req.weight_bytes = s.weights.stored_bytes();
     req.available_bytes = core::host_available_bytes();
     req.margin_bytes = core::host_default_margin(req.available_bytes);
-    s.plan = core::MemoryPlan::make(c, req);
-    s.backend = core::make_cpu_backend(s.weights, s.plan);
+#ifdef NINFER_HAVE_CUDA_BACKEND
+    if (device == "cuda") { // KV pool and GDN state in GPU memory
+        req.available_bytes = core::cuda_free_bytes();
+        req.margin_bytes = core::cuda_default_margin(req.available_bytes);
+        s.plan = core::MemoryPlan::make(c, req);
+        s.backend = core::make_cuda_backend(s.weights, s.plan);
+    }
+#endif
+    if (!s.backend) {
+        s.plan = core::MemoryPlan::make(c, req);
+        s.backend = core::make_cpu_backend(s.weights, s.plan);
+    }
     std::fprintf(stderr, "loaded %s in %.2f s on %s: %s\n", s.artifact->path().c_str(), s.load_seconds,
                  device.c_str(), s.plan.describe().c_str());
 }

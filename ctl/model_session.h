@@ -4,8 +4,9 @@
 // - open_model_session opens and checks the artifact (warning on stderr if its weights are
 //   synthetic), binds the text weights and loads the tokenizer; start_backend then plans memory
 //   (one lane, the given max context clamped to the model's, auto KV capacity from the host's
-//   available memory minus a margin; refused with the deficit) and creates the backend. device "cpu" (or "" = the best built in, today cpu); "cuda" throws
-//   ninfer::Error saying it is unavailable in this build.
+//   available memory minus a margin; refused with the deficit) and creates the backend. device "cpu" (or "" = cpu); "cuda" plans
+//   against free GPU memory and creates the CUDA backend in a CUDA build, and otherwise (no GPU,
+//   no driver, or a CPU-only build) throws ninfer::Error saying why it is unavailable.
 // - The tokenizer is loaded from the artifact's tokenizer.json (+ tokenizer_config.json) when the
 //   artifact carries one; generation defaults (stop ids, temperature, top_p, top_k) come from its
 //   generation_config.json when present.

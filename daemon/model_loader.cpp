@@ -2,6 +2,9 @@
 #include "daemon/model_loader.h"
 
 #include "core/cpu/cpu_backend.h"
+#ifdef NINFER_HAVE_CUDA_BACKEND
+#include "core/cuda/cuda_backend.h"
+#endif
 #include "core/engine/script_backend.h"
 #include "core/util/error.h"
 
@@ -31,6 +34,13 @@ std::string unescape(std::string_view text) {
     return out;
 }
 
+#ifdef NINFER_HAVE_CUDA_BACKEND
+// --device cuda, or auto on a CUDA build with a usable GPU.
+bool wants_cuda(const std::string& device) {
+    return device == "cuda" || (device == "auto" && core::cuda_unavailable_reason().empty());
+}
+#endif
+
 } // namespace
 
 PlannedModel plan_model(const DaemonConfig& config) {
@@ -46,6 +56,14 @@ PlannedModel plan_model(const DaemonConfig& config) {
     request.weight_bytes = m.weights->stored_bytes();
     request.available_bytes = core::host_available_bytes();
     request.margin_bytes = core::host_default_margin(request.available_bytes);
+#ifdef NINFER_HAVE_CUDA_BACKEND
+    if (wants_cuda(config.device)) { // the KV pool and state live in GPU memory
+        if (const std::string why = core::cuda_unavailable_reason(); !why.empty())
+            throw Error("backend: --device cuda is unavailable: " + why);
+        request.available_bytes = core::cuda_free_bytes();
+        request.margin_bytes = core::cuda_default_margin(request.available_bytes);
+    }
+#endif
     m.plan = core::MemoryPlan::make(m.weights->config, request);
     m.model_id = config.model_id;
     if (m.model_id.empty()) m.model_id = m.artifact->metadata_name();
@@ -83,6 +101,9 @@ std::unique_ptr<core::Backend> load_backend(const DaemonConfig& config, PlannedM
         return std::make_unique<core::ScriptBackend>(std::move(scripts), model.plan.n_lanes,
                                                      model.weights->config.vocab_size, model.plan.max_context);
     }
+#ifdef NINFER_HAVE_CUDA_BACKEND
+    if (wants_cuda(config.device)) return core::make_cuda_backend(*model.weights, model.plan);
+#endif
     if (config.device == "cuda") throw Error("backend: this ninferd was built without the CUDA backend");
     core::CpuBackendOptions options;
     options.threads = unsigned(config.threads);

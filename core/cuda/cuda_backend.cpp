@@ -362,6 +362,10 @@ std::string cuda_unavailable_reason() {
     return p.ok ? std::string() : p.reason;
 }
 
+uint64_t cuda_default_margin(uint64_t available_bytes) {
+    return std::max<uint64_t>(1ull << 30, available_bytes / 20);
+}
+
 uint64_t cuda_free_bytes() {
     size_t free_b = 0, total = 0;
     if (!cuda_unavailable_reason().empty() || cudaMemGetInfo(&free_b, &total) != cudaSuccess)

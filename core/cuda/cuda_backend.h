@@ -42,5 +42,7 @@ std::unique_ptr<Backend> make_cuda_backend(const ModelWeights& weights, const Me
 
 std::string cuda_unavailable_reason();
 uint64_t cuda_free_bytes();
+// GPU memory a CUDA plan leaves free (CUDA context, graphs, fragmentation): max(1 GiB, 5%).
+uint64_t cuda_default_margin(uint64_t available_bytes);
 
 } // namespace ninfer::core

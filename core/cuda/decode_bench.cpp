@@ -135,14 +135,16 @@ DecodeBenchReport run_decode_bench(const DecodeBenchRequest& r) {
         throw Error("bench: --device cuda is unavailable: " + why);
     DecodeBenchReport rep;
     rep.copy_gbps = copy_bandwidth_gbps();
-    auto sw = synthetic_device_weights(r.shape, r.recipe, 1);
-    const ModelWeights& w = sw->weights;
+    std::unique_ptr<SyntheticWeights> sw;
+    if (!r.weights)
+        sw = synthetic_device_weights(r.shape, r.recipe, 1);
+    const ModelWeights& w = r.weights ? *r.weights : sw->weights;
     rep.weight_bytes = w.stored_bytes();
     const int lanes = *std::max_element(r.batches.begin(), r.batches.end());
-    const uint32_t depth_max = *std::max_element(r.depths.begin(), r.depths.end());
+    const uint32_t depth_max = *std::max_element(r.prompt_lens.begin(), r.prompt_lens.end());
     MemoryRequest mr;
     // Whole pages per lane, so that every lane can hold max_context tokens at once.
-    mr.max_context = (std::max(depth_max + uint32_t(r.steps) + 8, r.prefill_len + 8) + 63) / 64 * 64;
+    mr.max_context = (depth_max + uint32_t(r.steps) + 8 + 63) / 64 * 64;
     mr.max_concurrency = lanes;
     mr.kv_capacity_tokens = uint64_t(lanes) * mr.max_context;
     mr.weight_bytes = rep.weight_bytes;
@@ -151,18 +153,19 @@ DecodeBenchReport run_decode_bench(const DecodeBenchRequest& r) {
     const MemoryPlan plan = MemoryPlan::make(w.config, mr);
     auto b = make_cuda_backend(w, plan);
 
-    std::vector<int32_t> prompt(r.prefill_len);
-    for (uint32_t i = 0; i < r.prefill_len; ++i) prompt[i] = int32_t((i * 7919u) % 151000u);
+    std::vector<int32_t> prompt(depth_max);
+    for (uint32_t i = 0; i < depth_max; ++i) prompt[i] = int32_t((i * 7919u) % std::min(151000u, w.config.vocab_size));
     b->prefill(0, std::span(prompt).first(8), LogitsOut::Last, nullptr); // warm-up
-    b->reset_lane(0);
-    const auto t0 = Clock::now();
-    b->prefill(0, prompt, LogitsOut::Last, nullptr);
-    const double prefill_s = seconds_since(t0);
-    b->sample_after_prefill(0, SamplingParams{}, {}, 0);
-    rep.ttft_ms = seconds_since(t0) * 1e3;
-    rep.prefill_tokens_per_s = r.prefill_len / prefill_s;
+    for (uint32_t len : r.prompt_lens) {
+        b->reset_lane(0);
+        const auto t0 = Clock::now();
+        b->prefill(0, std::span(prompt).first(len), LogitsOut::Last, nullptr);
+        const double prefill_s = seconds_since(t0);
+        b->sample_after_prefill(0, SamplingParams{}, {}, 0);
+        rep.prefill.push_back({len, len / prefill_s, seconds_since(t0) * 1e3});
+    }
 
-    for (uint32_t depth : r.depths) {
+    for (uint32_t depth : r.prompt_lens) {
         LaneImage img;
         img.tokens.assign(depth, 1);
         img.kv_dtype = plan.kv_dtype;
@@ -203,8 +206,11 @@ std::string DecodeBenchReport::text() const {
     s += line;
     std::snprintf(line, sizeof line, "weights on GPU: %.2f GiB\n", double(weight_bytes) / (1ull << 30));
     s += line;
-    std::snprintf(line, sizeof line, "prefill: %.1f tok/s, TTFT %.1f ms\n", prefill_tokens_per_s, ttft_ms);
-    s += line;
+    for (const PrefillBenchRow& p : prefill) {
+        std::snprintf(line, sizeof line, "prefill %u tokens: %.1f tok/s, TTFT %.1f ms\n", p.prompt_len,
+                      p.tokens_per_s, p.ttft_ms);
+        s += line;
+    }
     for (const DecodeBenchRow& r : rows) {
         std::snprintf(line, sizeof line,
                       "decode batch %d depth %u: %.3f ms/step, %.1f tok/s, %.2f GB/step, %.1f%% of roofline\n",

@@ -9,14 +9,15 @@
 //   finite and below 1 in magnitude. Matrices take the recipe's format ("bf16", "fp8" =
 //   fp8_e4m3fn_row_bf16, "q4" = q4_g64_fp16 for every matrix); vectors bf16, a_log/dt_bias f32.
 //   Numerics are meaningless; bytes, shapes and formats are the real model's.
-// - run_decode_bench: copy bandwidth (device-to-device copy of 4 GiB, best of 10, read + write
-//   bytes), then per depth: every lane restored from a synthetic lane image of `depth` tokens,
+// - run_decode_bench: weights of request.weights (an artifact's) or else the synthetic shape;
+//   copy bandwidth (device-to-device copy of 4 GiB, best of 10, read + write bytes); prefill of
+//   each prompt length on one lane (tok/s, TTFT = wall time to the first sampled id); then per
+//   prompt length as context depth: every lane restored from a synthetic lane image of `depth` tokens,
 //   then per batch: warm-up (graph capture), `steps` timed greedy decode calls (host clock around
 //   each call, which waits for the sampled ids), decode tok/s = batch * steps / time; bytes per
 //   step = weight bytes read (all matrices except the embedding, MoE: the router, shared expert
 //   and top_k experts' share of the expert bytes) + K/V read for batch * depth tokens + GDN state
-//   read and written once per lane; roofline fraction = bytes / time / copy bandwidth. Prefill:
-//   one lane, prefill_len tokens, tok/s and TTFT (wall time to the first sampled id).
+//   read and written once per lane; roofline fraction = bytes / time / copy bandwidth.
 // Thread safety: one bench at a time (it owns the GPU's memory while it runs).
 #pragma once
 
@@ -40,10 +41,15 @@ std::unique_ptr<SyntheticWeights> synthetic_device_weights(const std::string& sh
 struct DecodeBenchRequest {
     std::string shape = "qwen3.6-27b";
     std::string recipe = "q4";
+    const ModelWeights* weights = nullptr; // else synthetic weights of shape/recipe
     std::vector<int> batches = {1, 2, 4, 8};
-    std::vector<uint32_t> depths = {512, 8192};
+    std::vector<uint32_t> prompt_lens = {512, 8192};
     int steps = 32;
-    uint32_t prefill_len = 512;
+};
+
+struct PrefillBenchRow {
+    uint32_t prompt_len = 0;
+    double tokens_per_s = 0, ttft_ms = 0;
 };
 
 struct DecodeBenchRow {
@@ -55,7 +61,7 @@ struct DecodeBenchRow {
 struct DecodeBenchReport {
     double copy_gbps = 0;
     uint64_t weight_bytes = 0;
-    double prefill_tokens_per_s = 0, ttft_ms = 0;
+    std::vector<PrefillBenchRow> prefill;
     std::vector<DecodeBenchRow> rows;
     std::string text() const; // human table, one line per row
 };

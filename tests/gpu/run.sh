@@ -63,7 +63,7 @@ fi
 say "bench:"
 timeout 300 "$BIN/bench_gpu" "$SUMMARY" >"$OUT/bench.log" 2>&1 || { status=1; say "bench: FAILED"; tail -5 "$OUT/bench.log"; }
 if [ -x "$BIN/bench_decode" ]; then
-    sets=${NINFER_GPU_BENCH_DECODE:---synthetic qwen3.6-27b --recipe q4 --batch 1,8 --depth 512,8192 --steps 16 --prompt-len 64;--synthetic qwen3.6-35b-a3b --recipe q4 --batch 1,8 --depth 8192 --steps 8 --prompt-len 64}
+    sets=${NINFER_GPU_BENCH_DECODE:---synthetic qwen3.6-27b --recipe q4 --batch 1,8 --prompt-len 512,8192 --gen 16;--synthetic qwen3.6-35b-a3b --recipe q4 --batch 1,8 --prompt-len 8192 --gen 8}
     i=0
     IFS=';' read -ra arg_sets <<<"$sets"
     for args in "${arg_sets[@]}"; do

@@ -1,0 +1,106 @@
+// ninfer::ctl - `ninferctl bench`: prefill and decode speed of the CUDA backend, with the fraction
+// of the memory roofline it measures itself (core/cuda/decode_bench.h).
+#include "ctl/command_list.h"
+#include "ctl/model_session.h"
+
+#include "core/util/error.h"
+#ifdef NINFER_HAVE_CUDA_BACKEND
+#include "core/cuda/decode_bench.h"
+#endif
+
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace ninfer::ctl {
+
+namespace {
+
+constexpr const char* kBenchUsage =
+    "usage: ninferctl bench (ARTIFACT | --synthetic SHAPE --recipe bf16|fp8|q4)\n"
+    "           [--prompt-len 512,8192] [--gen N] [--batch 1,2,4,8] [--json]\n"
+    "  On the CUDA backend: prefill tok/s and TTFT per prompt length; decode tok/s per batch size\n"
+    "  at each prompt length as context depth, bytes read per step and the fraction of the copy\n"
+    "  bandwidth it measures (device-to-device copy of 4 GiB, best of 10). --synthetic builds\n"
+    "  seeded random weights of SHAPE (qwen3.6-27b, qwen3.6-35b-a3b, ...) without a file.\n";
+
+std::vector<uint32_t> count_list(const char* flag, const std::string& text) {
+    std::vector<uint32_t> out;
+    std::stringstream in(text);
+    std::string item;
+    while (std::getline(in, item, ','))
+        out.push_back(uint32_t(parse_count(flag, item.c_str())));
+    if (out.empty())
+        throw Error(std::string("bench: ") + flag + " needs a comma-separated list of counts");
+    return out;
+}
+
+} // namespace
+
+int cmd_bench(int argc, char** argv) {
+    std::string artifact, shape, recipe = "q4";
+    std::vector<uint32_t> prompt_lens = {512, 8192}, batches = {1, 2, 4, 8};
+    int gen = 32;
+    bool json = false;
+    for (int i = 0; i < argc; ++i) {
+        const std::string arg = argv[i];
+        const bool has_value = i + 1 < argc;
+        if (arg == "--synthetic" && has_value) shape = argv[++i];
+        else if (arg == "--recipe" && has_value) recipe = argv[++i];
+        else if (arg == "--prompt-len" && has_value) prompt_lens = count_list("--prompt-len", argv[++i]);
+        else if (arg == "--batch" && has_value) batches = count_list("--batch", argv[++i]);
+        else if (arg == "--gen" && has_value) gen = int(parse_count("--gen", argv[++i]));
+        else if (arg == "--json") json = true;
+        else if (artifact.empty() && shape.empty() && !arg.empty() && arg[0] != '-') artifact = arg;
+        else {
+            std::fputs(kBenchUsage, stderr);
+            return 2;
+        }
+    }
+    if (artifact.empty() == shape.empty() || gen < 1) {
+        std::fputs(kBenchUsage, stderr);
+        return 2;
+    }
+    for (uint32_t b : batches)
+        if (b < 1 || b > 8)
+            throw Error("bench: --batch sizes must be 1..8");
+#ifdef NINFER_HAVE_CUDA_BACKEND
+    core::DecodeBenchRequest r;
+    r.shape = shape;
+    r.recipe = recipe;
+    r.batches.assign(batches.begin(), batches.end());
+    r.prompt_lens = prompt_lens;
+    r.steps = gen;
+    std::unique_ptr<ModelSession> session;
+    if (!artifact.empty()) {
+        session = open_model_session(artifact);
+        r.weights = &session->weights;
+    }
+    const core::DecodeBenchReport rep = core::run_decode_bench(r);
+    if (!json) {
+        std::printf("bench %s\n%s", artifact.empty() ? ("--synthetic " + shape + " --recipe " + recipe).c_str()
+                                                     : artifact.c_str(), rep.text().c_str());
+        return 0;
+    }
+    std::printf("{\"copy_gbps\":%.1f,\"weight_bytes\":%llu,\"prefill\":[", rep.copy_gbps,
+                (unsigned long long)rep.weight_bytes);
+    for (size_t i = 0; i < rep.prefill.size(); ++i)
+        std::printf("%s{\"prompt_len\":%u,\"tokens_per_s\":%.2f,\"ttft_ms\":%.2f}", i ? "," : "",
+                    rep.prefill[i].prompt_len, rep.prefill[i].tokens_per_s, rep.prefill[i].ttft_ms);
+    std::printf("],\"decode\":[");
+    for (size_t i = 0; i < rep.rows.size(); ++i) {
+        const core::DecodeBenchRow& d = rep.rows[i];
+        std::printf("%s{\"batch\":%d,\"depth\":%u,\"step_ms\":%.4f,\"tokens_per_s\":%.2f,\"bytes_per_step\":%.0f,"
+                    "\"roofline_fraction\":%.4f}",
+                    i ? "," : "", d.batch, d.depth, d.step_ms, d.tokens_per_s, d.bytes_per_step, d.roofline_fraction);
+    }
+    std::printf("]}\n");
+    return 0;
+#else
+    (void)json;
+    throw Error("bench: this ninferctl has no CUDA backend (configure with -DNINFER_CUDA=ON); --device cuda is unavailable");
+#endif
+}
+
+} // namespace ninfer::ctl
