@@ -1,0 +1,57 @@
+// ninfer tests - /metrics text: every sample belongs to a family with HELP and TYPE, histograms are
+// cumulative with +Inf = count, and the llama.cpp names dashboards read are present.
+#include "daemon/metrics.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <map>
+#include <sstream>
+
+using namespace ninfer;
+using namespace ninfer::daemon;
+
+TEST_CASE("metrics text is well-formed Prometheus exposition", "[metrics]") {
+    core::Engine engine({});
+    DaemonContext ctx;
+    ctx.engine = &engine;
+    ctx.model_id = "tiny";
+    ctx.state = ServeState::Ready;
+    ctx.counters.http_responses_by_status[200] = 3;
+    for (double s : {0.005, 0.3, 0.3, 100.0}) ctx.counters.ttft_seconds.observe(s);
+    std::string text = render_metrics(ctx);
+
+    std::map<std::string, std::string> types;
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("# TYPE ", 0) == 0) {
+            std::istringstream f(line.substr(7));
+            std::string name, type;
+            f >> name >> type;
+            types[name] = type;
+            continue;
+        }
+        if (line.empty() || line[0] == '#') continue;
+        std::string name = line.substr(0, line.find_first_of("{ "));
+        std::string family = name;
+        for (const char* suffix : {"_bucket", "_sum", "_count"})
+            if (!types.count(family) && family.size() > strlen(suffix) &&
+                family.compare(family.size() - strlen(suffix), std::string::npos, suffix) == 0)
+                family.resize(family.size() - strlen(suffix));
+        INFO(line);
+        CHECK(types.count(family) == 1);
+    }
+    for (const char* name : {"llamacpp:prompt_tokens_total", "llamacpp:tokens_predicted_total", "llamacpp:requests_processing",
+                             "llamacpp:requests_deferred", "llamacpp:n_busy_slots_per_decode", "ninfer_requests_total",
+                             "ninfer_time_to_first_token_seconds"})
+        CHECK(types.count(name) == 1);
+    CHECK(types["ninfer_time_to_first_token_seconds"] == "histogram");
+    CHECK(text.find("ninfer_time_to_first_token_seconds_bucket{le=\"0.01\"} 1\n") != std::string::npos);
+    CHECK(text.find("ninfer_time_to_first_token_seconds_bucket{le=\"0.5\"} 3\n") != std::string::npos);
+    CHECK(text.find("ninfer_time_to_first_token_seconds_bucket{le=\"60\"} 3\n") != std::string::npos);
+    CHECK(text.find("ninfer_time_to_first_token_seconds_bucket{le=\"+Inf\"} 4\n") != std::string::npos);
+    CHECK(text.find("ninfer_time_to_first_token_seconds_count 4\n") != std::string::npos);
+    CHECK(text.find("ninfer_http_responses_total{code=\"200\"} 3\n") != std::string::npos);
+    CHECK(text.find("ninfer_engine_ready 1\n") != std::string::npos);
+}
