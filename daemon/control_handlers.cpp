@@ -1,6 +1,7 @@
 // ninfer::daemon - control ops by table: status, metrics, slots, cache, drain, resume, log level, reload.
 #include "core/util/error.h"
 #include "daemon/control_server.h"
+#include "daemon/journal.h"
 #include "daemon/log.h"
 #include "proto/messages.h"
 
@@ -150,8 +151,13 @@ void handle_slot_save(ControlServer& s, const ConnPtr& c, const Frame& f) {
             }
             server->post([server, c, f, slot, t0, st, error] {
                 if (!error.empty()) return server->reply_error(c, f, status_of(error), error);
-                log_info("ctl, slot save slot=" + std::to_string(slot) + " tokens=" + std::to_string(st.n_tokens) +
-                         " bytes=" + std::to_string(st.bytes) + " via " + core::file_io_mode_name(st.mode));
+                LogFields fields; // journal: MESSAGE_ID snapshot-saved, NINFER_SLOT, NINFER_OP
+                fields.slot = int(slot);
+                fields.op = "slot-save";
+                log_event(LogEvent::SnapshotSaved,
+                          "ctl, slot save slot=" + std::to_string(slot) + " tokens=" + std::to_string(st.n_tokens) +
+                              " bytes=" + std::to_string(st.bytes) + " via " + core::file_io_mode_name(st.mode),
+                          fields);
                 reply_ok(*server, c, f, proto::SlotReply{slot, st.n_tokens, st.bytes, ms_since(t0)});
             });
         });

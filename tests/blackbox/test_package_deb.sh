@@ -28,10 +28,11 @@ else
 fi
 cp -r "$tree/packaging/deb" "$tree/debian"
 t0=$(date +%s)
-if ! (cd "$tree" && DEB_BUILD_OPTIONS="nocheck parallel=$JOBS" dpkg-buildpackage -us -uc -b) > "$W/build.log" 2>&1; then
+if ! (cd "$tree" && DEB_BUILD_OPTIONS="nocheck parallel=$JOBS" /usr/bin/time -f "cpu: %U s user, %S s sys" \
+        -o "$W/build.time" dpkg-buildpackage -us -uc -b) > "$W/build.log" 2>&1; then
     tail -40 "$W/build.log"; echo "test_package_deb: FAIL: dpkg-buildpackage (log: $W/build.log)"; exit 1
 fi
-echo "built in $(( $(date +%s) - t0 )) s"
+echo "built in $(( $(date +%s) - t0 )) s ($(cat "$W/build.time"))"
 deb=$W/ninfer_${version}_amd64.deb
 [ -f "$deb" ] || { echo "test_package_deb: FAIL: no $deb"; exit 1; }
 ls -l "$W"/*.deb

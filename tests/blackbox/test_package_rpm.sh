@@ -25,11 +25,11 @@ fi
 cp "$SRC/systemd/ninfer.sysusers" "$W/SOURCES/ninfer.sysusers"
 
 t0=$(date +%s)
-if ! rpmbuild --nodeps --load "$SRC/packaging/rpm/macros.debian-compat" --define "_topdir $W" \
+if ! /usr/bin/time -f "cpu: %U s user, %S s sys" -o "$W/build.time" rpmbuild --nodeps --load "$SRC/packaging/rpm/macros.debian-compat" --define "_topdir $W" \
         -bb "$spec" > "$W/build.log" 2>&1; then
     tail -40 "$W/build.log"; echo "test_package_rpm: FAIL: rpmbuild (log: $W/build.log)"; exit 1
 fi
-echo "built in $(( $(date +%s) - t0 )) s"
+echo "built in $(( $(date +%s) - t0 )) s ($(cat "$W/build.time"))"
 rpm=$(ls "$W"/RPMS/x86_64/ninfer-"$version"-*.x86_64.rpm | grep -v debug | head -1)
 ls -l "$W"/RPMS/x86_64/
 
