@@ -37,6 +37,9 @@ void print_status_json(const proto::StatusReply& s) {
 void print_status_table(const proto::StatusReply& s) {
     std::printf("model_id    %s%s\n", s.model_id.c_str(), s.synthetic ? " (synthetic weights)" : "");
     std::printf("artifact    %s\n", s.artifact.c_str());
+    if (s.synthetic) // the packaged demo: say how to serve a real model (ninferd.conf(5))
+        std::printf("note        the weights are random, answers are noise: convert a model with `ninferctl convert`\n"
+                    "            and set `artifact = PATH` in /etc/ninfer/ninferd.conf.d/50-local.conf\n");
     std::printf("device      %s\n", s.device.c_str());
     std::printf("version     %s\n", s.version.c_str());
     std::printf("uptime      %llu s\n", static_cast<unsigned long long>(s.uptime_s));

@@ -3,20 +3,22 @@
 # In a private mount namespace a tmpfs covers /run (so nothing reaches the host's journal), a
 # journald of our own listens on /run/systemd/journal/socket, and the daemon runs with
 # JOURNAL_STREAM set to the device:inode of its stderr file, as systemd would set it. Checked:
-# PRIORITY, CODE_FILE/LINE/FUNC, MESSAGE_ID of the catalogued "model loaded" event, one request
-# entry with NINFER_REQUEST_ID, NINFER_SLOT and NINFER_OP=request, no prompt text, and no log
-# lines on stderr (the journal branch replaces them). Needs root (unshare -m).
+# PRIORITY, CODE_FILE/LINE/FUNC, MESSAGE_ID of the catalogued "model loaded" and "snapshot saved"
+# (ninferctl slot save) events, one request entry with NINFER_REQUEST_ID, NINFER_SLOT and
+# NINFER_OP=request, no prompt text, and no log lines on stderr (the journal branch replaces
+# them). Needs root (unshare -m).
 set -euo pipefail
 SRC=${NINFER_SOURCE_DIR:?}
 BIN=${NINFER_BIN:?}
 daemon=$BIN/daemon/ninferd
+ctl=$BIN/ctl/ninferctl
 demo=$BIN/packaging/demo.ninfer
-for f in "$daemon" "$demo"; do [ -e "$f" ] || { echo "test_journald: $f not built" >&2; exit 1; }; done
+for f in "$daemon" "$ctl" "$demo"; do [ -e "$f" ] || { echo "test_journald: $f not built" >&2; exit 1; }; done
 [ "$(id -u)" = 0 ] || { echo "test_journald: needs root (private mount namespace)" >&2; exit 1; }
 [ -s /etc/machine-id ] || { echo "test_journald: journald needs /etc/machine-id" >&2; exit 1; }
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 : > "$T/empty.conf"
-export daemon demo T SRC
+export daemon ctl demo T SRC
 
 unshare --mount --propagation private bash -euo pipefail -c '
 mount -t tmpfs tmpfs /run
@@ -38,6 +40,8 @@ for _ in $(seq 600); do
 done
 curl -sf "http://127.0.0.1:$port/v1/chat/completions" -H "content-type: application/json" \
     -d "{\"messages\":[{\"role\":\"user\",\"content\":\"zebra-quartz-violin\"}],\"max_tokens\":4}" >/dev/null
+"$ctl" --socket "$T/ctl.sock" --timeout 20 slot save 0 journald-test > "$T/slot.out" 2>&1 \
+    || { echo "test_journald: ninferctl slot save failed:"; cat "$T/slot.out"; exit 1; }
 kill -TERM $D
 wait $D
 sleep 0.3
@@ -77,6 +81,9 @@ if not r.get("NINFER_REQUEST_ID", "").isdigit() or not r.get("NINFER_SLOT", "").
 for word in ("prompt_tokens=", "completion_tokens=", "reason=", "total_ms="):
     if word not in r["MESSAGE"]:
         fail("request entry lacks " + word)
+saved = [e for e in ours if e.get("MESSAGE_ID") == "a4855475419643c2bfbf49c4de64486b"]
+if len(saved) != 1 or saved[0].get("NINFER_SLOT") != "0" or saved[0].get("NINFER_OP") != "slot-save":
+    fail("want one snapshot-saved entry (MESSAGE_ID a4855475..., NINFER_SLOT=0, NINFER_OP=slot-save)")
 err = open(f"{T}/daemon.err").read()
 if "info " in err or "request, finished" in err:
     fail("log lines went to stderr although JOURNAL_STREAM matched it")

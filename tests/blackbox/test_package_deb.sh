@@ -111,6 +111,9 @@ done
 reply=$(curl -s --max-time 60 "http://127.0.0.1:$port/v1/chat/completions" -H 'content-type: application/json' \
     -d '{"messages":[{"role":"user","content":"Hello"}],"max_tokens":4}' || true)
 echo "$reply" | grep -q '"finish_reason"' || fail "chat completion from the installed daemon: $reply"
+# The control socket came from the activator (FileDescriptorName=control), as ninferd-control.socket passes it.
+/usr/bin/ninferctl status > "$W/status.txt" 2>&1 || { cat "$W/status.txt"; fail "ninferctl status over the passed control socket"; }
+grep -q 'weights are random' "$W/status.txt" || fail "ninferctl status does not say the demo weights are random"
 daemon_user=$(ps -o user= -p "$activator" || true)
 [ "$daemon_user" = ninfer ] || fail "the daemon runs as '$daemon_user', want ninfer"
 kill -TERM "$activator" 2>/dev/null || true
