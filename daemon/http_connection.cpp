@@ -26,9 +26,11 @@ constexpr size_t kMaxBufferedInput = 1 << 20;
 Connection::Connection(HttpServer* server, uv_loop_t* loop) : server_(server) {
     uv_tcp_init(loop, &tcp_);
     uv_timer_init(loop, &timer_);
+    uv_timer_init(loop, &ping_timer_);
     tcp_.data = this;
     timer_.data = this;
-    handles_open_ = 2;
+    ping_timer_.data = this;
+    handles_open_ = 3;
     llhttp_settings_init(&settings_);
     settings_.on_message_begin = cb_message_begin;
     settings_.on_url = cb_url;
@@ -60,6 +62,21 @@ void Connection::on_timer(uv_timer_t* timer) {
     } else {
         c->close(); // idle keep-alive connection
     }
+}
+
+void Connection::start_sse_keepalive() {
+    uint64_t ms = limits().sse_ping_ms;
+    if (ms) uv_timer_start(&ping_timer_, on_ping_timer, ms, ms);
+}
+
+void Connection::on_ping_timer(uv_timer_t* timer) {
+    auto* c = static_cast<Connection*>(timer->data);
+    if (!c->active_ || c->closing_) {
+        uv_timer_stop(timer);
+        return;
+    }
+    uint64_t now = uv_now(timer->loop);
+    if (now - c->last_write_ms_ >= c->limits().sse_ping_ms) c->write_raw("8\r\n: ping\n\n\r\n"); // one chunk
 }
 
 void Connection::on_alloc(uv_handle_t* handle, size_t, uv_buf_t* buf) {
@@ -139,6 +156,7 @@ void Connection::fail(int status, std::string message) {
 
 void Connection::write_raw(std::string data) {
     if (closing_) return;
+    last_write_ms_ = uv_now(tcp_.loop);
     auto* w = new WriteRequest{{}, std::move(data), this};
     uv_buf_t buf = uv_buf_init(w->data.data(), unsigned(w->data.size()));
     int rc = uv_write(&w->req, reinterpret_cast<uv_stream_t*>(&tcp_), &buf, 1, [](uv_write_t* req, int status) {
@@ -164,6 +182,7 @@ size_t Connection::write_queue_bytes() const {
 
 void Connection::response_finished(bool keep_alive) {
     active_.reset();
+    uv_timer_stop(&ping_timer_);
     if (!keep_alive) {
         close_after_write_ = true;
         uv_read_stop(reinterpret_cast<uv_stream_t*>(&tcp_));
@@ -183,7 +202,9 @@ void Connection::close() {
     }
     server_->forget(this);
     uv_timer_stop(&timer_);
+    uv_timer_stop(&ping_timer_);
     uv_close(reinterpret_cast<uv_handle_t*>(&timer_), on_closed);
+    uv_close(reinterpret_cast<uv_handle_t*>(&ping_timer_), on_closed);
     uv_close(reinterpret_cast<uv_handle_t*>(&tcp_), on_closed);
 }
 

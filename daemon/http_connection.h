@@ -20,6 +20,7 @@ class Connection {
     // ResponseWriter side.
     void write_raw(std::string data);
     void response_finished(bool keep_alive);
+    void start_sse_keepalive(); // ": ping" chunks while the active stream is silent
     size_t write_queue_bytes() const;
     const HttpLimits& limits() const { return server_->limits(); }
 
@@ -27,6 +28,7 @@ class Connection {
     static void on_alloc(uv_handle_t* handle, size_t suggested, uv_buf_t* buf);
     static void on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf);
     static void on_timer(uv_timer_t* timer);
+    static void on_ping_timer(uv_timer_t* timer);
     static void on_closed(uv_handle_t* handle);
 
     static int cb_message_begin(llhttp_t* p);
@@ -46,6 +48,8 @@ class Connection {
     HttpServer* server_;
     uv_tcp_t tcp_{};
     uv_timer_t timer_{};
+    uv_timer_t ping_timer_{};
+    uint64_t last_write_ms_ = 0;
     llhttp_t parser_{};
     llhttp_settings_t settings_{};
     std::string input_;          // received, not yet parsed

@@ -50,6 +50,7 @@ void ResponseWriter::start_stream(int status, std::string_view content_type, con
     out += "Transfer-Encoding: chunked\r\n\r\n";
     connection_->write_raw(std::move(out));
     streaming_ = true;
+    if (content_type.rfind("text/event-stream", 0) == 0) connection_->start_sse_keepalive();
 }
 
 void ResponseWriter::write(std::string_view data) {

@@ -12,7 +12,9 @@
 //   header_timeout -> 408; idle keep-alive connections close after idle_timeout. Parse errors ->
 //   400. Every such error closes the connection after the answer. Lenient llhttp modes stay off.
 // - ResponseWriter: send() for a whole response, or start_stream() + write()* + end() for chunked
-//   transfer (SSE). Calls after the peer closed are ignored (is_open() says so).
+//   transfer (SSE). Calls after the peer closed are ignored (is_open() says so). A
+//   text/event-stream response that stays silent for sse_ping_ms gets an SSE comment ": ping", so
+//   proxies and clients do not cut a stream waiting on a long prefill.
 #pragma once
 
 #include <cstdint>
@@ -76,6 +78,7 @@ struct HttpLimits {
     uint32_t max_connections = 1024;
     uint64_t header_timeout_ms = 60000;
     uint64_t idle_timeout_ms = 75000;
+    uint64_t sse_ping_ms = 10000; // text/event-stream responses silent this long get ": ping" (0 = off)
     HeaderList common_headers; // added to every response (e.g. CORS)
 };
 

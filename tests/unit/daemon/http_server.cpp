@@ -158,6 +158,14 @@ TEST_CASE("Expect: 100-continue gets an interim answer; HTTP/1.0 closes after th
     CHECK(got10.find("Connection: close") != std::string::npos);
 }
 
+TEST_CASE("a silent event stream gets ': ping' comments", "[http_server]") {
+    HttpLimits limits;
+    limits.sse_ping_ms = 50;
+    Harness h(limits);
+    std::string got = h.exchange("GET /stream HTTP/1.1\r\n\r\n", 2, ": ping\n\n");
+    CHECK(got.find("data: 1\n\n") < got.find("8\r\n: ping\n\n\r\n"));
+}
+
 TEST_CASE("a peer that hangs up mid-stream fires the writer's on_close", "[http_server]") {
     Harness h({});
     std::string got = h.exchange("GET /stream HTTP/1.1\r\n\r\n", 1, "data: 1");
