@@ -2,13 +2,14 @@
 #include "daemon/chat_request.h"
 
 #include "daemon/api_error.h"
+#include "daemon/request_json.h"
 
 #include <simdjson.h>
 
 #include <cmath>
 
 namespace ninfer::daemon {
-namespace {
+namespace request_json { // field readers shared with the other APIs' parsers (request_json.h)
 
 using simdjson::dom::element;
 using simdjson::dom::element_type;
@@ -248,7 +249,9 @@ void parse_limits_and_flags(object body, ChatRequest& r) {
         r.enable_thinking = false;
 }
 
-} // namespace
+} // namespace request_json
+
+using namespace request_json;
 
 ChatRequest parse_chat_request(std::string_view body) {
     simdjson::dom::parser parser;

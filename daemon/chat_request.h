@@ -37,6 +37,7 @@ struct ChatRequest {
     bool logprobs = false;
     int top_logprobs = 0;
     std::optional<bool> enable_thinking;
+    std::optional<uint32_t> thinking_budget; // reasoning tokens before the engine closes it
     bool preserve_thinking = false;
     ToolChoice tool_choice = ToolChoice::Auto;
     std::string tool_choice_name; // Named

@@ -66,13 +66,15 @@ void ChatSession::start() {
 void ChatSession::work_cb(uv_work_t* work) {
     auto* self = static_cast<ChatSession*>(work->data);
     try {
-        self->prepared_ = self->frontend_->prepare(self->request_, self->ctx_.config.enable_thinking);
+        self->prepared_ = self->prepare_prompt();
     } catch (const ApiError& e) {
         self->prepare_error_ = e;
     } catch (const std::exception& e) {
         self->prepare_error_ = bad_request(std::string("cannot prepare the prompt: ") + e.what(), "messages");
     }
 }
+
+PreparedPrompt ChatSession::prepare_prompt() const { return frontend_->prepare(request_, ctx_.config.enable_thinking); }
 
 void ChatSession::after_work_cb(uv_work_t* work, int) {
     auto* self = static_cast<ChatSession*>(work->data);
@@ -94,6 +96,7 @@ void ChatSession::submit() {
         return fail({400, "max_tokens " + std::to_string(*request_.max_tokens) + " + prompt " + std::to_string(n_prompt) +
                               " tokens exceeds the context of " + std::to_string(max_context) + " tokens",
                      "context_length_exceeded", "max_tokens", ""});
+    n_prompt_tokens_ = uint32_t(n_prompt);
     core::GenerationRequest g;
     g.id = id_;
     g.prompt = std::move(prepared_.tokens);
@@ -111,13 +114,21 @@ void ChatSession::submit() {
         });
     };
     std::shared_ptr<const core::Tokenizer> tokenizer(frontend_, &frontend_->tokenizer());
-    g.sink = std::make_shared<ChatSink>(tokenizer, std::move(prepared_.parser_options), g.stop_token_ids,
-                                        request_.logprobs, deliver);
+    auto sink = std::make_shared<ChatSink>(tokenizer, std::move(prepared_.parser_options), g.stop_token_ids,
+                                           request_.logprobs, deliver);
+    if (prepared_.reasoning_budget)
+        sink->set_reasoning_budget(prepared_.reasoning_budget, std::move(prepared_.reasoning_close_tokens));
+    g.sink = std::move(sink);
     submitted_ = true;
     ctx_.engine->submit(std::move(g));
 }
 
 void ChatSession::fail(const ApiError& error) {
+    render_error(error);
+    if (!submitted_) end_session();
+}
+
+void ChatSession::render_error(const ApiError& error) {
     if (streaming_) {
         send_sse(render_openai_error(error));
         send_sse("[DONE]");
@@ -125,8 +136,9 @@ void ChatSession::fail(const ApiError& error) {
     } else {
         respond_error(ctx_, *writer_, error);
     }
-    if (!submitted_) end_session();
 }
+
+void ChatSession::begin_stream() { send_sse(render_chunk(meta_, R"({"role":"assistant","content":""})", "", nullptr)); }
 
 void ChatSession::on_peer_closed() {
     if (peer_gone_ || ended_) return;
@@ -175,16 +187,19 @@ void ChatSession::collect_events(const std::vector<core::OutputEvent>& events) {
 void ChatSession::deliver(ChatUpdate&& u) {
     switch (u.kind) {
     case ChatUpdate::Kind::Admitted:
+        lane_ = u.lane;
+        n_cached_tokens_ = u.cached_tokens;
         if (request_.stream && !peer_gone_) {
             writer_->add_header("Cache-Control", "no-cache");
             writer_->add_header("X-Accel-Buffering", "no");
             writer_->start_stream(200, "text/event-stream");
             ++ctx_.counters.http_responses_by_status[200];
             streaming_ = true;
-            send_sse(render_chunk(meta_, R"({"role":"assistant","content":""})", "", nullptr));
+            begin_stream();
         }
         return;
     case ChatUpdate::Kind::Tokens:
+        ++n_generated_tokens_;
         if (!first_token_seen_) {
             first_token_seen_ = true;
             ctx_.counters.ttft_seconds.observe(
@@ -216,6 +231,10 @@ void ChatSession::finish(const ChatUpdate& u) {
     if (u.finish_reason == "cancelled") // the daemon's drain deadline passed
         return fail({503, "the server is shutting down", "server_shutting_down", "", ""});
     result_.finish_reason = u.finish_reason;
+    render_finished(u);
+}
+
+void ChatSession::render_finished(const ChatUpdate& u) {
     if (streaming_) {
         stream_events(u.events);
         const std::vector<TokenLogprob>* lp = request_.logprobs ? &pending_logprobs_ : nullptr;

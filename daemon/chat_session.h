@@ -14,6 +14,10 @@
 //   go in-band as `data: {"error":...}` before `data: [DONE]`.
 // - A peer that disconnects (or stalls with > 16 MiB unsent) cancels the request in the engine,
 //   which frees its lane within one step.
+// - The lifecycle is shared by every generation API: the virtual hooks (prepare_prompt,
+//   begin_stream, stream_events, collect_events, render_finished, render_error) render OpenAI
+//   Chat Completions here; the Responses, Anthropic Messages and completions sessions override
+//   them.
 #pragma once
 
 #include "daemon/api_error.h"
@@ -30,18 +34,29 @@ namespace ninfer::daemon {
 class ChatSession : public std::enable_shared_from_this<ChatSession> {
   public:
     ChatSession(DaemonContext& ctx, uint64_t id, ChatRequest request, std::shared_ptr<ResponseWriter> writer);
+    virtual ~ChatSession() = default;
     void start();
     void deliver(ChatUpdate&& update); // loop thread
+    // Read-only view for /slots: the lane (-1 while queued), prompt and generated token counts.
+    int lane() const { return lane_; }
+    uint64_t id() const { return id_; }
+    uint32_t n_prompt_tokens() const { return n_prompt_tokens_; }
+    uint32_t n_generated_tokens() const { return n_generated_tokens_; }
 
-  private:
+  protected:
+    virtual PreparedPrompt prepare_prompt() const; // libuv pool thread
+    virtual void begin_stream();                   // the 200 SSE header was just sent
+    virtual void stream_events(const std::vector<core::OutputEvent>& events);
+    virtual void collect_events(const std::vector<core::OutputEvent>& events); // not streaming
+    virtual void render_finished(const ChatUpdate& update);
+    virtual void render_error(const ApiError& error); // before or after the stream started
+
     static void work_cb(uv_work_t* work);
     static void after_work_cb(uv_work_t* work, int status);
     void submit();
     void fail(const ApiError& error);
     void on_peer_closed();
     void send_sse(const std::string& json);
-    void stream_events(const std::vector<core::OutputEvent>& events);
-    void collect_events(const std::vector<core::OutputEvent>& events);
     void finish(const ChatUpdate& update);
     void end_session();
 
@@ -63,6 +78,10 @@ class ChatSession : public std::enable_shared_from_this<ChatSession> {
     bool peer_gone_ = false;
     bool ended_ = false;
     bool first_token_seen_ = false;
+    int lane_ = -1;
+    uint32_t n_prompt_tokens_ = 0;
+    uint32_t n_cached_tokens_ = 0; // of the prompt, known once admitted
+    uint32_t n_generated_tokens_ = 0;
 };
 
 void respond_error(DaemonContext& ctx, ResponseWriter& writer, const ApiError& error);

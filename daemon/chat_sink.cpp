@@ -9,13 +9,25 @@ namespace ninfer::daemon {
 
 ChatSink::ChatSink(std::shared_ptr<const core::Tokenizer> tokenizer, core::OutputParserOptions options,
                    std::vector<int32_t> stop_token_ids, bool want_logprobs, Deliver deliver)
-    : tokenizer_(std::move(tokenizer)), parser_(std::move(options)), stop_token_ids_(std::move(stop_token_ids)),
-      want_logprobs_(want_logprobs), deliver_(std::move(deliver)) {}
+    : tokenizer_(std::move(tokenizer)), parser_(options), stop_token_ids_(std::move(stop_token_ids)),
+      want_logprobs_(want_logprobs), deliver_(std::move(deliver)), reasoning_open_(options.starts_in_reasoning) {}
 
-void ChatSink::on_admitted(int, uint32_t cached_tokens) {
+void ChatSink::set_reasoning_budget(uint32_t max_tokens, std::vector<int32_t> close_tokens) {
+    reasoning_budget_ = max_tokens;
+    reasoning_close_tokens_ = std::move(close_tokens);
+}
+
+std::vector<int32_t> ChatSink::forced_tokens() {
+    if (reasoning_budget_ == 0 || !reasoning_open_ || reasoning_tokens_ < reasoning_budget_) return {};
+    reasoning_budget_ = 0; // once
+    return reasoning_close_tokens_;
+}
+
+void ChatSink::on_admitted(int lane, uint32_t cached_tokens) {
     ChatUpdate u;
     u.kind = ChatUpdate::Kind::Admitted;
     u.cached_tokens = cached_tokens;
+    u.lane = lane;
     deliver_(std::move(u));
 }
 
@@ -44,6 +56,13 @@ core::TokenVerdict ChatSink::on_token(const core::DecodeResult& result) {
             parser_.feed(text, u.events);
         }
     }
+    if (reasoning_open_) {
+        ++reasoning_tokens_;
+        for (const core::OutputEvent& e : u.events)
+            if (e.kind != core::OutputEvent::Kind::ReasoningDelta &&
+                (e.kind != core::OutputEvent::Kind::Markup || e.text.find("</think>") != std::string::npos))
+                reasoning_open_ = false;
+    }
     deliver_(std::move(u));
     return parser_.stopped() ? core::TokenVerdict::Stop : core::TokenVerdict::Continue;
 }
@@ -52,6 +71,7 @@ void ChatSink::on_finished(const core::GenerationSummary& summary) {
     ChatUpdate u;
     u.kind = ChatUpdate::Kind::Finished;
     u.summary = summary;
+    u.reasoning_tokens = reasoning_tokens_;
     if (summary.reason == core::FinishReason::Cancelled) {
         u.finish_reason = "cancelled";
         deliver_(std::move(u));

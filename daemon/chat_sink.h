@@ -8,6 +8,10 @@
 // - Every callback produces one ChatUpdate passed to `deliver`, which must only queue it for the
 //   loop thread (LoopBridge::post). Finished carries the parser's finish reason ("stop", "length",
 //   "tool_calls"; "cancelled" when the engine cancelled it).
+// - Reasoning budget (set_reasoning_budget): once the reasoning channel holds that many tokens
+//   and is still open, forced_tokens() returns the closing ids once ("\n</think>\n\n", as
+//   Qwen's template closes it), which the engine appends without sampling. Finished reports the
+//   tokens spent in the reasoning channel (reasoning_tokens).
 #pragma once
 
 #include "core/engine/generation.h"
@@ -38,6 +42,8 @@ struct ChatUpdate {
     core::RejectReason reject_reason = core::RejectReason::Unavailable;
     std::string message;
     uint32_t cached_tokens = 0;
+    int lane = -1;                 // Admitted
+    uint32_t reasoning_tokens = 0; // Finished
 };
 
 class ChatSink final : public core::GenerationSink {
@@ -50,6 +56,8 @@ class ChatSink final : public core::GenerationSink {
     core::TokenVerdict on_token(const core::DecodeResult& result) override;
     void on_finished(const core::GenerationSummary& summary) override;
     void on_rejected(core::RejectReason reason, const std::string& message) override;
+    std::vector<int32_t> forced_tokens() override;
+    void set_reasoning_budget(uint32_t max_tokens, std::vector<int32_t> close_tokens);
 
   private:
     TokenLogprob logprob_entry(const core::DecodeResult& result) const;
@@ -61,6 +69,10 @@ class ChatSink final : public core::GenerationSink {
     Deliver deliver_;
     std::string pending_bytes_; // an incomplete UTF-8 sequence at the end of the output
     bool ended_by_stop_token_ = false;
+    bool reasoning_open_;
+    uint32_t reasoning_tokens_ = 0;
+    uint32_t reasoning_budget_ = 0; // 0 = none
+    std::vector<int32_t> reasoning_close_tokens_;
 };
 
 } // namespace ninfer::daemon

@@ -26,6 +26,7 @@ namespace ninfer::daemon {
 enum class ServeState : uint8_t { Loading, Ready, Failed, Draining };
 
 class ChatSession;
+class ResponseStore;
 
 // Histogram bucket bounds in seconds (Prometheus `le`), shared by TTFT and request duration.
 inline constexpr std::array<double, 12> kLatencyBuckets = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
@@ -58,6 +59,7 @@ struct DaemonContext {
     int64_t created_unix = 0;
     uint64_t next_request_id = 1;
     std::unordered_map<uint64_t, std::shared_ptr<ChatSession>> sessions;
+    std::shared_ptr<ResponseStore> response_store; // /v1/responses, made on first use
     LoopCounters counters;
     std::function<void()> on_session_end; // the drain check
 };

@@ -5,6 +5,7 @@
 #include "core/util/error.h"
 #include "daemon/api_error.h"
 
+#include <algorithm>
 #include <random>
 
 namespace ninfer::daemon {
@@ -66,6 +67,10 @@ PreparedPrompt ModelFrontend::prepare(const ChatRequest& request, bool default_t
     out.parser_options.starts_in_reasoning = options.enable_thinking;
     out.parser_options.stop_strings = request.stop;
     out.parser_options.call_id_prefix = "call_" + random_hex(12);
+    if (options.enable_thinking && request.thinking_budget) {
+        out.reasoning_budget = std::max<uint32_t>(1, *request.thinking_budget);
+        out.reasoning_close_tokens = tokenizer_->encode("\n</think>\n\n");
+    }
     return out;
 }
 

@@ -7,7 +7,8 @@
 // - prepare(request, default_thinking) renders the chat template and tokenizes (CPU work: run it
 //   off the loop thread). Template errors become ApiError 400. The returned parser options say
 //   whether the prompt opened <think>, which tools the parser may recognise (none for
-//   tool_choice none; only the named one for a named choice) and the stop strings.
+//   tool_choice none; only the named one for a named choice) and the stop strings; with thinking
+//   on and a thinking_budget, the budget and the ids that close the reasoning.
 // Thread safety: const methods may run on any thread at once.
 #pragma once
 
@@ -24,6 +25,8 @@ namespace ninfer::daemon {
 struct PreparedPrompt {
     std::vector<int32_t> tokens;
     core::OutputParserOptions parser_options;
+    uint32_t reasoning_budget = 0;               // 0 = none (thinking_budget with thinking on)
+    std::vector<int32_t> reasoning_close_tokens; // "\n</think>\n\n"
 };
 
 class ModelFrontend {

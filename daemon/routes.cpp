@@ -1,8 +1,10 @@
 // ninfer::daemon - route table, CORS, API-key check and error containment for every request.
 #include "daemon/routes.h"
 
+#include "daemon/anthropic_session.h"
 #include "daemon/api_error.h"
 #include "daemon/chat_session.h"
+#include "daemon/cors.h"
 #include "daemon/log.h"
 
 #include <algorithm>
@@ -19,6 +21,17 @@ constexpr Route kRoutes[] = {
     {"GET", "/metrics", handle_metrics, false, true},
     {"POST", "/v1/chat/completions", handle_chat_completions, false, false},
     {"POST", "/chat/completions", handle_chat_completions, false, false},
+    {"POST", "/v1/responses", handle_responses_create, false, false},
+    {"GET", "/v1/responses/", handle_responses_get, false, true},
+    {"DELETE", "/v1/responses/", handle_responses_delete, false, true},
+    {"POST", "/v1/messages", handle_messages, false, false},
+    {"POST", "/v1/messages/count_tokens", handle_count_tokens, false, false},
+    {"POST", "/v1/completions", handle_completions, false, false},
+    {"POST", "/completions", handle_completions, false, false},
+    {"POST", "/tokenize", handle_tokenize, false, true},
+    {"POST", "/detokenize", handle_detokenize, false, true},
+    {"GET", "/props", handle_props, false, true},
+    {"GET", "/slots", handle_slots, false, true},
 };
 
 bool path_matches(const Route& r, std::string_view path) {
@@ -27,14 +40,10 @@ bool path_matches(const Route& r, std::string_view path) {
     return path == r.path;
 }
 
-bool origin_allowed(const DaemonContext& ctx, std::string_view origin) {
-    if (origin.empty()) return false;
-    for (const std::string& o : ctx.config.cors_origins)
-        if (o == "*" || o == origin) return true;
-    return false;
+// Each API answers in its own error shape.
+void send_error(DaemonContext& ctx, const HttpRequest& request, ResponseWriter& writer, const ApiError& e) {
+    is_anthropic_route(request.path) ? respond_anthropic_error(ctx, writer, e) : respond_error(ctx, writer, e);
 }
-
-void send_error(DaemonContext& ctx, ResponseWriter& writer, const ApiError& e) { respond_error(ctx, writer, e); }
 
 } // namespace
 
@@ -63,11 +72,8 @@ bool is_authorized(const DaemonContext& ctx, const HttpRequest& request) {
 
 void dispatch(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<ResponseWriter> writer) {
     std::string_view origin = request.header("origin");
-    bool cors = origin_allowed(ctx, origin);
-    if (cors) {
-        writer->add_header("Access-Control-Allow-Origin", std::string(origin));
-        writer->add_header("Vary", "Origin");
-    }
+    bool cors = cors_allows(ctx, origin);
+    if (cors) add_cors_headers(*writer, origin);
     const Route* path_match = nullptr;
     const Route* route = nullptr;
     for (const Route& r : kRoutes) {
@@ -78,35 +84,26 @@ void dispatch(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<Response
             break;
         }
     }
-    if (request.method == "OPTIONS" && path_match) {
-        if (cors) {
-            writer->add_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-            writer->add_header("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key");
-            writer->add_header("Access-Control-Max-Age", "600");
-        }
-        ++ctx.counters.http_responses_by_status[204];
-        writer->send(204, "", "");
-        return;
-    }
+    if (request.method == "OPTIONS" && path_match) return answer_preflight(ctx, request, *writer, cors);
     bool is_public = route && route->is_public;
     if (!is_public && !is_authorized(ctx, request))
-        return send_error(ctx, *writer, {401, "invalid or missing API key", "invalid_api_key", "", ""});
+        return send_error(ctx, request, *writer, {401, "invalid or missing API key", "invalid_api_key", "", ""});
     if (!path_match)
-        return send_error(ctx, *writer, {404, "no route " + request.method + " " + request.path, "not_found", "", ""});
+        return send_error(ctx, request, *writer, {404, "no route " + request.method + " " + request.path, "not_found", "", ""});
     if (!route)
-        return send_error(ctx, *writer, {405, "method " + request.method + " not allowed on " + request.path,
+        return send_error(ctx, request, *writer, {405, "method " + request.method + " not allowed on " + request.path,
                                          "method_not_allowed", "", ""});
     if (ctx.state == ServeState::Draining && !route->works_while_draining)
-        return send_error(ctx, *writer, {503, "the server is shutting down", "server_shutting_down", "", ""});
+        return send_error(ctx, request, *writer, {503, "the server is shutting down", "server_shutting_down", "", ""});
     if (ctx.admission_paused && !route->works_while_draining)
-        return send_error(ctx, *writer, {503, "the server is draining (ninferctl drain)", "server_draining", "", ""});
+        return send_error(ctx, request, *writer, {503, "the server is draining (ninferctl drain)", "server_draining", "", ""});
     try {
         route->handler(ctx, request, writer);
     } catch (const ApiError& e) {
-        send_error(ctx, *writer, e);
+        send_error(ctx, request, *writer, e);
     } catch (const std::exception& e) {
         log_error(std::string("http, handler failed on ") + request.path + ": " + e.what());
-        send_error(ctx, *writer, {500, "internal error", "internal_error", "", ""});
+        send_error(ctx, request, *writer, {500, "internal error", "internal_error", "", ""});
     }
 }
 

@@ -39,5 +39,17 @@ void handle_models(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<Res
 void handle_model_one(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<ResponseWriter> writer);
 void handle_metrics(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<ResponseWriter> writer);
 void handle_chat_completions(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<ResponseWriter> writer);
+// Other APIs (responses_session.cpp, anthropic_session.cpp, completions_session.cpp,
+// handlers_tokenize.cpp, handlers_props.cpp).
+void handle_responses_create(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<ResponseWriter> writer);
+void handle_responses_get(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<ResponseWriter> writer);
+void handle_responses_delete(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<ResponseWriter> writer);
+void handle_messages(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<ResponseWriter> writer);
+void handle_count_tokens(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<ResponseWriter> writer);
+void handle_completions(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<ResponseWriter> writer);
+void handle_tokenize(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<ResponseWriter> writer);
+void handle_detokenize(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<ResponseWriter> writer);
+void handle_props(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<ResponseWriter> writer);
+void handle_slots(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<ResponseWriter> writer);
 
 } // namespace ninfer::daemon

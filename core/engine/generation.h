@@ -8,6 +8,9 @@
 //   returns Stop when the caller wants no more tokens (stop string, tool call closed); the token
 //   is still counted. A stop token id (stop_token_ids) ends the generation with FinishReason::Stop
 //   after on_token reported it. Sinks must not block: they hand events to the loop thread.
+// - forced_tokens() is asked after each on_token that lets the generation continue: ids it
+//   returns are appended next instead of sampled ones (a thinking budget closing the reasoning),
+//   each reported through on_token (logprob 0) and counted as completion tokens.
 // - Everything here is plain data except the sink, which the request shares with its caller.
 #pragma once
 
@@ -45,6 +48,7 @@ class GenerationSink {
     virtual TokenVerdict on_token(const DecodeResult& result) = 0;
     virtual void on_finished(const GenerationSummary& summary) = 0;
     virtual void on_rejected(RejectReason reason, const std::string& message) = 0;
+    virtual std::vector<int32_t> forced_tokens() { return {}; }
 };
 
 struct GenerationRequest {

@@ -162,6 +162,7 @@ void Scheduler::admit(Clock::time_point now) {
         lane.checkpoint_at = options_.prefix_cache ? assistant_boundary(r.prompt, lane.n_prefilled) : 0;
         lane.generated.clear();
         lane.pending_token = -1;
+        lane.forced.clear();
         lane.decoding = false;
         lane.admitted = now;
         lane.admit_order = admit_counter_++;
@@ -207,8 +208,12 @@ void Scheduler::prefill_one_chunk() {
     accept_token(chosen, first);
 }
 
-bool Scheduler::accept_token(int lane_index, const DecodeResult& result) {
+bool Scheduler::accept_token(int lane_index, DecodeResult result) {
     Lane& lane = lanes_[size_t(lane_index)];
+    if (!lane.forced.empty()) {
+        result = DecodeResult{lane.forced.front(), 0.0f, {{lane.forced.front(), 0.0f}}};
+        lane.forced.pop_front();
+    }
     lane.generated.push_back(result.token);
     lane.pending_token = result.token;
     ++stats_.n_generation_tokens_total;
@@ -221,6 +226,8 @@ bool Scheduler::accept_token(int lane_index, const DecodeResult& result) {
         finish(lane_index, FinishReason::Length);
         return false;
     }
+    if (lane.forced.empty())
+        for (int32_t id : lane.request->sink->forced_tokens()) lane.forced.push_back(id);
     return true;
 }
 

@@ -75,6 +75,7 @@ class Scheduler {
         uint32_t cached_tokens = 0;
         uint32_t checkpoint_at = 0;   // prompt position of the assistant-boundary checkpoint (0 = none)
         int32_t pending_token = -1;   // sampled, not yet fed
+        std::deque<int32_t> forced;   // sink-forced ids that replace the next samples
         bool decoding = false;
         Clock::time_point admitted, first_token;
         uint64_t admit_order = 0;
@@ -86,7 +87,7 @@ class Scheduler {
     void prefill_one_chunk();
     void decode_batch();
     // Reports a sampled token; returns false if the lane finished.
-    bool accept_token(int lane_index, const DecodeResult& result);
+    bool accept_token(int lane_index, DecodeResult result);
     void finish(int lane_index, FinishReason reason);
     uint64_t reserved_tokens() const;
     void update_gauges();

@@ -1,0 +1,28 @@
+// ninfer::daemon - an Anthropic Messages request body (POST /v1/messages and
+// /v1/messages/count_tokens) parsed into the shared ChatRequest.
+//
+// Contract:
+// - parse_anthropic_request(body, for_count) parses with simdjson; throws ApiError 400 (param
+//   names the field) for bad JSON or fields. max_tokens is required (>= 1) unless for_count.
+// - system: a string or text blocks (joined with "\n"); messages: role user|assistant, content a
+//   string or blocks: text, thinking (-> reasoning_content; redacted_thinking is dropped),
+//   tool_use (-> tool_calls, input kept as a JSON object), tool_result (-> one tool message per
+//   block, content a string or text blocks, before the user's other blocks); image and document
+//   blocks -> 400 modality_not_supported.
+// - tools {name, description, input_schema} become OpenAI-shaped function tools; tool_choice
+//   auto|any|none|tool(name) -> Auto|Required|None|Named. thinking {type: enabled|adaptive,
+//   budget_tokens} turns thinking on with that budget, disabled turns it off; absent = the
+//   server default. stop_sequences -> stop strings; temperature, top_p, top_k as sampled.
+// - The model name is kept but not checked: Anthropic clients send their own model names.
+// Thread safety: pure.
+#pragma once
+
+#include "daemon/chat_request.h"
+
+#include <string_view>
+
+namespace ninfer::daemon {
+
+ChatRequest parse_anthropic_request(std::string_view body, bool for_count);
+
+} // namespace ninfer::daemon

@@ -1,0 +1,43 @@
+// ninfer::daemon - JSON field readers shared by the request parsers of every generation API
+// (OpenAI chat in chat_request.cpp, Responses, Anthropic Messages, completions).
+//
+// Contract: each reader takes a simdjson element and the parameter's name as the client wrote it
+// and returns the typed value, or throws ApiError 400 whose `param` names the field (`fail`).
+// parse_sampling reads the OpenAI-named sampling members of a body (temperature default 1,
+// top_p, top_k, min_p, penalties, seed, logit_bias); absent members keep their defaults.
+// parse_stop / parse_tools / parse_tool_choice read the OpenAI-shaped members into a ChatRequest.
+// Defined in request_json.cpp (used by the other APIs only):
+// - parse_json_object(parser, body): the body's root object, or 400 for bad JSON / not an object.
+// - positive_count(e, param): an integer in 1..INT32_MAX, else 400.
+// - parse_flat_tools(tools, schema_key, r): tools written flat ({name, description, <schema_key>},
+//   as Anthropic and Responses do) rewrapped as OpenAI chat tools and read by parse_tools;
+//   check_type(tool) rejects tool types the API does not serve.
+// Thread safety: pure.
+#pragma once
+
+#include "daemon/chat_request.h"
+
+#include <simdjson.h>
+
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace ninfer::daemon::request_json {
+
+[[noreturn]] void fail(const std::string& param, const std::string& message, const std::string& code);
+double number_in(simdjson::dom::element e, const std::string& param, double lo, double hi);
+int64_t integer_of(simdjson::dom::element e, const std::string& param);
+bool bool_of(simdjson::dom::element e, const std::string& param);
+std::string string_of(simdjson::dom::element e, const std::string& param);
+void parse_sampling(simdjson::dom::object body, ChatRequest& r);
+void parse_stop(simdjson::dom::element stop, ChatRequest& r);
+void parse_tools(simdjson::dom::element tools, ChatRequest& r);
+void parse_tool_choice(simdjson::dom::element choice, ChatRequest& r);
+
+simdjson::dom::object parse_json_object(simdjson::dom::parser& parser, const simdjson::padded_string& body);
+uint32_t positive_count(simdjson::dom::element e, const std::string& param);
+void parse_flat_tools(simdjson::dom::element tools, std::string_view schema_key, ChatRequest& r,
+                      const std::function<void(simdjson::dom::element tool)>& check_type);
+
+} // namespace ninfer::daemon::request_json

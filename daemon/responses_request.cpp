@@ -1,0 +1,163 @@
+// ninfer::daemon - OpenAI Responses JSON -> ChatRequest (input items, instructions, tools).
+#include "daemon/responses_request.h"
+
+#include "core/util/json_writer.h" // json_quote
+#include "daemon/request_json.h"
+
+namespace ninfer::daemon {
+namespace {
+
+using namespace request_json;
+using simdjson::dom::element;
+using simdjson::dom::object;
+
+std::string text_parts(element content, const std::string& param) {
+    if (content.is_string()) return string_of(content, param);
+    if (!content.is_array()) fail(param, "'" + param + "' must be a string or an array of parts", "");
+    std::string out;
+    size_t k = 0;
+    for (element part : content.get_array()) {
+        std::string p = param + "[" + std::to_string(k++) + "]";
+        if (!part.is_object()) fail(p, "content parts must be objects", "");
+        std::string type = string_of(part["type"], p + ".type");
+        if (type == "input_text" || type == "output_text" || type == "text" || type == "reasoning_text" ||
+            type == "summary_text")
+            out += string_of(part["text"], p + ".text");
+        else if (type == "input_image" || type == "input_file" || type == "input_audio")
+            fail(p, "content part type '" + type + "' is not supported by this server", "modality_not_supported");
+        else if (type != "refusal")
+            fail(p, "unknown content part type '" + type + "'", "");
+    }
+    return out;
+}
+
+// The assistant message the next output item belongs to: the last message when it is an
+// assistant's without a later user turn, else a new one.
+core::ChatMessage& assistant_for(std::vector<core::ChatMessage>& messages, bool for_tool_call) {
+    if (!messages.empty() && messages.back().role == core::ChatRole::Assistant &&
+        (for_tool_call || (messages.back().content.empty() && messages.back().tool_calls.empty())))
+        return messages.back();
+    messages.push_back({});
+    messages.back().role = core::ChatRole::Assistant;
+    return messages.back();
+}
+
+void append_item(element item, const std::string& p, std::vector<core::ChatMessage>& messages) {
+    if (!item.is_object()) fail(p, "input items must be objects", "");
+    element e;
+    std::string type = item["type"].get(e) || e.is_null() ? "message" : string_of(e, p + ".type");
+    if (type == "message") {
+        std::string role = string_of(item["role"], p + ".role");
+        auto parsed = core::chat_role_from_name(role);
+        if (!parsed || *parsed == core::ChatRole::Tool) fail(p + ".role", "unsupported role '" + role + "'", "unsupported_role");
+        if (item["content"].get(e)) fail(p + ".content", "message without content", "");
+        std::string text = text_parts(e, p + ".content");
+        if (*parsed == core::ChatRole::Assistant) {
+            core::ChatMessage& m = assistant_for(messages, false);
+            m.content.push_back({core::ContentPart::Kind::Text, text});
+        } else {
+            messages.push_back(core::ChatMessage::text(*parsed, text));
+        }
+    } else if (type == "function_call") {
+        core::ToolCall call;
+        call.id = string_of(item["call_id"], p + ".call_id");
+        call.name = string_of(item["name"], p + ".name");
+        call.arguments_json = core::json_quote(string_of(item["arguments"], p + ".arguments"));
+        assistant_for(messages, true).tool_calls.push_back(std::move(call));
+    } else if (type == "function_call_output") {
+        core::ChatMessage tool;
+        tool.role = core::ChatRole::Tool;
+        tool.tool_call_id = string_of(item["call_id"], p + ".call_id");
+        if (item["output"].get(e)) fail(p + ".output", "function_call_output needs 'output'", "");
+        tool.content.push_back({core::ContentPart::Kind::Text, text_parts(e, p + ".output")});
+        messages.push_back(std::move(tool));
+    } else if (type == "reasoning") {
+        std::string text;
+        if (!item["content"].get(e) && !e.is_null()) text = text_parts(e, p + ".content");
+        else if (!item["summary"].get(e) && !e.is_null()) text = text_parts(e, p + ".summary");
+        core::ChatMessage& m = assistant_for(messages, false);
+        m.reasoning_content = m.reasoning_content.value_or("") + text;
+    } else {
+        fail(p + ".type", "input item type '" + type + "' is not supported by this server", "unsupported_item");
+    }
+}
+
+void append_items(element input, std::vector<core::ChatMessage>& messages) {
+    if (input.is_string()) {
+        messages.push_back(core::ChatMessage::text(core::ChatRole::User, string_of(input, "input")));
+        return;
+    }
+    if (!input.is_array()) fail("input", "'input' must be a string or an array of items", "");
+    size_t k = 0;
+    for (element item : input.get_array()) append_item(item, "input[" + std::to_string(k++) + "]", messages);
+}
+
+void parse_response_tools(element tools, ChatRequest& r) {
+    parse_flat_tools(tools, "parameters", r, [](element t) {
+        std::string type = string_of(t["type"], "tools.type");
+        if (type != "function")
+            fail("tools", "tool type '" + type + "' is not supported (only 'function')", "tool_type_not_supported");
+    });
+}
+
+// Strings as in chat; the object form names the function flat ({type:function, name}).
+void parse_response_tool_choice(element choice, ChatRequest& r) {
+    if (!choice.is_object()) return parse_tool_choice(choice, r);
+    if (string_of(choice["type"], "tool_choice.type") != "function")
+        fail("tool_choice", "'tool_choice' must be none, auto, required or {type:function,name}", "");
+    r.tool_choice = ToolChoice::Named;
+    r.tool_choice_name = string_of(choice["name"], "tool_choice.name");
+}
+
+} // namespace
+
+void append_response_items(std::string_view items_json, std::vector<core::ChatMessage>& messages) {
+    simdjson::dom::parser parser;
+    simdjson::padded_string padded(items_json);
+    append_items(parser.parse(padded).value(), messages);
+}
+
+ResponsesRequest parse_responses_request(std::string_view body) {
+    simdjson::dom::parser parser;
+    simdjson::padded_string padded(body);
+    object b = parse_json_object(parser, padded);
+    ResponsesRequest r;
+    element e;
+    if (!b["model"].get(e) && !e.is_null()) r.chat.model = string_of(e, "model");
+    if (b["input"].get(e) || e.is_null()) fail("input", "'input' is required", "");
+    append_items(e, r.chat.conversation.messages);
+    if (!b["instructions"].get(e) && !e.is_null()) r.instructions = string_of(e, "instructions");
+    if (!b["previous_response_id"].get(e) && !e.is_null())
+        r.previous_response_id = string_of(e, "previous_response_id");
+    if (!b["store"].get(e) && !e.is_null()) r.store = bool_of(e, "store");
+    if (!b["metadata"].get(e) && e.is_object()) r.metadata_json = simdjson::minify(e);
+    if (!b["tools"].get(e) && !e.is_null()) {
+        parse_response_tools(e, r.chat);
+        r.tools_json = simdjson::minify(e);
+    }
+    if (!b["tool_choice"].get(e) && !e.is_null()) {
+        parse_response_tool_choice(e, r.chat);
+        r.tool_choice_json = simdjson::minify(e);
+    }
+    if (!b["max_output_tokens"].get(e) && !e.is_null()) r.chat.max_tokens = positive_count(e, "max_output_tokens");
+    if (!b["stream"].get(e) && !e.is_null()) r.chat.stream = bool_of(e, "stream");
+    if (!b["reasoning"].get(e) && e.is_object()) {
+        element effort;
+        if (!e["effort"].get(effort) && !effort.is_null()) {
+            r.reasoning_effort = string_of(effort, "reasoning.effort");
+            r.chat.enable_thinking = r.reasoning_effort != "none";
+        }
+    }
+    if (!b["text"].get(e) && e.is_object()) {
+        element format, type;
+        if (!e["format"].get(format) && format.is_object() && !format["type"].get(type) &&
+            string_of(type, "text.format.type") != "text")
+            fail("text.format", "text.format '" + string_of(type, "text.format.type") +
+                                    "' is not supported yet (no constrained decoding)",
+                 "response_format_not_supported");
+    }
+    parse_sampling(b, r.chat);
+    return r;
+}
+
+} // namespace ninfer::daemon

@@ -1,0 +1,3 @@
+#!/bin/bash
+# ninfer - ninferd's Anthropic Messages surface through the official @anthropic-ai/sdk (node/api_anthropic.js).
+exec "$(dirname "$0")/daemon_env.sh" api_anthropic
