@@ -75,6 +75,8 @@ main('api_responses', async (start) => {
     const fresh = await client.responses.create({ ...off, input: 'And then?' });
     check(next.previous_response_id === plain.id && next.usage.input_tokens > fresh.usage.input_tokens + plain.usage.output_tokens - 2,
         'previous_response_id continues the stored conversation', JSON.stringify([next.usage, fresh.usage, plain.usage]));
+    check(next.usage.input_tokens_details.cached_tokens > plain.usage.input_tokens / 2,
+        'the continued conversation reuses the cached prefix', JSON.stringify(next.usage));
     const notStored = await client.responses.create({ ...off, max_output_tokens: 1, store: false });
     const missing = await errorOf(client.responses.retrieve(notStored.id));
     check(missing instanceof OpenAI.NotFoundError, 'store: false is not retrievable');
