@@ -28,6 +28,12 @@ stage() { # stage NAME COMMAND...: runs a command and prints its time
 stage configure cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNINFER_CUDA=OFF
 stage build cmake --build "$BUILD" -j "$JOBS"
 stage unit-and-blackbox-tests ctest --test-dir "$BUILD" -j "$JOBS" --output-on-failure --timeout 1200
+# The control-protocol decoders' seeded fuzz test again under AddressSanitizer + UBSan, so an
+# over-read fails the run instead of passing by luck (only the proto targets: about a minute).
+SAN_BUILD=${NINFER_SAN_BUILD_DIR:-build-ci-asan}
+stage sanitizer-configure cmake -S . -B "$SAN_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DNINFER_SANITIZE=ON
+stage sanitizer-build cmake --build "$SAN_BUILD" -j "$JOBS" --target test_proto
+stage sanitizer-proto-fuzz ctest --test-dir "$SAN_BUILD" -j "$JOBS" --output-on-failure -R '^proto\.'
 # Packages: each builds a copy of the tree without tests (DEB_BUILD_OPTIONS=nocheck), then the .deb
 # is installed, run and purged on this machine (root), the .rpm built and linted (see the scripts).
 if [ "$(id -u)" = 0 ]; then
