@@ -9,6 +9,7 @@
 #include "core/util/json_writer.h"
 
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <unordered_map>
 
@@ -41,6 +42,9 @@ struct ArtifactWriter::Impl {
     std::vector<std::pair<std::string, Binding>> bindings;
     std::unordered_map<std::string, size_t> binding_index;
     std::vector<Use> uses;
+    // Open tensor streams: object index -> written byte ranges [begin, end), disjoint, merged
+    // when adjacent.
+    std::map<size_t, std::map<uint64_t, uint64_t>> open_streams;
     std::string metadata_json = "{}", provenance_json = "{}";
     bool finished = false, failed = false;
 
@@ -240,19 +244,79 @@ std::string ArtifactWriter::add_tensor(std::string id, TensorFormat format,
     if (encoded.size() != expected)
         impl_->fail("tensor " + id + " has " + std::to_string(encoded.size()) +
                     " bytes; layout requires " + std::to_string(expected));
-    const uint64_t offset = impl_->place(id, true, 256);
+    const TensorStream stream = begin_tensor(std::move(id), format, std::move(shape));
+    write(stream, 0, encoded);
+    return end_tensor(stream);
+}
+
+ArtifactWriter::TensorStream ArtifactWriter::begin_tensor(std::string id, TensorFormat format,
+                                                          std::vector<uint64_t> shape) {
+    const uint64_t bytes = encoded_size(format, shape);
+    const uint64_t offset = impl_->place(std::move(id), true, 256);
+    Impl::Object& o = impl_->objects.back();
+    o.format = format;
+    o.shape = std::move(shape);
+    o.bytes = bytes;
+    impl_->cursor = offset + bytes;
+    const size_t index = impl_->objects.size() - 1;
+    impl_->open_streams[index];
+    return TensorStream{index};
+}
+
+void ArtifactWriter::write(const TensorStream& stream, uint64_t offset, std::span<const uint8_t> bytes) {
+    impl_->check_open();
+    auto open = impl_->open_streams.find(stream.object);
+    if (open == impl_->open_streams.end())
+        impl_->fail("write to a tensor stream that is not open");
+    const Impl::Object& o = impl_->objects[stream.object];
+    const uint64_t begin = offset, end = offset + bytes.size();
+    if (end < begin || end > o.bytes)
+        impl_->fail("tensor " + o.id + ": write [" + std::to_string(begin) + "," + std::to_string(end) +
+                    ") exceeds its " + std::to_string(o.bytes) + " bytes");
+    if (bytes.empty())
+        return;
+    std::map<uint64_t, uint64_t>& done = open->second;
+    auto next = done.lower_bound(end); // first range starting at or after `end`
+    auto prev = next == done.begin() ? done.end() : std::prev(next);
+    if (prev != done.end() && prev->second > begin && prev->first < end)
+        impl_->fail("tensor " + o.id + ": bytes [" + std::to_string(std::max(begin, prev->first)) + "," +
+                    std::to_string(std::min(end, prev->second)) + ") written twice");
     try {
-        impl_->files.write_payload(offset, encoded.data(), encoded.size());
+        impl_->files.write_payload(o.offset + begin, bytes.data(), bytes.size());
     } catch (...) {
         impl_->failed = true;
         throw;
     }
-    Impl::Object& o = impl_->objects.back();
-    o.format = format;
-    o.shape = std::move(shape);
-    o.bytes = expected;
-    impl_->cursor = offset + expected;
-    return id;
+    uint64_t merged_begin = begin, merged_end = end;
+    if (next != done.end() && next->first == end) {
+        merged_end = next->second;
+        done.erase(next);
+    }
+    if (prev != done.end() && prev->second == begin) {
+        merged_begin = prev->first;
+        done.erase(prev);
+    }
+    done.emplace(merged_begin, merged_end);
+}
+
+std::string ArtifactWriter::end_tensor(const TensorStream& stream) {
+    impl_->check_open();
+    auto open = impl_->open_streams.find(stream.object);
+    if (open == impl_->open_streams.end())
+        impl_->fail("end of a tensor stream that is not open");
+    const Impl::Object& o = impl_->objects[stream.object];
+    const std::map<uint64_t, uint64_t>& done = open->second;
+    const bool complete = o.bytes == 0 ? done.empty()
+                                        : done.size() == 1 && done.begin()->first == 0 && done.begin()->second == o.bytes;
+    if (!complete) {
+        uint64_t gap = 0; // first byte not written
+        if (!done.empty() && done.begin()->first == 0)
+            gap = done.begin()->second;
+        impl_->fail("tensor " + o.id + ": byte " + std::to_string(gap) + " of " + std::to_string(o.bytes) +
+                    " was never written");
+    }
+    impl_->open_streams.erase(open);
+    return o.id;
 }
 
 void ArtifactWriter::add_component(std::string id, std::string config_json, std::string target,
@@ -344,6 +408,9 @@ uint64_t ArtifactWriter::payload_bytes() const { return impl_->cursor; }
 
 uint64_t ArtifactWriter::finish() {
     impl_->check_open();
+    if (!impl_->open_streams.empty())
+        impl_->fail("tensor " + impl_->objects[impl_->open_streams.begin()->first].id +
+                    " is still open (end_tensor was not called)");
     try {
         impl_->validate_before_finish();
         const uint64_t total = impl_->cursor;

@@ -4,6 +4,11 @@
 // - Tensors are added one at a time with their encoded bytes (the writer never holds the whole
 //   model: payload goes to a temp file as it arrives, so memory stays bounded). Offsets are
 //   assigned in order (tensors 256-aligned, resources 1-aligned).
+// - Streaming: begin_tensor reserves the object's whole byte range (the layout fixes its size);
+//   write(stream, offset, bytes) fills any part of it, in any order, so no caller ever holds a
+//   whole encoded object; end_tensor checks that every byte was written exactly once (an overlap
+//   is refused at the write that makes it). Several streams may be open; finish() refuses while
+//   any is. add_tensor(id, ..., encoded) is begin + one write + end.
 // - finish() writes the directory (JSON reserve loop, space padding), splits into part files when
 //   over the size limit, fdatasyncs, and publishes by hard link: parts first, entry last. Until
 //   finish() returns nothing exists under the final names. A target that exists is refused unless
@@ -42,6 +47,15 @@ class ArtifactWriter {
     // Adds a tensor object with its encoded bytes (size checked against the layout); returns its id.
     std::string add_tensor(std::string id, TensorFormat format, std::vector<uint64_t> shape,
                            std::span<const uint8_t> encoded);
+    // A tensor written in pieces (see the contract above).
+    struct TensorStream {
+        size_t object = SIZE_MAX; // index of the object, internal
+    };
+    TensorStream begin_tensor(std::string id, TensorFormat format, std::vector<uint64_t> shape);
+    // Writes bytes at `offset` within the object's encoded bytes.
+    void write(const TensorStream& stream, uint64_t offset, std::span<const uint8_t> bytes);
+    // Closes the stream once every byte is written; returns the object id.
+    std::string end_tensor(const TensorStream& stream);
 
     // Component `id` with its config JSON text, optional target, resources role -> object id,
     // optional proposal JSON.

@@ -3,6 +3,7 @@
 
 #include "core/convert/hf_source.h"
 #include "core/convert/plan.h"
+#include "core/convert/row_chunks.h"
 #include "core/convert/safetensors.h"
 #include "core/formats/codec.h"
 #include "core/formats/format.h"
@@ -10,6 +11,7 @@
 #include "core/util/error.h"
 #include "core/util/json_writer.h"
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 
@@ -53,7 +55,9 @@ class Converter {
             }
     }
 
-    void produce(const PlannedObject& o, TensorFormat f, std::vector<uint8_t>& out) {
+    // Streams the object's encoding to `sink` in bands of rows, so no whole encoded object (nor a
+    // whole f32 copy of its source) is ever held.
+    void produce(const PlannedObject& o, TensorFormat f, const ObjectSink& sink) {
         std::vector<ResolvedSource> sources;
         uint64_t row = 0;
         bool all_bf16 = true;
@@ -64,25 +68,25 @@ class Converter {
             all_bf16 = all_bf16 && t->dtype == SourceDtype::Bf16;
         }
         if (o.transpose_taps)
-            produce_transposed(o, f, sources[0], out);
+            produce_transposed(o, f, sources[0], sink);
         else if (f == TensorFormat::Bf16 && all_bf16)
-            copy_bf16(o, sources, out);
+            copy_bf16(o, sources, sink);
         else
-            produce_chunked(o, f, sources, out);
+            produce_chunked(o, f, sources, sink);
         for (const ResolvedSource& s : sources)
             ckpt_.release(*s.tensor);
     }
 
   private:
-    void copy_bf16(const PlannedObject& o, const std::vector<ResolvedSource>& sources, std::vector<uint8_t>& out) {
+    void copy_bf16(const PlannedObject& o, const std::vector<ResolvedSource>& sources, const ObjectSink& sink) {
         const uint64_t row_bytes = o.cols() * 2;
         for (const ResolvedSource& s : sources) {
-            // Copy in slices and drop each slice's source pages at once, so a big tensor is never
-            // resident twice (mmap + output buffer).
+            // Hand the mapped source straight to the writer in slices and drop each slice's pages
+            // at once, so a big tensor is never resident.
             const uint64_t begin = s.row_begin * row_bytes, end = s.row_end * row_bytes;
             for (uint64_t b = begin; b < end; b += kCopySliceBytes) {
                 uint64_t n = std::min(kCopySliceBytes, end - b);
-                std::memcpy(out.data() + s.object_row * row_bytes + (b - begin), s.tensor->data + b, n);
+                sink(s.object_row * row_bytes + (b - begin), std::span<const uint8_t>(s.tensor->data + b, n));
                 ckpt_.release_bytes(*s.tensor, b, b + n);
             }
         }
@@ -105,58 +109,47 @@ class Converter {
     }
 
     void produce_transposed(const PlannedObject& o, TensorFormat f, const ResolvedSource& s,
-                            std::vector<uint8_t>& out) {
-        // Checkpoint conv1d.weight [C,1,taps] -> object [taps, C], tap-major.
+                            const ObjectSink& sink) {
+        // Checkpoint conv1d.weight [C,1,taps] -> object [taps, C], tap-major (small: one piece).
         const uint64_t taps = o.shape[0], channels = o.shape[1];
         std::vector<float> src(taps * channels), values(taps * channels);
         ckpt_.read_rows_f32(*s.tensor, taps, 0, channels, src.data());
         for (uint64_t c = 0; c < channels; ++c)
             for (uint64_t t = 0; t < taps; ++t)
                 values[t * channels + c] = src[c * taps + t];
-        std::vector<uint8_t> encoded = encode(f, o.shape, values);
-        std::memcpy(out.data(), encoded.data(), out.size());
+        sink(0, encode(f, o.shape, values));
     }
 
     void produce_chunked(const PlannedObject& o, TensorFormat f, const std::vector<ResolvedSource>& sources,
-                         std::vector<uint8_t>& out) {
+                         const ObjectSink& sink) {
         const uint64_t rows = o.rows(), cols = o.cols();
-        // nvfp4's divisor depends on the whole matrix, so it is encoded in one piece.
-        uint64_t step = f == TensorFormat::Nvfp4 ? rows : std::max<uint64_t>(1, kChunkElements / cols);
+        uint64_t step = std::max<uint64_t>(1, kChunkElements / cols);
+        float amax = 0.0f;
+        if (f == TensorFormat::Nvfp4) {
+            // The divisor covers the whole matrix: a first pass finds max |x|; bands are whole
+            // 128-row tiles of the swizzled scale plane.
+            step = std::max<uint64_t>(128, step / 128 * 128);
+            buffer_.resize(std::min(step, rows) * cols);
+            for (uint64_t r0 = 0; r0 < rows; r0 += step) {
+                uint64_t n = std::min(step, rows - r0);
+                gather(o, sources, r0, n, buffer_.data());
+                for (uint64_t i = 0; i < n * cols; ++i)
+                    amax = std::max(amax, std::fabs(buffer_[i]));
+            }
+        }
         buffer_.resize(std::min(step, rows) * cols);
         for (uint64_t r0 = 0; r0 < rows; r0 += step) {
             uint64_t n = std::min(step, rows - r0);
             gather(o, sources, r0, n, buffer_.data());
-            std::vector<uint64_t> shape = o.shape;
-            if (shape.size() == 2)
-                shape[0] = n;
-            std::vector<uint8_t> chunk = encode(f, shape, std::span<const float>(buffer_.data(), n * cols));
-            place_chunk(f, rows, cols, r0, n, chunk, out);
+            if (n == rows) // one band: the object's own shape (any rank)
+                sink(0, encode(f, o.shape, std::span<const float>(buffer_.data(), n * cols)));
+            else
+                write_row_chunk(f, rows, cols, r0, n, std::span<const float>(buffer_.data(), n * cols), amax, sink);
         }
+        if (rows > step)
+            write_plane_padding(f, rows, cols, sink);
         if (buffer_.size() > kChunkElements)
             buffer_ = {};
-    }
-
-    // Copies the encoding of rows [r0, r0+n) (a standalone [n, K] tensor) into the whole tensor.
-    static void place_chunk(TensorFormat f, uint64_t rows, uint64_t cols, uint64_t r0, uint64_t n,
-                            const std::vector<uint8_t>& chunk, std::vector<uint8_t>& out) {
-        uint8_t* o = out.data();
-        const uint8_t* c = chunk.data();
-        if (format_is_direct(f) || n == rows) {
-            uint64_t word = f == TensorFormat::Bf16 ? 2 : 4;
-            std::memcpy(o + (n == rows ? 0 : r0 * cols * word), c, chunk.size());
-            return;
-        }
-        if (f == TensorFormat::Fp8E4m3fnRowBf16) {
-            RowScaleGeometry whole = row_scale_geometry(rows, cols), part = row_scale_geometry(n, cols);
-            std::memcpy(o + r0 * cols, c, n * cols);
-            std::memcpy(o + whole.scale_off + 2 * r0, c + part.scale_off, 2 * n);
-            return;
-        }
-        RowSplitGeometry whole = row_split_geometry(f, rows, cols), part = row_split_geometry(f, n, cols);
-        std::memcpy(o + r0 * whole.base_row, c, n * whole.base_row);
-        if (whole.high_row)
-            std::memcpy(o + whole.high_off + r0 * whole.high_row, c + part.high_off, n * whole.high_row);
-        std::memcpy(o + whole.scale_off + r0 * whole.scale_row, c + part.scale_off, n * whole.scale_row);
     }
 
     const SafetensorsCheckpoint& ckpt_;
@@ -224,8 +217,8 @@ uint64_t convert_checkpoint(const ConvertRequest& req) {
                         ",\"architecture\":" + json_quote(src.architecture) +
                         ",\"recipe\":" + json_quote(req.recipe.name) +
                         ",\"formats\":" + req.recipe.overrides_json() + "}";
-    e.produce = [&](const PlannedObject& o, TensorFormat f, std::vector<uint8_t>& out) {
-        converter.produce(o, f, out);
+    e.produce_stream = [&](const PlannedObject& o, TensorFormat f, const ObjectSink& sink) {
+        converter.produce(o, f, sink);
     };
     e.progress = req.progress;
     return emit_artifact(e);

@@ -51,11 +51,20 @@ uint64_t emit_artifact(const EmitRequest& r) {
             r.progress(done, total, o.id);
         TensorFormat f = r.recipe->format(o.group);
         uint64_t size = encoded_size(f, o.shape);
-        encoded.assign(size, 0);
-        r.produce(o, f, encoded);
-        if (encoded.size() != size)
-            throw Error("convert: object " + o.id + " was produced with the wrong size");
-        std::string id = w.add_tensor(o.id, f, o.shape, encoded);
+        std::string id;
+        if (r.produce_stream) {
+            const ArtifactWriter::TensorStream stream = w.begin_tensor(o.id, f, o.shape);
+            r.produce_stream(o, f, [&](uint64_t offset, std::span<const uint8_t> bytes) {
+                w.write(stream, offset, bytes);
+            });
+            id = w.end_tensor(stream);
+        } else {
+            encoded.assign(size, 0);
+            r.produce(o, f, encoded);
+            if (encoded.size() != size)
+                throw Error("convert: object " + o.id + " was produced with the wrong size");
+            id = w.add_tensor(o.id, f, o.shape, encoded);
+        }
         const uint64_t elems = o.rows() * o.cols();
         for (const PlannedBinding& b : o.bindings) {
             if (b.elem_begin == 0 && b.elem_end == elems)

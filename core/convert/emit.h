@@ -2,10 +2,12 @@
 // components, every planned object (encoded one at a time by a producer), bindings, metadata.
 //
 // Contract:
-// - emit_artifact streams objects in plan order: for each object it calls `produce(object,
-//   format, out)`, which must fill `out` (already sized to encoded_size and zeroed) with the
-//   encoded bytes, then hands them to the ArtifactWriter, which streams them to disk. Peak memory
-//   is one encoded object plus whatever the producer holds.
+// - emit_artifact streams objects in plan order. With `produce_stream` set it opens each object
+//   as an ArtifactWriter tensor stream and calls `produce_stream(object, format, sink)`, which
+//   must hand every byte of the encoding to sink(offset, bytes) exactly once, in any order: peak
+//   memory is whatever the producer holds. Otherwise it calls `produce(object, format, out)`,
+//   which must fill `out` (already sized to encoded_size and zeroed): peak memory is one encoded
+//   object plus the producer's.
 // - Resource roles of `text`: tokenizer.json, tokenizer_config.json, chat_template.jinja,
 //   generation_config.json (ids "resource/text/<role>"); `vision` gets its extra resources.
 //   `mtp` and `vision` components target `text`. metadata = {"name", "synthetic"}; provenance is
@@ -16,6 +18,7 @@
 #pragma once
 
 #include "core/convert/plan.h"
+#include "core/convert/row_chunks.h"
 #include "core/formats/tensor.h"
 
 #include <cstdint>
@@ -36,6 +39,7 @@ struct TextResources {
 
 using ConvertProgress = std::function<void(uint64_t done_bytes, uint64_t total_bytes, std::string_view object)>;
 using ObjectProducer = std::function<void(const PlannedObject& object, TensorFormat format, std::vector<uint8_t>& out)>;
+using StreamingProducer = std::function<void(const PlannedObject& object, TensorFormat format, const ObjectSink& sink)>;
 
 struct EmitRequest {
     std::string out_path;
@@ -52,6 +56,7 @@ struct EmitRequest {
     bool synthetic = false;
     std::string provenance_json = "{}";
     ObjectProducer produce;
+    StreamingProducer produce_stream; // preferred when set
     ConvertProgress progress;
 };
 
