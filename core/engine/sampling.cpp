@@ -12,6 +12,7 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <utility>
 
@@ -83,16 +84,32 @@ void apply_penalties(std::span<float> logits, const SamplingParams& p,
     }
 }
 
-// Ascending order of the key == (logit desc, id asc); -0 and +0 compare equal, so they share a key.
+// Ascending order of the key == (logit desc, id asc); -0 and +0 compare equal, so they share a
+// key (v + 0 turns -0 into +0 and changes nothing else).
 uint64_t order_key(float v, int32_t id) {
-    if (v == 0.0f)
-        v = 0.0f;
-    const uint32_t u = std::bit_cast<uint32_t>(v);
+    const uint32_t u = std::bit_cast<uint32_t>(v + 0.0f);
     const uint32_t ascending = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
     return (uint64_t(~ascending) << 32) | uint32_t(id);
 }
 
 int32_t key_id(uint64_t key) { return int32_t(uint32_t(key)); }
+
+float key_value(uint64_t key) {
+    const uint32_t ascending = ~uint32_t(key >> 32);
+    return std::bit_cast<float>((ascending & 0x80000000u) ? (ascending & 0x7FFFFFFFu) : ~ascending);
+}
+
+// The smallest float l with double(l) - top >= -kHeadSpan (the predicate is monotone in l), so the
+// head test is one float compare per logit.
+float head_threshold(double top) {
+    float t = float(top - kHeadSpan);
+    while (double(t) - top < -kHeadSpan)
+        t = std::nextafter(t, std::numeric_limits<float>::infinity());
+    for (float below = std::nextafter(t, -std::numeric_limits<float>::infinity());
+         double(below) - top >= -kHeadSpan; below = std::nextafter(t, -std::numeric_limits<float>::infinity()))
+        t = below;
+    return t;
+}
 
 // Sorts keys that were built in ascending id order: a stable LSD radix sort of the value half
 // (11+11+10 bits) keeps ids ascending within equal values.
@@ -124,15 +141,14 @@ void sort_keys(std::vector<uint64_t>& keys) {
 // The contract's softmax / top-p / min-p / draw over the first `n` candidates of the full order,
 // given the first keys.size() of that order. Returns nullopt when the answer needs a candidate's
 // rank beyond the given keys (possible only when keys.size() < n).
-std::optional<int32_t> draw_sorted(std::span<const float> logits, std::span<const uint64_t> keys,
-                                   size_t n, const SamplingParams& p) {
+std::optional<int32_t> draw_sorted(std::span<const uint64_t> keys, size_t n, const SamplingParams& p) {
     const size_t known = std::min(keys.size(), n);
     thread_local std::vector<double> prob;
     prob.resize(known);
-    const double top = logits[size_t(key_id(keys[0]))];
+    const double top = key_value(keys[0]);
     double sum = 0;
     for (size_t i = 0; i < known; ++i)
-        sum += prob[i] = std::exp(double(logits[size_t(key_id(keys[i]))]) - top);
+        sum += prob[i] = std::exp(double(key_value(keys[i])) - top);
     for (double& q : prob)
         q /= sum;
     size_t keep = n;
@@ -194,9 +210,14 @@ int32_t sample_token(std::span<float> logits, const SamplingParams& p,
     thread_local std::vector<uint64_t> keys;
     keys.clear();
     if (std::isfinite(top)) {
-        for (size_t i = 0; i < vocab; ++i)
-            if (double(logits[i]) - top >= -kHeadSpan)
-                keys.push_back(order_key(logits[i], int32_t(i)));
+        const float threshold = head_threshold(top);
+        keys.resize(vocab);
+        size_t head = 0;
+        for (size_t i = 0; i < vocab; ++i) { // branch-free: write every key, keep the head's
+            keys[head] = order_key(logits[i], int32_t(i));
+            head += logits[i] >= threshold;
+        }
+        keys.resize(head);
         if (keys.size() > n && n < kRadixMinSize) { // a small top_k: select, then order k keys
             std::nth_element(keys.begin(), keys.begin() + ptrdiff_t(n), keys.end());
             keys.resize(n);
@@ -205,7 +226,7 @@ int32_t sample_token(std::span<float> logits, const SamplingParams& p,
             sort_keys(keys);
             keys.resize(std::min(keys.size(), n));
         }
-        if (const auto token = draw_sorted(logits, keys, n, p))
+        if (const auto token = draw_sorted(keys, n, p))
             return *token;
     }
     // Non-finite top or a rank inside the tail decides: order every candidate.
@@ -213,7 +234,7 @@ int32_t sample_token(std::span<float> logits, const SamplingParams& p,
     for (size_t i = 0; i < vocab; ++i)
         keys.push_back(order_key(logits[i], int32_t(i)));
     sort_keys(keys);
-    return *draw_sorted(logits, keys, n, p);
+    return *draw_sorted(keys, n, p);
 }
 
 } // namespace ninfer::core
