@@ -54,14 +54,19 @@ TEST_CASE("sampler speed at vocab 151936: greedy and T=0.7/top_p 0.95/top_k 0", 
     struct Shape {
         const char* name;
         double sigma;
+        int favourites; // ids lifted 40 above the bulk
     };
-    // sigma 0.5: a random-weight model (every logit near the top); sigma 3: a trained model's
-    // spread, most of the vocabulary far below the top.
-    for (Shape shape : {Shape{"flat   (sigma 0.5)", 0.5}, Shape{"peaked (sigma 3.0)", 3.0}}) {
+    // sigma 0.5: a random-weight model; sigma 3: a wide spread, still all within reach of the top
+    // at T=0.7 (the whole vocabulary is ordered); confident: a few tokens far above the bulk, as a
+    // trained model often is (only those few are ordered).
+    for (Shape shape : {Shape{"narrow    (sigma 0.5)", 0.5, 0}, Shape{"wide      (sigma 3.0)", 3.0, 0},
+                        Shape{"confident (sigma 3, 20 at +40)", 3.0, 20}}) {
         std::normal_distribution<float> normal(0.0f, float(shape.sigma));
         std::vector<float> logits(kVocab);
         for (float& v : logits)
             v = normal(rng);
+        for (int i = 0; i < shape.favourites; ++i)
+            logits[rng() % kVocab] += 40.0f;
         std::vector<int32_t> generated(256);
         for (int32_t& id : generated)
             id = int32_t(rng() % kVocab);
@@ -82,7 +87,7 @@ TEST_CASE("sampler speed at vocab 151936: greedy and T=0.7/top_p 0.95/top_k 0", 
                               Case{"T0.7 top_p0.95 +penalties(256 ids)", penalized, generated}}) {
             const Timing fast = time_sampler(&sample_token, logits, c.p, c.generated, 200);
             const Timing slow = time_sampler(&ninfer::test::reference_sample_token, logits, c.p, c.generated, 20);
-            std::printf("sampler %s %-36s new %9.1f us/token   original %9.1f us/token\n", shape.name, c.name,
+            std::printf("sampler %-30s %-36s new %9.1f us/token   original %9.1f us/token\n", shape.name, c.name,
                         fast.us_per_token, slow.us_per_token);
             for (size_t i = 0; i < slow.tokens.size(); ++i)
                 CHECK(fast.tokens[i] == slow.tokens[i]);
