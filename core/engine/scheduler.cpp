@@ -122,6 +122,8 @@ void Scheduler::expire_queue(Clock::time_point now) {
     }
 }
 
+// The free lane whose sequence is the longest proper prefix of the prompt, else the
+// lowest-numbered free lane (scanning upward, only a strictly longer match replaces a choice).
 int Scheduler::pick_lane(const GenerationRequest& request) const {
     int best = -1;
     size_t best_reuse = 0;
@@ -132,7 +134,7 @@ int Scheduler::pick_lane(const GenerationRequest& request) const {
         bool extends = h > 0 && h < request.prompt.size() &&
                        std::equal(l.history.begin(), l.history.end(), request.prompt.begin());
         size_t reuse = extends ? h : 0;
-        if (best < 0 || reuse > best_reuse || (reuse == best_reuse && l.history.empty() && !lanes_[size_t(best)].history.empty())) {
+        if (best < 0 || reuse > best_reuse) {
             best = int(i);
             best_reuse = reuse;
         }

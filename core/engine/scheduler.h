@@ -11,7 +11,8 @@
 //   decode step for every decoding lane. So a decoding lane waits at most one chunk between
 //   tokens while another lane prefills.
 // - A free lane keeps the tokens of its last sequence; a new prompt that extends them exactly
-//   reuses that state and prefills only the rest (cached_tokens).
+//   reuses that state and prefills only the rest (cached_tokens). A new request takes the free
+//   lane with the longest such prefix, else the lowest-numbered free lane.
 // - cancel(id) removes a queued request or frees a running one's lane before the next step
 //   (FinishReason::Cancelled). cancel_all() does it for every request.
 // - Greedy results do not depend on batching: each lane's tokens come only from its own state.

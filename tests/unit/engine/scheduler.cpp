@@ -191,3 +191,52 @@ TEST_CASE("a prompt that extends a lane's previous sequence reuses it as cached 
     CHECK(third->cached == 0);
     CHECK(third->tokens == second->tokens);
 }
+
+TEST_CASE("a new request takes the free lane with the longest matching prefix, else the lowest-numbered",
+          "[scheduler]") {
+    FakeBackend backend(3);
+    EngineStats stats;
+    Scheduler s(backend, {.max_context = 1000, .prefill_chunk = 64}, stats);
+    auto a = std::make_shared<RecordingSink>(), b = std::make_shared<RecordingSink>();
+    GenerationRequest ra = make_request(1, 12, 3, a), rb = make_request(2, 20, 3, b);
+    std::vector<int32_t> prompt_b = rb.prompt;
+    s.submit(std::move(ra));
+    s.submit(std::move(rb));
+    run_until_idle(s);
+    REQUIRE(a->lane == 0);
+    REQUIRE(b->lane == 1); // lanes 0 and 1 keep their sequences, lane 2 is empty
+    LaneImage image_b = s.slot_save(1);
+
+    // Extending B's sequence: lane 1, whatever its number, with B's tokens cached.
+    std::vector<int32_t> follow = prompt_b;
+    follow.insert(follow.end(), b->tokens.begin(), b->tokens.end() - 1);
+    follow.push_back(5);
+    auto c = std::make_shared<RecordingSink>();
+    GenerationRequest rc = make_request(3, 0, 2, c);
+    rc.prompt = follow;
+    s.submit(std::move(rc));
+    run_until_idle(s);
+    CHECK(c->lane == 1);
+    CHECK(c->cached == prompt_b.size() + b->tokens.size() - 1);
+
+    // Matching no lane: the lowest-numbered free lane (0), not the empty lane 2.
+    auto d = std::make_shared<RecordingSink>();
+    s.submit(make_request(4, 9, 2, d, 500));
+    run_until_idle(s);
+    CHECK(d->lane == 0);
+    CHECK(d->cached == 0);
+
+    // Two matching lanes: lane 0 gets B's sequence back, lane 1 holds B's extended by C; the
+    // longer prefix wins over the lower number.
+    s.slot_restore(0, image_b);
+    std::vector<int32_t> longer = follow;
+    longer.insert(longer.end(), c->tokens.begin(), c->tokens.end() - 1);
+    longer.insert(longer.end(), {8, 9});
+    auto e = std::make_shared<RecordingSink>();
+    GenerationRequest re = make_request(5, 0, 2, e);
+    re.prompt = longer;
+    s.submit(std::move(re));
+    run_until_idle(s);
+    CHECK(e->lane == 1);
+    CHECK(e->cached == follow.size() + c->tokens.size() - 1);
+}

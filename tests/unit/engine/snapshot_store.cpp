@@ -1,9 +1,10 @@
 // ninfer tests - snapshot store: the eviction order the value formula fixes, budgets never exceeded,
-// the disk tier round trip, the unlocked-memory warning.
+// the disk tier round trip, the unlocked-memory warning, page locking under a raised LimitMEMLOCK.
 #include "core/engine/snapshot_store.h"
 
 #include <catch2/catch.hpp>
 
+#include <cstdio>
 #include <filesystem>
 #include <random>
 #include <sys/resource.h>
@@ -145,4 +146,56 @@ TEST_CASE("a refused page lock warns once and the store keeps working", "[snapsh
     ::setrlimit(RLIMIT_MEMLOCK, &saved);
     REQUIRE(warnings.size() == 1);
     CHECK_THAT(warnings[0], Catch::Contains("page-lock"));
+}
+
+namespace {
+
+uint64_t locked_kib() { // VmLck of this process
+    FILE* f = std::fopen("/proc/self/status", "r");
+    if (!f) return 0;
+    char line[256];
+    uint64_t kib = 0;
+    while (std::fgets(line, sizeof line, f))
+        if (std::sscanf(line, "VmLck: %lu kB", &kib) == 1) break;
+    std::fclose(f);
+    return kib;
+}
+
+} // namespace
+
+TEST_CASE("with LimitMEMLOCK raised the host tier is page-locked", "[snapshot_store]") {
+    // What systemd's LimitMEMLOCK=infinity gives the daemon: raise the soft limit as far as this
+    // process may (infinity for root or an unlimited hard limit, else the hard limit).
+    rlimit saved{};
+    REQUIRE(::getrlimit(RLIMIT_MEMLOCK, &saved) == 0);
+    rlimit raised{RLIM_INFINITY, RLIM_INFINITY}; // needs CAP_SYS_RESOURCE unless the hard limit is already that
+    if (::setrlimit(RLIMIT_MEMLOCK, &raised) != 0) {
+        raised = {saved.rlim_max, saved.rlim_max};
+        REQUIRE(::setrlimit(RLIMIT_MEMLOCK, &raised) == 0);
+    }
+    const uint64_t n_tokens = 256; // 256 KiB of KV + 64 KiB of GDN state: under any default limit
+    if (raised.rlim_cur != RLIM_INFINITY && raised.rlim_cur < 2 * bytes_of(n_tokens) + (1 << 20)) {
+        ::setrlimit(RLIMIT_MEMLOCK, &saved);
+        WARN("RLIMIT_MEMLOCK hard limit " << raised.rlim_cur << " too low to lock a test image");
+        return;
+    }
+    std::vector<std::string> warnings;
+    {
+        SnapshotStoreOptions o = options(4 * bytes_of(n_tokens));
+        o.lock_memory = true;
+        o.warn = [&](const std::string& m) { warnings.push_back(m); };
+        SnapshotStore store(o);
+        uint64_t before = locked_kib();
+        REQUIRE(store.put(1, image(n_tokens), Clock::now()));
+        CHECK(store.memory_locked());
+        // The kernel counts the locked pages: at least the KV and GDN bytes (page rounding adds).
+        CHECK(locked_kib() - before >= (n_tokens * 1024 + 65536) / 1024);
+        REQUIRE(store.put(2, image(n_tokens, 2), Clock::now()));
+        CHECK(store.memory_locked());
+        CHECK(store.erase(1));
+        CHECK(store.erase(2));
+        CHECK(locked_kib() <= before); // dropped entries are unlocked
+    }
+    ::setrlimit(RLIMIT_MEMLOCK, &saved);
+    CHECK(warnings.empty());
 }
