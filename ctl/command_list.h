@@ -42,7 +42,7 @@ inline constexpr Command kCommands[] = {
     {"resume", cmd_resume, "admit requests again after drain"},
     {"log-level", cmd_log_level, "set the daemon's log level (debug|info|warning|error)"},
     {"reload", cmd_reload, "re-read the daemon's config files (as SIGHUP)"},
-    {"artifact", cmd_artifact, "artifact upgrade SRC [DST]: a v1/v2 container to V3 (offline)"},
+    {"artifact", cmd_artifact, "artifact upgrade [--offline] SRC [DST]: a v1/v2 container to V3 (by ninferd if reachable)"},
 };
 
 } // namespace ninfer::ctl

@@ -292,11 +292,6 @@ void handle_reload(ControlServer& s, const ConnPtr& c, const Frame& f) {
     s.reply(c, f, Status::Ok, {});
 }
 
-void handle_artifact_upgrade(ControlServer& s, const ConnPtr& c, const Frame& f) {
-    s.reply_error(c, f, Status::UnknownOp,
-                  "artifact-upgrade runs offline: ninferctl artifact upgrade SRC [DST] (it never touches the served model)");
-}
-
 using Handler = void (*)(ControlServer&, const ConnPtr&, const Frame&);
 struct OpEntry {
     proto::Op op;
@@ -313,7 +308,7 @@ constexpr OpEntry kOps[] = {
     {proto::Op::SlotErase, handle_slot_erase},
     {proto::Op::CacheList, handle_cache_list},
     {proto::Op::CacheEvict, handle_cache_evict},
-    {proto::Op::ArtifactUpgrade, handle_artifact_upgrade},
+    {proto::Op::ArtifactUpgrade, handle_artifact_upgrade_op},
     {proto::Op::Drain, handle_drain},
     {proto::Op::Resume, handle_resume},
     {proto::Op::LogLevel, handle_log_level},

@@ -89,6 +89,9 @@ class ControlServer {
 
 // Dispatch by op (control_handlers.cpp). Returns false for an op this daemon does not know.
 bool dispatch_control_op(ControlServer& server, const ControlServer::ConnPtr& c, const proto::Frame& frame);
+// artifact-upgrade (control_upgrade.cpp): runs on the I/O worker; ProgressReply frames (kFlagMore),
+// then ArtifactUpgradeReply (kFlagEnd) or one error frame. Never touches the served model.
+void handle_artifact_upgrade_op(ControlServer& server, const ControlServer::ConnPtr& c, const proto::Frame& frame);
 
 struct ControlConnection {
     uv_pipe_t pipe{};

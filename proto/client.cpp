@@ -100,7 +100,7 @@ Frame Client::receive() {
             if (f->header.status != int32_t(Status::Ok)) {
                 auto err = decode_payload<ErrorReply>(f->payload);
                 std::string msg = err ? err->message : std::string(status_str(Status(f->header.status)));
-                fail(ClientError::Kind::Refused, msg);
+                throw ClientError(ClientError::Kind::Refused, msg, f->header.status);
             }
             return std::move(*f);
         }

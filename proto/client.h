@@ -19,11 +19,14 @@ namespace ninfer::proto {
 class ClientError : public std::runtime_error {
   public:
     enum class Kind { CannotConnect, Refused, Protocol, Timeout };
-    ClientError(Kind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
+    ClientError(Kind kind, const std::string& message, int32_t status = 0)
+        : std::runtime_error(message), kind_(kind), status_(status) {}
     Kind kind() const { return kind_; }
+    int32_t status() const { return status_; } // the reply's Status for Kind::Refused, else 0
 
   private:
     Kind kind_;
+    int32_t status_;
 };
 
 class Client {

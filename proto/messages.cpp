@@ -261,6 +261,31 @@ std::optional<ProgressReply> ProgressReply::decode(WireReader& r) {
     return done(r, std::move(p));
 }
 
+void ArtifactUpgradeReply::encode(WireWriter& w) const {
+    w.str(destination);
+    w.u32(from_version);
+    w.str(model_id);
+    w.u64(n_objects);
+    w.u64(n_bindings);
+    w.u64(n_uses);
+    w.u64(payload_bytes);
+    w.u64(copied_bytes);
+    w.u32(n_files);
+}
+std::optional<ArtifactUpgradeReply> ArtifactUpgradeReply::decode(WireReader& r) {
+    ArtifactUpgradeReply a;
+    a.destination = r.str();
+    a.from_version = r.u32();
+    a.model_id = r.str();
+    a.n_objects = r.u64();
+    a.n_bindings = r.u64();
+    a.n_uses = r.u64();
+    a.payload_bytes = r.u64();
+    a.copied_bytes = r.u64();
+    a.n_files = r.u32();
+    return done(r, std::move(a));
+}
+
 void LogLevelRequest::encode(WireWriter& w) const { w.str(level); }
 std::optional<LogLevelRequest> LogLevelRequest::decode(WireReader& r) {
     LogLevelRequest l;

@@ -156,6 +156,17 @@ struct ProgressReply { // streamed: MetricsWatch frames carry MetricsReply; upgr
     static std::optional<ProgressReply> decode(WireReader& r);
 };
 
+struct ArtifactUpgradeReply { // the end frame of an artifact-upgrade stream: what was written
+    std::string destination;
+    uint32_t from_version = 0;
+    std::string model_id;
+    uint64_t n_objects = 0, n_bindings = 0, n_uses = 0;
+    uint64_t payload_bytes = 0, copied_bytes = 0;
+    uint32_t n_files = 1;
+    void encode(WireWriter& w) const;
+    static std::optional<ArtifactUpgradeReply> decode(WireReader& r);
+};
+
 struct LogLevelRequest {
     std::string level; // "debug", "info", "notice", "warning", "err"
     void encode(WireWriter& w) const;

@@ -29,6 +29,15 @@ TEST_CASE("messages: every payload round-trips", "[messages]") {
     REQUIRE(r2);
     CHECK(r2->name == "conv-1.a_b");
     CHECK(decode_payload<CacheEvictRequest>(encode_payload(CacheEvictRequest{CacheEvictMode::OlderThan, "", 60}))->older_than_s == 60);
+
+    ArtifactUpgradeReply u{"/m/x.ninfer", 2, "qwen3.6-27b", 1124, 900, 300, 17ull << 30, 4096, 1};
+    auto u2 = decode_payload<ArtifactUpgradeReply>(encode_payload(u));
+    REQUIRE(u2);
+    CHECK(u2->destination == "/m/x.ninfer");
+    CHECK(u2->from_version == 2);
+    CHECK(u2->model_id == "qwen3.6-27b");
+    CHECK((u2->n_objects == 1124 && u2->n_bindings == 900 && u2->n_uses == 300));
+    CHECK((u2->payload_bytes == 17ull << 30 && u2->copied_bytes == 4096 && u2->n_files == 1));
 }
 
 TEST_CASE("messages: malformed payloads are refused", "[messages]") {
