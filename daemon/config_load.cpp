@@ -152,6 +152,7 @@ DaemonConfig to_daemon_config(const Settings& s) {
     c.control_socket = s.get("control-socket");
     c.state_dir = s.get("state-dir");
     c.host_cache_mib = uint64_t(s.get_int("host-cache-mib"));
+    c.persist_slots = s.get_bool("persist-slots");
     c.device = s.get("device");
     c.threads = int(s.get_int("threads"));
     c.max_context = uint32_t(s.get_int("max-context"));

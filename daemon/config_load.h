@@ -41,6 +41,7 @@ struct DaemonConfig {
     std::string control_socket;
     std::string state_dir;
     uint64_t host_cache_mib = 4096; // prefix-cache host store (0 = none)
+    bool persist_slots = false;     // lanes saved at stop, restored at start (slot_persist.h)
     std::string device;      // "auto", "cpu", "cuda" or "script:FILE"
     int threads = 0;
     uint32_t max_context = 8192;

@@ -28,6 +28,10 @@ constexpr OptionSpec kOptions[] = {
      "directory for slot files and the persistent cache", 0},
     {"host-cache-mib", OptionKind::Integer, "4096", 0, 1048576, "", "MIB",
      "host memory for prefix-cache checkpoints, page-locked (0 = no prefix cache)", 0},
+    {"persist-slots", OptionKind::Boolean, "false", 0, 0, "", "BOOL",
+     "save every lane's sequence at stop and load it back at start (state-dir/lanes), so a restart keeps "
+     "conversations' context",
+     0},
     {"device", OptionKind::Choice, "auto", 0, 0, "auto|cpu|cuda|script:*", "DEVICE",
      "compute backend: auto (cuda if a GPU is found, else cpu), cpu or cuda", 0},
     {"threads", OptionKind::Integer, "0", 0, 1024, "", "N", "CPU backend threads (0 = one per core)", 0},

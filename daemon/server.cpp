@@ -8,6 +8,7 @@
 #include "daemon/log.h"
 #include "daemon/model_loader.h"
 #include "daemon/routes.h"
+#include "daemon/slot_persist.h"
 #include "daemon/systemd_notify.h"
 
 #include <systemd/sd-daemon.h>
@@ -111,16 +112,14 @@ class Daemon {
     }
 
     void on_engine_state(core::EngineState state, const std::string& why, std::shared_ptr<ModelFrontend> frontend) {
-        if (state == core::EngineState::Ready) {
-            ctx_.frontend = std::move(frontend);
-            if (cache_) install_assistant_marker(engine_, *ctx_.frontend);
-            if (ctx_.state == ServeState::Loading) ctx_.state = ServeState::Ready;
-            log_event(LogEvent::ModelLoaded, "engine, ready: " + ctx_.model_id + ", " + model_.plan.describe());
-            sd_notifyf(0, "READY=1\nSTATUS=serving %s on %s:%d", ctx_.model_id.c_str(), ctx_.config.host.c_str(),
-                       server_->bound_port());
-            notifier_.start_watchdog();
-            return;
+        if (state == core::EngineState::Ready && ctx_.config.persist_slots) {
+            sd_notify(0, "STATUS=restoring the lanes of the last run");
+            return restore_lanes(lane_persistence(), [this, frontend](const std::string& summary) {
+                log_info(summary);
+                on_ready(frontend);
+            });
         }
+        if (state == core::EngineState::Ready) return on_ready(std::move(frontend));
         bool during_load = ctx_.frontend == nullptr;
         ctx_.failure = why;
         if (ctx_.state != ServeState::Draining) ctx_.state = ServeState::Failed;
@@ -129,6 +128,22 @@ class Daemon {
             exit_code_ = 1;
             shutdown();
         }
+    }
+
+    // --persist-slots: <state-dir>/lanes, written and read on the control server's I/O worker.
+    LanePersistence lane_persistence() {
+        return {&engine_, &control_->io(), slot_identity_of(model_), ctx_.config.state_dir + "/lanes",
+                engine_.stats().n_lanes, [this](std::function<void()> fn) { bridge_->post(std::move(fn)); }};
+    }
+
+    void on_ready(std::shared_ptr<ModelFrontend> frontend) {
+        ctx_.frontend = std::move(frontend);
+        if (cache_) install_assistant_marker(engine_, *ctx_.frontend);
+        if (ctx_.state == ServeState::Loading) ctx_.state = ServeState::Ready;
+        log_event(LogEvent::ModelLoaded, "engine, ready: " + ctx_.model_id + ", " + model_.plan.describe());
+        sd_notifyf(0, "READY=1\nSTATUS=serving %s on %s:%d", ctx_.model_id.c_str(), ctx_.config.host.c_str(),
+                   server_->bound_port());
+        notifier_.start_watchdog();
     }
 
     void install_signals() {
@@ -195,12 +210,20 @@ class Daemon {
         notifier_.stop();
         server_->stop_accepting();
         if (control_) control_->close();
+        if (ctx_.config.persist_slots && ctx_.frontend && ctx_.state != ServeState::Failed) {
+            persisting_ = true; // the loop stops only once every lane is on disk
+            persist_lanes(lane_persistence(), [this](const std::string& summary) {
+                log_info(summary);
+                persisting_ = false;
+            });
+        }
         uv_timer_init(&loop_, &flush_timer_);
         flush_timer_.data = this;
         flush_started_ = uv_now(&loop_);
         uv_timer_start(&flush_timer_, [](uv_timer_t* t) {
             auto* self = static_cast<Daemon*>(t->data);
-            if (!self->server_->has_pending_writes() || uv_now(&self->loop_) - self->flush_started_ > 2000) {
+            bool flushed = !self->server_->has_pending_writes() || uv_now(&self->loop_) - self->flush_started_ > 2000;
+            if (flushed && !self->persisting_) {
                 self->server_->close_all();
                 log_info("server, stopped");
                 uv_stop(&self->loop_);
@@ -221,7 +244,7 @@ class Daemon {
     uv_signal_t sigterm_{}, sigint_{}, sighup_{};
     uv_timer_t drain_timer_{}, flush_timer_{};
     uint64_t flush_started_ = 0;
-    bool shutting_down_ = false;
+    bool shutting_down_ = false, persisting_ = false;
     int exit_code_ = 0;
 };
 

@@ -1,62 +1,18 @@
 # ninfer - the body of test_control_socket.sh (see there): drives ninferd and ninferctl.
-import json, os, re, shutil, signal, subprocess, sys, threading, time, urllib.error, urllib.request
+import json, os, shutil, signal, subprocess, sys, urllib.error, urllib.request
 
 BIN, T = sys.argv[1:3]
-DAEMON, CTL = os.path.join(BIN, "daemon/ninferd"), os.path.join(BIN, "ctl/ninferctl")
-procs = []
+CTL = os.path.join(BIN, "ctl/ninferctl")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ctl_harness import Harness
 
-def fail(why):
-    print("test_control_socket: FAIL:", why)
-    for p in procs:
-        p.kill()
-        print("daemon stderr:\n" + "".join(p.lines[-40:]))
-    sys.exit(1)
-
-def check(cond, why):
-    if not cond:
-        fail(why)
+h = Harness(BIN, T, "test_control_socket")
+fail, check, ctl, procs = h.fail, h.check, h.ctl, h.procs
 
 def start(name, artifact, cache_mib):
-    d = os.path.join(T, name)
-    os.makedirs(d)
-    open(os.path.join(d, "empty.conf"), "w").close()
-    sock = os.path.join(d, "ctl", "control.sock")
-    p = subprocess.Popen([DAEMON, "--config", os.path.join(d, "empty.conf"), "--artifact", artifact, "--device", "cpu",
-                          "--host", "127.0.0.1", "--port", "0", "--control-socket", sock, "--state-dir",
-                          os.path.join(d, "state"), "--max-context", "512", "--max-concurrency", "2",
-                          "--host-cache-mib", str(cache_mib)], stderr=subprocess.PIPE, text=True)
-    p.lines, p.port, p.sock, p.dir = [], 0, sock, d
-    def pump():
-        for line in p.stderr:
-            p.lines.append(line)
-            m = re.search(r"listening on [0-9.]+:(\d+)", line)
-            if m and not p.port:
-                p.port = int(m.group(1))
-    threading.Thread(target=pump, daemon=True).start()
-    procs.append(p)
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        if p.port and os.path.exists(sock):
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{p.port}/health", timeout=2) as r:
-                    if r.status == 200:
-                        p.model = ctl_json(p, "status")["model_id"]
-                        return p
-            except (urllib.error.URLError, ConnectionError):
-                pass
-        if p.poll() is not None:
-            fail(f"{name} exited early")
-        time.sleep(0.1)
-    fail(f"{name} not ready")
-
-def ctl(p, *args, rc=0, user=None):
-    cmd = [CTL, "--socket", p.sock, "--timeout", "20", *args]
-    if user:
-        cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-    if r.returncode != rc:
-        fail(f"ninferctl {' '.join(args)}: exit {r.returncode} (wanted {rc}): {r.stdout} {r.stderr}")
-    return r
+    p = h.start(name, artifact, "--host-cache-mib", str(cache_mib))
+    p.model = ctl_json(p, "status")["model_id"]
+    return p
 
 def ctl_json(p, *args):
     out = ctl(p, "--json", *args).stdout
