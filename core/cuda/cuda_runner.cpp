@@ -49,7 +49,8 @@ Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_act
     : config_(weights.config), plan_(plan), f32_(f32_activations) {
     const ModelConfig& c = config_;
     check_geometry(c, plan);
-    model_ = DeviceModel::upload(weights, arena_);
+    // The f32-activation check mode reads projections in the stored layout (gemv_f32x).
+    model_ = DeviceModel::upload(weights, arena_, /*tiled=*/!f32_activations);
     cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating the stream");
     const int B = kMaxStepTokens;
     hs_ = pad8(c.hidden_size);
@@ -235,9 +236,13 @@ void Runner::gdn(const DeviceLayer& L, uint32_t gi, int n, bool one_lane) {
     const ModelConfig& c = config_;
     const DeviceGdn& w = L.gdn;
     const int64_t kd = c.gdn_key_dim();
-    linear(w.query, xn_, xn32_, hs_, n, qkv_, false, cd_w_);
-    linear(w.key, xn_, xn32_, hs_, n, qkv_ + kd, false, cd_w_);
-    linear(w.value, xn_, xn32_, hs_, n, qkv_ + 2 * kd, false, cd_w_);
+    if (w.qkv.view.data) {
+        linear(w.qkv, xn_, xn32_, hs_, n, qkv_, false, cd_w_);
+    } else {
+        linear(w.query, xn_, xn32_, hs_, n, qkv_, false, cd_w_);
+        linear(w.key, xn_, xn32_, hs_, n, qkv_ + kd, false, cd_w_);
+        linear(w.value, xn_, xn32_, hs_, n, qkv_ + 2 * kd, false, cd_w_);
+    }
     linear(w.z, xn_, xn32_, hs_, n, z_, false, vd_w_);
     linear(w.a, xn_, xn32_, hs_, n, a_, true, hv_w_);
     linear(w.b, xn_, xn32_, hs_, n, b_, true, hv_w_);
@@ -286,9 +291,13 @@ void Runner::gdn(const DeviceLayer& L, uint32_t gi, int n, bool one_lane) {
 void Runner::ffn(const DeviceLayer& L, int n) {
     const ModelConfig& c = config_;
     const DeviceMlp& mlp = c.is_moe() ? L.moe.shared : L.mlp;
-    const int64_t inter = mlp.gate.view.n;
-    linear(mlp.gate, xn_, xn32_, hs_, n, gate_up_, true, gu_w_);
-    linear(mlp.up, xn_, xn32_, hs_, n, gate_up_ + inter, true, gu_w_);
+    const int64_t inter = mlp.down.view.k;
+    if (mlp.gate_up.view.data) {
+        linear(mlp.gate_up, xn_, xn32_, hs_, n, gate_up_, true, gu_w_);
+    } else {
+        linear(mlp.gate, xn_, xn32_, hs_, n, gate_up_, true, gu_w_);
+        linear(mlp.up, xn_, xn32_, hs_, n, gate_up_ + inter, true, gu_w_);
+    }
     cuda_check(kernels::swiglu(gate_up_, gu_w_, int(inter), act_, act32_, act_w_, n, stream_), "SwiGLU");
     if (!c.is_moe()) {
         linear(mlp.down, act_, act32_, act_w_, n, mix_, true, hs_);

@@ -48,7 +48,38 @@ Planes planes_of(kernels::WeightFormat f, uint64_t n, uint64_t k) {
     return {};
 }
 
-DeviceLinear upload_rows(const std::vector<RowPiece>& pieces, DeviceArena& arena, const std::string& what) {
+// Device memory for artifact-layout matrices on their way to the tiled layout, reused and grown.
+class Staging {
+  public:
+    Staging() = default;
+    Staging(const Staging&) = delete;
+    Staging& operator=(const Staging&) = delete;
+    ~Staging() {
+        if (p_)
+            cudaFree(p_);
+    }
+    uint8_t* get(uint64_t bytes, const std::string& what) {
+        if (bytes > size_) {
+            if (p_)
+                cudaFree(p_);
+            p_ = nullptr;
+            size_ = 0;
+            if (cudaMalloc(&p_, bytes) != cudaSuccess)
+                throw Error("cuda: out of GPU memory staging " + std::to_string(bytes) + " bytes for " + what);
+            size_ = bytes;
+        }
+        return static_cast<uint8_t*>(p_);
+    }
+
+  private:
+    void* p_ = nullptr;
+    uint64_t size_ = 0;
+};
+
+// staging: null keeps the artifact layout; else the rows are gathered there and repacked into the
+// tiled decode layout (kernels/gemv.h) in the arena.
+DeviceLinear upload_rows(const std::vector<RowPiece>& pieces, DeviceArena& arena, const std::string& what,
+                         Staging* staging = nullptr) {
     uint64_t n = 0;
     const uint64_t k = pieces.at(0).m->cols();
     for (const RowPiece& p : pieces) {
@@ -59,7 +90,7 @@ DeviceLinear upload_rows(const std::vector<RowPiece>& pieces, DeviceArena& arena
     const kernels::WeightFormat f = kernel_format(*pieces[0].m->segments().at(0).tensor, what);
     DeviceLinear d;
     d.bytes = kernels::weight_bytes(f, int64_t(n), int64_t(k));
-    uint8_t* dst = static_cast<uint8_t*>(arena.alloc(d.bytes, what));
+    uint8_t* dst = staging ? staging->get(d.bytes, what) : static_cast<uint8_t*>(arena.alloc(d.bytes, what));
     cuda_check(cudaMemset(dst, 0, d.bytes), "clearing " + what);
     const Planes out = planes_of(f, n, k);
     uint64_t at = 0; // logical output row
@@ -85,6 +116,14 @@ DeviceLinear upload_rows(const std::vector<RowPiece>& pieces, DeviceArena& arena
         at += p.n_rows;
     }
     d.view = {f, dst, int64_t(n), int64_t(k)};
+    if (!staging)
+        return d;
+    d.bytes = kernels::tiled_weight_bytes(f, int64_t(n), int64_t(k));
+    uint8_t* tiled = static_cast<uint8_t*>(arena.alloc(d.bytes, what));
+    cuda_check(kernels::gemv_pack_tiled(d.view, tiled, nullptr), "repacking " + what);
+    cuda_check(cudaDeviceSynchronize(), "repacking " + what); // the staging buffer is reused next
+    d.view.data = tiled;
+    d.view.layout = kernels::WeightLayout::Tiled;
     return d;
 }
 
@@ -103,13 +142,18 @@ std::vector<__nv_bfloat16> to_bf16(const std::vector<float>& v) {
 
 class Uploader {
   public:
-    Uploader(DeviceArena& arena, DeviceModel& model) : arena_(arena), model_(model) {}
+    Uploader(DeviceArena& arena, DeviceModel& model, bool tiled) : arena_(arena), model_(model), tiled_(tiled) {}
 
+    // gemv: read by kernels::gemv (tiled when the model is); f32x: read by the f32-x kernels only.
     DeviceLinear linear(const Matrix& m, const std::string& what, bool gemv = true) {
-        return track(upload_rows({{&m, 0, m.rows()}}, arena_, what), gemv);
+        return pieces({{&m, 0, m.rows()}}, what, gemv);
+    }
+    DeviceLinear f32x(const Matrix& m, const std::string& what) {
+        return track(upload_rows({{&m, 0, m.rows()}}, arena_, what), true);
     }
     DeviceLinear pieces(const std::vector<RowPiece>& p, const std::string& what, bool gemv) {
-        return track(upload_rows(p, arena_, what), gemv);
+        return track(upload_rows(p, arena_, what, gemv && tiled_ && p.at(0).m->cols() % 16 == 0 ? &staging_ : nullptr),
+                     gemv);
     }
     float* f32(const std::vector<float>& v, const std::string& what) { return upload_vector(v, arena_, what); }
     __nv_bfloat16* bf16(const std::vector<float>& v, const std::string& what) {
@@ -125,10 +169,35 @@ class Uploader {
     }
     DeviceArena& arena_;
     DeviceModel& model_;
+    bool tiled_;
+    Staging staging_;
 };
 
+bool one_format(const std::vector<const Matrix*>& ms) {
+    for (const Matrix* m : ms)
+        for (const Matrix::Segment& s : m->segments())
+            if (s.tensor->format != ms[0]->segments().at(0).tensor->format || m->cols() != ms[0]->cols())
+                return false;
+    return true;
+}
+
+std::vector<RowPiece> whole(const std::vector<const Matrix*>& ms) {
+    std::vector<RowPiece> p;
+    for (const Matrix* m : ms)
+        p.push_back({m, 0, m->rows()});
+    return p;
+}
+
 DeviceMlp upload_mlp(Uploader& up, const MlpWeights& w, const std::string& name) {
-    return {up.linear(w.gate, name + "/gate"), up.linear(w.up, name + "/up"), up.linear(w.down, name + "/down")};
+    DeviceMlp d;
+    if (one_format({&w.gate, &w.up})) {
+        d.gate_up = up.pieces(whole({&w.gate, &w.up}), name + "/gate+up", true);
+    } else {
+        d.gate = up.linear(w.gate, name + "/gate");
+        d.up = up.linear(w.up, name + "/up");
+    }
+    d.down = up.linear(w.down, name + "/down");
+    return d;
 }
 
 } // namespace
@@ -154,10 +223,10 @@ void* DeviceArena::alloc(uint64_t bytes, const std::string& what) {
     return p;
 }
 
-DeviceModel DeviceModel::upload(const ModelWeights& w, DeviceArena& arena) {
+DeviceModel DeviceModel::upload(const ModelWeights& w, DeviceArena& arena, bool tiled) {
     const ModelConfig& c = w.config;
     DeviceModel m;
-    Uploader up(arena, m);
+    Uploader up(arena, m, tiled);
     m.embedding = up.linear(w.token_embedding, "text/token_embedding", false);
     m.output_head = up.linear(w.output_head, "text/output_head");
     m.final_norm = up.f32(w.final_norm, "text/final_norm");
@@ -184,9 +253,13 @@ DeviceModel DeviceModel::upload(const ModelWeights& w, DeviceArena& arena) {
         } else {
             const GdnWeights& g = L.gdn;
             const std::string q = p + "/linear_attention";
-            d.gdn.query = up.linear(g.query, q + "/query");
-            d.gdn.key = up.linear(g.key, q + "/key");
-            d.gdn.value = up.linear(g.value, q + "/value");
+            if (one_format({&g.query, &g.key, &g.value})) {
+                d.gdn.qkv = up.pieces(whole({&g.query, &g.key, &g.value}), q + "/query+key+value", true);
+            } else {
+                d.gdn.query = up.linear(g.query, q + "/query");
+                d.gdn.key = up.linear(g.key, q + "/key");
+                d.gdn.value = up.linear(g.value, q + "/value");
+            }
             d.gdn.z = up.linear(g.z, q + "/z");
             d.gdn.a = up.linear(g.a_projection, q + "/a");
             d.gdn.b = up.linear(g.b_projection, q + "/b");
@@ -204,8 +277,8 @@ DeviceModel DeviceModel::upload(const ModelWeights& w, DeviceArena& arena) {
         }
         if (c.is_moe()) {
             const MoeWeights& e = L.moe;
-            d.moe.router = up.linear(e.router, p + "/moe/router");
-            d.moe.shared_score = up.linear(e.shared_score, p + "/moe/shared_score");
+            d.moe.router = up.f32x(e.router, p + "/moe/router");
+            d.moe.shared_score = up.f32x(e.shared_score, p + "/moe/shared_score");
             d.moe.shared = upload_mlp(up, e.shared, p + "/moe/shared");
             std::vector<RowPiece> gate_up, down;
             for (const MlpWeights& x : e.experts) {

@@ -6,7 +6,11 @@
 // - DeviceModel::upload(weights, arena) copies every matrix in its stored format (bf16,
 //   fp8_e4m3fn_row_bf16, q4_g64_fp16; byte layouts of spec/artifact-format.md §3, which are the
 //   layouts kernels/gemv.h reads) straight from the artifact's pages, one copy per plane of each
-//   stored segment (no host staging). Another format is refused with
+//   stored segment (no host staging). With tiled, every matrix that kernels::gemv reads (all but
+//   the embedding, the experts, the router and the shared-expert score, which the f32-x kernels
+//   read in the stored layout) is gathered in a reused device staging buffer and repacked into
+//   kernels::WeightLayout::Tiled (the decode GEMV's layout); bytes then counts the tiled size.
+//   Another format is refused with
 //   ninfer::Error("cuda: NAME is stored as FORMAT; ...") naming the formats it takes.
 // - Attention query and gate are interleaved per head ([query_h | gate_h], model.md §5) into one
 //   matrix, which needs both in one format. MoE experts of a layer become two matrices
@@ -58,14 +62,17 @@ struct DeviceAttention {
 };
 
 struct DeviceGdn {
-    DeviceLinear query, key, value, z, a, b, output;
+    // qkv: [query; key; value] rows in one matrix (one launch) when the three share a format;
+    // then query/key/value are empty, else qkv is.
+    DeviceLinear qkv, query, key, value, z, a, b, output;
     __nv_bfloat16* conv = nullptr; // [conv_dim][kernel]
     float *a_log = nullptr, *dt_bias = nullptr;
     __nv_bfloat16* norm = nullptr;
 };
 
 struct DeviceMlp {
-    DeviceLinear gate, up, down;
+    // gate_up: [gate; up] rows in one matrix when both share a format; then gate/up are empty.
+    DeviceLinear gate_up, gate, up, down;
 };
 
 struct DeviceMoe {
@@ -91,7 +98,7 @@ struct DeviceModel {
     uint64_t bytes = 0;      // weight bytes on the device
     int64_t max_rows = 0;    // largest n of any matrix used with kernels::gemv (scratch sizing)
 
-    static DeviceModel upload(const ModelWeights& weights, DeviceArena& arena);
+    static DeviceModel upload(const ModelWeights& weights, DeviceArena& arena, bool tiled);
 };
 
 } // namespace ninfer::core::cuda

@@ -45,6 +45,13 @@ __device__ __forceinline__ uint32_t bf16x2_sub(uint32_t a, uint32_t b) {
     return *reinterpret_cast<uint32_t*>(&r);
 }
 
+// E4M3FN bytes 0 and 2 (or 1 and 3 after >> 8) to a bf16 pair, exact (subnormals included):
+// the bits land in bf16's exponent/mantissa fields and a multiply by 2^120 fixes the bias.
+__device__ __forceinline__ uint32_t fp8_pair_to_bf16(uint32_t v) {
+    const uint32_t bits = ((v & 0x007F007Fu) << 4) | ((v & 0x00800080u) << 8);
+    return bf16x2_mul(bits, 0x7B807B80u);
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

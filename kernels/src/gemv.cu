@@ -1,5 +1,5 @@
 // ninfer::kernels - decode GEMV launcher: argument checks, split-K choice, format dispatch.
-#include "gemv_kernel.cuh"
+#include "gemv_tiled.cuh"
 #include "ninfer/kernels/device.h"
 
 namespace ninfer::kernels {
@@ -14,6 +14,45 @@ int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 int64_t q4_groups_per_row(int64_t k) { return align_up(k, 128) / 64; }
 int unit_of(WeightFormat f) { return f == WeightFormat::Bf16 ? 32 : 64; }
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+int unroll_of(WeightFormat f) { return f == WeightFormat::Q4G64Fp16 ? 8 : 4; }
+
+int g_tiled_target = 0;
+
+template <WeightFormat F> int tiled_resident_blocks() {
+    static const int blocks = [] {
+        int b = 0;
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, detail::gemv_tiled_kernel<F>, detail::kGemvWarps * 32, 0) !=
+                cudaSuccess || b < 1)
+            b = 4;
+        return b;
+    }();
+    return blocks;
+}
+int tiled_resident_blocks(WeightFormat f) {
+    switch (f) {
+    case WeightFormat::Bf16: return tiled_resident_blocks<WeightFormat::Bf16>();
+    case WeightFormat::Fp8E4m3RowBf16: return tiled_resident_blocks<WeightFormat::Fp8E4m3RowBf16>();
+    case WeightFormat::Q4G64Fp16: return tiled_resident_blocks<WeightFormat::Q4G64Fp16>();
+    }
+    return 4;
+}
+
+// Tiled layout: splits of a whole number of unrolled steps, at least two steps each (so the
+// register double buffer overlaps), aiming at one resident wave of blocks.
+int tiled_split_count(const WeightView& w, const GemvScratch& scratch) {
+    const int64_t tiles = (w.n + detail::kGemvRowsPerBlock - 1) / detail::kGemvRowsPerBlock;
+    const int64_t steps = tiled_units(w.format, w.n, w.k) / unroll_of(w.format);
+    if (!scratch.partials || !scratch.counters || size_t(tiles) > scratch.n_counters) return 1;
+    const int per_sm = g_tiled_target > 0 ? g_tiled_target : tiled_resident_blocks(w.format);
+    const int64_t target_blocks = int64_t(per_sm) * (sm_count() > 0 ? sm_count() : 132);
+    int64_t splits = (target_blocks + tiles - 1) / tiles;
+    splits = std::min<int64_t>(splits, kMaxSplits);
+    splits = std::min<int64_t>(splits, steps / 2);
+    splits = std::min<int64_t>(splits, int64_t(scratch.n_floats / (size_t(kGemvMaxTokens) * size_t(w.n))));
+    if (splits < 2) return 1;
+    const int64_t per = (steps + splits - 1) / splits;
+    return int((steps + per - 1) / per);
+}
 
 } // namespace
 
@@ -34,7 +73,10 @@ size_t gemv_scratch_counters(int64_t n_max) {
     return size_t((n_max + detail::kGemvRowsPerBlock - 1) / detail::kGemvRowsPerBlock);
 }
 
+void gemv_set_tiled_target_blocks_per_sm(int blocks) { g_tiled_target = blocks; }
+
 int gemv_split_count(const WeightView& w, const GemvScratch& scratch) {
+    if (w.layout == WeightLayout::Tiled) return tiled_split_count(w, scratch);
     const int64_t tiles = (w.n + detail::kGemvRowsPerBlock - 1) / detail::kGemvRowsPerBlock;
     const int64_t units = (w.k + unit_of(w.format) - 1) / unit_of(w.format);
     if (!scratch.partials || !scratch.counters || size_t(tiles) > scratch.n_counters) return 1;
@@ -61,7 +103,10 @@ cudaError_t gemv(const GemvArgs& a, cudaStream_t stream) {
     p.w = static_cast<const uint8_t*>(w.data);
     p.n = w.n;
     p.k = w.k;
-    switch (w.format) {
+    if (w.layout == WeightLayout::Tiled) {
+        p.tiled_units = tiled_units(w.format, w.n, w.k);
+        p.scales = p.w + align_up((w.n + 15) / 16 * p.tiled_units * detail::tiled_block_bytes(w.format), 256);
+    } else switch (w.format) {
     case WeightFormat::Bf16: p.row_bytes = w.k * 2; break;
     case WeightFormat::Fp8E4m3RowBf16:
         p.row_bytes = w.k;
@@ -84,11 +129,24 @@ cudaError_t gemv(const GemvArgs& a, cudaStream_t stream) {
     p.partials = a.scratch.partials;
     p.counters = a.scratch.counters;
     p.splits = gemv_split_count(w, a.scratch);
-    const int64_t units = (w.k + unit_of(w.format) - 1) / unit_of(w.format);
-    p.units_per_split = (units + p.splits - 1) / p.splits;
-
     const dim3 grid(unsigned((w.n + detail::kGemvRowsPerBlock - 1) / detail::kGemvRowsPerBlock), unsigned(p.splits));
     const dim3 block(detail::kGemvWarps * 32);
+    if (w.layout == WeightLayout::Tiled) {
+        const int64_t steps = p.tiled_units / unroll_of(w.format);
+        p.units_per_split = (steps + p.splits - 1) / p.splits * unroll_of(w.format);
+        switch (w.format) {
+        case WeightFormat::Bf16: detail::gemv_tiled_kernel<WeightFormat::Bf16><<<grid, block, 0, stream>>>(p); break;
+        case WeightFormat::Fp8E4m3RowBf16:
+            detail::gemv_tiled_kernel<WeightFormat::Fp8E4m3RowBf16><<<grid, block, 0, stream>>>(p);
+            break;
+        case WeightFormat::Q4G64Fp16:
+            detail::gemv_tiled_kernel<WeightFormat::Q4G64Fp16><<<grid, block, 0, stream>>>(p);
+            break;
+        }
+        return cudaGetLastError();
+    }
+    const int64_t units = (w.k + unit_of(w.format) - 1) / unit_of(w.format);
+    p.units_per_split = (units + p.splits - 1) / p.splits;
     switch (w.format) {
     case WeightFormat::Bf16: detail::gemv_kernel<WeightFormat::Bf16><<<grid, block, 0, stream>>>(p); break;
     case WeightFormat::Fp8E4m3RowBf16:

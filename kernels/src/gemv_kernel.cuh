@@ -35,6 +35,7 @@ struct GemvParams {
     uint32_t* counters;
     int splits;
     int64_t units_per_split; // k units (32 for bf16, 64 for fp8/q4) per split
+    int64_t tiled_units;     // tiled layout: units per row, padded to a multiple of kTiledUnitPad
 };
 
 template <WeightFormat F> struct GemvTraits;
@@ -44,16 +45,43 @@ template <> struct GemvTraits<WeightFormat::Q4G64Fp16> { static constexpr int kU
 
 __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) { return __byte_perm(a, b, sel); }
 
-// E4M3FN bytes 0 and 2 (or 1 and 3 after >> 8) to a bf16 pair, exact (subnormals included):
-// the bits land in bf16's exponent/mantissa fields and a multiply by 2^120 fixes the bias.
-__device__ __forceinline__ uint32_t fp8_pair_to_bf16(uint32_t v) {
-    const uint32_t bits = ((v & 0x007F007Fu) << 4) | ((v & 0x00800080u) << 8);
-    return bf16x2_mul(bits, 0x7B807B80u);
-}
-
 // Signed nibbles i and i+4 of t (pre-XORed with 0x88888888) to a bf16 pair: 128+u-136 = q.
 __device__ __forceinline__ uint32_t q4_pair_to_bf16(uint32_t t_shifted) {
     return bf16x2_sub((t_shifted & 0x000F000Fu) | 0x43004300u, 0x43084308u);
+}
+
+// One fp8 unit: codes j0..j3 of word j pair as (j0,j2) and (j1,j3); x is permuted to match.
+__device__ __forceinline__ void mma_fp8_unit(float (&acc)[4], const uint32_t (&wa)[4], const uint32_t (&wb)[4],
+                                             const uint32_t (&xs)[8]) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        const uint32_t b0 = prmt(xs[2 * j], xs[2 * j + 1], 0x5410);
+        const uint32_t b1 = prmt(xs[2 * j], xs[2 * j + 1], 0x7632);
+        mma_bf16_16816(acc, fp8_pair_to_bf16(wa[j]), fp8_pair_to_bf16(wb[j]), fp8_pair_to_bf16(wa[j] >> 8),
+                       fp8_pair_to_bf16(wb[j] >> 8), b0, b1);
+    }
+}
+
+// One q4 group (words pre-XORed with 0x88888888): word j holds codes 8j..8j+7 (nibble i = code
+// i), paired (i, i+4); part gets the unscaled sums.
+__device__ __forceinline__ void mma_q4_unit(float (&part)[4], const uint32_t (&wa)[2], const uint32_t (&wb)[2],
+                                            const uint32_t (&xs)[8]) {
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+        const uint32_t x01 = xs[4 * j], x23 = xs[4 * j + 1], x45 = xs[4 * j + 2], x67 = xs[4 * j + 3];
+        mma_bf16_16816(part, q4_pair_to_bf16(wa[j]), q4_pair_to_bf16(wb[j]), q4_pair_to_bf16(wa[j] >> 4),
+                       q4_pair_to_bf16(wb[j] >> 4), prmt(x01, x45, 0x5410), prmt(x01, x45, 0x7632));
+        mma_bf16_16816(part, q4_pair_to_bf16(wa[j] >> 8), q4_pair_to_bf16(wb[j] >> 8), q4_pair_to_bf16(wa[j] >> 12),
+                       q4_pair_to_bf16(wb[j] >> 12), prmt(x23, x67, 0x5410), prmt(x23, x67, 0x7632));
+    }
+}
+
+// acc rows (g, g+8) times their multipliers.
+__device__ __forceinline__ void scale_rows(float (&acc)[4], float s0, float s1) {
+    acc[0] *= s0;
+    acc[1] *= s0;
+    acc[2] *= s1;
+    acc[3] *= s1;
 }
 
 // kUnroll k units starting at unit u. GUARD = false only when all of them lie inside the split and
@@ -96,14 +124,7 @@ __device__ __forceinline__ void gemv_units(const GemvParams& p, int64_t u, int64
             const uint32_t wb[4] = {a[i][1].x, a[i][1].y, a[i][1].z, a[i][1].w};
             const uint32_t xs[8] = {b[i][0].x, b[i][0].y, b[i][0].z, b[i][0].w,
                                     b[i][1].x, b[i][1].y, b[i][1].z, b[i][1].w};
-#pragma unroll
-            for (int j = 0; j < 4; ++j) {
-                // codes j0..j3 of word j: pairs (j0,j2) and (j1,j3); x permuted to match.
-                const uint32_t b0 = prmt(xs[2 * j], xs[2 * j + 1], 0x5410);
-                const uint32_t b1 = prmt(xs[2 * j], xs[2 * j + 1], 0x7632);
-                mma_bf16_16816(acc, fp8_pair_to_bf16(wa[j]), fp8_pair_to_bf16(wb[j]),
-                               fp8_pair_to_bf16(wa[j] >> 8), fp8_pair_to_bf16(wb[j] >> 8), b0, b1);
-            }
+            mma_fp8_unit(acc, wa, wb, xs);
         }
     } else {
         uint2 a[kUnroll][2];
@@ -130,17 +151,7 @@ __device__ __forceinline__ void gemv_units(const GemvParams& p, int64_t u, int64
             const uint32_t wb[2] = {a[i][1].x ^ 0x88888888u, a[i][1].y ^ 0x88888888u};
             const uint32_t xs[8] = {b[i][0].x, b[i][0].y, b[i][0].z, b[i][0].w,
                                     b[i][1].x, b[i][1].y, b[i][1].z, b[i][1].w};
-#pragma unroll
-            for (int j = 0; j < 2; ++j) {
-                // word j holds codes 8j..8j+7 (nibble i = code i); pairs (i, i+4).
-                const uint32_t x01 = xs[4 * j], x23 = xs[4 * j + 1], x45 = xs[4 * j + 2], x67 = xs[4 * j + 3];
-                mma_bf16_16816(part, q4_pair_to_bf16(wa[j]), q4_pair_to_bf16(wb[j]),
-                               q4_pair_to_bf16(wa[j] >> 4), q4_pair_to_bf16(wb[j] >> 4),
-                               prmt(x01, x45, 0x5410), prmt(x01, x45, 0x7632));
-                mma_bf16_16816(part, q4_pair_to_bf16(wa[j] >> 8), q4_pair_to_bf16(wb[j] >> 8),
-                               q4_pair_to_bf16(wa[j] >> 12), q4_pair_to_bf16(wb[j] >> 12),
-                               prmt(x23, x67, 0x5410), prmt(x23, x67, 0x7632));
-            }
+            mma_q4_unit(part, wa, wb, xs);
             const float s0 = __half2float(s[i][0]), s1 = __half2float(s[i][1]);
             acc[0] = fmaf(part[0], s0, acc[0]);
             acc[1] = fmaf(part[1], s0, acc[1]);
@@ -148,6 +159,57 @@ __device__ __forceinline__ void gemv_units(const GemvParams& p, int64_t u, int64
             acc[3] = fmaf(part[3], s1, acc[3]);
         }
     }
+}
+
+// Thread holds rows (tile_row+g, tile_row+g+8) x tokens (2c, 2c+1): store them, or (split-K)
+// write fp32 partials[(split * 8 + t) * n + row] and let the last block of this 64-row tile reduce.
+__device__ __forceinline__ void gemv_store(const GemvParams& p, int64_t tile_row, int c, int g, const float (&acc)[4]) {
+    auto store = [&](int64_t row, int t, float v) {
+        if (p.y_fp32) {
+            float* y = static_cast<float*>(p.y) + int64_t(t) * p.ldy + row;
+            if (p.residual) v += __bfloat162float(p.residual[int64_t(t) * p.ldr + row]);
+            *y = v;
+        } else {
+            __nv_bfloat16* y = static_cast<__nv_bfloat16*>(p.y) + int64_t(t) * p.ldy + row;
+            if (p.residual) v = __bfloat162float(__float2bfloat16(v)) + __bfloat162float(p.residual[int64_t(t) * p.ldr + row]);
+            *y = __float2bfloat16(v);
+        }
+    };
+
+    if (p.splits == 1) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const int64_t row = tile_row + g + (e >= 2 ? 8 : 0);
+            const int t = 2 * c + (e & 1);
+            if (row < p.n && t < p.n_tokens) store(row, t, acc[e]);
+        }
+        return;
+    }
+
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+        const int64_t row = tile_row + g + (e >= 2 ? 8 : 0);
+        const int t = 2 * c + (e & 1);
+        if (row < p.n && t < p.n_tokens)
+            __stcg(p.partials + (int64_t(blockIdx.y) * kGemvMaxTokens + t) * p.n + row, acc[e]);
+    }
+    __threadfence();
+    __syncthreads();
+    __shared__ bool is_last;
+    if (threadIdx.x == 0) is_last = atomicAdd(p.counters + blockIdx.x, 1u) == uint32_t(p.splits - 1);
+    __syncthreads();
+    if (!is_last) return;
+    __threadfence();
+    const int64_t row0 = int64_t(blockIdx.x) * kGemvRowsPerBlock;
+    for (int idx = threadIdx.x; idx < kGemvRowsPerBlock * p.n_tokens; idx += blockDim.x) {
+        const int t = idx / kGemvRowsPerBlock;
+        const int64_t row = row0 + idx % kGemvRowsPerBlock;
+        if (row >= p.n) continue;
+        float v = 0.f;
+        for (int sp = 0; sp < p.splits; ++sp) v += __ldcg(p.partials + (int64_t(sp) * kGemvMaxTokens + t) * p.n + row);
+        store(row, t, v);
+    }
+    if (threadIdx.x == 0) p.counters[blockIdx.x] = 0;
 }
 
 template <WeightFormat F>
@@ -178,61 +240,9 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_kernel(GemvParams p) {
 
     if constexpr (F == WeightFormat::Fp8E4m3RowBf16) {
         const __nv_bfloat16* rs = reinterpret_cast<const __nv_bfloat16*>(p.scales);
-        const float s0 = __bfloat162float(rs[r0]), s1 = __bfloat162float(rs[r1]);
-        acc[0] *= s0;
-        acc[1] *= s0;
-        acc[2] *= s1;
-        acc[3] *= s1;
+        scale_rows(acc, __bfloat162float(rs[r0]), __bfloat162float(rs[r1]));
     }
-
-    // Thread holds rows (tile_row+g, tile_row+g+8) x tokens (2c, 2c+1).
-    auto store = [&](int64_t row, int t, float v) {
-        if (p.y_fp32) {
-            float* y = static_cast<float*>(p.y) + int64_t(t) * p.ldy + row;
-            if (p.residual) v += __bfloat162float(p.residual[int64_t(t) * p.ldr + row]);
-            *y = v;
-        } else {
-            __nv_bfloat16* y = static_cast<__nv_bfloat16*>(p.y) + int64_t(t) * p.ldy + row;
-            if (p.residual) v = __bfloat162float(__float2bfloat16(v)) + __bfloat162float(p.residual[int64_t(t) * p.ldr + row]);
-            *y = __float2bfloat16(v);
-        }
-    };
-
-    if (p.splits == 1) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-            const int64_t row = tile_row + g + (e >= 2 ? 8 : 0);
-            const int t = 2 * c + (e & 1);
-            if (row < p.n && t < p.n_tokens) store(row, t, acc[e]);
-        }
-        return;
-    }
-
-    // Split-K: partials[(split * 8 + t) * n + row], then the last block of this tile reduces.
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-        const int64_t row = tile_row + g + (e >= 2 ? 8 : 0);
-        const int t = 2 * c + (e & 1);
-        if (row < p.n && t < p.n_tokens)
-            __stcg(p.partials + (int64_t(blockIdx.y) * kGemvMaxTokens + t) * p.n + row, acc[e]);
-    }
-    __threadfence();
-    __syncthreads();
-    __shared__ bool is_last;
-    if (threadIdx.x == 0) is_last = atomicAdd(p.counters + blockIdx.x, 1u) == uint32_t(p.splits - 1);
-    __syncthreads();
-    if (!is_last) return;
-    __threadfence();
-    const int64_t row0 = int64_t(blockIdx.x) * kGemvRowsPerBlock;
-    for (int idx = threadIdx.x; idx < kGemvRowsPerBlock * p.n_tokens; idx += blockDim.x) {
-        const int t = idx / kGemvRowsPerBlock;
-        const int64_t row = row0 + idx % kGemvRowsPerBlock;
-        if (row >= p.n) continue;
-        float v = 0.f;
-        for (int sp = 0; sp < p.splits; ++sp) v += __ldcg(p.partials + (int64_t(sp) * kGemvMaxTokens + t) * p.n + row);
-        store(row, t, v);
-    }
-    if (threadIdx.x == 0) p.counters[blockIdx.x] = 0;
+    gemv_store(p, tile_row, c, g, acc);
 }
 
 } // namespace ninfer::kernels::detail

@@ -184,6 +184,137 @@ __global__ void moe_gemv_kernel(RowDecoder d, MoeGemvArgs a) {
     if (lane == 0) a.y[int64_t(slot) * a.y_stride + r] = acc;
 }
 
+// Fast f32-x row dots (gemv_f32x and moe_gemv when k % 16 == 0 and x is 16-byte aligned):
+// each lane streams 16-byte vectors of its row (artifact layout, coalesced along k) and multiplies
+// them with f32 x from L1. kLpr lanes share a row (the row's 16-byte chunks, rounded up to a power
+// of two, at most 32), so short rows (the experts' down projection) keep every lane busy; each lane
+// works on 4 rows at once, all their loads issued before the first use. Products exact, f32 sums.
+struct RowsF32x {
+    RowDecoder d;
+    int64_t row_bytes;
+    const int32_t* ids; // null: plain matrix (slot = token)
+    int rows, top_k;    // rows per expert (n for a plain matrix)
+    const float* x;
+    int64_t x_stride;
+    bool x_per_slot;
+    void* y;
+    bool y_fp32;
+    int64_t y_stride;
+};
+
+template <WeightFormat F>
+__device__ __forceinline__ float chunk_dot(uint4 w, const float* x, int64_t e0, int64_t k, float q4_scale) {
+    const uint32_t words[4] = {w.x, w.y, w.z, w.w};
+    float s = 0.f;
+    if constexpr (F == WeightFormat::Bf16) { // 8 elements
+        const float4 xa = __ldg(reinterpret_cast<const float4*>(x + e0));
+        const float4 xb = __ldg(reinterpret_cast<const float4*>(x + e0 + 4));
+        const float xs[8] = {xa.x, xa.y, xa.z, xa.w, xb.x, xb.y, xb.z, xb.w};
+#pragma unroll
+        for (int m = 0; m < 4; ++m) {
+            s = fmaf(__uint_as_float(words[m] << 16), xs[2 * m], s);
+            s = fmaf(__uint_as_float(words[m] & 0xFFFF0000u), xs[2 * m + 1], s);
+        }
+    } else if constexpr (F == WeightFormat::Fp8E4m3RowBf16) { // 16 elements
+#pragma unroll
+        for (int m = 0; m < 4; ++m) {
+            const float4 xv = __ldg(reinterpret_cast<const float4*>(x + e0 + 4 * m));
+            const uint32_t p02 = fp8_pair_to_bf16(words[m]), p13 = fp8_pair_to_bf16(words[m] >> 8);
+            s = fmaf(__uint_as_float(p02 << 16), xv.x, s);
+            s = fmaf(__uint_as_float(p13 << 16), xv.y, s);
+            s = fmaf(__uint_as_float(p02 & 0xFFFF0000u), xv.z, s);
+            s = fmaf(__uint_as_float(p13 & 0xFFFF0000u), xv.w, s);
+        }
+    } else { // 32 codes of one group: 2^23 + u - (2^23 + 8) = u - 8, exact
+#pragma unroll
+        for (int m = 0; m < 4; ++m) {
+            if (e0 + 8 * m >= k) break; // the group's codes past k (padding) meet no x
+            const uint32_t t = words[m] ^ 0x88888888u;
+            const float4 xa = __ldg(reinterpret_cast<const float4*>(x + e0 + 8 * m));
+            const float4 xb = __ldg(reinterpret_cast<const float4*>(x + e0 + 8 * m + 4));
+            const float xs[8] = {xa.x, xa.y, xa.z, xa.w, xb.x, xb.y, xb.z, xb.w};
+#pragma unroll
+            for (int j = 0; j < 8; ++j)
+                s = fmaf(__int_as_float(0x4B000000 | ((t >> (4 * j)) & 0xF)) - 8388616.f, xs[j], s);
+        }
+        s *= q4_scale;
+    }
+    return s;
+}
+
+template <WeightFormat F, int kLpr>
+__global__ void __launch_bounds__(256) rows_f32x_kernel(RowsF32x a) {
+    constexpr int kRowsPerPass = 32 / kLpr, kRows = 4 * kRowsPerPass;
+    constexpr int kElems = F == WeightFormat::Bf16 ? 8 : F == WeightFormat::Fp8E4m3RowBf16 ? 16 : 32;
+    const int slot = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int sub = lane / kLpr, ch0 = lane % kLpr;
+    const int warp_row = (blockIdx.x * 8 + warp) * kRows, r_base = warp_row + sub;
+    if (warp_row >= a.rows) return; // whole warps only: the lanes below shuffle together
+    const int t = a.ids ? slot / a.top_k : slot;
+    const int64_t row0 = a.ids ? int64_t(a.ids[slot]) * a.rows : 0;
+    const float* x = a.x + int64_t(a.ids && a.x_per_slot ? slot : t) * a.x_stride;
+    const int64_t chunks = a.row_bytes / 16;
+    float acc[4] = {0.f, 0.f, 0.f, 0.f};
+    int64_t rows[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) rows[j] = row0 + min(r_base + j * kRowsPerPass, a.rows - 1);
+    for (int64_t ch = ch0; ch < chunks; ch += kLpr) {
+        uint4 w[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) w[j] = load_stream16(a.d.data + rows[j] * a.row_bytes + ch * 16);
+        const int64_t e0 = ch * kElems;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const float sc = F == WeightFormat::Q4G64Fp16
+                                 ? __half2float(reinterpret_cast<const __half*>(a.d.scales)[rows[j] * a.d.g + ch / 2])
+                                 : 1.f;
+            acc[j] += chunk_dot<F>(w[j], x, e0, a.d.k, sc);
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+#pragma unroll
+        for (int o = kLpr / 2; o > 0; o >>= 1) acc[j] += __shfl_xor_sync(0xffffffffu, acc[j], o);
+        const int r = r_base + j * kRowsPerPass;
+        if (ch0 != 0 || r >= a.rows) continue;
+        float v = acc[j];
+        if (F == WeightFormat::Fp8E4m3RowBf16) v *= a.d.scale_of(rows[j], 0);
+        const int64_t at = int64_t(slot) * a.y_stride + r;
+        if (a.y_fp32) static_cast<float*>(a.y)[at] = v;
+        else static_cast<__nv_bfloat16*>(a.y)[at] = __float2bfloat16(v);
+    }
+}
+
+template <WeightFormat F>
+void launch_rows_f32x(const RowsF32x& a, int n_slots, cudaStream_t stream) {
+    const int64_t chunks = a.row_bytes / 16;
+    const int lpr = chunks >= 32 ? 32 : chunks >= 16 ? 16 : chunks >= 8 ? 8 : 4;
+    const int rows_per_block = 8 * 4 * (32 / lpr);
+    const dim3 grid(unsigned((a.rows + rows_per_block - 1) / rows_per_block), unsigned(n_slots));
+    switch (lpr) {
+    case 32: rows_f32x_kernel<F, 32><<<grid, 256, 0, stream>>>(a); break;
+    case 16: rows_f32x_kernel<F, 16><<<grid, 256, 0, stream>>>(a); break;
+    case 8: rows_f32x_kernel<F, 8><<<grid, 256, 0, stream>>>(a); break;
+    default: rows_f32x_kernel<F, 4><<<grid, 256, 0, stream>>>(a); break;
+    }
+}
+
+// True (and launched) when the fast kernel applies: k % 16 == 0, x and its stride 16-byte aligned.
+bool try_rows_f32x(const WeightView& w, const int32_t* ids, int rows, int top_k, const float* x, int64_t x_stride,
+                   bool x_per_slot, void* y, bool y_fp32, int64_t y_stride, int n_slots, cudaStream_t stream) {
+    if (w.k % 16 != 0 || (reinterpret_cast<uintptr_t>(x) & 15u) != 0 || x_stride % 4 != 0 ||
+        (reinterpret_cast<uintptr_t>(w.data) & 15u) != 0)
+        return false;
+    RowsF32x a{make_decoder(w), 0, ids, rows, top_k, x, x_stride, x_per_slot, y, y_fp32, y_stride};
+    a.row_bytes = w.format == WeightFormat::Bf16 ? 2 * w.k : w.format == WeightFormat::Fp8E4m3RowBf16 ? w.k : a.d.g * 32;
+    switch (w.format) {
+    case WeightFormat::Bf16: launch_rows_f32x<WeightFormat::Bf16>(a, n_slots, stream); break;
+    case WeightFormat::Fp8E4m3RowBf16: launch_rows_f32x<WeightFormat::Fp8E4m3RowBf16>(a, n_slots, stream); break;
+    case WeightFormat::Q4G64Fp16: launch_rows_f32x<WeightFormat::Q4G64Fp16>(a, n_slots, stream); break;
+    }
+    return true;
+}
+
 __global__ void moe_combine_kernel(const float* y, int64_t y_stride, const float* weights, int top_k,
                                    const float* shared, int64_t shared_stride, const float* score,
                                    int64_t score_stride, float* out, int64_t out_stride, int dim) {
@@ -206,7 +337,7 @@ __global__ void scatter_rows_kernel(const float* src, int64_t src_stride, const 
 }
 
 bool format_ok(const WeightView& w) {
-    return w.data && w.n >= 1 && w.k >= 1 &&
+    return w.data && w.n >= 1 && w.k >= 1 && w.layout == WeightLayout::Artifact &&
            (w.format == WeightFormat::Bf16 || w.format == WeightFormat::Fp8E4m3RowBf16 ||
             w.format == WeightFormat::Q4G64Fp16);
 }
@@ -233,6 +364,8 @@ cudaError_t add_rmsnorm(float* x, int64_t x_stride, const float* add, int64_t ad
 cudaError_t gemv_f32x(const WeightView& w, const float* x, int64_t x_stride, int n_tokens, void* y, bool y_fp32,
                       int64_t y_stride, cudaStream_t stream) {
     if (!detail::format_ok(w) || !x || !y || n_tokens < 1 || n_tokens > 65535) return cudaErrorInvalidValue;
+    if (detail::try_rows_f32x(w, nullptr, int(w.n), 1, x, x_stride, false, y, y_fp32, y_stride, n_tokens, stream))
+        return cudaGetLastError();
     const dim3 grid(unsigned((w.n + 7) / 8), unsigned(n_tokens));
     detail::gemv_f32x_kernel<<<grid, 256, 0, stream>>>(detail::make_decoder(w), x, x_stride, y, y_fp32, y_stride);
     return cudaGetLastError();
@@ -259,6 +392,9 @@ cudaError_t moe_gemv(const MoeGemvArgs& a, cudaStream_t stream) {
     if (!detail::format_ok(a.w) || !a.ids || !a.x || !a.y || a.rows_per_expert < 1 || a.top_k < 1 ||
         a.n_tokens < 1 || int64_t(a.n_tokens) * a.top_k > 65535 || a.w.n % a.rows_per_expert != 0)
         return cudaErrorInvalidValue;
+    if (detail::try_rows_f32x(a.w, a.ids, a.rows_per_expert, a.top_k, a.x, a.x_stride, a.x_per_slot, a.y, true,
+                              a.y_stride, a.n_tokens * a.top_k, stream))
+        return cudaGetLastError();
     const dim3 grid(unsigned((a.rows_per_expert + 7) / 8), unsigned(a.n_tokens * a.top_k));
     detail::moe_gemv_kernel<<<grid, 256, 0, stream>>>(detail::make_decoder(a.w), a);
     return cudaGetLastError();

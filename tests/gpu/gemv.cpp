@@ -1,4 +1,5 @@
-// ninfer tests - decode GEMV (bf16, fp8 row, q4 g64) against an fp64 reference, guards, batching.
+// ninfer tests - decode GEMV (bf16, fp8 row, q4 g64), artifact and tiled layouts, against an fp64
+// reference, guards, batching.
 #include "ninfer/kernels/gemv.h"
 #include "weights_util.h"
 
@@ -15,6 +16,23 @@ struct Case {
     int64_t n, k;
     int tokens;
     bool fp32_out, residual, split;
+    bool tiled = false;
+};
+
+// The weight in the layout the case asks for (the tiled copy made on the device by gemv_pack_tiled).
+struct CaseWeight {
+    DeviceBuffer<uint8_t> artifact, tiled;
+    kernels::WeightView view;
+    CaseWeight(const std::vector<uint8_t>& bytes, WeightFormat f, int64_t n, int64_t k, bool use_tiled)
+        : artifact(bytes), tiled(use_tiled ? kernels::tiled_weight_bytes(f, n, k) : 1) {
+        view = {f, artifact.get(), n, k};
+        if (!use_tiled) return;
+        CUDA_OK(kernels::gemv_pack_tiled(view, tiled.get(), nullptr));
+        CUDA_OK(cudaDeviceSynchronize());
+        CHECK(tiled.guards_intact());
+        view.data = tiled.get();
+        view.layout = kernels::WeightLayout::Tiled;
+    }
 };
 
 const char* fmt_name(WeightFormat f) {
@@ -23,10 +41,10 @@ const char* fmt_name(WeightFormat f) {
 
 void run_case(const Case& c, uint64_t seed) {
     INFO(fmt_name(c.f) << " n=" << c.n << " k=" << c.k << " tokens=" << c.tokens << " fp32=" << c.fp32_out
-                       << " residual=" << c.residual << " split=" << c.split);
+                       << " residual=" << c.residual << " split=" << c.split << " tiled=" << c.tiled);
     Rng rng(seed);
     const auto wbytes = random_weight(c.f, c.n, c.k, seed);
-    DeviceBuffer<uint8_t> w(wbytes);
+    CaseWeight w(wbytes, c.f, c.n, c.k, c.tiled);
     const int64_t ldx = c.k + 8, ldy = c.n + (c.n % 8 ? 8 - c.n % 8 : 0) + 8;
     const auto xh = rng.bf16s(size_t(c.tokens * ldx), -2.f, 2.f);
     DeviceBuffer<bf16> x(xh);
@@ -38,7 +56,7 @@ void run_case(const Case& c, uint64_t seed) {
     DeviceBuffer<uint32_t> counters(kernels::gemv_scratch_counters(c.n), 0);
 
     kernels::GemvArgs a;
-    a.w = {c.f, w.get(), c.n, c.k};
+    a.w = w.view;
     a.x = x.get();
     a.n_tokens = c.tokens;
     a.x_stride = ldx;
@@ -110,7 +128,8 @@ TEST_CASE("gemv matches an fp64 reference on edge shapes", "[gemv]") {
         for (auto [n, k] : std::vector<std::pair<int64_t, int64_t>>{{1, 16}, {17, 48}, {64, 128}, {100, 1040}, {129, 4112}, {48, 5120}})
             for (int tokens : {1, 3, 8})
                 for (bool split : {false, true})
-                    run_case({f, n, k, tokens, (seed % 2) == 0, (seed % 3) == 0, split}, seed++);
+                    for (bool tiled : {false, true})
+                        run_case({f, n, k, tokens, (seed % 2) == 0, (seed % 3) == 0, split, tiled}, seed++);
 }
 
 TEST_CASE("gemv matches an fp64 reference at the 27B and 35B-A3B layer shapes", "[gemv]") {
@@ -120,24 +139,26 @@ TEST_CASE("gemv matches an fp64 reference at the 27B and 35B-A3B layer shapes", 
         {10240, 5120}, {6144, 5120}, {12288, 5120}, {1024, 5120}, {5120, 6144}, {17408, 5120}, {5120, 17408},
         {8192, 2048},  {512, 2048},  {2048, 512},   {4096, 2048}, {2048, 4096}, {256, 2048}};
     for (WeightFormat f : {WeightFormat::Bf16, WeightFormat::Fp8E4m3RowBf16, WeightFormat::Q4G64Fp16})
-        for (auto [n, k] : shapes) {
-            run_case({f, n, k, 8, false, true, true}, seed++);
-            run_case({f, n, k, 1, true, false, true}, seed++);
-        }
+        for (auto [n, k] : shapes)
+            for (bool tiled : {false, true}) {
+                run_case({f, n, k, 8, false, true, true, tiled}, seed++);
+                run_case({f, n, k, 1, true, false, true, tiled}, seed++);
+            }
 }
 
 TEST_CASE("gemv: a batch of 8 equals 8 single-token calls bit for bit, graph replay equals eager", "[gemv]") {
     require_gpu();
-    for (WeightFormat f : {WeightFormat::Bf16, WeightFormat::Fp8E4m3RowBf16, WeightFormat::Q4G64Fp16}) {
+    for (WeightFormat f : {WeightFormat::Bf16, WeightFormat::Fp8E4m3RowBf16, WeightFormat::Q4G64Fp16})
+    for (bool tiled : {false, true}) {
         const int64_t n = 5120, k = 6144;
         Rng rng(7);
-        DeviceBuffer<uint8_t> w(random_weight(f, n, k, 7));
+        CaseWeight w(random_weight(f, n, k, 7), f, n, k, tiled);
         DeviceBuffer<bf16> x(rng.bf16s(size_t(8 * k), -2.f, 2.f));
         DeviceBuffer<bf16> y_batch(size_t(8 * n)), y_single(size_t(8 * n)), y_graph(size_t(8 * n));
         DeviceBuffer<float> partials(kernels::gemv_scratch_floats(n));
         DeviceBuffer<uint32_t> counters(kernels::gemv_scratch_counters(n), 0);
         kernels::GemvArgs a;
-        a.w = {f, w.get(), n, k};
+        a.w = w.view;
         a.x_stride = k;
         a.y_stride = n;
         a.scratch = {partials.get(), partials.size(), counters.get(), counters.size()};
@@ -169,7 +190,7 @@ TEST_CASE("gemv: a batch of 8 equals 8 single-token calls bit for bit, graph rep
         cudaGraphDestroy(graph);
         cudaStreamDestroy(stream);
         const auto b = y_batch.download(), s = y_single.download(), g = y_graph.download();
-        INFO(fmt_name(f));
+        INFO(fmt_name(f) << " tiled " << tiled);
         CHECK(std::memcmp(b.data(), s.data(), b.size() * sizeof(bf16)) == 0);
         CHECK(std::memcmp(b.data(), g.data(), b.size() * sizeof(bf16)) == 0);
     }

@@ -2,9 +2,11 @@
 //
 // Usage: bench_gpu [summary_file]. Prints (and appends to summary_file) the copy bandwidth
 // (best of 10 copies of 4 GiB, bytes read + written) and, for bf16 / fp8 / q4 weights at batch
-// 1 and 8, the GB/s of each 27B decode GEMV shape and of the whole 27B layer mix, with the
-// fraction of the copy roofline. Weights rotate over copies larger than L2 so every launch reads
-// HBM; timing is CUDA events around replays of a captured graph, best of 5.
+// 1 and 8, the GB/s of each 27B decode GEMV shape in the tiled layout (the runner's) and of the
+// whole 27B layer mix in both layouts, with the fraction of the copy roofline, then the q4 mix
+// for other tiled split targets. GB/s counts the stored (artifact) weight bytes. Weights rotate
+// over copies larger than L2 so every launch reads HBM; timing is CUDA events around replays of a
+// captured graph, best of 5.
 #include "ninfer/kernels/device.h"
 #include "ninfer/kernels/gemv.h"
 
@@ -81,10 +83,14 @@ const std::vector<Shape> k27b = {{"gdn in_proj_qkv", 10240, 5120}, {"gdn in_proj
                                  {"mlp down_proj", 5120, 17408}};
 
 // GB/s of the launches of `shapes` (weight bytes / time), rotating over enough copies to defeat L2.
-double time_mix(WeightFormat f, const std::vector<Shape>& shapes, int tokens, GemvScratch scratch, const void* x,
-                void* y) {
+size_t layout_bytes(WeightFormat f, WeightLayout l, const Shape& s) {
+    return l == WeightLayout::Tiled ? tiled_weight_bytes(f, s.n, s.k) : weight_bytes(f, s.n, s.k);
+}
+
+double time_mix(WeightFormat f, WeightLayout layout, const std::vector<Shape>& shapes, int tokens, GemvScratch scratch,
+                const void* x, void* y) {
     size_t mix_bytes = 0;
-    for (const auto& s : shapes) mix_bytes += (weight_bytes(f, s.n, s.k) + 255) / 256 * 256;
+    for (const auto& s : shapes) mix_bytes += (layout_bytes(f, layout, s) + 255) / 256 * 256;
     const int copies = int(std::max<size_t>(2, (size_t(3) << 29) / mix_bytes + 1));
     uint8_t* pool;
     CK(cudaMalloc(&pool, mix_bytes * copies));
@@ -109,7 +115,7 @@ double time_mix(WeightFormat f, const std::vector<Shape>& shapes, int tokens, Ge
         size_t off = 0;
         for (const auto& sh : shapes) {
             GemvArgs a;
-            a.w = {f, pool + mix_bytes * c + off, sh.n, sh.k};
+            a.w = {f, pool + mix_bytes * c + off, sh.n, sh.k, layout};
             a.x = static_cast<const __nv_bfloat16*>(x);
             a.n_tokens = tokens;
             a.x_stride = sh.k;
@@ -117,7 +123,7 @@ double time_mix(WeightFormat f, const std::vector<Shape>& shapes, int tokens, Ge
             a.y_stride = sh.n;
             a.scratch = scratch;
             CK(gemv(a, st));
-            off += (weight_bytes(f, sh.n, sh.k) + 255) / 256 * 256;
+            off += (layout_bytes(f, layout, sh) + 255) / 256 * 256;
         }
     }
     CK(cudaStreamEndCapture(st, &graph));
@@ -173,19 +179,32 @@ int main(int argc, char** argv) {
     const struct { WeightFormat f; const char* name; } formats[] = {
         {WeightFormat::Q4G64Fp16, "q4_g64_fp16"}, {WeightFormat::Fp8E4m3RowBf16, "fp8_e4m3fn_row_bf16"},
         {WeightFormat::Bf16, "bf16"}};
-    report("%-20s %-16s %5s %6s %9s %9s\n", "format", "shape", "batch", "splits", "GB/s", "roofline");
+    report("%-20s %-16s %5s %6s %9s %9s   (tiled layout unless marked)\n", "format", "shape", "batch", "splits",
+           "GB/s", "roofline");
     for (const auto& fm : formats) {
         for (int tokens : {1, 8}) {
             for (const auto& sh : k27b) {
-                const double gbs = time_mix(fm.f, {sh}, tokens, scratch, x, y);
-                const int splits = gemv_split_count({fm.f, nullptr, sh.n, sh.k}, scratch);
+                const double gbs = time_mix(fm.f, WeightLayout::Tiled, {sh}, tokens, scratch, x, y);
+                const int splits = gemv_split_count({fm.f, nullptr, sh.n, sh.k, WeightLayout::Tiled}, scratch);
                 report("%-20s %-16s %5d %6d %9.1f %8.1f%%\n", fm.name, sh.name, tokens, splits, gbs, 100 * gbs / copy);
             }
-            const double gbs = time_mix(fm.f, k27b, tokens, scratch, x, y);
-            report("%-20s %-16s %5d %6s %9.1f %8.1f%%   <- 27B layer mix\n", fm.name, "27B mix", tokens, "-", gbs,
-                   100 * gbs / copy);
+            const double gbs = time_mix(fm.f, WeightLayout::Tiled, k27b, tokens, scratch, x, y);
+            report("%-20s %-16s %5d %6s %9.1f %8.1f%%   <- 27B layer mix, tiled\n", fm.name, "27B mix", tokens, "-",
+                   gbs, 100 * gbs / copy);
+            const double old = time_mix(fm.f, WeightLayout::Artifact, k27b, tokens, scratch, x, y);
+            report("%-20s %-16s %5d %6s %9.1f %8.1f%%   <- 27B layer mix, artifact layout\n", fm.name, "27B mix",
+                   tokens, "-", old, 100 * old / copy);
         }
     }
+    for (int target : {2, 3, 6, 8}) {
+        gemv_set_tiled_target_blocks_per_sm(target);
+        for (int tokens : {1, 8}) {
+            const double gbs = time_mix(WeightFormat::Q4G64Fp16, WeightLayout::Tiled, k27b, tokens, scratch, x, y);
+            report("%-20s %-16s %5d %6s %9.1f %8.1f%%   <- 27B layer mix, tiled, split target %d blocks/SM\n",
+                   "q4_g64_fp16", "27B mix", tokens, "-", gbs, 100 * gbs / copy, target);
+        }
+    }
+    gemv_set_tiled_target_blocks_per_sm(0);
     if (g_summary) std::fclose(g_summary);
     return 0;
 }

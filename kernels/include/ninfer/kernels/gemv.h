@@ -20,6 +20,16 @@
 //   depends on (n, k, the scratch size and the device) only, never on n_tokens, so a batch of 8
 //   equals 8 single-token calls bit for bit. Counters are left at zero after each call.
 //   Calls that share one scratch must be ordered on one stream (graph capture is fine).
+// - Layouts: WeightLayout::Artifact is the stored layout above. WeightLayout::Tiled is the decode
+//   layout the CUDA runner repacks to at upload (gemv_pack_tiled; tiled_weight_bytes() bytes):
+//   rows in tiles of 16 (padded with zero rows), k in units (bf16 32, fp8 64 elements, q4 one
+//   64-code group) padded with zero codes to tiled_units() per row, a multiple of 8. Code plane:
+//   one block per (tile, unit), tile-major; bf16/fp8 blocks are the tile's 16 rows x 64 bytes in
+//   row order; q4 blocks are 512 bytes where 16-byte vector l (= 4r + c) holds bytes c*8..c*8+7
+//   of rows r and r+8. Then, 256-byte aligned: fp8 one bf16 multiplier per padded row; q4, per
+//   (tile, unit quad, r < 8), 16 bytes = 4 x half2 {multiplier(row r), multiplier(row r+8)}.
+//   Results are the same function (same products, fp32 sums; the split and so the summation
+//   order may differ from the artifact layout's).
 // Thread safety: stateless; any host thread, any stream.
 #pragma once
 
@@ -32,12 +42,14 @@
 namespace ninfer::kernels {
 
 enum class WeightFormat : uint8_t { Bf16, Fp8E4m3RowBf16, Q4G64Fp16 };
+enum class WeightLayout : uint8_t { Artifact, Tiled };
 
 struct WeightView {
     WeightFormat format = WeightFormat::Bf16;
     const void* data = nullptr;
     int64_t n = 0; // output rows
     int64_t k = 0; // input features (logical)
+    WeightLayout layout = WeightLayout::Artifact;
 };
 
 struct GemvScratch {
@@ -70,5 +82,14 @@ size_t gemv_scratch_counters(int64_t n_max);
 int gemv_split_count(const WeightView& w, const GemvScratch& scratch);
 
 cudaError_t gemv(const GemvArgs& args, cudaStream_t stream);
+
+// Tiled layout: units per row and bytes of an [n, k] weight; gemv_pack_tiled writes src (Artifact
+// layout, k % 16 == 0) into dst (16-byte aligned, tiled_weight_bytes() long) on stream.
+int64_t tiled_units(WeightFormat format, int64_t n, int64_t k);
+size_t tiled_weight_bytes(WeightFormat format, int64_t n, int64_t k);
+cudaError_t gemv_pack_tiled(const WeightView& src, void* dst, cudaStream_t stream);
+// Bench hook: blocks per multiprocessor the tiled split choice aims at (0: the default, one
+// resident wave as the occupancy calculator reports it).
+void gemv_set_tiled_target_blocks_per_sm(int blocks);
 
 } // namespace ninfer::kernels

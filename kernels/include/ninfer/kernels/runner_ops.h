@@ -19,7 +19,10 @@
 // - moe_gemv: for token t and slot j, expert e = ids[t*top_k + j]:
 //   y[(t*top_k + j)*y_stride + r] = W.row(e * rows_per_expert + r) . x_row, r < rows_per_expert,
 //   x_row = x + (x_per_slot ? t*top_k + j : t) * x_stride (f32), f32 sums; W any of the three
-//   gemv.h formats with n = n_experts * rows_per_expert rows.
+//   gemv.h formats with n = n_experts * rows_per_expert rows. Only the chosen experts' rows are
+//   read: 16-byte vectors per lane, 4 rows per lane in flight, when k % 16 == 0 and x and its
+//   stride are 16-byte aligned (a scalar kernel otherwise); gemv_f32x takes the same path.
+// - Every WeightView here is in the stored layout (WeightLayout::Artifact), else InvalidValue.
 // - moe_combine: out[t][h] = sum_j weights[t][j] * y[t*top_k + j][h] + sigmoid(score[t*score_stride])
 //   * shared[t][h], f32.
 // - scatter_rows: dst[lanes[t] * dst_stride + i] = src[t * src_stride + i], i < n (f32).

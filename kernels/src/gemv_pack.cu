@@ -1,0 +1,108 @@
+// ninfer::kernels - repacks a weight from its artifact layout into the tiled GEMV layout (gemv.h).
+#include "gemv_tiled.cuh"
+#include "ninfer/kernels/gemv.h"
+
+namespace ninfer::kernels {
+
+namespace {
+
+int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+struct PackGeometry {
+    int64_t n, k, tiles, units, row_bytes, src_scale_off, dst_scale_off, groups;
+};
+
+PackGeometry geometry(WeightFormat f, int64_t n, int64_t k) {
+    PackGeometry g{};
+    g.n = n;
+    g.k = k;
+    g.tiles = (n + 15) / 16;
+    switch (f) {
+    case WeightFormat::Bf16: g.row_bytes = 2 * k; break;
+    case WeightFormat::Fp8E4m3RowBf16: g.row_bytes = k; g.src_scale_off = align_up(n * k, 256); break;
+    case WeightFormat::Q4G64Fp16:
+        g.groups = align_up(k, 128) / 64;
+        g.row_bytes = g.groups * 32;
+        g.src_scale_off = align_up(n * g.row_bytes, 256);
+        break;
+    }
+    const int64_t unit_bytes = f == WeightFormat::Q4G64Fp16 ? 32 : 64;
+    g.units = align_up((g.row_bytes + unit_bytes - 1) / unit_bytes, detail::kTiledUnitPad);
+    g.dst_scale_off = align_up(g.tiles * g.units * detail::tiled_block_bytes(f), 256);
+    return g;
+}
+
+// One thread per 16-byte vector of the tiled code plane.
+__global__ void pack_codes_kernel(const uint8_t* src, uint8_t* dst, PackGeometry g, bool q4) {
+    const int64_t vecs = g.tiles * g.units * (q4 ? 32 : 64);
+    for (int64_t v = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; v < vecs; v += int64_t(gridDim.x) * blockDim.x) {
+        uint8_t out[16];
+        if (q4) { // block of 512 bytes: lane l = 4*row + c holds row's bytes c*8.. and row+8's
+            const int64_t block = v / 32, tile = block / g.units, unit = block % g.units;
+            const int lane = int(v % 32), r = lane / 4, c = lane % 4;
+            for (int h = 0; h < 2; ++h) {
+                const int64_t row = tile * 16 + r + 8 * h, col = unit * 32 + c * 8;
+                for (int b = 0; b < 8; ++b)
+                    out[h * 8 + b] = row < g.n && col + b < g.row_bytes ? src[row * g.row_bytes + col + b] : 0;
+            }
+        } else { // block of 1024 bytes: 16 rows x 64 bytes, row-major
+            const int64_t block = v / 64, tile = block / g.units, unit = block % g.units;
+            const int r = int(v % 64) / 4, c = int(v % 4);
+            const int64_t row = tile * 16 + r, col = unit * 64 + c * 16;
+            for (int b = 0; b < 16; ++b)
+                out[b] = row < g.n && col + b < g.row_bytes ? src[row * g.row_bytes + col + b] : 0;
+        }
+        *reinterpret_cast<uint4*>(dst + v * 16) = *reinterpret_cast<const uint4*>(out);
+    }
+}
+
+// q4: one thread per (tile, unit quad, row g): half2 {scale(row g), scale(row g + 8)} for 4 units.
+// fp8: one thread per padded row.
+__global__ void pack_scales_kernel(const uint8_t* src, uint8_t* dst, PackGeometry g, bool q4) {
+    const int64_t items = q4 ? g.tiles * (g.units / 4) * 8 : g.tiles * 16;
+    for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < items; i += int64_t(gridDim.x) * blockDim.x) {
+        if (!q4) {
+            const __nv_bfloat16* s = reinterpret_cast<const __nv_bfloat16*>(src);
+            reinterpret_cast<__nv_bfloat16*>(dst)[i] = i < g.n ? s[i] : __float2bfloat16(0.f);
+            continue;
+        }
+        const __half* s = reinterpret_cast<const __half*>(src);
+        const int64_t tile = i / ((g.units / 4) * 8), rem = i % ((g.units / 4) * 8), quad = rem / 8;
+        const int r = int(rem % 8);
+        __half out[8];
+        for (int j = 0; j < 4; ++j)
+            for (int h = 0; h < 2; ++h) {
+                const int64_t row = tile * 16 + r + 8 * h, unit = quad * 4 + j;
+                out[2 * j + h] = row < g.n && unit < g.groups ? s[row * g.groups + unit] : __float2half(0.f);
+            }
+        reinterpret_cast<uint4*>(dst)[i] = *reinterpret_cast<const uint4*>(out);
+    }
+}
+
+} // namespace
+
+int64_t tiled_units(WeightFormat format, int64_t n, int64_t k) { return geometry(format, n, k).units; }
+
+size_t tiled_weight_bytes(WeightFormat format, int64_t n, int64_t k) {
+    const PackGeometry g = geometry(format, n, k);
+    const int64_t scales = format == WeightFormat::Bf16 ? 0 : format == WeightFormat::Fp8E4m3RowBf16 ? g.tiles * 32 : g.tiles * g.units * 32;
+    return size_t(g.dst_scale_off + scales);
+}
+
+cudaError_t gemv_pack_tiled(const WeightView& src, void* dst, cudaStream_t stream) {
+    if (src.layout != WeightLayout::Artifact || !src.data || !dst || src.n < 1 || src.k < 16 || src.k % 16 != 0 ||
+        (reinterpret_cast<uintptr_t>(dst) & 15u) != 0)
+        return cudaErrorInvalidValue;
+    const PackGeometry g = geometry(src.format, src.n, src.k);
+    const bool q4 = src.format == WeightFormat::Q4G64Fp16;
+    const uint8_t* s = static_cast<const uint8_t*>(src.data);
+    uint8_t* d = static_cast<uint8_t*>(dst);
+    const int64_t vecs = g.tiles * g.units * (q4 ? 32 : 64);
+    pack_codes_kernel<<<unsigned(std::min<int64_t>(65535, (vecs + 255) / 256)), 256, 0, stream>>>(s, d, g, q4);
+    if (src.format != WeightFormat::Bf16)
+        pack_scales_kernel<<<unsigned(std::min<int64_t>(65535, (g.tiles * g.units + 255) / 256 + 1)), 256, 0, stream>>>(
+            s + g.src_scale_off, d + g.dst_scale_off, g, q4);
+    return cudaGetLastError();
+}
+
+} // namespace ninfer::kernels
