@@ -265,6 +265,7 @@ void handle_drain(ControlServer& s, const ConnPtr& c, const Frame& f) {
     s.deps().ctx->admission_paused = true;
     sd_notify(0, "STATUS=draining (ninferctl drain): new requests are refused");
     log_info("ctl, draining: admission stopped, running requests finish");
+    if (s.deps().drained) s.deps().drained();
     s.reply(c, f, Status::Ok, {});
 }
 

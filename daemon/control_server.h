@@ -38,6 +38,7 @@ struct ControlDeps {
     const PlannedModel* model = nullptr;
     core::PrefixCache* cache = nullptr; // engine thread only: touched through admin tasks
     std::function<void()> reload;       // SIGHUP's work
+    std::function<void()> drained;      // after `drain` stopped admission (--persist-slots saves lanes)
 };
 
 // The prefix cache the engine owns, sized by host-cache-mib (0 = no cache).

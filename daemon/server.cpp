@@ -67,7 +67,10 @@ class Daemon {
         ctx_.loop = &loop_;
         ctx_.engine = &engine_;
         ctx_.created_unix = int64_t(std::time(nullptr));
-        ctx_.on_session_end = [this] { maybe_finish_drain(); };
+        ctx_.on_session_end = [this] {
+            maybe_finish_drain();
+            maybe_persist_drained();
+        };
     }
 
     int run() {
@@ -87,7 +90,8 @@ class Daemon {
         }
         log_info("http, listening on " + ctx_.config.host + ":" + std::to_string(server_->bound_port()));
         std::fprintf(stderr, "ninferd: listening on %s:%d\n", ctx_.config.host.c_str(), server_->bound_port());
-        control_ = std::make_unique<ControlServer>(&loop_, ControlDeps{&ctx_, &model_, cache_.get(), [this] { reload(); }});
+        ControlDeps deps{&ctx_, &model_, cache_.get(), [this] { reload(); }, [this] { on_control_drain(); }};
+        control_ = std::make_unique<ControlServer>(&loop_, std::move(deps));
         if (std::string why = control_->start(); !why.empty()) log_warning(why + "; ninferctl cannot reach this daemon");
         sd_notify(0, "STATUS=loading the model");
         notifier_.start_loading(ctx_.config.artifact_path);
@@ -199,6 +203,19 @@ class Daemon {
         maybe_finish_drain();
     }
 
+    // `ninferctl drain` with --persist-slots: once the running requests are done the lanes are
+    // saved, so a stop that follows (even SIGKILL) loses no conversation's context.
+    void on_control_drain() {
+        persist_when_drained_ = ctx_.config.persist_slots;
+        maybe_persist_drained();
+    }
+
+    void maybe_persist_drained() {
+        if (!persist_when_drained_ || !ctx_.admission_paused || !ctx_.sessions.empty() || !ctx_.frontend) return;
+        persist_when_drained_ = false;
+        persist_lanes(lane_persistence(), [](const std::string& summary) { log_info(summary + " (drained)"); });
+    }
+
     void maybe_finish_drain() {
         if (ctx_.state == ServeState::Draining && ctx_.sessions.empty()) shutdown();
     }
@@ -244,7 +261,7 @@ class Daemon {
     uv_signal_t sigterm_{}, sigint_{}, sighup_{};
     uv_timer_t drain_timer_{}, flush_timer_{};
     uint64_t flush_started_ = 0;
-    bool shutting_down_ = false, persisting_ = false;
+    bool shutting_down_ = false, persisting_ = false, persist_when_drained_ = false;
     int exit_code_ = 0;
 };
 

@@ -1,5 +1,6 @@
-// ninfer::daemon - --persist-slots: every lane's sequence is saved when the daemon stops and loaded
-// back when it starts, so a restart does not lose a conversation's context.
+// ninfer::daemon - --persist-slots: every lane's sequence is saved when the daemon stops (and when
+// `ninferctl drain` has let the running requests finish) and loaded back when it starts, so a
+// restart does not lose a conversation's context.
 //
 // Contract:
 // - Files: <state-dir>/lanes/lane-N.nslot in the slot file format (core/engine/slot_file.h), a

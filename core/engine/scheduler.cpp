@@ -289,6 +289,7 @@ void Scheduler::finish(int lane_index, FinishReason reason) {
     } else {
         ++stats_.n_requests_finished_total;
     }
+    update_gauges(); // a client that reads status after its reply sees the lane as it was left
     r.sink->on_finished(s);
 }
 

@@ -1,5 +1,5 @@
 # ninfer - the body of test_slot_persist.sh (see there): drives ninferd and ninferctl.
-import json, os, shutil, signal, struct, subprocess, sys, urllib.request
+import json, os, shutil, signal, struct, subprocess, sys, time, urllib.request
 
 BIN, T = sys.argv[1:3]
 DAEMON, CTL = os.path.join(BIN, "daemon/ninferd"), os.path.join(BIN, "ctl/ninferctl")
@@ -79,6 +79,23 @@ check(lane_tokens(b)[free] == len(history), "slot restore did not fill the lane"
 restored, cached = complete(b, follow)
 check(cached == len(history), f"after slot restore: cached {cached}, wanted {len(history)}")
 check(restored == reference, f"output after slot restore differs: {restored!r} vs {reference!r}")
+
+# `ninferctl drain` saves the lanes once the running requests are done: a SIGKILL after it loses nothing.
+c = start("drained", "--persist-slots")
+complete(c, prompt)
+n_drained = max(lane_tokens(c).values())
+ctl(c, "drain")
+drained_file = os.path.join(c.dir, "state", "lanes", "lane-0.nslot")
+deadline = time.time() + 30
+while not (os.path.exists(drained_file) and len(slot_file_tokens(drained_file)) == n_drained):
+    check(time.time() < deadline, "drain did not save the lane")
+    time.sleep(0.1)
+c.kill()
+c.wait()
+h.procs.remove(c)
+c = start("drained", "--persist-slots")
+check(max(lane_tokens(c).values()) == n_drained, f"lanes after drain + SIGKILL: {lane_tokens(c)}")
+stop(c)
 
 # artifact upgrade: the reachable daemon performs it (a V3 file is refused, by ninferd); with
 # --offline or no daemon ninferctl does it itself.
