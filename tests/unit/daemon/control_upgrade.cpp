@@ -1,6 +1,7 @@
 // ninfer tests - the daemon's artifact-upgrade op over a real control socket: progress frames, the
 // end frame's summary and the V3 file it wrote (full 27B v2 inventory, sparse); a relative path and a
-// file that is not v1/v2 get one error frame and the connection stays usable.
+// file that is not v1/v2 get one error frame and the connection stays usable; ninferctl (when
+// built) sends its upgrade to the reachable daemon, a relative path made absolute.
 #include "core/artifact/artifact.h"
 #include "core/artifact/upgrade.h"
 #include "daemon/control_server.h"
@@ -12,8 +13,10 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <cstdio>
 #include <filesystem>
 #include <thread>
+#include <unistd.h>
 
 using namespace ninfer;
 using namespace ninfer::daemon;
@@ -52,6 +55,9 @@ TEST_CASE("artifact-upgrade by the daemon streams progress and writes the V3 fil
     model.model_id = "served";
     std::string legacy = dir + "/legacy.ninfer";
     test::Built built = test::build_legacy(legacy, "qwen3.6-27b", 2);
+    test::build_legacy(dir + "/by-ctl.ninfer", "qwen3.6-35b-a3b", 1);
+    std::string ctl_bin = std::string(NINFER_BINARY_DIR) + "/ctl/ninferctl";
+    bool have_ctl = ::access(ctl_bin.c_str(), X_OK) == 0;
 
     uv_loop_t loop;
     uv_loop_init(&loop);
@@ -71,6 +77,8 @@ TEST_CASE("artifact-upgrade by the daemon streams progress and writes the V3 fil
     bool monotonic = true;
     std::optional<proto::ArtifactUpgradeReply> reply;
     Refusal relative, not_legacy;
+    std::string ctl_output;
+    int ctl_status = -1;
     std::thread client([&] {
         try {
             proto::Client c = proto::Client::connect(config.control_socket, 20000);
@@ -91,6 +99,15 @@ TEST_CASE("artifact-upgrade by the daemon streams progress and writes the V3 fil
             }
             relative = refusal_of(c, {"legacy.ninfer", ""});
             not_legacy = refusal_of(c, {served, dir + "/copy.ninfer"});
+            // ninferctl sends it to this daemon, with the relative path made absolute.
+            if (have_ctl) {
+                std::string cmd = "cd " + dir + " && " + ctl_bin + " --socket " + config.control_socket +
+                                  " --json artifact upgrade by-ctl.ninfer 2>&1";
+                FILE* out = ::popen(cmd.c_str(), "r");
+                char buf[4096];
+                while (out && std::fgets(buf, sizeof buf, out)) ctl_output += buf;
+                ctl_status = out ? ::pclose(out) : -1;
+            }
         } catch (const std::exception& e) {
             client_error = e.what();
         }
@@ -123,5 +140,12 @@ TEST_CASE("artifact-upgrade by the daemon streams progress and writes the V3 fil
     CHECK(not_legacy.status == int32_t(proto::Status::Invalid));
     CHECK_THAT(not_legacy.message, Catch::Contains("artifact upgrade"));
     CHECK_FALSE(std::filesystem::exists(dir + "/copy.ninfer"));
+    if (have_ctl) {
+        CHECK(ctl_status == 0);
+        CHECK_THAT(ctl_output, Catch::Contains("\"by\":\"ninferd\"") && Catch::Contains("\"from_version\":1"));
+        CHECK(core::Artifact::open(dir + "/by-ctl.ninfer")->metadata_name() == "qwen3.6-35b-a3b");
+    } else {
+        WARN("ninferctl not built (" << ctl_bin << "): its daemon path was not run");
+    }
     std::filesystem::remove_all(dir);
 }
