@@ -49,6 +49,8 @@ struct LoopCounters {
 struct DaemonContext {
     DaemonConfig config;
     std::string model_id;
+    bool synthetic_weights = false; // the artifact holds seeded random weights (convert --synthetic)
+    std::string device_in_use;      // the backend --device resolved to: "cpu", "cuda" or "script"
     uv_loop_t* loop = nullptr;
     LoopBridge* bridge = nullptr;
     core::Engine* engine = nullptr;

@@ -1,6 +1,8 @@
 // ninfer::daemon - Prometheus text rendering of engine and loop figures.
 #include "daemon/metrics.h"
 
+#include "daemon/serve_figures.h"
+
 #include <cstdio>
 #include <sstream>
 
@@ -47,33 +49,36 @@ void Histogram::observe(double seconds) {
 }
 
 std::string render_metrics(const DaemonContext& ctx) {
-    const core::EngineStats& s = ctx.engine->stats();
+    const ServeFigures f = read_serve_figures(ctx);
     std::ostringstream out;
-    double prompt_s = double(s.t_prefill_us_total.load()) / 1e6;
-    double decode_s = double(s.t_decode_us_total.load()) / 1e6;
-    uint64_t prefill_n = s.n_prefill_tokens_total, gen_n = s.n_generation_tokens_total;
-    uint64_t steps = s.n_decode_steps_total;
+    double prompt_s = f.prefill_s, decode_s = f.decode_s;
+    uint64_t prefill_n = f.prefill_tokens_total, gen_n = f.generation_tokens_total;
+    uint64_t steps = f.decode_steps_total;
 
     family(out, "ninfer_model_info", "gauge", "Served model (value 1)");
     out << "ninfer_model_info{model=\"" << ctx.model_id << "\",device=\"" << ctx.config.device << "\"} 1\n";
     one(out, "ninfer_engine_ready", "gauge", "1 when the model is loaded and serving", ctx.state == ServeState::Ready);
-    one(out, "ninfer_max_concurrency", "gauge", "Lanes decoding together", s.n_lanes.load());
+    one(out, "ninfer_max_concurrency", "gauge", "Lanes decoding together", f.n_lanes);
     one(out, "ninfer_max_context_tokens", "gauge", "Longest sequence per request", ctx.config.max_context);
-    one(out, "ninfer_requests_running", "gauge", "Requests holding a lane", s.n_requests_running.load());
-    one(out, "ninfer_requests_waiting", "gauge", "Requests queued for a lane", s.n_requests_waiting.load());
-    one(out, "ninfer_requests_prefilling", "gauge", "Requests prefilling their prompt", s.n_requests_prefilling.load());
-    one(out, "ninfer_kv_reserved_tokens", "gauge", "KV tokens reserved by admitted requests", double(s.kv_reserved_tokens));
-    one(out, "ninfer_kv_capacity_tokens", "gauge", "KV pool capacity in tokens", double(s.kv_capacity_tokens));
-    one(out, "ninfer_prompt_tokens_total", "counter", "Prompt tokens of admitted requests", double(s.n_prompt_tokens_total));
+    one(out, "ninfer_requests_running", "gauge", "Requests holding a lane", f.n_requests_running);
+    one(out, "ninfer_requests_waiting", "gauge", "Requests queued for a lane", f.n_requests_waiting);
+    one(out, "ninfer_requests_prefilling", "gauge", "Requests prefilling their prompt", f.n_requests_prefilling);
+    one(out, "ninfer_kv_reserved_tokens", "gauge", "KV tokens reserved by admitted requests", double(f.kv_reserved_tokens));
+    one(out, "ninfer_kv_capacity_tokens", "gauge", "KV pool capacity in tokens", double(f.kv_capacity_tokens));
+    one(out, "ninfer_prompt_tokens_total", "counter", "Prompt tokens of admitted requests", double(f.prompt_tokens_total));
     one(out, "ninfer_prompt_tokens_cached_total", "counter", "Prompt tokens reused from a lane",
-        double(s.n_prompt_tokens_cached_total));
+        double(f.prompt_tokens_cached_total));
     one(out, "ninfer_prefill_tokens_total", "counter", "Prompt tokens computed", double(prefill_n));
     one(out, "ninfer_generation_tokens_total", "counter", "Tokens generated", double(gen_n));
     one(out, "ninfer_decode_steps_total", "counter", "Batched decode steps", double(steps));
+    one(out, "ninfer_prefix_cache_hits_total", "counter", "Admissions restored from the prefix cache",
+        double(f.prefix_cache_hits_total));
+    one(out, "ninfer_prefix_cache_misses_total", "counter", "Admissions the prefix cache could not serve",
+        double(f.prefix_cache_misses_total));
     family(out, "ninfer_requests_total", "counter", "Requests by outcome");
-    out << "ninfer_requests_total{outcome=\"finished\"} " << s.n_requests_finished_total << "\n";
-    out << "ninfer_requests_total{outcome=\"cancelled\"} " << s.n_requests_cancelled_total << "\n";
-    out << "ninfer_requests_total{outcome=\"rejected\"} " << s.n_requests_rejected_total << "\n";
+    out << "ninfer_requests_total{outcome=\"finished\"} " << f.requests_finished_total << "\n";
+    out << "ninfer_requests_total{outcome=\"cancelled\"} " << f.requests_cancelled_total << "\n";
+    out << "ninfer_requests_total{outcome=\"rejected\"} " << f.requests_rejected_total << "\n";
     family(out, "ninfer_http_responses_total", "counter", "HTTP responses by status code");
     for (const auto& [code, n] : ctx.counters.http_responses_by_status)
         out << "ninfer_http_responses_total{code=\"" << code << "\"} " << n << "\n";
@@ -88,13 +93,13 @@ std::string render_metrics(const DaemonContext& ctx) {
     one(out, "llamacpp:tokens_predicted_seconds_total", "counter", "Predict process time", decode_s);
     one(out, "llamacpp:n_decode_total", "counter", "Total number of llama_decode() calls", double(steps));
     one(out, "llamacpp:prompt_tokens_seconds", "gauge", "Average prompt throughput in tokens/s.",
-        prompt_s > 0 ? double(prefill_n) / prompt_s : 0.0);
+        f.prompt_tokens_per_s);
     one(out, "llamacpp:predicted_tokens_seconds", "gauge", "Average generation throughput in tokens/s.",
-        decode_s > 0 ? double(s.n_decode_lane_steps_total) / decode_s : 0.0);
+        f.generated_tokens_per_s);
     one(out, "llamacpp:n_busy_slots_per_decode", "gauge", "Average number of busy slots per llama_decode() call",
-        steps ? double(s.n_decode_lane_steps_total) / double(steps) : 0.0);
-    one(out, "llamacpp:requests_processing", "gauge", "Number of requests processing.", s.n_requests_running.load());
-    one(out, "llamacpp:requests_deferred", "gauge", "Number of requests deferred.", s.n_requests_waiting.load());
+        f.busy_lanes_per_decode_step);
+    one(out, "llamacpp:requests_processing", "gauge", "Number of requests processing.", f.n_requests_running);
+    one(out, "llamacpp:requests_deferred", "gauge", "Number of requests deferred.", f.n_requests_waiting);
     one(out, "llamacpp:n_tokens_max", "gauge", "Largest observed n_tokens.", ctx.config.max_context);
     return out.str();
 }

@@ -43,6 +43,14 @@ bool wants_cuda(const std::string& device) {
 
 } // namespace
 
+std::string resolved_device(const std::string& device) {
+    if (device.rfind("script:", 0) == 0) return "script";
+#ifdef NINFER_HAVE_CUDA_BACKEND
+    if (wants_cuda(device)) return "cuda";
+#endif
+    return "cpu";
+}
+
 PlannedModel plan_model(const DaemonConfig& config) {
     PlannedModel m;
     m.artifact = core::Artifact::open(config.artifact_path);

@@ -36,6 +36,8 @@ struct PlannedModel {
 PlannedModel plan_model(const DaemonConfig& config);
 std::unique_ptr<core::Backend> load_backend(const DaemonConfig& config, PlannedModel& model,
                                             const ModelFrontend& frontend);
+// The backend load_backend builds for --device: "cpu", "cuda" or "script" (auto resolved).
+std::string resolved_device(const std::string& device);
 std::vector<std::vector<int32_t>> read_script_file(const std::string& path, const core::Tokenizer& tokenizer);
 
 } // namespace ninfer::daemon

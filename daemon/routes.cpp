@@ -32,6 +32,8 @@ constexpr Route kRoutes[] = {
     {"POST", "/detokenize", handle_detokenize, false, true},
     {"GET", "/props", handle_props, false, true},
     {"GET", "/slots", handle_slots, false, true},
+    {"GET", "/monitor", handle_monitor, true, true}, // static page, no figures: see daemon/monitor.h
+    {"GET", "/monitor/stats", handle_monitor_stats, false, true},
 };
 
 bool path_matches(const Route& r, std::string_view path) {

@@ -3,9 +3,10 @@
 // Contract:
 // - dispatch(ctx, request, writer) finds the route by exact path (or a registered prefix such as
 //   /v1/models/), answers OPTIONS preflights (204 with Access-Control-Allow-* when the Origin is
-//   allowed), requires the API key on every route but /health (Bearer or x-api-key, compared in
-//   constant time) -> 401 invalid_api_key, unknown paths -> 404, wrong methods -> 405, and while
-//   draining -> 503 for everything but /health. Handlers are table entries, never an if-chain.
+//   allowed), requires the API key on every route but /health and the /monitor page (Bearer or
+//   x-api-key, compared in constant time) -> 401 invalid_api_key, unknown paths -> 404, wrong
+//   methods -> 405, and while draining -> 503 for everything but /health. Handlers are table
+//   entries, never an if-chain.
 // - Handlers never let an exception escape: dispatch converts ApiError to its status and any
 //   other exception to 500 internal_error (a bug, logged).
 // - constant_time_equals(a, b) touches every byte of the longer input whatever the content.
@@ -51,5 +52,8 @@ void handle_tokenize(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<R
 void handle_detokenize(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<ResponseWriter> writer);
 void handle_props(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<ResponseWriter> writer);
 void handle_slots(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<ResponseWriter> writer);
+// The live view (handlers_monitor.cpp).
+void handle_monitor(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<ResponseWriter> writer);
+void handle_monitor_stats(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<ResponseWriter> writer);
 
 } // namespace ninfer::daemon

@@ -64,6 +64,8 @@ class Daemon {
         uv_loop_init(&loop_);
         ctx_.config = std::move(config);
         ctx_.model_id = model_.model_id;
+        ctx_.synthetic_weights = model_.artifact->is_synthetic();
+        ctx_.device_in_use = resolved_device(ctx_.config.device);
         ctx_.loop = &loop_;
         ctx_.engine = &engine_;
         ctx_.created_unix = int64_t(std::time(nullptr));
