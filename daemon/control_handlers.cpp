@@ -3,6 +3,7 @@
 #include "daemon/control_server.h"
 #include "daemon/journal.h"
 #include "daemon/log.h"
+#include "daemon/serve_figures.h"
 #include "proto/messages.h"
 
 #include <systemd/sd-daemon.h>
@@ -40,13 +41,9 @@ template <typename T> void reply_ok(ControlServer& s, const ConnPtr& c, const Fr
     s.reply(c, f, Status::Ok, proto::encode_payload(value));
 }
 
-const char* phase_name(uint8_t phase) { return phase == 2 ? "decode" : phase == 1 ? "prefill" : "idle"; }
-
 std::vector<proto::LaneInfo> lanes_of(const DaemonContext& ctx) {
-    const core::EngineStats& st = ctx.engine->stats();
     std::vector<proto::LaneInfo> out;
-    for (int i = 0; i < st.n_lanes && size_t(i) < st.lane_phase.size(); ++i)
-        out.push_back({uint32_t(i), phase_name(st.lane_phase[size_t(i)]), st.lane_tokens[size_t(i)]});
+    for (const LaneFigure& l : read_serve_figures(ctx).lanes) out.push_back({uint32_t(l.id), l.phase, l.tokens});
     return out;
 }
 
@@ -69,25 +66,24 @@ void handle_status(ControlServer& s, const ConnPtr& c, const Frame& f) {
     reply_ok(s, c, f, r);
 }
 
+// The figures /metrics and /monitor/stats show (serve_figures.h), in the control protocol's shape.
 proto::MetricsReply metrics_of(const DaemonContext& ctx) {
-    const core::EngineStats& st = ctx.engine->stats();
+    const ServeFigures fig = read_serve_figures(ctx);
     proto::MetricsReply r;
-    r.requests_total = st.n_requests_finished_total + st.n_requests_cancelled_total + st.n_requests_rejected_total;
-    r.requests_failed = st.n_requests_rejected_total;
-    r.prompt_tokens_total = st.n_prompt_tokens_total;
-    r.generated_tokens_total = st.n_generation_tokens_total;
-    r.cached_tokens_total = st.n_prompt_tokens_cached_total;
-    uint64_t prefill_us = st.t_prefill_us_total, decode_us = st.t_decode_us_total;
-    r.prompt_tokens_per_s = prefill_us ? double(st.n_prefill_tokens_total) * 1e6 / double(prefill_us) : 0;
-    r.generated_tokens_per_s = decode_us ? double(st.n_decode_lane_steps_total) * 1e6 / double(decode_us) : 0;
-    const Histogram& ttft = ctx.counters.ttft_seconds;
-    r.ttft_ms_mean = ttft.count ? ttft.sum / double(ttft.count) * 1000.0 : 0;
-    r.queue_length = uint32_t(st.n_requests_waiting.load());
-    r.lanes_busy = uint32_t(st.n_requests_running.load());
-    r.kv_used_tokens = st.kv_reserved_tokens;
-    r.kv_capacity_tokens = st.kv_capacity_tokens;
-    r.cache_hits = st.n_prefix_cache_hits_total;
-    r.cache_misses = st.n_prefix_cache_misses_total;
+    r.requests_total = fig.requests_finished_total + fig.requests_cancelled_total + fig.requests_rejected_total;
+    r.requests_failed = fig.requests_rejected_total;
+    r.prompt_tokens_total = fig.prompt_tokens_total;
+    r.generated_tokens_total = fig.generation_tokens_total;
+    r.cached_tokens_total = fig.prompt_tokens_cached_total;
+    r.prompt_tokens_per_s = fig.prompt_tokens_per_s;
+    r.generated_tokens_per_s = fig.generated_tokens_per_s;
+    r.ttft_ms_mean = mean_seconds(ctx.counters.ttft_seconds) * 1000.0;
+    r.queue_length = uint32_t(fig.n_requests_waiting);
+    r.lanes_busy = uint32_t(fig.n_requests_running);
+    r.kv_used_tokens = fig.kv_reserved_tokens;
+    r.kv_capacity_tokens = fig.kv_capacity_tokens;
+    r.cache_hits = fig.prefix_cache_hits_total;
+    r.cache_misses = fig.prefix_cache_misses_total;
     return r;
 }
 
