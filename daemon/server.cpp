@@ -58,8 +58,8 @@ int activated_http_fd() {
 
 class Daemon {
   public:
-    Daemon(const CommandLine& cli, DaemonConfig config, PlannedModel model)
-        : cli_(cli), model_(std::move(model)), cache_(make_prefix_cache(config, model_)),
+    Daemon(const CommandLine& cli, Settings settings, DaemonConfig config, PlannedModel model)
+        : cli_(cli), startup_settings_(std::move(settings)), model_(std::move(model)), cache_(make_prefix_cache(config, model_)),
           engine_(scheduler_options_of(config, model_.plan, cache_.get())) {
         uv_loop_init(&loop_);
         ctx_.config = std::move(config);
@@ -166,7 +166,9 @@ class Daemon {
     void reload() {
         sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu", static_cast<unsigned long long>(uv_hrtime() / 1000));
         try {
-            DaemonConfig next = to_daemon_config(load_settings(cli_));
+            Settings next_settings = load_settings(cli_);
+            DaemonConfig next = to_daemon_config(next_settings);
+            log_restart_only_changes(next_settings);
             DaemonConfig& c = ctx_.config;
             c.log_level = next.log_level;
             c.api_keys = next.api_keys;
@@ -186,6 +188,23 @@ class Daemon {
             log_error(std::string("config, reload refused, keeping the running settings: ") + e.what());
         }
         sd_notify(0, "READY=1");
+    }
+
+    // SIGHUP applies the reloadable options; a changed option that is not reloadable keeps its
+    // running value (the one read at start) until a restart, and the log says so.
+    void log_restart_only_changes(const Settings& next) const {
+        for (const OptionSpec& o : option_table()) {
+            if ((o.flags & (kOptionReloadable | kOptionCliOnly)) || o.kind == OptionKind::Action)
+                continue;
+            const std::string& was = startup_settings_.get(o.name);
+            const std::string& now = next.get(o.name);
+            if (was == now)
+                continue;
+            bool secret = o.flags & kOptionSecret;
+            log_warning("config, " + std::string(o.name) + " changed" +
+                        (secret ? std::string() : " from '" + was + "' to '" + now + "'") +
+                        ": needs a restart, still running with the value read at start");
+        }
     }
 
     void begin_drain() {
@@ -251,6 +270,7 @@ class Daemon {
     }
 
     const CommandLine& cli_;
+    const Settings startup_settings_; // what the process started with; restart-only options keep it
     PlannedModel model_;
     std::unique_ptr<core::PrefixCache> cache_; // engine thread only; outlives engine_
     core::Engine engine_;
@@ -271,8 +291,10 @@ class Daemon {
 
 int run_daemon(const CommandLine& cli) {
     DaemonConfig config;
+    Settings settings;
     try {
-        config = to_daemon_config(load_settings(cli));
+        settings = load_settings(cli);
+        config = to_daemon_config(settings);
     } catch (const Error& e) {
         std::fprintf(stderr, "ninferd: %s\n", e.what());
         return 2;
@@ -291,7 +313,7 @@ int run_daemon(const CommandLine& cli) {
         log_warning("model, to serve a real model convert it with `ninferctl convert` and set `artifact = PATH` "
                     "in /etc/ninfer/ninferd.conf.d/50-local.conf");
     log_info("model, " + model.model_id + ": " + model.plan.describe());
-    Daemon daemon(cli, std::move(config), std::move(model));
+    Daemon daemon(cli, std::move(settings), std::move(config), std::move(model));
     return daemon.run();
 }
 

@@ -42,10 +42,12 @@ main('startup', async (start) => {
     const d = await start(['--config', keyConf]);
     const auth = (k) => request(d.base, 'GET', '/v1/models', { headers: { authorization: 'Bearer ' + k } });
     check((await auth('first')).status === 200, 'key from the config file');
-    fs.writeFileSync(keyConf, 'api-key = second\ncors-origins = http://ui.example\n');
+    fs.writeFileSync(keyConf, 'api-key = second\ncors-origins = http://ui.example\nmax-concurrency = 2\n');
     d.proc.kill('SIGHUP');
     await sleep(300);
     check((await auth('first')).status === 401 && (await auth('second')).status === 200, 'SIGHUP reloads the API key');
+    check(/max-concurrency changed from '4' to '2': needs a restart/.test(d.log()) && !d.log().includes('second'),
+        'SIGHUP logs a restart-only option change (and never a key)', d.log().slice(-600));
     const pre = await request(d.base, 'OPTIONS', '/v1/chat/completions', { headers: { origin: 'http://ui.example',
         'access-control-request-method': 'POST' } });
     check(pre.status === 204 && pre.headers['access-control-allow-origin'] === 'http://ui.example' &&
