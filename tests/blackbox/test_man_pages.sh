@@ -44,7 +44,7 @@ done
 # The packaged default config is valid (its artifact is the installed demo; use the built one).
 "$daemon" --config "$conf" --artifact "$BIN/packaging/demo.ninfer" --device cpu --check-config > "$T/check.txt" \
     || fail "--check-config rejects the generated config"
-grep -q '^artifact = /usr/share/ninfer/demo.ninfer$' "$conf" || fail "the default config does not serve the demo"
+grep -Eq '^artifact = /usr(/local)?/share/ninfer/demo.ninfer$' "$conf" || fail "the default config does not serve the demo (the installed data dir)"
 size=$(stat -L -c %s "$BIN/packaging/demo.ninfer")
 [ "$size" -le $((40 * 1024 * 1024)) ] || fail "demo artifact is $size bytes (> 40 MiB)"
 
