@@ -30,6 +30,9 @@ struct ConvertArgs {
     std::vector<std::string> formats;
     bool with_mtp = false, with_vision = false, force = false;
     uint64_t seed = 0;
+    // Benchmark-only, undocumented: fewer layers, a thread count, generation without writing.
+    uint64_t layers = 0, threads = 0;
+    bool generate_only = false;
 };
 
 // Returns false on a usage error (message already printed).
@@ -49,12 +52,13 @@ bool parse_args(int argc, char** argv, ConvertArgs& a) {
         if (arg == "--synthetic" && next(a.synthetic_shape)) continue;
         if (arg == "--force") { a.force = true; continue; }
         if (arg == "--format" && next(v)) { a.formats.push_back(v); continue; }
-        if (arg == "--seed" && next(v)) {
+        if ((arg == "--seed" || arg == "--layers" || arg == "--threads") && next(v)) {
             char* end = nullptr;
-            a.seed = std::strtoull(v.c_str(), &end, 10);
-            if (v.empty() || *end) { std::fprintf(stderr, "ninferctl convert: --seed needs an integer\n"); return false; }
+            (arg == "--seed" ? a.seed : arg == "--layers" ? a.layers : a.threads) = std::strtoull(v.c_str(), &end, 10);
+            if (v.empty() || *end) { std::fprintf(stderr, "ninferctl convert: %s needs an integer\n", arg.c_str()); return false; }
             continue;
         }
+        if (arg == "--generate-only") { a.generate_only = true; continue; }
         if (arg == "--components" && next(v)) {
             for (size_t p = 0; p <= v.size();) {
                 size_t comma = std::min(v.find(',', p), v.size());
@@ -129,6 +133,9 @@ int cmd_convert(int argc, char** argv) {
         r.with_mtp = a.with_mtp;
         r.name = a.name;
         r.progress = progress;
+        r.num_layers = uint32_t(a.layers);
+        r.n_threads = unsigned(a.threads);
+        r.generate_only = a.generate_only;
         written = core::write_synthetic(r);
     } else {
         core::ConvertRequest r;
@@ -144,7 +151,7 @@ int cmd_convert(int argc, char** argv) {
         written = core::convert_checkpoint(r);
     }
     double s = bar.seconds();
-    std::fprintf(stderr, "wrote %s: %llu bytes in %.2f s (%.2f GB/s)\n", out.c_str(),
+    std::fprintf(stderr, "%s %s: %llu bytes in %.2f s (%.2f GB/s)\n", a.generate_only ? "generated (not written)" : "wrote", out.c_str(),
                  (unsigned long long)written, s, s > 0 ? written / 1e9 / s : 0.0);
     return 0;
 }

@@ -8,6 +8,7 @@
 #include "core/util/error.h"
 #include "core/util/json_writer.h"
 
+#include <algorithm>
 #include <cstring>
 #include <iterator>
 #include <map>
@@ -49,7 +50,11 @@ struct ArtifactWriter::Impl {
     bool finished = false, failed = false;
 
     Impl(std::string p, ArtifactWriterOptions o)
-        : path(std::move(p)), options(o), files(path, o.force) {}
+        : path(std::move(p)), options(o), files(path, o.force, reserved_header(o)) {}
+
+    static uint64_t reserved_header(const ArtifactWriterOptions& o) {
+        return (o.header_reserve + 4095) / 4096 * 4096;
+    }
 
     std::string prefix() const { return "artifact writer: " + path + ": "; }
     [[noreturn]] void fail(const std::string& msg) const { throw Error(prefix() + msg); }
@@ -415,7 +420,7 @@ uint64_t ArtifactWriter::finish() {
         impl_->validate_before_finish();
         const uint64_t total = impl_->cursor;
         // Reserve loop (§1.3): the file table depends on E, and E on the directory's length.
-        uint64_t reserve = 4096 - 32;
+        uint64_t reserve = std::max<uint64_t>(4096, Impl::reserved_header(impl_->options)) - 32;
         std::vector<detail::FileSegment> segs;
         std::string json;
         for (;;) {

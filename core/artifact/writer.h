@@ -15,8 +15,10 @@
 //   `force` (then it is replaced only at publication). Any error or destruction before finish()
 //   removes the temp files. Errors throw ninfer::Error("artifact writer: PATH: reason"); after
 //   an error in finish() or a failed payload write, the writer refuses further calls.
-// - Single-file sets get their payload in place (the header is inserted in front of the streamed
-//   payload with fallocate INSERT_RANGE where the filesystem supports it, else copied once).
+// - Single-file sets get their payload in place: the header goes into the header_reserve room in
+//   front of the streamed payload when the directory fits there (any filesystem), else it is
+//   inserted with fallocate INSERT_RANGE where the filesystem supports it, else the payload is
+//   copied once. A larger reserve only adds trailing spaces to the JSON (J = E - 32, §1.3).
 // - Engine-side readers must be able to read what this writes; tests round-trip every format.
 #pragma once
 
@@ -33,6 +35,10 @@ namespace ninfer::core {
 struct ArtifactWriterOptions {
     bool force = false;                            // replace an existing target
     uint64_t file_size_limit = 32'000'000'000ull;  // bytes per file, framing included
+    // Expected entry header size E (rounded up to 4096; 0 = the smallest header). The payload is
+    // streamed behind that much room and the JSON reserve loop starts there, so a directory that
+    // fits is written in front of the payload without moving it (see the contract above).
+    uint64_t header_reserve = 0;
 };
 
 class ArtifactWriter {

@@ -50,7 +50,10 @@ std::vector<FileSegment> plan_segments(const std::string& entry_path, uint64_t e
     return segs;
 }
 
-WriterFiles::WriterFiles(const std::string& path, bool force) : path_(path), force_(force) {
+WriterFiles::WriterFiles(const std::string& path, bool force, uint64_t payload_base)
+    : path_(path), force_(force), base_offset_(payload_base) {
+    if (payload_base % 4096 != 0)
+        fail("payload base " + std::to_string(payload_base) + " is not a multiple of 4096");
     const size_t slash = path.find_last_of('/');
     dir_ = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
     base_ = slash == std::string::npos ? path : path.substr(slash + 1);
@@ -82,7 +85,7 @@ WriterFiles::Temp WriterFiles::make_temp() {
 
 void WriterFiles::write_payload(uint64_t offset, const uint8_t* data, uint64_t n) {
     while (n > 0) {
-        ssize_t w = ::pwrite(data_.fd, data, std::min<uint64_t>(n, 1u << 30), off_t(offset));
+        ssize_t w = ::pwrite(data_.fd, data, std::min<uint64_t>(n, 1u << 30), off_t(base_offset_ + offset));
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
@@ -149,9 +152,9 @@ uint64_t WriterFiles::publish(const std::string& json, const std::vector<FileSeg
             for (const std::string& f : finals)
                 if (path_exists(f))
                     fail("target " + f + " exists (use --force to replace it)");
-        if (file_size(data_.fd) != total)
-            fail("payload temp holds " + std::to_string(file_size(data_.fd)) + " bytes; expected " +
-                 std::to_string(total));
+        if (file_size(data_.fd) != base_offset_ + total)
+            fail("payload temp holds " + std::to_string(file_size(data_.fd) - base_offset_) +
+                 " payload bytes; expected " + std::to_string(total));
 
         std::array<uint8_t, 16> id{};
         if (::getrandom(id.data(), id.size(), 0) != ssize_t(id.size()))
@@ -166,18 +169,22 @@ uint64_t WriterFiles::publish(const std::string& json, const std::vector<FileSeg
             put_u64(head.data() + 8, i);
             std::memcpy(head.data() + 16, id.data(), 16);
             write_all(files[i].fd, 0, head.data(), head.size());
-            copy_range(data_.fd, segs[i].payload_begin, files[i].fd, 4096, segs[i].payload_bytes);
+            copy_range(data_.fd, base_offset_ + segs[i].payload_begin, files[i].fd, 4096, segs[i].payload_bytes);
         }
-        // Entry: the payload temp itself, with E bytes inserted in front when the filesystem
-        // can (no payload copy), else a fresh temp with the payload copied behind the header.
+        // Entry: the payload temp itself when the room in front is E bytes or the filesystem can
+        // make it so (no payload copy), else a fresh temp with the payload copied behind the header.
         const uint64_t b0 = segs[0].payload_bytes;
-        if (::ftruncate(data_.fd, off_t(b0)) != 0)
+        if (::ftruncate(data_.fd, off_t(base_offset_ + b0)) != 0)
             fail(std::string("truncating payload: ") + std::strerror(errno));
-        if (::fallocate(data_.fd, FALLOC_FL_INSERT_RANGE, 0, off_t(e)) == 0) {
+        const bool in_place =
+            e == base_offset_ ||
+            (e > base_offset_ && ::fallocate(data_.fd, FALLOC_FL_INSERT_RANGE, 0, off_t(e - base_offset_)) == 0) ||
+            (e < base_offset_ && ::fallocate(data_.fd, FALLOC_FL_COLLAPSE_RANGE, 0, off_t(base_offset_ - e)) == 0);
+        if (in_place) {
             files[0] = data_;
         } else {
             files[0] = make_temp();
-            copy_range(data_.fd, 0, files[0].fd, e, b0);
+            copy_range(data_.fd, base_offset_, files[0].fd, e, b0);
         }
         std::vector<uint8_t> head(32);
         std::memcpy(head.data(), kEntryMagic, 8);

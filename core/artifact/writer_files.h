@@ -5,9 +5,14 @@
 //   files per §1.3's sharding policy (one file if E+T <= L). Segment 0 is the entry (name = the
 //   entry's filename), segment i>=1 is "<entry filename>.part-%04d". Throws if L is too small to
 //   hold a positive payload per file.
-// - WriterFiles(path, force) refuses an existing target unless force and creates the payload temp
-//   file `.<name>.XXXXXX.tmp` in the target directory. write_payload(offset, ...) writes the
-//   logical payload at its offset (gaps read as zeros).
+// - WriterFiles(path, force, payload_base) refuses an existing target unless force and creates the
+//   payload temp file `.<name>.XXXXXX.tmp` in the target directory. write_payload(offset, ...)
+//   writes the logical payload at its offset (gaps read as zeros), `payload_base` bytes into the
+//   temp (a multiple of 4096: room left for the entry header).
+// - The entry file is the payload temp itself: when E == payload_base the header is written into
+//   the room in front, else E - payload_base bytes are inserted (or removed) in front with
+//   fallocate, else (filesystems without INSERT/COLLAPSE_RANGE, such as tmpfs) the payload is
+//   copied once behind a fresh header.
 // - publish(json, segs, T) builds every file (headers, directory, payload), checks each length,
 //   fdatasyncs, and publishes parts first, entry last (hard link, or rename when force), then
 //   fsyncs the directory. Returns the bytes of all files. On error everything it created,
@@ -30,7 +35,7 @@ std::vector<FileSegment> plan_segments(const std::string& entry_path, uint64_t e
 
 class WriterFiles {
   public:
-    WriterFiles(const std::string& path, bool force);
+    WriterFiles(const std::string& path, bool force, uint64_t payload_base = 0);
     ~WriterFiles();
     WriterFiles(const WriterFiles&) = delete;
     WriterFiles& operator=(const WriterFiles&) = delete;
@@ -49,6 +54,7 @@ class WriterFiles {
 
     std::string path_, dir_, base_;
     bool force_;
+    uint64_t base_offset_ = 0;
     Temp data_;
     std::vector<Temp> temps_;           // every temp created (closed/unlinked on abandon)
     std::vector<std::string> published_; // final names created by publish()

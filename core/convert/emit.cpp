@@ -22,6 +22,23 @@ std::string add_text_resource(ArtifactWriter& w, const std::string& component, c
     return w.add_resource("resource/" + component + "/" + role, bytes_of(bytes));
 }
 
+// A generous guess at the entry header E for this plan (directory JSON: ~200 bytes of fixed
+// members per object, ~80 per binding, the configs). Large artifacts stream their payload behind
+// this room, so publication writes the header in place instead of moving gigabytes; small ones
+// keep the smallest header. Too small a guess is still correct (the writer inserts or copies).
+uint64_t header_reserve_for(const EmitRequest& r, uint64_t payload) {
+    constexpr uint64_t kInPlaceFrom = 64ull << 20;
+    if (payload < kInPlaceFrom)
+        return 0;
+    uint64_t bytes = 64 * 1024 + r.config->to_json().size() + r.vision_config_json.size() + r.provenance_json.size();
+    for (const PlannedObject& o : *r.plan) {
+        bytes += 256 + o.id.size();
+        for (const PlannedBinding& b : o.bindings)
+            bytes += 96 + b.parameter.size() + o.id.size();
+    }
+    return (bytes + 4095) / 4096 * 4096;
+}
+
 } // namespace
 
 uint64_t emit_artifact(const EmitRequest& r) {
@@ -29,7 +46,7 @@ uint64_t emit_artifact(const EmitRequest& r) {
     check_plan_formats(plan, *r.recipe);
     const uint64_t total = plan_encoded_bytes(plan, *r.recipe);
 
-    ArtifactWriter w(r.out_path, ArtifactWriterOptions{.force = r.force});
+    ArtifactWriter w(r.out_path, ArtifactWriterOptions{.force = r.force, .header_reserve = header_reserve_for(r, total)});
     std::vector<std::pair<std::string, std::string>> text_roles;
     const std::pair<const char*, const std::string*> roles[] = {
         {"tokenizer.json", &r.text_resources.tokenizer_json},

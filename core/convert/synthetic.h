@@ -11,6 +11,9 @@
 //   the GDN gated norm near 1, A_log = log(A) with A in [1,16], dt_bias = softplus^-1(dt) with dt
 //   log-uniform in [1e-3, 1e-1], conv taps U(-0.5,0.5). The same (shape, recipe, seed) gives the
 //   same bytes on every machine and thread count.
+// - Generation is a pipeline (synthetic_fill.h): bands of band_bytes generated on n_threads into
+//   two reused buffers and streamed to the writer, so peak memory does not grow with the largest
+//   tensor. generate_only returns the payload bytes without writing anything (throughput runs).
 // - metadata.synthetic is true; provenance records shape, recipe and seed.
 // - warn_if_synthetic prints one warning line to stderr when `artifact` holds random weights and
 //   returns the line ("" otherwise), so a daemon can also log it. Every tool that loads an
@@ -46,6 +49,9 @@ struct SyntheticRequest {
     std::string tokenizer_dir = std::string(kSyntheticTokenizerDir);
     std::string name; // metadata.name; default: the output file stem
     unsigned n_threads = 0; // 0 = hardware concurrency
+    uint64_t band_bytes = 8ull << 20; // generation and write unit; never changes the bytes
+    uint32_t num_layers = 0;          // benchmarks: fewer layers than the shape (0 = the shape's)
+    bool generate_only = false;       // benchmarks: generate every byte, write nothing
     ConvertProgress progress;
 };
 

@@ -10,6 +10,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstring>
+#include <filesystem>
 #include <random>
 
 using namespace ninfer;
@@ -145,4 +147,36 @@ TEST_CASE("writer_stream: every byte exactly once", "[writer_stream]") {
         CHECK_THROWS_WITH(finish_minimal(w), Contains("tensor u is still open"));
         CHECK(!std::filesystem::exists(dir.file("a.ninfer"))); // nothing published
     }
+}
+
+TEST_CASE("writer_stream: a header reserve keeps the payload in place and the bytes readable", "[writer_stream]") {
+    ScratchDir dir;
+    const std::vector<uint64_t> shape = {256, 128};
+    const std::vector<uint8_t> enc = encode(TensorFormat::Q4G64Fp16, shape, values_for(256 * 128, 7));
+    auto write = [&](const std::string& name, ArtifactWriterOptions opt) {
+        ArtifactWriter w(dir.file(name), opt);
+        const ArtifactWriter::TensorStream s = w.begin_tensor("weight/0", TensorFormat::Q4G64Fp16, shape);
+        w.write(s, 100, std::span<const uint8_t>(enc).subspan(100));
+        w.write(s, 0, std::span<const uint8_t>(enc).first(100));
+        w.bind("p", w.end_tensor(s));
+        finish_minimal(w);
+        return test::read_bytes(dir.file(name));
+    };
+    // 0: the smallest header; 64 KiB: room to spare (J padded with spaces); 5000: rounded up to
+    // 8192, enough; 4096 with a 2-file limit: parts copied from behind the room.
+    const std::vector<uint8_t> smallest = write("a.ninfer", {});
+    const std::vector<uint8_t> roomy = write("b.ninfer", {.header_reserve = 65536});
+    const std::vector<uint8_t> rounded = write("c.ninfer", {.header_reserve = 5000});
+    write("d.ninfer", {.file_size_limit = 16384, .header_reserve = 4096});
+    CHECK(smallest.size() == 4096 + enc.size() + 2);
+    CHECK(roomy.size() == 65536 + enc.size() + 2);
+    CHECK(rounded.size() == 8192 + enc.size() + 2);
+    CHECK(std::equal(enc.begin(), enc.end(), roomy.begin() + 65536));
+    for (const char* name : {"a.ninfer", "b.ninfer", "c.ninfer", "d.ninfer"}) {
+        auto a = Artifact::open(dir.file(name));
+        const StoredTensor& t = a->tensors()[0];
+        REQUIRE(t.bytes == enc.size());
+        CHECK(std::memcmp(t.data, enc.data(), enc.size()) == 0);
+    }
+    CHECK(std::filesystem::exists(dir.file("d.ninfer.part-0001")));
 }
