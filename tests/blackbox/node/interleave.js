@@ -50,7 +50,9 @@ main('interleave', async (start) => {
     console.log(`figures: prompt ${b.timings.prompt_n} tokens in ${nChunks} chunks of ${chunk}, prefill ${b.timings.prompt_ms.toFixed(0)} ms, ` +
         `chunk ~${chunkMs.toFixed(1)} ms, decode step ~${stepMs.toFixed(1)} ms, A tokens during B's prefill ${during.length}, ` +
         `max gap ${maxGap.toFixed(1)} ms (bound ${bound.toFixed(1)} ms)`);
-    check(during.length >= nChunks / 2, 'lane A kept streaming during B\'s prefill', `${during.length} tokens for ${nChunks} chunks`);
+    // The scheduler runs one chunk, then one batched decode step: A gets a token between chunks.
+    check(during.length >= nChunks - 1, 'lane A got a token between every two of B\'s chunks',
+        `${during.length} tokens for ${nChunks} chunks`);
     check(maxGap <= bound, 'A\'s largest gap stays within about one chunk plus one decode step',
         `${maxGap.toFixed(1)} ms > ${bound.toFixed(1)} ms`);
     check(maxGap < b.timings.prompt_ms / 4, 'A never waited for the whole prefill');
