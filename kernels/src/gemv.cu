@@ -11,10 +11,17 @@ constexpr int kMinUnitsPerSplit = 8;
 constexpr int kTargetBlocksPerSm = 8;
 
 int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
-int64_t q4_groups_per_row(int64_t k) { return align_up(k, 128) / 64; }
-int unit_of(WeightFormat f) { return f == WeightFormat::Bf16 ? 32 : 64; }
+// row_split_k128_v1 (spec §3.2): group size, base and high-bit bytes per group.
+int group_of(WeightFormat f) { return f == WeightFormat::Q8G32Fp16 ? 32 : 64; }
+int high_bytes_of(WeightFormat f) { return f == WeightFormat::Q5G64Fp16 ? 8 : f == WeightFormat::Q6G64Fp16 ? 16 : 0; }
+int64_t groups_per_row(WeightFormat f, int64_t k) { return align_up(k, 128) / group_of(f); }
+int unit_of(WeightFormat f) { return f == WeightFormat::Bf16 || f == WeightFormat::Q8G32Fp16 ? 32 : 64; }
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
-int unroll_of(WeightFormat f) { return f == WeightFormat::Q4G64Fp16 ? 8 : 4; }
+int unroll_of(WeightFormat f) {
+    return f == WeightFormat::Q4G64Fp16 || f == WeightFormat::Q8G32Fp16 ? 8 : 4;
+}
+// The tiled layout covers bf16, fp8 and q4 only (q5/q6/q8 decode from the stored layout).
+bool tiled_format(WeightFormat f) { return f <= WeightFormat::Q4G64Fp16; }
 
 int g_tiled_target = 0;
 
@@ -33,6 +40,7 @@ int tiled_resident_blocks(WeightFormat f) {
     case WeightFormat::Bf16: return tiled_resident_blocks<WeightFormat::Bf16>();
     case WeightFormat::Fp8E4m3RowBf16: return tiled_resident_blocks<WeightFormat::Fp8E4m3RowBf16>();
     case WeightFormat::Q4G64Fp16: return tiled_resident_blocks<WeightFormat::Q4G64Fp16>();
+    default: break;
     }
     return 4;
 }
@@ -60,12 +68,11 @@ size_t weight_bytes(WeightFormat format, int64_t n, int64_t k) {
     switch (format) {
     case WeightFormat::Bf16: return size_t(n * k * 2);
     case WeightFormat::Fp8E4m3RowBf16: return size_t(align_up(n * k, 256) + 2 * n);
-    case WeightFormat::Q4G64Fp16: {
-        const int64_t g = q4_groups_per_row(k);
-        return size_t(align_up(n * g * 32, 256) + n * g * 2);
+    default: { // grouped: base | zeros | high | zeros | scales
+        const int64_t g = groups_per_row(format, k);
+        return size_t(align_up(n * g * 32, 256) + align_up(n * g * high_bytes_of(format), 256) + n * g * 2);
     }
     }
-    return 0;
 }
 
 size_t gemv_scratch_floats(int64_t n_max) { return size_t(kMaxSplits) * kGemvMaxTokens * size_t(n_max); }
@@ -96,7 +103,8 @@ cudaError_t gemv(const GemvArgs& a, cudaStream_t stream) {
     if (w.n < 1 || w.k < 16 || w.k % 16 != 0 || a.n_tokens < 1 || a.n_tokens > kGemvMaxTokens || !w.data ||
         !a.x || !a.y || !aligned16(w.data) || !aligned16(a.x) || !aligned16(a.y) ||
         (a.residual && !aligned16(a.residual)) || a.x_stride % 8 != 0 || a.y_stride % 8 != 0 ||
-        (a.residual && a.residual_stride % 8 != 0) || (a.n_tokens > 1 && (a.x_stride < w.k || a.y_stride < w.n)))
+        (a.residual && a.residual_stride % 8 != 0) || (a.n_tokens > 1 && (a.x_stride < w.k || a.y_stride < w.n)) ||
+        (w.layout == WeightLayout::Tiled && !tiled_format(w.format)))
         return cudaErrorInvalidValue;
 
     detail::GemvParams p{};
@@ -112,10 +120,12 @@ cudaError_t gemv(const GemvArgs& a, cudaStream_t stream) {
         p.row_bytes = w.k;
         p.scales = p.w + align_up(w.n * w.k, 256);
         break;
-    case WeightFormat::Q4G64Fp16:
-        p.groups_per_row = q4_groups_per_row(w.k);
+    default:
+        p.groups_per_row = groups_per_row(w.format, w.k);
         p.row_bytes = p.groups_per_row * 32;
-        p.scales = p.w + align_up(w.n * p.row_bytes, 256);
+        p.high_row_bytes = p.groups_per_row * high_bytes_of(w.format);
+        p.high = p.w + align_up(w.n * p.row_bytes, 256);
+        p.scales = p.high + align_up(w.n * p.high_row_bytes, 256);
         break;
     }
     p.x = a.x;
@@ -142,6 +152,7 @@ cudaError_t gemv(const GemvArgs& a, cudaStream_t stream) {
         case WeightFormat::Q4G64Fp16:
             detail::gemv_tiled_kernel<WeightFormat::Q4G64Fp16><<<grid, block, 0, stream>>>(p);
             break;
+        default: return cudaErrorInvalidValue;
         }
         return cudaGetLastError();
     }
@@ -153,6 +164,9 @@ cudaError_t gemv(const GemvArgs& a, cudaStream_t stream) {
         detail::gemv_kernel<WeightFormat::Fp8E4m3RowBf16><<<grid, block, 0, stream>>>(p);
         break;
     case WeightFormat::Q4G64Fp16: detail::gemv_kernel<WeightFormat::Q4G64Fp16><<<grid, block, 0, stream>>>(p); break;
+    case WeightFormat::Q5G64Fp16: detail::gemv_kernel<WeightFormat::Q5G64Fp16><<<grid, block, 0, stream>>>(p); break;
+    case WeightFormat::Q6G64Fp16: detail::gemv_kernel<WeightFormat::Q6G64Fp16><<<grid, block, 0, stream>>>(p); break;
+    case WeightFormat::Q8G32Fp16: detail::gemv_kernel<WeightFormat::Q8G32Fp16><<<grid, block, 0, stream>>>(p); break;
     }
     return cudaGetLastError();
 }

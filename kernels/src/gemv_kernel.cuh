@@ -19,10 +19,12 @@ constexpr int kGemvRowsPerBlock = 16 * kGemvWarps;
 
 struct GemvParams {
     const uint8_t* w;       // codes / bf16 words
-    const uint8_t* scales;  // fp8: bf16 per row; q4: fp16 per (row, group)
+    const uint8_t* scales;  // fp8: bf16 per row; q4/q5/q6/q8: fp16 per (row, group)
+    const uint8_t* high;    // q5/q6: high-bit plane
     int64_t n, k;
-    int64_t row_bytes;      // bytes of one row in the code plane
-    int64_t groups_per_row; // q4 physical groups
+    int64_t row_bytes;      // bytes of one row in the code (base) plane
+    int64_t high_row_bytes; // q5/q6: bytes of one row in the high-bit plane
+    int64_t groups_per_row; // grouped formats: physical groups
     const __nv_bfloat16* x;
     int64_t ldx;
     int n_tokens;
@@ -42,12 +44,34 @@ template <WeightFormat F> struct GemvTraits;
 template <> struct GemvTraits<WeightFormat::Bf16> { static constexpr int kUnit = 32, kUnroll = 4; };
 template <> struct GemvTraits<WeightFormat::Fp8E4m3RowBf16> { static constexpr int kUnit = 64, kUnroll = 4; };
 template <> struct GemvTraits<WeightFormat::Q4G64Fp16> { static constexpr int kUnit = 64, kUnroll = 8; };
+template <> struct GemvTraits<WeightFormat::Q5G64Fp16> { static constexpr int kUnit = 64, kUnroll = 4; };
+template <> struct GemvTraits<WeightFormat::Q6G64Fp16> { static constexpr int kUnit = 64, kUnroll = 4; };
+template <> struct GemvTraits<WeightFormat::Q8G32Fp16> { static constexpr int kUnit = 32, kUnroll = 8; };
 
 __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) { return __byte_perm(a, b, sel); }
 
 // Signed nibbles i and i+4 of t (pre-XORed with 0x88888888) to a bf16 pair: 128+u-136 = q.
 __device__ __forceinline__ uint32_t q4_pair_to_bf16(uint32_t t_shifted) {
     return bf16x2_sub((t_shifted & 0x000F000Fu) | 0x43004300u, 0x43084308u);
+}
+
+// Codes 2m and 2m+1 of a lane's 16 q5/q6 codes to a bf16 pair: base_word holds codes 8(m/4)..,
+// byte m%4 = (code 2m low nibble, code 2m+1 high nibble); hb is the lane's slice of the high-bit
+// stream (BITS-4 bits per code, code-major, LSB first). v = u ^ sign bit, 128+v-(128+sign) = q.
+template <int BITS>
+__device__ __forceinline__ uint32_t q56_pair_to_bf16(uint32_t base_word, uint32_t hb, int m) {
+    constexpr int kHi = BITS - 4;
+    constexpr uint32_t kSign = 1u << (BITS - 1), kHiMask = (1u << kHi) - 1;
+    const uint32_t byte = (base_word >> (8 * (m & 3))) & 0xFFu;
+    const uint32_t lo = (byte & 0xFu) | (((hb >> (kHi * 2 * m)) & kHiMask) << 4);
+    const uint32_t hi = (byte >> 4) | (((hb >> (kHi * (2 * m + 1))) & kHiMask) << 4);
+    return bf16x2_sub(((lo ^ kSign) | ((hi ^ kSign) << 16)) | 0x43004300u, 0x43004300u + kSign * 0x10001u);
+}
+
+// Signed bytes h and h+1 (h = 2 * half) of w to a bf16 pair (int8 codes are exact in bf16).
+__device__ __forceinline__ uint32_t s8_pair_to_bf16(uint32_t w, int half) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(float(int8_t(w >> (16 * half))), float(int8_t(w >> (16 * half + 8))));
+    return *reinterpret_cast<const uint32_t*>(&v);
 }
 
 // One fp8 unit: codes j0..j3 of word j pair as (j0,j2) and (j1,j3); x is permuted to match.
@@ -126,7 +150,7 @@ __device__ __forceinline__ void gemv_units(const GemvParams& p, int64_t u, int64
                                     b[i][1].x, b[i][1].y, b[i][1].z, b[i][1].w};
             mma_fp8_unit(acc, wa, wb, xs);
         }
-    } else {
+    } else if constexpr (F == WeightFormat::Q4G64Fp16) {
         uint2 a[kUnroll][2];
         uint4 b[kUnroll][2];
         __half s[kUnroll][2];
@@ -152,6 +176,65 @@ __device__ __forceinline__ void gemv_units(const GemvParams& p, int64_t u, int64
             const uint32_t xs[8] = {b[i][0].x, b[i][0].y, b[i][0].z, b[i][0].w,
                                     b[i][1].x, b[i][1].y, b[i][1].z, b[i][1].w};
             mma_q4_unit(part, wa, wb, xs);
+            const float s0 = __half2float(s[i][0]), s1 = __half2float(s[i][1]);
+            acc[0] = fmaf(part[0], s0, acc[0]);
+            acc[1] = fmaf(part[1], s0, acc[1]);
+            acc[2] = fmaf(part[2], s1, acc[2]);
+            acc[3] = fmaf(part[3], s1, acc[3]);
+        }
+    } else { // q5/q6 (lane: 16 codes, 8 base bytes + its high bits) and q8 (lane: 8 int8 codes)
+        constexpr bool kQ8 = F == WeightFormat::Q8G32Fp16;
+        constexpr int kBits = F == WeightFormat::Q5G64Fp16 ? 5 : 6;
+        constexpr int kLaneCodes = kQ8 ? 8 : 16;
+        uint2 a[kUnroll][2];
+        uint32_t h[kUnroll][2];
+        uint4 b[kUnroll][2];
+        __half s[kUnroll][2];
+        const __half* sc0 = reinterpret_cast<const __half*>(p.scales) + r0 * p.groups_per_row;
+        const __half* sc1 = reinterpret_cast<const __half*>(p.scales) + r1 * p.groups_per_row;
+        const uint8_t* h0 = p.high + r0 * p.high_row_bytes;
+        const uint8_t* h1 = p.high + r1 * p.high_row_bytes;
+#pragma unroll
+        for (int i = 0; i < kUnroll; ++i) {
+            const int64_t grp = u + i;
+            const int64_t kk = grp * kUnit + c * kLaneCodes;
+            const bool ok = !GUARD || (grp < u_end && kk < p.k);
+            a[i][0] = ok ? load_stream8(w0 + grp * 32 + c * 8) : make_uint2(0, 0);
+            a[i][1] = ok ? load_stream8(w1 + grp * 32 + c * 8) : make_uint2(0, 0);
+            if constexpr (F == WeightFormat::Q5G64Fp16) {
+                h[i][0] = ok ? uint32_t(__ldg(reinterpret_cast<const unsigned short*>(h0 + grp * 8 + c * 2))) : 0u;
+                h[i][1] = ok ? uint32_t(__ldg(reinterpret_cast<const unsigned short*>(h1 + grp * 8 + c * 2))) : 0u;
+            } else if constexpr (F == WeightFormat::Q6G64Fp16) {
+                h[i][0] = ok ? __ldg(reinterpret_cast<const unsigned int*>(h0 + grp * 16 + c * 4)) : 0u;
+                h[i][1] = ok ? __ldg(reinterpret_cast<const unsigned int*>(h1 + grp * 16 + c * 4)) : 0u;
+            } else {
+                h[i][0] = h[i][1] = 0u;
+            }
+            b[i][0] = ok && has_token ? load_cached16(xg + kk) : make_uint4(0, 0, 0, 0);
+            b[i][1] = !kQ8 && ok && has_token ? load_cached16(xg + kk + 8) : make_uint4(0, 0, 0, 0);
+            s[i][0] = !GUARD || grp < u_end ? sc0[grp] : __half(0.f);
+            s[i][1] = !GUARD || grp < u_end ? sc1[grp] : __half(0.f);
+        }
+#pragma unroll
+        for (int i = 0; i < kUnroll; ++i) {
+            // wa[m], wb[m]: codes (2m, 2m+1) of rows r0, r1; xs[m]: x at the same two columns.
+            uint32_t wa[kLaneCodes / 2], wb[kLaneCodes / 2];
+#pragma unroll
+            for (int m = 0; m < kLaneCodes / 2; ++m) {
+                if constexpr (kQ8) {
+                    wa[m] = s8_pair_to_bf16(m < 2 ? a[i][0].x : a[i][0].y, m & 1);
+                    wb[m] = s8_pair_to_bf16(m < 2 ? a[i][1].x : a[i][1].y, m & 1);
+                } else {
+                    wa[m] = q56_pair_to_bf16<kBits>(m < 4 ? a[i][0].x : a[i][0].y, h[i][0], m);
+                    wb[m] = q56_pair_to_bf16<kBits>(m < 4 ? a[i][1].x : a[i][1].y, h[i][1], m);
+                }
+            }
+            const uint32_t xs[8] = {b[i][0].x, b[i][0].y, b[i][0].z, b[i][0].w,
+                                    b[i][1].x, b[i][1].y, b[i][1].z, b[i][1].w};
+            float part[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+            for (int j = 0; j < kLaneCodes / 4; ++j)
+                mma_bf16_16816(part, wa[2 * j], wb[2 * j], wa[2 * j + 1], wb[2 * j + 1], xs[2 * j], xs[2 * j + 1]);
             const float s0 = __half2float(s[i][0]), s1 = __half2float(s[i][1]);
             acc[0] = fmaf(part[0], s0, acc[0]);
             acc[1] = fmaf(part[1], s0, acc[1]);

@@ -25,6 +25,7 @@ PackGeometry geometry(WeightFormat f, int64_t n, int64_t k) {
         g.row_bytes = g.groups * 32;
         g.src_scale_off = align_up(n * g.row_bytes, 256);
         break;
+    default: return g; // q5/q6/q8: no tiled layout (units 0)
     }
     const int64_t unit_bytes = f == WeightFormat::Q4G64Fp16 ? 32 : 64;
     g.units = align_up((g.row_bytes + unit_bytes - 1) / unit_bytes, detail::kTiledUnitPad);
@@ -84,13 +85,14 @@ __global__ void pack_scales_kernel(const uint8_t* src, uint8_t* dst, PackGeometr
 int64_t tiled_units(WeightFormat format, int64_t n, int64_t k) { return geometry(format, n, k).units; }
 
 size_t tiled_weight_bytes(WeightFormat format, int64_t n, int64_t k) {
+    if (format > WeightFormat::Q4G64Fp16) return 0;
     const PackGeometry g = geometry(format, n, k);
     const int64_t scales = format == WeightFormat::Bf16 ? 0 : format == WeightFormat::Fp8E4m3RowBf16 ? g.tiles * 32 : g.tiles * g.units * 32;
     return size_t(g.dst_scale_off + scales);
 }
 
 cudaError_t gemv_pack_tiled(const WeightView& src, void* dst, cudaStream_t stream) {
-    if (src.layout != WeightLayout::Artifact || !src.data || !dst || src.n < 1 || src.k < 16 || src.k % 16 != 0 ||
+    if (src.layout != WeightLayout::Artifact || src.format > WeightFormat::Q4G64Fp16 || !src.data || !dst || src.n < 1 || src.k < 16 || src.k % 16 != 0 ||
         (reinterpret_cast<uintptr_t>(dst) & 15u) != 0)
         return cudaErrorInvalidValue;
     const PackGeometry g = geometry(src.format, src.n, src.k);

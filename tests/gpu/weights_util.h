@@ -1,11 +1,13 @@
-// ninfer tests - host encoders/decoders for the three decode weight formats (spec §3.2, §3.4),
+// ninfer tests - host encoders/decoders for the decode weight formats (spec §3.2, §3.4),
 // used by the GEMV test and benchmark to make random weights and an exact fp64 reference.
 //
 // Contract: random_weight() returns bytes laid out exactly as the artifact stores them, with valid
 // random codes and multipliers (no NaN codes, positive finite scales, zero padding);
-// decode_row() returns row r's k logical values as doubles, exactly.
+// decode_row() returns row r's k logical values as doubles, exactly. q5/q6/q8 are encoded and
+// decoded by the CPU codec (core/formats/codec.h); bf16, fp8 and q4 by the code here.
 #pragma once
 
+#include "core/formats/codec.h"
 #include "gpu_test_util.h"
 #include "ninfer/kernels/gemv.h"
 
@@ -22,6 +24,15 @@ inline double e4m3_value(uint8_t c) {
 
 inline int64_t q4_groups(int64_t k) { return (k + 127) / 128 * 2; }
 
+// The formats whose bytes come from the CPU codec.
+inline bool codec_format(kernels::WeightFormat f) { return f > kernels::WeightFormat::Q4G64Fp16; }
+inline core::TensorFormat core_format(kernels::WeightFormat f) {
+    using kernels::WeightFormat;
+    return f == WeightFormat::Q5G64Fp16 ? core::TensorFormat::Q5G64Fp16
+           : f == WeightFormat::Q6G64Fp16 ? core::TensorFormat::Q6G64Fp16
+                                          : core::TensorFormat::Q8G32Fp16;
+}
+
 // Fills bytes fast with a xorshift stream (the weights are large; the mt19937 would dominate).
 inline void fill_random_bytes(std::vector<uint8_t>& b, size_t begin, size_t end, uint64_t seed) {
     uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
@@ -35,7 +46,21 @@ inline std::vector<uint8_t> random_weight(kernels::WeightFormat f, int64_t n, in
     using kernels::WeightFormat;
     std::vector<uint8_t> b(kernels::weight_bytes(f, n, k), 0);
     Rng rng(seed);
-    if (f == WeightFormat::Bf16) {
+    if (codec_format(f)) {
+        // Values in (-0.05, 0.05) with a magnitude that changes every 64 columns (so do the scales).
+        std::vector<uint8_t> r(size_t(n * k) * 2);
+        fill_random_bytes(r, 0, r.size(), seed);
+        std::vector<float> v(size_t(n * k));
+        for (size_t i = 0; i < v.size(); ++i)
+            v[i] = (float(r[2 * i] | (r[2 * i + 1] << 8)) / 32768.f - 1.f) * std::ldexp(0.05f, -int((i / 64) % 5));
+        const uint64_t shape[2] = {uint64_t(n), uint64_t(k)};
+        b = core::encode(core_format(f), shape, v);
+        if (f != WeightFormat::Q8G32Fp16) // random base nibbles: codes over the whole range, -16/-32 too
+            for (int64_t row = 0; row < n; ++row) {
+                const int64_t row_bytes = (k + 127) / 128 * 2 * 32;
+                fill_random_bytes(b, size_t(row * row_bytes), size_t(row * row_bytes + k / 2), seed + uint64_t(row) + 1);
+            }
+    } else if (f == WeightFormat::Bf16) {
         for (int64_t i = 0; i < n * k; ++i) {
             const bf16 v = to_bf16(rng.uniform(-1.f, 1.f) * 0.05f);
             std::memcpy(&b[size_t(i) * 2], &v, 2);
@@ -70,7 +95,16 @@ inline std::vector<double> decode_row(kernels::WeightFormat f, const std::vector
                                       int64_t r) {
     using kernels::WeightFormat;
     std::vector<double> w(static_cast<size_t>(k));
-    if (f == WeightFormat::Bf16) {
+    if (codec_format(f)) {
+        core::StoredTensor t;
+        t.format = core_format(f);
+        t.shape = {uint64_t(n), uint64_t(k)};
+        t.data = b.data();
+        t.bytes = b.size();
+        std::vector<float> row(static_cast<size_t>(k));
+        core::decode_rows(t, uint64_t(r), 1, row.data());
+        for (int64_t i = 0; i < k; ++i) w[i] = row[i];
+    } else if (f == WeightFormat::Bf16) {
         for (int64_t i = 0; i < k; ++i) {
             bf16 v;
             std::memcpy(&v, &b[size_t(r * k + i) * 2], 2);

@@ -5,10 +5,13 @@
 //   Bf16 (contiguous_le_v1, row-major), Fp8E4m3RowBf16 (row_scale_v1: n*k E4M3FN codes, then at
 //   align_up(n*k, 256) n bf16 row multipliers), Q4G64Fp16 (row_split_k128_v1: base plane of
 //   g*32 bytes per row, g = align_up(k,128)/64, even lane in the low nibble, signed codes; then at
-//   align_up(n*g*32, 256) one fp16 multiplier per (row, group)). weight_bytes() gives the size.
+//   align_up(n*g*32, 256) one fp16 multiplier per (row, group)), and the other row_split_k128_v1
+//   formats Q5G64Fp16/Q6G64Fp16 (same base plane, then a high-bit plane of g*8 / g*16 bytes per
+//   row at align_up(n*g*32, 256), then the scales 256-aligned after it) and Q8G32Fp16 (g =
+//   align_up(k,128)/32 groups of 32 int8 codes, then the scales). weight_bytes() gives the size.
 // - x: n_tokens rows of k bf16, row stride x_stride elements; 1 <= n_tokens <= 8.
 // - Products are exact (codes and bf16 x multiply exactly on the tensor cores), sums are fp32; the
-//   q4 group multiplier and the fp8 row multiplier are applied to fp32 partial sums.
+//   group multipliers and the fp8 row multiplier are applied to fp32 partial sums.
 // - Output row t: y[t*y_stride + i] for i < n. Bf16 output is bf16(acc); with residual it is
 //   bf16(float(bf16(acc)) + float(residual[t*residual_stride + i])), the two roundings of
 //   "out = residual + bf16 matmul" in the reference model. Fp32 output (logits) is acc (+ residual).
@@ -20,7 +23,9 @@
 //   depends on (n, k, the scratch size and the device) only, never on n_tokens, so a batch of 8
 //   equals 8 single-token calls bit for bit. Counters are left at zero after each call.
 //   Calls that share one scratch must be ordered on one stream (graph capture is fine).
-// - Layouts: WeightLayout::Artifact is the stored layout above. WeightLayout::Tiled is the decode
+// - Layouts: WeightLayout::Artifact is the stored layout above (every format). WeightLayout::Tiled
+//   (Bf16, Fp8E4m3RowBf16 and Q4G64Fp16 only: gemv, gemv_pack_tiled reject the others, whose
+//   tiled_weight_bytes is 0) is the decode
 //   layout the CUDA runner repacks to at upload (gemv_pack_tiled; tiled_weight_bytes() bytes):
 //   rows in tiles of 16 (padded with zero rows), k in units (bf16 32, fp8 64 elements, q4 one
 //   64-code group) padded with zero codes to tiled_units() per row, a multiple of 8. Code plane:
@@ -41,7 +46,8 @@
 
 namespace ninfer::kernels {
 
-enum class WeightFormat : uint8_t { Bf16, Fp8E4m3RowBf16, Q4G64Fp16 };
+// Grouped formats (Q4G64Fp16 and later) are ordered; the tiled layout exists up to Q4G64Fp16.
+enum class WeightFormat : uint8_t { Bf16, Fp8E4m3RowBf16, Q4G64Fp16, Q5G64Fp16, Q6G64Fp16, Q8G32Fp16 };
 enum class WeightLayout : uint8_t { Artifact, Tiled };
 
 struct WeightView {
