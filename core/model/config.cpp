@@ -2,12 +2,11 @@
 #include "core/model/config.h"
 
 #include "core/util/error.h"
+#include "core/util/json_writer.h"
 
 #include <simdjson.h>
 
 #include <cmath>
-#include <cstdio>
-#include <sstream>
 
 namespace ninfer::core {
 namespace {
@@ -216,43 +215,46 @@ uint32_t ModelConfig::n_linear_attention_layers() const {
 
 std::string ModelConfig::to_json() const {
     // Member order follows the HF text config so the stored config reads like the checkpoint's.
-    std::ostringstream s;
-    char eps[32], theta[32], prf[32];
-    std::snprintf(eps, sizeof eps, "%.9g", double(rms_norm_eps));
-    std::snprintf(theta, sizeof theta, "%.17g", rope_theta);
-    std::snprintf(prf, sizeof prf, "%.17g", partial_rotary_factor);
-    s << "{\"model_type\":\"" << model_type << "\"";
-    s << ",\"vocab_size\":" << vocab_size << ",\"hidden_size\":" << hidden_size
-      << ",\"num_hidden_layers\":" << num_hidden_layers << ",\"layer_types\":[";
-    for (size_t i = 0; i < layer_types.size(); ++i)
-        s << (i ? "," : "")
-          << (layer_types[i] == LayerKind::FullAttention ? "\"full_attention\"" : "\"linear_attention\"");
-    s << "],\"rms_norm_eps\":" << eps << ",\"max_position_embeddings\":" << max_position_embeddings
-      << ",\"tie_word_embeddings\":" << (tie_word_embeddings ? "true" : "false")
-      << ",\"num_attention_heads\":" << num_attention_heads
-      << ",\"num_key_value_heads\":" << num_key_value_heads << ",\"head_dim\":" << head_dim
-      << ",\"rope_parameters\":{\"rope_type\":\"default\",\"rope_theta\":" << theta
-      << ",\"partial_rotary_factor\":" << prf;
+    // rms_norm_eps prints the f32's exact value (9.999999974752427e-07), as upstream configs do.
+    JsonWriter w;
+    w.begin_object();
+    w.member("model_type", model_type);
+    w.member("vocab_size", vocab_size).member("hidden_size", hidden_size);
+    w.member("num_hidden_layers", num_hidden_layers);
+    w.key("layer_types").begin_array();
+    for (LayerKind k : layer_types)
+        w.value(k == LayerKind::FullAttention ? "full_attention" : "linear_attention");
+    w.end_array();
+    w.member("rms_norm_eps", double(rms_norm_eps));
+    w.member("max_position_embeddings", max_position_embeddings);
+    w.member("tie_word_embeddings", tie_word_embeddings);
+    w.member("num_attention_heads", num_attention_heads);
+    w.member("num_key_value_heads", num_key_value_heads).member("head_dim", head_dim);
+    w.key("rope_parameters").begin_object();
+    w.member("rope_type", "default").member("rope_theta", rope_theta);
+    w.member("partial_rotary_factor", partial_rotary_factor);
     if (!mrope_section.empty()) {
-        s << ",\"mrope_section\":[";
-        for (size_t i = 0; i < mrope_section.size(); ++i)
-            s << (i ? "," : "") << mrope_section[i];
-        s << "],\"mrope_interleaved\":" << (mrope_interleaved ? "true" : "false");
+        w.key("mrope_section").begin_array();
+        for (uint32_t v : mrope_section)
+            w.value(v);
+        w.end_array();
+        w.member("mrope_interleaved", mrope_interleaved);
     }
-    s << "},\"linear_num_key_heads\":" << linear_num_key_heads
-      << ",\"linear_key_head_dim\":" << linear_key_head_dim
-      << ",\"linear_num_value_heads\":" << linear_num_value_heads
-      << ",\"linear_value_head_dim\":" << linear_value_head_dim
-      << ",\"linear_conv_kernel_dim\":" << linear_conv_kernel_dim;
+    w.end_object();
+    w.member("linear_num_key_heads", linear_num_key_heads);
+    w.member("linear_key_head_dim", linear_key_head_dim);
+    w.member("linear_num_value_heads", linear_num_value_heads);
+    w.member("linear_value_head_dim", linear_value_head_dim);
+    w.member("linear_conv_kernel_dim", linear_conv_kernel_dim);
     if (arch == ModelArch::Dense) {
-        s << ",\"intermediate_size\":" << intermediate_size;
+        w.member("intermediate_size", intermediate_size);
     } else {
-        s << ",\"num_experts\":" << num_experts << ",\"num_experts_per_tok\":" << num_experts_per_tok
-          << ",\"moe_intermediate_size\":" << moe_intermediate_size
-          << ",\"shared_expert_intermediate_size\":" << shared_expert_intermediate_size;
+        w.member("num_experts", num_experts).member("num_experts_per_tok", num_experts_per_tok);
+        w.member("moe_intermediate_size", moe_intermediate_size);
+        w.member("shared_expert_intermediate_size", shared_expert_intermediate_size);
     }
-    s << "}";
-    return s.str();
+    w.end_object();
+    return w.take();
 }
 
 } // namespace ninfer::core
