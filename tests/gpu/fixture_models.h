@@ -1,0 +1,141 @@
+// ninfer tests (GPU) - the committed model fixtures as the GPU tests use them: their transformers
+// references (refs.json), conversion to an artifact of a recipe, a plan, and logit comparisons.
+//
+// Contract: load(fixture, recipe) converts tests/fixtures/model/FIXTURE/hf with the recipe ("q4"
+// = every matrix q4_g64_fp16, the formats the CUDA kernels take) into /tmp/ninfer-gpu-fixtures/
+// and plans 8 lanes of 512 tokens; cosine() and kl() compare logit rows (kl in nats, softmax of
+// each row); step() builds a DecodeStep with default (greedy) sampling.
+#pragma once
+
+#include "core/artifact/artifact.h"
+#include "core/convert/convert.h"
+#include "core/engine/backend.h"
+#include "core/formats/format.h"
+#include "core/model/memory_plan.h"
+#include "core/model/weights.h"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace ninfer::test {
+
+using namespace ninfer::core;
+
+inline const std::string kRoot = std::string(NINFER_SOURCE_DIR) + "/tests/fixtures/model/";
+
+struct Prompt {
+    std::string name;
+    std::vector<int32_t> ids, greedy;
+    std::vector<double> gaps;
+};
+
+inline std::vector<int32_t> ints(simdjson::dom::element e) {
+    std::vector<int32_t> v;
+    for (simdjson::dom::element x : e.get_array()) v.push_back(int32_t(int64_t(x)));
+    return v;
+}
+
+struct Refs {
+    std::vector<Prompt> prompts;
+    std::vector<int32_t> ppl_ids;
+};
+inline Refs read_refs(const std::string& fixture) {
+    simdjson::dom::parser parser;
+    simdjson::dom::element root = parser.load(kRoot + fixture + "/refs.json");
+    Refs r;
+    for (simdjson::dom::element p : root["prompts"].get_array()) {
+        Prompt pr;
+        pr.name = std::string(std::string_view(p["name"]));
+        pr.ids = ints(p["ids"]);
+        pr.greedy = ints(p["greedy_tokens"]);
+        for (simdjson::dom::element g : p["greedy_gaps"].get_array()) pr.gaps.push_back(double(g));
+        r.prompts.push_back(std::move(pr));
+    }
+    r.ppl_ids = ints(root["perplexity"]["ids"]);
+    return r;
+}
+
+// "q4" here means every matrix q4_g64_fp16 (the CUDA kernels' formats), the recipe's bf16
+// exceptions kept; "bf16" and "fp8" are the converter's recipes.
+inline Recipe recipe_for(const std::string& name) {
+    if (name != "q4") return Recipe::parse(name);
+    Recipe r = Recipe::parse("q4");
+    for (size_t g = 0; g < kMatrixGroupCount; ++g) {
+        const TensorFormat f = r.format(TensorGroup(g));
+        if (f != TensorFormat::Bf16 && f != TensorFormat::Q4G64Fp16 && f != TensorFormat::Fp8E4m3fnRowBf16)
+            r.apply_override(std::string(tensor_group_name(TensorGroup(g))) + "=q4_g64_fp16");
+    }
+    return r;
+}
+
+struct Model {
+    std::unique_ptr<Artifact> artifact;
+    ModelWeights weights;
+    MemoryPlan plan;
+};
+
+// prefill_chunk: the plan's prefill chunk (the CUDA backend's tensor-core prefill size).
+inline std::unique_ptr<Model> load(const std::string& fixture, const std::string& recipe, uint32_t prefill_chunk = 256) {
+    const std::string dir = "/tmp/ninfer-gpu-fixtures/";
+    std::filesystem::create_directories(dir);
+    std::string stem = fixture + "-" + recipe;
+    std::replace(stem.begin(), stem.end(), '/', '_');
+    ConvertRequest req;
+    req.src_dir = kRoot + fixture + "/hf";
+    req.out_path = dir + stem + ".ninfer";
+    req.recipe = recipe_for(recipe);
+    req.force = true;
+    convert_checkpoint(req);
+    auto m = std::make_unique<Model>();
+    m->artifact = Artifact::open(req.out_path);
+    m->weights = ModelWeights::from_artifact(*m->artifact);
+    MemoryRequest mr;
+    mr.max_context = 512;
+    mr.max_concurrency = 8;
+    mr.weight_bytes = m->weights.stored_bytes();
+    mr.available_bytes = 1ull << 34;
+    mr.prefill_chunk = prefill_chunk;
+    m->plan = MemoryPlan::make(m->weights.config, mr);
+    return m;
+}
+
+inline double cosine(const std::vector<float>& a, const std::vector<float>& b, size_t off = 0, size_t n = 0) {
+    if (!n) n = a.size();
+    double d = 0, x = 0, y = 0;
+    for (size_t i = off; i < off + n; ++i) {
+        d += double(a[i]) * b[i];
+        x += double(a[i]) * a[i];
+        y += double(b[i]) * b[i];
+    }
+    return d / std::sqrt(x * y);
+}
+
+// KL(p || q) of softmax rows, nats.
+inline double kl(const std::vector<float>& p_logits, const std::vector<float>& q_logits, size_t off, size_t n) {
+    const double lp = log_sum_exp(std::span(p_logits).subspan(off, n));
+    const double lq = log_sum_exp(std::span(q_logits).subspan(off, n));
+    double s = 0;
+    for (size_t i = off; i < off + n; ++i) {
+        const double a = p_logits[i] - lp, b = q_logits[i] - lq;
+        s += std::exp(a) * (a - b);
+    }
+    return s;
+}
+
+inline int32_t argmax(const std::vector<float>& v) { return int32_t(std::max_element(v.begin(), v.end()) - v.begin()); }
+
+inline DecodeStep step(int lane, int32_t token) {
+    DecodeStep s;
+    s.lane = lane;
+    s.token = token;
+    return s;
+}
+
+} // namespace ninfer::test
