@@ -90,18 +90,19 @@ Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_act
     act_ = arena_.alloc_n<__nv_bfloat16>(B * act_w_, "SwiGLU output");
     act32_ = arena_.alloc_n<float>(B * act_w_, "SwiGLU output (f32)");
     if (c.is_moe()) {
-        const int64_t K = c.num_experts_per_tok, I = c.moe_intermediate_size;
-        e_w_ = pad8(c.num_experts);
-        egu_w_ = pad8(2 * I);
-        eact_w_ = pad8(I);
-        router_ = arena_.alloc_n<float>(B * e_w_, "router logits");
-        route_ids_ = arena_.alloc_n<int32_t>(B * K, "routed experts");
-        route_w_ = arena_.alloc_n<float>(B * K, "routing weights");
-        expert_gu_ = arena_.alloc_n<float>(B * K * egu_w_, "expert gate+up");
-        expert_act_ = arena_.alloc_n<float>(B * K * eact_w_, "expert SwiGLU");
-        expert_out_ = arena_.alloc_n<float>(B * K * hs_, "expert outputs");
-        shared_out_ = arena_.alloc_n<float>(B * hs_, "shared expert output");
-        score_ = arena_.alloc_n<float>(B * 8, "shared expert score");
+        if (!model_.layers.empty() && !model_.layers[0].moe.shared.gate_up.view.data)
+            throw Error("cuda: the CUDA kernels do not cover this model: the shared expert's gate and up must share "
+                        "a format");
+        const int E = int(c.num_experts), K = int(c.num_experts_per_tok);
+        moe_.logits = arena_.alloc_n<float>(kernels::moe_decode_logits_floats(E), "router logits");
+        moe_.ids = arena_.alloc_n<int32_t>(B * K, "routed experts");
+        moe_.weights = arena_.alloc_n<float>(B * (K + 1), "routing weights");
+        moe_.work = arena_.alloc_n<int32_t>(kernels::moe_decode_work_ints(E, K), "expert work list");
+        moe_.act = arena_.alloc_n<float>(
+            kernels::moe_decode_act_floats(K, c.moe_intermediate_size, c.shared_expert_intermediate_size),
+            "expert SwiGLU");
+        moe_.counter = arena_.alloc_n<uint32_t>(1, "routing counter");
+        cuda_check(cudaMemset(moe_.counter, 0, 4), "clearing the routing counter");
     }
     logits_ = arena_.alloc_n<float>(B * logits_stride_, "step logits");
     lane_logits_ = arena_.alloc_n<float>(uint64_t(plan.n_lanes) * logits_stride_, "lane logits");
@@ -290,7 +291,11 @@ void Runner::gdn(const DeviceLayer& L, uint32_t gi, int n, bool one_lane) {
 
 void Runner::ffn(const DeviceLayer& L, int n) {
     const ModelConfig& c = config_;
-    const DeviceMlp& mlp = c.is_moe() ? L.moe.shared : L.mlp;
+    if (c.is_moe()) {
+        moe(L, n);
+        return;
+    }
+    const DeviceMlp& mlp = L.mlp;
     const int64_t inter = mlp.down.view.k;
     if (mlp.gate_up.view.data) {
         linear(mlp.gate_up, xn_, xn32_, hs_, n, gate_up_, true, gu_w_);
@@ -299,38 +304,31 @@ void Runner::ffn(const DeviceLayer& L, int n) {
         linear(mlp.up, xn_, xn32_, hs_, n, gate_up_ + inter, true, gu_w_);
     }
     cuda_check(kernels::swiglu(gate_up_, gu_w_, int(inter), act_, act32_, act_w_, n, stream_), "SwiGLU");
-    if (!c.is_moe()) {
-        linear(mlp.down, act_, act32_, act_w_, n, mix_, true, hs_);
-        return;
-    }
+    linear(mlp.down, act_, act32_, act_w_, n, mix_, true, hs_);
+}
+
+// Router, experts and shared expert from the f32 normed rows in three launches (moe_decode.h).
+void Runner::moe(const DeviceLayer& L, int n) {
+    const ModelConfig& c = config_;
     const DeviceMoe& m = L.moe;
-    const int K = int(c.num_experts_per_tok), I = int(c.moe_intermediate_size);
-    linear(mlp.down, act_, act32_, act_w_, n, shared_out_, true, hs_);
-    cuda_check(kernels::gemv_f32x(m.shared_score.view, xn32_, hs_, n, score_, true, 8, stream_), "shared expert score");
-    cuda_check(kernels::gemv_f32x(m.router.view, xn32_, hs_, n, router_, true, e_w_, stream_), "router");
-    cuda_check(kernels::moe_route(router_, e_w_, int(c.num_experts), K, route_ids_, route_w_, n, stream_), "routing");
-    kernels::MoeGemvArgs g;
-    g.w = m.experts_gate_up.view;
-    g.rows_per_expert = 2 * I;
-    g.ids = route_ids_;
-    g.top_k = K;
-    g.x = xn32_;
-    g.x_stride = hs_;
-    g.y = expert_gu_;
-    g.y_stride = egu_w_;
-    g.n_tokens = n;
-    cuda_check(kernels::moe_gemv(g, stream_), "expert gate+up");
-    cuda_check(kernels::swiglu(expert_gu_, egu_w_, I, nullptr, expert_act_, eact_w_, n * K, stream_), "expert SwiGLU");
-    g.w = m.experts_down.view;
-    g.rows_per_expert = int(c.hidden_size);
-    g.x = expert_act_;
-    g.x_stride = eact_w_;
-    g.x_per_slot = true;
-    g.y = expert_out_;
-    g.y_stride = hs_;
-    cuda_check(kernels::moe_gemv(g, stream_), "expert down");
-    cuda_check(kernels::moe_combine(expert_out_, hs_, route_w_, K, shared_out_, hs_, score_, 8, mix_, hs_,
-                                    int(c.hidden_size), n, stream_), "MoE combine");
+    kernels::MoeDecodeArgs a;
+    a.w.router = m.router.view;
+    a.w.shared_score = m.shared_score.view;
+    a.w.experts_gate_up = m.experts_gate_up.view;
+    a.w.experts_down = m.experts_down.view;
+    a.w.shared_gate_up = m.shared.gate_up.view;
+    a.w.shared_down = m.shared.down.view;
+    a.w.n_experts = int(c.num_experts);
+    a.w.top_k = int(c.num_experts_per_tok);
+    a.w.inter = c.moe_intermediate_size;
+    a.w.shared_inter = c.shared_expert_intermediate_size;
+    a.scratch = moe_;
+    a.x = xn32_;
+    a.x_stride = hs_;
+    a.n_tokens = n;
+    a.out = mix_;
+    a.out_stride = hs_;
+    cuda_check(kernels::moe_decode(a, stream_), "MoE");
 }
 
 } // namespace ninfer::core::cuda

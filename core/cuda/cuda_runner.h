@@ -21,6 +21,7 @@
 
 #include "core/cuda/device_weights.h"
 #include "core/model/memory_plan.h"
+#include "ninfer/kernels/moe_decode.h"
 
 #include <cuda_runtime.h>
 
@@ -67,6 +68,7 @@ class Runner {
     void attention(const DeviceLayer& L, uint32_t full_index, int n);
     void gdn(const DeviceLayer& L, uint32_t gdn_index, int n, bool one_lane);
     void ffn(const DeviceLayer& L, int n);
+    void moe(const DeviceLayer& L, int n);
     void linear(const DeviceLinear& w, const __nv_bfloat16* x, const float* x32, int64_t x_stride, int n, void* y,
                 bool y_fp32, int64_t y_stride);
 
@@ -90,17 +92,13 @@ class Runner {
     float *a_ = nullptr, *b_ = nullptr; // f32: the decay and beta are sensitive to their rounding
     float* gate_up_ = nullptr;
     __nv_bfloat16* act_ = nullptr;
-    float *router_ = nullptr, *route_w_ = nullptr, *expert_gu_ = nullptr, *expert_out_ = nullptr,
-          *shared_out_ = nullptr, *score_ = nullptr;
-    int32_t* route_ids_ = nullptr;
-    float* expert_act_ = nullptr;
+    kernels::MoeDecodeScratch moe_;
     float *logits_ = nullptr, *lane_logits_ = nullptr;
     kernels::GemvScratch scratch_;
     std::vector<__nv_bfloat16*> kv_k_, kv_v_, conv_;
     std::vector<float*> recurrent_;
     // Padded widths (elements) of the step buffers.
-    int64_t qg_w_ = 0, kv_w_ = 0, q_w_ = 0, cd_w_ = 0, vd_w_ = 0, hv_w_ = 0, gu_w_ = 0, act_w_ = 0,
-            e_w_ = 0, egu_w_ = 0, eact_w_ = 0;
+    int64_t qg_w_ = 0, kv_w_ = 0, q_w_ = 0, cd_w_ = 0, vd_w_ = 0, hv_w_ = 0, gu_w_ = 0, act_w_ = 0;
 };
 
 } // namespace ninfer::core::cuda

@@ -188,15 +188,16 @@ std::vector<RowPiece> whole(const std::vector<const Matrix*>& ms) {
     return p;
 }
 
-DeviceMlp upload_mlp(Uploader& up, const MlpWeights& w, const std::string& name) {
+// gemv: read by kernels::gemv (else by the MoE decode kernels, in the stored layout).
+DeviceMlp upload_mlp(Uploader& up, const MlpWeights& w, const std::string& name, bool gemv) {
     DeviceMlp d;
     if (one_format({&w.gate, &w.up})) {
-        d.gate_up = up.pieces(whole({&w.gate, &w.up}), name + "/gate+up", true);
+        d.gate_up = up.pieces(whole({&w.gate, &w.up}), name + "/gate+up", gemv);
     } else {
-        d.gate = up.linear(w.gate, name + "/gate");
-        d.up = up.linear(w.up, name + "/up");
+        d.gate = up.linear(w.gate, name + "/gate", gemv);
+        d.up = up.linear(w.up, name + "/up", gemv);
     }
-    d.down = up.linear(w.down, name + "/down");
+    d.down = up.linear(w.down, name + "/down", gemv);
     return d;
 }
 
@@ -279,7 +280,7 @@ DeviceModel DeviceModel::upload(const ModelWeights& w, DeviceArena& arena, bool 
             const MoeWeights& e = L.moe;
             d.moe.router = up.f32x(e.router, p + "/moe/router");
             d.moe.shared_score = up.f32x(e.shared_score, p + "/moe/shared_score");
-            d.moe.shared = upload_mlp(up, e.shared, p + "/moe/shared");
+            d.moe.shared = upload_mlp(up, e.shared, p + "/moe/shared", false);
             std::vector<RowPiece> gate_up, down;
             for (const MlpWeights& x : e.experts) {
                 gate_up.push_back({&x.gate, 0, x.gate.rows()});
@@ -289,7 +290,7 @@ DeviceModel DeviceModel::upload(const ModelWeights& w, DeviceArena& arena, bool 
             d.moe.experts_gate_up = up.pieces(gate_up, p + "/moe/experts/gate+up", false);
             d.moe.experts_down = up.pieces(down, p + "/moe/experts/down", false);
         } else {
-            d.mlp = upload_mlp(up, L.mlp, p + "/mlp");
+            d.mlp = upload_mlp(up, L.mlp, p + "/mlp", true);
         }
         m.layers.push_back(std::move(d));
     }

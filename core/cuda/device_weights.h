@@ -7,8 +7,8 @@
 //   fp8_e4m3fn_row_bf16, q4_g64_fp16; byte layouts of spec/artifact-format.md §3, which are the
 //   layouts kernels/gemv.h reads) straight from the artifact's pages, one copy per plane of each
 //   stored segment (no host staging). With tiled, every matrix that kernels::gemv reads (all but
-//   the embedding, the experts, the router and the shared-expert score, which the f32-x kernels
-//   read in the stored layout) is gathered in a reused device staging buffer and repacked into
+//   the embedding and the MoE matrices - router, shared-expert score, experts, shared expert -
+//   which the f32-x and MoE decode kernels read in the stored layout) is gathered in a reused device staging buffer and repacked into
 //   kernels::WeightLayout::Tiled (the decode GEMV's layout); bytes then counts the tiled size.
 //   Another format is refused with
 //   ninfer::Error("cuda: NAME is stored as FORMAT; ...") naming the formats it takes.

@@ -1,0 +1,132 @@
+// ninfer::kernels - row dot products of the MoE decode kernels: stored-layout weights, f32 x.
+//
+// Weights are decoded exactly (bf16 widened, fp8 code as bf16 times the row multiplier applied to
+// the f32 row sum, q4 signed code times the group multiplier applied to the f32 group sum) and
+// multiplied with f32 x, so products are exact and sums f32: the router's top-k and the shared
+// score see x unrounded, as core/cpu does. A lane streams 16-byte chunks of NR rows at once and
+// multiplies each with the x of up to NT tokens, so the weights are read once for every token
+// that uses them and each x vector loaded serves NR rows.
+#pragma once
+
+#include "common.cuh"
+#include "ninfer/kernels/gemv.h"
+
+#include <cuda_fp8.h>
+
+namespace ninfer::kernels::detail {
+
+// One matrix in the stored layout (spec/artifact-format.md §3) as the row dots read it.
+struct MoeRows {
+    WeightFormat format = WeightFormat::Bf16;
+    const uint8_t* data = nullptr;
+    const uint8_t* scales = nullptr; // fp8: bf16 per row; q4: fp16 per (row, 64-group)
+    int64_t k = 0, row_bytes = 0, chunks = 0, groups = 0;
+};
+
+inline int64_t moe_align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+inline MoeRows moe_rows(const WeightView& w) {
+    MoeRows m;
+    m.format = w.format;
+    m.data = static_cast<const uint8_t*>(w.data);
+    m.k = w.k;
+    if (w.format == WeightFormat::Bf16) {
+        m.row_bytes = 2 * w.k;
+    } else if (w.format == WeightFormat::Fp8E4m3RowBf16) {
+        m.row_bytes = w.k;
+        m.scales = m.data + moe_align_up(w.n * w.k, 256);
+    } else {
+        m.groups = moe_align_up(w.k, 128) / 64;
+        m.row_bytes = m.groups * 32;
+        m.scales = m.data + moe_align_up(w.n * m.row_bytes, 256);
+    }
+    m.chunks = m.row_bytes / 16;
+    return m;
+}
+
+template <WeightFormat F> constexpr int kChunkElems = F == WeightFormat::Bf16 ? 8 : F == WeightFormat::Fp8E4m3RowBf16 ? 16 : 32;
+
+// acc[j] += row j's chunk (elements e0 ..) . x[e0 ..], j < NR; x loaded once for all rows.
+template <WeightFormat F, int NR>
+__device__ __forceinline__ void chunk_dot_rows(const uint4 (&w)[NR], const float (&q4_scale)[NR], const float* x,
+                                               int64_t e0, int64_t k, float (&acc)[NR]) {
+    if constexpr (F == WeightFormat::Bf16) {
+        const float4 xa = __ldg(reinterpret_cast<const float4*>(x + e0));
+        const float4 xb = __ldg(reinterpret_cast<const float4*>(x + e0 + 4));
+        const float xs[8] = {xa.x, xa.y, xa.z, xa.w, xb.x, xb.y, xb.z, xb.w};
+#pragma unroll
+        for (int j = 0; j < NR; ++j) {
+            const uint32_t words[4] = {w[j].x, w[j].y, w[j].z, w[j].w};
+#pragma unroll
+            for (int m = 0; m < 4; ++m) {
+                acc[j] = fmaf(__uint_as_float(words[m] << 16), xs[2 * m], acc[j]);
+                acc[j] = fmaf(__uint_as_float(words[m] & 0xFFFF0000u), xs[2 * m + 1], acc[j]);
+            }
+        }
+    } else if constexpr (F == WeightFormat::Fp8E4m3RowBf16) {
+#pragma unroll
+        for (int m = 0; m < 4; ++m) {
+            const float4 xv = __ldg(reinterpret_cast<const float4*>(x + e0 + 4 * m));
+#pragma unroll
+            for (int j = 0; j < NR; ++j) {
+                const uint32_t word = m == 0 ? w[j].x : m == 1 ? w[j].y : m == 2 ? w[j].z : w[j].w;
+                const uint32_t p02 = fp8_pair_to_bf16(word), p13 = fp8_pair_to_bf16(word >> 8);
+                acc[j] = fmaf(__uint_as_float(p02 << 16), xv.x, acc[j]);
+                acc[j] = fmaf(__uint_as_float(p13 << 16), xv.y, acc[j]);
+                acc[j] = fmaf(__uint_as_float(p02 & 0xFFFF0000u), xv.z, acc[j]);
+                acc[j] = fmaf(__uint_as_float(p13 & 0xFFFF0000u), xv.w, acc[j]);
+            }
+        }
+    } else { // 32 codes of one 64-group: float(2^23 + (u ^ 8)) - (2^23 + 8) = signed code, exact
+        float part[NR];
+#pragma unroll
+        for (int j = 0; j < NR; ++j) part[j] = 0.f;
+#pragma unroll
+        for (int m = 0; m < 4; ++m) {
+            if (e0 + 8 * m >= k) break; // codes past k are padding and meet no x
+            const float4 xa = __ldg(reinterpret_cast<const float4*>(x + e0 + 8 * m));
+            const float4 xb = __ldg(reinterpret_cast<const float4*>(x + e0 + 8 * m + 4));
+            const float xs[8] = {xa.x, xa.y, xa.z, xa.w, xb.x, xb.y, xb.z, xb.w};
+#pragma unroll
+            for (int j = 0; j < NR; ++j) {
+                const uint32_t word = m == 0 ? w[j].x : m == 1 ? w[j].y : m == 2 ? w[j].z : w[j].w;
+                const uint32_t t = word ^ 0x88888888u;
+#pragma unroll
+                for (int q = 0; q < 8; ++q)
+                    part[j] = fmaf(__int_as_float(0x4B000000 | ((t >> (4 * q)) & 0xF)) - 8388616.f, xs[q], part[j]);
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < NR; ++j) acc[j] = fmaf(part[j], q4_scale[j], acc[j]);
+    }
+}
+
+// acc[t][j] += sum over this lane's chunks (c0, c0 + stride, ...) of row[j] . x[t], t < nt <= NT.
+// The fp8 row multiplier is not applied (the caller scales the reduced sum).
+template <WeightFormat F, int NR, int NT>
+__device__ __forceinline__ void rows_dot(const MoeRows& m, const int64_t (&row)[NR], const float* const (&x)[NT], int nt,
+                                         int64_t c0, int64_t stride, float (&acc)[NT][NR]) {
+#pragma unroll 2
+    for (int64_t ch = c0; ch < m.chunks; ch += stride) {
+        uint4 w[NR];
+        float s[NR];
+#pragma unroll
+        for (int j = 0; j < NR; ++j) {
+            w[j] = load_stream16(m.data + row[j] * m.row_bytes + ch * 16);
+            s[j] = F == WeightFormat::Q4G64Fp16
+                       ? __half2float(reinterpret_cast<const __half*>(m.scales)[row[j] * m.groups + ch / 2])
+                       : 1.f;
+        }
+#pragma unroll
+        for (int t = 0; t < NT; ++t)
+            if (t < nt) chunk_dot_rows<F, NR>(w, s, x[t], ch * kChunkElems<F>, m.k, acc[t]);
+    }
+}
+
+__device__ __forceinline__ float fp8_row_scale(const MoeRows& m, int64_t row) {
+    return m.format == WeightFormat::Fp8E4m3RowBf16
+               ? __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(m.scales)[row])
+               : 1.f;
+}
+
+} // namespace ninfer::kernels::detail
