@@ -1,0 +1,270 @@
+// ninfer::kernels - prefill attention: prep over the chunk, causal flash attention on mma.sync tensor cores.
+#include "common.cuh"
+#include "ninfer/kernels/attention_prefill.h"
+#include "prefill_async.cuh"
+
+namespace ninfer::kernels {
+
+namespace detail {
+
+constexpr int kPrefillHeadDim = 256;
+constexpr int kQueryTile = 128;            // query rows per block: 8 warps x 16 rows
+constexpr int kKeyTile = kKvPageTokens;    // one page of one KV head per step
+constexpr int kPrefillThreads = 256;
+constexpr int kRowChunks = kPrefillHeadDim / 8; // 16-byte chunks per 256-dim bf16 row
+constexpr size_t kTileElems = size_t(kKeyTile) * kPrefillHeadDim;
+constexpr size_t kPrefillSmemBytes = (size_t(kQueryTile) * kPrefillHeadDim + 4 * kTileElems) * sizeof(__nv_bfloat16);
+
+size_t align256_bytes(size_t v) { return (v + 255) / 256 * 256; }
+
+// Rows of 512 bytes would put the 8 rows an ldmatrix reads in the same banks: chunk c of row r is
+// stored at chunk c ^ (r & 7).
+__device__ __forceinline__ int swz(int row, int chunk) { return row * kPrefillHeadDim + ((chunk ^ (row & 7)) << 3); }
+
+__global__ void prefill_indices_kernel(int32_t* lanes, int32_t* positions, int lane, int start_pos, int n) {
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    lanes[t] = lane;
+    positions[t] = start_pos + t;
+}
+
+// The one place that reads KV tiles (bf16 pages today; other KV dtypes convert here). Rows past
+// last_pos are zero-filled: they are masked out of S, and zero V keeps 0 * garbage out of P V.
+__device__ __forceinline__ void load_kv_tile(const KvPages& kv, int n_kv, int lane, int kvh, int tile, int last_pos,
+                                             __nv_bfloat16* k_dst, __nv_bfloat16* v_dst, int tid) {
+    const int page = kv.page_table[int64_t(lane) * kv.max_pages + tile];
+    const int64_t base = (int64_t(page) * n_kv + kvh) * kTileElems;
+    for (int i = tid; i < kKeyTile * kRowChunks; i += kPrefillThreads) {
+        const int row = i / kRowChunks, c = i % kRowChunks;
+        const bool valid = tile * kKeyTile + row <= last_pos;
+        const int64_t off = base + int64_t(row) * kPrefillHeadDim + c * 8;
+        cp_async16_or_zero(k_dst + swz(row, c), kv.k + off, valid);
+        cp_async16_or_zero(v_dst + swz(row, c), kv.v + off, valid);
+    }
+}
+
+struct PrefillRun {
+    AttnPrefillArgs a;
+    const __nv_bfloat16* q; // prep's q scratch [t][n_heads*256]
+};
+
+// grid (n_heads, n_query_tiles), 256 threads, kPrefillSmemBytes of dynamic shared memory. Warp w
+// owns query rows w*16 .. w*16+15 of the tile and keeps their 16 x 256 output in registers.
+__global__ void __launch_bounds__(kPrefillThreads, 1) attn_prefill_kernel(PrefillRun run) {
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    __nv_bfloat16* qs = reinterpret_cast<__nv_bfloat16*>(smem_raw);
+    __nv_bfloat16* ks = qs + kQueryTile * kPrefillHeadDim; // [2 stages][64][256]
+    __nv_bfloat16* vs = ks + 2 * kTileElems;
+    const AttnPrefillArgs& a = run.a;
+    const AttnGeometry& geo = a.geo;
+    const int h = blockIdx.x, kvh = h / (geo.n_heads / geo.n_kv_heads);
+    const int n_qtiles = (a.n_tokens + kQueryTile - 1) / kQueryTile;
+    const int m0 = (n_qtiles - 1 - int(blockIdx.y)) * kQueryTile; // longest rows first
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int last_pos = a.start_pos + a.n_tokens - 1;
+    const int64_t q_stride = int64_t(geo.n_heads) * kPrefillHeadDim;
+
+    for (int i = tid; i < kQueryTile * kRowChunks; i += kPrefillThreads) {
+        const int row = i / kRowChunks, c = i % kRowChunks;
+        const bool valid = m0 + row < a.n_tokens;
+        const __nv_bfloat16* src = run.q + (valid ? (m0 + row) * q_stride : 0) + h * kPrefillHeadDim + c * 8;
+        cp_async16_or_zero(qs + swz(row, c), src, valid);
+    }
+    const int block_last = min(a.start_pos + m0 + kQueryTile - 1, last_pos);
+    const int n_tiles = block_last / kKeyTile + 1;
+    load_kv_tile(a.kv, geo.n_kv_heads, a.lane, kvh, 0, last_pos, ks, vs, tid);
+    cp_async_commit();
+
+    // This thread's two rows (g and g + 8 of the warp's 16); rows past the chunk act as its last.
+    const int g = lane >> 2, quad = lane & 3;
+    const int row_pos[2] = {min(a.start_pos + m0 + warp * 16 + g, last_pos),
+                            min(a.start_pos + m0 + warp * 16 + g + 8, last_pos)};
+    const int warp_first = min(a.start_pos + m0 + warp * 16, last_pos);
+    const int warp_last = min(a.start_pos + m0 + warp * 16 + 15, last_pos);
+    constexpr float kScaleLog2 = 0.0625f * 1.4426950408889634f; // head_dim^-0.5 * log2(e)
+    float acc[32][4] = {};
+    float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
+
+    for (int tile = 0; tile < n_tiles; ++tile) {
+        if (tile + 1 < n_tiles) {
+            const int st = (tile + 1) & 1;
+            load_kv_tile(a.kv, geo.n_kv_heads, a.lane, kvh, tile + 1, last_pos, ks + st * kTileElems,
+                         vs + st * kTileElems, tid);
+            cp_async_commit();
+            cp_async_wait<1>();
+        } else {
+            cp_async_wait<0>();
+        }
+        __syncthreads();
+        const int key0 = tile * kKeyTile;
+        if (key0 <= warp_last) { // else every key of the tile is after every row of this warp
+            const __nv_bfloat16* kt = ks + (tile & 1) * kTileElems;
+            const __nv_bfloat16* vt = vs + (tile & 1) * kTileElems;
+            float s[8][4] = {};
+#pragma unroll
+            for (int kstep = 0; kstep < kPrefillHeadDim / 16; ++kstep) {
+                uint32_t qf[4];
+                ldmatrix_x4(qf, qs + swz(warp * 16 + (lane & 15), kstep * 2 + (lane >> 4)));
+#pragma unroll
+                for (int np = 0; np < 4; ++np) {
+                    uint32_t kf[4];
+                    ldmatrix_x4(kf, kt + swz(np * 16 + (lane & 7) + ((lane >> 4) << 3), kstep * 2 + ((lane >> 3) & 1)));
+                    mma_bf16_16816(s[2 * np], qf[0], qf[1], qf[2], qf[3], kf[0], kf[1]);
+                    mma_bf16_16816(s[2 * np + 1], qf[0], qf[1], qf[2], qf[3], kf[2], kf[3]);
+                }
+            }
+            const bool masked = key0 + kKeyTile - 1 > warp_first;
+            float tile_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+            for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const int key = key0 + nt * 8 + 2 * quad + (e & 1);
+                    float v = s[nt][e] * kScaleLog2;
+                    if (masked && key > row_pos[e >> 1]) v = -INFINITY;
+                    s[nt][e] = v;
+                    tile_max[e >> 1] = fmaxf(tile_max[e >> 1], v);
+                }
+            float corr[2];
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+                tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+                // Finite: tile 0 (key 0) was seen by every row before any fully masked tile.
+                const float m_new = fmaxf(row_max[r], tile_max[r]);
+                corr[r] = exp2f(row_max[r] - m_new);
+                row_max[r] = m_new;
+                row_sum[r] *= corr[r];
+            }
+            uint32_t pf[8][2]; // P as bf16 pairs, already in the A-fragment order of P V
+#pragma unroll
+            for (int nt = 0; nt < 8; ++nt) {
+                const float p0 = exp2f(s[nt][0] - row_max[0]), p1 = exp2f(s[nt][1] - row_max[0]);
+                const float p2 = exp2f(s[nt][2] - row_max[1]), p3 = exp2f(s[nt][3] - row_max[1]);
+                row_sum[0] += p0 + p1;
+                row_sum[1] += p2 + p3;
+                const __nv_bfloat162 lo = __floats2bfloat162_rn(p0, p1), hi = __floats2bfloat162_rn(p2, p3);
+                pf[nt][0] = *reinterpret_cast<const uint32_t*>(&lo);
+                pf[nt][1] = *reinterpret_cast<const uint32_t*>(&hi);
+            }
+#pragma unroll
+            for (int dt = 0; dt < 32; ++dt) {
+                acc[dt][0] *= corr[0];
+                acc[dt][1] *= corr[0];
+                acc[dt][2] *= corr[1];
+                acc[dt][3] *= corr[1];
+            }
+#pragma unroll
+            for (int kstep = 0; kstep < kKeyTile / 16; ++kstep) {
+#pragma unroll
+                for (int dp = 0; dp < 16; ++dp) { // pairs of 8-dim output tiles
+                    uint32_t vf[4];
+                    ldmatrix_x4_trans(vf, vt + swz(kstep * 16 + (lane & 15), dp * 2 + (lane >> 4)));
+                    mma_bf16_16816(acc[2 * dp], pf[2 * kstep][0], pf[2 * kstep][1], pf[2 * kstep + 1][0],
+                                   pf[2 * kstep + 1][1], vf[0], vf[1]);
+                    mma_bf16_16816(acc[2 * dp + 1], pf[2 * kstep][0], pf[2 * kstep][1], pf[2 * kstep + 1][0],
+                                   pf[2 * kstep + 1][1], vf[2], vf[3]);
+                }
+            }
+        }
+        __syncthreads(); // the next iteration refills this stage
+    }
+
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
+        row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        const int t = m0 + warp * 16 + g + 8 * r;
+        if (t >= a.n_tokens) continue;
+        const float inv = 1.f / row_sum[r];
+        const __nv_bfloat16* gate = a.qg + int64_t(t) * a.qg_stride + int64_t(h) * 2 * kPrefillHeadDim + kPrefillHeadDim;
+        __nv_bfloat16* dst = a.out + int64_t(t) * a.out_stride + int64_t(h) * kPrefillHeadDim;
+#pragma unroll
+        for (int dt = 0; dt < 32; ++dt) {
+            const int d = dt * 8 + 2 * quad;
+            const float2 gf = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(gate + d));
+            float o[2] = {acc[dt][2 * r] * inv, acc[dt][2 * r + 1] * inv};
+            float sg[2] = {1.f / (1.f + expf(-gf.x)), 1.f / (1.f + expf(-gf.y))};
+            if (!geo.exact) {
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    o[e] = bf16_round(o[e]);
+                    sg[e] = bf16_round(sg[e]);
+                }
+            }
+            *reinterpret_cast<__nv_bfloat162*>(dst + d) = __floats2bfloat162_rn(o[0] * sg[0], o[1] * sg[1]);
+        }
+    }
+}
+
+bool prefill_geometry_ok(const AttnGeometry& g) {
+    return g.head_dim == kPrefillHeadDim && g.n_kv_heads >= 1 && g.n_heads >= g.n_kv_heads &&
+           g.n_heads % g.n_kv_heads == 0 && g.n_heads / g.n_kv_heads <= 8 && g.rotary_dim >= 0 &&
+           g.rotary_dim % 2 == 0 && g.rotary_dim <= kPrefillHeadDim;
+}
+
+bool prefill_args_ok(const AttnPrefillArgs& a) {
+    const auto al16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+    return prefill_geometry_ok(a.geo) && a.qg && a.k && a.v && a.q_norm && a.k_norm && a.kv.k && a.kv.v &&
+           a.kv.page_table && a.kv.max_pages >= 1 && a.out && a.scratch && a.n_tokens >= 1 && a.n_tokens <= 65535 &&
+           a.start_pos >= 0 && a.lane >= 0 && int64_t(a.start_pos) + a.n_tokens <= int64_t(a.kv.max_pages) * kKvPageTokens &&
+           a.scratch_bytes >= attn_prefill_scratch_bytes(a.n_tokens, a.geo.n_heads) &&
+           reinterpret_cast<uintptr_t>(a.scratch) % 256 == 0 && al16(a.qg) && al16(a.k) && al16(a.v) && al16(a.out) &&
+           al16(a.kv.k) && al16(a.kv.v) && a.qg_stride % 8 == 0 && a.k_stride % 8 == 0 && a.v_stride % 8 == 0 &&
+           a.out_stride % 8 == 0;
+}
+
+size_t q_scratch_bytes(int n_tokens, int n_heads) {
+    return align256_bytes(size_t(n_tokens) * n_heads * kPrefillHeadDim * sizeof(__nv_bfloat16));
+}
+
+} // namespace detail
+
+size_t attn_prefill_scratch_bytes(int n_tokens, int n_heads) {
+    return detail::q_scratch_bytes(n_tokens, n_heads) + detail::align256_bytes(size_t(2) * n_tokens * sizeof(int32_t));
+}
+
+cudaError_t attn_prefill_prep(const AttnPrefillArgs& a, cudaStream_t stream) {
+    if (!detail::prefill_args_ok(a)) return cudaErrorInvalidValue;
+    unsigned char* base = static_cast<unsigned char*>(a.scratch);
+    int32_t* lanes = reinterpret_cast<int32_t*>(base + detail::q_scratch_bytes(a.n_tokens, a.geo.n_heads));
+    int32_t* positions = lanes + a.n_tokens;
+    detail::prefill_indices_kernel<<<unsigned((a.n_tokens + 255) / 256), 256, 0, stream>>>(lanes, positions, a.lane,
+                                                                                           a.start_pos, a.n_tokens);
+    cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) return err;
+    // The decode prep over the chunk's tokens: one definition of the norm/RoPE math and KV layout.
+    AttnPrepArgs p;
+    p.geo = a.geo;
+    p.qg = a.qg;
+    p.qg_stride = a.qg_stride;
+    p.k = a.k;
+    p.k_stride = a.k_stride;
+    p.v = a.v;
+    p.v_stride = a.v_stride;
+    p.q_norm = a.q_norm;
+    p.k_norm = a.k_norm;
+    p.lanes = lanes;
+    p.positions = positions;
+    p.kv = a.kv;
+    p.q_out = reinterpret_cast<__nv_bfloat16*>(base);
+    p.q_out_stride = int64_t(a.geo.n_heads) * detail::kPrefillHeadDim;
+    p.n_tokens = a.n_tokens;
+    return attn_decode_prep(p, stream);
+}
+
+cudaError_t attn_prefill(const AttnPrefillArgs& a, cudaStream_t stream) {
+    if (!detail::prefill_args_ok(a)) return cudaErrorInvalidValue;
+    cudaError_t err = cudaFuncSetAttribute(detail::attn_prefill_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           int(detail::kPrefillSmemBytes));
+    if (err != cudaSuccess) return err;
+    const detail::PrefillRun run{a, reinterpret_cast<const __nv_bfloat16*>(a.scratch)};
+    const dim3 grid(unsigned(a.geo.n_heads), unsigned((a.n_tokens + detail::kQueryTile - 1) / detail::kQueryTile));
+    detail::attn_prefill_kernel<<<grid, detail::kPrefillThreads, detail::kPrefillSmemBytes, stream>>>(run);
+    return cudaGetLastError();
+}
+
+} // namespace ninfer::kernels
