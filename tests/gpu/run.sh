@@ -27,7 +27,7 @@ if [ "${NINFER_GPU_REBUILD:-0}" = 1 ] || [ ! -x "$BIN/test_gpu" ] || [ ! -x "$BI
     start=$(date +%s)
     if ! { cmake -S . -B build-gpu-device -G Ninja -DNINFER_CUDA=ON -DNINFER_CUDA_ARCH=90a \
             -DNINFER_ONLY_GPU_TESTS=ON -DNINFER_DEPS_ROOT="$PWD/.deps/root" -DCMAKE_BUILD_TYPE=Release &&
-           cmake --build build-gpu-device --target test_gpu bench_gpu bench_decode -j16; } >"$OUT/build.log" 2>&1; then
+           cmake --build build-gpu-device --target test_gpu bench_gpu bench_gemm bench_decode -j16; } >"$OUT/build.log" 2>&1; then
         say "build: FAILED (see build.log)"
         tail -30 "$OUT/build.log"
         exit 1
@@ -40,7 +40,7 @@ fi
 
 say "device: $(nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader 2>&1)"
 status=0
-for tag in gemv rmsnorm gdn_decode attention_decode gdn_prefill attention_prefill sample cuda_backend moe_prefill moe_decode; do
+for tag in gemv gemm rmsnorm gdn_decode attention_decode gdn_prefill attention_prefill sample cuda_backend moe_prefill moe_decode; do
     start=$(date +%s)
     if timeout 300 "$BIN/test_gpu" "[$tag]" >"$OUT/test_$tag.log" 2>&1; then
         result=PASS
@@ -62,6 +62,9 @@ fi
 
 say "bench:"
 timeout 300 "$BIN/bench_gpu" "$SUMMARY" >"$OUT/bench.log" 2>&1 || { status=1; say "bench: FAILED"; tail -5 "$OUT/bench.log"; }
+if [ -x "$BIN/bench_gemm" ]; then # prefill GEMM, dequant and the bf16 tensor-core peak
+    timeout 200 "$BIN/bench_gemm" "$SUMMARY" >"$OUT/bench_gemm.log" 2>&1 || { status=1; say "bench_gemm: FAILED"; tail -5 "$OUT/bench_gemm.log"; }
+fi
 if [ -x "$BIN/bench_decode" ]; then
     sets=${NINFER_GPU_BENCH_DECODE:---synthetic qwen3.6-27b --recipe q4 --batch 1,8 --prompt-len 512,8192 --gen 16;--synthetic qwen3.6-35b-a3b --recipe q4 --batch 1,8 --prompt-len 8192 --gen 8}
     i=0

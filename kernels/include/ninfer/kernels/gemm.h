@@ -1,0 +1,66 @@
+// ninfer::kernels - prefill linear layers on the tensor cores: C = A · Bᵀ in bf16, fp32 accumulate.
+//
+// Contract:
+// - A is [m, k] row-major bf16 (activations, row stride lda elements), B is [n, k] row-major bf16
+//   (weights as the model stores them, row stride ldb), C is [m, n] row-major (row stride ldc):
+//   C[i][j] = sum_k A[i][k] * B[j][k], products exact, sums in fp32 (order unspecified). With
+//   c_fp32 C holds the fp32 sum, else bf16(sum) (round to nearest even).
+// - Requirements (else cudaErrorInvalidValue, nothing launched): m, n >= 1, k >= 8, k % 8 == 0;
+//   a, b, c 16-byte aligned; lda, ldb, ldc multiples of 8 elements, lda >= k, ldb >= k, ldc >= n;
+//   C does not overlap A or B. Any m (1..8192 and beyond), n and k otherwise: ragged tiles are
+//   handled by the copy engine's zero fill (reads) and predicated stores (writes).
+// - gemm_bf16_grouped: the MoE variant. Rows of A are sorted by group (expert): group g owns rows
+//   [group_offsets[g], group_offsets[g+1]) of A and of C and multiplies them by
+//   B_g = b + g * b_group_stride ([n, k], row stride ldb). group_offsets is a device int32 array of
+//   n_groups + 1 non-decreasing entries with group_offsets[0] >= 0 and group_offsets[n_groups] <= m
+//   (m = rows allocated for A and C); it is read on the device only, so the call is graph-safe.
+//   max_group_rows is a host upper bound of every group's row count (it sizes the grid; rows of a
+//   group past it are NOT computed). Empty groups are allowed; rows outside every group are not
+//   written. Extra requirements: n_groups >= 1, b_group_stride % 8 == 0, b_group_stride >= n * ldb.
+// - Implementation (sm_90a): persistent warp-specialised kernel, one producer warp issuing
+//   cp.async.bulk.tensor (128-byte swizzle) into a multi-stage shared-memory ring guarded by
+//   mbarriers, two consumer warpgroups issuing wgmma 64xNx16 (tile 128 x 256 or 128 x 128 x 64).
+//   Tensor maps are encoded on the host per call through cuTensorMapEncodeTiled, reached with
+//   cudaGetDriverEntryPoint (no link dependency on libcuda). Not graph-capturable only in the
+//   sense that the maps embed the pointers: capture is fine, replay reuses the captured pointers.
+// - Weight formats other than bf16 are expanded first with dequant_bf16 (dequant.h, included).
+// Thread safety: stateless apart from the once-resolved driver entry point; any thread, any stream.
+#pragma once
+
+#include "ninfer/kernels/dequant.h"
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace ninfer::kernels {
+
+struct GemmArgs {
+    const __nv_bfloat16* a = nullptr; // [m, k] row-major activations
+    int64_t lda = 0;
+    const __nv_bfloat16* b = nullptr; // [n, k] row-major weights
+    int64_t ldb = 0;
+    void* c = nullptr; // [m, n] row-major: bf16, or fp32 when c_fp32
+    int64_t ldc = 0;
+    bool c_fp32 = false;
+    int m = 0, n = 0, k = 0;
+};
+
+struct GroupedGemmArgs : GemmArgs {
+    const int32_t* group_offsets = nullptr; // device, n_groups + 1 entries
+    int n_groups = 0;
+    int64_t b_group_stride = 0; // elements between B_g and B_{g+1}
+    int max_group_rows = 0;     // host upper bound of any group's rows
+};
+
+cudaError_t gemm_bf16(const GemmArgs& args, cudaStream_t stream);
+cudaError_t gemm_bf16_grouped(const GroupedGemmArgs& args, cudaStream_t stream);
+
+// Test and bench hook: force the tile width (128 or 256 columns of C per tile); 0 restores the
+// heuristic (256 unless the 128-wide tiling fills the machine's waves better).
+void gemm_force_tile_n(int tile_n);
+// The tile width gemm_bf16 would use for this shape (exposed for tests and the bench).
+int gemm_tile_n(int m, int n);
+
+} // namespace ninfer::kernels

@@ -1,0 +1,165 @@
+// ninfer::kernels - expands stored weights (every gemv format and layout) to bf16 rows for prefill.
+//
+// One thread per 8 consecutive outputs of a row (one 16-byte store); blockIdx.x is the row, so no
+// 64-bit division is needed per element. The decoders mirror core/formats (codec_fp.cpp,
+// codec_grouped.cpp): value = multiplier * code in fp32, then one bf16 rounding.
+#include "ninfer/kernels/dequant.h"
+
+#include "gemv_tiled.cuh"
+
+namespace ninfer::kernels {
+
+namespace {
+
+struct DequantParams {
+    const uint8_t* w;       // codes (or bf16 words)
+    const uint8_t* high;    // q5/q6 high-bit plane
+    const uint8_t* scales;  // fp8: bf16 per row; grouped: fp16 per (row, group)
+    int64_t k, row0, ld_dst;
+    int64_t row_bytes;      // artifact: bytes per row of the code plane
+    int64_t high_row_bytes; // q5/q6
+    int64_t groups;         // grouped artifact: groups per row
+    int64_t tiled_units;    // tiled: units per row
+    __nv_bfloat16* dst;
+};
+
+int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+__device__ __forceinline__ float e4m3_to_f32(uint32_t c) {
+    if ((c & 0x7Fu) == 0x7Fu) return __int_as_float(0x7FC00000); // the two NaN codes
+    const uint32_t e = (c >> 3) & 15u, m = c & 7u;
+    const float mag = e == 0 ? float(m) * 0x1p-9f : __uint_as_float(((e + 120u) << 23) | (m << 20));
+    return (c & 0x80u) ? -mag : mag;
+}
+
+__device__ __forceinline__ float f16_bits_to_f32(const uint8_t* p) {
+    return __half2float(*reinterpret_cast<const __half*>(p));
+}
+
+// The 8 values at (row, col .. col + 7), col % 8 == 0.
+template <WeightFormat F, bool TILED>
+__device__ __forceinline__ void decode8(const DequantParams& p, int64_t row, int64_t col, float (&v)[8]) {
+    const int64_t tile = row / 16;
+    const int rr = int(row % 16);
+    if constexpr (F == WeightFormat::Fp8E4m3RowBf16) {
+        const uint8_t* c = TILED ? p.w + (tile * p.tiled_units + col / 64) * 1024 + rr * 64 + col % 64
+                                 : p.w + row * p.row_bytes + col;
+        const uint2 codes = *reinterpret_cast<const uint2*>(c);
+        const float s = __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(p.scales)[row]);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) v[i] = e4m3_to_f32(((i < 4 ? codes.x : codes.y) >> (8 * (i % 4))) & 0xFFu) * s;
+    } else if constexpr (F == WeightFormat::Q8G32Fp16) {
+        const uint2 codes = *reinterpret_cast<const uint2*>(p.w + row * p.row_bytes + col);
+        const float s = f16_bits_to_f32(p.scales + 2 * (row * p.groups + col / 32));
+#pragma unroll
+        for (int i = 0; i < 8; ++i) v[i] = s * float(int8_t(((i < 4 ? codes.x : codes.y) >> (8 * (i % 4))) & 0xFFu));
+    } else { // q4 / q5 / q6: 8 codes = 4 base bytes, even code in the low nibble
+        const int64_t grp = col / 64;
+        const int within = int(col % 64);
+        uint32_t base;
+        float s;
+        if constexpr (TILED) { // gemv.h: 512-byte blocks, vector 4r + c holds bytes c*8.. of rows r, r+8
+            const int b = within / 2;
+            base = *reinterpret_cast<const uint32_t*>(p.w + (tile * p.tiled_units + grp) * 512 +
+                                                      (4 * (rr % 8) + b / 8) * 16 + (rr / 8) * 8 + b % 8);
+            s = f16_bits_to_f32(p.scales + 2 * (((tile * (p.tiled_units / 4) + grp / 4) * 8 + rr % 8) * 8 +
+                                                (grp % 4) * 2 + rr / 8));
+        } else {
+            base = *reinterpret_cast<const uint32_t*>(p.w + row * p.row_bytes + col / 2);
+            s = f16_bits_to_f32(p.scales + 2 * (row * p.groups + grp));
+        }
+        uint32_t high = 0; // BITS-4 high bits per code, code-major, LSB first
+        if constexpr (F == WeightFormat::Q5G64Fp16)
+            high = p.high[row * p.high_row_bytes + grp * 8 + within / 8];
+        else if constexpr (F == WeightFormat::Q6G64Fp16)
+            high = *reinterpret_cast<const uint16_t*>(p.high + row * p.high_row_bytes + grp * 16 + within / 4);
+        constexpr int kBits = F == WeightFormat::Q5G64Fp16 ? 5 : F == WeightFormat::Q6G64Fp16 ? 6 : 4;
+        constexpr int kHalf = 1 << (kBits - 1);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+            const int u = int((base >> (4 * i)) & 15u) | int(((high >> ((kBits - 4) * i)) & ((1u << (kBits - 4)) - 1)) << 4);
+            v[i] = s * float((u ^ kHalf) - kHalf);
+        }
+    }
+}
+
+template <WeightFormat F, bool TILED> __global__ void dequant_kernel(DequantParams p) {
+    const int64_t col = (int64_t(blockIdx.y) * blockDim.x + threadIdx.x) * 8;
+    if (col >= p.k) return;
+    const int64_t r = blockIdx.x, row = p.row0 + r;
+    uint4 out;
+    if constexpr (F == WeightFormat::Bf16) {
+        out = TILED ? *reinterpret_cast<const uint4*>(p.w + (row / 16 * p.tiled_units + col / 32) * 1024 + (row % 16) * 64 +
+                                                     (col % 32) * 2)
+                    : *reinterpret_cast<const uint4*>(p.w + row * p.row_bytes + col * 2);
+    } else {
+        float v[8];
+        decode8<F, TILED>(p, row, col, v);
+        __nv_bfloat162 h[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) h[i] = __floats2bfloat162_rn(v[2 * i], v[2 * i + 1]);
+        out = *reinterpret_cast<const uint4*>(h);
+    }
+    *reinterpret_cast<uint4*>(p.dst + r * p.ld_dst + col) = out;
+}
+
+template <WeightFormat F, bool TILED> void launch(const DequantParams& p, int64_t n_rows, cudaStream_t stream) {
+    const int64_t vecs = p.k / 8;
+    const int threads = int(std::min<int64_t>(256, align_up(vecs, 32)));
+    const dim3 grid(unsigned(n_rows), unsigned((vecs + threads - 1) / threads));
+    dequant_kernel<F, TILED><<<grid, threads, 0, stream>>>(p);
+}
+
+} // namespace
+
+cudaError_t dequant_bf16(const WeightView& w, int64_t row0, int64_t n_rows, __nv_bfloat16* dst, int64_t ld_dst,
+                         cudaStream_t stream) {
+    const bool tiled = w.layout == WeightLayout::Tiled;
+    if (!w.data || !dst || (reinterpret_cast<uintptr_t>(w.data) & 15u) || (reinterpret_cast<uintptr_t>(dst) & 15u) ||
+        w.k < 16 || w.k % 16 != 0 || row0 < 0 || n_rows < 0 || row0 + n_rows > w.n || ld_dst % 8 != 0 || ld_dst < w.k ||
+        (tiled && w.format > WeightFormat::Q4G64Fp16) || n_rows > int64_t(0x7FFFFFFF))
+        return cudaErrorInvalidValue;
+    if (n_rows == 0) return cudaSuccess;
+    DequantParams p{};
+    p.w = static_cast<const uint8_t*>(w.data);
+    p.k = w.k;
+    p.row0 = row0;
+    p.ld_dst = ld_dst;
+    p.dst = dst;
+    if (tiled) {
+        p.tiled_units = tiled_units(w.format, w.n, w.k);
+        p.scales = p.w + align_up((w.n + 15) / 16 * p.tiled_units * detail::tiled_block_bytes(w.format), 256);
+    } else if (w.format == WeightFormat::Bf16) {
+        p.row_bytes = 2 * w.k;
+    } else if (w.format == WeightFormat::Fp8E4m3RowBf16) {
+        p.row_bytes = w.k;
+        p.scales = p.w + align_up(w.n * w.k, 256);
+    } else { // row_split_k128_v1: base | high | scales, each plane 256-byte aligned
+        const int group = w.format == WeightFormat::Q8G32Fp16 ? 32 : 64;
+        const int high_bytes = w.format == WeightFormat::Q5G64Fp16 ? 8 : w.format == WeightFormat::Q6G64Fp16 ? 16 : 0;
+        p.groups = align_up(w.k, 128) / group;
+        p.row_bytes = p.groups * 32;
+        p.high_row_bytes = p.groups * high_bytes;
+        p.high = p.w + align_up(w.n * p.row_bytes, 256);
+        p.scales = p.high + align_up(w.n * p.high_row_bytes, 256);
+    }
+    switch (w.format) {
+    case WeightFormat::Bf16:
+        tiled ? launch<WeightFormat::Bf16, true>(p, n_rows, stream) : launch<WeightFormat::Bf16, false>(p, n_rows, stream);
+        break;
+    case WeightFormat::Fp8E4m3RowBf16:
+        tiled ? launch<WeightFormat::Fp8E4m3RowBf16, true>(p, n_rows, stream)
+              : launch<WeightFormat::Fp8E4m3RowBf16, false>(p, n_rows, stream);
+        break;
+    case WeightFormat::Q4G64Fp16:
+        tiled ? launch<WeightFormat::Q4G64Fp16, true>(p, n_rows, stream)
+              : launch<WeightFormat::Q4G64Fp16, false>(p, n_rows, stream);
+        break;
+    case WeightFormat::Q5G64Fp16: launch<WeightFormat::Q5G64Fp16, false>(p, n_rows, stream); break;
+    case WeightFormat::Q6G64Fp16: launch<WeightFormat::Q6G64Fp16, false>(p, n_rows, stream); break;
+    case WeightFormat::Q8G32Fp16: launch<WeightFormat::Q8G32Fp16, false>(p, n_rows, stream); break;
+    }
+    return cudaGetLastError();
+}
+
+} // namespace ninfer::kernels

@@ -1,0 +1,181 @@
+// ninfer::kernels - persistent warp-specialised bf16 GEMM kernel for sm_90a: C = A · Bᵀ.
+//
+// 384 threads: warpgroup 0 is the producer (one thread issues the bulk tensor copies of A and B
+// k-blocks into a ring of kStages shared-memory stages; the rest of it idles with few registers),
+// warpgroups 1 and 2 are consumers, each owning 64 rows of the 128 x BN output tile and issuing
+// wgmma m64nBNk16 from the staged tiles. full_bar[s] completes when stage s's bytes have landed;
+// empty_bar[s] when all 8 consumer warps are done reading it. Consumers keep one k-block of
+// wgmma in flight (wait_group 1) and release the previous stage. The grid is persistent: CTA b
+// takes tiles b, b + grid, ...; producer and consumers walk the same list, so the producer fills
+// the next tile's first stages while the consumers store the current one.
+#pragma once
+
+#include "gemm_sm90.cuh"
+
+#include <cuda_bf16.h>
+
+namespace ninfer::kernels::detail {
+
+constexpr int kGemmTileM = 128, kGemmTileK = 64;
+constexpr int kGemmThreads = 384;
+constexpr int kGemmRasterM = 8; // m tiles walked together, so concurrent CTAs share B tiles in L2
+constexpr int kGemmConsumerWarps = 8;
+
+template <int BN> struct GemmTile {
+    static constexpr int kStages = BN == 256 ? 4 : 6;
+    static constexpr int kABytes = kGemmTileM * kGemmTileK * 2;
+    static constexpr int kBBytes = BN * kGemmTileK * 2;
+    static constexpr int kStageBytes = kABytes + kBBytes;
+    static constexpr int kSmemBytes = kStages * kStageBytes + 1024; // + slack for 1024-byte alignment
+    static constexpr int kAcc = BN / 2;                             // 64 x BN fp32 over 128 threads
+};
+
+struct GemmParams {
+    void* c;
+    int64_t ldc;
+    int c_fp32;
+    int m, n, k;
+    int tiles_m, tiles_n; // grouped: m tiles per group (from max_group_rows)
+    int64_t n_tiles;      // grouped: n_groups * tiles_m * tiles_n (tiles past a group's end are skipped)
+    const int32_t* group_offsets;
+};
+
+struct GemmTileWork {
+    bool valid;
+    int row_begin, row_end, col, group;
+};
+
+// Tile t of the raster: bands of kGemmRasterM m-tiles, m fastest inside a band.
+template <bool GROUPED> __device__ __forceinline__ GemmTileWork gemm_tile_work(const GemmParams& p, int64_t t, int bn) {
+    GemmTileWork w{};
+    const int64_t per_group = int64_t(p.tiles_m) * p.tiles_n;
+    w.group = GROUPED ? int(t / per_group) : 0;
+    const int64_t local = GROUPED ? t % per_group : t;
+    const int64_t band_tiles = int64_t(kGemmRasterM) * p.tiles_n;
+    const int first_m = int(local / band_tiles) * kGemmRasterM;
+    const int band_m = min(kGemmRasterM, p.tiles_m - first_m);
+    const int within = int(local % band_tiles);
+    w.col = (within / band_m) * bn;
+    const int row0 = (first_m + within % band_m) * kGemmTileM;
+    if constexpr (GROUPED) {
+        w.row_begin = p.group_offsets[w.group] + row0;
+        w.row_end = p.group_offsets[w.group + 1];
+    } else {
+        w.row_begin = row0;
+        w.row_end = p.m;
+    }
+    w.valid = w.row_begin < w.row_end;
+    return w;
+}
+
+template <int BN> __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], uint64_t da, uint64_t db, int scale_d) {
+    if constexpr (BN == 256)
+        wgmma_m64n256k16(d, da, db, scale_d);
+    else
+        wgmma_m64n128k16(d, da, db, scale_d);
+}
+
+// Two adjacent columns (col even) of one row; the odd last column of an odd n alone.
+__device__ __forceinline__ void gemm_store_pair(const GemmParams& p, int row, int col, float v0, float v1) {
+    const int64_t off = int64_t(row) * p.ldc + col;
+    if (p.c_fp32) {
+        float* c = static_cast<float*>(p.c) + off;
+        if (col + 1 < p.n)
+            *reinterpret_cast<float2*>(c) = make_float2(v0, v1);
+        else
+            *c = v0;
+    } else {
+        __nv_bfloat16* c = static_cast<__nv_bfloat16*>(p.c) + off;
+        if (col + 1 < p.n)
+            *reinterpret_cast<__nv_bfloat162*>(c) = __floats2bfloat162_rn(v0, v1);
+        else
+            *c = __float2bfloat16(v0);
+    }
+}
+
+template <int BN, bool GROUPED>
+__global__ void __launch_bounds__(kGemmThreads, 1)
+    gemm_bf16_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
+                     const GemmParams p) {
+    using T = GemmTile<BN>;
+    extern __shared__ uint8_t gemm_smem[];
+    __shared__ alignas(8) uint64_t full_bar[T::kStages];
+    __shared__ alignas(8) uint64_t empty_bar[T::kStages];
+    const uint32_t smem = (smem_u32(gemm_smem) + 1023u) & ~1023u; // the 128-byte swizzle needs 1024
+    const int wg = threadIdx.x / 128;
+    const int k_blocks = (p.k + kGemmTileK - 1) / kGemmTileK;
+
+    if (threadIdx.x == 0) {
+#pragma unroll
+        for (int s = 0; s < T::kStages; ++s) {
+            mbar_init(smem_u32(&full_bar[s]), 1);
+            mbar_init(smem_u32(&empty_bar[s]), kGemmConsumerWarps);
+        }
+        mbar_init_fence();
+    }
+    __syncthreads();
+
+    if (wg == 0) {
+        regs_release<40>();
+        if (threadIdx.x != 0) return;
+        tma_prefetch_map(&map_a);
+        tma_prefetch_map(&map_b);
+        int it = 0;
+        for (int64_t t = blockIdx.x; t < p.n_tiles; t += gridDim.x) {
+            const GemmTileWork w = gemm_tile_work<GROUPED>(p, t, BN);
+            if (!w.valid) continue;
+            for (int kb = 0; kb < k_blocks; ++kb, ++it) {
+                const int s = it % T::kStages;
+                mbar_wait(smem_u32(&empty_bar[s]), ((it / T::kStages) & 1) ^ 1);
+                const uint32_t full = smem_u32(&full_bar[s]);
+                mbar_arrive_expect_tx(full, T::kStageBytes);
+                const uint32_t sa = smem + s * T::kStageBytes;
+                tma_load_2d(sa, &map_a, full, kb * kGemmTileK, w.row_begin);
+                if constexpr (GROUPED)
+                    tma_load_3d(sa + T::kABytes, &map_b, full, kb * kGemmTileK, w.col, w.group);
+                else
+                    tma_load_2d(sa + T::kABytes, &map_b, full, kb * kGemmTileK, w.col);
+            }
+        }
+        return;
+    }
+
+    regs_claim<232>();
+    const int consumer = wg - 1; // rows consumer * 64 .. + 63 of the tile
+    const int lane = threadIdx.x & 31, warp = (threadIdx.x / 32) & 3;
+    float acc[T::kAcc];
+    int it = 0;
+    for (int64_t t = blockIdx.x; t < p.n_tiles; t += gridDim.x) {
+        const GemmTileWork w = gemm_tile_work<GROUPED>(p, t, BN);
+        if (!w.valid) continue;
+        for (int kb = 0; kb < k_blocks; ++kb, ++it) {
+            const int s = it % T::kStages;
+            mbar_wait(smem_u32(&full_bar[s]), (it / T::kStages) & 1);
+            const uint32_t sa = smem + s * T::kStageBytes;
+            const uint64_t da = wgmma_desc(sa + consumer * 64 * 128), db = wgmma_desc(sa + T::kABytes);
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < kGemmTileK / 16; ++kk) // 16 columns = 32 bytes = 2 descriptor units
+                wgmma_tile<BN>(acc, da + 2 * kk, db + 2 * kk, kb > 0 || kk > 0);
+            wgmma_commit();
+            wgmma_wait<1>(); // the previous k-block's wgmma are done: release its stage
+            if (kb > 0 && lane == 0) mbar_arrive(smem_u32(&empty_bar[(it - 1) % T::kStages]));
+        }
+        wgmma_wait<0>();
+        if (lane == 0) mbar_arrive(smem_u32(&empty_bar[(it - 1) % T::kStages]));
+        wgmma_pin(acc);
+
+        // Accumulator fragment: d[4j + 2h + e] is row (16 warp + lane/4 + 8h), column (8j + 2(lane%4) + e).
+        const int row0 = w.row_begin + consumer * 64 + warp * 16 + lane / 4;
+        const int col0 = w.col + 2 * (lane % 4);
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int row = row0 + 8 * h, col = col0 + 8 * j;
+                if (row < w.row_end && col < p.n) gemm_store_pair(p, row, col, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+            }
+    }
+}
+
+} // namespace ninfer::kernels::detail

@@ -1,0 +1,244 @@
+// ninfer bench - prefill GEMM TFLOP/s (ours, both tile widths) against the bf16 tensor-core peak,
+// and weight dequantisation GB/s per format.
+//
+// Usage: bench_gemm [summary_file]. The peak is the best of our gemm_bf16 and cuBLASLt (loaded at
+// run time with dlopen, so nothing links it; NINFER_CUBLASLT names the library file if the usual
+// names fail) at 8192^3 bf16 -> bf16, fp32 accumulate. Then every 27B prefill linear shape at
+// m = 2048 and 8192, and the 27B layer mix weighted by layer counts (48 GDN, 16 attention, 64
+// MLP). Random bf16 data in (-1, 1); each figure is the median of 15 timed launches (CUDA events)
+// after 3 warm-ups. Lines starting with RESULT go to the summary too.
+#include "ninfer/kernels/device.h"
+#include "ninfer/kernels/gemm.h"
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+using namespace ninfer::kernels;
+
+namespace {
+
+FILE* g_summary = nullptr;
+
+void report(const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char line[512];
+    std::vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    std::fputs(line, stdout);
+    std::fflush(stdout);
+    if (g_summary && std::strncmp(line, "RESULT", 6) == 0) std::fputs(line, g_summary);
+}
+
+#define CK(call)                                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+            std::exit(1);                                                                          \
+        }                                                                                          \
+    } while (0)
+
+// Median milliseconds of `launch` over 15 timed runs after 3 warm-ups.
+double median_ms(const std::function<void()>& launch) {
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    for (int i = 0; i < 3; ++i) launch();
+    CK(cudaDeviceSynchronize());
+    std::vector<float> ms;
+    for (int i = 0; i < 15; ++i) {
+        CK(cudaEventRecord(e0));
+        launch();
+        CK(cudaEventRecord(e1));
+        CK(cudaEventSynchronize(e1));
+        float t;
+        CK(cudaEventElapsedTime(&t, e0, e1));
+        ms.push_back(t);
+    }
+    CK(cudaEventDestroy(e0));
+    CK(cudaEventDestroy(e1));
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+}
+
+void fill_random_bf16(void* dev, size_t count, uint64_t seed) {
+    std::vector<uint16_t> h(count);
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (auto& v : h) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        const float f = float(int32_t(x >> 32)) * 0x1p-31f; // (-1, 1)
+        uint32_t b;
+        std::memcpy(&b, &f, 4);
+        v = uint16_t((b + 0x7FFFu + ((b >> 16) & 1u)) >> 16);
+    }
+    CK(cudaMemcpy(dev, h.data(), count * 2, cudaMemcpyHostToDevice));
+}
+
+// cuBLASLt through dlopen: C[m,n] = A[m,k] B[n,k]^T is, column-major, C^T = B A^T (op T on B).
+struct CublasLt {
+    void* lib = nullptr;
+    decltype(&cublasLtCreate) create = nullptr;
+    decltype(&cublasLtMatmulDescCreate) desc_create = nullptr;
+    decltype(&cublasLtMatmulDescSetAttribute) desc_set = nullptr;
+    decltype(&cublasLtMatrixLayoutCreate) layout_create = nullptr;
+    decltype(&cublasLtMatmulPreferenceCreate) pref_create = nullptr;
+    decltype(&cublasLtMatmulPreferenceSetAttribute) pref_set = nullptr;
+    decltype(&cublasLtMatmulAlgoGetHeuristic) heuristic = nullptr;
+    decltype(&cublasLtMatmul) matmul = nullptr;
+
+    bool load() {
+        const char* names[] = {std::getenv("NINFER_CUBLASLT"), "libcublasLt.so.13", "/usr/local/cuda/lib64/libcublasLt.so.13",
+                               "/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcublasLt.so.13",
+                               "/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cublas/lib/libcublasLt.so.13"};
+        for (const char* n : names)
+            if (n && (lib = dlopen(n, RTLD_NOW | RTLD_LOCAL))) {
+                report("cublasLt: %s\n", n);
+                break;
+            }
+        if (!lib) return false;
+        auto sym = [&](auto& fn, const char* name) { fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name)); return fn != nullptr; };
+        return sym(create, "cublasLtCreate") && sym(desc_create, "cublasLtMatmulDescCreate") &&
+               sym(desc_set, "cublasLtMatmulDescSetAttribute") && sym(layout_create, "cublasLtMatrixLayoutCreate") &&
+               sym(pref_create, "cublasLtMatmulPreferenceCreate") &&
+               sym(pref_set, "cublasLtMatmulPreferenceSetAttribute") &&
+               sym(heuristic, "cublasLtMatmulAlgoGetHeuristic") && sym(matmul, "cublasLtMatmul");
+    }
+
+    // Median ms of C = A B^T (bf16, fp32 accumulate), or -1 when cuBLASLt has no algorithm.
+    double time_gemm(const void* a, const void* b, void* c, int m, int n, int k, void* ws, size_t ws_bytes) {
+        cublasLtHandle_t h;
+        cublasLtMatmulDesc_t desc;
+        cublasLtMatrixLayout_t la, lb, lc;
+        cublasLtMatmulPreference_t pref;
+        if (create(&h) != CUBLAS_STATUS_SUCCESS || desc_create(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) != CUBLAS_STATUS_SUCCESS)
+            return -1;
+        const cublasOperation_t t = CUBLAS_OP_T, nt = CUBLAS_OP_N;
+        desc_set(desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t);
+        desc_set(desc, CUBLASLT_MATMUL_DESC_TRANSB, &nt, sizeof nt);
+        layout_create(&la, CUDA_R_16BF, k, n, k); // our B, [n, k] row-major = k x n column-major
+        layout_create(&lb, CUDA_R_16BF, k, m, k); // our A
+        layout_create(&lc, CUDA_R_16BF, n, m, n); // our C
+        pref_create(&pref);
+        pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes);
+        cublasLtMatmulHeuristicResult_t res{};
+        int found = 0;
+        if (heuristic(h, desc, la, lb, lc, lc, pref, 1, &res, &found) != CUBLAS_STATUS_SUCCESS || found == 0) return -1;
+        const float alpha = 1.f, beta = 0.f;
+        bool ok = true;
+        const double ms = median_ms([&] {
+            ok &= matmul(h, desc, &alpha, b, la, a, lb, &beta, c, lc, c, lc, &res.algo, ws, ws_bytes, nullptr) ==
+                  CUBLAS_STATUS_SUCCESS;
+        });
+        return ok ? ms : -1;
+    }
+};
+
+struct Shape {
+    const char* name;
+    int n, k, per_model; // layers of the 27B that run this shape once per token
+};
+
+// The 27B's prefill linear layers (hidden 5120; GDN q/k/v fused; attention q with its gate; MLP
+// gate and up fused), as the CUDA runner concatenates them.
+const Shape k27b[] = {{"gdn_in_proj_qkv", 10240, 5120, 48}, {"gdn_in_proj_z", 6144, 5120, 48},
+                      {"gdn_out_proj", 5120, 6144, 48},     {"attn_q_gate", 12288, 5120, 16},
+                      {"attn_k_or_v", 1024, 5120, 32},      {"attn_o_proj", 5120, 6144, 16},
+                      {"mlp_gate_up", 34816, 5120, 64},     {"mlp_down", 5120, 17408, 64}};
+
+double tflops(int64_t m, int64_t n, int64_t k, double ms) { return 2.0 * double(m) * n * k / (ms * 1e-3) / 1e12; }
+
+double time_ours(void* a, void* b, void* c, int m, int n, int k, int tile_n) {
+    GemmArgs g;
+    g.a = static_cast<const __nv_bfloat16*>(a), g.lda = k;
+    g.b = static_cast<const __nv_bfloat16*>(b), g.ldb = k;
+    g.c = c, g.ldc = n;
+    g.m = m, g.n = n, g.k = k;
+    gemm_force_tile_n(tile_n);
+    const double ms = median_ms([&] { CK(gemm_bf16(g, nullptr)); });
+    gemm_force_tile_n(0);
+    return ms;
+}
+
+void bench_dequant(void* src, void* dst) {
+    const struct { WeightFormat f; const char* name; bool tiled; } formats[] = {
+        {WeightFormat::Bf16, "bf16", false},      {WeightFormat::Fp8E4m3RowBf16, "fp8_e4m3fn_row_bf16", false},
+        {WeightFormat::Fp8E4m3RowBf16, "fp8_e4m3fn_row_bf16", true}, {WeightFormat::Q4G64Fp16, "q4_g64_fp16", false},
+        {WeightFormat::Q4G64Fp16, "q4_g64_fp16", true}, {WeightFormat::Q5G64Fp16, "q5_g64_fp16", false},
+        {WeightFormat::Q6G64Fp16, "q6_g64_fp16", false}, {WeightFormat::Q8G32Fp16, "q8_g32_fp16", false}};
+    const int64_t n = 34816, k = 5120; // the fused MLP gate+up of the 27B
+    for (const auto& fm : formats) {
+        // Random bytes are valid codes for every format except fp8's two NaN codes and scales that
+        // may be inf/NaN: the conversion cost does not depend on the values.
+        const size_t stored = fm.tiled ? tiled_weight_bytes(fm.f, n, k) : weight_bytes(fm.f, n, k);
+        const WeightView w{fm.f, src, n, k, fm.tiled ? WeightLayout::Tiled : WeightLayout::Artifact};
+        const double ms = median_ms([&] { CK(dequant_bf16(w, 0, n, static_cast<__nv_bfloat16*>(dst), k, nullptr)); });
+        const double gbs = double(stored + size_t(n * k) * 2) / (ms * 1e-3) / 1e9;
+        report("RESULT dequant_gbs %s%s n=%lld k=%lld %.1f (%.3f ms, stored %zu B read + bf16 written)\n", fm.name,
+               fm.tiled ? "_tiled" : "", (long long)n, (long long)k, gbs, ms, stored);
+    }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    const auto probe = cuda_probe();
+    if (!probe.ok) {
+        std::fprintf(stderr, "bench_gemm: cuda unavailable: %s\n", probe.reason.c_str());
+        return 2;
+    }
+    if (argc > 1) g_summary = std::fopen(argv[1], "a");
+    report("device: %s\n", probe.reason.c_str());
+    const size_t max_a = size_t(8192) * 17408, max_b = size_t(34816) * 5120, max_c = size_t(8192) * 34816;
+    void *a, *b, *c, *ws;
+    CK(cudaMalloc(&a, max_a * 2));
+    CK(cudaMalloc(&b, max_b * 2));
+    CK(cudaMalloc(&c, max_c * 4));
+    const size_t ws_bytes = size_t(64) << 20;
+    CK(cudaMalloc(&ws, ws_bytes));
+    fill_random_bf16(a, max_a, 1);
+    fill_random_bf16(b, max_b, 2);
+
+    const int s = 8192;
+    const double ours = tflops(s, s, s, time_ours(a, b, c, s, s, s, 0));
+    report("RESULT gemm_tflops square m=%d n=%d k=%d %.1f (tile %d)\n", s, s, s, ours, gemm_tile_n(s, s));
+    double lt = -1;
+    CublasLt cublas;
+    if (cublas.load()) {
+        const double ms = cublas.time_gemm(a, b, c, s, s, s, ws, ws_bytes);
+        if (ms > 0) lt = tflops(s, s, s, ms);
+    } else {
+        report("cublasLt: not loadable (%s); the peak is our kernel alone\n", dlerror());
+    }
+    report("RESULT cublaslt_tflops square m=%d n=%d k=%d %.1f\n", s, s, s, lt);
+    const double peak = std::max(ours, lt);
+    report("RESULT tc_peak_tflops %.1f\n", peak);
+
+    for (int m : {2048, 8192}) {
+        double flops = 0, ms_mix = 0;
+        for (const auto& sh : k27b) {
+            const double t128 = time_ours(a, b, c, m, sh.n, sh.k, 128), t256 = time_ours(a, b, c, m, sh.n, sh.k, 256);
+            const double best = gemm_tile_n(m, sh.n) == 128 ? t128 : t256;
+            const double tf = tflops(m, sh.n, sh.k, best);
+            report("RESULT gemm_tflops %s m=%d n=%d k=%d %.1f (%.1f%% of peak; tile 128: %.1f, 256: %.1f, chosen %d)\n",
+                   sh.name, m, sh.n, sh.k, tf, 100 * tf / peak, tflops(m, sh.n, sh.k, t128), tflops(m, sh.n, sh.k, t256),
+                   gemm_tile_n(m, sh.n));
+            flops += 2.0 * m * sh.n * double(sh.k) * sh.per_model;
+            ms_mix += best * sh.per_model;
+        }
+        const double tf = flops / (ms_mix * 1e-3) / 1e12;
+        report("RESULT gemm_tflops 27b_layer_mix m=%d %.1f (%.1f%% of peak)\n", m, tf, 100 * tf / peak);
+    }
+    bench_dequant(b, c);
+    if (g_summary) std::fclose(g_summary);
+    return 0;
+}
