@@ -14,6 +14,10 @@ namespace {
 
 int64_t pad8(int64_t v) { return (v + 7) / 8 * 8; }
 
+// ||C - ref|| / ||ref||: fp32 sums of k random-signed products drift like sqrt(k) ulps (measured
+// 5e-6 at k = 5120); a bf16 output adds its rounding, ~2^-9 relative.
+double rel_bound(bool fp32, int64_t k) { return fp32 ? 1e-6 + 3e-7 * std::sqrt(double(k)) : 3e-3; }
+
 bool is_poison_bf16(bf16 v) {
     uint16_t b;
     std::memcpy(&b, &v, 2);
@@ -137,7 +141,7 @@ void run_gemm(int64_t m, int64_t n, int64_t k, bool fp32, int tile_n, uint64_t s
         CHECK(count_touched(in, c, all) == 0);
     }
     INFO("rel_l2 " << rel);
-    CHECK(rel < (fp32 ? 1e-6 : 3e-3));
+    CHECK(rel < rel_bound(fp32, k));
 }
 
 } // namespace
@@ -200,7 +204,7 @@ TEST_CASE("gemm_bf16_grouped: uneven and empty groups, rows outside groups untou
                 const double rel = fp32 ? check_rows(in, c32.download(), offsets[g], offsets[g + 1], g, 1, true)
                                         : check_rows(in, c16.download(), offsets[g], offsets[g + 1], g, 1, false);
                 INFO("group " << g << " rel_l2 " << rel);
-                CHECK(rel < (fp32 ? 1e-6 : 3e-3));
+                CHECK(rel < rel_bound(fp32, k));
             }
             CHECK((fp32 ? count_touched(in, c32.download(), written) : count_touched(in, c16.download(), written)) == 0);
 
