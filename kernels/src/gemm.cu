@@ -15,6 +15,7 @@ using detail::GemmParams;
 using detail::GemmTile;
 
 int g_forced_tile_n = 0;
+bool g_direct_epilogue = false;
 
 // The encoder lives in the driver (libcuda); reaching it through the runtime keeps our binaries
 // free of a link dependency on it, so they still start (and fall back) on machines without one.
@@ -57,17 +58,23 @@ bool valid_args(const GemmArgs& a) {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int n_sms() { return sm_count() > 0 ? sm_count() : 132; }
 
-template <int BN, bool GROUPED>
-cudaError_t launch(const CUtensorMap& map_a, const CUtensorMap& map_b, GemmParams p,
+template <int BN, bool GROUPED, bool STAGED>
+cudaError_t launch_variant(const CUtensorMap& map_a, const CUtensorMap& map_b, GemmParams p,
                    cudaStream_t stream) {
-    static const cudaError_t attr = cudaFuncSetAttribute(detail::gemm_bf16_kernel<BN, GROUPED>,
+    static const cudaError_t attr = cudaFuncSetAttribute(detail::gemm_bf16_kernel<BN, GROUPED, STAGED>,
                                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                          GemmTile<BN>::kSmemBytes);
     if (attr != cudaSuccess) return attr;
     const int64_t grid = std::min<int64_t>(p.n_tiles, n_sms());
-    detail::gemm_bf16_kernel<BN, GROUPED>
+    detail::gemm_bf16_kernel<BN, GROUPED, STAGED>
         <<<unsigned(grid), detail::kGemmThreads, GemmTile<BN>::kSmemBytes, stream>>>(map_a, map_b, p);
     return cudaGetLastError();
+}
+
+template <int BN, bool GROUPED>
+cudaError_t launch(const CUtensorMap& map_a, const CUtensorMap& map_b, GemmParams p, cudaStream_t stream) {
+    return g_direct_epilogue ? launch_variant<BN, GROUPED, false>(map_a, map_b, p, stream)
+                             : launch_variant<BN, GROUPED, true>(map_a, map_b, p, stream);
 }
 
 template <bool GROUPED>
@@ -93,6 +100,8 @@ cudaError_t run(const GemmArgs& a, int tile_n, int tiles_m, int64_t n_groups, in
 }
 
 } // namespace
+
+void gemm_use_direct_epilogue(bool direct) { g_direct_epilogue = direct; }
 
 void gemm_force_tile_n(int tile_n) { g_forced_tile_n = tile_n == 128 || tile_n == 256 ? tile_n : 0; }
 

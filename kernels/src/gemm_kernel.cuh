@@ -7,7 +7,9 @@
 // empty_bar[s] when all 8 consumer warps are done reading it. Consumers keep one k-block of
 // wgmma in flight (wait_group 1) and release the previous stage. The grid is persistent: CTA b
 // takes tiles b, b + grid, ...; producer and consumers walk the same list, so the producer fills
-// the next tile's first stages while the consumers store the current one.
+// the next tile's first stages while the consumers store the current one. C leaves through a
+// per-warp shared-memory staging area as 16-byte stores (gemm_store_warp); the direct fragment
+// store (gemm_store_pair) is kept behind a bench hook for comparison.
 #pragma once
 
 #include "gemm_sm90.cuh"
@@ -20,13 +22,17 @@ constexpr int kGemmTileM = 128, kGemmTileK = 64;
 constexpr int kGemmThreads = 384;
 constexpr int kGemmRasterM = 8; // m tiles walked together, so concurrent CTAs share B tiles in L2
 constexpr int kGemmConsumerWarps = 8;
+// Epilogue staging: each consumer warp owns 16 rows x 128 bytes (+16 so that the 8 rows a store
+// instruction touches fall in different banks) and moves its C rows out in 128-byte pieces.
+constexpr int kGemmStageRowBytes = 128 + 16;
+constexpr int kGemmEpilogueBytes = kGemmConsumerWarps * 16 * kGemmStageRowBytes;
 
 template <int BN> struct GemmTile {
     static constexpr int kStages = BN == 256 ? 4 : 6;
     static constexpr int kABytes = kGemmTileM * kGemmTileK * 2;
     static constexpr int kBBytes = BN * kGemmTileK * 2;
     static constexpr int kStageBytes = kABytes + kBBytes;
-    static constexpr int kSmemBytes = kStages * kStageBytes + 1024; // + slack for 1024-byte alignment
+    static constexpr int kSmemBytes = kStages * kStageBytes + kGemmEpilogueBytes + 1024; // + alignment slack
     static constexpr int kAcc = BN / 2;                             // 64 x BN fp32 over 128 threads
 };
 
@@ -93,7 +99,71 @@ __device__ __forceinline__ void gemm_store_pair(const GemmParams& p, int row, in
     }
 }
 
-template <int BN, bool GROUPED>
+// Writes one warp's 16 x BN accumulator rows to C: each 128-byte piece of its rows (64 bf16 or
+// 32 fp32 columns) goes through the warp's staging rows so that every global store is a 16-byte
+// vector and 8 lanes cover one 128-byte line (direct fragment stores write 4-8 bytes per lane).
+// Fragment: d[4j + 2h + e] is row (lane/4 + 8h), column (8j + 2(lane%4) + e) of the warp's rows.
+template <int BN>
+__device__ __forceinline__ void gemm_store_warp(const GemmParams& p, const float (&d)[BN / 2], uint8_t* stage,
+                                                int row0, int row_end, int col0, int lane) {
+    const int r = lane / 4, c = lane % 4;
+    if (p.c_fp32) {
+#pragma unroll
+        for (int q = 0; q < BN / 32; ++q) {
+#pragma unroll
+            for (int jj = 0; jj < 4; ++jj)
+#pragma unroll
+                for (int h = 0; h < 2; ++h)
+                    *reinterpret_cast<float2*>(stage + (r + 8 * h) * kGemmStageRowBytes + jj * 32 + c * 8) =
+                        make_float2(d[4 * (4 * q + jj) + 2 * h], d[4 * (4 * q + jj) + 2 * h + 1]);
+            __syncwarp();
+#pragma unroll
+            for (int t = 0; t < 4; ++t) {
+                const int i = lane + 32 * t, row = row0 + i / 8, col = col0 + 32 * q + (i % 8) * 4;
+                if (row >= row_end || col >= p.n) continue;
+                const float4 v = *reinterpret_cast<const float4*>(stage + (i / 8) * kGemmStageRowBytes + (i % 8) * 16);
+                float* dst = static_cast<float*>(p.c) + int64_t(row) * p.ldc + col;
+                if (col + 4 <= p.n) {
+                    *reinterpret_cast<float4*>(dst) = v;
+                } else { // ragged last columns (n % 4 != 0)
+                    dst[0] = v.x;
+                    if (col + 1 < p.n) dst[1] = v.y;
+                    if (col + 2 < p.n) dst[2] = v.z;
+                }
+            }
+            __syncwarp();
+        }
+        return;
+    }
+#pragma unroll
+    for (int q = 0; q < BN / 64; ++q) {
+#pragma unroll
+        for (int jj = 0; jj < 8; ++jj)
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+                *reinterpret_cast<__nv_bfloat162*>(stage + (r + 8 * h) * kGemmStageRowBytes + jj * 16 + c * 4) =
+                    __floats2bfloat162_rn(d[4 * (8 * q + jj) + 2 * h], d[4 * (8 * q + jj) + 2 * h + 1]);
+        __syncwarp();
+#pragma unroll
+        for (int t = 0; t < 4; ++t) {
+            const int i = lane + 32 * t, row = row0 + i / 8, col = col0 + 64 * q + (i % 8) * 8;
+            if (row >= row_end || col >= p.n) continue;
+            const uint4 v = *reinterpret_cast<const uint4*>(stage + (i / 8) * kGemmStageRowBytes + (i % 8) * 16);
+            __nv_bfloat16* dst = static_cast<__nv_bfloat16*>(p.c) + int64_t(row) * p.ldc + col;
+            if (col + 8 <= p.n) {
+                *reinterpret_cast<uint4*>(dst) = v;
+            } else { // ragged last columns (n % 8 != 0): unrolled so v stays in registers
+                const uint32_t words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+                for (int e = 0; e < 7; ++e)
+                    if (col + e < p.n) dst[e] = __ushort_as_bfloat16(uint16_t(words[e / 2] >> (16 * (e % 2))));
+            }
+        }
+        __syncwarp();
+    }
+}
+
+template <int BN, bool GROUPED, bool STAGED>
 __global__ void __launch_bounds__(kGemmThreads, 1)
     gemm_bf16_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                      const GemmParams p) {
@@ -165,16 +235,22 @@ __global__ void __launch_bounds__(kGemmThreads, 1)
         if (lane == 0) mbar_arrive(smem_u32(&empty_bar[(it - 1) % T::kStages]));
         wgmma_pin(acc);
 
-        // Accumulator fragment: d[4j + 2h + e] is row (16 warp + lane/4 + 8h), column (8j + 2(lane%4) + e).
-        const int row0 = w.row_begin + consumer * 64 + warp * 16 + lane / 4;
-        const int col0 = w.col + 2 * (lane % 4);
+        if constexpr (!STAGED) {
+            const int row0 = w.row_begin + consumer * 64 + warp * 16 + lane / 4;
+            const int col0 = w.col + 2 * (lane % 4);
 #pragma unroll
-        for (int j = 0; j < BN / 8; ++j)
+            for (int j = 0; j < BN / 8; ++j)
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int row = row0 + 8 * h, col = col0 + 8 * j;
-                if (row < w.row_end && col < p.n) gemm_store_pair(p, row, col, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
-            }
+                for (int h = 0; h < 2; ++h) {
+                    const int row = row0 + 8 * h, col = col0 + 8 * j;
+                    if (row < w.row_end && col < p.n)
+                        gemm_store_pair(p, row, col, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+                }
+            continue;
+        }
+        gemm_store_warp<BN>(p, acc, gemm_smem + (smem - smem_u32(gemm_smem)) + T::kStages * T::kStageBytes +
+                                        (threadIdx.x / 32 - 4) * 16 * kGemmStageRowBytes,
+                            w.row_begin + consumer * 64 + warp * 16, w.row_end, w.col, lane);
     }
 }
 

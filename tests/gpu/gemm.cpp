@@ -105,8 +105,8 @@ template <typename T> int64_t count_touched(const GemmInputs& in, const std::vec
     return touched;
 }
 
-void run_gemm(int64_t m, int64_t n, int64_t k, bool fp32, int tile_n, uint64_t seed) {
-    INFO("gemm m=" << m << " n=" << n << " k=" << k << " fp32=" << fp32 << " tile_n=" << tile_n);
+void run_gemm(int64_t m, int64_t n, int64_t k, bool fp32, int tile_n, bool direct, uint64_t seed) {
+    INFO("gemm m=" << m << " n=" << n << " k=" << k << " fp32=" << fp32 << " tile_n=" << tile_n << " direct=" << direct);
     Rng rng(seed);
     GemmInputs in(m, n, k, 1, rng);
     DeviceBuffer<bf16> a(in.a), b(in.b);
@@ -122,8 +122,10 @@ void run_gemm(int64_t m, int64_t n, int64_t k, bool fp32, int tile_n, uint64_t s
     args.c_fp32 = fp32;
     args.m = int(m), args.n = int(n), args.k = int(k);
     kernels::gemm_force_tile_n(tile_n);
+    kernels::gemm_use_direct_epilogue(direct);
     const cudaError_t err = kernels::gemm_bf16(args, nullptr);
     kernels::gemm_force_tile_n(0);
+    kernels::gemm_use_direct_epilogue(false);
     CUDA_OK(err);
     CUDA_OK(cudaDeviceSynchronize());
     CHECK(c32.guards_intact());
@@ -155,68 +157,85 @@ TEST_CASE("gemm_bf16 matches fp64 at edge and layer-like sizes, both tile widths
     uint64_t seed = 1000;
     for (const auto& s : shapes)
         for (int tile_n : {0, 128, 256})
-            for (bool fp32 : {false, true}) run_gemm(s.m, s.n, s.k, fp32, tile_n, seed++);
+            for (bool fp32 : {false, true})
+                for (bool direct : {false, true}) run_gemm(s.m, s.n, s.k, fp32, tile_n, direct, seed++);
 }
+
+namespace {
+
+// Grouped GEMM over `offsets` (rows [offsets[g], offsets[g+1]) use B_g); rows of [0, m) outside
+// every group must keep their poison.
+void run_grouped(const std::vector<int32_t>& offsets, int64_t m, int64_t n, int64_t k, int tile_n, bool fp32,
+                 uint64_t seed) {
+    const int groups = int(offsets.size()) - 1;
+    INFO("grouped groups=" << groups << " m=" << m << " n=" << n << " k=" << k << " tile_n=" << tile_n << " fp32=" << fp32);
+    int max_rows = 0;
+    for (int g = 0; g < groups; ++g) max_rows = std::max(max_rows, offsets[g + 1] - offsets[g]);
+    Rng rng(seed);
+    GemmInputs in(m, n, k, groups, rng);
+    DeviceBuffer<bf16> a(in.a), b(in.b);
+    DeviceBuffer<int32_t> offs(offsets);
+    DeviceBuffer<float> c32(size_t(m * in.ldc), 0xff);
+    DeviceBuffer<bf16> c16(size_t(m * in.ldc), 0xff);
+    kernels::GroupedGemmArgs args;
+    args.a = a.get();
+    args.lda = in.lda;
+    args.b = b.get();
+    args.ldb = in.ldb;
+    args.c = fp32 ? static_cast<void*>(c32.get()) : static_cast<void*>(c16.get());
+    args.ldc = in.ldc;
+    args.c_fp32 = fp32;
+    args.m = int(m), args.n = int(n), args.k = int(k);
+    args.group_offsets = offs.get();
+    args.n_groups = groups;
+    args.b_group_stride = in.b_stride;
+    args.max_group_rows = max_rows;
+    kernels::gemm_force_tile_n(tile_n);
+    const cudaError_t err = kernels::gemm_bf16_grouped(args, nullptr);
+    kernels::gemm_force_tile_n(0);
+    CUDA_OK(err);
+    CUDA_OK(cudaDeviceSynchronize());
+    CHECK(c32.guards_intact());
+    CHECK(c16.guards_intact());
+    std::vector<bool> written(size_t(m), false);
+    for (int64_t i = offsets.front(); i < offsets.back(); ++i) written[size_t(i)] = true;
+    const auto got32 = c32.download();
+    const auto got16 = c16.download();
+    for (int g = 0; g < groups; ++g) {
+        if (offsets[g] == offsets[g + 1]) continue;
+        const double rel = fp32 ? check_rows(in, got32, offsets[g], offsets[g + 1], g, 1, true)
+                                : check_rows(in, got16, offsets[g], offsets[g + 1], g, 1, false);
+        INFO("group " << g << " rel_l2 " << rel);
+        CHECK(rel < rel_bound(fp32, k));
+    }
+    CHECK((fp32 ? count_touched(in, got32, written) : count_touched(in, got16, written)) == 0);
+
+    // All groups empty (the host bound still says max_rows): nothing is written.
+    DeviceBuffer<int32_t> empty(std::vector<int32_t>(size_t(groups + 1), 7));
+    DeviceBuffer<bf16> c_empty(size_t(m * in.ldc), 0xff);
+    args.group_offsets = empty.get();
+    args.c = c_empty.get();
+    args.c_fp32 = false;
+    CUDA_OK(kernels::gemm_bf16_grouped(args, nullptr));
+    CUDA_OK(cudaDeviceSynchronize());
+    CHECK(count_touched(in, c_empty.download(), std::vector<bool>(size_t(m), false)) == 0);
+}
+
+} // namespace
 
 TEST_CASE("gemm_bf16_grouped: uneven and empty groups, rows outside groups untouched", "[gemm]") {
     require_gpu();
-    const int64_t n = 200, k = 136;
-    // Offsets start past row 0 and end before m: those rows belong to no group.
-    const std::vector<int32_t> offsets = {3, 3, 40, 40, 340, 469, 470, 470};
-    const int groups = int(offsets.size()) - 1;
-    const int64_t m = 480;
-    int max_rows = 0;
-    for (int g = 0; g < groups; ++g) max_rows = std::max(max_rows, offsets[g + 1] - offsets[g]);
     uint64_t seed = 2000;
+    // Offsets start past row 0 and end before m: those rows belong to no group.
+    const std::vector<int32_t> hand = {3, 3, 40, 40, 340, 469, 470, 470};
+    // MoE-like: 64 experts with 0..60 rows each (about one in six empty), wider k.
+    Rng rng(seed);
+    std::vector<int32_t> moe = {0};
+    for (int g = 0; g < 64; ++g) moe.push_back(moe.back() + (rng.integer(0, 5) == 0 ? 0 : rng.integer(1, 60)));
     for (int tile_n : {128, 256})
         for (bool fp32 : {false, true}) {
-            INFO("grouped tile_n=" << tile_n << " fp32=" << fp32);
-            Rng rng(seed++);
-            GemmInputs in(m, n, k, groups, rng);
-            DeviceBuffer<bf16> a(in.a), b(in.b);
-            DeviceBuffer<int32_t> offs(offsets);
-            DeviceBuffer<float> c32(size_t(m * in.ldc), 0xff);
-            DeviceBuffer<bf16> c16(size_t(m * in.ldc), 0xff);
-            kernels::GroupedGemmArgs args;
-            args.a = a.get();
-            args.lda = in.lda;
-            args.b = b.get();
-            args.ldb = in.ldb;
-            args.c = fp32 ? static_cast<void*>(c32.get()) : static_cast<void*>(c16.get());
-            args.ldc = in.ldc;
-            args.c_fp32 = fp32;
-            args.m = int(m), args.n = int(n), args.k = int(k);
-            args.group_offsets = offs.get();
-            args.n_groups = groups;
-            args.b_group_stride = in.b_stride;
-            args.max_group_rows = max_rows;
-            kernels::gemm_force_tile_n(tile_n);
-            const cudaError_t err = kernels::gemm_bf16_grouped(args, nullptr);
-            kernels::gemm_force_tile_n(0);
-            CUDA_OK(err);
-            CUDA_OK(cudaDeviceSynchronize());
-            CHECK(c32.guards_intact());
-            CHECK(c16.guards_intact());
-            std::vector<bool> written(size_t(m), false);
-            for (int64_t i = offsets.front(); i < offsets.back(); ++i) written[size_t(i)] = true;
-            for (int g = 0; g < groups; ++g) {
-                if (offsets[g] == offsets[g + 1]) continue;
-                const double rel = fp32 ? check_rows(in, c32.download(), offsets[g], offsets[g + 1], g, 1, true)
-                                        : check_rows(in, c16.download(), offsets[g], offsets[g + 1], g, 1, false);
-                INFO("group " << g << " rel_l2 " << rel);
-                CHECK(rel < rel_bound(fp32, k));
-            }
-            CHECK((fp32 ? count_touched(in, c32.download(), written) : count_touched(in, c16.download(), written)) == 0);
-
-            // All groups empty: nothing is written.
-            DeviceBuffer<int32_t> empty(std::vector<int32_t>(size_t(groups + 1), 7));
-            DeviceBuffer<bf16> c_empty(size_t(m * in.ldc), 0xff);
-            args.group_offsets = empty.get();
-            args.c = c_empty.get();
-            args.c_fp32 = false;
-            CUDA_OK(kernels::gemm_bf16_grouped(args, nullptr));
-            CUDA_OK(cudaDeviceSynchronize());
-            CHECK(count_touched(in, c_empty.download(), std::vector<bool>(size_t(m), false)) == 0);
+            run_grouped(hand, 480, 200, 136, tile_n, fp32, seed++);
+            run_grouped(moe, moe.back() + 5, 256, 512, tile_n, fp32, seed++);
         }
 }
 

@@ -6,7 +6,9 @@
 // names fail) at 8192^3 bf16 -> bf16, fp32 accumulate. Then every 27B prefill linear shape at
 // m = 2048 and 8192, and the 27B layer mix weighted by layer counts (48 GDN, 16 attention, 64
 // MLP). Random bf16 data in (-1, 1); each figure is the median of 15 timed launches (CUDA events)
-// after 3 warm-ups. Lines starting with RESULT go to the summary too.
+// after 3 warm-ups, with cuBLASLt at each shape beside ours; then the 35B-A3B dense shapes, its
+// routed-expert grouped GEMM (256 experts, top 8, skewed routing) and 8192^3 again (drift).
+// Lines starting with RESULT go to the summary too.
 #include "ninfer/kernels/device.h"
 #include "ninfer/kernels/gemm.h"
 
@@ -95,6 +97,10 @@ struct CublasLt {
     decltype(&cublasLtMatmulPreferenceSetAttribute) pref_set = nullptr;
     decltype(&cublasLtMatmulAlgoGetHeuristic) heuristic = nullptr;
     decltype(&cublasLtMatmul) matmul = nullptr;
+    decltype(&cublasLtMatmulDescDestroy) desc_destroy = nullptr;
+    decltype(&cublasLtMatrixLayoutDestroy) layout_destroy = nullptr;
+    decltype(&cublasLtMatmulPreferenceDestroy) pref_destroy = nullptr;
+    cublasLtHandle_t handle = nullptr;
 
     bool load() {
         const char* names[] = {std::getenv("NINFER_CUBLASLT"), "libcublasLt.so.13", "/usr/local/cuda/lib64/libcublasLt.so.13",
@@ -111,17 +117,18 @@ struct CublasLt {
                sym(desc_set, "cublasLtMatmulDescSetAttribute") && sym(layout_create, "cublasLtMatrixLayoutCreate") &&
                sym(pref_create, "cublasLtMatmulPreferenceCreate") &&
                sym(pref_set, "cublasLtMatmulPreferenceSetAttribute") &&
-               sym(heuristic, "cublasLtMatmulAlgoGetHeuristic") && sym(matmul, "cublasLtMatmul");
+               sym(heuristic, "cublasLtMatmulAlgoGetHeuristic") && sym(matmul, "cublasLtMatmul") &&
+               sym(desc_destroy, "cublasLtMatmulDescDestroy") && sym(layout_destroy, "cublasLtMatrixLayoutDestroy") &&
+               sym(pref_destroy, "cublasLtMatmulPreferenceDestroy") && create(&handle) == CUBLAS_STATUS_SUCCESS;
     }
 
     // Median ms of C = A B^T (bf16, fp32 accumulate), or -1 when cuBLASLt has no algorithm.
     double time_gemm(const void* a, const void* b, void* c, int m, int n, int k, void* ws, size_t ws_bytes) {
-        cublasLtHandle_t h;
+        if (!handle) return -1;
         cublasLtMatmulDesc_t desc;
         cublasLtMatrixLayout_t la, lb, lc;
         cublasLtMatmulPreference_t pref;
-        if (create(&h) != CUBLAS_STATUS_SUCCESS || desc_create(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) != CUBLAS_STATUS_SUCCESS)
-            return -1;
+        if (desc_create(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) != CUBLAS_STATUS_SUCCESS) return -1;
         const cublasOperation_t t = CUBLAS_OP_T, nt = CUBLAS_OP_N;
         desc_set(desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t);
         desc_set(desc, CUBLASLT_MATMUL_DESC_TRANSB, &nt, sizeof nt);
@@ -132,14 +139,22 @@ struct CublasLt {
         pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes);
         cublasLtMatmulHeuristicResult_t res{};
         int found = 0;
-        if (heuristic(h, desc, la, lb, lc, lc, pref, 1, &res, &found) != CUBLAS_STATUS_SUCCESS || found == 0) return -1;
-        const float alpha = 1.f, beta = 0.f;
-        bool ok = true;
-        const double ms = median_ms([&] {
-            ok &= matmul(h, desc, &alpha, b, la, a, lb, &beta, c, lc, c, lc, &res.algo, ws, ws_bytes, nullptr) ==
-                  CUBLAS_STATUS_SUCCESS;
-        });
-        return ok ? ms : -1;
+        double ms = -1;
+        if (heuristic(handle, desc, la, lb, lc, lc, pref, 1, &res, &found) == CUBLAS_STATUS_SUCCESS && found > 0) {
+            const float alpha = 1.f, beta = 0.f;
+            bool ok = true;
+            ms = median_ms([&] {
+                ok &= matmul(handle, desc, &alpha, b, la, a, lb, &beta, c, lc, c, lc, &res.algo, ws, ws_bytes,
+                             nullptr) == CUBLAS_STATUS_SUCCESS;
+            });
+            if (!ok) ms = -1;
+        }
+        pref_destroy(pref);
+        layout_destroy(la);
+        layout_destroy(lb);
+        layout_destroy(lc);
+        desc_destroy(desc);
+        return ms;
     }
 };
 
@@ -155,6 +170,14 @@ const Shape k27b[] = {{"gdn_in_proj_qkv", 10240, 5120, 48}, {"gdn_in_proj_z", 61
                       {"attn_k_or_v", 1024, 5120, 32},      {"attn_o_proj", 5120, 6144, 16},
                       {"mlp_gate_up", 34816, 5120, 64},     {"mlp_down", 5120, 17408, 64}};
 
+// The 35B-A3B's dense prefill layers (hidden 2048) and its routed experts (256, top 8, grouped).
+const Shape k35b[] = {{"gdn_in_proj_qkv", 8192, 2048, 30}, {"gdn_in_proj_z", 4096, 2048, 30},
+                      {"gdn_out_proj", 2048, 4096, 30},    {"attn_q_gate", 8192, 2048, 10},
+                      {"attn_k_or_v", 512, 2048, 20},      {"attn_o_proj", 2048, 4096, 10},
+                      {"shared_gate_up", 1024, 2048, 40},  {"shared_down", 2048, 512, 40}};
+const Shape k35b_experts[] = {{"expert_gate_up", 1024, 2048, 40}, {"expert_down", 2048, 512, 40}};
+constexpr int kExperts = 256, kTopK = 8;
+
 double tflops(int64_t m, int64_t n, int64_t k, double ms) { return 2.0 * double(m) * n * k / (ms * 1e-3) / 1e12; }
 
 double time_ours(void* a, void* b, void* c, int m, int n, int k, int tile_n) {
@@ -167,6 +190,37 @@ double time_ours(void* a, void* b, void* c, int m, int n, int k, int tile_n) {
     const double ms = median_ms([&] { CK(gemm_bf16(g, nullptr)); });
     gemm_force_tile_n(0);
     return ms;
+}
+
+// Grouped GEMM over kExperts experts for `tokens` tokens routed top-kTopK with a skewed random
+// choice (a few hot experts, as real routers produce), rows sorted by expert.
+double time_grouped(void* a, void* b, void* c, int32_t* d_offsets, int tokens, const Shape& sh, uint64_t seed,
+                    int* max_rows_out) {
+    std::vector<int32_t> counts(kExperts, 0);
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 7;
+    for (int i = 0; i < tokens * kTopK; ++i) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        const double u = double(x >> 11) * 0x1p-53;
+        counts[size_t(double(kExperts) * u * u)]++; // density ~ 1/sqrt: expert 0 gets ~16x the median
+    }
+    std::vector<int32_t> offsets(kExperts + 1, 0);
+    int max_rows = 0;
+    for (int e = 0; e < kExperts; ++e) {
+        offsets[e + 1] = offsets[e] + counts[e];
+        max_rows = std::max(max_rows, counts[e]);
+    }
+    CK(cudaMemcpy(d_offsets, offsets.data(), offsets.size() * 4, cudaMemcpyHostToDevice));
+    GroupedGemmArgs g;
+    g.a = static_cast<const __nv_bfloat16*>(a), g.lda = sh.k;
+    g.b = static_cast<const __nv_bfloat16*>(b), g.ldb = sh.k;
+    g.c = c, g.ldc = sh.n;
+    g.m = tokens * kTopK, g.n = sh.n, g.k = sh.k;
+    g.group_offsets = d_offsets;
+    g.n_groups = kExperts;
+    g.b_group_stride = int64_t(sh.n) * sh.k;
+    g.max_group_rows = max_rows;
+    *max_rows_out = max_rows;
+    return median_ms([&] { CK(gemm_bf16_grouped(g, nullptr)); });
 }
 
 void bench_dequant(void* src, void* dst) {
@@ -211,6 +265,10 @@ int main(int argc, char** argv) {
     const int s = 8192;
     const double ours = tflops(s, s, s, time_ours(a, b, c, s, s, s, 0));
     report("RESULT gemm_tflops square m=%d n=%d k=%d %.1f (tile %d)\n", s, s, s, ours, gemm_tile_n(s, s));
+    gemm_use_direct_epilogue(true);
+    report("RESULT gemm_tflops square_direct_epilogue m=%d n=%d k=%d %.1f\n", s, s, s,
+           tflops(s, s, s, time_ours(a, b, c, s, s, s, 0)));
+    gemm_use_direct_epilogue(false);
     double lt = -1;
     CublasLt cublas;
     if (cublas.load()) {
@@ -228,16 +286,53 @@ int main(int argc, char** argv) {
         for (const auto& sh : k27b) {
             const double t128 = time_ours(a, b, c, m, sh.n, sh.k, 128), t256 = time_ours(a, b, c, m, sh.n, sh.k, 256);
             const double best = gemm_tile_n(m, sh.n) == 128 ? t128 : t256;
+            gemm_use_direct_epilogue(true);
+            const double direct = time_ours(a, b, c, m, sh.n, sh.k, 0);
+            gemm_use_direct_epilogue(false);
+            const double lt_ms = lt > 0 ? cublas.time_gemm(a, b, c, m, sh.n, sh.k, ws, ws_bytes) : -1;
             const double tf = tflops(m, sh.n, sh.k, best);
-            report("RESULT gemm_tflops %s m=%d n=%d k=%d %.1f (%.1f%% of peak; tile 128: %.1f, 256: %.1f, chosen %d)\n",
+            report("RESULT gemm_tflops 27b_%s m=%d n=%d k=%d %.1f (%.1f%% of peak; tile 128: %.1f, 256: %.1f, chosen %d; "
+                   "direct epilogue %.1f; cublasLt %.1f)\n",
                    sh.name, m, sh.n, sh.k, tf, 100 * tf / peak, tflops(m, sh.n, sh.k, t128), tflops(m, sh.n, sh.k, t256),
-                   gemm_tile_n(m, sh.n));
+                   gemm_tile_n(m, sh.n), tflops(m, sh.n, sh.k, direct), lt_ms > 0 ? tflops(m, sh.n, sh.k, lt_ms) : -1.0);
             flops += 2.0 * m * sh.n * double(sh.k) * sh.per_model;
             ms_mix += best * sh.per_model;
         }
         const double tf = flops / (ms_mix * 1e-3) / 1e12;
         report("RESULT gemm_tflops 27b_layer_mix m=%d %.1f (%.1f%% of peak)\n", m, tf, 100 * tf / peak);
     }
+    for (int m : {2048, 8192})
+        for (const auto& sh : k35b) {
+            const double ms = time_ours(a, b, c, m, sh.n, sh.k, 0);
+            const double lt_ms = lt > 0 ? cublas.time_gemm(a, b, c, m, sh.n, sh.k, ws, ws_bytes) : -1;
+            report("RESULT gemm_tflops 35b_%s m=%d n=%d k=%d %.1f (tile %d; cublasLt %.1f)\n", sh.name, m, sh.n, sh.k,
+                   tflops(m, sh.n, sh.k, ms), gemm_tile_n(m, sh.n), lt_ms > 0 ? tflops(m, sh.n, sh.k, lt_ms) : -1.0);
+        }
+    {
+        // Expert weights: 256 x [1024, 2048] bf16 = 1 GiB, tiled from the random B.
+        const size_t expert_elems = size_t(kExperts) * 1024 * 2048;
+        void *experts, *rows_out;
+        int32_t* d_offsets;
+        CK(cudaMalloc(&experts, expert_elems * 2));
+        CK(cudaMalloc(&rows_out, size_t(8192) * kTopK * 2048 * 2));
+        CK(cudaMalloc(&d_offsets, (kExperts + 1) * 4));
+        for (size_t off = 0; off < expert_elems; off += max_b)
+            CK(cudaMemcpy(static_cast<uint16_t*>(experts) + off, b, std::min(max_b, expert_elems - off) * 2,
+                          cudaMemcpyDeviceToDevice));
+        for (int tokens : {2048, 8192})
+            for (const auto& sh : k35b_experts) {
+                int max_rows = 0;
+                const double ms = time_grouped(a, experts, rows_out, d_offsets, tokens, sh, uint64_t(tokens), &max_rows);
+                report("RESULT gemm_grouped_tflops 35b_%s tokens=%d rows=%d n=%d k=%d %.1f (256 experts, largest %d rows)\n",
+                       sh.name, tokens, tokens * kTopK, sh.n, sh.k, tflops(int64_t(tokens) * kTopK, sh.n, sh.k, ms),
+                       max_rows);
+            }
+        CK(cudaFree(experts));
+        CK(cudaFree(rows_out));
+        CK(cudaFree(d_offsets));
+    }
+    // The same square product last: a drop from the first figure is clock or power drift.
+    report("RESULT gemm_tflops square_again m=%d n=%d k=%d %.1f\n", s, s, s, tflops(s, s, s, time_ours(a, b, c, s, s, s, 0)));
     bench_dequant(b, c);
     if (g_summary) std::fclose(g_summary);
     return 0;

@@ -4,7 +4,8 @@
 // - dequant_bf16(w, row0, n_rows, dst, ld_dst, stream) writes rows [row0, row0 + n_rows) of W as
 //   bf16: dst[r * ld_dst + j] = bf16_rne(decode(W)[row0 + r][j]) for j < w.k, where decode is the
 //   CPU codec's value (core/formats/codec.h decode_rows, in fp32: e4m3(code) * row multiplier,
-//   q * group multiplier), so the result equals the CPU decode rounded to bf16 bit for bit.
+//   q * group multiplier), so the result equals the CPU decode rounded to bf16 bit for bit
+//   (the fp8 NaN codes, which no encoder writes, decode to a NaN of unspecified payload).
 //   Elements j >= w.k of a dst row are not written.
 // - Accepted: every format and layout kernels::gemv accepts (gemv.h describes the bytes):
 //   Bf16, Fp8E4m3RowBf16, Q4G64Fp16 in WeightLayout::Artifact and WeightLayout::Tiled;

@@ -60,6 +60,8 @@ cudaError_t gemm_bf16_grouped(const GroupedGemmArgs& args, cudaStream_t stream);
 // Test and bench hook: force the tile width (128 or 256 columns of C per tile); 0 restores the
 // heuristic (256 unless the 128-wide tiling fills the machine's waves better).
 void gemm_force_tile_n(int tile_n);
+// Bench hook: store C straight from the accumulator fragments instead of through shared memory.
+void gemm_use_direct_epilogue(bool direct);
 // The tile width gemm_bf16 would use for this shape (exposed for tests and the bench).
 int gemm_tile_n(int m, int n);
 
