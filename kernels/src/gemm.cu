@@ -15,7 +15,6 @@ using detail::GemmParams;
 using detail::GemmTile;
 
 int g_forced_tile_n = 0;
-bool g_direct_epilogue = false;
 
 // The encoder lives in the driver (libcuda); reaching it through the runtime keeps our binaries
 // free of a link dependency on it, so they still start (and fall back) on machines without one.
@@ -58,23 +57,17 @@ bool valid_args(const GemmArgs& a) {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int n_sms() { return sm_count() > 0 ? sm_count() : 132; }
 
-template <int BN, bool GROUPED, bool STAGED>
-cudaError_t launch_variant(const CUtensorMap& map_a, const CUtensorMap& map_b, GemmParams p,
+template <int BN, bool GROUPED>
+cudaError_t launch(const CUtensorMap& map_a, const CUtensorMap& map_b, GemmParams p,
                    cudaStream_t stream) {
-    static const cudaError_t attr = cudaFuncSetAttribute(detail::gemm_bf16_kernel<BN, GROUPED, STAGED>,
+    static const cudaError_t attr = cudaFuncSetAttribute(detail::gemm_bf16_kernel<BN, GROUPED>,
                                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                          GemmTile<BN>::kSmemBytes);
     if (attr != cudaSuccess) return attr;
     const int64_t grid = std::min<int64_t>(p.n_tiles, n_sms());
-    detail::gemm_bf16_kernel<BN, GROUPED, STAGED>
+    detail::gemm_bf16_kernel<BN, GROUPED>
         <<<unsigned(grid), detail::kGemmThreads, GemmTile<BN>::kSmemBytes, stream>>>(map_a, map_b, p);
     return cudaGetLastError();
-}
-
-template <int BN, bool GROUPED>
-cudaError_t launch(const CUtensorMap& map_a, const CUtensorMap& map_b, GemmParams p, cudaStream_t stream) {
-    return g_direct_epilogue ? launch_variant<BN, GROUPED, false>(map_a, map_b, p, stream)
-                             : launch_variant<BN, GROUPED, true>(map_a, map_b, p, stream);
 }
 
 template <bool GROUPED>
@@ -93,15 +86,17 @@ cudaError_t run(const GemmArgs& a, int tile_n, int tiles_m, int64_t n_groups, in
     p.k = a.k;
     p.tiles_m = tiles_m;
     p.tiles_n = int(ceil_div(a.n, tile_n));
-    p.n_tiles = n_groups * p.tiles_m * p.tiles_n;
+    // Grouped: an upper bound of the tiles that exist (each group rounds up at most one m-tile);
+    // it only sizes the grid, the kernel walks the real ones (gemm_next_tile).
+    p.n_tiles = GROUPED ? std::min<int64_t>(n_groups * p.tiles_m, ceil_div(a.m, detail::kGemmTileM) + n_groups) * p.tiles_n
+                        : int64_t(p.tiles_m) * p.tiles_n;
+    p.n_groups = int(n_groups);
     p.group_offsets = group_offsets;
     return tile_n == 256 ? launch<256, GROUPED>(map_a, map_b, p, stream)
                          : launch<128, GROUPED>(map_a, map_b, p, stream);
 }
 
 } // namespace
-
-void gemm_use_direct_epilogue(bool direct) { g_direct_epilogue = direct; }
 
 void gemm_force_tile_n(int tile_n) { g_forced_tile_n = tile_n == 128 || tile_n == 256 ? tile_n : 0; }
 

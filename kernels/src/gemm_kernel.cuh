@@ -8,8 +8,8 @@
 // wgmma in flight (wait_group 1) and release the previous stage. The grid is persistent: CTA b
 // takes tiles b, b + grid, ...; producer and consumers walk the same list, so the producer fills
 // the next tile's first stages while the consumers store the current one. C leaves through a
-// per-warp shared-memory staging area as 16-byte stores (gemm_store_warp); the direct fragment
-// store (gemm_store_pair) is kept behind a bench hook for comparison.
+// per-warp shared-memory staging area as 16-byte stores (gemm_store_warp): storing straight from
+// the fragments (4-byte stores, 8 rows per instruction) cost 8-25% (PERF_NOTES, GEMM v2).
 #pragma once
 
 #include "gemm_sm90.cuh"
@@ -41,37 +41,68 @@ struct GemmParams {
     int64_t ldc;
     int c_fp32;
     int m, n, k;
-    int tiles_m, tiles_n; // grouped: m tiles per group (from max_group_rows)
-    int64_t n_tiles;      // grouped: n_groups * tiles_m * tiles_n (tiles past a group's end are skipped)
+    int tiles_m, tiles_n; // plain: m tiles; grouped: tiles_m unused (per group, from group_offsets)
+    int64_t n_tiles;      // plain: tiles_m * tiles_n
     const int32_t* group_offsets;
+    int n_groups;
 };
 
 struct GemmTileWork {
-    bool valid;
     int row_begin, row_end, col, group;
 };
 
-// Tile t of the raster: bands of kGemmRasterM m-tiles, m fastest inside a band.
-template <bool GROUPED> __device__ __forceinline__ GemmTileWork gemm_tile_work(const GemmParams& p, int64_t t, int bn) {
-    GemmTileWork w{};
-    const int64_t per_group = int64_t(p.tiles_m) * p.tiles_n;
-    w.group = GROUPED ? int(t / per_group) : 0;
-    const int64_t local = GROUPED ? t % per_group : t;
-    const int64_t band_tiles = int64_t(kGemmRasterM) * p.tiles_n;
+// Tile `local` of a [tiles_m x tiles_n] grid whose rows start at row_base: bands of kGemmRasterM
+// m-tiles, m fastest inside a band, so the CTAs running at once share B tiles in L2.
+__device__ __forceinline__ GemmTileWork gemm_raster(int64_t local, int tiles_m, int tiles_n, int row_base, int row_end,
+                                                    int bn) {
+    const int64_t band_tiles = int64_t(kGemmRasterM) * tiles_n;
     const int first_m = int(local / band_tiles) * kGemmRasterM;
-    const int band_m = min(kGemmRasterM, p.tiles_m - first_m);
+    const int band_m = min(kGemmRasterM, tiles_m - first_m);
     const int within = int(local % band_tiles);
+    GemmTileWork w;
     w.col = (within / band_m) * bn;
-    const int row0 = (first_m + within % band_m) * kGemmTileM;
-    if constexpr (GROUPED) {
-        w.row_begin = p.group_offsets[w.group] + row0;
-        w.row_end = p.group_offsets[w.group + 1];
-    } else {
-        w.row_begin = row0;
-        w.row_end = p.m;
-    }
-    w.valid = w.row_begin < w.row_end;
+    w.row_begin = row_base + (first_m + within % band_m) * kGemmTileM;
+    w.row_end = row_end;
+    w.group = 0;
     return w;
+}
+
+// Grouped problems: the tiles that exist (group g has ceil(rows_g / 128) * tiles_n of them, empty
+// groups none) are numbered in group order and a CTA walks its indices upward with this cursor, so
+// the work is spread evenly over the CTAs whatever the group sizes, and each CTA reads every
+// group's offsets at most once.
+struct GemmGroupCursor {
+    int group;
+    int64_t first_tile; // index of the group's first tile
+    int row_begin, row_end, tiles_m;
+};
+
+__device__ __forceinline__ void gemm_cursor_load(const GemmParams& p, GemmGroupCursor& c) {
+    if (c.group >= p.n_groups) return;
+    c.row_begin = p.group_offsets[c.group];
+    c.row_end = p.group_offsets[c.group + 1];
+    c.tiles_m = (c.row_end - c.row_begin + kGemmTileM - 1) / kGemmTileM;
+}
+
+// Finds tile t (t never decreases between calls); false once t is past the last group's tiles.
+template <bool GROUPED>
+__device__ __forceinline__ bool gemm_next_tile(const GemmParams& p, GemmGroupCursor& c, int64_t t, int bn,
+                                               GemmTileWork& w) {
+    if constexpr (!GROUPED) {
+        if (t >= p.n_tiles) return false;
+        w = gemm_raster(t, p.tiles_m, p.tiles_n, 0, p.m, bn);
+        return true;
+    } else {
+        while (c.group < p.n_groups && t >= c.first_tile + int64_t(c.tiles_m) * p.tiles_n) {
+            c.first_tile += int64_t(c.tiles_m) * p.tiles_n;
+            ++c.group;
+            gemm_cursor_load(p, c);
+        }
+        if (c.group >= p.n_groups) return false;
+        w = gemm_raster(t - c.first_tile, c.tiles_m, p.tiles_n, c.row_begin, c.row_end, bn);
+        w.group = c.group;
+        return true;
+    }
 }
 
 template <int BN> __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], uint64_t da, uint64_t db, int scale_d) {
@@ -79,24 +110,6 @@ template <int BN> __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2],
         wgmma_m64n256k16(d, da, db, scale_d);
     else
         wgmma_m64n128k16(d, da, db, scale_d);
-}
-
-// Two adjacent columns (col even) of one row; the odd last column of an odd n alone.
-__device__ __forceinline__ void gemm_store_pair(const GemmParams& p, int row, int col, float v0, float v1) {
-    const int64_t off = int64_t(row) * p.ldc + col;
-    if (p.c_fp32) {
-        float* c = static_cast<float*>(p.c) + off;
-        if (col + 1 < p.n)
-            *reinterpret_cast<float2*>(c) = make_float2(v0, v1);
-        else
-            *c = v0;
-    } else {
-        __nv_bfloat16* c = static_cast<__nv_bfloat16*>(p.c) + off;
-        if (col + 1 < p.n)
-            *reinterpret_cast<__nv_bfloat162*>(c) = __floats2bfloat162_rn(v0, v1);
-        else
-            *c = __float2bfloat16(v0);
-    }
 }
 
 // Writes one warp's 16 x BN accumulator rows to C: each 128-byte piece of its rows (64 bf16 or
@@ -163,7 +176,7 @@ __device__ __forceinline__ void gemm_store_warp(const GemmParams& p, const float
     }
 }
 
-template <int BN, bool GROUPED, bool STAGED>
+template <int BN, bool GROUPED>
 __global__ void __launch_bounds__(kGemmThreads, 1)
     gemm_bf16_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                      const GemmParams p) {
@@ -191,9 +204,10 @@ __global__ void __launch_bounds__(kGemmThreads, 1)
         tma_prefetch_map(&map_a);
         tma_prefetch_map(&map_b);
         int it = 0;
-        for (int64_t t = blockIdx.x; t < p.n_tiles; t += gridDim.x) {
-            const GemmTileWork w = gemm_tile_work<GROUPED>(p, t, BN);
-            if (!w.valid) continue;
+        GemmGroupCursor cur{0, 0, 0, 0, 0};
+        if constexpr (GROUPED) gemm_cursor_load(p, cur);
+        GemmTileWork w;
+        for (int64_t t = blockIdx.x; gemm_next_tile<GROUPED>(p, cur, t, BN, w); t += gridDim.x) {
             for (int kb = 0; kb < k_blocks; ++kb, ++it) {
                 const int s = it % T::kStages;
                 mbar_wait(smem_u32(&empty_bar[s]), ((it / T::kStages) & 1) ^ 1);
@@ -215,9 +229,10 @@ __global__ void __launch_bounds__(kGemmThreads, 1)
     const int lane = threadIdx.x & 31, warp = (threadIdx.x / 32) & 3;
     float acc[T::kAcc];
     int it = 0;
-    for (int64_t t = blockIdx.x; t < p.n_tiles; t += gridDim.x) {
-        const GemmTileWork w = gemm_tile_work<GROUPED>(p, t, BN);
-        if (!w.valid) continue;
+    GemmGroupCursor cur{0, 0, 0, 0, 0};
+    if constexpr (GROUPED) gemm_cursor_load(p, cur);
+    GemmTileWork w;
+    for (int64_t t = blockIdx.x; gemm_next_tile<GROUPED>(p, cur, t, BN, w); t += gridDim.x) {
         for (int kb = 0; kb < k_blocks; ++kb, ++it) {
             const int s = it % T::kStages;
             mbar_wait(smem_u32(&full_bar[s]), (it / T::kStages) & 1);
@@ -235,19 +250,6 @@ __global__ void __launch_bounds__(kGemmThreads, 1)
         if (lane == 0) mbar_arrive(smem_u32(&empty_bar[(it - 1) % T::kStages]));
         wgmma_pin(acc);
 
-        if constexpr (!STAGED) {
-            const int row0 = w.row_begin + consumer * 64 + warp * 16 + lane / 4;
-            const int col0 = w.col + 2 * (lane % 4);
-#pragma unroll
-            for (int j = 0; j < BN / 8; ++j)
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const int row = row0 + 8 * h, col = col0 + 8 * j;
-                    if (row < w.row_end && col < p.n)
-                        gemm_store_pair(p, row, col, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
-                }
-            continue;
-        }
         gemm_store_warp<BN>(p, acc, gemm_smem + (smem - smem_u32(gemm_smem)) + T::kStages * T::kStageBytes +
                                         (threadIdx.x / 32 - 4) * 16 * kGemmStageRowBytes,
                             w.row_begin + consumer * 64 + warp * 16, w.row_end, w.col, lane);

@@ -105,8 +105,8 @@ template <typename T> int64_t count_touched(const GemmInputs& in, const std::vec
     return touched;
 }
 
-void run_gemm(int64_t m, int64_t n, int64_t k, bool fp32, int tile_n, bool direct, uint64_t seed) {
-    INFO("gemm m=" << m << " n=" << n << " k=" << k << " fp32=" << fp32 << " tile_n=" << tile_n << " direct=" << direct);
+void run_gemm(int64_t m, int64_t n, int64_t k, bool fp32, int tile_n, uint64_t seed) {
+    INFO("gemm m=" << m << " n=" << n << " k=" << k << " fp32=" << fp32 << " tile_n=" << tile_n);
     Rng rng(seed);
     GemmInputs in(m, n, k, 1, rng);
     DeviceBuffer<bf16> a(in.a), b(in.b);
@@ -122,10 +122,8 @@ void run_gemm(int64_t m, int64_t n, int64_t k, bool fp32, int tile_n, bool direc
     args.c_fp32 = fp32;
     args.m = int(m), args.n = int(n), args.k = int(k);
     kernels::gemm_force_tile_n(tile_n);
-    kernels::gemm_use_direct_epilogue(direct);
     const cudaError_t err = kernels::gemm_bf16(args, nullptr);
     kernels::gemm_force_tile_n(0);
-    kernels::gemm_use_direct_epilogue(false);
     CUDA_OK(err);
     CUDA_OK(cudaDeviceSynchronize());
     CHECK(c32.guards_intact());
@@ -157,18 +155,19 @@ TEST_CASE("gemm_bf16 matches fp64 at edge and layer-like sizes, both tile widths
     uint64_t seed = 1000;
     for (const auto& s : shapes)
         for (int tile_n : {0, 128, 256})
-            for (bool fp32 : {false, true})
-                for (bool direct : {false, true}) run_gemm(s.m, s.n, s.k, fp32, tile_n, direct, seed++);
+            for (bool fp32 : {false, true}) run_gemm(s.m, s.n, s.k, fp32, tile_n, seed++);
 }
 
 namespace {
 
 // Grouped GEMM over `offsets` (rows [offsets[g], offsets[g+1]) use B_g); rows of [0, m) outside
 // every group must keep their poison.
+// low_bound: pass max_group_rows = 1 (it may only cost speed, never rows).
 void run_grouped(const std::vector<int32_t>& offsets, int64_t m, int64_t n, int64_t k, int tile_n, bool fp32,
-                 uint64_t seed) {
+                 bool low_bound, uint64_t seed) {
     const int groups = int(offsets.size()) - 1;
-    INFO("grouped groups=" << groups << " m=" << m << " n=" << n << " k=" << k << " tile_n=" << tile_n << " fp32=" << fp32);
+    INFO("grouped groups=" << groups << " m=" << m << " n=" << n << " k=" << k << " tile_n=" << tile_n << " fp32=" << fp32
+                           << " low_bound=" << low_bound);
     int max_rows = 0;
     for (int g = 0; g < groups; ++g) max_rows = std::max(max_rows, offsets[g + 1] - offsets[g]);
     Rng rng(seed);
@@ -189,7 +188,7 @@ void run_grouped(const std::vector<int32_t>& offsets, int64_t m, int64_t n, int6
     args.group_offsets = offs.get();
     args.n_groups = groups;
     args.b_group_stride = in.b_stride;
-    args.max_group_rows = max_rows;
+    args.max_group_rows = low_bound ? 1 : max_rows;
     kernels::gemm_force_tile_n(tile_n);
     const cudaError_t err = kernels::gemm_bf16_grouped(args, nullptr);
     kernels::gemm_force_tile_n(0);
@@ -234,8 +233,9 @@ TEST_CASE("gemm_bf16_grouped: uneven and empty groups, rows outside groups untou
     for (int g = 0; g < 64; ++g) moe.push_back(moe.back() + (rng.integer(0, 5) == 0 ? 0 : rng.integer(1, 60)));
     for (int tile_n : {128, 256})
         for (bool fp32 : {false, true}) {
-            run_grouped(hand, 480, 200, 136, tile_n, fp32, seed++);
-            run_grouped(moe, moe.back() + 5, 256, 512, tile_n, fp32, seed++);
+            run_grouped(hand, 480, 200, 136, tile_n, fp32, false, seed++);
+            run_grouped(moe, moe.back() + 5, 256, 512, tile_n, fp32, false, seed++);
+            run_grouped(moe, moe.back(), 72, 64, tile_n, fp32, true, seed++);
         }
 }
 

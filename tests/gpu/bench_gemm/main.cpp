@@ -265,10 +265,6 @@ int main(int argc, char** argv) {
     const int s = 8192;
     const double ours = tflops(s, s, s, time_ours(a, b, c, s, s, s, 0));
     report("RESULT gemm_tflops square m=%d n=%d k=%d %.1f (tile %d)\n", s, s, s, ours, gemm_tile_n(s, s));
-    gemm_use_direct_epilogue(true);
-    report("RESULT gemm_tflops square_direct_epilogue m=%d n=%d k=%d %.1f\n", s, s, s,
-           tflops(s, s, s, time_ours(a, b, c, s, s, s, 0)));
-    gemm_use_direct_epilogue(false);
     double lt = -1;
     CublasLt cublas;
     if (cublas.load()) {
@@ -286,15 +282,12 @@ int main(int argc, char** argv) {
         for (const auto& sh : k27b) {
             const double t128 = time_ours(a, b, c, m, sh.n, sh.k, 128), t256 = time_ours(a, b, c, m, sh.n, sh.k, 256);
             const double best = gemm_tile_n(m, sh.n) == 128 ? t128 : t256;
-            gemm_use_direct_epilogue(true);
-            const double direct = time_ours(a, b, c, m, sh.n, sh.k, 0);
-            gemm_use_direct_epilogue(false);
             const double lt_ms = lt > 0 ? cublas.time_gemm(a, b, c, m, sh.n, sh.k, ws, ws_bytes) : -1;
             const double tf = tflops(m, sh.n, sh.k, best);
             report("RESULT gemm_tflops 27b_%s m=%d n=%d k=%d %.1f (%.1f%% of peak; tile 128: %.1f, 256: %.1f, chosen %d; "
-                   "direct epilogue %.1f; cublasLt %.1f)\n",
+                   "cublasLt %.1f)\n",
                    sh.name, m, sh.n, sh.k, tf, 100 * tf / peak, tflops(m, sh.n, sh.k, t128), tflops(m, sh.n, sh.k, t256),
-                   gemm_tile_n(m, sh.n), tflops(m, sh.n, sh.k, direct), lt_ms > 0 ? tflops(m, sh.n, sh.k, lt_ms) : -1.0);
+                   gemm_tile_n(m, sh.n), lt_ms > 0 ? tflops(m, sh.n, sh.k, lt_ms) : -1.0);
             flops += 2.0 * m * sh.n * double(sh.k) * sh.per_model;
             ms_mix += best * sh.per_model;
         }

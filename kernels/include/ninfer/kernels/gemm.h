@@ -14,15 +14,18 @@
 //   B_g = b + g * b_group_stride ([n, k], row stride ldb). group_offsets is a device int32 array of
 //   n_groups + 1 non-decreasing entries with group_offsets[0] >= 0 and group_offsets[n_groups] <= m
 //   (m = rows allocated for A and C); it is read on the device only, so the call is graph-safe.
-//   max_group_rows is a host upper bound of every group's row count (it sizes the grid; rows of a
-//   group past it are NOT computed). Empty groups are allowed; rows outside every group are not
-//   written. Extra requirements: n_groups >= 1, b_group_stride % 8 == 0, b_group_stride >= n * ldb.
+//   max_group_rows is a host upper bound of every group's row count: it only sizes the grid (a
+//   low bound costs speed, never rows), and 0 means every group is empty (nothing is launched).
+//   Empty groups are allowed; rows outside every group are not written. The CTAs walk only the
+//   tiles that exist, so skewed routing does not idle them. Extra requirements: n_groups >= 1,
+//   b_group_stride % 8 == 0, b_group_stride >= n * ldb.
 // - Implementation (sm_90a): persistent warp-specialised kernel, one producer warp issuing
 //   cp.async.bulk.tensor (128-byte swizzle) into a multi-stage shared-memory ring guarded by
-//   mbarriers, two consumer warpgroups issuing wgmma 64xNx16 (tile 128 x 256 or 128 x 128 x 64).
+//   mbarriers, two consumer warpgroups issuing wgmma 64xNx16 (tile 128 x 256 or 128 x 128 x 64)
+//   and storing C through shared memory as 16-byte vectors.
 //   Tensor maps are encoded on the host per call through cuTensorMapEncodeTiled, reached with
-//   cudaGetDriverEntryPoint (no link dependency on libcuda). Not graph-capturable only in the
-//   sense that the maps embed the pointers: capture is fine, replay reuses the captured pointers.
+//   cudaGetDriverEntryPointByVersion (no link dependency on libcuda). Graph capture works: the
+//   maps are kernel parameters, so a replay uses the pointers of the captured call.
 // - Weight formats other than bf16 are expanded first with dequant_bf16 (dequant.h, included).
 // Thread safety: stateless apart from the once-resolved driver entry point; any thread, any stream.
 #pragma once
@@ -60,8 +63,6 @@ cudaError_t gemm_bf16_grouped(const GroupedGemmArgs& args, cudaStream_t stream);
 // Test and bench hook: force the tile width (128 or 256 columns of C per tile); 0 restores the
 // heuristic (256 unless the 128-wide tiling fills the machine's waves better).
 void gemm_force_tile_n(int tile_n);
-// Bench hook: store C straight from the accumulator fragments instead of through shared memory.
-void gemm_use_direct_epilogue(bool direct);
 // The tile width gemm_bf16 would use for this shape (exposed for tests and the bench).
 int gemm_tile_n(int m, int n);
 
