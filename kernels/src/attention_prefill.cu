@@ -8,12 +8,19 @@ namespace ninfer::kernels {
 namespace detail {
 
 constexpr int kPrefillHeadDim = 256;
-constexpr int kQueryTile = 128;            // query rows per block: 8 warps x 16 rows
 constexpr int kKeyTile = kKvPageTokens;    // one page of one KV head per step
-constexpr int kPrefillThreads = 256;
 constexpr int kRowChunks = kPrefillHeadDim / 8; // 16-byte chunks per 256-dim bf16 row
 constexpr size_t kTileElems = size_t(kKeyTile) * kPrefillHeadDim;
-constexpr size_t kPrefillSmemBytes = (size_t(kQueryTile) * kPrefillHeadDim + 4 * kTileElems) * sizeof(__nv_bfloat16);
+
+// Block shape: WARPS x 16 query rows, STAGES K/V tile buffers (2: the next tile loads during this
+// one; 1: overlap comes from a second resident block instead).
+template <int WARPS, int STAGES> struct PrefillShape {
+    static constexpr int kQueryTile = WARPS * 16;
+    static constexpr int kThreads = WARPS * 32;
+    static constexpr int kBlocksPerSm = WARPS == 4 && STAGES == 1 ? 2 : 1;
+    static constexpr size_t kSmemBytes =
+        (size_t(kQueryTile) * kPrefillHeadDim + 2 * STAGES * kTileElems) * sizeof(__nv_bfloat16);
+};
 
 size_t align256_bytes(size_t v) { return (v + 255) / 256 * 256; }
 
@@ -30,11 +37,12 @@ __global__ void prefill_indices_kernel(int32_t* lanes, int32_t* positions, int l
 
 // The one place that reads KV tiles (bf16 pages today; other KV dtypes convert here). Rows past
 // last_pos are zero-filled: they are masked out of S, and zero V keeps 0 * garbage out of P V.
+template <int THREADS>
 __device__ __forceinline__ void load_kv_tile(const KvPages& kv, int n_kv, int lane, int kvh, int tile, int last_pos,
                                              __nv_bfloat16* k_dst, __nv_bfloat16* v_dst, int tid) {
     const int page = kv.page_table[int64_t(lane) * kv.max_pages + tile];
     const int64_t base = (int64_t(page) * n_kv + kvh) * kTileElems;
-    for (int i = tid; i < kKeyTile * kRowChunks; i += kPrefillThreads) {
+    for (int i = tid; i < kKeyTile * kRowChunks; i += THREADS) {
         const int row = i / kRowChunks, c = i % kRowChunks;
         const bool valid = tile * kKeyTile + row <= last_pos;
         const int64_t off = base + int64_t(row) * kPrefillHeadDim + c * 8;
@@ -48,13 +56,17 @@ struct PrefillRun {
     const __nv_bfloat16* q; // prep's q scratch [t][n_heads*256]
 };
 
-// grid (n_heads, n_query_tiles), 256 threads, kPrefillSmemBytes of dynamic shared memory. Warp w
+// grid (n_heads, n_query_tiles), WARPS * 32 threads, kSmemBytes of dynamic shared memory. Warp w
 // owns query rows w*16 .. w*16+15 of the tile and keeps their 16 x 256 output in registers.
-__global__ void __launch_bounds__(kPrefillThreads, 1) attn_prefill_kernel(PrefillRun run) {
+template <int WARPS, int STAGES>
+__global__ void __launch_bounds__(WARPS * 32, (PrefillShape<WARPS, STAGES>::kBlocksPerSm))
+    attn_prefill_kernel(PrefillRun run) {
+    using Shape = PrefillShape<WARPS, STAGES>;
+    constexpr int kQueryTile = Shape::kQueryTile, kPrefillThreads = Shape::kThreads;
     extern __shared__ __align__(128) unsigned char smem_raw[];
     __nv_bfloat16* qs = reinterpret_cast<__nv_bfloat16*>(smem_raw);
-    __nv_bfloat16* ks = qs + kQueryTile * kPrefillHeadDim; // [2 stages][64][256]
-    __nv_bfloat16* vs = ks + 2 * kTileElems;
+    __nv_bfloat16* ks = qs + kQueryTile * kPrefillHeadDim; // [STAGES][64][256]
+    __nv_bfloat16* vs = ks + STAGES * kTileElems;
     const AttnPrefillArgs& a = run.a;
     const AttnGeometry& geo = a.geo;
     const int h = blockIdx.x, kvh = h / (geo.n_heads / geo.n_kv_heads);
@@ -72,7 +84,7 @@ __global__ void __launch_bounds__(kPrefillThreads, 1) attn_prefill_kernel(Prefil
     }
     const int block_last = min(a.start_pos + m0 + kQueryTile - 1, last_pos);
     const int n_tiles = block_last / kKeyTile + 1;
-    load_kv_tile(a.kv, geo.n_kv_heads, a.lane, kvh, 0, last_pos, ks, vs, tid);
+    load_kv_tile<kPrefillThreads>(a.kv, geo.n_kv_heads, a.lane, kvh, 0, last_pos, ks, vs, tid);
     cp_async_commit();
 
     // This thread's two rows (g and g + 8 of the warp's 16); rows past the chunk act as its last.
@@ -86,10 +98,16 @@ __global__ void __launch_bounds__(kPrefillThreads, 1) attn_prefill_kernel(Prefil
     float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
 
     for (int tile = 0; tile < n_tiles; ++tile) {
-        if (tile + 1 < n_tiles) {
-            const int st = (tile + 1) & 1;
-            load_kv_tile(a.kv, geo.n_kv_heads, a.lane, kvh, tile + 1, last_pos, ks + st * kTileElems,
-                         vs + st * kTileElems, tid);
+        if (STAGES == 1) { // the buffer is free again after the previous iteration's barrier
+            if (tile > 0) {
+                load_kv_tile<kPrefillThreads>(a.kv, geo.n_kv_heads, a.lane, kvh, tile, last_pos, ks, vs, tid);
+                cp_async_commit();
+            }
+            cp_async_wait<0>();
+        } else if (tile + 1 < n_tiles) {
+            const int st = (tile + 1) % STAGES;
+            load_kv_tile<kPrefillThreads>(a.kv, geo.n_kv_heads, a.lane, kvh, tile + 1, last_pos,
+                                          ks + st * kTileElems, vs + st * kTileElems, tid);
             cp_async_commit();
             cp_async_wait<1>();
         } else {
@@ -98,8 +116,8 @@ __global__ void __launch_bounds__(kPrefillThreads, 1) attn_prefill_kernel(Prefil
         __syncthreads();
         const int key0 = tile * kKeyTile;
         if (key0 <= warp_last) { // else every key of the tile is after every row of this warp
-            const __nv_bfloat16* kt = ks + (tile & 1) * kTileElems;
-            const __nv_bfloat16* vt = vs + (tile & 1) * kTileElems;
+            const __nv_bfloat16* kt = ks + (tile % STAGES) * kTileElems;
+            const __nv_bfloat16* vt = vs + (tile % STAGES) * kTileElems;
             float s[8][4] = {};
 #pragma unroll
             for (int kstep = 0; kstep < kPrefillHeadDim / 16; ++kstep) {
@@ -120,10 +138,8 @@ __global__ void __launch_bounds__(kPrefillThreads, 1) attn_prefill_kernel(Prefil
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
                     const int key = key0 + nt * 8 + 2 * quad + (e & 1);
-                    float v = s[nt][e] * kScaleLog2;
-                    if (masked && key > row_pos[e >> 1]) v = -INFINITY;
-                    s[nt][e] = v;
-                    tile_max[e >> 1] = fmaxf(tile_max[e >> 1], v);
+                    if (masked && key > row_pos[e >> 1]) s[nt][e] = -INFINITY;
+                    tile_max[e >> 1] = fmaxf(tile_max[e >> 1], s[nt][e]);
                 }
             float corr[2];
 #pragma unroll
@@ -132,27 +148,35 @@ __global__ void __launch_bounds__(kPrefillThreads, 1) attn_prefill_kernel(Prefil
                 tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
                 // Finite: tile 0 (key 0) was seen by every row before any fully masked tile.
                 const float m_new = fmaxf(row_max[r], tile_max[r]);
-                corr[r] = exp2f(row_max[r] - m_new);
+                corr[r] = exp2f((row_max[r] - m_new) * kScaleLog2);
                 row_max[r] = m_new;
                 row_sum[r] *= corr[r];
             }
+            // Scores stay unscaled (max commutes with the positive scale): one FMA per exponent.
+            const float neg_max[2] = {-row_max[0] * kScaleLog2, -row_max[1] * kScaleLog2};
             uint32_t pf[8][2]; // P as bf16 pairs, already in the A-fragment order of P V
 #pragma unroll
             for (int nt = 0; nt < 8; ++nt) {
-                const float p0 = exp2f(s[nt][0] - row_max[0]), p1 = exp2f(s[nt][1] - row_max[0]);
-                const float p2 = exp2f(s[nt][2] - row_max[1]), p3 = exp2f(s[nt][3] - row_max[1]);
+                const float p0 = exp2f(fmaf(s[nt][0], kScaleLog2, neg_max[0]));
+                const float p1 = exp2f(fmaf(s[nt][1], kScaleLog2, neg_max[0]));
+                const float p2 = exp2f(fmaf(s[nt][2], kScaleLog2, neg_max[1]));
+                const float p3 = exp2f(fmaf(s[nt][3], kScaleLog2, neg_max[1]));
                 row_sum[0] += p0 + p1;
                 row_sum[1] += p2 + p3;
                 const __nv_bfloat162 lo = __floats2bfloat162_rn(p0, p1), hi = __floats2bfloat162_rn(p2, p3);
                 pf[nt][0] = *reinterpret_cast<const uint32_t*>(&lo);
                 pf[nt][1] = *reinterpret_cast<const uint32_t*>(&hi);
             }
+            // Rescaling O is 128 multiplies per thread, a third of the tile's issue slots next to its
+            // 256 mma: skip it when no row of the warp raised its maximum (corr == 1 exactly).
+            if (__any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f)) {
 #pragma unroll
-            for (int dt = 0; dt < 32; ++dt) {
-                acc[dt][0] *= corr[0];
-                acc[dt][1] *= corr[0];
-                acc[dt][2] *= corr[1];
-                acc[dt][3] *= corr[1];
+                for (int dt = 0; dt < 32; ++dt) {
+                    acc[dt][0] *= corr[0];
+                    acc[dt][1] *= corr[0];
+                    acc[dt][2] *= corr[1];
+                    acc[dt][3] *= corr[1];
+                }
             }
 #pragma unroll
             for (int kstep = 0; kstep < kKeyTile / 16; ++kstep) {
@@ -214,11 +238,22 @@ bool prefill_args_ok(const AttnPrefillArgs& a) {
            a.scratch_bytes >= attn_prefill_scratch_bytes(a.n_tokens, a.geo.n_heads) &&
            reinterpret_cast<uintptr_t>(a.scratch) % 256 == 0 && al16(a.qg) && al16(a.k) && al16(a.v) && al16(a.out) &&
            al16(a.kv.k) && al16(a.kv.v) && a.qg_stride % 8 == 0 && a.k_stride % 8 == 0 && a.v_stride % 8 == 0 &&
-           a.out_stride % 8 == 0;
+           a.out_stride % 8 == 0 && a.kernel_variant >= 0 && a.kernel_variant <= 3;
 }
 
 size_t q_scratch_bytes(int n_tokens, int n_heads) {
     return align256_bytes(size_t(n_tokens) * n_heads * kPrefillHeadDim * sizeof(__nv_bfloat16));
+}
+
+template <int WARPS, int STAGES> cudaError_t launch_prefill(const AttnPrefillArgs& a, cudaStream_t stream) {
+    using Shape = PrefillShape<WARPS, STAGES>;
+    cudaError_t err = cudaFuncSetAttribute(attn_prefill_kernel<WARPS, STAGES>,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize, int(Shape::kSmemBytes));
+    if (err != cudaSuccess) return err;
+    const PrefillRun run{a, reinterpret_cast<const __nv_bfloat16*>(a.scratch)};
+    const dim3 grid(unsigned(a.geo.n_heads), unsigned((a.n_tokens + Shape::kQueryTile - 1) / Shape::kQueryTile));
+    attn_prefill_kernel<WARPS, STAGES><<<grid, Shape::kThreads, Shape::kSmemBytes, stream>>>(run);
+    return cudaGetLastError();
 }
 
 } // namespace detail
@@ -258,13 +293,12 @@ cudaError_t attn_prefill_prep(const AttnPrefillArgs& a, cudaStream_t stream) {
 
 cudaError_t attn_prefill(const AttnPrefillArgs& a, cudaStream_t stream) {
     if (!detail::prefill_args_ok(a)) return cudaErrorInvalidValue;
-    cudaError_t err = cudaFuncSetAttribute(detail::attn_prefill_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           int(detail::kPrefillSmemBytes));
-    if (err != cudaSuccess) return err;
-    const detail::PrefillRun run{a, reinterpret_cast<const __nv_bfloat16*>(a.scratch)};
-    const dim3 grid(unsigned(a.geo.n_heads), unsigned((a.n_tokens + detail::kQueryTile - 1) / detail::kQueryTile));
-    detail::attn_prefill_kernel<<<grid, detail::kPrefillThreads, detail::kPrefillSmemBytes, stream>>>(run);
-    return cudaGetLastError();
+    switch (a.kernel_variant ? a.kernel_variant : kAttnPrefillDefaultVariant) {
+    case 1: return detail::launch_prefill<8, 2>(a, stream);
+    case 2: return detail::launch_prefill<4, 1>(a, stream);
+    case 3: return detail::launch_prefill<4, 2>(a, stream);
+    default: return cudaErrorInvalidValue;
+    }
 }
 
 } // namespace ninfer::kernels

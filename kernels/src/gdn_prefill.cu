@@ -34,30 +34,68 @@ struct PrepPtrs {
     int tp;
 };
 
-// grid (2 Hk + Hv, T), 128 threads: one q, k or v head of one token, one channel per thread.
+// Prep and norm: a warp owns one head (128 channels, 4 per lane) for kWarpTokens consecutive
+// tokens, so the l2 and RMS norms are warp reductions; a block is 4 warps = kBlockTokens tokens.
+constexpr int kWarpTokens = 8;
+constexpr int kBlockTokens = 4 * kWarpTokens;
+
+__device__ __forceinline__ void load_bf16x4(const __nv_bfloat16* p, float (&out)[4]) {
+    const uint2 raw = *reinterpret_cast<const uint2*>(p);
+    const float2 lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&raw.x));
+    const float2 hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&raw.y));
+    out[0] = lo.x, out[1] = lo.y, out[2] = hi.x, out[3] = hi.y;
+}
+__device__ __forceinline__ void store_bf16x4(__nv_bfloat16* p, const float (&v)[4]) {
+    const __nv_bfloat162 lo = __floats2bfloat162_rn(v[0], v[1]), hi = __floats2bfloat162_rn(v[2], v[3]);
+    uint2 raw;
+    raw.x = *reinterpret_cast<const uint32_t*>(&lo);
+    raw.y = *reinterpret_cast<const uint32_t*>(&hi);
+    *reinterpret_cast<uint2*>(p) = raw;
+}
+
+// grid (2 Hk + Hv, ceil(T / kBlockTokens)), 128 threads: conv + SiLU (+ l2norm for q and k) of
+// one head; each lane loads its 4 channels' inputs once for its kWarpTokens tokens.
 __global__ void __launch_bounds__(D) gdn_prefill_prep_kernel(GdnPrefillArgs a, PrepPtrs p) {
-    __shared__ float red[32];
-    const int t = blockIdx.y, g = blockIdx.x, tid = threadIdx.x, ch = g * D + tid;
-    const __nv_bfloat16* hist = a.conv_state + int64_t(a.slot) * 3 * a.conv_dim;
-    const __nv_bfloat16* w = a.conv_w + int64_t(ch) * 4;
-    float acc = 0.f;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-        const int m = t - 3 + j; // input position; negative ones come from the history
-        const __nv_bfloat16 in = m >= 0 ? a.qkv[int64_t(m) * a.qkv_stride + ch] : hist[int64_t(3 + m) * a.conv_dim + ch];
-        acc = fmaf(__bfloat162float(w[j]), __bfloat162float(in), acc);
-    }
-    const float u = __bfloat162float(__float2bfloat16(silu(a.exact ? acc : bf16_round(acc))));
+    const int g = blockIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5, T = a.n_tokens;
+    const int ch = g * D + lane * 4, t0 = blockIdx.y * kBlockTokens + warp * kWarpTokens;
+    const int n = min(kWarpTokens, T - t0);
     const int hk = a.n_k_heads, hv = a.n_v_heads;
-    if (g < 2 * hk) {
-        // Same reduction order as gdn_recurrent_decode: warp sums, then the 4 warps in order.
-        const float nrm = u * rsqrtf(block_sum(u * u, red) + 1e-6f);
-        p.qk[int64_t(t) * 2 * hk * D + ch] = g < hk ? nrm * rsqrtf(float(D)) : nrm;
-    } else {
-        p.v[int64_t(t) * hv * D + ch - 2 * hk * D] = __float2bfloat16(u);
+    if (n > 0) {
+        const __nv_bfloat16* hist = a.conv_state + int64_t(a.slot) * 3 * a.conv_dim;
+        float w[4][4], in[kWarpTokens + 3][4];
+#pragma unroll
+        for (int c = 0; c < 4; ++c) load_bf16x4(a.conv_w + int64_t(ch + c) * 4, w[c]);
+#pragma unroll
+        for (int j = 0; j < kWarpTokens + 3; ++j) {
+            const int m = t0 - 3 + j; // input position; negative ones come from the history
+            if (m < T) load_bf16x4(m >= 0 ? a.qkv + int64_t(m) * a.qkv_stride + ch : hist + int64_t(3 + m) * a.conv_dim + ch, in[j]);
+        }
+#pragma unroll
+        for (int tt = 0; tt < kWarpTokens; ++tt) {
+            if (tt >= n) break; // warp-uniform
+            float u[4], ss = 0.f;
+#pragma unroll
+            for (int c = 0; c < 4; ++c) {
+                float acc = 0.f;
+#pragma unroll
+                for (int j = 0; j < 4; ++j) acc = fmaf(w[c][j], in[tt + j][c], acc);
+                u[c] = __bfloat162float(__float2bfloat16(silu(a.exact ? acc : bf16_round(acc))));
+                ss = fmaf(u[c], u[c], ss);
+            }
+            const int t = t0 + tt;
+            if (g < 2 * hk) {
+                const float scale = rsqrtf(warp_sum(ss) + 1e-6f) * (g < hk ? rsqrtf(float(D)) : 1.f);
+                *reinterpret_cast<float4*>(p.qk + int64_t(t) * 2 * hk * D + ch) =
+                    make_float4(u[0] * scale, u[1] * scale, u[2] * scale, u[3] * scale);
+            } else {
+                store_bf16x4(p.v + int64_t(t) * hv * D + ch - 2 * hk * D, u);
+            }
+        }
     }
     if (g != 0) return;
-    for (int h = tid; h < hv; h += D) {
+    const int tb = blockIdx.y * kBlockTokens, nb = min(kBlockTokens, T - tb);
+    for (int i = threadIdx.x; i < nb * hv; i += D) {
+        const int t = tb + i / hv, h = i % hv;
         const float bb = a.b_f32 ? a.b_f32[int64_t(t) * a.b_stride + h] : __bfloat162float(a.b[int64_t(t) * a.b_stride + h]);
         const float sig = 1.f / (1.f + expf(-bb));
         const float x = (a.a_f32 ? a.a_f32[int64_t(t) * a.a_stride + h] : __bfloat162float(a.a[int64_t(t) * a.a_stride + h])) +
@@ -83,14 +121,17 @@ __global__ void gdn_prefill_history_kernel(GdnPrefillArgs a) {
     for (int m = 0; m < 3; ++m) hist[int64_t(m) * a.conv_dim + ch] = keep[m];
 }
 
-// The scan. KS threads (adjacent lanes) share one value column, each holding R = 128 / KS state
-// rows in registers; S^T k and S^T q are reduced over the KS lanes with shuffles, so no block
-// barrier is needed per token. Block: 128 threads = 128 / KS columns of one head; grid (KS, Hv).
-template <int KS> struct ScanShape {
-    static constexpr int R = D / KS;   // state rows per thread
-    static constexpr int CB = D / KS;  // value columns per block
-    static constexpr int RP = R + 4;   // padded row group: the KS groups start in different banks
-    static constexpr int VEC = KS * RP; // floats per staged q or k vector
+// The scan. KS threads (adjacent lanes) share NC value columns, each holding R = 128 / KS state
+// rows of them in registers; S^T k and S^T q are reduced over the KS lanes with shuffles, so no
+// block barrier is needed per token. NC > 1 reuses each k/q value read from shared memory for
+// NC columns (a 128-bit shared load costs 4 wavefronts however many lanes share its address).
+// Block: 128 threads = (128 / KS) * NC columns of one head; grid (128 / columns, Hv).
+template <int KS, int NC> struct ScanShape {
+    static constexpr int R = D / KS;               // state rows per thread
+    static constexpr int CB = (D / KS) * NC;       // value columns per block
+    static constexpr int RP = R + 4;               // padded row group: groups start in different banks
+    static constexpr int VEC = KS * RP;            // floats per staged q or k vector
+    static constexpr int ACC = NC >= 4 ? 1 : 4 / NC; // partial sums per column: independent FMA chains
     struct Stage {
         float qk[kScanTile][2][VEC]; // [token][q, k][group][row]
         __nv_bfloat16 v[kScanTile][CB];
@@ -107,15 +148,21 @@ struct ScanPtrs {
     int tp;
 };
 
-template <int KS>
+template <int KS> __device__ __forceinline__ float group_sum(float v) {
+#pragma unroll
+    for (int off = 1; off < KS; off <<= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+    return v;
+}
+
+template <int KS, int NC>
 __global__ void __launch_bounds__(D) gdn_prefill_scan_kernel(GdnPrefillArgs a, ScanPtrs p) {
-    using Shape = ScanShape<KS>;
-    constexpr int R = Shape::R, CB = Shape::CB, RP = Shape::RP;
+    using Shape = ScanShape<KS, NC>;
+    constexpr int R = Shape::R, CB = Shape::CB, RP = Shape::RP, ACC = Shape::ACC;
     using Stage = typename Shape::Stage;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     Stage* stages = reinterpret_cast<Stage*>(smem_raw);
     const int h = blockIdx.y, tid = threadIdx.x, T = a.n_tokens, hk = a.n_k_heads, hv = a.n_v_heads;
-    const int r = h / (hv / hk), kq = tid % KS, col0 = blockIdx.x * CB, col = col0 + tid / KS;
+    const int r = h / (hv / hk), kq = tid % KS, cb = (tid / KS) * NC, col0 = blockIdx.x * CB;
 
     auto load_tile = [&](int tile, Stage& st) {
         const int t0 = tile * kScanTile, n = min(kScanTile, T - t0);
@@ -137,9 +184,18 @@ __global__ void __launch_bounds__(D) gdn_prefill_scan_kernel(GdnPrefillArgs a, S
     };
 
     float* S = a.state + (int64_t(a.slot) * hv + h) * D * D;
-    float s[R];
+    float s[R][NC];
 #pragma unroll
-    for (int i = 0; i < R; ++i) s[i] = S[(kq * R + i) * D + col];
+    for (int i = 0; i < R; ++i)
+#pragma unroll
+        for (int c = 0; c < NC; ++c) s[i][c] = S[(kq * R + i) * D + col0 + cb + c];
+
+    auto store_o = [&](int t, const float (&o)[NC]) {
+        float* dst = p.o + int64_t(t) * hv * D + h * D + col0 + cb;
+#pragma unroll
+        for (int c = 0; c < NC; ++c) dst[c] = o[c];
+    };
+    float q_prev[R] = {}; // q of the token before the current one (none before the first)
 
     const int n_tiles = (T + kScanTile - 1) / kScanTile;
     load_tile(0, stages[0]);
@@ -156,6 +212,9 @@ __global__ void __launch_bounds__(D) gdn_prefill_scan_kernel(GdnPrefillArgs a, S
         const Stage& st = stages[tile & 1];
         const int t0 = tile * kScanTile, n = min(kScanTile, T - t0);
         for (int tt = 0; tt < n; ++tt) {
+            // One pass over the state S_{t-1} does two dot products: with q_{t-1} (the previous
+            // token's output) and with k_t (S_t^T k_t = decay_t S_{t-1}^T k_t); their shuffle
+            // reductions overlap, so each token waits for one reduction instead of two in a row.
             float kk[R], qq[R];
 #pragma unroll
             for (int i = 0; i < R; i += 4) {
@@ -165,52 +224,99 @@ __global__ void __launch_bounds__(D) gdn_prefill_scan_kernel(GdnPrefillArgs a, S
                 qq[i] = q4.x, qq[i + 1] = q4.y, qq[i + 2] = q4.z, qq[i + 3] = q4.w;
             }
             const float decay = st.decay[tt], beta = st.beta[tt];
-            // Four partial sums: the chain of R dependent FMAs would otherwise set the pace.
-            float part[4] = {0.f, 0.f, 0.f, 0.f};
+            float pk[NC][ACC] = {}, pq[NC][ACC] = {};
+#pragma unroll
+            for (int i = 0; i < R; ++i)
+#pragma unroll
+                for (int c = 0; c < NC; ++c) {
+                    pk[c][i % ACC] = fmaf(s[i][c], kk[i], pk[c][i % ACC]);
+                    pq[c][i % ACC] = fmaf(s[i][c], q_prev[i], pq[c][i % ACC]);
+                }
+            float delta[NC], o[NC];
+#pragma unroll
+            for (int c = 0; c < NC; ++c) {
+                float sk = pk[c][0];
+                o[c] = pq[c][0];
+#pragma unroll
+                for (int j = 1; j < ACC; ++j) sk += pk[c][j], o[c] += pq[c][j];
+                sk = group_sum<KS>(sk);
+                o[c] = group_sum<KS>(o[c]);
+                delta[c] = beta * (__bfloat162float(st.v[tt][cb + c]) - decay * sk);
+            }
+            if (kq == 0 && t0 + tt > 0) store_o(t0 + tt - 1, o);
 #pragma unroll
             for (int i = 0; i < R; ++i) {
-                s[i] *= decay;
-                part[i & 3] = fmaf(s[i], kk[i], part[i & 3]);
+                q_prev[i] = qq[i];
+#pragma unroll
+                for (int c = 0; c < NC; ++c) s[i][c] = fmaf(s[i][c], decay, kk[i] * delta[c]);
             }
-            float sk = (part[0] + part[1]) + (part[2] + part[3]);
-#pragma unroll
-            for (int o = 1; o < KS; o <<= 1) sk += __shfl_xor_sync(0xffffffffu, sk, o);
-            const float delta = beta * (__bfloat162float(st.v[tt][tid / KS]) - sk);
-            part[0] = part[1] = part[2] = part[3] = 0.f;
-#pragma unroll
-            for (int i = 0; i < R; ++i) {
-                s[i] = fmaf(kk[i], delta, s[i]);
-                part[i & 3] = fmaf(s[i], qq[i], part[i & 3]);
-            }
-            float o = (part[0] + part[1]) + (part[2] + part[3]);
-#pragma unroll
-            for (int off = 1; off < KS; off <<= 1) o += __shfl_xor_sync(0xffffffffu, o, off);
-            if (kq == 0) p.o[int64_t(t0 + tt) * hv * D + h * D + col] = o;
         }
         __syncthreads(); // the next iteration refills this stage
     }
+    float o[NC]; // the last token's output
 #pragma unroll
-    for (int i = 0; i < R; ++i) S[(kq * R + i) * D + col] = s[i];
+    for (int c = 0; c < NC; ++c) {
+        float acc = 0.f;
+#pragma unroll
+        for (int i = 0; i < R; ++i) acc = fmaf(s[i][c], q_prev[i], acc);
+        o[c] = group_sum<KS>(acc);
+    }
+    if (kq == 0) store_o(T - 1, o);
+#pragma unroll
+    for (int i = 0; i < R; ++i)
+#pragma unroll
+        for (int c = 0; c < NC; ++c) S[(kq * R + i) * D + col0 + cb + c] = s[i][c];
 }
 
-// grid (Hv, T), 128 threads: gated RMSNorm of one head's scan output, as gdn_recurrent_decode.
+// grid (Hv, ceil(T / kBlockTokens)), 128 threads: gated RMSNorm of one head's scan output, a warp
+// per kWarpTokens tokens, with gdn_recurrent_decode's roundings.
 __global__ void __launch_bounds__(D) gdn_prefill_norm_kernel(GdnPrefillArgs a, const float* o_all) {
-    __shared__ float red[32];
-    const int h = blockIdx.x, t = blockIdx.y, v = threadIdx.x;
-    float o = o_all[int64_t(t) * a.n_v_heads * D + h * D + v];
-    if (!a.exact) o = bf16_round(o);
-    const float var = block_sum(o * o, red) / float(D);
-    const float nrm = a.exact ? o * rsqrtf(var + a.eps) : bf16_round(o * rsqrtf(var + a.eps));
-    const float wn = a.exact ? __bfloat162float(a.norm_w[v]) * nrm : bf16_round(__bfloat162float(a.norm_w[v]) * nrm);
-    const float z = __bfloat162float(a.z[int64_t(t) * a.z_stride + h * D + v]);
-    a.y[int64_t(t) * a.y_stride + h * D + v] = __float2bfloat16(wn * silu(z));
+    const int h = blockIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5, col = h * D + lane * 4;
+    const int t0 = blockIdx.y * kBlockTokens + warp * kWarpTokens, n = min(kWarpTokens, a.n_tokens - t0);
+    float w[4];
+    load_bf16x4(a.norm_w + lane * 4, w);
+    for (int t = t0; t < t0 + n; ++t) {
+        const float4 o4 = *reinterpret_cast<const float4*>(o_all + int64_t(t) * a.n_v_heads * D + col);
+        float o[4] = {o4.x, o4.y, o4.z, o4.w}, z[4], y[4], ss = 0.f;
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+            if (!a.exact) o[c] = bf16_round(o[c]);
+            ss = fmaf(o[c], o[c], ss);
+        }
+        const float inv = rsqrtf(warp_sum(ss) / float(D) + a.eps);
+        load_bf16x4(a.z + int64_t(t) * a.z_stride + col, z);
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+            const float nrm = a.exact ? o[c] * inv : bf16_round(o[c] * inv);
+            const float wn = a.exact ? w[c] * nrm : bf16_round(w[c] * nrm);
+            y[c] = wn * silu(z[c]);
+        }
+        store_bf16x4(a.y + int64_t(t) * a.y_stride + col, y);
+    }
 }
 
-template <int KS> cudaError_t launch_scan(const GdnPrefillArgs& a, const ScanPtrs& p, cudaStream_t stream) {
-    constexpr size_t smem = 2 * sizeof(typename ScanShape<KS>::Stage);
-    static_assert(smem <= 48 * 1024, "scan stages must fit the default shared-memory limit");
-    gdn_prefill_scan_kernel<KS><<<dim3(KS, unsigned(a.n_v_heads)), D, smem, stream>>>(a, p);
+template <int KS, int NC> cudaError_t launch_scan(const GdnPrefillArgs& a, const ScanPtrs& p, cudaStream_t stream) {
+    using Shape = ScanShape<KS, NC>;
+    constexpr size_t smem = 2 * sizeof(typename Shape::Stage);
+    if (smem > 48 * 1024) { // above the default limit a kernel must opt in
+        const cudaError_t err = cudaFuncSetAttribute(gdn_prefill_scan_kernel<KS, NC>,
+                                                     cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+        if (err != cudaSuccess) return err;
+    }
+    gdn_prefill_scan_kernel<KS, NC><<<dim3(D / Shape::CB, unsigned(a.n_v_heads)), D, smem, stream>>>(a, p);
     return cudaGetLastError();
+}
+
+cudaError_t launch_scan_variant(const GdnPrefillArgs& a, const ScanPtrs& p, cudaStream_t stream) {
+    switch (a.scan_variant ? a.scan_variant : kGdnScanDefaultVariant) {
+    case 1: return launch_scan<4, 1>(a, p, stream);
+    case 2: return launch_scan<8, 1>(a, p, stream);
+    case 3: return launch_scan<8, 2>(a, p, stream);
+    case 4: return launch_scan<16, 2>(a, p, stream);
+    case 5: return launch_scan<4, 2>(a, p, stream);
+    case 6: return launch_scan<8, 4>(a, p, stream);
+    default: return cudaErrorInvalidValue;
+    }
 }
 
 } // namespace detail
@@ -224,10 +330,12 @@ cudaError_t gdn_prefill(const GdnPrefillArgs& a, cudaStream_t stream) {
     const int T = a.n_tokens, hk = a.n_k_heads, hv = a.n_v_heads;
     const bool aligned = a.qkv_stride % 8 == 0 && a.z_stride % 8 == 0 && a.y_stride % 8 == 0 &&
                          reinterpret_cast<uintptr_t>(a.qkv) % 16 == 0 && reinterpret_cast<uintptr_t>(a.z) % 16 == 0 &&
-                         reinterpret_cast<uintptr_t>(a.y) % 16 == 0 && reinterpret_cast<uintptr_t>(a.scratch) % 256 == 0;
+                         reinterpret_cast<uintptr_t>(a.y) % 16 == 0 && reinterpret_cast<uintptr_t>(a.scratch) % 256 == 0 &&
+                         reinterpret_cast<uintptr_t>(a.conv_w) % 16 == 0 && reinterpret_cast<uintptr_t>(a.conv_state) % 16 == 0 &&
+                         reinterpret_cast<uintptr_t>(a.norm_w) % 16 == 0;
     if (!a.qkv || !a.z || !(a.a || a.a_f32) || !(a.b || a.b_f32) || !a.conv_w || !a.conv_state || !a.state ||
         !a.a_log || !a.dt_bias || !a.norm_w || !a.y || !a.scratch || !aligned || a.slot < 0 || hk < 1 || hv < hk ||
-        hv % hk != 0 || (a.scan_split != 0 && a.scan_split != 4 && a.scan_split != 8) || a.conv_dim != (2 * hk + hv) * D || T < 1 || T > 65535 ||
+        hv % hk != 0 || a.scan_variant < 0 || a.scan_variant > 6 || a.conv_dim != (2 * hk + hv) * D || T < 1 || T > 65535 ||
         a.scratch_bytes < gdn_prefill_scratch_bytes(T, hk, hv))
         return cudaErrorInvalidValue;
     const GdnScratch lay(T, hk, hv);
@@ -235,15 +343,16 @@ cudaError_t gdn_prefill(const GdnPrefillArgs& a, cudaStream_t stream) {
     const PrepPtrs prep{reinterpret_cast<float*>(base + lay.qk), reinterpret_cast<__nv_bfloat16*>(base + lay.v),
                         reinterpret_cast<float*>(base + lay.gb), lay.tp};
     float* o = reinterpret_cast<float*>(base + lay.o);
-    gdn_prefill_prep_kernel<<<dim3(unsigned(2 * hk + hv), unsigned(T)), D, 0, stream>>>(a, prep);
+    const unsigned n_groups = unsigned((T + kBlockTokens - 1) / kBlockTokens);
+    gdn_prefill_prep_kernel<<<dim3(unsigned(2 * hk + hv), n_groups), D, 0, stream>>>(a, prep);
     cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess) return err;
     gdn_prefill_history_kernel<<<unsigned((a.conv_dim + 255) / 256), 256, 0, stream>>>(a);
     if ((err = cudaGetLastError()) != cudaSuccess) return err;
     const ScanPtrs scan{prep.qk, prep.v, prep.gb, o, lay.tp};
-    err = a.scan_split == 8 ? launch_scan<8>(a, scan, stream) : launch_scan<4>(a, scan, stream);
+    err = launch_scan_variant(a, scan, stream);
     if (err != cudaSuccess) return err;
-    gdn_prefill_norm_kernel<<<dim3(unsigned(hv), unsigned(T)), D, 0, stream>>>(a, o);
+    gdn_prefill_norm_kernel<<<dim3(unsigned(hv), n_groups), D, 0, stream>>>(a, o);
     return cudaGetLastError();
 }
 

@@ -79,8 +79,9 @@ std::vector<double> rows(const std::vector<bf16>& v, int T, int64_t ld, int n) {
     return out;
 }
 
-void run_prefill(int nh, int nkv, int start0, const std::vector<int>& chunks, bool exact, bool with_cpu, uint64_t seed) {
-    INFO("heads " << nh << "/" << nkv << " start " << start0 << " exact " << exact);
+void run_prefill(int nh, int nkv, int start0, const std::vector<int>& chunks, bool exact, bool with_cpu, int variant,
+                 uint64_t seed) {
+    INFO("heads " << nh << "/" << nkv << " start " << start0 << " exact " << exact << " variant " << variant);
     Rng rng(seed);
     const int total = start0 + std::accumulate(chunks.begin(), chunks.end(), 0);
     Pool pool{nkv, (total + 63) / 64 + 1, {}}; // one page past the end, never read
@@ -90,8 +91,9 @@ void run_prefill(int nh, int nkv, int start0, const std::vector<int>& chunks, bo
     const size_t pool_elems = pool.table.size() * nkv * 64 * HD;
     // Earlier chunks' KV: random; everything from start0 on: NaN (0xffff), which must never leak.
     auto kp = rng.bf16s(pool_elems, -1.5f, 1.5f), vp = rng.bf16s(pool_elems, -2.f, 2.f);
-    bf16 nan_bf16;
-    std::memset(&nan_bf16, 0xff, sizeof nan_bf16);
+    __nv_bfloat16_raw nan_raw;
+    nan_raw.x = 0xffff;
+    const bf16 nan_bf16(nan_raw);
     for (int kvh = 0; kvh < nkv; ++kvh)
         for (int pos = start0; pos < pool.max_pages * 64; ++pos)
             for (int d = 0; d < HD; ++d) kp[pool.row(kvh, pos) + d] = vp[pool.row(kvh, pos) + d] = nan_bf16;
@@ -121,7 +123,7 @@ void run_prefill(int nh, int nkv, int start0, const std::vector<int>& chunks, bo
         a.kv = kernels::KvPages{kd.get(), vd.get(), table_d.get(), pool.max_pages};
         a.lane = kLane, a.start_pos = start, a.n_tokens = T;
         a.scratch = scratch.get(), a.scratch_bytes = scratch_bytes;
-        a.out = out.get(), a.out_stride = out_ld;
+        a.out = out.get(), a.out_stride = out_ld, a.kernel_variant = variant;
         CUDA_OK(kernels::attn_prefill_prep(a, nullptr));
         CUDA_OK(kernels::attn_prefill(a, nullptr));
 
@@ -186,16 +188,19 @@ void run_prefill(int nh, int nkv, int start0, const std::vector<int>& chunks, bo
 
 TEST_CASE("attention prefill matches the decode kernels and fp64 CPU ops", "[attention_prefill]") {
     require_gpu();
-    run_prefill(24, 4, 0, {1, 63, 64, 65, 200}, true, true, 41); // 27B, chunks crossing pages
-    run_prefill(24, 4, 1000, {200, 129}, false, false, 42);      // mid-page start, earlier KV in the pool
-    run_prefill(16, 2, 300, {257}, true, true, 43);              // 35B-A3B geometry
-    run_prefill(8, 1, 5, {70}, true, true, 44);                  // group 8
-    run_prefill(2, 2, 63, {33, 1}, false, false, 45);            // group 1, start on a page's last row
+    run_prefill(24, 4, 0, {1, 63, 64, 65, 200}, true, true, 0, 41); // 27B, chunks crossing pages
+    run_prefill(24, 4, 1000, {200, 129}, false, false, 2, 42);      // mid-page start, earlier KV in the pool
+    run_prefill(16, 2, 300, {257}, true, true, 3, 43);              // 35B-A3B geometry
+    run_prefill(8, 1, 5, {70, 130}, true, true, 1, 44);             // group 8
+    run_prefill(2, 2, 63, {33, 1}, false, false, 2, 45);            // group 1, start on a page's last row
+    run_prefill(4, 2, 10, {150}, true, true, 3, 46);
 }
 
 TEST_CASE("attention prefill refuses bad arguments without launching", "[attention_prefill]") {
     require_gpu();
     kernels::AttnPrefillArgs a; // all null
     CHECK(kernels::attn_prefill_prep(a, nullptr) == cudaErrorInvalidValue);
+    CHECK(kernels::attn_prefill(a, nullptr) == cudaErrorInvalidValue);
+    a.kernel_variant = 4; // unknown block shapes are refused too
     CHECK(kernels::attn_prefill(a, nullptr) == cudaErrorInvalidValue);
 }

@@ -101,8 +101,8 @@ std::vector<double> as_doubles(const std::vector<bf16>& v, int T, int64_t ld, in
     return out;
 }
 
-void run_prefill(int hk, int hv, const std::vector<int>& chunks, bool exact, bool f32_ab, int split, uint64_t seed) {
-    INFO("hk " << hk << " hv " << hv << " exact " << exact << " f32 a/b " << f32_ab << " split " << split);
+void run_prefill(int hk, int hv, const std::vector<int>& chunks, bool exact, bool f32_ab, int variant, uint64_t seed) {
+    INFO("hk " << hk << " hv " << hv << " exact " << exact << " f32 a/b " << f32_ab << " scan variant " << variant);
     Rng rng(seed);
     const int conv_dim = (2 * hk + hv) * D, vd = hv * D;
     const auto conv_w = rng.bf16s(size_t(conv_dim) * 4, -0.6f, 0.6f), norm_w = rng.bf16s(D, 0.5f, 1.5f);
@@ -118,7 +118,7 @@ void run_prefill(int hk, int hv, const std::vector<int>& chunks, bool exact, boo
     DeviceBuffer<bf16> w_d(conv_w), nw_d(norm_w), hist_pre(hist0), hist_dec(hist0);
     DeviceBuffer<float> alog_d(a_log), dtb_d(dt_bias), st_pre(state0), st_dec(state0);
     DeviceBuffer<int32_t> slot_d(std::vector<int32_t>{kSlot});
-    CpuLane host{hk, hv, conv_dim};
+    CpuLane host{hk, hv, conv_dim, {}, {}, {}, {}, {}, {}};
     for (auto v : conv_w) host.w.push_back(to_f(v));
     for (auto v : norm_w) host.norm_w.push_back(to_f(v));
     host.a_log = a_log;
@@ -155,7 +155,7 @@ void run_prefill(int hk, int hv, const std::vector<int>& chunks, bool exact, boo
         p.a_log = alog_d.get(), p.dt_bias = dtb_d.get(), p.norm_w = nw_d.get();
         p.y = y_pre.get(), p.y_stride = in.z_ld;
         p.n_k_heads = hk, p.n_v_heads = hv, p.conv_dim = conv_dim, p.n_tokens = T, p.exact = exact;
-        p.scan_split = split;
+        p.scan_variant = variant;
         p.scratch = scratch.get(), p.scratch_bytes = scratch_bytes;
         CUDA_OK(kernels::gdn_prefill(p, nullptr));
 
@@ -212,15 +212,20 @@ void run_prefill(int hk, int hv, const std::vector<int>& chunks, bool exact, boo
 TEST_CASE("gdn prefill equals the decode kernels token by token and the CPU chunked form", "[gdn_prefill]") {
     require_gpu();
     run_prefill(16, 48, {1, 63, 64, 65, 200}, true, true, 0, 31); // 27B, the runner's mode
-    run_prefill(16, 32, {2, 1, 130}, true, false, 8, 32);         // 35B-A3B, history mixed when T < 3
+    run_prefill(16, 32, {2, 1, 130}, true, false, 2, 32);         // 35B-A3B, history mixed when T < 3
     run_prefill(16, 48, {64, 17}, false, false, 0, 33);           // bf16 roundings of the decode path
-    run_prefill(2, 4, {5, 1, 33, 100}, true, true, 8, 34);        // small, split 8
-    run_prefill(1, 1, {3, 70}, false, false, 4, 35);              // one head
+    run_prefill(2, 4, {5, 1, 33, 100}, true, true, 4, 34);        // small, every scan layout
+    run_prefill(2, 4, {9, 40}, true, false, 3, 36);
+    run_prefill(4, 8, {20, 50}, false, true, 5, 37);
+    run_prefill(4, 8, {31, 33}, true, true, 6, 38);
+    run_prefill(1, 1, {3, 70}, false, false, 1, 35);              // one head
 }
 
 TEST_CASE("gdn prefill refuses bad arguments without launching", "[gdn_prefill]") {
     require_gpu();
     kernels::GdnPrefillArgs p; // all null
+    CHECK(kernels::gdn_prefill(p, nullptr) == cudaErrorInvalidValue);
+    p.scan_variant = 7; // unknown layouts are refused too (checked before anything else matters)
     CHECK(kernels::gdn_prefill(p, nullptr) == cudaErrorInvalidValue);
     CHECK(kernels::gdn_prefill_scratch_bytes(8192, 16, 48) > kernels::gdn_prefill_scratch_bytes(64, 16, 48));
 }

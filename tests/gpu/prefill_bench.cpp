@@ -2,9 +2,9 @@
 //
 // A hidden test ([.] keeps it out of plain runs): test_gpu "[prefill_bench]". Prints RESULT lines
 // (tests/gpu/run.sh collects them): GDN prefill per layer for T = 512, 2048, 8192 at the 27B
-// (Hk 16, Hv 48) and 35B-A3B (Hv 32) shapes for both scan splits, and attention prefill (prep and
-// attention) from position 0 for the 27B (24/4 heads) and 35B-A3B (16/2) geometries, with the
-// causal attention FLOPs (4 * heads * 256 * T(T+1)/2) over the attention time. Times: CUDA events
+// (Hk 16, Hv 48) and 35B-A3B (Hv 32) shapes for every scan layout, and attention prefill (prep and
+// attention, every block shape) from position 0 for the 27B (24/4 heads) and 35B-A3B (16/2)
+// geometries, with the causal attention FLOPs (4 * heads * 256 * T(T+1)/2) over the attention time. Times: CUDA events
 // around 5 calls after 2 warm-up calls, median of 3 such groups; inputs random (never zeros).
 #include "gpu_test_util.h"
 #include "ninfer/kernels/attention_prefill.h"
@@ -41,7 +41,7 @@ double median_ms(const std::function<void()>& call) {
     return ms[1];
 }
 
-void bench_gdn(int hk, int hv, int T, int split) {
+void bench_gdn(int hk, int hv, int T, int variant) {
     constexpr int D = kernels::kGdnHeadDim;
     Rng rng(uint64_t(T) * 7 + hv);
     const int conv_dim = (2 * hk + hv) * D;
@@ -58,16 +58,16 @@ void bench_gdn(int hk, int hv, int T, int split) {
     p.a = a.get(), p.b = b.get(), p.a_stride = p.b_stride = hv;
     p.conv_w = w.get(), p.conv_state = hist.get(), p.state = state.get(), p.slot = 0;
     p.a_log = alog_d.get(), p.dt_bias = dtb_d.get(), p.norm_w = nw.get(), p.y = y.get(), p.y_stride = hv * D;
-    p.n_k_heads = hk, p.n_v_heads = hv, p.conv_dim = conv_dim, p.n_tokens = T, p.exact = true, p.scan_split = split;
+    p.n_k_heads = hk, p.n_v_heads = hv, p.conv_dim = conv_dim, p.n_tokens = T, p.exact = true, p.scan_variant = variant;
     p.scratch = scratch.get(), p.scratch_bytes = scratch.size();
     const double ms = median_ms([&] { CUDA_OK(kernels::gdn_prefill(p, nullptr)); });
     // The scan's arithmetic: 4 multiply-adds per state element per token (decay, S^T k, update, S^T q).
     const double gflops = 8.0 * hv * D * D * double(T) / (ms * 1e6);
-    std::printf("RESULT gdn_prefill hk %d hv %d T %d split %d ms %.3f tok_per_s %.0f scan_gflops %.0f\n", hk, hv, T,
-                split, ms, T / (ms * 1e-3), gflops);
+    std::printf("RESULT gdn_prefill hk %d hv %d T %d scan_variant %d ms %.3f tok_per_s %.0f scan_gflops %.0f\n", hk,
+                hv, T, variant, ms, T / (ms * 1e-3), gflops);
 }
 
-void bench_attention(int nh, int nkv, int T) {
+void bench_attention(int nh, int nkv, int T, int variant) {
     constexpr int HD = 256;
     Rng rng(uint64_t(T) + nh);
     const int max_pages = (T + 63) / 64;
@@ -86,12 +86,12 @@ void bench_attention(int nh, int nkv, int T) {
     a.v_stride = nkv * HD, a.q_norm = qw.get(), a.k_norm = kw.get();
     a.kv = kernels::KvPages{kp.get(), vp.get(), table_d.get(), max_pages};
     a.lane = 0, a.start_pos = 0, a.n_tokens = T, a.scratch = scratch.get(), a.scratch_bytes = scratch.size();
-    a.out = out.get(), a.out_stride = nh * HD;
+    a.out = out.get(), a.out_stride = nh * HD, a.kernel_variant = variant;
     const double prep_ms = median_ms([&] { CUDA_OK(kernels::attn_prefill_prep(a, nullptr)); });
     const double attn_ms = median_ms([&] { CUDA_OK(kernels::attn_prefill(a, nullptr)); });
     const double flops = 4.0 * nh * HD * (double(T) * (T + 1) / 2);
-    std::printf("RESULT attention_prefill heads %d/%d T %d prep_ms %.3f attn_ms %.3f attn_tflops %.1f\n", nh, nkv, T,
-                prep_ms, attn_ms, flops / (attn_ms * 1e9));
+    std::printf("RESULT attention_prefill heads %d/%d T %d variant %d prep_ms %.3f attn_ms %.3f attn_tflops %.1f\n", nh,
+                nkv, T, variant, prep_ms, attn_ms, flops / (attn_ms * 1e9));
 }
 
 } // namespace
@@ -99,12 +99,21 @@ void bench_attention(int nh, int nkv, int T) {
 TEST_CASE("prefill sequence-mixing timings", "[.][prefill_bench]") {
     require_gpu();
     for (int T : {512, 2048, 8192})
-        for (int split : {4, 8}) {
-            bench_gdn(16, 48, T, split);
-            bench_gdn(16, 32, T, split);
+        for (int variant = 1; variant <= 6; ++variant) {
+            bench_gdn(16, 48, T, variant);
+            bench_gdn(16, 32, T, variant);
         }
-    for (int T : {512, 2048, 8192}) {
-        bench_attention(24, 4, T);
-        bench_attention(16, 2, T);
-    }
+    for (int T : {512, 2048, 8192})
+        for (int variant = 1; variant <= 3; ++variant) {
+            bench_attention(24, 4, T, variant);
+            bench_attention(16, 2, T, variant);
+        }
+}
+
+TEST_CASE("prefill profile 27B layer T 8192", "[.][prefill_bench]") {
+    require_gpu();
+    // For ncu -k regex:... -c N test_gpu "prefill profile 27B layer T 8192": the per-kernel times of
+    // one 27B layer's GDN prefill (default scan layout) and attention at T = 8192.
+    bench_gdn(16, 48, 8192, 0);
+    bench_attention(24, 4, 8192, 0);
 }

@@ -49,7 +49,13 @@ struct AttnPrefillArgs {
     size_t scratch_bytes = 0;
     __nv_bfloat16* out = nullptr;
     int64_t out_stride = 0;
+    // attn_prefill's block shape, a tuning knob for the benchmark (same results): 1 = 8 warps x
+    // 128 query rows with 2 K/V buffers, 2 = 4 warps x 64 rows, 1 buffer, 2 blocks per SM, 3 = 4
+    // warps x 64 rows, 2 buffers; 0 = the default (kAttnPrefillDefaultVariant).
+    int kernel_variant = 0;
 };
+
+constexpr int kAttnPrefillDefaultVariant = 2;
 
 size_t attn_prefill_scratch_bytes(int n_tokens, int n_heads);
 cudaError_t attn_prefill_prep(const AttnPrefillArgs& args, cudaStream_t stream);

@@ -22,7 +22,8 @@
 // Scratch: scratch_bytes >= gdn_prefill_scratch_bytes(T, Hk, Hv) device bytes, 256-byte aligned;
 // its contents are overwritten (about 54 bytes per token per value head + 8 per key channel).
 // Requirements: head dims 128, conv_dim == (2 Hk + Hv) * 128, Hv % Hk == 0, 1 <= T <= 65535,
-// qkv/z/y rows 16-byte aligned; else cudaErrorInvalidValue and nothing is launched. y must not
+// qkv/z/y rows, conv_w, conv_state and norm_w 16-byte aligned; else cudaErrorInvalidValue and
+// nothing is launched. y must not
 // alias the inputs. Stateless apart from the caller's buffers; graph-capturable.
 #pragma once
 
@@ -62,12 +63,15 @@ struct GdnPrefillArgs {
     float eps = 1e-6f;
     int n_tokens = 0;
     bool exact = false; // CPU-reference math, as GdnConvArgs::exact and GdnRecurrentArgs::exact
-    // Threads per value column in the scan, 4 or 8 (0: the default, 4); a tuning knob for the
-    // benchmark, the results differ only in f32 summation order.
-    int scan_split = 0;
+    // Scan thread layout, a tuning knob for the benchmark (results differ only in f32 summation
+    // order): threads per value column x columns per thread = 1: 4x1, 2: 8x1, 3: 8x2, 4: 16x2,
+    // 5: 4x2, 6: 8x4; 0 = the default (kGdnScanDefaultVariant).
+    int scan_variant = 0;
     void* scratch = nullptr;
     size_t scratch_bytes = 0;
 };
+
+constexpr int kGdnScanDefaultVariant = 3;
 
 size_t gdn_prefill_scratch_bytes(int n_tokens, int n_k_heads, int n_v_heads);
 cudaError_t gdn_prefill(const GdnPrefillArgs& args, cudaStream_t stream);
