@@ -19,8 +19,10 @@ namespace {
 
 constexpr const char* kBenchUsage =
     "usage: ninferctl bench (ARTIFACT | --synthetic SHAPE --recipe bf16|fp8|q4)\n"
-    "           [--prompt-len 512,8192] [--gen N] [--batch 1,2,4,8] [--json]\n"
-    "  On the CUDA backend: prefill tok/s and TTFT per prompt length; decode tok/s per batch size\n"
+    "           [--prompt-len 512,8192] [--gen N] [--batch 1,2,4,8] [--prefill-chunk N] [--json]\n"
+    "  On the CUDA backend: prefill tok/s, TTFT, TFLOP/s and the fraction of the bf16 tensor-core\n"
+    "  peak it measures (8192^3 GEMM, ours and cuBLASLt if present) per prompt length, prefilled in\n"
+    "  chunks of --prefill-chunk tokens (default 2048); decode tok/s per batch size\n"
     "  at each prompt length as context depth, bytes read per step and the fraction of the copy\n"
     "  bandwidth it measures (device-to-device copy of 4 GiB, best of 10). --synthetic builds\n"
     "  seeded random weights of SHAPE (qwen3.6-27b, qwen3.6-35b-a3b, ...) without a file.\n";
@@ -42,6 +44,7 @@ int cmd_bench(int argc, char** argv) {
     std::string artifact, shape, recipe = "q4";
     std::vector<uint32_t> prompt_lens = {512, 8192}, batches = {1, 2, 4, 8};
     int gen = 32;
+    uint32_t prefill_chunk = 2048;
     bool json = false;
     for (int i = 0; i < argc; ++i) {
         const std::string arg = argv[i];
@@ -51,6 +54,7 @@ int cmd_bench(int argc, char** argv) {
         else if (arg == "--prompt-len" && has_value) prompt_lens = count_list("--prompt-len", argv[++i]);
         else if (arg == "--batch" && has_value) batches = count_list("--batch", argv[++i]);
         else if (arg == "--gen" && has_value) gen = int(parse_count("--gen", argv[++i]));
+        else if (arg == "--prefill-chunk" && has_value) prefill_chunk = uint32_t(parse_count("--prefill-chunk", argv[++i]));
         else if (arg == "--json") json = true;
         else if (artifact.empty() && shape.empty() && !arg.empty() && arg[0] != '-') artifact = arg;
         else {
@@ -72,6 +76,7 @@ int cmd_bench(int argc, char** argv) {
     r.batches.assign(batches.begin(), batches.end());
     r.prompt_lens = prompt_lens;
     r.steps = gen;
+    r.prefill_chunk = prefill_chunk;
     std::unique_ptr<ModelSession> session;
     if (!artifact.empty()) {
         session = open_model_session(artifact);
@@ -83,11 +88,15 @@ int cmd_bench(int argc, char** argv) {
                                                      : artifact.c_str(), rep.text().c_str());
         return 0;
     }
-    std::printf("{\"copy_gbps\":%.1f,\"weight_bytes\":%llu,\"prefill\":[", rep.copy_gbps,
-                (unsigned long long)rep.weight_bytes);
+    std::printf("{\"copy_gbps\":%.1f,\"tc_peak_tflops\":%.1f,\"tc_ours_tflops\":%.1f,\"tc_cublaslt_tflops\":%.1f,"
+                "\"prefill_chunk\":%u,\"weight_bytes\":%llu,\"prefill\":[",
+                rep.copy_gbps, rep.tc_peak.peak_tflops(), rep.tc_peak.ours_tflops, rep.tc_peak.cublaslt_tflops,
+                rep.prefill_chunk, (unsigned long long)rep.weight_bytes);
     for (size_t i = 0; i < rep.prefill.size(); ++i)
-        std::printf("%s{\"prompt_len\":%u,\"tokens_per_s\":%.2f,\"ttft_ms\":%.2f}", i ? "," : "",
-                    rep.prefill[i].prompt_len, rep.prefill[i].tokens_per_s, rep.prefill[i].ttft_ms);
+        std::printf("%s{\"prompt_len\":%u,\"tokens_per_s\":%.2f,\"ttft_ms\":%.2f,\"tflops\":%.2f,"
+                    "\"peak_fraction\":%.4f}",
+                    i ? "," : "", rep.prefill[i].prompt_len, rep.prefill[i].tokens_per_s, rep.prefill[i].ttft_ms,
+                    rep.prefill[i].tflops, rep.prefill[i].peak_fraction);
     std::printf("],\"decode\":[");
     for (size_t i = 0; i < rep.rows.size(); ++i) {
         const core::DecodeBenchRow& d = rep.rows[i];
@@ -99,6 +108,7 @@ int cmd_bench(int argc, char** argv) {
     return 0;
 #else
     (void)json;
+    (void)prefill_chunk;
     throw Error("bench: this ninferctl has no CUDA backend (configure with -DNINFER_CUDA=ON); --device cuda is unavailable");
 #endif
 }

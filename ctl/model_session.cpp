@@ -106,6 +106,7 @@ void start_backend(ModelSession& s, const BackendOptions& o) {
     if (device == "cuda") { // KV pool and GDN state in GPU memory
         req.available_bytes = core::cuda_free_bytes();
         req.margin_bytes = core::cuda_default_margin(req.available_bytes);
+        req.backend_workspace_bytes = core::cuda_backend_workspace_bytes(c, req);
         s.plan = core::MemoryPlan::make(c, req);
         s.backend = core::make_cuda_backend(s.weights, s.plan);
     }

@@ -70,6 +70,7 @@ PlannedModel plan_model(const DaemonConfig& config) {
             throw Error("backend: --device cuda is unavailable: " + why);
         request.available_bytes = core::cuda_free_bytes();
         request.margin_bytes = core::cuda_default_margin(request.available_bytes);
+        request.backend_workspace_bytes = core::cuda_backend_workspace_bytes(m.weights->config, request);
     }
 #endif
     m.plan = core::MemoryPlan::make(m.weights->config, request);

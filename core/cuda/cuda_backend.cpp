@@ -4,6 +4,7 @@
 #include "core/cpu/cpu_backend.h"
 #include "core/cuda/cuda_runner.h"
 #include "core/cuda/lane_image.h"
+#include "core/cuda/prefill_runner.h"
 #include "core/util/error.h"
 #include "ninfer/kernels/device.h"
 #include "ninfer/kernels/runner_ops.h"
@@ -56,6 +57,13 @@ DecodeResult host_sample(const std::vector<float>& logits, const SamplingParams&
     return r;
 }
 
+// Chunks shorter than this run the decode kernels 8 tokens at a time: below it, dequantising every
+// weight to bf16 for the GEMMs costs more than reading the stored weights once per 8 tokens.
+constexpr size_t kMinGemmPrefillTokens = 16;
+
+// Tokens per tensor-core prefill chunk: the plan's prefill chunk, at least 64 and at most 8192.
+int prefill_tokens_for(uint32_t prefill_chunk) { return int(std::clamp<uint32_t>(prefill_chunk, 64, 8192)); }
+
 struct Lane {
     std::vector<int32_t> tokens;
     std::vector<uint32_t> pages;
@@ -73,6 +81,9 @@ class CudaBackend final : public Backend {
         logprobs_dev_ = arena_.alloc_n<float>(kMaxStepTokens, "sampled logprobs");
         cuda_check(cudaMallocHost(&out_host_, kMaxStepTokens * 8), "pinned result buffer");
         kernels::sm_count(); // cached before any graph capture
+        // The f32-activation check mode keeps prefill on its exact per-token path.
+        if (!o.f32_activations)
+            prefill_ = std::make_unique<cuda::PrefillRunner>(run_, prefill_tokens_for(plan.prefill_chunk));
     }
     ~CudaBackend() override {
         for (cudaGraphExec_t g : graphs_)
@@ -112,6 +123,15 @@ class CudaBackend final : public Backend {
         grow(lane, tokens.size());
         if (out == LogitsOut::All && logits)
             logits->resize(tokens.size() * size_t(V));
+        if (prefill_ && tokens.size() >= kMinGemmPrefillTokens) {
+            prefill_chunks(lane, start, tokens, out, logits);
+            s.tokens.insert(s.tokens.end(), tokens.begin(), tokens.end());
+            s.has_logits = out != LogitsOut::None;
+            if (out == LogitsOut::Last && logits)
+                *logits = last_logits(lane);
+            cuda_check(cudaStreamSynchronize(run_.stream()), "prefill");
+            return;
+        }
         for (size_t b = 0; b < tokens.size(); b += kMaxStepTokens) {
             const int n = int(std::min<size_t>(kMaxStepTokens, tokens.size() - b));
             std::vector<int32_t> in(3 * kMaxStepTokens, 0);
@@ -211,6 +231,34 @@ class CudaBackend final : public Backend {
     void restore_lane(int lane, const LaneImage& image) override;
 
   private:
+    // Tensor-core prefill (PrefillRunner) in chunks of its size; logits through the decode head.
+    void prefill_chunks(int lane, uint32_t start, std::span<const int32_t> tokens, LogitsOut out,
+                        std::vector<float>* logits) {
+        const uint32_t V = vocab_size();
+        for (size_t b = 0; b < tokens.size(); b += size_t(prefill_->max_tokens())) {
+            const int n = int(std::min<size_t>(size_t(prefill_->max_tokens()), tokens.size() - b));
+            prefill_->enqueue_forward(lane, start + uint32_t(b), tokens.subspan(b, size_t(n)));
+            const bool last = b + size_t(n) == tokens.size();
+            if (out == LogitsOut::All) {
+                for (int r = 0; r < n; r += kMaxStepTokens) {
+                    const int rows = std::min(kMaxStepTokens, n - r);
+                    prefill_->stage_rows(r, rows);
+                    run_.enqueue_head(0, rows);
+                    if (logits)
+                        cuda_check(cudaMemcpy2DAsync(logits->data() + (b + size_t(r)) * V, V * 4, run_.logits(),
+                                                     run_.logits_stride() * 4, V * 4, rows, cudaMemcpyDeviceToHost,
+                                                     run_.stream()), "reading logits");
+                    if (last && r + rows == n)
+                        keep_lane_logits(lane, rows - 1);
+                }
+            } else if (out == LogitsOut::Last && last) {
+                prefill_->stage_rows(n - 1, 1);
+                run_.enqueue_head(0, 1);
+                keep_lane_logits(lane, 0);
+            }
+        }
+    }
+
     Lane& at(int lane) {
         if (lane < 0 || size_t(lane) >= lanes_.size())
             throw Error("backend: lane " + std::to_string(lane) + " out of range 0.." + std::to_string(lanes_.size() - 1));
@@ -323,6 +371,7 @@ class CudaBackend final : public Backend {
     int32_t *ids_dev_ = nullptr, *out_host_ = nullptr;
     float* logprobs_dev_ = nullptr;
     std::array<cudaGraphExec_t, kMaxStepTokens + 1> graphs_{};
+    std::unique_ptr<cuda::PrefillRunner> prefill_;
 };
 
 LaneImage CudaBackend::save_lane(int lane) const {
@@ -360,6 +409,10 @@ std::unique_ptr<Backend> make_cuda_backend(const ModelWeights& weights, const Me
 std::string cuda_unavailable_reason() {
     const kernels::CudaProbe p = kernels::cuda_probe();
     return p.ok ? std::string() : p.reason;
+}
+
+uint64_t cuda_backend_workspace_bytes(const ModelConfig& config, const MemoryRequest& request) {
+    return cuda::PrefillRunner::workspace_bytes(config, prefill_tokens_for(request.prefill_chunk));
 }
 
 uint64_t cuda_default_margin(uint64_t available_bytes) {

@@ -7,7 +7,10 @@
 //   kernels do not cover, another weight format, a KV dtype other than bf16, or a missing GPU.
 // - Semantics are those of backend.h. Activations between kernels are bf16 except the residual
 //   stream and the logits (f32), so logits follow the CPU reference closely but not bit for bit.
-//   (options.f32_activations narrows that further.) Prefill runs the decode kernels over blocks of up to 8 tokens of the lane (GDN token by token).
+//   (options.f32_activations narrows that further.) Prefill of 16 or more tokens runs on the
+//   tensor cores (prefill_runner.h) in chunks of the plan's prefill_chunk (clamped to 64..8192);
+//   shorter prefills, and every prefill in the f32-activation mode, run the decode kernels over
+//   blocks of up to 8 tokens of the lane (GDN token by token).
 //   Decode of 1..8 lanes replays one CUDA graph per batch size (options.graphs; captured on first
 //   use): per step the host writes 24 ints of step inputs and reads back the sampled ids.
 //   Sampling happens on the GPU for greedy and for top_k in 1..1024 without penalties, logit bias
@@ -42,6 +45,10 @@ std::unique_ptr<Backend> make_cuda_backend(const ModelWeights& weights, const Me
 
 std::string cuda_unavailable_reason();
 uint64_t cuda_free_bytes();
+// Device buffers the CUDA backend allocates besides the plan's KV pool and state (the tensor-core
+// prefill's activations and weight scratch for request.prefill_chunk tokens): put it in
+// MemoryRequest.backend_workspace_bytes before MemoryPlan::make.
+uint64_t cuda_backend_workspace_bytes(const ModelConfig& config, const MemoryRequest& request);
 // GPU memory a CUDA plan leaves free (CUDA context, graphs, fragmentation): max(1 GiB, 5%).
 uint64_t cuda_default_margin(uint64_t available_bytes);
 

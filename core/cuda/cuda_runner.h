@@ -49,6 +49,13 @@ class Runner {
     float* lane_logits() const { return lane_logits_; }
     int64_t logits_stride() const { return logits_stride_; }
     const ModelConfig& config() const { return config_; }
+    const MemoryPlan& plan() const { return plan_; }
+    const DeviceModel& model() const { return model_; }
+    bool f32_activations() const { return f32_; }
+    // The step's final-normed rows (bf16 and f32, stride hidden_stride()) that enqueue_head reads.
+    __nv_bfloat16* step_rows() const { return xn_; }
+    float* step_rows_f32() const { return xn32_; }
+    int64_t hidden_stride() const { return hs_; }
     uint64_t device_bytes() const { return arena_.bytes(); }
     uint64_t weight_bytes() const { return model_.bytes; }
 

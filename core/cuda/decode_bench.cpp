@@ -1,6 +1,8 @@
 // ninfer::core - CUDA decode/prefill bench over synthetic weights of the real shapes (issue 9 §4).
 #include "core/cuda/decode_bench.h"
 
+#include "core/cuda/tc_peak.h"
+
 #include "core/convert/synthetic.h"
 #include "core/cuda/cuda_backend.h"
 #include "core/cuda/device_weights.h"
@@ -94,6 +96,27 @@ double weight_bytes_per_step(const ModelWeights& w, int batch) {
     return total;
 }
 
+// Matrix FLOPs of one prefill token (2 per multiply-add; MoE: router, shared expert and top_k
+// experts; not the output head, which prefill applies to the last token only) and the attention
+// FLOPs of a causal prompt of `len` tokens from position 0 (QK^T and PV: 4 * head_dim per
+// query-key pair, len * (len + 1) / 2 pairs per head and full-attention layer).
+double prefill_flops(const ModelConfig& c, uint32_t len) {
+    const double H = c.hidden_size;
+    double per_token = 0;
+    per_token += c.n_full_attention_layers() * H * (2.0 * c.attn_q_dim() + 2.0 * c.attn_kv_dim() + c.attn_q_dim());
+    per_token += c.n_linear_attention_layers() * H *
+                 (double(c.gdn_conv_dim()) + 2.0 * c.gdn_value_dim() + 2.0 * c.linear_num_value_heads);
+    if (c.is_moe())
+        per_token += c.num_hidden_layers * H *
+                     (double(c.num_experts) + 1 + 3.0 * c.shared_expert_intermediate_size +
+                      3.0 * c.num_experts_per_tok * c.moe_intermediate_size);
+    else
+        per_token += c.num_hidden_layers * H * 3.0 * c.intermediate_size;
+    const double pairs = double(len) * (double(len) + 1) / 2;
+    return 2.0 * per_token * len +
+           4.0 * c.head_dim * c.num_attention_heads * pairs * c.n_full_attention_layers();
+}
+
 } // namespace
 
 std::unique_ptr<SyntheticWeights> synthetic_device_weights(const std::string& shape, const std::string& recipe,
@@ -135,11 +158,13 @@ DecodeBenchReport run_decode_bench(const DecodeBenchRequest& r) {
         throw Error("bench: --device cuda is unavailable: " + why);
     DecodeBenchReport rep;
     rep.copy_gbps = copy_bandwidth_gbps();
+    rep.tc_peak = measure_bf16_peak();
     std::unique_ptr<SyntheticWeights> sw;
     if (!r.weights)
         sw = synthetic_device_weights(r.shape, r.recipe, 1);
     const ModelWeights& w = r.weights ? *r.weights : sw->weights;
     rep.weight_bytes = w.stored_bytes();
+    rep.prefill_chunk = r.prefill_chunk;
     const int lanes = *std::max_element(r.batches.begin(), r.batches.end());
     const uint32_t depth_max = *std::max_element(r.prompt_lens.begin(), r.prompt_lens.end());
     MemoryRequest mr;
@@ -150,6 +175,8 @@ DecodeBenchReport run_decode_bench(const DecodeBenchRequest& r) {
     mr.weight_bytes = rep.weight_bytes;
     mr.available_bytes = cuda_free_bytes();
     mr.margin_bytes = 2ull << 30;
+    mr.prefill_chunk = r.prefill_chunk;
+    mr.backend_workspace_bytes = cuda_backend_workspace_bytes(w.config, mr);
     const MemoryPlan plan = MemoryPlan::make(w.config, mr);
     auto b = make_cuda_backend(w, plan);
 
@@ -162,7 +189,10 @@ DecodeBenchReport run_decode_bench(const DecodeBenchRequest& r) {
         b->prefill(0, std::span(prompt).first(len), LogitsOut::Last, nullptr);
         const double prefill_s = seconds_since(t0);
         b->sample_after_prefill(0, SamplingParams{}, {}, 0);
-        rep.prefill.push_back({len, len / prefill_s, seconds_since(t0) * 1e3});
+        PrefillBenchRow row{len, len / prefill_s, seconds_since(t0) * 1e3};
+        row.tflops = prefill_flops(w.config, len) / prefill_s / 1e12;
+        row.peak_fraction = rep.tc_peak.peak_tflops() > 0 ? row.tflops / rep.tc_peak.peak_tflops() : 0;
+        rep.prefill.push_back(row);
     }
 
     for (uint32_t depth : r.prompt_lens) {
@@ -206,9 +236,16 @@ std::string DecodeBenchReport::text() const {
     s += line;
     std::snprintf(line, sizeof line, "weights on GPU: %.2f GiB\n", double(weight_bytes) / (1ull << 30));
     s += line;
+    std::snprintf(line, sizeof line, "bf16 tensor-core peak (%d^3 GEMM, median of 10): ours %.1f TFLOP/s, cuBLASLt %s\n",
+                  tc_peak.size, tc_peak.ours_tflops,
+                  tc_peak.cublaslt_tflops > 0 ? (std::to_string(int(tc_peak.cublaslt_tflops + 0.5)) + " TFLOP/s").c_str()
+                                              : ("n/a (" + tc_peak.cublaslt_note + ")").c_str());
+    s += line;
     for (const PrefillBenchRow& p : prefill) {
-        std::snprintf(line, sizeof line, "prefill %u tokens: %.1f tok/s, TTFT %.1f ms\n", p.prompt_len,
-                      p.tokens_per_s, p.ttft_ms);
+        std::snprintf(line, sizeof line,
+                      "prefill %u tokens (chunks of %u): %.1f tok/s, TTFT %.1f ms, %.1f TFLOP/s, %.1f%% of the bf16 "
+                      "tensor-core peak\n",
+                      p.prompt_len, prefill_chunk, p.tokens_per_s, p.ttft_ms, p.tflops, 100.0 * p.peak_fraction);
         s += line;
     }
     for (const DecodeBenchRow& r : rows) {

@@ -11,8 +11,11 @@
 //   Numerics are meaningless; bytes, shapes and formats are the real model's.
 // - run_decode_bench: weights of request.weights (an artifact's) or else the synthetic shape;
 //   copy bandwidth (device-to-device copy of 4 GiB, best of 10, read + write bytes); prefill of
-//   each prompt length on one lane (tok/s, TTFT = wall time to the first sampled id); then per
-//   prompt length as context depth: every lane restored from a synthetic lane image of `depth` tokens,
+//   each prompt length on one lane in chunks of prefill_chunk tokens (tok/s, TTFT = wall time to
+//   the first sampled id, TFLOP/s = matrix FLOPs of every prompt token plus causal attention /
+//   time, and its fraction of the bf16 tensor-core peak measured first, tc_peak.h); then per
+//   prompt length as context depth: every lane restored from a synthetic lane image of `depth`
+//   tokens,
 //   then per batch: warm-up (graph capture), `steps` timed greedy decode calls (host clock around
 //   each call, which waits for the sampled ids), decode tok/s = batch * steps / time; bytes per
 //   step = weight bytes read (all matrices except the embedding, MoE: the router, shared expert
@@ -21,6 +24,7 @@
 // Thread safety: one bench at a time (it owns the GPU's memory while it runs).
 #pragma once
 
+#include "core/cuda/tc_peak.h"
 #include "core/model/weights.h"
 
 #include <cstdint>
@@ -45,11 +49,13 @@ struct DecodeBenchRequest {
     std::vector<int> batches = {1, 2, 4, 8};
     std::vector<uint32_t> prompt_lens = {512, 8192};
     int steps = 32;
+    uint32_t prefill_chunk = 2048; // tokens per tensor-core prefill chunk (MemoryRequest.prefill_chunk)
 };
 
 struct PrefillBenchRow {
     uint32_t prompt_len = 0;
     double tokens_per_s = 0, ttft_ms = 0;
+    double tflops = 0, peak_fraction = 0; // prefill FLOPs (matrices + causal attention) / time; / tc_peak
 };
 
 struct DecodeBenchRow {
@@ -60,6 +66,8 @@ struct DecodeBenchRow {
 
 struct DecodeBenchReport {
     double copy_gbps = 0;
+    TensorCorePeak tc_peak;
+    uint32_t prefill_chunk = 0;
     uint64_t weight_bytes = 0;
     std::vector<PrefillBenchRow> prefill;
     std::vector<DecodeBenchRow> rows;

@@ -55,7 +55,7 @@ MemoryPlan MemoryPlan::make(const ModelConfig& c, const MemoryRequest& r) {
                                      c.linear_key_head_dim * c.linear_value_head_dim * sizeof(float);
     p.gdn_bytes = uint64_t(p.n_lanes) * (p.gdn_conv_bytes_per_lane + p.gdn_recurrent_bytes_per_lane);
     p.weight_bytes = r.weight_bytes;
-    p.workspace_bytes = plan_workspace_bytes(c, p.prefill_chunk, p.n_lanes, p.max_context);
+    p.workspace_bytes = plan_workspace_bytes(c, p.prefill_chunk, p.n_lanes, p.max_context) + r.backend_workspace_bytes;
     p.available_bytes = r.available_bytes;
     p.margin_bytes = r.margin_bytes;
 

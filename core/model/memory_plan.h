@@ -38,6 +38,7 @@ struct MemoryRequest {
     uint64_t weight_bytes = 0;       // resident weight bytes
     uint64_t available_bytes = 0;    // memory the plan may use
     uint64_t margin_bytes = 0;       // left free (auto sizing and the fit check)
+    uint64_t backend_workspace_bytes = 0; // a backend's own buffers (CUDA: the tensor-core prefill's)
 };
 
 struct MemoryPlan {

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <span>
@@ -28,7 +29,11 @@ namespace ninfer::test {
 
 using namespace ninfer::core;
 
-inline const std::string kRoot = std::string(NINFER_SOURCE_DIR) + "/tests/fixtures/model/";
+// The checkout the binary was built from, unless NINFER_SOURCE_DIR in the environment names another
+// (binaries built in one worktree and run from a copy of the repository on the GPU machine).
+inline const std::string kRoot =
+    std::string(std::getenv("NINFER_SOURCE_DIR") ? std::getenv("NINFER_SOURCE_DIR") : NINFER_SOURCE_DIR) +
+    "/tests/fixtures/model/";
 
 struct Prompt {
     std::string name;

@@ -19,6 +19,7 @@ SUMMARY=$OUT/summary.txt
 say() { echo "$*" | tee -a "$SUMMARY"; }
 BIN=${NINFER_GPU_BIN:-build-gpu/tests}
 export LD_LIBRARY_PATH="$PWD/$BIN:${LD_LIBRARY_PATH:-}"
+export NINFER_SOURCE_DIR="$PWD" # fixtures of this copy, wherever the binaries were built
 
 if [ "${NINFER_GPU_REBUILD:-0}" = 1 ] || [ ! -x "$BIN/test_gpu" ] || [ ! -x "$BIN/bench_gpu" ]; then
     say "build: on this machine (no carried binaries or NINFER_GPU_REBUILD=1)"

@@ -1,0 +1,347 @@
+// ninfer::core - CUDA prefill pass: a chunk of one lane's tokens through every layer on tensor cores.
+#include "core/cuda/prefill_runner.h"
+
+#include "core/util/error.h"
+#include "ninfer/kernels/attention_prefill.h"
+#include "ninfer/kernels/gdn_prefill.h"
+#include "ninfer/kernels/gemm.h"
+#include "ninfer/kernels/moe_prefill.h"
+#include "ninfer/kernels/runner_ops.h"
+
+#include <algorithm>
+
+namespace ninfer::core::cuda {
+
+namespace {
+
+int64_t pad8(int64_t v) { return (v + 7) / 8 * 8; }
+
+// Widths (elements) of one token's rows in every buffer; one place so that the constructor and
+// workspace_bytes() agree.
+struct Widths {
+    int64_t hs, qg, kv, q, cd, vd, hv, gu, act, e, egu, eact;
+    explicit Widths(const ModelConfig& c) {
+        hs = pad8(c.hidden_size);
+        qg = pad8(2 * c.attn_q_dim());
+        kv = pad8(c.attn_kv_dim());
+        q = pad8(c.attn_q_dim());
+        cd = pad8(c.gdn_conv_dim());
+        vd = pad8(c.gdn_value_dim());
+        hv = pad8(c.linear_num_value_heads);
+        const int64_t inter = c.is_moe() ? c.shared_expert_intermediate_size : c.intermediate_size;
+        gu = pad8(2 * inter);
+        act = pad8(inter);
+        e = c.is_moe() ? pad8(c.num_experts) : 0;
+        egu = c.is_moe() ? pad8(2 * c.moe_intermediate_size) : 0;
+        eact = c.is_moe() ? pad8(c.moe_intermediate_size) : 0;
+    }
+};
+
+// The largest matrix the prefill multiplies through the scratch (bf16 elements). The output head is
+// applied by the decode GEMV (stage_rows), so it is not counted.
+uint64_t largest_matrix(const ModelConfig& c) {
+    const uint64_t H = c.hidden_size;
+    uint64_t m = std::max<uint64_t>({2ull * c.attn_q_dim() * H, uint64_t(c.attn_q_dim()) * H,
+                                     uint64_t(c.gdn_conv_dim()) * H, uint64_t(c.gdn_value_dim()) * H});
+    if (c.is_moe()) {
+        const uint64_t I = c.moe_intermediate_size, S = c.shared_expert_intermediate_size;
+        m = std::max<uint64_t>({m, uint64_t(c.num_experts) * 2 * I * H, 2 * S * H});
+    } else {
+        m = std::max<uint64_t>(m, 2ull * c.intermediate_size * H);
+    }
+    return m;
+}
+
+// Scratch of the GDN and attention prefill kernels for a chunk of T tokens (they run one after the
+// other, so they share it).
+uint64_t kernel_scratch_bytes(const ModelConfig& c, int T) {
+    uint64_t s = 256;
+    if (c.n_linear_attention_layers() > 0)
+        s = std::max<uint64_t>(s, kernels::gdn_prefill_scratch_bytes(T, int(c.linear_num_key_heads),
+                                                                     int(c.linear_num_value_heads)));
+    if (c.n_full_attention_layers() > 0)
+        s = std::max<uint64_t>(s, kernels::attn_prefill_scratch_bytes(T, int(c.num_attention_heads)));
+    return s;
+}
+
+int cap_tokens(const ModelConfig& c, int max_tokens) {
+    // Per-row launches (swiglu over expert rows) take at most 65535 rows.
+    const int limit = c.is_moe() ? int(65535 / std::max<uint32_t>(1, c.num_experts_per_tok)) : 65535;
+    return std::clamp(max_tokens, 1, limit);
+}
+
+} // namespace
+
+uint64_t PrefillRunner::workspace_bytes(const ModelConfig& c, int max_tokens) {
+    const uint64_t T = uint64_t(cap_tokens(c, max_tokens));
+    const Widths w(c);
+    uint64_t per_token = 4 * (3 * w.hs) + 2 * w.hs; // x, mix, xn32 (f32); xn (bf16)
+    per_token += 2 * (w.qg + 2 * w.kv + w.q) + 2 * (w.cd + 2 * w.vd) + 4 * 2 * w.hv;
+    per_token += 4 * w.gu + 2 * w.act;
+    if (c.is_moe()) {
+        const uint64_t K = c.num_experts_per_tok;
+        per_token += 4 * (w.e + 2 * K + 8 + w.hs) + 4 * 2 * K; // router, weights, score, shared, ids/order/pos
+        per_token += K * (2 * w.hs + 4 * w.egu + 2 * w.eact + 4 * w.hs);
+    }
+    const uint64_t kernel_scratch = kernel_scratch_bytes(c, int(T));
+    return T * per_token + 2 * largest_matrix(c) + kernel_scratch + 8ull * 1024 + 4 * T;
+}
+
+PrefillRunner::PrefillRunner(Runner& run, int max_tokens)
+    : run_(run), config_(run.config()), max_tokens_(cap_tokens(run.config(), max_tokens)), stream_(run.stream()) {
+    const ModelConfig& c = config_;
+    const Widths w(c);
+    const uint64_t T = uint64_t(max_tokens_);
+    hs_ = w.hs, qg_w_ = w.qg, kv_w_ = w.kv, q_w_ = w.q, cd_w_ = w.cd, vd_w_ = w.vd, hv_w_ = w.hv, gu_w_ = w.gu,
+    act_w_ = w.act, e_w_ = w.e, egu_w_ = w.egu, eact_w_ = w.eact;
+    ids_ = arena_.alloc_n<int32_t>(T, "prefill token ids");
+    x_ = arena_.alloc_n<float>(T * hs_, "prefill residual");
+    mix_ = arena_.alloc_n<float>(T * hs_, "prefill mixer output");
+    xn32_ = arena_.alloc_n<float>(T * hs_, "prefill normed rows (f32)");
+    xn_ = arena_.alloc_n<__nv_bfloat16>(T * hs_, "prefill normed rows");
+    qg_ = arena_.alloc_n<__nv_bfloat16>(T * qg_w_, "prefill query+gate");
+    k_ = arena_.alloc_n<__nv_bfloat16>(T * kv_w_, "prefill keys");
+    v_ = arena_.alloc_n<__nv_bfloat16>(T * kv_w_, "prefill values");
+    attn_ = arena_.alloc_n<__nv_bfloat16>(T * q_w_, "prefill attention output");
+    qkv_ = arena_.alloc_n<__nv_bfloat16>(T * cd_w_, "prefill GDN qkv");
+    z_ = arena_.alloc_n<__nv_bfloat16>(T * vd_w_, "prefill GDN z");
+    y_ = arena_.alloc_n<__nv_bfloat16>(T * vd_w_, "prefill GDN output");
+    a_ = arena_.alloc_n<float>(T * hv_w_, "prefill GDN a");
+    b_ = arena_.alloc_n<float>(T * hv_w_, "prefill GDN b");
+    gate_up_ = arena_.alloc_n<float>(T * gu_w_, "prefill gate+up");
+    act_ = arena_.alloc_n<__nv_bfloat16>(T * act_w_, "prefill SwiGLU output");
+    if (c.is_moe()) {
+        const uint64_t K = c.num_experts_per_tok;
+        router_ = arena_.alloc_n<float>(T * e_w_, "prefill router logits");
+        route_ids_ = arena_.alloc_n<int32_t>(T * K, "prefill routed experts");
+        route_w_ = arena_.alloc_n<float>(T * K, "prefill routing weights");
+        score_ = arena_.alloc_n<float>(T * 8, "prefill shared expert score");
+        shared_out_ = arena_.alloc_n<float>(T * hs_, "prefill shared expert output");
+        counts_ = arena_.alloc_n<int32_t>(c.num_experts, "prefill expert counts");
+        offsets_ = arena_.alloc_n<int32_t>(c.num_experts + 1, "prefill expert offsets");
+        order_ = arena_.alloc_n<int32_t>(T * K, "prefill expert order");
+        position_ = arena_.alloc_n<int32_t>(T * K, "prefill expert positions");
+        e_x_ = arena_.alloc_n<__nv_bfloat16>(T * K * hs_, "prefill expert inputs");
+        e_gu_ = arena_.alloc_n<float>(T * K * egu_w_, "prefill expert gate+up");
+        e_act_ = arena_.alloc_n<__nv_bfloat16>(T * K * eact_w_, "prefill expert SwiGLU");
+        e_out_ = arena_.alloc_n<float>(T * K * hs_, "prefill expert outputs");
+    }
+    wbuf_elems_ = largest_matrix(c);
+    wbuf_ = arena_.alloc_n<__nv_bfloat16>(wbuf_elems_, "prefill dequantised weights");
+    scratch_bytes_ = kernel_scratch_bytes(c, max_tokens_);
+    scratch_ = arena_.alloc(scratch_bytes_, "prefill kernel scratch");
+}
+
+const __nv_bfloat16* PrefillRunner::weights_bf16(const kernels::WeightView& w) {
+    if (w.format == kernels::WeightFormat::Bf16 && w.layout == kernels::WeightLayout::Artifact)
+        return static_cast<const __nv_bfloat16*>(w.data);
+    if (uint64_t(w.n) * uint64_t(w.k) > wbuf_elems_)
+        throw Error("cuda: prefill weight scratch too small for a [" + std::to_string(w.n) + ", " +
+                    std::to_string(w.k) + "] matrix");
+    cuda_check(kernels::dequant_bf16(w, 0, w.n, wbuf_, w.k, stream_), "dequantising weights");
+    return wbuf_;
+}
+
+void PrefillRunner::linear(const DeviceLinear& w, const __nv_bfloat16* x, int64_t x_stride, int m, void* y,
+                           bool y_fp32, int64_t y_stride) {
+    kernels::GemmArgs g;
+    g.a = x;
+    g.lda = x_stride;
+    g.b = weights_bf16(w.view);
+    g.ldb = w.view.k;
+    g.c = y;
+    g.ldc = y_stride;
+    g.c_fp32 = y_fp32;
+    g.m = m;
+    g.n = int(w.view.n);
+    g.k = int(w.view.k);
+    cuda_check(kernels::gemm_bf16(g, stream_), "prefill GEMM");
+}
+
+void PrefillRunner::enqueue_forward(int lane, uint32_t start, std::span<const int32_t> ids) {
+    const ModelConfig& c = config_;
+    const int n = int(ids.size());
+    if (n < 1 || n > max_tokens_)
+        throw Error("cuda: prefill chunk of " + std::to_string(n) + " tokens (1.." + std::to_string(max_tokens_) + ")");
+    cuda_check(cudaMemcpyAsync(ids_, ids.data(), ids.size() * 4, cudaMemcpyHostToDevice, stream_), "prefill ids");
+    const DeviceModel& model = run_.model();
+    const float eps = c.rms_norm_eps;
+    const int H = int(c.hidden_size);
+    cuda_check(kernels::embed_rows(model.embedding.view, ids_, n, x_, hs_, stream_), "embedding");
+    uint32_t full = 0, gdn_index = 0;
+    for (uint32_t l = 0; l < c.num_hidden_layers; ++l) {
+        const DeviceLayer& L = model.layers[l];
+        cuda_check(kernels::add_rmsnorm(x_, hs_, l == 0 ? nullptr : mix_, hs_, L.input_norm, xn_, hs_, nullptr, n, H,
+                                        eps, stream_), "input norm");
+        if (L.kind == LayerKind::FullAttention)
+            attention(L, full++, lane, start, n);
+        else
+            gdn(L, gdn_index++, lane, n);
+        cuda_check(kernels::add_rmsnorm(x_, hs_, mix_, hs_, L.post_attention_norm, xn_, hs_,
+                                        c.is_moe() ? xn32_ : nullptr, n, H, eps, stream_), "post-attention norm");
+        if (c.is_moe())
+            moe(L, n);
+        else
+            ffn(L, n);
+    }
+    cuda_check(kernels::add_rmsnorm(x_, hs_, mix_, hs_, model.final_norm, xn_, hs_, xn32_, n, H, eps, stream_),
+               "final norm");
+}
+
+void PrefillRunner::stage_rows(int row, int n) {
+    if (row < 0 || n < 1 || n > kMaxStepTokens || row + n > max_tokens_)
+        throw Error("cuda: staging prefill rows out of range");
+    const size_t bytes16 = size_t(n) * hs_ * 2, bytes32 = size_t(n) * hs_ * 4;
+    cuda_check(cudaMemcpyAsync(run_.step_rows(), xn_ + int64_t(row) * hs_, bytes16, cudaMemcpyDeviceToDevice, stream_),
+               "staging rows");
+    cuda_check(cudaMemcpyAsync(run_.step_rows_f32(), xn32_ + int64_t(row) * hs_, bytes32, cudaMemcpyDeviceToDevice,
+                               stream_), "staging rows");
+}
+
+void PrefillRunner::ffn(const DeviceLayer& L, int n) {
+    const DeviceMlp& mlp = L.mlp;
+    const int64_t inter = mlp.down.view.k;
+    if (mlp.gate_up.view.data) {
+        linear(mlp.gate_up, xn_, hs_, n, gate_up_, true, gu_w_);
+    } else {
+        linear(mlp.gate, xn_, hs_, n, gate_up_, true, gu_w_);
+        linear(mlp.up, xn_, hs_, n, gate_up_ + inter, true, gu_w_);
+    }
+    cuda_check(kernels::swiglu(gate_up_, gu_w_, int(inter), act_, nullptr, act_w_, n, stream_), "SwiGLU");
+    linear(mlp.down, act_, act_w_, n, mix_, true, hs_);
+}
+
+void PrefillRunner::moe(const DeviceLayer& L, int n) {
+    const ModelConfig& c = config_;
+    const DeviceMoe& m = L.moe;
+    const DeviceMlp& sh = m.shared;
+    const int K = int(c.num_experts_per_tok), I = int(c.moe_intermediate_size), H = int(c.hidden_size);
+    const int E = int(c.num_experts), pairs = n * K;
+    // Shared expert (dense GEMMs), then its score and the router in f32 from f32 rows, as decode does.
+    const int64_t inter = sh.down.view.k;
+    if (sh.gate_up.view.data) {
+        linear(sh.gate_up, xn_, hs_, n, gate_up_, true, gu_w_);
+    } else {
+        linear(sh.gate, xn_, hs_, n, gate_up_, true, gu_w_);
+        linear(sh.up, xn_, hs_, n, gate_up_ + inter, true, gu_w_);
+    }
+    cuda_check(kernels::swiglu(gate_up_, gu_w_, int(inter), act_, nullptr, act_w_, n, stream_), "shared SwiGLU");
+    linear(sh.down, act_, act_w_, n, shared_out_, true, hs_);
+    cuda_check(kernels::gemv_f32x(m.shared_score.view, xn32_, hs_, n, score_, true, 8, stream_), "shared score");
+    cuda_check(kernels::gemv_f32x(m.router.view, xn32_, hs_, n, router_, true, e_w_, stream_), "router");
+    cuda_check(kernels::moe_route(router_, e_w_, E, K, route_ids_, route_w_, n, stream_), "routing");
+    // Routed experts: rows grouped by expert, one grouped GEMM per projection.
+    cuda_check(kernels::moe_group_by_expert(route_ids_, n, K, E, counts_, offsets_, order_, position_, stream_),
+               "grouping by expert");
+    cuda_check(kernels::moe_gather_rows(xn_, hs_, order_, K, pairs, H, e_x_, hs_, stream_), "gathering rows");
+    kernels::GroupedGemmArgs g;
+    g.a = e_x_;
+    g.lda = hs_;
+    g.b = weights_bf16(m.experts_gate_up.view);
+    g.ldb = H;
+    g.b_group_stride = int64_t(2) * I * H;
+    g.c = e_gu_;
+    g.ldc = egu_w_;
+    g.c_fp32 = true;
+    g.m = pairs;
+    g.n = 2 * I;
+    g.k = H;
+    g.group_offsets = offsets_;
+    g.n_groups = E;
+    g.max_group_rows = n; // top-k experts are distinct: an expert takes each token at most once
+    cuda_check(kernels::gemm_bf16_grouped(g, stream_), "expert gate+up");
+    cuda_check(kernels::swiglu(e_gu_, egu_w_, I, e_act_, nullptr, eact_w_, pairs, stream_), "expert SwiGLU");
+    g.a = e_act_;
+    g.lda = eact_w_;
+    g.b = weights_bf16(m.experts_down.view);
+    g.ldb = I;
+    g.b_group_stride = int64_t(H) * I;
+    g.c = e_out_;
+    g.ldc = hs_;
+    g.n = H;
+    g.k = I;
+    cuda_check(kernels::gemm_bf16_grouped(g, stream_), "expert down");
+    cuda_check(kernels::moe_combine_grouped(e_out_, hs_, position_, route_w_, K, shared_out_, hs_, score_, 8, mix_,
+                                            hs_, H, n, stream_), "MoE combine");
+}
+
+void PrefillRunner::gdn(const DeviceLayer& L, uint32_t gi, int lane, int n) {
+    const ModelConfig& c = config_;
+    const DeviceGdn& w = L.gdn;
+    const int64_t kd = c.gdn_key_dim();
+    if (w.qkv.view.data) {
+        linear(w.qkv, xn_, hs_, n, qkv_, false, cd_w_);
+    } else {
+        linear(w.query, xn_, hs_, n, qkv_, false, cd_w_);
+        linear(w.key, xn_, hs_, n, qkv_ + kd, false, cd_w_);
+        linear(w.value, xn_, hs_, n, qkv_ + 2 * kd, false, cd_w_);
+    }
+    linear(w.z, xn_, hs_, n, z_, false, vd_w_);
+    linear(w.a, xn_, hs_, n, a_, true, hv_w_);
+    linear(w.b, xn_, hs_, n, b_, true, hv_w_);
+    kernels::GdnPrefillArgs g;
+    g.qkv = qkv_;
+    g.qkv_stride = cd_w_;
+    g.z = z_;
+    g.z_stride = vd_w_;
+    g.a_f32 = a_;
+    g.b_f32 = b_;
+    g.a_stride = hv_w_;
+    g.b_stride = hv_w_;
+    g.conv_w = w.conv;
+    g.conv_state = run_.conv_state(gi);
+    g.state = run_.recurrent_state(gi);
+    g.slot = lane; // a lane's GDN slot is its index
+    g.a_log = w.a_log;
+    g.dt_bias = w.dt_bias;
+    g.norm_w = w.norm;
+    g.y = y_;
+    g.y_stride = vd_w_;
+    g.n_k_heads = int(c.linear_num_key_heads);
+    g.n_v_heads = int(c.linear_num_value_heads);
+    g.conv_dim = int(c.gdn_conv_dim());
+    g.eps = c.rms_norm_eps;
+    g.n_tokens = n;
+    g.exact = true;
+    g.scratch = scratch_;
+    g.scratch_bytes = scratch_bytes_;
+    cuda_check(kernels::gdn_prefill(g, stream_), "GDN prefill");
+    linear(w.output, y_, vd_w_, n, mix_, true, hs_);
+}
+
+void PrefillRunner::attention(const DeviceLayer& L, uint32_t fi, int lane, uint32_t start, int n) {
+    const ModelConfig& c = config_;
+    const DeviceAttention& w = L.attention;
+    linear(w.query_gate, xn_, hs_, n, qg_, false, qg_w_);
+    linear(w.key, xn_, hs_, n, k_, false, kv_w_);
+    linear(w.value, xn_, hs_, n, v_, false, kv_w_);
+    kernels::AttnPrefillArgs a;
+    a.geo.n_heads = int(c.num_attention_heads);
+    a.geo.n_kv_heads = int(c.num_key_value_heads);
+    a.geo.head_dim = int(c.head_dim);
+    a.geo.rotary_dim = int(c.rotary_dim());
+    a.geo.rope_theta = float(c.rope_theta);
+    a.geo.eps = c.rms_norm_eps;
+    a.geo.exact = true;
+    a.qg = qg_;
+    a.qg_stride = qg_w_;
+    a.k = k_;
+    a.k_stride = kv_w_;
+    a.v = v_;
+    a.v_stride = kv_w_;
+    a.q_norm = w.query_norm;
+    a.k_norm = w.key_norm;
+    a.kv = kernels::KvPages{run_.kv_k(fi), run_.kv_v(fi), run_.page_table(), run_.max_pages()};
+    a.lane = lane;
+    a.start_pos = int(start);
+    a.n_tokens = n;
+    a.scratch = scratch_;
+    a.scratch_bytes = scratch_bytes_;
+    a.out = attn_;
+    a.out_stride = q_w_;
+    cuda_check(kernels::attn_prefill_prep(a, stream_), "attention prefill prep");
+    cuda_check(kernels::attn_prefill(a, stream_), "attention prefill");
+    linear(w.output, attn_, q_w_, n, mix_, true, hs_);
+}
+
+} // namespace ninfer::core::cuda

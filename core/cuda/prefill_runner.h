@@ -1,0 +1,86 @@
+// ninfer::core - the CUDA runner's prefill pass: one chunk of up to max_tokens() tokens of one lane
+// through the whole model on tensor cores, writing the lane's KV pages and GDN state as the decode
+// path would.
+//
+// Contract:
+// - PrefillRunner(run, max_tokens) allocates, once, every buffer a chunk of max_tokens tokens needs
+//   (activations [T][width], one bf16 weight-dequantisation scratch as large as the largest matrix
+//   it multiplies, the MoE grouping buffers); nothing is allocated afterwards.
+//   workspace_bytes(config, max_tokens) is that size, for memory planning.
+// - enqueue_forward(lane, start, ids) runs tokens ids (1..max_tokens(), already checked against the
+//   vocabulary) at positions start.. of `lane`: embedding; per layer RMSNorm, projections as
+//   bf16 GEMMs (kernels/gemm.h; weights not stored as row-major bf16 are dequantised to bf16
+//   first, one matrix at a time), attention prefill over the paged KV (earlier chunks included)
+//   or the GDN prefill (conv history and recurrent state continued), the FFN or MoE (tokens
+//   grouped by expert, grouped GEMMs), leaving the final-normed rows in its own buffers. The lane's
+//   page table must already cover start + ids.size() positions.
+// - stage_rows(row, n) copies final-normed rows [row, row + n) (n <= kMaxStepTokens) into the
+//   runner's step rows 0..n-1, so Runner::enqueue_head(0, n) computes their logits.
+// - Numerics: activations into the GEMMs are bf16 (as transformers' bf16 forward), weights are
+//   the stored values rounded to bf16, sums fp32; the residual stream, norms, router and the
+//   shared-expert score stay f32. So prefill agrees with the decode path to bf16 rounding, not
+//   bit for bit.
+// - Only enqueues work on the runner's stream; no host synchronisation (apart from the upload of
+//   ids, which is ordered on the stream).
+// Thread safety: engine thread only.
+#pragma once
+
+#include "core/cuda/cuda_runner.h"
+
+#include <cstdint>
+#include <span>
+
+namespace ninfer::core::cuda {
+
+class PrefillRunner {
+  public:
+    PrefillRunner(Runner& run, int max_tokens);
+    PrefillRunner(const PrefillRunner&) = delete;
+    PrefillRunner& operator=(const PrefillRunner&) = delete;
+
+    static uint64_t workspace_bytes(const ModelConfig& config, int max_tokens);
+    int max_tokens() const { return max_tokens_; }
+    uint64_t device_bytes() const { return arena_.bytes(); }
+
+    void enqueue_forward(int lane, uint32_t start, std::span<const int32_t> ids);
+    void stage_rows(int row, int n);
+
+  private:
+    void attention(const DeviceLayer& L, uint32_t full_index, int lane, uint32_t start, int n);
+    void gdn(const DeviceLayer& L, uint32_t gdn_index, int lane, int n);
+    void ffn(const DeviceLayer& L, int n);
+    void moe(const DeviceLayer& L, int n);
+    // y[m][n] = x[m] . W^T as a bf16 GEMM; W dequantised into the scratch unless it is row-major bf16.
+    void linear(const DeviceLinear& w, const __nv_bfloat16* x, int64_t x_stride, int m, void* y, bool y_fp32,
+                int64_t y_stride);
+    const __nv_bfloat16* weights_bf16(const kernels::WeightView& w);
+
+    Runner& run_;
+    const ModelConfig& config_;
+    int max_tokens_ = 0;
+    DeviceArena arena_;
+    cudaStream_t stream_ = nullptr;
+    int64_t hs_ = 0;
+    int32_t* ids_ = nullptr;
+    float *x_ = nullptr, *mix_ = nullptr, *xn32_ = nullptr;
+    __nv_bfloat16* xn_ = nullptr;
+    __nv_bfloat16 *qg_ = nullptr, *k_ = nullptr, *v_ = nullptr, *attn_ = nullptr;
+    __nv_bfloat16 *qkv_ = nullptr, *z_ = nullptr, *y_ = nullptr;
+    float *a_ = nullptr, *b_ = nullptr;
+    float* gate_up_ = nullptr;
+    __nv_bfloat16* act_ = nullptr;
+    void* scratch_ = nullptr;       // kernel scratch (GDN, attention)
+    uint64_t scratch_bytes_ = 0;
+    __nv_bfloat16* wbuf_ = nullptr; // dequantised weights
+    uint64_t wbuf_elems_ = 0;
+    // MoE
+    float *router_ = nullptr, *route_w_ = nullptr, *score_ = nullptr, *shared_out_ = nullptr, *e_gu_ = nullptr,
+          *e_out_ = nullptr;
+    int32_t *route_ids_ = nullptr, *counts_ = nullptr, *offsets_ = nullptr, *order_ = nullptr,
+            *position_ = nullptr;
+    __nv_bfloat16 *e_x_ = nullptr, *e_act_ = nullptr;
+    int64_t qg_w_ = 0, kv_w_ = 0, q_w_ = 0, cd_w_ = 0, vd_w_ = 0, hv_w_ = 0, gu_w_ = 0, act_w_ = 0, e_w_ = 0,
+            egu_w_ = 0, eact_w_ = 0;
+};
+
+} // namespace ninfer::core::cuda
