@@ -64,24 +64,25 @@ Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_act
     mix_ = arena_.alloc_n<float>(B * hs_, "mixer output");
     xn_ = arena_.alloc_n<__nv_bfloat16>(B * hs_, "normed rows");
     xn32_ = arena_.alloc_n<float>(B * hs_, "normed rows (f32)");
-    qg_w_ = pad8(2 * c.attn_q_dim());
-    kv_w_ = pad8(c.attn_kv_dim());
+    xn_lo_ = arena_.alloc_n<__nv_bfloat16>(B * hs_, "normed rows (low halves)");
+    // Segments at multiples of 8 elements (16 bytes, gemv.h): q_dim and kv_dim are head_dim multiples.
+    qgkv_w_ = pad8(2 * c.attn_q_dim() + 2 * c.attn_kv_dim());
     q_w_ = pad8(c.attn_q_dim());
-    qg_ = arena_.alloc_n<__nv_bfloat16>(B * qg_w_, "query+gate");
-    k_ = arena_.alloc_n<__nv_bfloat16>(B * kv_w_, "keys");
-    v_ = arena_.alloc_n<__nv_bfloat16>(B * kv_w_, "values");
+    qg_ = arena_.alloc_n<__nv_bfloat16>(B * qgkv_w_, "query+gate+key+value");
+    k_ = qg_ + 2 * c.attn_q_dim();
+    v_ = k_ + c.attn_kv_dim();
     q_ = arena_.alloc_n<__nv_bfloat16>(B * q_w_, "queries");
     attn_ = arena_.alloc_n<__nv_bfloat16>(B * q_w_, "attention output");
     attn_scratch_floats_ = kernels::attn_decode_scratch_floats(B, int(c.num_attention_heads), int(plan.max_context));
     attn_scratch_ = arena_.alloc_n<float>(attn_scratch_floats_, "attention scratch");
     cd_w_ = pad8(c.gdn_conv_dim());
     vd_w_ = pad8(c.gdn_value_dim());
-    hv_w_ = pad8(c.linear_num_value_heads);
-    qkv_ = arena_.alloc_n<__nv_bfloat16>(B * cd_w_, "GDN qkv");
+    qkvz_w_ = pad8(c.gdn_conv_dim() + c.gdn_value_dim());
+    ab_w_ = 2 * pad8(c.linear_num_value_heads);
+    qkv_ = arena_.alloc_n<__nv_bfloat16>(B * qkvz_w_, "GDN qkv+z");
+    z_ = qkv_ + c.gdn_conv_dim(); // where the fused projection's z rows land
     conv_out_ = arena_.alloc_n<__nv_bfloat16>(B * cd_w_, "GDN conv output");
-    z_ = arena_.alloc_n<__nv_bfloat16>(B * vd_w_, "GDN z");
-    a_ = arena_.alloc_n<float>(B * hv_w_, "GDN a");
-    b_ = arena_.alloc_n<float>(B * hv_w_, "GDN b");
+    a_ = arena_.alloc_n<float>(B * ab_w_, "GDN a+b");
     y_ = arena_.alloc_n<__nv_bfloat16>(B * vd_w_, "GDN output");
     const int64_t inter = c.is_moe() ? c.shared_expert_intermediate_size : c.intermediate_size;
     gu_w_ = pad8(2 * inter);
@@ -89,6 +90,7 @@ Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_act
     gate_up_ = arena_.alloc_n<float>(B * gu_w_, "gate+up");
     act_ = arena_.alloc_n<__nv_bfloat16>(B * act_w_, "SwiGLU output");
     act32_ = arena_.alloc_n<float>(B * act_w_, "SwiGLU output (f32)");
+    act_lo_ = arena_.alloc_n<__nv_bfloat16>(B * act_w_, "SwiGLU output (low halves)");
     if (c.is_moe()) {
         if (!model_.layers.empty() && !model_.layers[0].moe.shared.gate_up.view.data)
             throw Error("cuda: the CUDA kernels do not cover this model: the shared expert's gate and up must share "
@@ -139,20 +141,27 @@ uint64_t Runner::recurrent_floats_per_lane() const {
     return uint64_t(config_.linear_num_value_heads) * config_.linear_key_head_dim * config_.linear_value_head_dim;
 }
 
-void Runner::linear(const DeviceLinear& w, const __nv_bfloat16* x, const float* x32, int64_t x_stride, int n, void* y,
-                    bool y_fp32, int64_t y_stride) {
+void Runner::linear(const DeviceLinear& w, const __nv_bfloat16* x, const __nv_bfloat16* x_lo, const float* x32,
+                    int64_t x_stride, int n, void* y, bool y_fp32, int64_t y_stride, float* y_tail, int64_t tail_row0,
+                    int64_t tail_stride) {
     if (f32_ && x32) {
+        if (y_tail)
+            throw Error("cuda: f32-activation mode has no fused projections");
         cuda_check(kernels::gemv_f32x(w.view, x32, x_stride, n, y, y_fp32, y_stride, stream_), "f32 gemv");
         return;
     }
     kernels::GemvArgs a;
     a.w = w.view;
     a.x = x;
+    a.x_lo = w.view.layout == kernels::WeightLayout::Tiled ? x_lo : nullptr;
     a.n_tokens = n;
     a.x_stride = x_stride;
     a.y = y;
     a.y_fp32 = y_fp32;
     a.y_stride = y_stride;
+    a.y_tail = y_tail;
+    a.tail_row0 = tail_row0;
+    a.y_tail_stride = tail_stride;
     a.scratch = scratch_;
     cuda_check(kernels::gemv(a, stream_), "gemv");
 }
@@ -165,29 +174,34 @@ void Runner::enqueue_forward(int n, bool one_lane) {
     for (uint32_t l = 0; l < c.num_hidden_layers; ++l) {
         const DeviceLayer& L = model_.layers[l];
         cuda_check(kernels::add_rmsnorm(x_, hs_, l == 0 ? nullptr : mix_, hs_, L.input_norm, xn_, hs_, xn32_, n,
-                                        int(c.hidden_size), eps, stream_), "input norm");
+                                        int(c.hidden_size), eps, stream_, xn_lo_), "input norm");
         if (L.kind == LayerKind::FullAttention)
             attention(L, full++, n);
         else
             gdn(L, gdn_index++, n, one_lane);
         cuda_check(kernels::add_rmsnorm(x_, hs_, mix_, hs_, L.post_attention_norm, xn_, hs_, xn32_, n,
-                                        int(c.hidden_size), eps, stream_), "post-attention norm");
+                                        int(c.hidden_size), eps, stream_, xn_lo_), "post-attention norm");
         ffn(L, n);
     }
     cuda_check(kernels::add_rmsnorm(x_, hs_, mix_, hs_, model_.final_norm, xn_, hs_, xn32_, n, int(c.hidden_size), eps,
-                                    stream_), "final norm");
+                                    stream_, xn_lo_), "final norm");
 }
 
 void Runner::enqueue_head(int row, int n) {
-    linear(model_.output_head, xn_ + row * hs_, xn32_ + row * hs_, hs_, n, logits_, true, logits_stride_);
+    linear(model_.output_head, xn_ + row * hs_, xn_lo_ + row * hs_, xn32_ + row * hs_, hs_, n, logits_, true,
+           logits_stride_);
 }
 
 void Runner::attention(const DeviceLayer& L, uint32_t fi, int n) {
     const ModelConfig& c = config_;
     const DeviceAttention& w = L.attention;
-    linear(w.query_gate, xn_, xn32_, hs_, n, qg_, false, qg_w_);
-    linear(w.key, xn_, xn32_, hs_, n, k_, false, kv_w_);
-    linear(w.value, xn_, xn32_, hs_, n, v_, false, kv_w_);
+    if (w.fused.view.data) {
+        linear(w.fused, xn_, xn_lo_, xn32_, hs_, n, qg_, false, qgkv_w_);
+    } else {
+        linear(w.query_gate, xn_, xn_lo_, xn32_, hs_, n, qg_, false, qgkv_w_);
+        linear(w.key, xn_, xn_lo_, xn32_, hs_, n, k_, false, qgkv_w_);
+        linear(w.value, xn_, xn_lo_, xn32_, hs_, n, v_, false, qgkv_w_);
+    }
     kernels::AttnGeometry geo;
     geo.n_heads = int(c.num_attention_heads);
     geo.n_kv_heads = int(c.num_key_value_heads);
@@ -200,11 +214,11 @@ void Runner::attention(const DeviceLayer& L, uint32_t fi, int n) {
     kernels::AttnPrepArgs p;
     p.geo = geo;
     p.qg = qg_;
-    p.qg_stride = qg_w_;
+    p.qg_stride = qgkv_w_;
     p.k = k_;
-    p.k_stride = kv_w_;
+    p.k_stride = qgkv_w_;
     p.v = v_;
-    p.v_stride = kv_w_;
+    p.v_stride = qgkv_w_;
     p.q_norm = w.query_norm;
     p.k_norm = w.key_norm;
     p.lanes = step_in_ + kMaxStepTokens;
@@ -219,7 +233,7 @@ void Runner::attention(const DeviceLayer& L, uint32_t fi, int n) {
     d.q = q_;
     d.q_stride = q_w_;
     d.qg = qg_;
-    d.qg_stride = qg_w_;
+    d.qg_stride = qgkv_w_;
     d.lanes = p.lanes;
     d.positions = p.positions;
     d.kv = kv;
@@ -230,30 +244,39 @@ void Runner::attention(const DeviceLayer& L, uint32_t fi, int n) {
     d.scratch = attn_scratch_;
     d.scratch_floats = attn_scratch_floats_;
     cuda_check(kernels::attn_decode(d, stream_), "attention");
-    linear(w.output, attn_, nullptr, q_w_, n, mix_, true, hs_);
+    linear(w.output, attn_, nullptr, nullptr, q_w_, n, mix_, true, hs_);
 }
 
 void Runner::gdn(const DeviceLayer& L, uint32_t gi, int n, bool one_lane) {
     const ModelConfig& c = config_;
     const DeviceGdn& w = L.gdn;
     const int64_t kd = c.gdn_key_dim();
-    if (w.qkv.view.data) {
-        linear(w.qkv, xn_, xn32_, hs_, n, qkv_, false, cd_w_);
+    // b follows a directly in the fused projection's f32 tail; a b GEMV of its own needs a 16-byte
+    // aligned start.
+    float* b = a_ + (w.in_proj.view.data ? c.linear_num_value_heads : pad8(c.linear_num_value_heads));
+    if (w.in_proj.view.data) {
+        // [q; k; v; z] rows land contiguously in qkv_ (z_ = qkv_ + conv_dim), [a; b] in a_ as f32.
+        linear(w.in_proj, xn_, xn_lo_, xn32_, hs_, n, qkv_, false, qkvz_w_, a_, c.gdn_conv_dim() + c.gdn_value_dim(),
+               ab_w_);
     } else {
-        linear(w.query, xn_, xn32_, hs_, n, qkv_, false, cd_w_);
-        linear(w.key, xn_, xn32_, hs_, n, qkv_ + kd, false, cd_w_);
-        linear(w.value, xn_, xn32_, hs_, n, qkv_ + 2 * kd, false, cd_w_);
+        if (w.qkv.view.data) {
+            linear(w.qkv, xn_, xn_lo_, xn32_, hs_, n, qkv_, false, qkvz_w_);
+        } else {
+            linear(w.query, xn_, xn_lo_, xn32_, hs_, n, qkv_, false, qkvz_w_);
+            linear(w.key, xn_, xn_lo_, xn32_, hs_, n, qkv_ + kd, false, qkvz_w_);
+            linear(w.value, xn_, xn_lo_, xn32_, hs_, n, qkv_ + 2 * kd, false, qkvz_w_);
+        }
+        linear(w.z, xn_, xn_lo_, xn32_, hs_, n, z_, false, qkvz_w_);
+        linear(w.a, xn_, xn_lo_, xn32_, hs_, n, a_, true, ab_w_);
+        linear(w.b, xn_, xn_lo_, xn32_, hs_, n, b, true, ab_w_);
     }
-    linear(w.z, xn_, xn32_, hs_, n, z_, false, vd_w_);
-    linear(w.a, xn_, xn32_, hs_, n, a_, true, hv_w_);
-    linear(w.b, xn_, xn32_, hs_, n, b_, true, hv_w_);
     const int32_t* slots = step_in_ + kMaxStepTokens; // a lane's GDN slot is its index
     // One lane's tokens go one at a time (each step reads the state the previous one left).
     const int steps = one_lane ? n : 1, per = one_lane ? 1 : n;
     for (int i = 0; i < steps; ++i) {
         kernels::GdnConvArgs cv;
-        cv.qkv = qkv_ + i * cd_w_;
-        cv.qkv_stride = cd_w_;
+        cv.qkv = qkv_ + i * qkvz_w_;
+        cv.qkv_stride = qkvz_w_;
         cv.conv_w = w.conv;
         cv.conv_state = conv_[gi];
         cv.slots = slots + i;
@@ -266,12 +289,12 @@ void Runner::gdn(const DeviceLayer& L, uint32_t gi, int n, bool one_lane) {
         kernels::GdnRecurrentArgs r;
         r.conv_out = conv_out_ + i * cd_w_;
         r.conv_stride = cd_w_;
-        r.z = z_ + i * vd_w_;
-        r.z_stride = vd_w_;
-        r.a_f32 = a_ + i * hv_w_;
-        r.a_stride = hv_w_;
-        r.b_f32 = b_ + i * hv_w_;
-        r.b_stride = hv_w_;
+        r.z = z_ + i * qkvz_w_;
+        r.z_stride = qkvz_w_;
+        r.a_f32 = a_ + i * ab_w_;
+        r.a_stride = ab_w_;
+        r.b_f32 = b + i * ab_w_;
+        r.b_stride = ab_w_;
         r.exact = true;
         r.a_log = w.a_log;
         r.dt_bias = w.dt_bias;
@@ -286,7 +309,7 @@ void Runner::gdn(const DeviceLayer& L, uint32_t gi, int n, bool one_lane) {
         r.eps = c.rms_norm_eps;
         cuda_check(kernels::gdn_recurrent_decode(r, stream_), "GDN recurrence");
     }
-    linear(w.output, y_, nullptr, vd_w_, n, mix_, true, hs_);
+    linear(w.output, y_, nullptr, nullptr, vd_w_, n, mix_, true, hs_);
 }
 
 void Runner::ffn(const DeviceLayer& L, int n) {
@@ -298,13 +321,13 @@ void Runner::ffn(const DeviceLayer& L, int n) {
     const DeviceMlp& mlp = L.mlp;
     const int64_t inter = mlp.down.view.k;
     if (mlp.gate_up.view.data) {
-        linear(mlp.gate_up, xn_, xn32_, hs_, n, gate_up_, true, gu_w_);
+        linear(mlp.gate_up, xn_, xn_lo_, xn32_, hs_, n, gate_up_, true, gu_w_);
     } else {
-        linear(mlp.gate, xn_, xn32_, hs_, n, gate_up_, true, gu_w_);
-        linear(mlp.up, xn_, xn32_, hs_, n, gate_up_ + inter, true, gu_w_);
+        linear(mlp.gate, xn_, xn_lo_, xn32_, hs_, n, gate_up_, true, gu_w_);
+        linear(mlp.up, xn_, xn_lo_, xn32_, hs_, n, gate_up_ + inter, true, gu_w_);
     }
-    cuda_check(kernels::swiglu(gate_up_, gu_w_, int(inter), act_, act32_, act_w_, n, stream_), "SwiGLU");
-    linear(mlp.down, act_, act32_, act_w_, n, mix_, true, hs_);
+    cuda_check(kernels::swiglu(gate_up_, gu_w_, int(inter), act_, act32_, act_w_, n, stream_, act_lo_), "SwiGLU");
+    linear(mlp.down, act_, act_lo_, act32_, act_w_, n, mix_, true, hs_);
 }
 
 // Router, experts and shared expert from the f32 normed rows in three launches (moe_decode.h).

@@ -76,8 +76,12 @@ class Runner {
     void gdn(const DeviceLayer& L, uint32_t gdn_index, int n, bool one_lane);
     void ffn(const DeviceLayer& L, int n);
     void moe(const DeviceLayer& L, int n);
-    void linear(const DeviceLinear& w, const __nv_bfloat16* x, const float* x32, int64_t x_stride, int n, void* y,
-                bool y_fp32, int64_t y_stride);
+    // y = w . x for n rows of x (stride x_stride). x_lo: the low bf16 halves of x (kernels/gemv.h),
+    // used when w is tiled; x32: the same rows in f32, read instead in the f32-activation mode.
+    // y_tail: rows >= tail_row0 go there as f32 (gemv.h).
+    void linear(const DeviceLinear& w, const __nv_bfloat16* x, const __nv_bfloat16* x_lo, const float* x32,
+                int64_t x_stride, int n, void* y, bool y_fp32, int64_t y_stride, float* y_tail = nullptr,
+                int64_t tail_row0 = 0, int64_t tail_stride = 0);
 
     ModelConfig config_;
     MemoryPlan plan_;
@@ -91,12 +95,15 @@ class Runner {
     int32_t* page_table_ = nullptr;
     bool f32_ = false;
     float *x_ = nullptr, *mix_ = nullptr, *xn32_ = nullptr, *act32_ = nullptr; // f32 copies of xn_, act_
-    __nv_bfloat16* xn_ = nullptr;
+    __nv_bfloat16 *xn_ = nullptr, *xn_lo_ = nullptr, *act_lo_ = nullptr; // bf16 rows and their low halves
+    // qg_, k_, v_: views into one [query+gate | key | value] row buffer (stride qgkv_w_).
     __nv_bfloat16 *qg_ = nullptr, *k_ = nullptr, *v_ = nullptr, *q_ = nullptr, *attn_ = nullptr;
     float* attn_scratch_ = nullptr;
     size_t attn_scratch_floats_ = 0;
+    // qkv_, z_: views into one [q | k | v | z] row buffer (stride qkvz_w_); a_: f32 [a | b] rows
+    // (stride ab_w_; f32: the decay and beta are sensitive to their rounding).
     __nv_bfloat16 *qkv_ = nullptr, *conv_out_ = nullptr, *z_ = nullptr, *y_ = nullptr;
-    float *a_ = nullptr, *b_ = nullptr; // f32: the decay and beta are sensitive to their rounding
+    float* a_ = nullptr;
     float* gate_up_ = nullptr;
     __nv_bfloat16* act_ = nullptr;
     kernels::MoeDecodeScratch moe_;
@@ -105,7 +112,7 @@ class Runner {
     std::vector<__nv_bfloat16*> kv_k_, kv_v_, conv_;
     std::vector<float*> recurrent_;
     // Padded widths (elements) of the step buffers.
-    int64_t qg_w_ = 0, kv_w_ = 0, q_w_ = 0, cd_w_ = 0, vd_w_ = 0, hv_w_ = 0, gu_w_ = 0, act_w_ = 0;
+    int64_t qgkv_w_ = 0, q_w_ = 0, cd_w_ = 0, qkvz_w_ = 0, vd_w_ = 0, ab_w_ = 0, gu_w_ = 0, act_w_ = 0;
 };
 
 } // namespace ninfer::core::cuda

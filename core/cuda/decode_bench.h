@@ -20,7 +20,9 @@
 //   each call, which waits for the sampled ids), decode tok/s = batch * steps / time; bytes per
 //   step = weight bytes read (all matrices except the embedding, MoE: the router, shared expert
 //   and top_k experts' share of the expert bytes) + K/V read for batch * depth tokens + GDN state
-//   read and written once per lane; roofline fraction = bytes / time / copy bandwidth.
+//   read and written once per lane; roofline fraction = bytes / time / copy bandwidth. The last
+//   timed step of each row runs between cudaProfilerStart/Stop, so a profiler started with
+//   profiling off (ncu --profile-from-start off) sees exactly one decode step per row.
 // Thread safety: one bench at a time (it owns the GPU's memory while it runs).
 #pragma once
 

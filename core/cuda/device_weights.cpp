@@ -155,6 +155,7 @@ class Uploader {
         return track(upload_rows(p, arena_, what, gemv && tiled_ && p.at(0).m->cols() % 16 == 0 ? &staging_ : nullptr),
                      gemv);
     }
+    bool tiled() const { return tiled_; }
     float* f32(const std::vector<float>& v, const std::string& what) { return upload_vector(v, arena_, what); }
     __nv_bfloat16* bf16(const std::vector<float>& v, const std::string& what) {
         return upload_vector(to_bf16(v), arena_, what);
@@ -245,25 +246,37 @@ DeviceModel DeviceModel::upload(const ModelWeights& w, DeviceArena& arena, bool 
                 qg.push_back({&a.query, uint64_t(h) * c.head_dim, c.head_dim});
                 qg.push_back({&a.gate, uint64_t(h) * c.head_dim, c.head_dim});
             }
-            d.attention.query_gate = up.pieces(qg, p + "/attention/query+gate", true);
-            d.attention.key = up.linear(a.key, p + "/attention/key");
-            d.attention.value = up.linear(a.value, p + "/attention/value");
+            if (up.tiled() && one_format({&a.query, &a.gate, &a.key, &a.value})) {
+                qg.push_back({&a.key, 0, a.key.rows()});
+                qg.push_back({&a.value, 0, a.value.rows()});
+                d.attention.fused = up.pieces(qg, p + "/attention/query+gate+key+value", true);
+            } else {
+                d.attention.query_gate = up.pieces(qg, p + "/attention/query+gate", true);
+                d.attention.key = up.linear(a.key, p + "/attention/key");
+                d.attention.value = up.linear(a.value, p + "/attention/value");
+            }
             d.attention.output = up.linear(a.output, p + "/attention/output");
             d.attention.query_norm = up.bf16(a.query_norm, p + "/attention/query_norm");
             d.attention.key_norm = up.bf16(a.key_norm, p + "/attention/key_norm");
         } else {
             const GdnWeights& g = L.gdn;
             const std::string q = p + "/linear_attention";
-            if (one_format({&g.query, &g.key, &g.value})) {
-                d.gdn.qkv = up.pieces(whole({&g.query, &g.key, &g.value}), q + "/query+key+value", true);
+            const std::vector<const Matrix*> in_proj = {&g.query, &g.key, &g.value, &g.z, &g.a_projection,
+                                                        &g.b_projection};
+            if (up.tiled() && one_format(in_proj)) {
+                d.gdn.in_proj = up.pieces(whole(in_proj), q + "/query+key+value+z+a+b", true);
             } else {
-                d.gdn.query = up.linear(g.query, q + "/query");
-                d.gdn.key = up.linear(g.key, q + "/key");
-                d.gdn.value = up.linear(g.value, q + "/value");
+                if (one_format({&g.query, &g.key, &g.value})) {
+                    d.gdn.qkv = up.pieces(whole({&g.query, &g.key, &g.value}), q + "/query+key+value", true);
+                } else {
+                    d.gdn.query = up.linear(g.query, q + "/query");
+                    d.gdn.key = up.linear(g.key, q + "/key");
+                    d.gdn.value = up.linear(g.value, q + "/value");
+                }
+                d.gdn.z = up.linear(g.z, q + "/z");
+                d.gdn.a = up.linear(g.a_projection, q + "/a");
+                d.gdn.b = up.linear(g.b_projection, q + "/b");
             }
-            d.gdn.z = up.linear(g.z, q + "/z");
-            d.gdn.a = up.linear(g.a_projection, q + "/a");
-            d.gdn.b = up.linear(g.b_projection, q + "/b");
             d.gdn.output = up.linear(g.output, q + "/output");
             // Taps: tap-major [kernel][conv_dim] f32 -> [conv_dim][kernel] bf16 (the kernel's layout).
             const uint32_t K = c.linear_conv_kernel_dim, cd = c.gdn_conv_dim();

@@ -13,7 +13,8 @@
 //   Another format is refused with
 //   ninfer::Error("cuda: NAME is stored as FORMAT; ...") naming the formats it takes.
 // - Attention query and gate are interleaved per head ([query_h | gate_h], model.md §5) into one
-//   matrix, which needs both in one format. MoE experts of a layer become two matrices
+//   matrix, which needs both in one format. With tiled, rows of projections that read the same
+//   input are concatenated where the formats agree (see DeviceAttention, DeviceGdn, DeviceMlp). MoE experts of a layer become two matrices
 //   (all experts' [gate; up] rows, all experts' down rows), one format each.
 // - Vectors: norms, A_log, dt_bias as f32; q/k norms, the GDN gated norm and the conv taps
 //   ([conv_dim][kernel]) as bf16 (their stored values are bf16, so this is exact).
@@ -57,14 +58,17 @@ struct DeviceLinear {
 };
 
 struct DeviceAttention {
-    DeviceLinear query_gate, key, value, output;
+    // fused: [query+gate; key; value] rows in one matrix (one launch) when the four share a format
+    // and the model is tiled; then query_gate/key/value are empty, else fused is.
+    DeviceLinear fused, query_gate, key, value, output;
     __nv_bfloat16 *query_norm = nullptr, *key_norm = nullptr;
 };
 
 struct DeviceGdn {
-    // qkv: [query; key; value] rows in one matrix (one launch) when the three share a format;
-    // then query/key/value are empty, else qkv is.
-    DeviceLinear qkv, query, key, value, z, a, b, output;
+    // in_proj: [query; key; value; z; a; b] rows in one matrix (one launch) when the six share a
+    // format and the model is tiled; then qkv, query..b are empty. Else qkv: [query; key; value]
+    // when those three share a format (then query/key/value are empty), z, a and b alone.
+    DeviceLinear in_proj, qkv, query, key, value, z, a, b, output;
     __nv_bfloat16* conv = nullptr; // [conv_dim][kernel]
     float *a_log = nullptr, *dt_bias = nullptr;
     __nv_bfloat16* norm = nullptr;

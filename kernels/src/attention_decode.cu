@@ -20,6 +20,8 @@ __device__ __forceinline__ __nv_bfloat16* kv_row(__nv_bfloat16* pages, const KvP
 __global__ void attn_prep_kernel(AttnPrepArgs a) {
     __shared__ float red[32];
     __shared__ float xs[kHeadDim];
+    ninfer_grid_launch_dependents();
+    ninfer_grid_wait(); // PDL: inputs come from the previous kernel
     const AttnGeometry& geo = a.geo;
     const int t = blockIdx.y, hb = blockIdx.x, tid = threadIdx.x;
     const int lane_id = a.lanes[t], pos = a.positions[t];
@@ -67,6 +69,8 @@ __global__ void __launch_bounds__(128) attn_partial_kernel(AttnDecodeArgs a, int
     __shared__ float qs[kMaxGroup][kHeadDim];
     __shared__ float ps[kMaxGroup][kAttnChunk];
     __shared__ float ml[kMaxGroup][2];
+    ninfer_grid_launch_dependents();
+    ninfer_grid_wait(); // PDL: inputs come from the previous kernel
     const AttnGeometry& geo = a.geo;
     const int chunk = blockIdx.x, kvh = blockIdx.y, t = blockIdx.z;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -146,6 +150,8 @@ __global__ void __launch_bounds__(128) attn_partial_kernel(AttnDecodeArgs a, int
 
 // grid (n_heads, n_tokens), 256 threads (one per dim): merge the chunks, apply the output gate.
 __global__ void attn_combine_kernel(AttnDecodeArgs a, int n_chunks) {
+    ninfer_grid_launch_dependents();
+    ninfer_grid_wait(); // PDL: inputs come from the previous kernel
     const int h = blockIdx.x, t = blockIdx.y, d = threadIdx.x;
     const int used = (a.positions[t] + 1 + kAttnChunk - 1) / kAttnChunk;
     const float* part = a.scratch + (int64_t(t) * a.geo.n_heads + h) * n_chunks * kPartFloats;
@@ -182,8 +188,7 @@ cudaError_t attn_decode_prep(const AttnPrepArgs& a, cudaStream_t stream) {
         a.n_tokens < 1 || a.n_tokens > 65535)
         return cudaErrorInvalidValue;
     const dim3 grid(unsigned(a.geo.n_heads + 2 * a.geo.n_kv_heads), unsigned(a.n_tokens));
-    detail::attn_prep_kernel<<<grid, 128, 0, stream>>>(a);
-    return cudaGetLastError();
+    return launch_pdl(detail::attn_prep_kernel, grid, dim3(128), 0, stream, a);
 }
 
 cudaError_t attn_decode(const AttnDecodeArgs& a, cudaStream_t stream) {
@@ -194,11 +199,10 @@ cudaError_t attn_decode(const AttnDecodeArgs& a, cudaStream_t stream) {
         return cudaErrorInvalidValue;
     const int n_chunks = (a.max_context + kAttnChunk - 1) / kAttnChunk;
     const dim3 grid(unsigned(n_chunks), unsigned(a.geo.n_kv_heads), unsigned(a.n_tokens));
-    detail::attn_partial_kernel<<<grid, 128, 0, stream>>>(a, n_chunks);
-    cudaError_t err = cudaGetLastError();
+    const cudaError_t err = launch_pdl(detail::attn_partial_kernel, grid, dim3(128), 0, stream, a, n_chunks);
     if (err != cudaSuccess) return err;
-    detail::attn_combine_kernel<<<dim3(unsigned(a.geo.n_heads), unsigned(a.n_tokens)), detail::kHeadDim, 0, stream>>>(a, n_chunks);
-    return cudaGetLastError();
+    return launch_pdl(detail::attn_combine_kernel, dim3(unsigned(a.geo.n_heads), unsigned(a.n_tokens)),
+                      dim3(detail::kHeadDim), 0, stream, a, n_chunks);
 }
 
 } // namespace ninfer::kernels

@@ -1,4 +1,5 @@
-// ninfer::kernels - device helpers shared by the kernels: cache-hinted loads, mma.sync, reductions.
+// ninfer::kernels - device helpers shared by the kernels: programmatic dependent launch,
+// cache-hinted loads, mma.sync, reductions.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -6,6 +7,47 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <utility>
+
+namespace ninfer::kernels {
+
+// Programmatic dependent launch (PDL, sm_90). A kernel started by launch_pdl() may begin while its
+// predecessor on the stream still runs, so it MUST call ninfer_grid_wait() before it reads
+// anything a predecessor wrote or writes anything a predecessor reads; before the wait it may
+// only read constant data (weights). ninfer_grid_launch_dependents() lets the next PDL kernel
+// start (its blocks take SM slots as this kernel's blocks retire and prefetch their weights);
+// without it the next one starts when this one ends. Both are no-ops for a normal launch.
+__device__ __forceinline__ void ninfer_grid_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+__device__ __forceinline__ void ninfer_grid_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;"); }
+
+// PDL on unless the environment says NINFER_PDL=0 (read once; for A/B timing).
+inline bool pdl_enabled() {
+    static const bool on = [] {
+        const char* v = std::getenv("NINFER_PDL");
+        return !(v && v[0] == '0');
+    }();
+    return on;
+}
+
+// kernel<<<grid, block, smem, stream>>>(args...) with the PDL attribute (graph-capturable).
+template <class... Params, class... Args>
+cudaError_t launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                       Args&&... args) {
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = pdl_enabled() ? 1 : 0;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
+
+} // namespace ninfer::kernels
 
 namespace ninfer::kernels::detail {
 

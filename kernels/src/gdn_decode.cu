@@ -7,6 +7,8 @@ namespace ninfer::kernels {
 namespace detail {
 
 __global__ void gdn_conv_decode_kernel(GdnConvArgs a) {
+    ninfer_grid_launch_dependents();
+    ninfer_grid_wait(); // PDL: inputs come from the previous kernel
     const int t = blockIdx.y;
     const int ch = blockIdx.x * blockDim.x + threadIdx.x;
     if (ch >= a.conv_dim) return;
@@ -31,6 +33,8 @@ constexpr int kGdnThreads = 512;
 __global__ void __launch_bounds__(kGdnThreads) gdn_recurrent_decode_kernel(GdnRecurrentArgs a) {
     constexpr int D = kGdnHeadDim;
     __shared__ float qs[D], ks[D], red[4][D], scal[4], norm_red[4];
+    ninfer_grid_launch_dependents();
+    ninfer_grid_wait(); // PDL: inputs come from the previous kernel
     const int h = blockIdx.x, t = blockIdx.y, tid = threadIdx.x;
     const int v = tid & (D - 1), kq = tid >> 7, lane = tid & 31, warp = tid >> 5;
     const int r = h / (a.n_v_heads / a.n_k_heads);
@@ -108,8 +112,7 @@ cudaError_t gdn_conv_decode(const GdnConvArgs& a, cudaStream_t stream) {
         a.n_tokens > 65535)
         return cudaErrorInvalidValue;
     const dim3 grid(unsigned((a.conv_dim + 255) / 256), unsigned(a.n_tokens));
-    detail::gdn_conv_decode_kernel<<<grid, 256, 0, stream>>>(a);
-    return cudaGetLastError();
+    return launch_pdl(detail::gdn_conv_decode_kernel, grid, dim3(256), 0, stream, a);
 }
 
 cudaError_t gdn_recurrent_decode(const GdnRecurrentArgs& a, cudaStream_t stream) {
@@ -118,8 +121,7 @@ cudaError_t gdn_recurrent_decode(const GdnRecurrentArgs& a, cudaStream_t stream)
         a.n_tokens < 1 || a.n_tokens > 65535)
         return cudaErrorInvalidValue;
     const dim3 grid(unsigned(a.n_v_heads), unsigned(a.n_tokens));
-    detail::gdn_recurrent_decode_kernel<<<grid, detail::kGdnThreads, 0, stream>>>(a);
-    return cudaGetLastError();
+    return launch_pdl(detail::gdn_recurrent_decode_kernel, grid, dim3(detail::kGdnThreads), 0, stream, a);
 }
 
 } // namespace ninfer::kernels

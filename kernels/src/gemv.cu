@@ -25,10 +25,11 @@ bool tiled_format(WeightFormat f) { return f <= WeightFormat::Q4G64Fp16; }
 
 int g_tiled_target = 0;
 
+// The one-pass kernel's occupancy sets the split for every n_tokens (the split must not depend on it).
 template <WeightFormat F> int tiled_resident_blocks() {
     static const int blocks = [] {
         int b = 0;
-        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, detail::gemv_tiled_kernel<F>, detail::kGemvWarps * 32, 0) !=
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, detail::gemv_tiled_kernel<F, 1>, detail::kGemvWarps * 32, 0) !=
                 cudaSuccess || b < 1)
             b = 4;
         return b;
@@ -104,7 +105,10 @@ cudaError_t gemv(const GemvArgs& a, cudaStream_t stream) {
         !a.x || !a.y || !aligned16(w.data) || !aligned16(a.x) || !aligned16(a.y) ||
         (a.residual && !aligned16(a.residual)) || a.x_stride % 8 != 0 || a.y_stride % 8 != 0 ||
         (a.residual && a.residual_stride % 8 != 0) || (a.n_tokens > 1 && (a.x_stride < w.k || a.y_stride < w.n)) ||
-        (w.layout == WeightLayout::Tiled && !tiled_format(w.format)))
+        (w.layout == WeightLayout::Tiled && !tiled_format(w.format)) ||
+        (a.x_lo && (w.layout != WeightLayout::Tiled || !aligned16(a.x_lo))) ||
+        (a.y_tail && (a.residual || a.tail_row0 < 0 || a.tail_row0 >= w.n ||
+                      (a.n_tokens > 1 && a.y_tail_stride < w.n - a.tail_row0))))
         return cudaErrorInvalidValue;
 
     detail::GemvParams p{};
@@ -129,7 +133,11 @@ cudaError_t gemv(const GemvArgs& a, cudaStream_t stream) {
         break;
     }
     p.x = a.x;
+    p.x_lo = a.x_lo;
     p.ldx = a.x_stride;
+    p.y_tail = a.y_tail;
+    p.tail_row0 = a.tail_row0;
+    p.ld_tail = a.y_tail_stride;
     p.n_tokens = a.n_tokens;
     p.residual = a.residual;
     p.ldr = a.residual_stride;
@@ -144,31 +152,33 @@ cudaError_t gemv(const GemvArgs& a, cudaStream_t stream) {
     if (w.layout == WeightLayout::Tiled) {
         const int64_t steps = p.tiled_units / unroll_of(w.format);
         p.units_per_split = (steps + p.splits - 1) / p.splits * unroll_of(w.format);
+        const bool two_pass = a.x_lo && a.n_tokens > 4; // high and low halves of 8 tokens: 16 columns
         switch (w.format) {
-        case WeightFormat::Bf16: detail::gemv_tiled_kernel<WeightFormat::Bf16><<<grid, block, 0, stream>>>(p); break;
+        case WeightFormat::Bf16:
+            return two_pass ? launch_pdl(detail::gemv_tiled_kernel<WeightFormat::Bf16, 2>, grid, block, 0, stream, p)
+                            : launch_pdl(detail::gemv_tiled_kernel<WeightFormat::Bf16, 1>, grid, block, 0, stream, p);
         case WeightFormat::Fp8E4m3RowBf16:
-            detail::gemv_tiled_kernel<WeightFormat::Fp8E4m3RowBf16><<<grid, block, 0, stream>>>(p);
-            break;
+            return two_pass
+                       ? launch_pdl(detail::gemv_tiled_kernel<WeightFormat::Fp8E4m3RowBf16, 2>, grid, block, 0, stream, p)
+                       : launch_pdl(detail::gemv_tiled_kernel<WeightFormat::Fp8E4m3RowBf16, 1>, grid, block, 0, stream, p);
         case WeightFormat::Q4G64Fp16:
-            detail::gemv_tiled_kernel<WeightFormat::Q4G64Fp16><<<grid, block, 0, stream>>>(p);
-            break;
+            return two_pass ? launch_pdl(detail::gemv_tiled_kernel<WeightFormat::Q4G64Fp16, 2>, grid, block, 0, stream, p)
+                            : launch_pdl(detail::gemv_tiled_kernel<WeightFormat::Q4G64Fp16, 1>, grid, block, 0, stream, p);
         default: return cudaErrorInvalidValue;
         }
-        return cudaGetLastError();
     }
     const int64_t units = (w.k + unit_of(w.format) - 1) / unit_of(w.format);
     p.units_per_split = (units + p.splits - 1) / p.splits;
     switch (w.format) {
-    case WeightFormat::Bf16: detail::gemv_kernel<WeightFormat::Bf16><<<grid, block, 0, stream>>>(p); break;
+    case WeightFormat::Bf16: return launch_pdl(detail::gemv_kernel<WeightFormat::Bf16>, grid, block, 0, stream, p);
     case WeightFormat::Fp8E4m3RowBf16:
-        detail::gemv_kernel<WeightFormat::Fp8E4m3RowBf16><<<grid, block, 0, stream>>>(p);
-        break;
-    case WeightFormat::Q4G64Fp16: detail::gemv_kernel<WeightFormat::Q4G64Fp16><<<grid, block, 0, stream>>>(p); break;
-    case WeightFormat::Q5G64Fp16: detail::gemv_kernel<WeightFormat::Q5G64Fp16><<<grid, block, 0, stream>>>(p); break;
-    case WeightFormat::Q6G64Fp16: detail::gemv_kernel<WeightFormat::Q6G64Fp16><<<grid, block, 0, stream>>>(p); break;
-    case WeightFormat::Q8G32Fp16: detail::gemv_kernel<WeightFormat::Q8G32Fp16><<<grid, block, 0, stream>>>(p); break;
+        return launch_pdl(detail::gemv_kernel<WeightFormat::Fp8E4m3RowBf16>, grid, block, 0, stream, p);
+    case WeightFormat::Q4G64Fp16: return launch_pdl(detail::gemv_kernel<WeightFormat::Q4G64Fp16>, grid, block, 0, stream, p);
+    case WeightFormat::Q5G64Fp16: return launch_pdl(detail::gemv_kernel<WeightFormat::Q5G64Fp16>, grid, block, 0, stream, p);
+    case WeightFormat::Q6G64Fp16: return launch_pdl(detail::gemv_kernel<WeightFormat::Q6G64Fp16>, grid, block, 0, stream, p);
+    case WeightFormat::Q8G32Fp16: return launch_pdl(detail::gemv_kernel<WeightFormat::Q8G32Fp16>, grid, block, 0, stream, p);
     }
-    return cudaGetLastError();
+    return cudaErrorInvalidValue;
 }
 
 } // namespace ninfer::kernels

@@ -26,6 +26,7 @@ struct GemvParams {
     int64_t high_row_bytes; // q5/q6: bytes of one row in the high-bit plane
     int64_t groups_per_row; // grouped formats: physical groups
     const __nv_bfloat16* x;
+    const __nv_bfloat16* x_lo; // tiled layout: optional low halves of x (gemv.h)
     int64_t ldx;
     int n_tokens;
     const __nv_bfloat16* residual;
@@ -33,6 +34,9 @@ struct GemvParams {
     void* y;
     int64_t ldy;
     bool y_fp32;
+    float* y_tail;     // optional: rows >= tail_row0 go here as f32
+    int64_t tail_row0;
+    int64_t ld_tail;
     float* partials;
     uint32_t* counters;
     int splits;
@@ -50,9 +54,14 @@ template <> struct GemvTraits<WeightFormat::Q8G32Fp16> { static constexpr int kU
 
 __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) { return __byte_perm(a, b, sel); }
 
-// Signed nibbles i and i+4 of t (pre-XORed with 0x88888888) to a bf16 pair: 128+u-136 = q.
-__device__ __forceinline__ uint32_t q4_pair_to_bf16(uint32_t t_shifted) {
-    return bf16x2_sub((t_shifted & 0x000F000Fu) | 0x43004300u, 0x43084308u);
+// Signed nibbles i and i+4 of w (two's complement codes q, as stored) to a bf16 pair. One lop3
+// builds bf16 128 + (q + 8): bits 0-2 of the code pass, bit 3 is inverted (q + 8 = code ^ 8 in
+// 4 bits), 0x43 is the exponent of 128; truth table (b & c) | (b & ~c & a) | (~b & c & ~a) with
+// b = 0x43074307, c = 0x43084308 is 0xCA. Subtracting 136 leaves q exactly.
+__device__ __forceinline__ uint32_t q4_pair_to_bf16(uint32_t w_shifted) {
+    uint32_t t;
+    asm("lop3.b32 %0, %1, %2, %3, 0xCA;" : "=r"(t) : "r"(w_shifted), "r"(0x43074307u), "r"(0x43084308u));
+    return bf16x2_sub(t, 0x43084308u);
 }
 
 // Codes 2m and 2m+1 of a lane's 16 q5/q6 codes to a bf16 pair: base_word holds codes 8(m/4)..,
@@ -74,30 +83,59 @@ __device__ __forceinline__ uint32_t s8_pair_to_bf16(uint32_t w, int half) {
     return *reinterpret_cast<const uint32_t*>(&v);
 }
 
-// One fp8 unit: codes j0..j3 of word j pair as (j0,j2) and (j1,j3); x is permuted to match.
-__device__ __forceinline__ void mma_fp8_unit(float (&acc)[4], const uint32_t (&wa)[4], const uint32_t (&wb)[4],
-                                             const uint32_t (&xs)[8]) {
+// A unit's four mma steps: A fragments a[m] (dequantised once, reused by every pass over x) times
+// the B fragments that x_for<m> selects from the lane's 8 x words.
+// fp8: codes j0..j3 of word j pair as (j0,j2) and (j1,j3); x is permuted to match.
+__device__ __forceinline__ void fp8_unit_a(uint32_t (&a)[4][4], const uint32_t (&wa)[4], const uint32_t (&wb)[4]) {
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-        const uint32_t b0 = prmt(xs[2 * j], xs[2 * j + 1], 0x5410);
-        const uint32_t b1 = prmt(xs[2 * j], xs[2 * j + 1], 0x7632);
-        mma_bf16_16816(acc, fp8_pair_to_bf16(wa[j]), fp8_pair_to_bf16(wb[j]), fp8_pair_to_bf16(wa[j] >> 8),
-                       fp8_pair_to_bf16(wb[j] >> 8), b0, b1);
+        a[j][0] = fp8_pair_to_bf16(wa[j]);
+        a[j][1] = fp8_pair_to_bf16(wb[j]);
+        a[j][2] = fp8_pair_to_bf16(wa[j] >> 8);
+        a[j][3] = fp8_pair_to_bf16(wb[j] >> 8);
     }
 }
+__device__ __forceinline__ void fp8_unit_mma(float (&acc)[4], const uint32_t (&a)[4][4], const uint32_t (&xs)[8]) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+        mma_bf16_16816(acc, a[j][0], a[j][1], a[j][2], a[j][3], prmt(xs[2 * j], xs[2 * j + 1], 0x5410),
+                       prmt(xs[2 * j], xs[2 * j + 1], 0x7632));
+}
+__device__ __forceinline__ void mma_fp8_unit(float (&acc)[4], const uint32_t (&wa)[4], const uint32_t (&wb)[4],
+                                             const uint32_t (&xs)[8]) {
+    uint32_t a[4][4];
+    fp8_unit_a(a, wa, wb);
+    fp8_unit_mma(acc, a, xs);
+}
 
-// One q4 group (words pre-XORed with 0x88888888): word j holds codes 8j..8j+7 (nibble i = code
-// i), paired (i, i+4); part gets the unscaled sums.
+// q4: one group, word j holds codes 8j..8j+7 (nibble i = code i), paired (i, i+4).
+__device__ __forceinline__ void q4_unit_a(uint32_t (&a)[4][4], const uint32_t (&wa)[2], const uint32_t (&wb)[2]) {
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            a[2 * j + h][0] = q4_pair_to_bf16(wa[j] >> (8 * h));
+            a[2 * j + h][1] = q4_pair_to_bf16(wb[j] >> (8 * h));
+            a[2 * j + h][2] = q4_pair_to_bf16(wa[j] >> (8 * h + 4));
+            a[2 * j + h][3] = q4_pair_to_bf16(wb[j] >> (8 * h + 4));
+        }
+}
+__device__ __forceinline__ void q4_unit_mma(float (&part)[4], const uint32_t (&a)[4][4], const uint32_t (&xs)[8]) {
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const uint32_t lo = xs[4 * j + h], hi = xs[4 * j + h + 2];
+            mma_bf16_16816(part, a[2 * j + h][0], a[2 * j + h][1], a[2 * j + h][2], a[2 * j + h][3],
+                           prmt(lo, hi, 0x5410), prmt(lo, hi, 0x7632));
+        }
+}
+// part gets the unscaled sums of one group.
 __device__ __forceinline__ void mma_q4_unit(float (&part)[4], const uint32_t (&wa)[2], const uint32_t (&wb)[2],
                                             const uint32_t (&xs)[8]) {
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-        const uint32_t x01 = xs[4 * j], x23 = xs[4 * j + 1], x45 = xs[4 * j + 2], x67 = xs[4 * j + 3];
-        mma_bf16_16816(part, q4_pair_to_bf16(wa[j]), q4_pair_to_bf16(wb[j]), q4_pair_to_bf16(wa[j] >> 4),
-                       q4_pair_to_bf16(wb[j] >> 4), prmt(x01, x45, 0x5410), prmt(x01, x45, 0x7632));
-        mma_bf16_16816(part, q4_pair_to_bf16(wa[j] >> 8), q4_pair_to_bf16(wb[j] >> 8), q4_pair_to_bf16(wa[j] >> 12),
-                       q4_pair_to_bf16(wb[j] >> 12), prmt(x23, x67, 0x5410), prmt(x23, x67, 0x7632));
-    }
+    uint32_t a[4][4];
+    q4_unit_a(a, wa, wb);
+    q4_unit_mma(part, a, xs);
 }
 
 // acc rows (g, g+8) times their multipliers.
@@ -171,8 +209,8 @@ __device__ __forceinline__ void gemv_units(const GemvParams& p, int64_t u, int64
 #pragma unroll
         for (int i = 0; i < kUnroll; ++i) {
             float part[4] = {0.f, 0.f, 0.f, 0.f};
-            const uint32_t wa[2] = {a[i][0].x ^ 0x88888888u, a[i][0].y ^ 0x88888888u};
-            const uint32_t wb[2] = {a[i][1].x ^ 0x88888888u, a[i][1].y ^ 0x88888888u};
+            const uint32_t wa[2] = {a[i][0].x, a[i][0].y};
+            const uint32_t wb[2] = {a[i][1].x, a[i][1].y};
             const uint32_t xs[8] = {b[i][0].x, b[i][0].y, b[i][0].z, b[i][0].w,
                                     b[i][1].x, b[i][1].y, b[i][1].z, b[i][1].w};
             mma_q4_unit(part, wa, wb, xs);
@@ -244,11 +282,16 @@ __device__ __forceinline__ void gemv_units(const GemvParams& p, int64_t u, int64
     }
 }
 
-// Thread holds rows (tile_row+g, tile_row+g+8) x tokens (2c, 2c+1): store them, or (split-K)
-// write fp32 partials[(split * 8 + t) * n + row] and let the last block of this 64-row tile reduce.
-__device__ __forceinline__ void gemv_store(const GemvParams& p, int64_t tile_row, int c, int g, const float (&acc)[4]) {
+// Pass q of a thread holds rows (tile_row+g, tile_row+g+8) x tokens (tok[q], tok[q]+1) when
+// active[q]: store them, or (split-K) write fp32 partials[(split * 8 + t) * n + row] and let the
+// last block of this 64-row tile reduce them in split order.
+template <int P>
+__device__ __forceinline__ void gemv_store(const GemvParams& p, int64_t tile_row, int g, const float (&acc)[P][4],
+                                           const int (&tok)[P], const bool (&active)[P]) {
     auto store = [&](int64_t row, int t, float v) {
-        if (p.y_fp32) {
+        if (p.y_tail && row >= p.tail_row0) {
+            p.y_tail[int64_t(t) * p.ld_tail + row - p.tail_row0] = v;
+        } else if (p.y_fp32) {
             float* y = static_cast<float*>(p.y) + int64_t(t) * p.ldy + row;
             if (p.residual) v += __bfloat162float(p.residual[int64_t(t) * p.ldr + row]);
             *y = v;
@@ -259,23 +302,18 @@ __device__ __forceinline__ void gemv_store(const GemvParams& p, int64_t tile_row
         }
     };
 
-    if (p.splits == 1) {
+#pragma unroll
+    for (int q = 0; q < P; ++q) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
             const int64_t row = tile_row + g + (e >= 2 ? 8 : 0);
-            const int t = 2 * c + (e & 1);
-            if (row < p.n && t < p.n_tokens) store(row, t, acc[e]);
+            const int t = tok[q] + (e & 1);
+            if (!active[q] || row >= p.n || t >= p.n_tokens) continue;
+            if (p.splits == 1) store(row, t, acc[q][e]);
+            else __stcg(p.partials + (int64_t(blockIdx.y) * kGemvMaxTokens + t) * p.n + row, acc[q][e]);
         }
-        return;
     }
-
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-        const int64_t row = tile_row + g + (e >= 2 ? 8 : 0);
-        const int t = 2 * c + (e & 1);
-        if (row < p.n && t < p.n_tokens)
-            __stcg(p.partials + (int64_t(blockIdx.y) * kGemvMaxTokens + t) * p.n + row, acc[e]);
-    }
+    if (p.splits == 1) return;
     __threadfence();
     __syncthreads();
     __shared__ bool is_last;
@@ -303,6 +341,8 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_kernel(GemvParams p) {
     const int c = lane & 3, g = lane >> 2;
     const int64_t tile_row = int64_t(blockIdx.x) * kGemvRowsPerBlock + warp * 16;
     const int64_t r0 = min(tile_row + g, p.n - 1), r1 = min(tile_row + g + 8, p.n - 1);
+    ninfer_grid_launch_dependents();
+    ninfer_grid_wait(); // PDL: x, residual and the split-K scratch come from earlier kernels
     const bool has_token = g < p.n_tokens;
     const __nv_bfloat16* xg = p.x + int64_t(has_token ? g : 0) * p.ldx;
 
@@ -325,7 +365,8 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_kernel(GemvParams p) {
         const __nv_bfloat16* rs = reinterpret_cast<const __nv_bfloat16*>(p.scales);
         scale_rows(acc, __bfloat162float(rs[r0]), __bfloat162float(rs[r1]));
     }
-    gemv_store(p, tile_row, c, g, acc);
+    const float accs[1][4] = {{acc[0], acc[1], acc[2], acc[3]}};
+    gemv_store<1>(p, tile_row, g, accs, {2 * c}, {true});
 }
 
 } // namespace ninfer::kernels::detail

@@ -39,52 +39,71 @@ __device__ __forceinline__ void tiled_load(TiledFrag<F>& f, const uint8_t* wtile
     }
 }
 
-template <WeightFormat F, bool GUARD>
+// One step of kUnroll units for P passes over x: each weight fragment is dequantised once and
+// multiplied with every pass's x (pass q: xg[q], has[q]; see the kernel) into acc[q].
+template <WeightFormat F, bool GUARD, int P>
 __device__ __forceinline__ void tiled_compute(const TiledFrag<F>& f, const GemvParams& p, int64_t u, int c,
-                                              bool has_token, const __nv_bfloat16* xg, float (&acc)[4]) {
+                                              const bool (&has)[P], const __nv_bfloat16* const (&xg)[P],
+                                              float (&acc)[P][4]) {
     constexpr int kUnit = GemvTraits<F>::kUnit;
     constexpr int kUnroll = GemvTraits<F>::kUnroll;
 #pragma unroll
     for (int i = 0; i < kUnroll; ++i) {
         if constexpr (F == WeightFormat::Bf16) {
             const int64_t kk = (u + i) * kUnit + c * 8;
-            const uint4 b = has_token && (!GUARD || kk < p.k) ? load_cached16(xg + kk) : make_uint4(0, 0, 0, 0);
             const uint4 a0 = f.w[i][0], a1 = f.w[i][1];
-            mma_bf16_16816(acc, a0.x, a1.x, a0.y, a1.y, b.x, b.y);
-            mma_bf16_16816(acc, a0.z, a1.z, a0.w, a1.w, b.z, b.w);
-        } else if constexpr (F == WeightFormat::Fp8E4m3RowBf16) {
-            const int64_t kk = (u + i) * kUnit + c * 16;
-            const bool ok = has_token && (!GUARD || kk < p.k);
-            const uint4 b0 = ok ? load_cached16(xg + kk) : make_uint4(0, 0, 0, 0);
-            const uint4 b1 = ok ? load_cached16(xg + kk + 8) : make_uint4(0, 0, 0, 0);
-            const uint32_t wa[4] = {f.w[i][0].x, f.w[i][0].y, f.w[i][0].z, f.w[i][0].w};
-            const uint32_t wb[4] = {f.w[i][1].x, f.w[i][1].y, f.w[i][1].z, f.w[i][1].w};
-            const uint32_t xs[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
-            mma_fp8_unit(acc, wa, wb, xs);
+#pragma unroll
+            for (int q = 0; q < P; ++q) {
+                const uint4 b = has[q] && (!GUARD || kk < p.k) ? load_cached16(xg[q] + kk) : make_uint4(0, 0, 0, 0);
+                mma_bf16_16816(acc[q], a0.x, a1.x, a0.y, a1.y, b.x, b.y);
+                mma_bf16_16816(acc[q], a0.z, a1.z, a0.w, a1.w, b.z, b.w);
+            }
         } else {
             const int64_t kk = (u + i) * kUnit + c * 16;
-            const bool ok = has_token && (!GUARD || kk < p.k);
-            const uint4 b0 = ok ? load_cached16(xg + kk) : make_uint4(0, 0, 0, 0);
-            const uint4 b1 = ok ? load_cached16(xg + kk + 8) : make_uint4(0, 0, 0, 0);
-            const uint32_t wa[2] = {f.w[i][0].x ^ 0x88888888u, f.w[i][0].y ^ 0x88888888u};
-            const uint32_t wb[2] = {f.w[i][0].z ^ 0x88888888u, f.w[i][0].w ^ 0x88888888u};
-            const uint32_t xs[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
-            float part[4] = {0.f, 0.f, 0.f, 0.f};
-            mma_q4_unit(part, wa, wb, xs);
-            const uint4 sq = f.s[i / 4];
-            const uint32_t sw = (i % 4) == 0 ? sq.x : (i % 4) == 1 ? sq.y : (i % 4) == 2 ? sq.z : sq.w;
-            const float2 s = __half22float2(*reinterpret_cast<const __half2*>(&sw));
-            acc[0] = fmaf(part[0], s.x, acc[0]);
-            acc[1] = fmaf(part[1], s.x, acc[1]);
-            acc[2] = fmaf(part[2], s.y, acc[2]);
-            acc[3] = fmaf(part[3], s.y, acc[3]);
+            uint32_t a[4][4];
+            if constexpr (F == WeightFormat::Fp8E4m3RowBf16) {
+                const uint32_t wa[4] = {f.w[i][0].x, f.w[i][0].y, f.w[i][0].z, f.w[i][0].w};
+                const uint32_t wb[4] = {f.w[i][1].x, f.w[i][1].y, f.w[i][1].z, f.w[i][1].w};
+                fp8_unit_a(a, wa, wb);
+            } else {
+                const uint32_t wa[2] = {f.w[i][0].x, f.w[i][0].y};
+                const uint32_t wb[2] = {f.w[i][0].z, f.w[i][0].w};
+                q4_unit_a(a, wa, wb);
+            }
+            float2 s = make_float2(1.f, 1.f);
+            if constexpr (F == WeightFormat::Q4G64Fp16) {
+                const uint4 sq = f.s[i / 4];
+                const uint32_t sw = (i % 4) == 0 ? sq.x : (i % 4) == 1 ? sq.y : (i % 4) == 2 ? sq.z : sq.w;
+                s = __half22float2(*reinterpret_cast<const __half2*>(&sw));
+            }
+#pragma unroll
+            for (int q = 0; q < P; ++q) {
+                const bool ok = has[q] && (!GUARD || kk < p.k);
+                const uint4 b0 = ok ? load_cached16(xg[q] + kk) : make_uint4(0, 0, 0, 0);
+                const uint4 b1 = ok ? load_cached16(xg[q] + kk + 8) : make_uint4(0, 0, 0, 0);
+                const uint32_t xs[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+                if constexpr (F == WeightFormat::Fp8E4m3RowBf16) {
+                    fp8_unit_mma(acc[q], a, xs);
+                } else {
+                    float part[4] = {0.f, 0.f, 0.f, 0.f};
+                    q4_unit_mma(part, a, xs);
+                    acc[q][0] = fmaf(part[0], s.x, acc[q][0]);
+                    acc[q][1] = fmaf(part[1], s.x, acc[q][1]);
+                    acc[q][2] = fmaf(part[2], s.y, acc[q][2]);
+                    acc[q][3] = fmaf(part[3], s.y, acc[q][3]);
+                }
+            }
         }
     }
 }
 
-// grid (ceil(n / 64), splits), 128 threads: warp w of block b owns tile 4b + w.
-template <WeightFormat F>
-__global__ void __launch_bounds__(kGemvWarps * 32) gemv_tiled_kernel(GemvParams p) {
+// grid (ceil(n / 64), splits), 128 threads: warp w of block b owns tile 4b + w. Column g of the
+// mma's B operand is token g; with x_lo it is the high (g < 4) or low (g >= 4) half of token
+// 4q + g % 4 in pass q (P = 2 passes for 5..8 tokens), and the two halves' sums meet in the
+// epilogue. A column's mma sequence is the same whatever the other columns hold, so the results
+// do not depend on n_tokens. PDL: the first weights are loaded before waiting for x.
+template <WeightFormat F, int P>
+__global__ void __launch_bounds__(kGemvWarps * 32, P == 1 ? 4 : 3) gemv_tiled_kernel(GemvParams p) {
     constexpr int kUnit = GemvTraits<F>::kUnit;
     constexpr int kUnroll = GemvTraits<F>::kUnroll;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -93,32 +112,49 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_tiled_kernel(GemvParams 
     const int64_t tile = int64_t(blockIdx.x) * kGemvWarps + warp;
     const int64_t tile_row = tile * 16; // rows >= n are computed from a valid tile and never stored
     const int64_t src_tile = min(tile, tiles - 1);
-    const bool has_token = g < p.n_tokens;
-    const __nv_bfloat16* xg = p.x + int64_t(has_token ? g : 0) * p.ldx;
+    const bool lo = p.x_lo != nullptr;
+    bool has[P];
+    const __nv_bfloat16* xg[P];
+    int tok[P];
+    bool active[P];
+#pragma unroll
+    for (int q = 0; q < P; ++q) {
+        const int t = lo ? 4 * q + (g & 3) : g;
+        has[q] = t < p.n_tokens;
+        xg[q] = (lo && g >= 4 ? p.x_lo : p.x) + int64_t(has[q] ? t : 0) * p.ldx;
+        tok[q] = lo ? 4 * q + 2 * c : 2 * c;
+        active[q] = !lo || c < 2;
+    }
     const uint8_t* wtile = p.w + src_tile * p.tiled_units * tiled_block_bytes(F);
     const uint8_t* stile = p.scales + src_tile * p.tiled_units * 32; // q4: 16 rows x 2 bytes per unit
 
     const int64_t u_begin = int64_t(blockIdx.y) * p.units_per_split;
     const int64_t u_end = min(p.tiled_units, u_begin + p.units_per_split);
-    float acc[4] = {0.f, 0.f, 0.f, 0.f};
-    if (u_begin < u_end) {
-        TiledFrag<F> cur, nxt;
-        tiled_load<F>(cur, wtile, stile, u_begin, lane, g);
-        for (int64_t u = u_begin; u < u_end; u += kUnroll) {
-            if (u + kUnroll < u_end) tiled_load<F>(nxt, wtile, stile, u + kUnroll, lane, g);
-            if ((u + kUnroll) * kUnit <= p.k)
-                tiled_compute<F, false>(cur, p, u, c, has_token, xg, acc);
-            else
-                tiled_compute<F, true>(cur, p, u, c, has_token, xg, acc);
-            cur = nxt;
-        }
+    float acc[P][4] = {};
+    TiledFrag<F> cur, nxt;
+    if (u_begin < u_end) tiled_load<F>(cur, wtile, stile, u_begin, lane, g);
+    ninfer_grid_launch_dependents();
+    ninfer_grid_wait(); // x, residual and the split-K scratch come from earlier kernels
+    for (int64_t u = u_begin; u < u_end; u += kUnroll) {
+        if (u + kUnroll < u_end) tiled_load<F>(nxt, wtile, stile, u + kUnroll, lane, g);
+        if ((u + kUnroll) * kUnit <= p.k)
+            tiled_compute<F, false, P>(cur, p, u, c, has, xg, acc);
+        else
+            tiled_compute<F, true, P>(cur, p, u, c, has, xg, acc);
+        cur = nxt;
     }
 
-    if constexpr (F == WeightFormat::Fp8E4m3RowBf16) {
-        const __nv_bfloat16* rs = reinterpret_cast<const __nv_bfloat16*>(p.scales) + src_tile * 16;
-        scale_rows(acc, __bfloat162float(rs[g]), __bfloat162float(rs[g + 8]));
+#pragma unroll
+    for (int q = 0; q < P; ++q) {
+        if constexpr (F == WeightFormat::Fp8E4m3RowBf16) {
+            const __nv_bfloat16* rs = reinterpret_cast<const __nv_bfloat16*>(p.scales) + src_tile * 16;
+            scale_rows(acc[q], __bfloat162float(rs[g]), __bfloat162float(rs[g + 8]));
+        }
+        if (lo) // lanes c = 0, 1 (high halves) take the low halves' sums from lanes c + 2
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[q][e] += __shfl_down_sync(0xffffffffu, acc[q][e], 2);
     }
-    gemv_store(p, tile_row, c, g, acc);
+    gemv_store<P>(p, tile_row, g, acc, tok, active);
 }
 
 } // namespace ninfer::kernels::detail

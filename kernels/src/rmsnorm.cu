@@ -8,6 +8,8 @@ namespace detail {
 
 __global__ void rmsnorm_offset_kernel(RmsNormArgs a) {
     __shared__ float red[32];
+    ninfer_grid_launch_dependents();
+    ninfer_grid_wait(); // PDL: inputs come from the previous kernel
     const int64_t row = blockIdx.x;
     const __nv_bfloat16* x = a.x + row * a.x_stride;
     const int n_vec = a.dim / 8;
@@ -63,8 +65,7 @@ cudaError_t rmsnorm_offset(const RmsNormArgs& a, cudaStream_t stream) {
     if (a.n_rows == 0) return cudaSuccess;
     const int n_vec = a.dim / 8;
     const int threads = n_vec >= 512 ? 512 : ((n_vec + 31) / 32) * 32;
-    detail::rmsnorm_offset_kernel<<<a.n_rows, threads, 0, stream>>>(a);
-    return cudaGetLastError();
+    return launch_pdl(detail::rmsnorm_offset_kernel, dim3(a.n_rows), dim3(threads), 0, stream, a);
 }
 
 } // namespace ninfer::kernels

@@ -54,15 +54,19 @@ RowDecoder make_decoder(const WeightView& w) {
 }
 
 __global__ void embed_kernel(RowDecoder d, const int32_t* ids, float* out, int64_t out_stride) {
+    ninfer_grid_launch_dependents();
+    ninfer_grid_wait(); // PDL: ids and out are shared with earlier kernels
     const int t = blockIdx.x;
     const int64_t row = ids[t];
     for (int64_t c = threadIdx.x; c < d.k; c += blockDim.x) out[t * out_stride + c] = d.value(row, c);
 }
 
 __global__ void add_rmsnorm_kernel(float* x, int64_t x_stride, const float* add, int64_t add_stride,
-                                   const float* w, __nv_bfloat16* y, int64_t y_stride, float* y32, int dim,
-                                   float eps) {
+                                   const float* w, __nv_bfloat16* y, int64_t y_stride, float* y32,
+                                   __nv_bfloat16* y_lo, int dim, float eps) {
     __shared__ float red[32];
+    ninfer_grid_launch_dependents(); // the next GEMV may start streaming its weights
+    ninfer_grid_wait();
     const int t = blockIdx.x;
     float* xr = x + t * x_stride;
     float ss = 0.f;
@@ -77,8 +81,10 @@ __global__ void add_rmsnorm_kernel(float* x, int64_t x_stride, const float* add,
     const float inv = rsqrtf(block_sum(ss, red) / float(dim) + eps);
     for (int c = threadIdx.x; c < dim; c += blockDim.x) {
         const float v = xr[c] * inv * (1.f + w[c]);
-        y[t * y_stride + c] = __float2bfloat16(v);
+        const __nv_bfloat16 hi = __float2bfloat16(v);
+        y[t * y_stride + c] = hi;
         if (y32) y32[t * y_stride + c] = v;
+        if (y_lo) y_lo[t * y_stride + c] = __float2bfloat16(v - __bfloat162float(hi));
     }
 }
 
@@ -98,13 +104,17 @@ __global__ void gemv_f32x_kernel(RowDecoder d, const float* x, int64_t x_stride,
 }
 
 __global__ void swiglu_kernel(const float* in, int64_t in_stride, int inter, __nv_bfloat16* out, float* out32,
-                              int64_t out_stride) {
+                              __nv_bfloat16* out_lo, int64_t out_stride) {
+    ninfer_grid_launch_dependents();
+    ninfer_grid_wait();
     const int t = blockIdx.y;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < inter; i += gridDim.x * blockDim.x) {
         const float g = in[t * in_stride + i], u = in[t * in_stride + inter + i];
         const float v = silu(g) * u;
-        if (out) out[t * out_stride + i] = __float2bfloat16(v);
+        const __nv_bfloat16 hi = __float2bfloat16(v);
+        if (out) out[t * out_stride + i] = hi;
         if (out32) out32[t * out_stride + i] = v;
+        if (out_lo) out_lo[t * out_stride + i] = __float2bfloat16(v - __bfloat162float(hi));
     }
 }
 
@@ -330,6 +340,8 @@ __global__ void moe_combine_kernel(const float* y, int64_t y_stride, const float
 
 __global__ void scatter_rows_kernel(const float* src, int64_t src_stride, const int32_t* lanes, float* dst,
                                     int64_t dst_stride, int64_t n) {
+    ninfer_grid_launch_dependents();
+    ninfer_grid_wait();
     const int t = blockIdx.y;
     const int64_t lane = lanes[t];
     for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
@@ -348,17 +360,16 @@ cudaError_t embed_rows(const WeightView& w, const int32_t* ids, int n_tokens, fl
                        cudaStream_t stream) {
     if (!detail::format_ok(w) || !ids || !out || n_tokens < 1 || n_tokens > 65535 || out_stride < w.k)
         return cudaErrorInvalidValue;
-    detail::embed_kernel<<<n_tokens, 256, 0, stream>>>(detail::make_decoder(w), ids, out, out_stride);
-    return cudaGetLastError();
+    return launch_pdl(detail::embed_kernel, dim3(n_tokens), dim3(256), 0, stream, detail::make_decoder(w), ids, out,
+                      out_stride);
 }
 
 cudaError_t add_rmsnorm(float* x, int64_t x_stride, const float* add, int64_t add_stride, const float* w,
                         __nv_bfloat16* y, int64_t y_stride, float* y32, int n_tokens, int dim, float eps,
-                        cudaStream_t stream) {
+                        cudaStream_t stream, __nv_bfloat16* y_lo) {
     if (!x || !w || !y || n_tokens < 1 || n_tokens > 65535 || dim < 1) return cudaErrorInvalidValue;
-    detail::add_rmsnorm_kernel<<<n_tokens, 256, 0, stream>>>(x, x_stride, add, add_stride, w, y, y_stride, y32, dim,
-                                                              eps);
-    return cudaGetLastError();
+    return launch_pdl(detail::add_rmsnorm_kernel, dim3(n_tokens), dim3(256), 0, stream, x, x_stride, add, add_stride,
+                      w, y, y_stride, y32, y_lo, dim, eps);
 }
 
 cudaError_t gemv_f32x(const WeightView& w, const float* x, int64_t x_stride, int n_tokens, void* y, bool y_fp32,
@@ -372,11 +383,11 @@ cudaError_t gemv_f32x(const WeightView& w, const float* x, int64_t x_stride, int
 }
 
 cudaError_t swiglu(const float* in, int64_t in_stride, int inter, __nv_bfloat16* out, float* out32,
-                   int64_t out_stride, int n_rows, cudaStream_t stream) {
+                   int64_t out_stride, int n_rows, cudaStream_t stream, __nv_bfloat16* out_lo) {
     if (!in || (!out && !out32) || inter < 1 || n_rows < 1 || n_rows > 65535) return cudaErrorInvalidValue;
     const dim3 grid(unsigned(std::min(64, (inter + 255) / 256)), unsigned(n_rows));
-    detail::swiglu_kernel<<<grid, 256, 0, stream>>>(in, in_stride, inter, out, out32, out_stride);
-    return cudaGetLastError();
+    return launch_pdl(detail::swiglu_kernel, grid, dim3(256), 0, stream, in, in_stride, inter, out, out32, out_lo,
+                      out_stride);
 }
 
 cudaError_t moe_route(const float* logits, int64_t logits_stride, int n_experts, int top_k, int32_t* ids,
@@ -415,8 +426,8 @@ cudaError_t scatter_rows(const float* src, int64_t src_stride, const int32_t* la
                          int64_t n, int n_tokens, cudaStream_t stream) {
     if (!src || !lanes || !dst || n < 1 || n_tokens < 1 || n_tokens > 65535) return cudaErrorInvalidValue;
     const dim3 grid(unsigned(std::min<int64_t>(256, (n + 255) / 256)), unsigned(n_tokens));
-    detail::scatter_rows_kernel<<<grid, 256, 0, stream>>>(src, src_stride, lanes, dst, dst_stride, n);
-    return cudaGetLastError();
+    return launch_pdl(detail::scatter_rows_kernel, grid, dim3(256), 0, stream, src, src_stride, lanes, dst, dst_stride,
+                      n);
 }
 
 } // namespace ninfer::kernels

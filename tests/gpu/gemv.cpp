@@ -1,5 +1,5 @@
-// ninfer tests - decode GEMV (bf16, fp8 row, q4/q5/q6 g64, q8 g32), artifact and tiled layouts, against an fp64
-// reference, guards, batching.
+// ninfer tests - decode GEMV (bf16, fp8 row, q4/q5/q6 g64, q8 g32), artifact and tiled layouts, x low
+// halves and f32 row tails, against an fp64 reference, guards, batching.
 #include "ninfer/kernels/gemv.h"
 #include "weights_util.h"
 
@@ -17,6 +17,8 @@ struct Case {
     int tokens;
     bool fp32_out, residual, split;
     bool tiled = false;
+    bool lo = false;   // x from f32 values as bf16 high + low halves (x_lo)
+    bool tail = false; // rows from n/2 on as f32 into y_tail
 };
 
 // The weight in the layout the case asks for (the tiled copy made on the device by gemv_pack_tiled).
@@ -49,13 +51,23 @@ const char* fmt_name(WeightFormat f) {
 
 void run_case(const Case& c, uint64_t seed) {
     INFO(fmt_name(c.f) << " n=" << c.n << " k=" << c.k << " tokens=" << c.tokens << " fp32=" << c.fp32_out
-                       << " residual=" << c.residual << " split=" << c.split << " tiled=" << c.tiled);
+                       << " residual=" << c.residual << " split=" << c.split << " tiled=" << c.tiled
+                       << " lo=" << c.lo << " tail=" << c.tail);
     Rng rng(seed);
     const auto wbytes = random_weight(c.f, c.n, c.k, seed);
     CaseWeight w(wbytes, c.f, c.n, c.k, c.tiled);
     const int64_t ldx = c.k + 8, ldy = c.n + (c.n % 8 ? 8 - c.n % 8 : 0) + 8;
-    const auto xh = rng.bf16s(size_t(c.tokens * ldx), -2.f, 2.f);
-    DeviceBuffer<bf16> x(xh);
+    // x32: the f32 activations; xh = bf16(x32) and, with lo, xl = bf16(x32 - xh).
+    std::vector<float> x32(size_t(c.tokens * ldx));
+    for (float& v : x32) v = c.lo ? rng.uniform(-2.f, 2.f) : to_f(to_bf16(rng.uniform(-2.f, 2.f)));
+    std::vector<bf16> xh(x32.size()), xl(x32.size());
+    for (size_t i = 0; i < x32.size(); ++i) {
+        xh[i] = to_bf16(x32[i]);
+        xl[i] = to_bf16(x32[i] - to_f(xh[i]));
+    }
+    DeviceBuffer<bf16> x(xh), x_lo(xl);
+    const int64_t tail0 = c.tail ? c.n / 2 : c.n, ldt = c.n - tail0 + 3;
+    DeviceBuffer<float> yt(size_t(c.tokens * std::max<int64_t>(ldt, 1)), 0xff);
     const auto rh = rng.bf16s(size_t(c.tokens * ldy), -4.f, 4.f);
     DeviceBuffer<bf16> res(rh);
     DeviceBuffer<float> y32(size_t(c.tokens * ldy), 0xff); // NaN poison
@@ -66,8 +78,14 @@ void run_case(const Case& c, uint64_t seed) {
     kernels::GemvArgs a;
     a.w = w.view;
     a.x = x.get();
+    a.x_lo = c.lo ? x_lo.get() : nullptr;
     a.n_tokens = c.tokens;
     a.x_stride = ldx;
+    if (c.tail) {
+        a.y_tail = yt.get();
+        a.tail_row0 = tail0;
+        a.y_tail_stride = ldt;
+    }
     a.residual = c.residual ? res.get() : nullptr;
     a.residual_stride = ldy;
     a.y_fp32 = c.fp32_out;
@@ -78,8 +96,10 @@ void run_case(const Case& c, uint64_t seed) {
     CUDA_OK(cudaDeviceSynchronize());
     CHECK(y32.guards_intact());
     CHECK(y16.guards_intact());
+    CHECK(yt.guards_intact());
     const auto got32 = y32.download();
     const auto got16 = y16.download();
+    const auto got_tail = yt.download();
     if (c.split) {
         const auto cnt = counters.download();
         CHECK(std::all_of(cnt.begin(), cnt.end(), [](uint32_t v) { return v == 0; }));
@@ -93,19 +113,31 @@ void run_case(const Case& c, uint64_t seed) {
         for (int i = 0; i < 120; ++i) rows.push_back(rng.integer(0, int(c.n - 1)));
     }
     int bad = 0;
+    double err_got = 0, err_hi_only = 0; // f32 outputs with lo: distance to the f32-x product
     for (int64_t r : rows) {
         const auto wr = decode_row(c.f, wbytes, c.n, c.k, r);
         for (int t = 0; t < c.tokens; ++t) {
-            double ref = 0, mag = 0;
+            double ref = 0, mag = 0, ref32 = 0, ref_hi = 0;
             for (int64_t i = 0; i < c.k; ++i) {
-                const double p = wr[i] * to_f(xh[size_t(t * ldx + i)]);
+                const size_t at = size_t(t * ldx + i);
+                const double p = wr[i] * (double(to_f(xh[at])) + (c.lo ? to_f(xl[at]) : 0.0));
                 ref += p;
                 mag += std::fabs(p);
+                ref32 += wr[i] * double(x32[at]);
+                ref_hi += wr[i] * double(to_f(xh[at]));
             }
             const double resid = c.residual ? to_f(rh[size_t(t * ldy + r)]) : 0.0;
             double got, want, tol;
-            if (c.fp32_out) {
+            if (r >= tail0) {
+                got = got_tail[size_t(t * ldt + r - tail0)];
+                want = ref;
+                tol = 2e-5 * mag + 1e-30;
+                err_got += std::fabs(got - ref32);
+                err_hi_only += std::fabs(ref_hi - ref32);
+            } else if (c.fp32_out) {
                 got = got32[size_t(t * ldy + r)];
+                err_got += std::fabs(got - resid - ref32);
+                err_hi_only += std::fabs(ref_hi - ref32);
                 want = ref + resid;
                 tol = 2e-5 * mag + 1e-6 * std::fabs(resid) + 1e-30;
             } else {
@@ -121,12 +153,19 @@ void run_case(const Case& c, uint64_t seed) {
         }
     }
     CHECK(bad == 0);
-    // Every element of every token row was written (no NaN poison left), the padding was not.
-    for (int t = 0; t < c.tokens; ++t)
+    // The low halves count: the result is far closer to the f32-x product than bf16 x alone gets.
+    if (c.lo && (c.fp32_out || c.tail) && err_hi_only > 0) CHECK(err_got < 0.05 * err_hi_only);
+    // Every element of every token row was written (no NaN poison left), the padding was not; the
+    // rows that went to y_tail were not written to y.
+    for (int t = 0; t < c.tokens; ++t) {
         for (int64_t r = 0; r < ldy; ++r) {
             const float v = c.fp32_out ? got32[size_t(t * ldy + r)] : to_f(got16[size_t(t * ldy + r)]);
-            if ((r < c.n) == std::isnan(v) && bad++ < 5) FAIL_CHECK("element " << t << "," << r << " = " << v);
+            if ((r < tail0) == std::isnan(v) && bad++ < 5) FAIL_CHECK("element " << t << "," << r << " = " << v);
         }
+        for (int64_t r = 0; c.tail && r < ldt; ++r)
+            if ((r < c.n - tail0) == std::isnan(got_tail[size_t(t * ldt + r)]) && bad++ < 5)
+                FAIL_CHECK("tail element " << t << "," << r);
+    }
     CHECK(bad == 0);
 }
 
@@ -145,6 +184,35 @@ TEST_CASE("gemv matches an fp64 reference on edge shapes", "[gemv]") {
                     for (bool tiled : {false, true})
                         if (!tiled || !codec_format(f))
                             run_case({f, n, k, tokens, (seed % 2) == 0, (seed % 3) == 0, split, tiled}, seed++);
+}
+
+TEST_CASE("gemv: low halves of x and an f32 row tail, every tiled format, 1..8 tokens", "[gemv]") {
+    require_gpu();
+    uint64_t seed = 5000;
+    for (WeightFormat f : {WeightFormat::Bf16, WeightFormat::Fp8E4m3RowBf16, WeightFormat::Q4G64Fp16}) {
+        for (auto [n, k] : std::vector<std::pair<int64_t, int64_t>>{{17, 48}, {100, 1040}})
+            for (int tokens : {1, 4, 5, 8})
+                for (bool split : {false, true}) {
+                    run_case({f, n, k, tokens, true, false, split, true, true, false}, seed++);
+                    run_case({f, n, k, tokens, false, (seed % 2) == 0, split, true, true, false}, seed++);
+                    run_case({f, n, k, tokens, false, false, split, true, (seed % 2) == 0, true}, seed++);
+                }
+        // The 27B GDN input projection [q; k; v; z] bf16 + [a; b] f32.
+        for (int tokens : {1, 8}) {
+            run_case({f, 16480, 5120, tokens, true, false, true, true, true, false}, seed++);
+            run_case({f, 16480, 5120, tokens, false, false, true, true, true, true}, seed++);
+        }
+    }
+    // The stored layout takes the tail but not x_lo.
+    run_case({WeightFormat::Q4G64Fp16, 129, 4112, 3, true, false, true, false, false, true}, seed++);
+    DeviceBuffer<uint8_t> w(kernels::weight_bytes(WeightFormat::Bf16, 16, 64), 0);
+    DeviceBuffer<bf16> x(64), y(16);
+    kernels::GemvArgs a;
+    a.w = {WeightFormat::Bf16, w.get(), 16, 64};
+    a.x = x.get();
+    a.x_lo = x.get();
+    a.y = y.get();
+    CHECK(kernels::gemv(a, nullptr) == cudaErrorInvalidValue);
 }
 
 TEST_CASE("gemv: q5/q6/q8 sizes follow spec §3.2; the tiled layout refuses them", "[gemv]") {
@@ -191,12 +259,13 @@ TEST_CASE("gemv matches an fp64 reference at the 27B and 35B-A3B layer shapes", 
 TEST_CASE("gemv: a batch of 8 equals 8 single-token calls bit for bit, graph replay equals eager", "[gemv]") {
     require_gpu();
     for (WeightFormat f : kAllFormats)
-    for (bool tiled : {false, true}) {
+    for (int mode = 0; mode < 3; ++mode) { // stored layout, tiled, tiled with low halves (2 passes at 8)
+        const bool tiled = mode > 0, lo = mode == 2;
         if (tiled && codec_format(f)) continue;
         const int64_t n = 5120, k = 6144;
         Rng rng(7);
         CaseWeight w(random_weight(f, n, k, 7), f, n, k, tiled);
-        DeviceBuffer<bf16> x(rng.bf16s(size_t(8 * k), -2.f, 2.f));
+        DeviceBuffer<bf16> x(rng.bf16s(size_t(8 * k), -2.f, 2.f)), x_lo(rng.bf16s(size_t(8 * k), -0.01f, 0.01f));
         DeviceBuffer<bf16> y_batch(size_t(8 * n)), y_single(size_t(8 * n)), y_graph(size_t(8 * n));
         DeviceBuffer<float> partials(kernels::gemv_scratch_floats(n));
         DeviceBuffer<uint32_t> counters(kernels::gemv_scratch_counters(n), 0);
@@ -207,11 +276,13 @@ TEST_CASE("gemv: a batch of 8 equals 8 single-token calls bit for bit, graph rep
         a.scratch = {partials.get(), partials.size(), counters.get(), counters.size()};
         REQUIRE(kernels::gemv_split_count(a.w, a.scratch) > 1);
         a.x = x.get();
+        a.x_lo = lo ? x_lo.get() : nullptr;
         a.n_tokens = 8;
         a.y = y_batch.get();
         CUDA_OK(kernels::gemv(a, nullptr));
         for (int t = 0; t < 8; ++t) {
             a.x = x.get() + t * k;
+            a.x_lo = lo ? x_lo.get() + t * k : nullptr;
             a.n_tokens = 1;
             a.y = y_single.get() + t * n;
             CUDA_OK(kernels::gemv(a, nullptr));
@@ -221,6 +292,7 @@ TEST_CASE("gemv: a batch of 8 equals 8 single-token calls bit for bit, graph rep
         cudaGraph_t graph;
         cudaGraphExec_t exec;
         a.x = x.get();
+        a.x_lo = lo ? x_lo.get() : nullptr;
         a.n_tokens = 8;
         a.y = y_graph.get();
         CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
@@ -233,7 +305,7 @@ TEST_CASE("gemv: a batch of 8 equals 8 single-token calls bit for bit, graph rep
         cudaGraphDestroy(graph);
         cudaStreamDestroy(stream);
         const auto b = y_batch.download(), s = y_single.download(), g = y_graph.download();
-        INFO(fmt_name(f) << " tiled " << tiled);
+        INFO(fmt_name(f) << " tiled " << tiled << " lo " << lo);
         CHECK(std::memcmp(b.data(), s.data(), b.size() * sizeof(bf16)) == 0);
         CHECK(std::memcmp(b.data(), g.data(), b.size() * sizeof(bf16)) == 0);
     }

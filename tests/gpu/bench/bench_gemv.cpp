@@ -3,10 +3,10 @@
 // Usage: bench_gpu [summary_file]. Prints (and appends to summary_file) the copy bandwidth
 // (best of 10 copies of 4 GiB, bytes read + written) and, for bf16 / fp8 / q4 weights at batch
 // 1 and 8, the GB/s of each 27B decode GEMV shape in the tiled layout (the runner's) and of the
-// whole 27B layer mix in both layouts, with the fraction of the copy roofline, then the q4 mix
-// for other tiled split targets. GB/s counts the stored (artifact) weight bytes. Weights rotate
-// over copies larger than L2 so every launch reads HBM; timing is CUDA events around replays of a
-// captured graph, best of 5.
+// whole 27B layer mix in both layouts, with the fraction of the copy roofline, then the mix with
+// x low halves (gemv.h x_lo) and the q4 mix for other tiled split targets. GB/s counts the stored
+// (artifact) weight bytes. Weights rotate over copies larger than L2 so every launch reads HBM;
+// timing is CUDA events around replays of a captured graph, best of 5.
 #include "ninfer/kernels/device.h"
 #include "ninfer/kernels/gemv.h"
 
@@ -88,7 +88,7 @@ size_t layout_bytes(WeightFormat f, WeightLayout l, const Shape& s) {
 }
 
 double time_mix(WeightFormat f, WeightLayout layout, const std::vector<Shape>& shapes, int tokens, GemvScratch scratch,
-                const void* x, void* y) {
+                const void* x, void* y, const void* x_lo = nullptr) {
     size_t mix_bytes = 0;
     for (const auto& s : shapes) mix_bytes += (layout_bytes(f, layout, s) + 255) / 256 * 256;
     const int copies = int(std::max<size_t>(2, (size_t(3) << 29) / mix_bytes + 1));
@@ -117,6 +117,7 @@ double time_mix(WeightFormat f, WeightLayout layout, const std::vector<Shape>& s
             GemvArgs a;
             a.w = {f, pool + mix_bytes * c + off, sh.n, sh.k, layout};
             a.x = static_cast<const __nv_bfloat16*>(x);
+            a.x_lo = static_cast<const __nv_bfloat16*>(x_lo);
             a.n_tokens = tokens;
             a.x_stride = sh.k;
             a.y = y;
@@ -196,6 +197,12 @@ int main(int argc, char** argv) {
                    tokens, "-", old, 100 * old / copy);
         }
     }
+    for (const auto& fm : formats)
+        for (int tokens : {1, 8}) {
+            const double gbs = time_mix(fm.f, WeightLayout::Tiled, k27b, tokens, scratch, x, y, x);
+            report("%-20s %-16s %5d %6s %9.1f %8.1f%%   <- 27B layer mix, tiled, with x low halves\n", fm.name,
+                   "27B mix", tokens, "-", gbs, 100 * gbs / copy);
+        }
     for (int target : {2, 3, 6, 8}) {
         gemv_set_tiled_target_blocks_per_sm(target);
         for (int tokens : {1, 8}) {

@@ -19,6 +19,8 @@
 // - Requirements: head_dim == 256, rotary_dim even and <= head_dim, n_heads % n_kv_heads == 0,
 //   n_heads / n_kv_heads <= 8, positions[t] < max_context, 16-byte aligned rows; lanes distinct.
 //   Violations the host can see return cudaErrorInvalidValue; device-side indices are trusted.
+// - Kernels start by programmatic dependent launch (kernels/src/common.cuh launch_pdl) and wait
+//   for the previous kernel on the stream before touching memory.
 // Thread safety: stateless apart from the pool; graph-capturable (grid sized by max_context).
 #pragma once
 

@@ -20,6 +20,8 @@
 // - exact / a_f32 / b_f32 (fields below) switch to the CPU reference's f32 math.
 // - Requirements: head dims are 128, n_v_heads % n_k_heads == 0, 1 <= n_tokens; 16-byte aligned
 //   rows for qkv/conv_out/z/y; else cudaErrorInvalidValue and nothing is launched.
+// - Kernels start by programmatic dependent launch (kernels/src/common.cuh launch_pdl) and wait
+//   for the previous kernel on the stream before touching memory.
 // Thread safety: stateless apart from the caller's state buffers; graph-capturable.
 #pragma once
 

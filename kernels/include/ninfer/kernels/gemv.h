@@ -10,6 +10,11 @@
 //   row at align_up(n*g*32, 256), then the scales 256-aligned after it) and Q8G32Fp16 (g =
 //   align_up(k,128)/32 groups of 32 int8 codes, then the scales). weight_bytes() gives the size.
 // - x: n_tokens rows of k bf16, row stride x_stride elements; 1 <= n_tokens <= 8.
+// - x_lo (optional, Tiled layout only, same stride): the low halves of an f32 input x32, x_lo =
+//   bf16(x32 - x) with x = bf16(x32); the product then uses x + x_lo (16 significant bits instead
+//   of 8) at no extra tensor-core work for n_tokens <= 4 (the halves fill the mma's unused token
+//   columns) and one extra mma per 16 k for 5..8 tokens. Token t's result is the same bits for
+//   every n_tokens.
 // - Products are exact (codes and bf16 x multiply exactly on the tensor cores), sums are fp32; the
 //   group multipliers and the fp8 row multiplier are applied to fp32 partial sums.
 // - Output row t: y[t*y_stride + i] for i < n. Bf16 output is bf16(acc); with residual it is
@@ -18,6 +23,11 @@
 // - Requirements (else cudaErrorInvalidValue, nothing launched): k % 16 == 0, n >= 1; x, y,
 //   residual and W 16-byte aligned, strides multiples of 8 elements; x and y do not overlap.
 //   residual may equal y (in-place residual add).
+// - y_tail (optional, no residual then): rows r >= tail_row0 (0 <= tail_row0 < n) are written as
+//   fp32 to y_tail[t*y_tail_stride + r - tail_row0] instead of y (one launch for concatenated
+//   projections whose last rows want f32, e.g. GDN [q;k;v;z] bf16 + [a;b] f32).
+// - Launch: programmatic dependent launch (common.cuh launch_pdl): the kernel loads its first
+//   weights before waiting for the previous kernel on the stream, and lets the next one start.
 // - Split-K: when scratch is given (partials of n_floats fp32, counters of n_counters uint32 that
 //   the caller zeroed once), long-K/small-n layers are split over more blocks; the split count
 //   depends on (n, k, the scratch size and the device) only, never on n_tokens, so a batch of 8
@@ -68,6 +78,7 @@ struct GemvScratch {
 struct GemvArgs {
     WeightView w;
     const __nv_bfloat16* x = nullptr;
+    const __nv_bfloat16* x_lo = nullptr; // optional low halves (Tiled layout)
     int n_tokens = 1;
     int64_t x_stride = 0;
     const __nv_bfloat16* residual = nullptr; // optional
@@ -75,6 +86,9 @@ struct GemvArgs {
     void* y = nullptr;
     bool y_fp32 = false;
     int64_t y_stride = 0;
+    float* y_tail = nullptr; // optional f32 destination of rows >= tail_row0
+    int64_t tail_row0 = 0;
+    int64_t y_tail_stride = 0;
     GemvScratch scratch;
 };
 

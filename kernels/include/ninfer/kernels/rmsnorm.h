@@ -9,6 +9,8 @@
 // - Strides are in elements (multiples of 8); add uses x_stride, h_out uses x_stride; every
 //   pointer 16-byte aligned. y must not overlap x, add or h_out.
 // - Returns cudaErrorInvalidValue (nothing launched) on a violated requirement.
+// - Kernels start by programmatic dependent launch (kernels/src/common.cuh launch_pdl) and wait
+//   for the previous kernel on the stream before touching memory.
 // Thread safety: stateless; any host thread, any stream; graph-capturable.
 #pragma once
 
