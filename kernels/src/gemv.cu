@@ -104,7 +104,8 @@ cudaError_t gemv(const GemvArgs& a, cudaStream_t stream) {
     if (w.n < 1 || w.k < 16 || w.k % 16 != 0 || a.n_tokens < 1 || a.n_tokens > kGemvMaxTokens || !w.data ||
         !a.x || !a.y || !aligned16(w.data) || !aligned16(a.x) || !aligned16(a.y) ||
         (a.residual && !aligned16(a.residual)) || a.x_stride % 8 != 0 || a.y_stride % 8 != 0 ||
-        (a.residual && a.residual_stride % 8 != 0) || (a.n_tokens > 1 && (a.x_stride < w.k || a.y_stride < w.n)) ||
+        (a.residual && a.residual_stride % 8 != 0) ||
+        (a.n_tokens > 1 && (a.x_stride < w.k || a.y_stride < (a.y_tail ? a.tail_row0 : w.n))) ||
         (w.layout == WeightLayout::Tiled && !tiled_format(w.format)) ||
         (a.x_lo && (w.layout != WeightLayout::Tiled || !aligned16(a.x_lo))) ||
         (a.y_tail && (a.residual || a.tail_row0 < 0 || a.tail_row0 >= w.n ||

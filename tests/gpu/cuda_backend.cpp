@@ -105,10 +105,12 @@ TEST_CASE("cuda backend: f32-activation mode matches the CPU backend and transfo
 
 TEST_CASE("cuda backend: the bf16-activation (serving) path stays close to the CPU backend", "[cuda_backend]") {
     ninfer::test::require_gpu();
-    // bf16 GEMV inputs (the tensor-core path) cost up to ~3e-3 of cosine on these sharp random
-    // models (measured worst: dense 0.99983, MoE 0.99698); greedy must follow transformers until
-    // a reference gap below 0.1.
-    for (const std::string& fixture : kKernelFixtures) check_bf16(fixture, {}, 0.995, 0.1, "bf16-activations");
+    // The GEMVs read normed rows and SwiGLU outputs as bf16 high + low halves (gemv.h x_lo), so
+    // dense holds the issue's 0.9999 like the f32-activation mode (bf16 inputs alone gave 0.99983).
+    // MoE: near-tied routes flip as in the f32 mode above (measured worst 0.99698 with bf16
+    // inputs); greedy must follow transformers until a reference gap below 0.1.
+    check_bf16("kernel/dense", {}, 0.9999, 0.1, "bf16-activations");
+    check_bf16("kernel/moe", {}, 0.995, 0.1, "bf16-activations");
 }
 
 TEST_CASE("cuda backend: fp8 and q4 weights stay within mean-KL bounds", "[cuda_backend]") {

@@ -56,7 +56,9 @@ void run_case(const Case& c, uint64_t seed) {
     Rng rng(seed);
     const auto wbytes = random_weight(c.f, c.n, c.k, seed);
     CaseWeight w(wbytes, c.f, c.n, c.k, c.tiled);
-    const int64_t ldx = c.k + 8, ldy = c.n + (c.n % 8 ? 8 - c.n % 8 : 0) + 8;
+    // y holds the rows below the tail only (its stride may be shorter than n).
+    const int64_t tail0 = c.tail ? c.n / 2 : c.n, ldt = c.n - tail0 + 3;
+    const int64_t ldx = c.k + 8, ldy = tail0 + (tail0 % 8 ? 8 - tail0 % 8 : 0) + 8;
     // x32: the f32 activations; xh = bf16(x32) and, with lo, xl = bf16(x32 - xh).
     std::vector<float> x32(size_t(c.tokens * ldx));
     for (float& v : x32) v = c.lo ? rng.uniform(-2.f, 2.f) : to_f(to_bf16(rng.uniform(-2.f, 2.f)));
@@ -66,7 +68,6 @@ void run_case(const Case& c, uint64_t seed) {
         xl[i] = to_bf16(x32[i] - to_f(xh[i]));
     }
     DeviceBuffer<bf16> x(xh), x_lo(xl);
-    const int64_t tail0 = c.tail ? c.n / 2 : c.n, ldt = c.n - tail0 + 3;
     DeviceBuffer<float> yt(size_t(c.tokens * std::max<int64_t>(ldt, 1)), 0xff);
     const auto rh = rng.bf16s(size_t(c.tokens * ldy), -4.f, 4.f);
     DeviceBuffer<bf16> res(rh);

@@ -24,8 +24,9 @@
 //   residual and W 16-byte aligned, strides multiples of 8 elements; x and y do not overlap.
 //   residual may equal y (in-place residual add).
 // - y_tail (optional, no residual then): rows r >= tail_row0 (0 <= tail_row0 < n) are written as
-//   fp32 to y_tail[t*y_tail_stride + r - tail_row0] instead of y (one launch for concatenated
-//   projections whose last rows want f32, e.g. GDN [q;k;v;z] bf16 + [a;b] f32).
+//   fp32 to y_tail[t*y_tail_stride + r - tail_row0] instead of y, whose rows then end at
+//   tail_row0 (one launch for concatenated projections whose last rows want f32, e.g. GDN
+//   [q;k;v;z] bf16 + [a;b] f32).
 // - Launch: programmatic dependent launch (common.cuh launch_pdl): the kernel loads its first
 //   weights before waiting for the previous kernel on the stream, and lets the next one start.
 // - Split-K: when scratch is given (partials of n_floats fp32, counters of n_counters uint32 that
