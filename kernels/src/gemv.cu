@@ -47,20 +47,28 @@ int tiled_resident_blocks(WeightFormat f) {
 }
 
 // Tiled layout: splits of a whole number of unrolled steps, at least two steps each (so the
-// register double buffer overlaps), aiming at one resident wave of blocks.
+// register double buffer overlaps). Each block's warps stream at a latency-bound rate, so a launch
+// takes about (waves of resident blocks) x (steps per block + one step of first-load latency):
+// the split count minimises that (a grid of 1.03 waves costs two), ties to fewer splits.
 int tiled_split_count(const WeightView& w, const GemvScratch& scratch) {
-    const int64_t tiles = (w.n + detail::kGemvRowsPerBlock - 1) / detail::kGemvRowsPerBlock;
+    const int64_t blocks = (w.n + detail::kGemvRowsPerBlock - 1) / detail::kGemvRowsPerBlock;
     const int64_t steps = tiled_units(w.format, w.n, w.k) / unroll_of(w.format);
-    if (!scratch.partials || !scratch.counters || size_t(tiles) > scratch.n_counters) return 1;
+    if (!scratch.partials || !scratch.counters || size_t(blocks) > scratch.n_counters) return 1;
     const int per_sm = g_tiled_target > 0 ? g_tiled_target : tiled_resident_blocks(w.format);
-    const int64_t target_blocks = int64_t(per_sm) * (sm_count() > 0 ? sm_count() : 132);
-    int64_t splits = (target_blocks + tiles - 1) / tiles;
-    splits = std::min<int64_t>(splits, kMaxSplits);
-    splits = std::min<int64_t>(splits, steps / 2);
-    splits = std::min<int64_t>(splits, int64_t(scratch.n_floats / (size_t(kGemvMaxTokens) * size_t(w.n))));
-    if (splits < 2) return 1;
-    const int64_t per = (steps + splits - 1) / splits;
-    return int((steps + per - 1) / per);
+    const int64_t slots = int64_t(per_sm) * (sm_count() > 0 ? sm_count() : 132);
+    int64_t max_splits = std::min<int64_t>(kMaxSplits, steps / 2);
+    max_splits = std::min<int64_t>(max_splits, int64_t(scratch.n_floats / (size_t(kGemvMaxTokens) * size_t(w.n))));
+    int best = 1;
+    int64_t best_cost = (blocks + slots - 1) / slots * (steps + 1);
+    for (int64_t s = 2; s <= max_splits; ++s) {
+        const int64_t per = (steps + s - 1) / s, used = (steps + per - 1) / per; // drop empty splits
+        const int64_t cost = (blocks * used + slots - 1) / slots * (per + 1);
+        if (cost < best_cost) {
+            best_cost = cost;
+            best = int(used);
+        }
+    }
+    return best;
 }
 
 } // namespace

@@ -125,4 +125,5 @@ TEST_CASE("attention decode matches fp64 for lanes of different lengths", "[atte
     run_attention(24, 4, {63, 64, 65, 300, 1000}, 22);      // page and chunk boundaries
     run_attention(16, 2, {8191, 255, 256, 1, 4000}, 23);    // 35B-A3B geometry, 8K context
     run_attention(2, 2, {5, 17, 129, 511, 512, 513, 2, 70}, 24); // group 1, batch of 8
+    run_attention(2, 1, {40000, 33000, 64}, 25); // past 32K: chunks of several pages
 }

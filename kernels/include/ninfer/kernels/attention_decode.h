@@ -14,7 +14,9 @@
 // 2. attn_decode: o_h = softmax(q_h . K^T * head_dim^-0.5) V over positions [0, positions[t]]
 //    (the new token included), query head h reading KV head h / (n_heads / n_kv_heads); fp32
 //    math; then out = bf16(float(bf16(o)) * float(bf16(sigmoid(gate)))) -> out [t][n_heads*head_dim].
-//    The context is split in chunks of kAttnChunk tokens (flash-decoding); scratch must hold
+//    The context is split in chunks of whole 64-token pages, one page per chunk up to 32K of
+//    max_context, at most 512 chunks beyond (flash-decoding, one block per chunk and KV head,
+//    online softmax over the pages of a chunk); scratch must hold
 //    attn_decode_scratch_floats(n_tokens, n_heads, max_context) floats.
 // - Requirements: head_dim == 256, rotary_dim even and <= head_dim, n_heads % n_kv_heads == 0,
 //   n_heads / n_kv_heads <= 8, positions[t] < max_context, 16-byte aligned rows; lanes distinct.
@@ -33,7 +35,6 @@
 namespace ninfer::kernels {
 
 constexpr int kKvPageTokens = 64;
-constexpr int kAttnChunk = 256;
 
 struct AttnGeometry {
     int n_heads = 0;
