@@ -1,6 +1,6 @@
 // ninfer bench - decode GEMV bandwidth against the measured device-to-device copy bandwidth.
 //
-// Usage: bench_gpu [summary_file]. Prints (and appends to summary_file) the copy bandwidth
+// Usage: bench_gpu [summary_file [format]] (format: only that one, e.g. q4_g64_fp16). Prints (and appends to summary_file) the copy bandwidth
 // (best of 10 copies of 4 GiB, bytes read + written) and, for bf16 / fp8 / q4 weights at batch
 // 1 and 8, the GB/s of each 27B decode GEMV shape in the tiled layout (the runner's) and of the
 // whole 27B layer mix in both layouts, with the fraction of the copy roofline, then the mix with
@@ -182,7 +182,9 @@ int main(int argc, char** argv) {
         {WeightFormat::Bf16, "bf16"}};
     report("%-20s %-16s %5s %6s %9s %9s   (tiled layout unless marked)\n", "format", "shape", "batch", "splits",
            "GB/s", "roofline");
+    const std::string only = argc > 2 ? argv[2] : "";
     for (const auto& fm : formats) {
+        if (!only.empty() && only != fm.name) continue;
         for (int tokens : {1, 8}) {
             for (const auto& sh : k27b) {
                 const double gbs = time_mix(fm.f, WeightLayout::Tiled, {sh}, tokens, scratch, x, y);
@@ -199,11 +201,13 @@ int main(int argc, char** argv) {
     }
     for (const auto& fm : formats)
         for (int tokens : {1, 8}) {
+            if (!only.empty() && only != fm.name) continue;
             const double gbs = time_mix(fm.f, WeightLayout::Tiled, k27b, tokens, scratch, x, y, x);
             report("%-20s %-16s %5d %6s %9.1f %8.1f%%   <- 27B layer mix, tiled, with x low halves\n", fm.name,
                    "27B mix", tokens, "-", gbs, 100 * gbs / copy);
         }
     for (int target : {2, 3, 6, 8}) {
+        if (!only.empty()) break;
         gemv_set_tiled_target_blocks_per_sm(target);
         for (int tokens : {1, 8}) {
             const double gbs = time_mix(WeightFormat::Q4G64Fp16, WeightLayout::Tiled, k27b, tokens, scratch, x, y);
