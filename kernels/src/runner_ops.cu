@@ -1,4 +1,5 @@
-// ninfer::kernels - glue kernels of the CUDA model runner: embedding, residual + RMSNorm, SwiGLU, MoE.
+// ninfer::kernels - glue kernels of the CUDA model runner: embedding, SwiGLU, MoE, logits scatter
+// (the residual + RMSNorm is in add_rmsnorm.cu).
 #include "common.cuh"
 #include "ninfer/kernels/runner_ops.h"
 
@@ -59,80 +60,6 @@ __global__ void embed_kernel(RowDecoder d, const int32_t* ids, float* out, int64
     const int t = blockIdx.x;
     const int64_t row = ids[t];
     for (int64_t c = threadIdx.x; c < d.k; c += blockDim.x) out[t * out_stride + c] = d.value(row, c);
-}
-
-__global__ void add_rmsnorm_kernel(float* x, int64_t x_stride, const float* add, int64_t add_stride,
-                                   const float* w, __nv_bfloat16* y, int64_t y_stride, float* y32,
-                                   __nv_bfloat16* y_lo, int dim, float eps) {
-    __shared__ float red[32];
-    ninfer_grid_launch_dependents(); // the next GEMV may start streaming its weights
-    ninfer_grid_wait();
-    const int t = blockIdx.x;
-    float* xr = x + t * x_stride;
-    float ss = 0.f;
-    for (int c = threadIdx.x; c < dim; c += blockDim.x) {
-        float v = xr[c];
-        if (add) {
-            v += add[t * add_stride + c];
-            xr[c] = v;
-        }
-        ss += v * v;
-    }
-    const float inv = rsqrtf(block_sum(ss, red) / float(dim) + eps);
-    for (int c = threadIdx.x; c < dim; c += blockDim.x) {
-        const float v = xr[c] * inv * (1.f + w[c]);
-        const __nv_bfloat16 hi = __float2bfloat16(v);
-        y[t * y_stride + c] = hi;
-        if (y32) y32[t * y_stride + c] = v;
-        if (y_lo) y_lo[t * y_stride + c] = __float2bfloat16(v - __bfloat162float(hi));
-    }
-}
-
-// One block per row, the row in registers (kNormVecs float4 per thread): one read of x (and add),
-// so a 5120-wide row costs one load round trip instead of a 20-step strided loop.
-constexpr int kNormVecs = 4, kNormMaxThreads = 1024;
-__global__ void __launch_bounds__(kNormMaxThreads) add_rmsnorm_vec_kernel(
-    float* x, int64_t x_stride, const float* add, int64_t add_stride, const float* w, __nv_bfloat16* y,
-    int64_t y_stride, float* y32, __nv_bfloat16* y_lo, int dim, float eps) {
-    __shared__ float red[32];
-    ninfer_grid_launch_dependents(); // the next GEMV may start streaming its weights
-    ninfer_grid_wait();
-    const int t = blockIdx.x, nv = dim / 4;
-    float4* xr = reinterpret_cast<float4*>(x + t * x_stride);
-    const float4* ar = add ? reinterpret_cast<const float4*>(add + t * add_stride) : nullptr;
-    float4 v[kNormVecs];
-    float ss = 0.f;
-#pragma unroll
-    for (int i = 0; i < kNormVecs; ++i) {
-        const int c = threadIdx.x + i * blockDim.x;
-        if (c >= nv) break;
-        v[i] = xr[c];
-        if (ar) {
-            const float4 b = ar[c];
-            v[i] = make_float4(v[i].x + b.x, v[i].y + b.y, v[i].z + b.z, v[i].w + b.w);
-            xr[c] = v[i];
-        }
-        ss += v[i].x * v[i].x + v[i].y * v[i].y + v[i].z * v[i].z + v[i].w * v[i].w;
-    }
-    const float inv = rsqrtf(block_sum(ss, red) / float(dim) + eps);
-#pragma unroll
-    for (int i = 0; i < kNormVecs; ++i) {
-        const int c = threadIdx.x + i * blockDim.x;
-        if (c >= nv) break;
-        const float4 wv = reinterpret_cast<const float4*>(w)[c];
-        const float o[4] = {v[i].x * inv * (1.f + wv.x), v[i].y * inv * (1.f + wv.y), v[i].z * inv * (1.f + wv.z),
-                            v[i].w * inv * (1.f + wv.w)};
-        const int64_t at = t * y_stride + 4 * c;
-        __nv_bfloat16 hi[4], lo[4];
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-            hi[e] = __float2bfloat16(o[e]);
-            lo[e] = __float2bfloat16(o[e] - __bfloat162float(hi[e]));
-        }
-        *reinterpret_cast<uint2*>(y + at) = *reinterpret_cast<const uint2*>(hi);
-        if (y32) *reinterpret_cast<float4*>(y32 + at) = make_float4(o[0], o[1], o[2], o[3]);
-        if (y_lo) *reinterpret_cast<uint2*>(y_lo + at) = *reinterpret_cast<const uint2*>(lo);
-    }
 }
 
 // grid (ceil(n/8), n_tokens), 256 threads: one warp per row.
@@ -409,24 +336,6 @@ cudaError_t embed_rows(const WeightView& w, const int32_t* ids, int n_tokens, fl
         return cudaErrorInvalidValue;
     return launch_pdl(detail::embed_kernel, dim3(n_tokens), dim3(256), 0, stream, detail::make_decoder(w), ids, out,
                       out_stride);
-}
-
-cudaError_t add_rmsnorm(float* x, int64_t x_stride, const float* add, int64_t add_stride, const float* w,
-                        __nv_bfloat16* y, int64_t y_stride, float* y32, int n_tokens, int dim, float eps,
-                        cudaStream_t stream, __nv_bfloat16* y_lo) {
-    if (!x || !w || !y || n_tokens < 1 || n_tokens > 65535 || dim < 1) return cudaErrorInvalidValue;
-    auto aligned = [](const void* p, uintptr_t a) { return (reinterpret_cast<uintptr_t>(p) & (a - 1)) == 0; };
-    const int nv = dim / 4;
-    if (dim % 4 == 0 && nv <= detail::kNormVecs * detail::kNormMaxThreads && x_stride % 4 == 0 &&
-        add_stride % 4 == 0 && y_stride % 4 == 0 && aligned(x, 16) && aligned(add, 16) && aligned(w, 16) &&
-        aligned(y32, 16) && aligned(y, 8) && aligned(y_lo, 8)) {
-        const int per = (nv + detail::kNormMaxThreads - 1) / detail::kNormMaxThreads;
-        const int threads = ((nv + per - 1) / per + 31) / 32 * 32;
-        return launch_pdl(detail::add_rmsnorm_vec_kernel, dim3(n_tokens), dim3(threads), 0, stream, x, x_stride, add,
-                          add_stride, w, y, y_stride, y32, y_lo, dim, eps);
-    }
-    return launch_pdl(detail::add_rmsnorm_kernel, dim3(n_tokens), dim3(256), 0, stream, x, x_stride, add, add_stride,
-                      w, y, y_stride, y32, y_lo, dim, eps);
 }
 
 cudaError_t gemv_f32x(const WeightView& w, const float* x, int64_t x_stride, int n_tokens, void* y, bool y_fp32,
