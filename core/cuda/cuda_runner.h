@@ -52,9 +52,11 @@ class Runner {
     const MemoryPlan& plan() const { return plan_; }
     const DeviceModel& model() const { return model_; }
     bool f32_activations() const { return f32_; }
-    // The step's final-normed rows (bf16 and f32, stride hidden_stride()) that enqueue_head reads.
+    // The step's final-normed rows (bf16, their low halves and f32, stride hidden_stride()) that
+    // enqueue_head reads.
     __nv_bfloat16* step_rows() const { return xn_; }
     float* step_rows_f32() const { return xn32_; }
+    __nv_bfloat16* step_rows_lo() const { return xn_lo_; } // low bf16 halves (gemv.h x_lo)
     int64_t hidden_stride() const { return hs_; }
     uint64_t device_bytes() const { return arena_.bytes(); }
     uint64_t weight_bytes() const { return model_.bytes; }

@@ -41,8 +41,11 @@ struct Widths {
 // applied by the decode GEMV (stage_rows), so it is not counted.
 uint64_t largest_matrix(const ModelConfig& c) {
     const uint64_t H = c.hidden_size;
-    uint64_t m = std::max<uint64_t>({2ull * c.attn_q_dim() * H, uint64_t(c.attn_q_dim()) * H,
-                                     uint64_t(c.gdn_conv_dim()) * H, uint64_t(c.gdn_value_dim()) * H});
+    // Concatenated row blocks (device_weights.h): attention [q+gate; k; v], GDN [q; k; v; z; a; b].
+    const uint64_t attn_rows = 2ull * c.attn_q_dim() + 2ull * c.attn_kv_dim();
+    const uint64_t gdn_rows = uint64_t(c.gdn_conv_dim()) + c.gdn_value_dim() + 2ull * c.linear_num_value_heads;
+    uint64_t m = std::max<uint64_t>({attn_rows * H, uint64_t(c.attn_q_dim()) * H, gdn_rows * H,
+                                     uint64_t(c.gdn_value_dim()) * H});
     if (c.is_moe()) {
         const uint64_t I = c.moe_intermediate_size, S = c.shared_expert_intermediate_size;
         m = std::max<uint64_t>({m, uint64_t(c.num_experts) * 2 * I * H, 2 * S * H});
@@ -75,7 +78,7 @@ int cap_tokens(const ModelConfig& c, int max_tokens) {
 uint64_t PrefillRunner::workspace_bytes(const ModelConfig& c, int max_tokens) {
     const uint64_t T = uint64_t(cap_tokens(c, max_tokens));
     const Widths w(c);
-    uint64_t per_token = 4 * (3 * w.hs) + 2 * w.hs; // x, mix, xn32 (f32); xn (bf16)
+    uint64_t per_token = 4 * (3 * w.hs) + 2 * 2 * w.hs; // x, mix, xn32 (f32); xn, xn_lo (bf16)
     per_token += 2 * (w.qg + 2 * w.kv + w.q) + 2 * (w.cd + 2 * w.vd) + 4 * 2 * w.hv;
     per_token += 4 * w.gu + 2 * w.act;
     if (c.is_moe()) {
@@ -99,6 +102,7 @@ PrefillRunner::PrefillRunner(Runner& run, int max_tokens)
     mix_ = arena_.alloc_n<float>(T * hs_, "prefill mixer output");
     xn32_ = arena_.alloc_n<float>(T * hs_, "prefill normed rows (f32)");
     xn_ = arena_.alloc_n<__nv_bfloat16>(T * hs_, "prefill normed rows");
+    xn_lo_ = arena_.alloc_n<__nv_bfloat16>(T * hs_, "prefill normed rows (low halves)");
     qg_ = arena_.alloc_n<__nv_bfloat16>(T * qg_w_, "prefill query+gate");
     k_ = arena_.alloc_n<__nv_bfloat16>(T * kv_w_, "prefill keys");
     v_ = arena_.alloc_n<__nv_bfloat16>(T * kv_w_, "prefill values");
@@ -142,20 +146,26 @@ const __nv_bfloat16* PrefillRunner::weights_bf16(const kernels::WeightView& w) {
     return wbuf_;
 }
 
-void PrefillRunner::linear(const DeviceLinear& w, const __nv_bfloat16* x, int64_t x_stride, int m, void* y,
-                           bool y_fp32, int64_t y_stride) {
+void PrefillRunner::gemm_rows(const __nv_bfloat16* w, int64_t k, int64_t row0, int64_t rows,
+                              const __nv_bfloat16* x, int64_t x_stride, int m, void* y, bool y_fp32,
+                              int64_t y_stride) {
     kernels::GemmArgs g;
     g.a = x;
     g.lda = x_stride;
-    g.b = weights_bf16(w.view);
-    g.ldb = w.view.k;
+    g.b = w + row0 * k;
+    g.ldb = k;
     g.c = y;
     g.ldc = y_stride;
     g.c_fp32 = y_fp32;
     g.m = m;
-    g.n = int(w.view.n);
-    g.k = int(w.view.k);
+    g.n = int(rows);
+    g.k = int(k);
     cuda_check(kernels::gemm_bf16(g, stream_), "prefill GEMM");
+}
+
+void PrefillRunner::linear(const DeviceLinear& w, const __nv_bfloat16* x, int64_t x_stride, int m, void* y,
+                           bool y_fp32, int64_t y_stride) {
+    gemm_rows(weights_bf16(w.view), w.view.k, 0, w.view.n, x, x_stride, m, y, y_fp32, y_stride);
 }
 
 void PrefillRunner::enqueue_forward(int lane, uint32_t start, std::span<const int32_t> ids) {
@@ -184,7 +194,7 @@ void PrefillRunner::enqueue_forward(int lane, uint32_t start, std::span<const in
         else
             ffn(L, n);
     }
-    cuda_check(kernels::add_rmsnorm(x_, hs_, mix_, hs_, model.final_norm, xn_, hs_, xn32_, n, H, eps, stream_),
+    cuda_check(kernels::add_rmsnorm(x_, hs_, mix_, hs_, model.final_norm, xn_, hs_, xn32_, n, H, eps, stream_, xn_lo_),
                "final norm");
 }
 
@@ -195,6 +205,8 @@ void PrefillRunner::stage_rows(int row, int n) {
     cuda_check(cudaMemcpyAsync(run_.step_rows(), xn_ + int64_t(row) * hs_, bytes16, cudaMemcpyDeviceToDevice, stream_),
                "staging rows");
     cuda_check(cudaMemcpyAsync(run_.step_rows_f32(), xn32_ + int64_t(row) * hs_, bytes32, cudaMemcpyDeviceToDevice,
+                               stream_), "staging rows");
+    cuda_check(cudaMemcpyAsync(run_.step_rows_lo(), xn_lo_ + int64_t(row) * hs_, bytes16, cudaMemcpyDeviceToDevice,
                                stream_), "staging rows");
 }
 
@@ -268,17 +280,26 @@ void PrefillRunner::moe(const DeviceLayer& L, int n) {
 void PrefillRunner::gdn(const DeviceLayer& L, uint32_t gi, int lane, int n) {
     const ModelConfig& c = config_;
     const DeviceGdn& w = L.gdn;
-    const int64_t kd = c.gdn_key_dim();
-    if (w.qkv.view.data) {
-        linear(w.qkv, xn_, hs_, n, qkv_, false, cd_w_);
+    const int64_t kd = c.gdn_key_dim(), cd = c.gdn_conv_dim(), vd = c.gdn_value_dim(), hv = c.linear_num_value_heads;
+    if (w.in_proj.view.data) { // [q; k; v; z; a; b] rows in one matrix: one expansion, four GEMMs
+        const __nv_bfloat16* wb = weights_bf16(w.in_proj.view);
+        const int64_t k = w.in_proj.view.k;
+        gemm_rows(wb, k, 0, cd, xn_, hs_, n, qkv_, false, cd_w_);
+        gemm_rows(wb, k, cd, vd, xn_, hs_, n, z_, false, vd_w_);
+        gemm_rows(wb, k, cd + vd, hv, xn_, hs_, n, a_, true, hv_w_);
+        gemm_rows(wb, k, cd + vd + hv, hv, xn_, hs_, n, b_, true, hv_w_);
     } else {
-        linear(w.query, xn_, hs_, n, qkv_, false, cd_w_);
-        linear(w.key, xn_, hs_, n, qkv_ + kd, false, cd_w_);
-        linear(w.value, xn_, hs_, n, qkv_ + 2 * kd, false, cd_w_);
+        if (w.qkv.view.data) {
+            linear(w.qkv, xn_, hs_, n, qkv_, false, cd_w_);
+        } else {
+            linear(w.query, xn_, hs_, n, qkv_, false, cd_w_);
+            linear(w.key, xn_, hs_, n, qkv_ + kd, false, cd_w_);
+            linear(w.value, xn_, hs_, n, qkv_ + 2 * kd, false, cd_w_);
+        }
+        linear(w.z, xn_, hs_, n, z_, false, vd_w_);
+        linear(w.a, xn_, hs_, n, a_, true, hv_w_);
+        linear(w.b, xn_, hs_, n, b_, true, hv_w_);
     }
-    linear(w.z, xn_, hs_, n, z_, false, vd_w_);
-    linear(w.a, xn_, hs_, n, a_, true, hv_w_);
-    linear(w.b, xn_, hs_, n, b_, true, hv_w_);
     kernels::GdnPrefillArgs g;
     g.qkv = qkv_;
     g.qkv_stride = cd_w_;
@@ -312,9 +333,17 @@ void PrefillRunner::gdn(const DeviceLayer& L, uint32_t gi, int lane, int n) {
 void PrefillRunner::attention(const DeviceLayer& L, uint32_t fi, int lane, uint32_t start, int n) {
     const ModelConfig& c = config_;
     const DeviceAttention& w = L.attention;
-    linear(w.query_gate, xn_, hs_, n, qg_, false, qg_w_);
-    linear(w.key, xn_, hs_, n, k_, false, kv_w_);
-    linear(w.value, xn_, hs_, n, v_, false, kv_w_);
+    if (w.fused.view.data) { // [query+gate; key; value] rows in one matrix
+        const __nv_bfloat16* wb = weights_bf16(w.fused.view);
+        const int64_t k = w.fused.view.k, qg = 2 * c.attn_q_dim(), kv = c.attn_kv_dim();
+        gemm_rows(wb, k, 0, qg, xn_, hs_, n, qg_, false, qg_w_);
+        gemm_rows(wb, k, qg, kv, xn_, hs_, n, k_, false, kv_w_);
+        gemm_rows(wb, k, qg + kv, kv, xn_, hs_, n, v_, false, kv_w_);
+    } else {
+        linear(w.query_gate, xn_, hs_, n, qg_, false, qg_w_);
+        linear(w.key, xn_, hs_, n, k_, false, kv_w_);
+        linear(w.value, xn_, hs_, n, v_, false, kv_w_);
+    }
     kernels::AttnPrefillArgs a;
     a.geo.n_heads = int(c.num_attention_heads);
     a.geo.n_kv_heads = int(c.num_key_value_heads);

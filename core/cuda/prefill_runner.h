@@ -14,8 +14,9 @@
 //   or the GDN prefill (conv history and recurrent state continued), the FFN or MoE (tokens
 //   grouped by expert, grouped GEMMs), leaving the final-normed rows in its own buffers. The lane's
 //   page table must already cover start + ids.size() positions.
-// - stage_rows(row, n) copies final-normed rows [row, row + n) (n <= kMaxStepTokens) into the
-//   runner's step rows 0..n-1, so Runner::enqueue_head(0, n) computes their logits.
+// - stage_rows(row, n) copies final-normed rows [row, row + n) (n <= kMaxStepTokens; bf16, low
+//   halves and f32) into the runner's step rows 0..n-1, so Runner::enqueue_head(0, n) computes
+//   their logits exactly as after a decode step.
 // - Numerics: activations into the GEMMs are bf16 (as transformers' bf16 forward), weights are
 //   the stored values rounded to bf16, sums fp32; the residual stream, norms, router and the
 //   shared-expert score stay f32. So prefill agrees with the decode path to bf16 rounding, not
@@ -53,6 +54,10 @@ class PrefillRunner {
     // y[m][n] = x[m] . W^T as a bf16 GEMM; W dequantised into the scratch unless it is row-major bf16.
     void linear(const DeviceLinear& w, const __nv_bfloat16* x, int64_t x_stride, int m, void* y, bool y_fp32,
                 int64_t y_stride);
+    // Rows [row0, row0 + rows) of a matrix already expanded to bf16 (weights_bf16), k columns: the
+    // parts of a matrix whose rows the upload concatenated (attention q+gate/k/v, GDN q/k/v/z/a/b).
+    void gemm_rows(const __nv_bfloat16* w, int64_t k, int64_t row0, int64_t rows, const __nv_bfloat16* x,
+                   int64_t x_stride, int m, void* y, bool y_fp32, int64_t y_stride);
     const __nv_bfloat16* weights_bf16(const kernels::WeightView& w);
 
     Runner& run_;
@@ -63,7 +68,7 @@ class PrefillRunner {
     int64_t hs_ = 0;
     int32_t* ids_ = nullptr;
     float *x_ = nullptr, *mix_ = nullptr, *xn32_ = nullptr;
-    __nv_bfloat16* xn_ = nullptr;
+    __nv_bfloat16 *xn_ = nullptr, *xn_lo_ = nullptr;
     __nv_bfloat16 *qg_ = nullptr, *k_ = nullptr, *v_ = nullptr, *attn_ = nullptr;
     __nv_bfloat16 *qkv_ = nullptr, *z_ = nullptr, *y_ = nullptr;
     float *a_ = nullptr, *b_ = nullptr;
