@@ -102,12 +102,30 @@ template <int NT> __device__ void route_block(const MoeParams& p) {
 // Launch 1, 256 threads: route_blocks router blocks, then ceil(Is / 16) blocks of the shared
 // expert's gate/up (it needs no routing, so it runs beside it). NT: 1 for one token (fewer
 // registers), else kMoeDecodeMaxTokens.
+// Under PDL this kernel may start while the previous one (the norm that writes x) still runs: it
+// first pulls its weight rows towards L2, then waits.
 template <int NT> __global__ void __launch_bounds__(kRouteWarps * 32, 2) moe_route_shared_kernel(MoeParams p) {
-    if (int(blockIdx.x) < p.route_blocks) {
+    const bool router = int(blockIdx.x) < p.route_blocks;
+    const int64_t i = int64_t(blockIdx.x - p.route_blocks) * kGateUpRowsPerBlock + (threadIdx.x >> 5) * kGateUpRowsPerWarp;
+    if (router) { // the block's 4 router (or the score) rows, one 128-byte line per thread at a time
+        const bool score_block = int(blockIdx.x) == p.route_blocks - 1;
+        const MoeRows& m = score_block ? p.score : p.router;
+        const int n_rows = score_block ? 1 : p.n_experts, row0 = score_block ? 0 : blockIdx.x * kRouteRows;
+        for (int j = 0; j < kRouteRows; ++j)
+            for (int64_t at = threadIdx.x * 128; at < m.row_bytes; at += blockDim.x * 128)
+                prefetch_l2(m.data + min(row0 + j, n_rows - 1) * m.row_bytes + at);
+    } else if (i < p.shared_inter) { // the warp's gate and up rows
+        const MoeRows& m = p.shared_gate_up;
+        for (const int64_t r : {i, i + 1, p.shared_inter + i, p.shared_inter + i + 1})
+            for (int64_t at = (threadIdx.x & 31) * 128; at < m.row_bytes; at += 32 * 128)
+                prefetch_l2(m.data + r * m.row_bytes + at);
+    }
+    ninfer_grid_launch_dependents();
+    ninfer_grid_wait();
+    if (router) {
         route_block<NT>(p);
         return;
     }
-    const int64_t i = int64_t(blockIdx.x - p.route_blocks) * kGateUpRowsPerBlock + (threadIdx.x >> 5) * kGateUpRowsPerWarp;
     if (i >= p.shared_inter) return; // Is is a multiple of 16: a warp has both of its rows or none
     int32_t pair[NT];
 #pragma unroll
@@ -121,6 +139,8 @@ template <int NT> __global__ void __launch_bounds__(kRouteWarps * 32, 2) moe_rou
 // 35B-A3B step fit in one wave; 8 tokens: 2.
 template <int NT>
 __global__ void __launch_bounds__(kExpertWarps * 32, NT == 1 ? 3 : 2) moe_gate_up_kernel(MoeParams p) {
+    ninfer_grid_launch_dependents();
+    ninfer_grid_wait(); // PDL: the work list comes from the previous kernel
     const int entry = blockIdx.y, warp = threadIdx.x >> 5;
     // The entry is read with the count (one round trip; entries past the count are in bounds).
     const int32_t* en = p.work + 1 + entry * kMoeEntryInts;
@@ -153,6 +173,8 @@ __host__ __device__ inline int down_lanes_per_row(int64_t chunks) { return chunk
 // shared memory and are combined in j order.
 __global__ void __maxnreg__(104) moe_down_kernel(MoeParams p) {
     __shared__ float dots[kMoeMaxTopK + 1][kDownMaxTile];
+    ninfer_grid_launch_dependents();
+    ninfer_grid_wait(); // PDL: routes and SwiGLU rows come from the previous kernels
     const int t = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, K = p.top_k, T = p.down_tile;
     const int64_t h0 = int64_t(blockIdx.x) * T;
     for (int j = warp; j <= K; j += int(blockDim.x >> 5)) {
@@ -250,16 +272,15 @@ cudaError_t moe_decode(const MoeDecodeArgs& a, cudaStream_t stream) {
 
     const unsigned first = unsigned(p.route_blocks + (Is + kGateUpRowsPerBlock - 1) / kGateUpRowsPerBlock);
     const dim3 gate_up_grid(unsigned((I + kGateUpRowsPerBlock - 1) / kGateUpRowsPerBlock), unsigned(std::min(n * K, E)));
-    if (n == 1) {
-        moe_route_shared_kernel<1><<<first, kRouteWarps * 32, 0, stream>>>(p);
-        moe_gate_up_kernel<1><<<gate_up_grid, kExpertWarps * 32, 0, stream>>>(p);
-    } else {
-        moe_route_shared_kernel<kMoeDecodeMaxTokens><<<first, kRouteWarps * 32, 0, stream>>>(p);
-        moe_gate_up_kernel<kMoeDecodeMaxTokens><<<gate_up_grid, kExpertWarps * 32, 0, stream>>>(p);
-    }
-    const unsigned down_warps = unsigned(std::min(K + 1, kDownMaxWarps));
-    moe_down_kernel<<<dim3(unsigned(H / p.down_tile), unsigned(n)), down_warps * 32, 0, stream>>>(p);
-    return cudaGetLastError();
+    const dim3 block(kRouteWarps * 32), down_grid(unsigned(H / p.down_tile), unsigned(n));
+    const dim3 down_block(unsigned(std::min(K + 1, kDownMaxWarps)) * 32);
+    cudaError_t err = n == 1 ? launch_pdl(moe_route_shared_kernel<1>, dim3(first), block, 0, stream, p)
+                             : launch_pdl(moe_route_shared_kernel<kMoeDecodeMaxTokens>, dim3(first), block, 0, stream, p);
+    if (err == cudaSuccess)
+        err = n == 1 ? launch_pdl(moe_gate_up_kernel<1>, gate_up_grid, block, 0, stream, p)
+                     : launch_pdl(moe_gate_up_kernel<kMoeDecodeMaxTokens>, gate_up_grid, block, 0, stream, p);
+    if (err == cudaSuccess) err = launch_pdl(moe_down_kernel, down_grid, down_block, 0, stream, p);
+    return err;
 }
 
 } // namespace ninfer::kernels

@@ -135,6 +135,9 @@ __device__ __forceinline__ void rows_dot(const MoeRows& m, const int64_t (&row)[
     }
 }
 
+// Start moving a line of constant data (weights) towards L2 before the kernel may read anything else.
+__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+
 __device__ __forceinline__ float fp8_row_scale(const MoeRows& m, int64_t row) {
     return m.format == WeightFormat::Fp8E4m3RowBf16
                ? __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(m.scales)[row])
