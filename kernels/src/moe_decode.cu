@@ -1,74 +1,41 @@
-// ninfer::kernels - MoE decode: routing launch, grouped gate/up + SwiGLU, down + weighted combine.
+// ninfer::kernels - MoE decode: routing + shared gate/up, routed gate/up + SwiGLU, down + combine.
 #include "moe_decode_route.cuh"
-#include "ninfer/kernels/moe_decode.h"
 
 namespace ninfer::kernels {
 
 namespace detail {
 
-constexpr int kGateUpRowsPerWarp = 2; // intermediate rows i, i+1: gate and up rows = 4 row dots
-constexpr int kExpertWarps = 8;
-constexpr int kGateUpRowsPerBlock = kGateUpRowsPerWarp * kExpertWarps;
-constexpr int kDownTile = 16; // output rows per block of the down launch
-
-struct ExpertParams {
-    MoeRows gate_up, shared_gate_up, down, shared_down;
-    int64_t inter, shared_inter, hidden;
-    int top_k;
-    const int32_t* work;
-    const int32_t* ids;
-    const float* weights;
-    const float* x;
-    int64_t x_stride;
-    float* act;
-    int64_t act_stride;
-    float* out;
-    int64_t out_stride;
-};
-
-template <WeightFormat F>
-__device__ __forceinline__ void gate_up_rows(const MoeRows& m, const int64_t (&rows)[4], const float* const (&xs)[8],
-                                             int nt, float (&acc)[8][4]) {
-    rows_dot<F, 4, kMoeDecodeMaxTokens>(m, rows, xs, nt, threadIdx.x & 31, 32, acc);
+template <WeightFormat F, int NT>
+__device__ __forceinline__ void gate_up_dots(const MoeRows& m, const int64_t (&rows)[4], const float* const (&xs)[NT],
+                                             int nt, float (&acc)[NT][4]) {
+    rows_dot<F, 4, NT>(m, rows, xs, nt, threadIdx.x & 31, 32, acc);
 }
 
-// grid (ceil(max(I, Is) / 16), entries), 256 threads: warp w of block (b, entry) computes
-// intermediate rows i = 16b + 2w, i + 1 of the entry's expert for every token of the entry.
-__global__ void __launch_bounds__(kExpertWarps * 32) moe_gate_up_kernel(ExpertParams p) {
-    const int entry = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    if (entry >= p.work[0]) return;
-    const int32_t* en = p.work + 1 + entry * kMoeEntryInts;
-    const int expert = en[0], nt = en[1];
-    const bool shared = expert < 0;
-    const MoeRows& m = shared ? p.shared_gate_up : p.gate_up;
-    const int64_t I = shared ? p.shared_inter : p.inter;
-    const int64_t i = int64_t(blockIdx.x) * kGateUpRowsPerBlock + warp * kGateUpRowsPerWarp;
-    if (i >= I) return; // I is a multiple of 16: a warp has both of its rows or none
-    const int64_t base = shared ? 0 : int64_t(expert) * 2 * I;
+// One warp: intermediate rows i, i + 1 of an expert (gate rows at base, up rows at base + I) for
+// the tokens of pair[0..nt): act[pair][i] = silu(gate . x) * (up . x).
+template <int NT>
+__device__ __forceinline__ void gate_up_warp(const MoeParams& p, const MoeRows& m, int64_t I, int64_t base,
+                                             const int32_t (&pair)[NT], int nt, int64_t i) {
     const int64_t rows[4] = {base + i, base + i + 1, base + I + i, base + I + i + 1};
-    int32_t pair[kMoeDecodeMaxTokens];
-    const float* xs[kMoeDecodeMaxTokens];
+    const float* xs[NT];
 #pragma unroll
-    for (int t = 0; t < kMoeDecodeMaxTokens; ++t) {
-        pair[t] = en[2 + min(t, nt - 1)];
-        xs[t] = p.x + int64_t(pair[t] / (p.top_k + 1)) * p.x_stride;
-    }
-    float acc[kMoeDecodeMaxTokens][4] = {};
+    for (int t = 0; t < NT; ++t) xs[t] = p.x + int64_t(pair[t] / (p.top_k + 1)) * p.x_stride;
+    float acc[NT][4] = {};
     switch (m.format) {
-    case WeightFormat::Bf16: gate_up_rows<WeightFormat::Bf16>(m, rows, xs, nt, acc); break;
-    case WeightFormat::Fp8E4m3RowBf16: gate_up_rows<WeightFormat::Fp8E4m3RowBf16>(m, rows, xs, nt, acc); break;
-    default: gate_up_rows<WeightFormat::Q4G64Fp16>(m, rows, xs, nt, acc); break;
+    case WeightFormat::Bf16: gate_up_dots<WeightFormat::Bf16, NT>(m, rows, xs, nt, acc); break;
+    case WeightFormat::Fp8E4m3RowBf16: gate_up_dots<WeightFormat::Fp8E4m3RowBf16, NT>(m, rows, xs, nt, acc); break;
+    default: gate_up_dots<WeightFormat::Q4G64Fp16, NT>(m, rows, xs, nt, acc); break;
     }
     float scale[4];
 #pragma unroll
     for (int j = 0; j < 4; ++j) scale[j] = fp8_row_scale(m, rows[j]);
 #pragma unroll
-    for (int t = 0; t < kMoeDecodeMaxTokens; ++t) {
+    for (int t = 0; t < NT; ++t) {
         if (t >= nt) break;
         float v[4];
 #pragma unroll
         for (int j = 0; j < 4; ++j) v[j] = warp_sum(acc[t][j]) * scale[j];
-        if (lane == 0) {
+        if ((threadIdx.x & 31) == 0) {
             float* a = p.act + int64_t(pair[t]) * p.act_stride + i;
             a[0] = silu(v[0]) * v[2];
             a[1] = silu(v[1]) * v[3];
@@ -76,51 +43,166 @@ __global__ void __launch_bounds__(kExpertWarps * 32) moe_gate_up_kernel(ExpertPa
     }
 }
 
-template <WeightFormat F>
-__device__ __forceinline__ void down_rows(const MoeRows& m, const int64_t (&rows)[4], const float* x, int64_t c0,
-                                          int lpr, float (&acc)[1][4]) {
-    const float* const xs[1] = {x};
-    rows_dot<F, 4, 1>(m, rows, xs, 1, c0, lpr, acc);
+template <WeightFormat F, int NT>
+__device__ __forceinline__ void route_dots(const MoeRows& m, const int64_t (&rows)[kRouteRows], const float* const (&xs)[NT],
+                                           int nt, float (&acc)[NT][kRouteRows]) {
+    const int c0 = threadIdx.x; // warp w, lane l: chunk 32w + l, then every 256th
+    rows_dot<F, kRouteRows, NT>(m, rows, xs, nt, c0, kRouteWarps * 32, acc);
 }
 
-// Lanes per row of the down launch: enough for the row's 16-byte chunks, 8 to 32.
-__device__ __forceinline__ int down_lanes_per_row(const MoeRows& m) {
-    return m.chunks >= 32 ? 32 : m.chunks >= 16 ? 16 : 8;
-}
-
-// grid (H / 16, n_tokens), 256 threads: block (b, t) computes out[t][16b .. 16b + 16). Work items
-// (choice j, pass): lpr lanes per row, 4 rows per lane group, 32/lpr groups, so a pass covers
-// 128/lpr rows and a choice lpr/8 passes; dots go to shared memory and are combined in j order.
-__global__ void __launch_bounds__(kExpertWarps * 32) moe_down_kernel(ExpertParams p) {
-    __shared__ float dots[kMoeMaxTopK + 1][kDownTile];
-    const int t = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, K = p.top_k;
-    const int64_t h0 = int64_t(blockIdx.x) * kDownTile;
-    const int pe = down_lanes_per_row(p.down) / 8, ps = down_lanes_per_row(p.shared_down) / 8;
-    for (int item = warp; item < K * pe + ps; item += kExpertWarps) {
-        const int j = item < K * pe ? item / pe : K, pass = item < K * pe ? item % pe : item - K * pe;
-        const bool shared = j == K;
-        const MoeRows& m = shared ? p.shared_down : p.down;
-        const int lpr = down_lanes_per_row(m), group = lane / lpr;
-        const int r_local = pass * (128 / lpr) + group * 4;
-        const int64_t base = (shared ? 0 : int64_t(p.ids[t * K + j]) * p.hidden) + h0 + r_local;
-        int64_t rows[4];
+// Router block b < route_blocks - 1: router rows 4b..4b+3 for every token; b = route_blocks - 1:
+// the score row. The last router block to finish routes (the counter counts router blocks only).
+template <int NT> __device__ void route_block(const MoeParams& p) {
+    __shared__ float part[kRouteWarps][NT][kRouteRows];
+    __shared__ int32_t chosen[kMoeDecodeMaxTokens][kMoeMaxTopK];
+    __shared__ bool is_last;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, E = p.n_experts;
+    const bool score_block = blockIdx.x == p.route_blocks - 1;
+    const MoeRows& m = score_block ? p.score : p.router;
+    const int n_rows = score_block ? 1 : E, row0 = score_block ? 0 : blockIdx.x * kRouteRows;
+    int64_t rows[kRouteRows];
 #pragma unroll
-        for (int r = 0; r < 4; ++r) rows[r] = base + r;
-        const float* x = p.act + int64_t(t * (K + 1) + j) * p.act_stride;
-        float acc[1][4] = {};
-        switch (m.format) {
-        case WeightFormat::Bf16: down_rows<WeightFormat::Bf16>(m, rows, x, lane % lpr, lpr, acc); break;
-        case WeightFormat::Fp8E4m3RowBf16: down_rows<WeightFormat::Fp8E4m3RowBf16>(m, rows, x, lane % lpr, lpr, acc); break;
-        default: down_rows<WeightFormat::Q4G64Fp16>(m, rows, x, lane % lpr, lpr, acc); break;
-        }
+    for (int j = 0; j < kRouteRows; ++j) rows[j] = min(row0 + j, n_rows - 1);
+    const float* xs[NT];
 #pragma unroll
-        for (int r = 0; r < 4; ++r) {
-            for (int o = lpr / 2; o > 0; o >>= 1) acc[0][r] += __shfl_xor_sync(0xffffffffu, acc[0][r], o);
-            if (lane % lpr == 0) dots[j][r_local + r] = acc[0][r] * fp8_row_scale(m, rows[r]);
+    for (int t = 0; t < NT; ++t) xs[t] = p.x + int64_t(min(t, p.n_tokens - 1)) * p.x_stride;
+    float acc[NT][kRouteRows] = {};
+    switch (m.format) {
+    case WeightFormat::Bf16: route_dots<WeightFormat::Bf16, NT>(m, rows, xs, p.n_tokens, acc); break;
+    case WeightFormat::Fp8E4m3RowBf16: route_dots<WeightFormat::Fp8E4m3RowBf16, NT>(m, rows, xs, p.n_tokens, acc); break;
+    default: route_dots<WeightFormat::Q4G64Fp16, NT>(m, rows, xs, p.n_tokens, acc); break;
+    }
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+        if (t >= p.n_tokens) break;
+#pragma unroll
+        for (int j = 0; j < kRouteRows; ++j) {
+            const float v = warp_sum(acc[t][j]);
+            if (lane == 0) part[warp][t][j] = v;
         }
     }
     __syncthreads();
-    if (threadIdx.x < kDownTile) {
+    const int t = threadIdx.x / kRouteRows, j = threadIdx.x % kRouteRows;
+    if (t < p.n_tokens && row0 + j < n_rows) {
+        float s = 0.f;
+        for (int w = 0; w < kRouteWarps; ++w) s += part[w][t][j];
+        p.logits[int64_t(t) * (E + 1) + (score_block ? E : row0 + j)] = s * fp8_row_scale(m, rows[j]);
+        __threadfence(); // the last block reads these
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) is_last = atomicAdd(p.counter, 1u) == unsigned(p.route_blocks - 1);
+    __syncthreads();
+    if (!is_last) return;
+    __threadfence();
+    route_tokens(p, chosen);
+    __syncthreads();
+    plan_work(p, chosen);
+}
+
+// Launch 1, 256 threads: route_blocks router blocks, then ceil(Is / 16) blocks of the shared
+// expert's gate/up (it needs no routing, so it runs beside it). NT: 1 for one token (fewer
+// registers), else kMoeDecodeMaxTokens.
+// Under PDL this kernel may start while the previous one (the norm that writes x) still runs: it
+// first pulls its weight rows towards L2, then waits.
+template <int NT> __global__ void __launch_bounds__(kRouteWarps * 32, 2) moe_route_shared_kernel(MoeParams p) {
+    const bool router = int(blockIdx.x) < p.route_blocks;
+    const int64_t i = int64_t(blockIdx.x - p.route_blocks) * kGateUpRowsPerBlock + (threadIdx.x >> 5) * kGateUpRowsPerWarp;
+    if (router) { // the block's 4 router (or the score) rows, one 128-byte line per thread at a time
+        const bool score_block = int(blockIdx.x) == p.route_blocks - 1;
+        const MoeRows& m = score_block ? p.score : p.router;
+        const int n_rows = score_block ? 1 : p.n_experts, row0 = score_block ? 0 : blockIdx.x * kRouteRows;
+        for (int j = 0; j < kRouteRows; ++j)
+            for (int64_t at = threadIdx.x * 128; at < m.row_bytes; at += blockDim.x * 128)
+                prefetch_l2(m.data + min(row0 + j, n_rows - 1) * m.row_bytes + at);
+    } else if (i < p.shared_inter) { // the warp's gate and up rows
+        const MoeRows& m = p.shared_gate_up;
+        for (const int64_t r : {i, i + 1, p.shared_inter + i, p.shared_inter + i + 1})
+            for (int64_t at = (threadIdx.x & 31) * 128; at < m.row_bytes; at += 32 * 128)
+                prefetch_l2(m.data + r * m.row_bytes + at);
+    }
+    ninfer_grid_launch_dependents();
+    ninfer_grid_wait();
+    if (router) {
+        route_block<NT>(p);
+        return;
+    }
+    if (i >= p.shared_inter) return; // Is is a multiple of 16: a warp has both of its rows or none
+    int32_t pair[NT];
+#pragma unroll
+    for (int t = 0; t < NT; ++t) pair[t] = min(t, p.n_tokens - 1) * (p.top_k + 1) + p.top_k;
+    gate_up_warp<NT>(p, p.shared_gate_up, p.shared_inter, 0, pair, p.n_tokens, i);
+}
+
+// Launch 2: grid (ceil(I / 16), min(n_tokens * K, E)), 256 threads: warp w of block (b, entry)
+// computes intermediate rows 16b + 2w, +1 of the entry's expert for every token of the entry.
+// One token: 3 blocks per SM (80 registers, a few spilled), so the 8 entries x 32 blocks of a
+// 35B-A3B step fit in one wave; 8 tokens: 2.
+template <int NT>
+__global__ void __launch_bounds__(kExpertWarps * 32, NT == 1 ? 3 : 2) moe_gate_up_kernel(MoeParams p) {
+    ninfer_grid_launch_dependents();
+    ninfer_grid_wait(); // PDL: the work list comes from the previous kernel
+    const int entry = blockIdx.y, warp = threadIdx.x >> 5;
+    // The entry is read with the count (one round trip; entries past the count are in bounds).
+    const int32_t* en = p.work + 1 + entry * kMoeEntryInts;
+    const int n_entries = p.work[0], expert = en[0], nt = en[1];
+    if (entry >= n_entries) return;
+    const int64_t I = p.inter, i = int64_t(blockIdx.x) * kGateUpRowsPerBlock + warp * kGateUpRowsPerWarp;
+    if (i >= I) return;
+    int32_t pair[NT];
+#pragma unroll
+    for (int t = 0; t < NT; ++t) pair[t] = en[2 + min(t, nt - 1)];
+    gate_up_warp<NT>(p, p.gate_up, I, int64_t(expert) * 2 * I, pair, nt, i);
+}
+
+template <WeightFormat F>
+__device__ __forceinline__ void down_dots(const MoeRows& m, const int64_t (&rows)[4], const float* x, int lpr,
+                                          float (&acc)[1][4]) {
+    const float* const xs[1] = {x};
+    rows_dot<F, 4, 1>(m, rows, xs, 1, threadIdx.x % lpr, lpr, acc);
+}
+
+// Down blocks: up to 16 warps (K + 1 of them) at <= 104 registers: 2 blocks of 9 warps per SM.
+constexpr int kDownMaxWarps = 16;
+
+// Lanes per row of the down launch: enough for the row's 16-byte chunks, 8 to 32.
+__host__ __device__ inline int down_lanes_per_row(int64_t chunks) { return chunks >= 32 ? 32 : chunks >= 16 ? 16 : 8; }
+
+// Launch 3: grid (H / T, n_tokens), min(K + 1, 16) warps, T = down_tile: block (b, t) computes
+// out[t][bT, bT + T). Warp j takes choice j (then j + 16): lpr lanes per row, 4 rows per lane
+// group, so a pass covers 128 / lpr rows (T for the routed experts: one pass); the dots go to
+// shared memory and are combined in j order.
+__global__ void __maxnreg__(104) moe_down_kernel(MoeParams p) {
+    __shared__ float dots[kMoeMaxTopK + 1][kDownMaxTile];
+    ninfer_grid_launch_dependents();
+    ninfer_grid_wait(); // PDL: routes and SwiGLU rows come from the previous kernels
+    const int t = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, K = p.top_k, T = p.down_tile;
+    const int64_t h0 = int64_t(blockIdx.x) * T;
+    for (int j = warp; j <= K; j += int(blockDim.x >> 5)) {
+        const bool shared = j == K;
+        const MoeRows& m = shared ? p.shared_down : p.down;
+        const int lpr = down_lanes_per_row(m.chunks), group = lane / lpr;
+        const int64_t base = (shared ? 0 : int64_t(p.ids[t * K + j]) * p.hidden) + h0;
+        const float* x = p.act + int64_t(t * (K + 1) + j) * p.act_stride;
+        for (int r0 = 0; r0 < T; r0 += 128 / lpr) {
+            int64_t rows[4];
+#pragma unroll
+            for (int r = 0; r < 4; ++r) rows[r] = base + min(r0 + group * 4 + r, T - 1);
+            float acc[1][4] = {};
+            switch (m.format) {
+            case WeightFormat::Bf16: down_dots<WeightFormat::Bf16>(m, rows, x, lpr, acc); break;
+            case WeightFormat::Fp8E4m3RowBf16: down_dots<WeightFormat::Fp8E4m3RowBf16>(m, rows, x, lpr, acc); break;
+            default: down_dots<WeightFormat::Q4G64Fp16>(m, rows, x, lpr, acc); break;
+            }
+#pragma unroll
+            for (int r = 0; r < 4; ++r) {
+                for (int o = lpr / 2; o > 0; o >>= 1) acc[0][r] += __shfl_xor_sync(0xffffffffu, acc[0][r], o);
+                const int local = r0 + group * 4 + r;
+                if (lane % lpr == 0 && local < T) dots[j][local] = acc[0][r] * fp8_row_scale(m, rows[r]);
+            }
+        }
+    }
+    __syncthreads();
+    if (int(threadIdx.x) < T) {
         const float* w = p.weights + t * (K + 1);
         float s = 0.f;
         for (int j = 0; j <= K; ++j) s = fmaf(w[j], dots[j][threadIdx.x], s);
@@ -139,7 +221,7 @@ bool view_ok(const WeightView& w, int64_t n, int64_t k) {
 
 size_t moe_decode_logits_floats(int n_experts) { return size_t(kMoeDecodeMaxTokens) * size_t(n_experts + 1); }
 size_t moe_decode_work_ints(int n_experts, int top_k) {
-    const int entries = std::min(kMoeDecodeMaxTokens * top_k, n_experts) + 1;
+    const int entries = std::min(kMoeDecodeMaxTokens * top_k, n_experts);
     return 1 + size_t(entries) * detail::kMoeEntryInts;
 }
 size_t moe_decode_act_floats(int top_k, int64_t inter, int64_t shared_inter) {
@@ -156,40 +238,49 @@ cudaError_t moe_decode(const MoeDecodeArgs& a, cudaStream_t stream) {
         I < 16 || I % 16 != 0 || Is < 16 || Is % 16 != 0 || !a.x || !a.out || a.x_stride % 4 != 0 ||
         a.x_stride < H || a.out_stride < H || (reinterpret_cast<uintptr_t>(a.x) & 15u) != 0 ||
         (reinterpret_cast<uintptr_t>(a.out) & 15u) != 0 || !s.logits || !s.ids || !s.weights || !s.work || !s.act ||
-        !s.counter || !view_ok(w.router, E, H) || !view_ok(w.shared_score, 1, H) || !view_ok(w.experts_gate_up, int64_t(E) * 2 * I, H) ||
-        !view_ok(w.experts_down, int64_t(E) * H, I) || !view_ok(w.shared_gate_up, 2 * Is, H) ||
-        !view_ok(w.shared_down, H, Is))
+        !s.counter || !view_ok(w.router, E, H) || !view_ok(w.shared_score, 1, H) ||
+        !view_ok(w.experts_gate_up, int64_t(E) * 2 * I, H) || !view_ok(w.experts_down, int64_t(E) * H, I) ||
+        !view_ok(w.shared_gate_up, 2 * Is, H) || !view_ok(w.shared_down, H, Is))
         return cudaErrorInvalidValue;
 
-    const RouteParams r{moe_rows(w.router), moe_rows(w.shared_score), E, K, n, a.x, a.x_stride, s.logits, s.ids,
-                        s.weights, s.work, s.counter};
-    moe_route_kernel<<<unsigned((E + kRouteRows - 1) / kRouteRows + 1), kRouteWarps * 32, 0, stream>>>(r);
-    if (const cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
+    MoeParams p{};
+    p.router = moe_rows(w.router);
+    p.score = moe_rows(w.shared_score);
+    p.gate_up = moe_rows(w.experts_gate_up);
+    p.shared_gate_up = moe_rows(w.shared_gate_up);
+    p.down = moe_rows(w.experts_down);
+    p.shared_down = moe_rows(w.shared_down);
+    p.n_experts = E;
+    p.top_k = K;
+    p.n_tokens = n;
+    p.inter = I;
+    p.shared_inter = Is;
+    p.hidden = H;
+    p.route_blocks = (E + kRouteRows - 1) / kRouteRows + 1;
+    p.down_tile = 128 / down_lanes_per_row(p.down.chunks); // 4, 8 or 16: divides H
+    p.x = a.x;
+    p.x_stride = a.x_stride;
+    p.logits = s.logits;
+    p.ids = s.ids;
+    p.weights = s.weights;
+    p.work = s.work;
+    p.counter = s.counter;
+    p.act = s.act;
+    p.act_stride = moe_align_up(std::max(I, Is), 4);
+    p.out = a.out;
+    p.out_stride = a.out_stride;
 
-    ExpertParams e;
-    e.gate_up = moe_rows(w.experts_gate_up);
-    e.shared_gate_up = moe_rows(w.shared_gate_up);
-    e.down = moe_rows(w.experts_down);
-    e.shared_down = moe_rows(w.shared_down);
-    e.inter = I;
-    e.shared_inter = Is;
-    e.hidden = H;
-    e.top_k = K;
-    e.work = s.work;
-    e.ids = s.ids;
-    e.weights = s.weights;
-    e.x = a.x;
-    e.x_stride = a.x_stride;
-    e.act = s.act;
-    e.act_stride = moe_align_up(std::max(I, Is), 4);
-    e.out = a.out;
-    e.out_stride = a.out_stride;
-    const int entries = std::min(n * K, E) + 1;
-    const dim3 gu_grid(unsigned((std::max(I, Is) + kGateUpRowsPerBlock - 1) / kGateUpRowsPerBlock), unsigned(entries));
-    moe_gate_up_kernel<<<gu_grid, kExpertWarps * 32, 0, stream>>>(e);
-    if (const cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
-    moe_down_kernel<<<dim3(unsigned(H / kDownTile), unsigned(n)), kExpertWarps * 32, 0, stream>>>(e);
-    return cudaGetLastError();
+    const unsigned first = unsigned(p.route_blocks + (Is + kGateUpRowsPerBlock - 1) / kGateUpRowsPerBlock);
+    const dim3 gate_up_grid(unsigned((I + kGateUpRowsPerBlock - 1) / kGateUpRowsPerBlock), unsigned(std::min(n * K, E)));
+    const dim3 block(kRouteWarps * 32), down_grid(unsigned(H / p.down_tile), unsigned(n));
+    const dim3 down_block(unsigned(std::min(K + 1, kDownMaxWarps)) * 32);
+    cudaError_t err = n == 1 ? launch_pdl(moe_route_shared_kernel<1>, dim3(first), block, 0, stream, p)
+                             : launch_pdl(moe_route_shared_kernel<kMoeDecodeMaxTokens>, dim3(first), block, 0, stream, p);
+    if (err == cudaSuccess)
+        err = n == 1 ? launch_pdl(moe_gate_up_kernel<1>, gate_up_grid, block, 0, stream, p)
+                     : launch_pdl(moe_gate_up_kernel<kMoeDecodeMaxTokens>, gate_up_grid, block, 0, stream, p);
+    if (err == cudaSuccess) err = launch_pdl(moe_down_kernel, down_grid, down_block, 0, stream, p);
+    return err;
 }
 
 } // namespace ninfer::kernels

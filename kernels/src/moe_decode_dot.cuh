@@ -101,27 +101,42 @@ __device__ __forceinline__ void chunk_dot_rows(const uint4 (&w)[NR], const float
     }
 }
 
-// acc[t][j] += sum over this lane's chunks (c0, c0 + stride, ...) of row[j] . x[t], t < nt <= NT.
-// The fp8 row multiplier is not applied (the caller scales the reduced sum).
+template <WeightFormat F, int NR>
+__device__ __forceinline__ void load_chunk(const MoeRows& m, const int64_t (&row)[NR], int64_t ch, uint4 (&w)[NR],
+                                           float (&s)[NR]) {
+#pragma unroll
+    for (int j = 0; j < NR; ++j) {
+        w[j] = load_stream16(m.data + row[j] * m.row_bytes + ch * 16);
+        s[j] = F == WeightFormat::Q4G64Fp16
+                   ? __half2float(reinterpret_cast<const __half*>(m.scales)[row[j] * m.groups + ch / 2])
+                   : 1.f;
+    }
+}
+
+// acc[t][j] += sum over this lane's chunks (c0, c0 + stride, ...) of row[j] . x[t], t < nt <= NT,
+// chunks in that order (so the sums do not depend on NT). Two chunks' loads are issued before the
+// first is used. The fp8 row multiplier is not applied (the caller scales the reduced sum).
 template <WeightFormat F, int NR, int NT>
 __device__ __forceinline__ void rows_dot(const MoeRows& m, const int64_t (&row)[NR], const float* const (&x)[NT], int nt,
                                          int64_t c0, int64_t stride, float (&acc)[NT][NR]) {
-#pragma unroll 2
-    for (int64_t ch = c0; ch < m.chunks; ch += stride) {
-        uint4 w[NR];
-        float s[NR];
-#pragma unroll
-        for (int j = 0; j < NR; ++j) {
-            w[j] = load_stream16(m.data + row[j] * m.row_bytes + ch * 16);
-            s[j] = F == WeightFormat::Q4G64Fp16
-                       ? __half2float(reinterpret_cast<const __half*>(m.scales)[row[j] * m.groups + ch / 2])
-                       : 1.f;
-        }
+    for (int64_t ch = c0; ch < m.chunks; ch += 2 * stride) {
+        const bool second = ch + stride < m.chunks;
+        uint4 wa[NR], wb[NR];
+        float sa[NR], sb[NR];
+        load_chunk<F, NR>(m, row, ch, wa, sa);
+        if (second) load_chunk<F, NR>(m, row, ch + stride, wb, sb);
 #pragma unroll
         for (int t = 0; t < NT; ++t)
-            if (t < nt) chunk_dot_rows<F, NR>(w, s, x[t], ch * kChunkElems<F>, m.k, acc[t]);
+            if (t < nt) chunk_dot_rows<F, NR>(wa, sa, x[t], ch * kChunkElems<F>, m.k, acc[t]);
+        if (!second) break;
+#pragma unroll
+        for (int t = 0; t < NT; ++t)
+            if (t < nt) chunk_dot_rows<F, NR>(wb, sb, x[t], (ch + stride) * kChunkElems<F>, m.k, acc[t]);
     }
 }
+
+// Start moving a line of constant data (weights) towards L2 before the kernel may read anything else.
+__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
 __device__ __forceinline__ float fp8_row_scale(const MoeRows& m, int64_t row) {
     return m.format == WeightFormat::Fp8E4m3RowBf16

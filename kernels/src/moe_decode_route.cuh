@@ -1,5 +1,5 @@
-// ninfer::kernels - MoE decode, first launch: router + shared score rows, then (last block only)
-// softmax, top-k, renormalisation and the expert work list the next two launches read.
+// ninfer::kernels - MoE decode: the parameters of the three launches, and the routing that the
+// last router block of the first launch does (softmax, top-k, renormalisation, expert work list).
 #pragma once
 
 #include "moe_decode_dot.cuh"
@@ -8,28 +8,39 @@
 namespace ninfer::kernels::detail {
 
 // Work list: work[0] = number of entries; entry i at work + 1 + i * kMoeEntryInts holds
-// {expert (-1: the shared expert), n_tok, pair[0..n_tok)}, pair = t * (top_k + 1) + j (token t's
-// j-th choice; j = top_k for the shared expert). Routed entries come in ascending expert id, each
-// listing its tokens in ascending order, then the shared entry with every token.
+// {expert, n_tok, pair[0..n_tok)}, pair = t * (top_k + 1) + j (token t's j-th choice; the shared
+// expert's pair is j = top_k). Entries come in ascending expert id, each listing its tokens in
+// ascending order. The shared expert has no entry (the first launch computes its gate/up).
 constexpr int kMoeEntryInts = 2 + 8;
 constexpr int kMoeMaxExperts = 1024, kMoeMaxTopK = 32;
-constexpr int kRouteWarps = 8, kRouteRows = 4; // per block: 4 rows, k split over 8 warps
+constexpr int kRouteWarps = 8, kRouteRows = 4; // router blocks: 4 rows each, k split over 8 warps
+constexpr int kGateUpRowsPerWarp = 2;          // intermediate rows i, i+1: gate and up = 4 row dots
+constexpr int kExpertWarps = 8;
+constexpr int kGateUpRowsPerBlock = kGateUpRowsPerWarp * kExpertWarps;
+constexpr int kDownMaxTile = 16;
 
-struct RouteParams {
-    MoeRows router, score; // [E, H], [1, H]
+struct MoeParams {
+    MoeRows router, score, gate_up, shared_gate_up, down, shared_down;
     int n_experts, top_k, n_tokens;
+    int64_t inter, shared_inter, hidden;
+    int route_blocks; // first launch: blocks [0, route_blocks) router/score rows, then shared gate/up
+    int down_tile;    // output rows per block of the down launch (128 / lanes per routed down row)
     const float* x;
     int64_t x_stride;
-    float* logits; // [t][E + 1]
+    float* logits; // [t][E + 1]: router logits, then the score
     int32_t* ids;
-    float* weights;
+    float* weights; // [t][K + 1]
     int32_t* work;
     uint32_t* counter;
+    float* act; // [t * (K + 1) + j][act_stride]
+    int64_t act_stride;
+    float* out;
+    int64_t out_stride;
 };
 
 // The last block: warp t routes token t (core/cpu order: softmax with a reciprocal multiply,
 // top-k on the probabilities with ties to the lower id, weights renormalised by their sum).
-__device__ void route_tokens(const RouteParams& p, int32_t (*chosen)[kMoeMaxTopK]) {
+__device__ void route_tokens(const MoeParams& p, int32_t (*chosen)[kMoeMaxTopK]) {
     __shared__ float prob[kMoeDecodeMaxTokens][kMoeMaxExperts];
     __shared__ float chosen_p[kMoeDecodeMaxTokens][kMoeMaxTopK];
     const int t = threadIdx.x >> 5, lane = threadIdx.x & 31, E = p.n_experts, K = p.top_k;
@@ -75,8 +86,18 @@ __device__ void route_tokens(const RouteParams& p, int32_t (*chosen)[kMoeMaxTopK
         __syncwarp();
     }
     if (lane == 0) {
-        float sum = 0.f;
+        float sum = 0.f; // in rank order, as core/cpu sums it
         for (int j = 0; j < K; ++j) sum += chosen_p[t][j];
+        // Ascending expert id: the order core/cpu adds the experts' outputs in (the combine's j order).
+        for (int j = 1; j < K; ++j)
+            for (int i = j; i > 0 && chosen[t][i - 1] > chosen[t][i]; --i) {
+                const int32_t id = chosen[t][i];
+                const float pv = chosen_p[t][i];
+                chosen[t][i] = chosen[t][i - 1];
+                chosen_p[t][i] = chosen_p[t][i - 1];
+                chosen[t][i - 1] = id;
+                chosen_p[t][i - 1] = pv;
+            }
         for (int j = 0; j < K; ++j) {
             p.ids[t * K + j] = chosen[t][j];
             p.weights[t * (K + 1) + j] = chosen_p[t][j] / sum;
@@ -87,8 +108,8 @@ __device__ void route_tokens(const RouteParams& p, int32_t (*chosen)[kMoeMaxTopK
 }
 
 // The last block, all threads: entries for the experts any token chose, in ascending id (a block
-// scan over per-thread runs of experts), then the shared expert's entry.
-__device__ void plan_work(const RouteParams& p, const int32_t (*chosen)[kMoeMaxTopK]) {
+// scan over per-thread runs of experts).
+__device__ void plan_work(const MoeParams& p, const int32_t (*chosen)[kMoeMaxTopK]) {
     __shared__ int warp_total[kRouteWarps];
     const int E = p.n_experts, K = p.top_k, nt = p.n_tokens, tid = threadIdx.x;
     const int per = (E + blockDim.x - 1) / blockDim.x, e0 = tid * per, e1 = min(E, e0 + per);
@@ -128,70 +149,9 @@ __device__ void plan_work(const RouteParams& p, const int32_t (*chosen)[kMoeMaxT
         ++at;
     }
     if (tid == 0) {
-        int32_t* en = p.work + 1 + total * kMoeEntryInts;
-        en[0] = -1;
-        en[1] = nt;
-        for (int t = 0; t < nt; ++t) en[2 + t] = t * (K + 1) + K;
-        p.work[0] = total + 1;
+        p.work[0] = total;
         *p.counter = 0; // ready for the next launch
     }
-}
-
-template <WeightFormat F>
-__device__ __forceinline__ void route_rows(const MoeRows& m, const int64_t (&rows)[kRouteRows], const float* const (&xs)[8],
-                                           int nt, float (&acc)[8][kRouteRows]) {
-    const int c0 = threadIdx.x; // warp w, lane l: chunk 32w + l, then every 256th
-    rows_dot<F, kRouteRows, kMoeDecodeMaxTokens>(m, rows, xs, nt, c0, kRouteWarps * 32, acc);
-}
-
-// grid ceil(E / 4) + 1, 256 threads: block b < last computes router rows 4b..4b+3 for every token,
-// the last block the score row; the 8 warps of a block take interleaved chunks of k. The last
-// block to finish routes.
-__global__ void __launch_bounds__(kRouteWarps * 32) moe_route_kernel(RouteParams p) {
-    __shared__ float part[kRouteWarps][kMoeDecodeMaxTokens][kRouteRows];
-    __shared__ int32_t chosen[kMoeDecodeMaxTokens][kMoeMaxTopK];
-    __shared__ bool is_last;
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, E = p.n_experts;
-    const bool score_block = blockIdx.x == gridDim.x - 1;
-    const MoeRows& m = score_block ? p.score : p.router;
-    const int n_rows = score_block ? 1 : E, row0 = score_block ? 0 : blockIdx.x * kRouteRows;
-    int64_t rows[kRouteRows];
-#pragma unroll
-    for (int j = 0; j < kRouteRows; ++j) rows[j] = min(row0 + j, n_rows - 1);
-    const float* xs[kMoeDecodeMaxTokens];
-#pragma unroll
-    for (int t = 0; t < kMoeDecodeMaxTokens; ++t) xs[t] = p.x + int64_t(min(t, p.n_tokens - 1)) * p.x_stride;
-    float acc[kMoeDecodeMaxTokens][kRouteRows] = {};
-    switch (m.format) {
-    case WeightFormat::Bf16: route_rows<WeightFormat::Bf16>(m, rows, xs, p.n_tokens, acc); break;
-    case WeightFormat::Fp8E4m3RowBf16: route_rows<WeightFormat::Fp8E4m3RowBf16>(m, rows, xs, p.n_tokens, acc); break;
-    default: route_rows<WeightFormat::Q4G64Fp16>(m, rows, xs, p.n_tokens, acc); break;
-    }
-#pragma unroll
-    for (int t = 0; t < kMoeDecodeMaxTokens; ++t) {
-        if (t >= p.n_tokens) break;
-#pragma unroll
-        for (int j = 0; j < kRouteRows; ++j) {
-            const float v = warp_sum(acc[t][j]);
-            if (lane == 0) part[warp][t][j] = v;
-        }
-    }
-    __syncthreads();
-    const int t = threadIdx.x / kRouteRows, j = threadIdx.x % kRouteRows;
-    if (t < p.n_tokens && row0 + j < n_rows) {
-        float s = 0.f;
-        for (int w = 0; w < kRouteWarps; ++w) s += part[w][t][j];
-        p.logits[int64_t(t) * (E + 1) + (score_block ? E : row0 + j)] = s * fp8_row_scale(m, rows[j]);
-        __threadfence(); // the last block reads these
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) is_last = atomicAdd(p.counter, 1u) == gridDim.x - 1;
-    __syncthreads();
-    if (!is_last) return;
-    __threadfence();
-    route_tokens(p, chosen);
-    __syncthreads();
-    plan_work(p, chosen);
 }
 
 } // namespace ninfer::kernels::detail

@@ -5,6 +5,8 @@
 #include "weights_util.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <memory>
 #include <numeric>
 
 using namespace ninfer;
@@ -92,6 +94,7 @@ RefToken reference(const Moe& m, const double* x) {
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return p[size_t(a)] > p[size_t(b)]; });
     RefToken r;
     r.ids.assign(order.begin(), order.begin() + s.K);
+    std::sort(r.ids.begin(), r.ids.end()); // the kernel lists its choices in ascending id
     if (s.K < s.E) {
         const int a = order[size_t(s.K - 1)], b = order[size_t(s.K)];
         r.clear = logit[size_t(a)] - logit[size_t(b)] > 1e-4 * (1 + std::abs(mx)) && p[size_t(b)] > 1e-30;
@@ -258,4 +261,56 @@ TEST_CASE("moe decode: refuses what it does not cover", "[moe_decode]") {
     a.scratch.counter = nullptr;
     CHECK(kernels::moe_decode(a, nullptr) == cudaErrorInvalidValue);
     CHECK(cudaGetLastError() == cudaSuccess);
+}
+
+TEST_CASE("moe decode: time per layer at the 35B-A3B shape (RESULT lines; speed is not asserted)", "[moe_decode]") {
+    require_gpu();
+    // q4 everywhere, as bench_decode --recipe q4; 256 experts of 512, top-8, hidden 2048.
+    const Shape s{2048, 256, 8, 512, 512};
+    const Formats q4{WeightFormat::Q4G64Fp16, WeightFormat::Q4G64Fp16, WeightFormat::Q4G64Fp16};
+    Moe m(s, q4, 99);
+    const double expert_bytes = double(kernels::weight_bytes(q4.experts, 2 * s.I, s.H) +
+                                       kernels::weight_bytes(q4.experts, s.H, s.I));
+    const double fixed_bytes = double(kernels::weight_bytes(q4.router, s.E + 1, s.H)) + expert_bytes; // + shared
+    constexpr int kLayers = 32, kReps = 20;
+    for (int n : {1, 8}) {
+        const int64_t ld = s.H + 4, ldo = s.H + 8;
+        std::vector<std::unique_ptr<DeviceBuffer<float>>> xs;
+        DeviceBuffer<float> out(size_t(n * ldo));
+        double unique = 0; // experts read per call, averaged over the inputs
+        for (int l = 0; l < kLayers; ++l) {
+            xs.push_back(std::make_unique<DeviceBuffer<float>>(random_x(s, n, 1000 + l)));
+            CUDA_OK(kernels::moe_decode(m.args(xs.back()->get(), ld, n, out.get(), ldo), nullptr));
+            CUDA_OK(cudaDeviceSynchronize());
+            unique += m.work.download()[0]; // routed entries (the shared expert has none)
+        }
+        unique /= kLayers;
+        cudaStream_t stream;
+        CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+        cudaGraph_t graph;
+        cudaGraphExec_t exec;
+        CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+        for (int l = 0; l < kLayers; ++l)
+            CUDA_OK(kernels::moe_decode(m.args(xs[size_t(l)]->get(), ld, n, out.get(), ldo), stream));
+        CUDA_OK(cudaStreamEndCapture(stream, &graph));
+        CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+        CUDA_OK(cudaGraphLaunch(exec, stream)); // warm-up
+        cudaEvent_t t0, t1;
+        CUDA_OK(cudaEventCreate(&t0));
+        CUDA_OK(cudaEventCreate(&t1));
+        CUDA_OK(cudaEventRecord(t0, stream));
+        for (int r = 0; r < kReps; ++r) CUDA_OK(cudaGraphLaunch(exec, stream));
+        CUDA_OK(cudaEventRecord(t1, stream));
+        CUDA_OK(cudaEventSynchronize(t1));
+        float ms = 0;
+        CUDA_OK(cudaEventElapsedTime(&ms, t0, t1));
+        const double us = 1e3 * ms / (kReps * kLayers), bytes = fixed_bytes + unique * expert_bytes;
+        std::printf("RESULT moe_decode 35B-A3B q4 batch %d: %.2f us/layer (3 launches, graph), %.1f experts read, "
+                    "%.2f MB, %.0f GB/s\n", n, us, unique, bytes / 1e6, bytes / us / 1e3);
+        cudaEventDestroy(t0);
+        cudaEventDestroy(t1);
+        cudaGraphExecDestroy(exec);
+        cudaGraphDestroy(graph);
+        cudaStreamDestroy(stream);
+    }
 }

@@ -1,14 +1,16 @@
 // ninfer::kernels - the MoE feed-forward of one decode step (1..8 tokens) in three launches:
-// router + shared-expert score + softmax/top-k/renormalisation (+ the expert work list), every
-// chosen expert's gate/up with SwiGLU (each expert's rows read once for all tokens that chose it,
-// the shared expert as one more expert), then every expert's down rows with the weighted combine.
+// (1) router + shared-expert score rows, softmax/top-k/renormalisation and the expert work list in
+// the last router block, beside them the shared expert's gate/up + SwiGLU (it needs no routing);
+// (2) every chosen expert's gate/up + SwiGLU, each expert's rows read once for all tokens that
+// chose it; (3) every (token, choice)'s down rows with the weighted combine, shared expert included.
 //
 // Contract (model.md §6, core/cpu/forward.cpp ModelRunner::ffn):
 // - x: n_tokens f32 rows (stride x_stride elements) of the post-attention-normed hidden state.
 // - logits[t][e] = W_router.row(e) . x[t], score[t] = W_shared_score.row(0) . x[t] (f32 sums of
 //   exact products: weights decoded exactly, x never rounded). p = softmax(logits[t]) in f32;
-//   ids[t][0..K) = the K largest p in descending order, ties to the lower id; route weights
-//   w[t][j] = p[ids[t][j]] / sum_j p[ids[t][j]]; w[t][K] = sigmoid(score[t]).
+//   ids[t][0..K) = the K largest p (ties to the lower id) in ascending expert id; route weights
+//   w[t][j] = p[ids[t][j]] / sum (the K probabilities summed largest first); w[t][K] =
+//   sigmoid(score[t]). Experts are combined in ascending id, then the shared one, as core/cpu adds.
 // - For every (t, j), expert e = ids[t][j] (j = K: the shared expert):
 //   act[t][j][i] = silu(G_e.row(i) . x[t]) * (U_e.row(i) . x[t]), i < inter (f32), then
 //   out[t][h] = sum_{j = 0..K} w[t][j] * (D_e.row(h) . act[t][j]), in that order of j, f32.
