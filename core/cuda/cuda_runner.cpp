@@ -45,6 +45,18 @@ void check_geometry(const ModelConfig& c, const MemoryPlan& plan) {
 
 } // namespace
 
+kernels::AttnGeometry attention_geometry(const ModelConfig& c) {
+    kernels::AttnGeometry geo;
+    geo.n_heads = int(c.num_attention_heads);
+    geo.n_kv_heads = int(c.num_key_value_heads);
+    geo.head_dim = int(c.head_dim);
+    geo.rotary_dim = int(c.rotary_dim());
+    geo.rope_theta = float(c.rope_theta);
+    geo.eps = c.rms_norm_eps;
+    geo.exact = true;
+    return geo;
+}
+
 Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_activations)
     : config_(weights.config), plan_(plan), f32_(f32_activations) {
     const ModelConfig& c = config_;
@@ -202,14 +214,7 @@ void Runner::attention(const DeviceLayer& L, uint32_t fi, int n) {
         linear(w.key, xn_, xn_lo_, xn32_, hs_, n, k_, false, qgkv_w_);
         linear(w.value, xn_, xn_lo_, xn32_, hs_, n, v_, false, qgkv_w_);
     }
-    kernels::AttnGeometry geo;
-    geo.n_heads = int(c.num_attention_heads);
-    geo.n_kv_heads = int(c.num_key_value_heads);
-    geo.head_dim = int(c.head_dim);
-    geo.rotary_dim = int(c.rotary_dim());
-    geo.rope_theta = float(c.rope_theta);
-    geo.eps = c.rms_norm_eps;
-    geo.exact = true;
+    const kernels::AttnGeometry geo = attention_geometry(c);
     const kernels::KvPages kv{kv_k_[fi], kv_v_[fi], page_table_, max_pages_};
     kernels::AttnPrepArgs p;
     p.geo = geo;

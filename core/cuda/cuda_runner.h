@@ -21,6 +21,7 @@
 
 #include "core/cuda/device_weights.h"
 #include "core/model/memory_plan.h"
+#include "ninfer/kernels/attention_decode.h"
 #include "ninfer/kernels/moe_decode.h"
 
 #include <cuda_runtime.h>
@@ -30,6 +31,9 @@
 namespace ninfer::core::cuda {
 
 inline constexpr int kMaxStepTokens = 8;
+
+// The attention kernels' geometry of a model, with the CPU reference's f32 math (exact).
+kernels::AttnGeometry attention_geometry(const ModelConfig& config);
 
 class Runner {
   public:

@@ -345,13 +345,7 @@ void PrefillRunner::attention(const DeviceLayer& L, uint32_t fi, int lane, uint3
         linear(w.value, xn_, hs_, n, v_, false, kv_w_);
     }
     kernels::AttnPrefillArgs a;
-    a.geo.n_heads = int(c.num_attention_heads);
-    a.geo.n_kv_heads = int(c.num_key_value_heads);
-    a.geo.head_dim = int(c.head_dim);
-    a.geo.rotary_dim = int(c.rotary_dim());
-    a.geo.rope_theta = float(c.rope_theta);
-    a.geo.eps = c.rms_norm_eps;
-    a.geo.exact = true;
+    a.geo = attention_geometry(c);
     a.qg = qg_;
     a.qg_stride = qg_w_;
     a.k = k_;
