@@ -6,6 +6,7 @@
 #include "core/util/error.h"
 #ifdef NINFER_HAVE_CUDA_BACKEND
 #include "core/cuda/decode_bench.h"
+#include "core/model/kv_codec.h"
 #endif
 
 #include <cstdio>
@@ -18,14 +19,16 @@ namespace ninfer::ctl {
 namespace {
 
 constexpr const char* kBenchUsage =
-    "usage: ninferctl bench (ARTIFACT | --synthetic SHAPE --recipe bf16|fp8|q4)\n"
-    "           [--prompt-len 512,8192] [--gen N] [--batch 1,2,4,8] [--prefill-chunk N] [--json]\n"
+    "usage: ninferctl bench (ARTIFACT | --synthetic SHAPE --recipe bf16|fp8|q4|q5|q6|q8|nvfp4|mix)\n"
+    "           [--prompt-len 512,8192] [--gen N] [--batch 1,2,4,8] [--prefill-chunk N]\n"
+    "           [--kv-dtype bf16|fp8|int8] [--decode-only] [--json]\n"
     "  On the CUDA backend: prefill tok/s, TTFT, TFLOP/s and the fraction of the bf16 tensor-core\n"
     "  peak it measures (8192^3 GEMM, ours and cuBLASLt if present) per prompt length, prefilled in\n"
     "  chunks of --prefill-chunk tokens (default 2048); decode tok/s per batch size\n"
     "  at each prompt length as context depth, bytes read per step and the fraction of the copy\n"
     "  bandwidth it measures (device-to-device copy of 4 GiB, best of 10). --synthetic builds\n"
-    "  seeded random weights of SHAPE (qwen3.6-27b, qwen3.6-35b-a3b, ...) without a file.\n";
+    "  seeded random weights of SHAPE (qwen3.6-27b, qwen3.6-35b-a3b, ...) without a file; mix is the\n"
+    "  upstream groupwise-int assignment (q4/q5/q6/q8, the converter's q4 recipe).\n";
 
 std::vector<uint32_t> count_list(const char* flag, const std::string& text) {
     std::vector<uint32_t> out;
@@ -43,9 +46,10 @@ std::vector<uint32_t> count_list(const char* flag, const std::string& text) {
 int cmd_bench(int argc, char** argv) {
     std::string artifact, shape, recipe = "q4";
     std::vector<uint32_t> prompt_lens = {512, 8192}, batches = {1, 2, 4, 8};
+    std::string kv_dtype = "bf16";
     int gen = 32;
     uint32_t prefill_chunk = 2048;
-    bool json = false;
+    bool json = false, decode_only = false;
     for (int i = 0; i < argc; ++i) {
         const std::string arg = argv[i];
         const bool has_value = i + 1 < argc;
@@ -53,9 +57,11 @@ int cmd_bench(int argc, char** argv) {
         else if (arg == "--recipe" && has_value) recipe = argv[++i];
         else if (arg == "--prompt-len" && has_value) prompt_lens = count_list("--prompt-len", argv[++i]);
         else if (arg == "--batch" && has_value) batches = count_list("--batch", argv[++i]);
+        else if (arg == "--kv-dtype" && has_value) kv_dtype = argv[++i];
         else if (arg == "--gen" && has_value) gen = int(parse_count("--gen", argv[++i]));
         else if (arg == "--prefill-chunk" && has_value) prefill_chunk = uint32_t(parse_count("--prefill-chunk", argv[++i]));
         else if (arg == "--json") json = true;
+        else if (arg == "--decode-only") decode_only = true;
         else if (artifact.empty() && shape.empty() && !arg.empty() && arg[0] != '-') artifact = arg;
         else {
             std::fputs(kBenchUsage, stderr);
@@ -73,10 +79,12 @@ int cmd_bench(int argc, char** argv) {
     core::DecodeBenchRequest r;
     r.shape = shape;
     r.recipe = recipe;
+    r.kv_dtype = core::kv_dtype_from_name(kv_dtype);
     r.batches.assign(batches.begin(), batches.end());
     r.prompt_lens = prompt_lens;
     r.steps = gen;
     r.prefill_chunk = prefill_chunk;
+    r.prefill = !decode_only;
     std::unique_ptr<ModelSession> session;
     if (!artifact.empty()) {
         session = open_model_session(artifact);
@@ -84,8 +92,9 @@ int cmd_bench(int argc, char** argv) {
     }
     const core::DecodeBenchReport rep = core::run_decode_bench(r);
     if (!json) {
-        std::printf("bench %s\n%s", artifact.empty() ? ("--synthetic " + shape + " --recipe " + recipe).c_str()
-                                                     : artifact.c_str(), rep.text().c_str());
+        std::printf("bench %s --kv-dtype %s\n%s",
+                    artifact.empty() ? ("--synthetic " + shape + " --recipe " + recipe).c_str() : artifact.c_str(),
+                    kv_dtype.c_str(), rep.text().c_str());
         return 0;
     }
     std::printf("{\"copy_gbps\":%.1f,\"tc_peak_tflops\":%.1f,\"tc_ours_tflops\":%.1f,\"tc_cublaslt_tflops\":%.1f,"
@@ -109,6 +118,7 @@ int cmd_bench(int argc, char** argv) {
 #else
     (void)json;
     (void)prefill_chunk;
+    (void)decode_only;
     throw Error("bench: this ninferctl has no CUDA backend (configure with -DNINFER_CUDA=ON); --device cuda is unavailable");
 #endif
 }

@@ -2,9 +2,10 @@
 //
 // Contract:
 // - make_cuda_backend(weights, plan, options) uploads the weights as stored (bf16,
-//   fp8_e4m3fn_row_bf16, q4_g64_fp16), allocates the KV pool, one GDN state slot per lane and every
-//   step buffer up front (cuda_runner.h) and refuses, with ninfer::Error("cuda: ..."), a model the
-//   kernels do not cover, another weight format, a KV dtype other than bf16, or a missing GPU.
+//   fp8_e4m3fn_row_bf16, q4/q5/q6_g64_fp16, q8_g32_fp16, nvfp4), allocates the KV pool (bf16, fp8
+//   or int8 as the plan says), one GDN state slot per lane and every step buffer up front
+//   (cuda_runner.h) and refuses, with ninfer::Error("cuda: ..."), a model the kernels do not
+//   cover, another weight format, f32 KV, or a missing GPU.
 // - Semantics are those of backend.h. Activations between kernels are bf16 except the residual
 //   stream and the logits (f32), so logits follow the CPU reference closely but not bit for bit.
 //   (options.f32_activations narrows that further.) Prefill of 16 or more tokens runs on the
@@ -15,8 +16,8 @@
 //   use): per step the host writes 24 ints of step inputs and reads back the sampled ids.
 //   Sampling happens on the GPU for greedy and for top_k in 1..1024 without penalties, logit bias
 //   or top logprobs; other requests sample on the host from that lane's logits (the CPU sampler).
-// - LaneImage layout is the CPU backend's (memory_plan.h): KV rows bf16 in layer, K/V, position,
-//   head order; GDN conv history as f32 (the GPU keeps it in bf16, so an image from the CPU
+// - LaneImage layout is the CPU backend's (memory_plan.h): KV rows in the plan's dtype (kv_codec.h)
+//   in layer, K/V, position, head order; GDN conv history as f32 (the GPU keeps it in bf16, so an image from the CPU
 //   backend is rounded on restore) then the f32 recurrent state.
 // - cuda_unavailable_reason() is "" when a usable GPU is present, else one line saying why (no
 //   driver, no device, another architecture); it never aborts. cuda_free_bytes() is the free GPU

@@ -39,8 +39,7 @@ void check_geometry(const ModelConfig& c, const MemoryPlan& plan) {
     } else {
         require(c.intermediate_size % 16 == 0, "intermediate_size must be a multiple of 16");
     }
-    require(plan.kv_dtype == KvDtype::Bf16, "KV dtype must be bf16 in this version");
-    require(plan.kv_row_bytes == uint64_t(c.head_dim) * 2, "KV rows must be bf16 head_dim rows");
+    require(plan.kv_dtype != KvDtype::F32, "KV dtype must be bf16, fp8 or int8 (f32 is the CPU reference's)");
 }
 
 } // namespace
@@ -55,6 +54,16 @@ kernels::AttnGeometry attention_geometry(const ModelConfig& c) {
     geo.eps = c.rms_norm_eps;
     geo.exact = true;
     return geo;
+}
+
+kernels::KvDtype kernel_kv_dtype(KvDtype dtype) {
+    switch (dtype) {
+    case KvDtype::Fp8: return kernels::KvDtype::Fp8;
+    case KvDtype::Int8: return kernels::KvDtype::Int8;
+    case KvDtype::Bf16:
+    case KvDtype::F32: break;
+    }
+    return kernels::KvDtype::Bf16;
 }
 
 Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_activations)
@@ -83,6 +92,12 @@ Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_act
     qg_ = arena_.alloc_n<__nv_bfloat16>(B * qgkv_w_, "query+gate+key+value");
     k_ = qg_ + 2 * c.attn_q_dim();
     v_ = k_ + c.attn_kv_dim();
+    for (const DeviceLayer& L : model_.layers)
+        if (L.kind == LayerKind::FullAttention && !L.attention.fused.view.data && !L.attention.query_gate.view.data &&
+            !q_sep_) {
+            require(q_w_ == int64_t(c.attn_q_dim()), "query rows must be 8-aligned");
+            q_sep_ = arena_.alloc_n<__nv_bfloat16>(2 * B * q_w_, "query, gate");
+        }
     q_ = arena_.alloc_n<__nv_bfloat16>(B * q_w_, "queries");
     attn_ = arena_.alloc_n<__nv_bfloat16>(B * q_w_, "attention output");
     attn_scratch_floats_ = kernels::attn_decode_scratch_floats(B, int(c.num_attention_heads), int(plan.max_context));
@@ -117,6 +132,8 @@ Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_act
             "expert SwiGLU");
         moe_.counter = arena_.alloc_n<uint32_t>(1, "routing counter");
         cuda_check(cudaMemset(moe_.counter, 0, 4), "clearing the routing counter");
+        if (needs_generic_moe())
+            alloc_generic_moe();
     }
     logits_ = arena_.alloc_n<float>(B * logits_stride_, "step logits");
     lane_logits_ = arena_.alloc_n<float>(uint64_t(plan.n_lanes) * logits_stride_, "lane logits");
@@ -126,8 +143,8 @@ Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_act
     scratch_.counters = arena_.alloc_n<uint32_t>(scratch_.n_counters, "GEMV split-K counters");
     cuda_check(cudaMemset(scratch_.counters, 0, scratch_.n_counters * 4), "clearing GEMV counters");
     for (uint32_t f = 0; f < c.n_full_attention_layers(); ++f) {
-        kv_k_.push_back(arena_.alloc_n<__nv_bfloat16>(uint64_t(plan.kv_pages) * kv_page_elems(), "KV pool (K)"));
-        kv_v_.push_back(arena_.alloc_n<__nv_bfloat16>(uint64_t(plan.kv_pages) * kv_page_elems(), "KV pool (V)"));
+        kv_k_.push_back(arena_.alloc_n<uint8_t>(uint64_t(plan.kv_pages) * kv_page_bytes(), "KV pool (K)"));
+        kv_v_.push_back(arena_.alloc_n<uint8_t>(uint64_t(plan.kv_pages) * kv_page_bytes(), "KV pool (V)"));
     }
     for (uint32_t g = 0; g < c.n_linear_attention_layers(); ++g) {
         conv_.push_back(arena_.alloc_n<__nv_bfloat16>(plan.n_lanes * conv_elems_per_lane(), "GDN conv state"));
@@ -143,8 +160,23 @@ Runner::~Runner() {
         cudaStreamDestroy(stream_);
 }
 
-uint64_t Runner::kv_page_elems() const {
-    return uint64_t(config_.num_key_value_heads) * kKvPageTokens * config_.head_dim;
+kernels::KvPages Runner::kv_pages(uint32_t full_layer) const {
+    kernels::KvPages kv;
+    kv.page_table = page_table_;
+    kv.max_pages = max_pages_;
+    kv.dtype = kernel_kv_dtype(plan_.kv_dtype);
+    if (kv.dtype == kernels::KvDtype::Bf16) {
+        kv.k = reinterpret_cast<__nv_bfloat16*>(kv_k_[full_layer]);
+        kv.v = reinterpret_cast<__nv_bfloat16*>(kv_v_[full_layer]);
+    } else {
+        kv.k_q = kv_k_[full_layer];
+        kv.v_q = kv_v_[full_layer];
+    }
+    return kv;
+}
+
+uint64_t Runner::kv_page_bytes() const {
+    return kernels::kv_page_bytes(kernel_kv_dtype(plan_.kv_dtype), int(config_.num_key_value_heads), int(config_.head_dim));
 }
 uint64_t Runner::conv_elems_per_lane() const {
     return uint64_t(config_.linear_conv_kernel_dim - 1) * config_.gdn_conv_dim();
@@ -204,18 +236,37 @@ void Runner::enqueue_head(int row, int n) {
            logits_stride_);
 }
 
+// Query and gate in two formats (the upstream q4/q5 mix): two GEMVs into q_sep_, then per token
+// a 2D copy puts each head's query and gate rows where the attention kernels read them
+// ([query_h | gate_h] in qg_).
+void Runner::query_gate_apart(const DeviceAttention& w, int n) {
+    const ModelConfig& c = config_;
+    linear(w.query, xn_, xn_lo_, xn32_, hs_, n, q_sep_, false, q_w_);
+    linear(w.gate, xn_, xn_lo_, xn32_, hs_, n, q_sep_ + kMaxStepTokens * q_w_, false, q_w_);
+    const size_t head_bytes = size_t(c.head_dim) * 2;
+    for (int t = 0; t < n; ++t)
+        for (int half = 0; half < 2; ++half)
+            cuda_check(cudaMemcpy2DAsync(qg_ + t * qgkv_w_ + half * c.head_dim, 2 * head_bytes,
+                                         q_sep_ + (half * kMaxStepTokens + t) * q_w_, head_bytes, head_bytes,
+                                         c.num_attention_heads, cudaMemcpyDeviceToDevice, stream_),
+                       "interleaving query and gate");
+}
+
 void Runner::attention(const DeviceLayer& L, uint32_t fi, int n) {
     const ModelConfig& c = config_;
     const DeviceAttention& w = L.attention;
     if (w.fused.view.data) {
         linear(w.fused, xn_, xn_lo_, xn32_, hs_, n, qg_, false, qgkv_w_);
     } else {
-        linear(w.query_gate, xn_, xn_lo_, xn32_, hs_, n, qg_, false, qgkv_w_);
+        if (w.query_gate.view.data)
+            linear(w.query_gate, xn_, xn_lo_, xn32_, hs_, n, qg_, false, qgkv_w_);
+        else
+            query_gate_apart(w, n);
         linear(w.key, xn_, xn_lo_, xn32_, hs_, n, k_, false, qgkv_w_);
         linear(w.value, xn_, xn_lo_, xn32_, hs_, n, v_, false, qgkv_w_);
     }
     const kernels::AttnGeometry geo = attention_geometry(c);
-    const kernels::KvPages kv{kv_k_[fi], kv_v_[fi], page_table_, max_pages_};
+    const kernels::KvPages kv = kv_pages(fi);
     kernels::AttnPrepArgs p;
     p.geo = geo;
     p.qg = qg_;
@@ -337,6 +388,10 @@ void Runner::ffn(const DeviceLayer& L, int n) {
 
 // Router, experts and shared expert from the f32 normed rows in three launches (moe_decode.h).
 void Runner::moe(const DeviceLayer& L, int n) {
+    if (generic_moe_.enabled) {
+        moe_generic(L, n);
+        return;
+    }
     const ModelConfig& c = config_;
     const DeviceMoe& m = L.moe;
     kernels::MoeDecodeArgs a;

@@ -6,7 +6,8 @@
 //   GDN head dims 128, conv kernel 4, GQA group <= 8, widths multiples of 16) and throws
 //   ninfer::Error("cuda: ...") naming what does not fit; then uploads the weights and allocates
 //   every buffer the plan implies (KV pool of plan.kv_pages 64-token pages per full-attention layer,
-//   [n_kv_heads][64][head_dim] bf16 per page; one GDN slot per lane: conv history [3][conv_dim]
+//   in the plan's KV dtype: bf16, or fp8/int8 codes plus scales, kernels::kv_page_bytes() per
+//   page; f32 KV is refused; one GDN slot per lane: conv history [3][conv_dim]
 //   bf16 and recurrent state [Hv][128][128] f32 per GDN layer; step activations for 8 tokens;
 //   logits for 8 step rows and one row per lane). Nothing is allocated afterwards.
 // - A step reads tokens/lanes/positions from step_in() (int32 [3][8], written by the caller) and
@@ -34,6 +35,8 @@ inline constexpr int kMaxStepTokens = 8;
 
 // The attention kernels' geometry of a model, with the CPU reference's f32 math (exact).
 kernels::AttnGeometry attention_geometry(const ModelConfig& config);
+// The kernels' KV dtype for the plan's (bf16, fp8, int8; the runner refuses f32).
+kernels::KvDtype kernel_kv_dtype(KvDtype dtype);
 
 class Runner {
   public:
@@ -65,10 +68,12 @@ class Runner {
     uint64_t device_bytes() const { return arena_.bytes(); }
     uint64_t weight_bytes() const { return model_.bytes; }
 
-    // KV pool and GDN state addresses (lane images).
-    __nv_bfloat16* kv_k(uint32_t full_layer) const { return kv_k_[full_layer]; }
-    __nv_bfloat16* kv_v(uint32_t full_layer) const { return kv_v_[full_layer]; }
-    uint64_t kv_page_elems() const; // bf16 elements of one page of one layer's K (or V)
+    // KV pool and GDN state addresses (lane images). Pages are kernels::KvPages' (attention_decode.h)
+    // for the plan's KV dtype: bf16 rows, or fp8/int8 codes then their 16-bit scales.
+    uint8_t* kv_k(uint32_t full_layer) const { return kv_k_[full_layer]; }
+    uint8_t* kv_v(uint32_t full_layer) const { return kv_v_[full_layer]; }
+    uint64_t kv_page_bytes() const; // one page of one layer's K (or V)
+    kernels::KvPages kv_pages(uint32_t full_layer) const; // the attention kernels' view of a layer's pool
     __nv_bfloat16* conv_state(uint32_t gdn_layer) const { return conv_[gdn_layer]; }
     float* recurrent_state(uint32_t gdn_layer) const { return recurrent_[gdn_layer]; }
     uint64_t conv_elems_per_lane() const; // [3][conv_dim]
@@ -82,6 +87,11 @@ class Runner {
     void gdn(const DeviceLayer& L, uint32_t gdn_index, int n, bool one_lane);
     void ffn(const DeviceLayer& L, int n);
     void moe(const DeviceLayer& L, int n);
+    // cuda_runner_moe.cpp: the MoE layer in separate launches, for formats moe_decode does not read.
+    bool needs_generic_moe() const;
+    void alloc_generic_moe();
+    void moe_generic(const DeviceLayer& L, int n);
+    void query_gate_apart(const DeviceAttention& w, int n);
     // y = w . x for n rows of x (stride x_stride). x_lo: the low bf16 halves of x (kernels/gemv.h),
     // used when w is tiled; x32: the same rows in f32, read instead in the f32-activation mode.
     // y_tail: rows >= tail_row0 go there as f32 (gemv.h).
@@ -104,6 +114,7 @@ class Runner {
     __nv_bfloat16 *xn_ = nullptr, *xn_lo_ = nullptr, *act_lo_ = nullptr; // bf16 rows and their low halves
     // qg_, k_, v_: views into one [query+gate | key | value] row buffer (stride qgkv_w_).
     __nv_bfloat16 *qg_ = nullptr, *k_ = nullptr, *v_ = nullptr, *q_ = nullptr, *attn_ = nullptr;
+    __nv_bfloat16* q_sep_ = nullptr; // [query rows of 8 tokens][gate rows of 8 tokens] (two formats)
     float* attn_scratch_ = nullptr;
     size_t attn_scratch_floats_ = 0;
     // qkv_, z_: views into one [q | k | v | z] row buffer (stride qkvz_w_); a_: f32 [a | b] rows
@@ -113,9 +124,17 @@ class Runner {
     float* gate_up_ = nullptr;
     __nv_bfloat16* act_ = nullptr;
     kernels::MoeDecodeScratch moe_;
+    struct GenericMoe {
+        bool enabled = false;
+        int64_t e_w = 0, egu_w = 0, eact_w = 0; // padded widths: experts, expert gate+up, expert inter
+        float *router = nullptr, *weights = nullptr, *expert_gu = nullptr, *expert_act = nullptr,
+              *expert_out = nullptr, *shared_out = nullptr, *score = nullptr;
+        int32_t* ids = nullptr;
+    } generic_moe_;
     float *logits_ = nullptr, *lane_logits_ = nullptr;
     kernels::GemvScratch scratch_;
-    std::vector<__nv_bfloat16*> kv_k_, kv_v_, conv_;
+    std::vector<uint8_t*> kv_k_, kv_v_;
+    std::vector<__nv_bfloat16*> conv_;
     std::vector<float*> recurrent_;
     // Padded widths (elements) of the step buffers.
     int64_t qgkv_w_ = 0, q_w_ = 0, cd_w_ = 0, qkvz_w_ = 0, vd_w_ = 0, ab_w_ = 0, gu_w_ = 0, act_w_ = 0;

@@ -38,15 +38,35 @@ void fill_small_random(uint8_t* p, uint64_t n, uint64_t seed) {
     }
 }
 
-TensorFormat matrix_format(const std::string& recipe) {
+bool ends_with(const std::string& s, const std::string& suffix) {
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// "mix": the upstream groupwise-int assignment (spec §4.1; the converter's q4 recipe).
+TensorFormat mix_format(const std::string& name) {
+    if (ends_with(name, "token_embedding") || ends_with(name, "output_head")) return TensorFormat::Q6G64Fp16;
+    if (contains(name, "a_projection") || contains(name, "b_projection") || ends_with(name, "moe/router") ||
+        ends_with(name, "shared_score"))
+        return TensorFormat::Bf16;
+    if (contains(name, "moe/shared/")) return TensorFormat::Q8G32Fp16;
+    if (ends_with(name, "attention/gate") || ends_with(name, "/value") || ends_with(name, "/z") ||
+        ends_with(name, "/output") || ends_with(name, "/down"))
+        return TensorFormat::Q5G64Fp16;
+    return TensorFormat::Q4G64Fp16; // query, key, MLP and expert gate/up
+}
+
+TensorFormat matrix_format(const std::string& recipe, const std::string& name, const std::vector<uint64_t>& shape) {
+    if (recipe == "mix") return mix_format(name);
     if (recipe == "bf16") return TensorFormat::Bf16;
     if (recipe == "fp8") return TensorFormat::Fp8E4m3fnRowBf16;
     if (recipe == "q4") return TensorFormat::Q4G64Fp16;
-    throw Error("bench: recipe " + recipe + " is not one of bf16, fp8, q4");
-}
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+    if (recipe == "q5") return TensorFormat::Q5G64Fp16;
+    if (recipe == "q6") return TensorFormat::Q6G64Fp16;
+    if (recipe == "q8") return TensorFormat::Q8G32Fp16;
+    if (recipe == "nvfp4") // its shape rule; the small GDN a/b and score rows stay bf16
+        return shape[0] % 128 == 0 && shape[1] % 64 == 0 ? TensorFormat::Nvfp4 : TensorFormat::Bf16;
+    throw Error("bench: recipe " + recipe + " is not one of bf16, fp8, q4, q5, q6, q8, nvfp4, mix");
 }
 
 double copy_bandwidth_gbps() {
@@ -124,7 +144,7 @@ std::unique_ptr<SyntheticWeights> synthetic_device_weights(const std::string& sh
                                                            uint64_t seed) {
     ModelConfig c = synthetic_shape_config(shape);
     c.vocab_size = 248320;
-    const TensorFormat mf = matrix_format(recipe);
+    matrix_format(recipe, "", {128, 64}); // an unknown recipe fails before the buffers are made
     auto sw = std::make_unique<SyntheticWeights>();
     const std::vector<ParameterSpec> specs = text_parameter_specs(c);
     sw->tensors.reserve(specs.size());
@@ -135,7 +155,7 @@ std::unique_ptr<SyntheticWeights> synthetic_device_weights(const std::string& sh
         t.shape = s.shape;
         t.format = ends_with(s.name, "a_log") || ends_with(s.name, "dt_bias") ? TensorFormat::Fp32
                    : (s.shape.size() == 1 || ends_with(s.name, "convolution")) ? TensorFormat::Bf16
-                                                                               : mf;
+                                                                               : matrix_format(recipe, s.name, s.shape);
         t.bytes = encoded_size(t.format, t.shape);
         max_bytes = std::max(max_bytes, t.bytes);
         sw->tensors.push_back(std::move(t));
@@ -178,13 +198,14 @@ DecodeBenchReport run_decode_bench(const DecodeBenchRequest& r) {
     mr.margin_bytes = 2ull << 30;
     mr.prefill_chunk = r.prefill_chunk;
     mr.backend_workspace_bytes = cuda_backend_workspace_bytes(w.config, mr);
+    mr.kv_dtype = r.kv_dtype;
     const MemoryPlan plan = MemoryPlan::make(w.config, mr);
     auto b = make_cuda_backend(w, plan);
 
     std::vector<int32_t> prompt(depth_max);
     for (uint32_t i = 0; i < depth_max; ++i) prompt[i] = int32_t((i * 7919u) % std::min(151000u, w.config.vocab_size));
     b->prefill(0, std::span(prompt).first(8), LogitsOut::Last, nullptr); // warm-up
-    for (uint32_t len : r.prompt_lens) {
+    for (uint32_t len : r.prefill ? r.prompt_lens : std::vector<uint32_t>{}) {
         b->reset_lane(0);
         const auto t0 = Clock::now();
         b->prefill(0, std::span(prompt).first(len), LogitsOut::Last, nullptr);

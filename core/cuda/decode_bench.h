@@ -7,15 +7,20 @@
 //   (vocabulary set to the checkpoints' 248,320 rows) whose stored tensors all view one host
 //   buffer of seeded random bytes, each byte < 0x3c so every bf16/fp16/fp8 value read from it is
 //   finite and below 1 in magnitude. Matrices take the recipe's format ("bf16", "fp8" =
-//   fp8_e4m3fn_row_bf16, "q4" = q4_g64_fp16 for every matrix); vectors bf16, a_log/dt_bias f32.
+//   fp8_e4m3fn_row_bf16, "q4"/"q5"/"q6" = q*_g64_fp16, "q8" = q8_g32_fp16 for every matrix;
+//   "nvfp4" for every matrix of 128-row multiples and 64-column multiples, bf16 for the rest;
+//   "mix" = the upstream groupwise-int assignment of spec §4.1, the converter's q4 recipe: q6
+//   vocabulary, q4 Q/K and gate/up, q5 V/gate/z/outputs/down, q8 shared expert, bf16 GDN a/b and
+//   router); vectors bf16, a_log/dt_bias f32. Unknown recipes throw ninfer::Error.
 //   Numerics are meaningless; bytes, shapes and formats are the real model's.
 // - run_decode_bench: weights of request.weights (an artifact's) or else the synthetic shape;
 //   copy bandwidth (device-to-device copy of 4 GiB, best of 10, read + write bytes); prefill of
-//   each prompt length on one lane in chunks of prefill_chunk tokens (tok/s, TTFT = wall time to
-//   the first sampled id, TFLOP/s = matrix FLOPs of every prompt token plus causal attention /
-//   time, and its fraction of the bf16 tensor-core peak measured first, tc_peak.h); then per
+//   each prompt length on one lane in chunks of prefill_chunk tokens (none when request.prefill is
+//   false; tok/s, TTFT = wall time to the first sampled id, TFLOP/s = matrix FLOPs of every prompt
+//   token plus causal attention / time, and its fraction of the bf16 tensor-core peak measured
+//   first, tc_peak.h); then per
 //   prompt length as context depth: every lane restored from a synthetic lane image of `depth`
-//   tokens,
+//   tokens (KV in request.kv_dtype),
 //   then per batch: warm-up (graph capture), `steps` timed greedy decode calls (host clock around
 //   each call, which waits for the sampled ids), decode tok/s = batch * steps / time; bytes per
 //   step = weight bytes read (all matrices except the embedding, MoE: the router, shared expert
@@ -27,6 +32,7 @@
 #pragma once
 
 #include "core/cuda/tc_peak.h"
+#include "core/engine/backend.h"
 #include "core/model/weights.h"
 
 #include <cstdint>
@@ -47,11 +53,13 @@ std::unique_ptr<SyntheticWeights> synthetic_device_weights(const std::string& sh
 struct DecodeBenchRequest {
     std::string shape = "qwen3.6-27b";
     std::string recipe = "q4";
+    KvDtype kv_dtype = KvDtype::Bf16;
     const ModelWeights* weights = nullptr; // else synthetic weights of shape/recipe
     std::vector<int> batches = {1, 2, 4, 8};
     std::vector<uint32_t> prompt_lens = {512, 8192};
     int steps = 32;
     uint32_t prefill_chunk = 2048; // tokens per tensor-core prefill chunk (MemoryRequest.prefill_chunk)
+    bool prefill = true; // false: decode rows only (deep contexts whose prefill would take minutes)
 };
 
 struct PrefillBenchRow {

@@ -3,11 +3,13 @@
 
 #include "core/formats/codec.h"
 #include "core/formats/format.h"
+#include "core/formats/layout.h"
 #include "core/util/error.h"
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstring>
 
 namespace ninfer::core::cuda {
 
@@ -25,28 +27,43 @@ kernels::WeightFormat kernel_format(const StoredTensor& t, const std::string& wh
     case TensorFormat::Bf16: return kernels::WeightFormat::Bf16;
     case TensorFormat::Fp8E4m3fnRowBf16: return kernels::WeightFormat::Fp8E4m3RowBf16;
     case TensorFormat::Q4G64Fp16: return kernels::WeightFormat::Q4G64Fp16;
-    default:
-        throw Error("cuda: " + what + " is stored as " + std::string(format_name(t.format)) +
-                    "; the CUDA backend takes bf16, fp8_e4m3fn_row_bf16 and q4_g64_fp16 matrices "
-                    "(convert with --recipe bf16|fp8 or --format GROUP=q4_g64_fp16)");
+    case TensorFormat::Q5G64Fp16: return kernels::WeightFormat::Q5G64Fp16;
+    case TensorFormat::Q6G64Fp16: return kernels::WeightFormat::Q6G64Fp16;
+    case TensorFormat::Q8G32Fp16: return kernels::WeightFormat::Q8G32Fp16;
+    case TensorFormat::Nvfp4: return kernels::WeightFormat::Nvfp4;
+    case TensorFormat::Fp32:
+    case TensorFormat::Int32: break;
     }
+    throw Error("cuda: " + what + " is stored as " + std::string(format_name(t.format)) +
+                "; the CUDA backend takes matrices in bf16, fp8_e4m3fn_row_bf16, q4/q5/q6_g64_fp16, "
+                "q8_g32_fp16 and nvfp4");
 }
 
-// Planes of one encoding: (offset of row r's bytes, bytes per row) for codes and scales.
+// Planes of one encoding: per row, the bytes of its codes, high bits and scales at their plane
+// offsets (spec §3.2-3.4). nvfp4 scales are per 128-row tile, so rows move in whole tiles there;
+// its divisor is handled apart (one per matrix in the artifact, one per row on the device).
 struct Planes {
-    uint64_t code_row = 0, scale_off = 0, scale_row = 0;
+    uint64_t code_row = 0, high_off = 0, high_row = 0, scale_off = 0, scale_row = 0;
 };
 Planes planes_of(kernels::WeightFormat f, uint64_t n, uint64_t k) {
+    using kernels::WeightFormat;
     switch (f) {
-    case kernels::WeightFormat::Bf16: return {2 * k, 0, 0};
-    case kernels::WeightFormat::Fp8E4m3RowBf16: return {k, align_up(n * k, 256), 2};
-    case kernels::WeightFormat::Q4G64Fp16: {
-        const uint64_t g = align_up(k, 128) / 64;
-        return {g * 32, align_up(n * g * 32, 256), 2 * g};
+    case WeightFormat::Bf16: return {2 * k, 0, 0, 0, 0};
+    case WeightFormat::Fp8E4m3RowBf16: return {k, 0, 0, align_up(n * k, 256), 2};
+    case WeightFormat::Nvfp4: return {k / 2, 0, 0, align_up(n * k / 2, 256), k / 16};
+    case WeightFormat::Q4G64Fp16:
+    case WeightFormat::Q5G64Fp16:
+    case WeightFormat::Q6G64Fp16:
+    case WeightFormat::Q8G32Fp16: break;
     }
-    }
-    return {};
+    const uint64_t group = f == WeightFormat::Q8G32Fp16 ? 32 : 64;
+    const uint64_t high_group = f == WeightFormat::Q5G64Fp16 ? 8 : f == WeightFormat::Q6G64Fp16 ? 16 : 0;
+    const uint64_t g = align_up(k, 128) / group;
+    const uint64_t high_off = align_up(n * g * 32, 256);
+    return {g * 32, high_off, g * high_group, high_off + align_up(n * g * high_group, 256), 2 * g};
 }
+
+bool is_tiled_format(kernels::WeightFormat f) { return f <= kernels::WeightFormat::Q4G64Fp16; }
 
 // Device memory for artifact-layout matrices on their way to the tiled layout, reused and grown.
 class Staging {
@@ -93,6 +110,15 @@ DeviceLinear upload_rows(const std::vector<RowPiece>& pieces, DeviceArena& arena
     uint8_t* dst = staging ? staging->get(d.bytes, what) : static_cast<uint8_t*>(arena.alloc(d.bytes, what));
     cuda_check(cudaMemset(dst, 0, d.bytes), "clearing " + what);
     const Planes out = planes_of(f, n, k);
+    const bool nvfp4 = f == kernels::WeightFormat::Nvfp4;
+    std::vector<float> divisors(nvfp4 ? n : 0); // nvfp4: each row keeps its source matrix's d_w
+    // Row runs to copy, adjacent runs of one tensor merged (the experts of a layer are one parent,
+    // so their pieces are one run: nvfp4 needs whole 128-row tiles only per run).
+    struct Run {
+        const StoredTensor* t;
+        uint64_t trow, orow, rows;
+    };
+    std::vector<Run> runs;
     uint64_t at = 0; // logical output row
     for (const RowPiece& p : pieces) {
         const uint64_t end = p.row_begin + p.n_rows;
@@ -100,21 +126,40 @@ DeviceLinear upload_rows(const std::vector<RowPiece>& pieces, DeviceArena& arena
             const uint64_t lo = std::max(p.row_begin, s.logical_row), hi = std::min(end, s.logical_row + s.n_rows);
             if (lo >= hi)
                 continue;
-            const StoredTensor& t = *s.tensor;
-            if (kernel_format(t, what) != f)
+            if (kernel_format(*s.tensor, what) != f)
                 throw Error("cuda: " + what + " mixes tensor formats; the CUDA backend needs one format here");
-            const uint64_t trow = s.tensor_row + (lo - s.logical_row), rows = hi - lo;
-            const uint64_t orow = at + (lo - p.row_begin);
-            const Planes in = planes_of(f, tensor_rows(t), k);
-            cuda_check(cudaMemcpy(dst + orow * out.code_row, t.data + trow * in.code_row, rows * in.code_row,
-                                  cudaMemcpyHostToDevice), "uploading " + what);
-            if (in.scale_row)
-                cuda_check(cudaMemcpy(dst + out.scale_off + orow * out.scale_row,
-                                      t.data + in.scale_off + trow * in.scale_row, rows * in.scale_row,
-                                      cudaMemcpyHostToDevice), "uploading " + what);
+            const Run r{s.tensor, s.tensor_row + (lo - s.logical_row), at + (lo - p.row_begin), hi - lo};
+            if (!runs.empty() && runs.back().t == r.t && runs.back().trow + runs.back().rows == r.trow &&
+                runs.back().orow + runs.back().rows == r.orow)
+                runs.back().rows += r.rows;
+            else
+                runs.push_back(r);
         }
         at += p.n_rows;
     }
+    for (const Run& r : runs) {
+        const StoredTensor& t = *r.t;
+        const Planes in = planes_of(f, tensor_rows(t), k);
+        if (nvfp4) {
+            if (r.trow % 128 || r.orow % 128 || r.rows % 128)
+                throw Error("cuda: " + what + ": nvfp4 rows must move in whole 128-row tiles");
+            float d_w = 0;
+            std::memcpy(&d_w, t.data + nvfp4_geometry(tensor_rows(t), k).div_off, 4);
+            std::fill_n(divisors.begin() + int64_t(r.orow), r.rows, d_w);
+        }
+        cuda_check(cudaMemcpy(dst + r.orow * out.code_row, t.data + r.trow * in.code_row, r.rows * in.code_row,
+                              cudaMemcpyHostToDevice), "uploading " + what);
+        if (in.high_row)
+            cuda_check(cudaMemcpy(dst + out.high_off + r.orow * out.high_row, t.data + in.high_off + r.trow * in.high_row,
+                                  r.rows * in.high_row, cudaMemcpyHostToDevice), "uploading " + what);
+        if (in.scale_row)
+            cuda_check(cudaMemcpy(dst + out.scale_off + r.orow * out.scale_row,
+                                  t.data + in.scale_off + r.trow * in.scale_row, r.rows * in.scale_row,
+                                  cudaMemcpyHostToDevice), "uploading " + what);
+    }
+    if (nvfp4)
+        cuda_check(cudaMemcpy(dst + out.scale_off + n * out.scale_row, divisors.data(), 4 * n, cudaMemcpyHostToDevice),
+                   "uploading " + what);
     d.view = {f, dst, int64_t(n), int64_t(k)};
     if (!staging)
         return d;
@@ -152,8 +197,9 @@ class Uploader {
         return track(upload_rows({{&m, 0, m.rows()}}, arena_, what), true);
     }
     DeviceLinear pieces(const std::vector<RowPiece>& p, const std::string& what, bool gemv) {
-        return track(upload_rows(p, arena_, what, gemv && tiled_ && p.at(0).m->cols() % 16 == 0 ? &staging_ : nullptr),
-                     gemv);
+        const bool tile = gemv && tiled_ && p.at(0).m->cols() % 16 == 0 &&
+                          is_tiled_format(kernel_format(*p.at(0).m->segments().at(0).tensor, what));
+        return track(upload_rows(p, arena_, what, tile ? &staging_ : nullptr), gemv);
     }
     bool tiled() const { return tiled_; }
     float* f32(const std::vector<float>& v, const std::string& what) { return upload_vector(v, arena_, what); }
@@ -241,17 +287,24 @@ DeviceModel DeviceModel::upload(const ModelWeights& w, DeviceArena& arena, bool 
         d.post_attention_norm = up.f32(L.post_attention_norm, p + "/post_attention_norm");
         if (L.kind == LayerKind::FullAttention) {
             const AttentionWeights& a = L.attention;
-            std::vector<RowPiece> qg;
-            for (uint32_t h = 0; h < c.num_attention_heads; ++h) {
-                qg.push_back({&a.query, uint64_t(h) * c.head_dim, c.head_dim});
-                qg.push_back({&a.gate, uint64_t(h) * c.head_dim, c.head_dim});
+            if (one_format({&a.query, &a.gate})) {
+                std::vector<RowPiece> qg;
+                for (uint32_t h = 0; h < c.num_attention_heads; ++h) {
+                    qg.push_back({&a.query, uint64_t(h) * c.head_dim, c.head_dim});
+                    qg.push_back({&a.gate, uint64_t(h) * c.head_dim, c.head_dim});
+                }
+                if (up.tiled() && one_format({&a.query, &a.gate, &a.key, &a.value})) {
+                    qg.push_back({&a.key, 0, a.key.rows()});
+                    qg.push_back({&a.value, 0, a.value.rows()});
+                    d.attention.fused = up.pieces(qg, p + "/attention/query+gate+key+value", true);
+                } else {
+                    d.attention.query_gate = up.pieces(qg, p + "/attention/query+gate", true);
+                }
+            } else { // e.g. the upstream mix: query q4, gate q5
+                d.attention.query = up.linear(a.query, p + "/attention/query");
+                d.attention.gate = up.linear(a.gate, p + "/attention/gate");
             }
-            if (up.tiled() && one_format({&a.query, &a.gate, &a.key, &a.value})) {
-                qg.push_back({&a.key, 0, a.key.rows()});
-                qg.push_back({&a.value, 0, a.value.rows()});
-                d.attention.fused = up.pieces(qg, p + "/attention/query+gate+key+value", true);
-            } else {
-                d.attention.query_gate = up.pieces(qg, p + "/attention/query+gate", true);
+            if (!d.attention.fused.view.data) {
                 d.attention.key = up.linear(a.key, p + "/attention/key");
                 d.attention.value = up.linear(a.value, p + "/attention/value");
             }

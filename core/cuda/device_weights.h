@@ -4,17 +4,22 @@
 // - DeviceArena owns device allocations (cudaMalloc, 256-byte aligned) and frees them together;
 //   alloc() throws ninfer::Error("cuda: out of GPU memory allocating N bytes for WHAT").
 // - DeviceModel::upload(weights, arena) copies every matrix in its stored format (bf16,
-//   fp8_e4m3fn_row_bf16, q4_g64_fp16; byte layouts of spec/artifact-format.md §3, which are the
-//   layouts kernels/gemv.h reads) straight from the artifact's pages, one copy per plane of each
-//   stored segment (no host staging). With tiled, every matrix that kernels::gemv reads (all but
-//   the embedding and the MoE matrices - router, shared-expert score, experts, shared expert -
-//   which the f32-x and MoE decode kernels read in the stored layout) is gathered in a reused device staging buffer and repacked into
-//   kernels::WeightLayout::Tiled (the decode GEMV's layout); bytes then counts the tiled size.
+//   fp8_e4m3fn_row_bf16, q4/q5/q6_g64_fp16, q8_g32_fp16, nvfp4; byte layouts of
+//   spec/artifact-format.md §3, which are the layouts kernels/gemv.h reads; nvfp4 gets one divisor
+//   per row, its matrix's d_w, since rows of matrices with different divisors are concatenated)
+//   straight from the artifact's pages, one copy per plane of each stored segment (no host
+//   staging). With tiled, every matrix that kernels::gemv reads (all but the embedding and the
+//   MoE matrices - router, shared-expert score, experts, shared expert - which the f32-x and MoE
+//   decode kernels read in the stored layout) is gathered in a reused device staging buffer and
+//   repacked into kernels::WeightLayout::Tiled (the decode GEMV's layout) when its format has one
+//   (bf16, fp8, q4); bytes then counts the tiled size. nvfp4 rows move in whole 128-row tiles
+//   (else Error).
 //   Another format is refused with
 //   ninfer::Error("cuda: NAME is stored as FORMAT; ...") naming the formats it takes.
 // - Attention query and gate are interleaved per head ([query_h | gate_h], model.md §5) into one
-//   matrix, which needs both in one format. With tiled, rows of projections that read the same
-//   input are concatenated where the formats agree (see DeviceAttention, DeviceGdn, DeviceMlp). MoE experts of a layer become two matrices
+//   matrix when both have one format, else kept as two matrices. With tiled, rows of projections
+//   that read the same input are concatenated where the formats agree (see DeviceAttention,
+//   DeviceGdn, DeviceMlp). MoE experts of a layer become two matrices
 //   (all experts' [gate; up] rows, all experts' down rows), one format each.
 // - Vectors: norms, A_log, dt_bias as f32; q/k norms, the GDN gated norm and the conv taps
 //   ([conv_dim][kernel]) as bf16 (their stored values are bf16, so this is exact).
@@ -59,8 +64,10 @@ struct DeviceLinear {
 
 struct DeviceAttention {
     // fused: [query+gate; key; value] rows in one matrix (one launch) when the four share a format
-    // and the model is tiled; then query_gate/key/value are empty, else fused is.
-    DeviceLinear fused, query_gate, key, value, output;
+    // and the model is tiled; then query_gate/key/value are empty, else fused is. query_gate: per
+    // head [query_h | gate_h] rows when query and gate share a format; else query_gate is empty
+    // and query, gate hold them apart.
+    DeviceLinear fused, query_gate, query, gate, key, value, output;
     __nv_bfloat16 *query_norm = nullptr, *key_norm = nullptr;
 };
 

@@ -1,6 +1,8 @@
 // ninfer::core - CUDA lane state <-> LaneImage (the CPU backend's byte layout).
 #include "core/cuda/lane_image.h"
 
+#include "core/util/error.h"
+
 #include <cuda_bf16.h>
 
 #include <cstring>
@@ -9,23 +11,31 @@ namespace ninfer::core::cuda {
 
 namespace {
 
-// Calls fn(layer, value, page index, host page buffer offset of (position, head) rows) for every
-// KV row of positions [0, n): page buffers are [n_kv_heads][64][head_dim] bf16.
+// Image rows are kv_codec.h rows (codes, then their scales: row_bytes = code_bytes + scale_bytes);
+// device pages keep [n_kv_heads][64] rows of codes, then (fp8/int8) the same rows' scales.
 struct KvGeometry {
     uint32_t n_full, nkv;
-    uint64_t row_bytes, page_bytes;
+    uint64_t row_bytes, code_bytes, scale_bytes, page_bytes;
     uint32_t n;
     uint64_t image_offset(uint32_t fl, bool value, uint32_t pos, uint32_t h) const {
         return ((uint64_t(2 * fl + value) * n + pos) * nkv + h) * row_bytes;
     }
-    uint64_t page_offset(uint32_t pos, uint32_t h) const {
-        return (uint64_t(h) * kKvPageTokens + pos % kKvPageTokens) * row_bytes;
+    uint64_t page_row(uint32_t pos, uint32_t h) const { return uint64_t(h) * kKvPageTokens + pos % kKvPageTokens; }
+    uint64_t code_offset(uint32_t pos, uint32_t h) const { return page_row(pos, h) * code_bytes; }
+    uint64_t scale_offset(uint32_t pos, uint32_t h) const {
+        return uint64_t(nkv) * kKvPageTokens * code_bytes + page_row(pos, h) * scale_bytes;
     }
 };
 
 KvGeometry kv_geometry(const Runner& run, const MemoryPlan& plan, uint32_t n) {
     const ModelConfig& c = run.config();
-    return {c.n_full_attention_layers(), c.num_key_value_heads, plan.kv_row_bytes, run.kv_page_elems() * 2, n};
+    const kernels::KvDtype d = kernel_kv_dtype(plan.kv_dtype);
+    const uint64_t code = d == kernels::KvDtype::Bf16 ? 2ull * c.head_dim : c.head_dim;
+    const uint64_t scale = 2ull * uint64_t(kernels::kv_scales_per_row(d, int(c.head_dim)));
+    if (code + scale != plan.kv_row_bytes)
+        throw Error("cuda: KV rows of " + std::to_string(plan.kv_row_bytes) + " bytes in the plan, " +
+                    std::to_string(code + scale) + " on the GPU");
+    return {c.n_full_attention_layers(), c.num_key_value_heads, plan.kv_row_bytes, code, scale, run.kv_page_bytes(), n};
 }
 
 } // namespace
@@ -43,12 +53,14 @@ LaneImage save_lane_image(const Runner& run, const MemoryPlan& plan, int lane, c
     for (uint32_t fl = 0; fl < g.n_full; ++fl)
         for (int value = 0; value < 2; ++value)
             for (uint32_t p = 0; p * kKvPageTokens < n; ++p) {
-                const __nv_bfloat16* src = (value ? run.kv_v(fl) : run.kv_k(fl)) + uint64_t(pages[p]) * run.kv_page_elems();
+                const uint8_t* src = (value ? run.kv_v(fl) : run.kv_k(fl)) + uint64_t(pages[p]) * g.page_bytes;
                 cuda_check(cudaMemcpy(page.data(), src, g.page_bytes, cudaMemcpyDeviceToHost), "saving KV");
                 for (uint32_t pos = p * kKvPageTokens; pos < std::min(n, (p + 1) * kKvPageTokens); ++pos)
-                    for (uint32_t h = 0; h < g.nkv; ++h)
-                        std::memcpy(img.kv.data() + g.image_offset(fl, value, pos, h), page.data() + g.page_offset(pos, h),
-                                    g.row_bytes);
+                    for (uint32_t h = 0; h < g.nkv; ++h) {
+                        uint8_t* row = img.kv.data() + g.image_offset(fl, value, pos, h);
+                        std::memcpy(row, page.data() + g.code_offset(pos, h), g.code_bytes);
+                        std::memcpy(row + g.code_bytes, page.data() + g.scale_offset(pos, h), g.scale_bytes);
+                    }
             }
     const ModelConfig& c = run.config();
     const uint32_t n_gdn = c.n_linear_attention_layers();
@@ -79,10 +91,12 @@ void restore_lane_image(Runner& run, const MemoryPlan& plan, int lane, const Lan
             for (uint32_t p = 0; p * kKvPageTokens < n; ++p) {
                 std::fill(page.begin(), page.end(), 0);
                 for (uint32_t pos = p * kKvPageTokens; pos < std::min(n, (p + 1) * kKvPageTokens); ++pos)
-                    for (uint32_t h = 0; h < g.nkv; ++h)
-                        std::memcpy(page.data() + g.page_offset(pos, h), img.kv.data() + g.image_offset(fl, value, pos, h),
-                                    g.row_bytes);
-                __nv_bfloat16* dst = (value ? run.kv_v(fl) : run.kv_k(fl)) + uint64_t(pages[p]) * run.kv_page_elems();
+                    for (uint32_t h = 0; h < g.nkv; ++h) {
+                        const uint8_t* row = img.kv.data() + g.image_offset(fl, value, pos, h);
+                        std::memcpy(page.data() + g.code_offset(pos, h), row, g.code_bytes);
+                        std::memcpy(page.data() + g.scale_offset(pos, h), row + g.code_bytes, g.scale_bytes);
+                    }
+                uint8_t* dst = (value ? run.kv_v(fl) : run.kv_k(fl)) + uint64_t(pages[p]) * g.page_bytes;
                 cuda_check(cudaMemcpy(dst, page.data(), g.page_bytes, cudaMemcpyHostToDevice), "restoring KV");
             }
     const ModelConfig& c = run.config();

@@ -1,5 +1,6 @@
 // ninfer::kernels - prefill attention: prep over the chunk, causal flash attention on mma.sync tensor cores.
 #include "common.cuh"
+#include "kv_quant.cuh"
 #include "ninfer/kernels/attention_prefill.h"
 #include "prefill_async.cuh"
 
@@ -35,11 +36,40 @@ __global__ void prefill_indices_kernel(int32_t* lanes, int32_t* positions, int l
     positions[t] = start_pos + t;
 }
 
-// The one place that reads KV tiles (bf16 pages today; other KV dtypes convert here). Rows past
-// last_pos are zero-filled: they are masked out of S, and zero V keeps 0 * garbage out of P V.
+// fp8/int8 pages: rows decoded (code * scale, kv_quant.cuh) and rounded to bf16 for the tensor
+// cores, stored with plain shared-memory stores (the caller's barrier orders them).
+template <int THREADS>
+__device__ __forceinline__ void load_kv_tile_quant(const KvPages& kv, int n_kv, int lane, int kvh, int tile,
+                                                   int last_pos, __nv_bfloat16* k_dst, __nv_bfloat16* v_dst, int tid) {
+    for (int i = tid; i < kKeyTile * kRowChunks; i += THREADS) {
+        const int row = i / kRowChunks, c = i % kRowChunks;
+        const bool valid = tile * kKeyTile + row <= last_pos;
+#pragma unroll
+        for (int value = 0; value < 2; ++value) {
+            uint4 packed = make_uint4(0, 0, 0, 0);
+            if (valid) {
+                const KvQuantRow r = kv_quant_row(value ? kv.v_q : kv.k_q, kv, n_kv, lane, kvh, tile * kKeyTile + row);
+                float f[8];
+                kv_decode8(kv.dtype, *reinterpret_cast<const uint2*>(r.codes + c * 8), kv_scale8(kv.dtype, r.scales, c), f);
+                const __nv_bfloat162 p0 = __floats2bfloat162_rn(f[0], f[1]), p1 = __floats2bfloat162_rn(f[2], f[3]),
+                                     p2 = __floats2bfloat162_rn(f[4], f[5]), p3 = __floats2bfloat162_rn(f[6], f[7]);
+                packed = make_uint4(*reinterpret_cast<const uint32_t*>(&p0), *reinterpret_cast<const uint32_t*>(&p1),
+                                    *reinterpret_cast<const uint32_t*>(&p2), *reinterpret_cast<const uint32_t*>(&p3));
+            }
+            *reinterpret_cast<uint4*>((value ? v_dst : k_dst) + swz(row, c)) = packed;
+        }
+    }
+}
+
+// The one place that reads KV tiles: bf16 pages by cp.async, fp8/int8 pages decoded above. Rows
+// past last_pos are zero-filled: they are masked out of S, and zero V keeps 0 * garbage out of P V.
 template <int THREADS>
 __device__ __forceinline__ void load_kv_tile(const KvPages& kv, int n_kv, int lane, int kvh, int tile, int last_pos,
                                              __nv_bfloat16* k_dst, __nv_bfloat16* v_dst, int tid) {
+    if (kv.dtype != KvDtype::Bf16) {
+        load_kv_tile_quant<THREADS>(kv, n_kv, lane, kvh, tile, last_pos, k_dst, v_dst, tid);
+        return;
+    }
     const int page = kv.page_table[int64_t(lane) * kv.max_pages + tile];
     const int64_t base = (int64_t(page) * n_kv + kvh) * kTileElems;
     for (int i = tid; i < kKeyTile * kRowChunks; i += THREADS) {
@@ -232,12 +262,14 @@ bool prefill_geometry_ok(const AttnGeometry& g) {
 
 bool prefill_args_ok(const AttnPrefillArgs& a) {
     const auto al16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-    return prefill_geometry_ok(a.geo) && a.qg && a.k && a.v && a.q_norm && a.k_norm && a.kv.k && a.kv.v &&
+    const bool pools = a.kv.dtype == KvDtype::Bf16 ? a.kv.k && a.kv.v && al16(a.kv.k) && al16(a.kv.v)
+                                                   : a.kv.k_q && a.kv.v_q && al16(a.kv.k_q) && al16(a.kv.v_q);
+    return prefill_geometry_ok(a.geo) && a.qg && a.k && a.v && a.q_norm && a.k_norm && pools &&
            a.kv.page_table && a.kv.max_pages >= 1 && a.out && a.scratch && a.n_tokens >= 1 && a.n_tokens <= 65535 &&
            a.start_pos >= 0 && a.lane >= 0 && int64_t(a.start_pos) + a.n_tokens <= int64_t(a.kv.max_pages) * kKvPageTokens &&
            a.scratch_bytes >= attn_prefill_scratch_bytes(a.n_tokens, a.geo.n_heads) &&
            reinterpret_cast<uintptr_t>(a.scratch) % 256 == 0 && al16(a.qg) && al16(a.k) && al16(a.v) && al16(a.out) &&
-           al16(a.kv.k) && al16(a.kv.v) && a.qg_stride % 8 == 0 && a.k_stride % 8 == 0 && a.v_stride % 8 == 0 &&
+           a.qg_stride % 8 == 0 && a.k_stride % 8 == 0 && a.v_stride % 8 == 0 &&
            a.out_stride % 8 == 0 && a.kernel_variant >= 0 && a.kernel_variant <= 3;
 }
 

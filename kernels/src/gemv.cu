@@ -1,4 +1,5 @@
 // ninfer::kernels - decode GEMV launcher: argument checks, split-K choice, format dispatch.
+#include "gemv_nvfp4.cuh"
 #include "gemv_tiled.cuh"
 #include "ninfer/kernels/device.h"
 
@@ -77,6 +78,7 @@ size_t weight_bytes(WeightFormat format, int64_t n, int64_t k) {
     switch (format) {
     case WeightFormat::Bf16: return size_t(n * k * 2);
     case WeightFormat::Fp8E4m3RowBf16: return size_t(align_up(n * k, 256) + 2 * n);
+    case WeightFormat::Nvfp4: return size_t(align_up(n * k / 2, 256) + n * k / 16 + 4 * n);
     default: { // grouped: base | zeros | high | zeros | scales
         const int64_t g = groups_per_row(format, k);
         return size_t(align_up(n * g * 32, 256) + align_up(n * g * high_bytes_of(format), 256) + n * g * 2);
@@ -117,7 +119,8 @@ cudaError_t gemv(const GemvArgs& a, cudaStream_t stream) {
         (w.layout == WeightLayout::Tiled && !tiled_format(w.format)) ||
         (a.x_lo && (w.layout != WeightLayout::Tiled || !aligned16(a.x_lo))) ||
         (a.y_tail && (a.residual || a.tail_row0 < 0 || a.tail_row0 >= w.n ||
-                      (a.n_tokens > 1 && a.y_tail_stride < w.n - a.tail_row0))))
+                      (a.n_tokens > 1 && a.y_tail_stride < w.n - a.tail_row0))) ||
+        (w.format == WeightFormat::Nvfp4 && (w.n % 128 != 0 || w.k % 64 != 0)))
         return cudaErrorInvalidValue;
 
     detail::GemvParams p{};
@@ -132,6 +135,10 @@ cudaError_t gemv(const GemvArgs& a, cudaStream_t stream) {
     case WeightFormat::Fp8E4m3RowBf16:
         p.row_bytes = w.k;
         p.scales = p.w + align_up(w.n * w.k, 256);
+        break;
+    case WeightFormat::Nvfp4:
+        p.row_bytes = w.k / 2;
+        p.scales = p.w + align_up(w.n * w.k / 2, 256);
         break;
     default:
         p.groups_per_row = groups_per_row(w.format, w.k);
@@ -186,6 +193,7 @@ cudaError_t gemv(const GemvArgs& a, cudaStream_t stream) {
     case WeightFormat::Q5G64Fp16: return launch_pdl(detail::gemv_kernel<WeightFormat::Q5G64Fp16>, grid, block, 0, stream, p);
     case WeightFormat::Q6G64Fp16: return launch_pdl(detail::gemv_kernel<WeightFormat::Q6G64Fp16>, grid, block, 0, stream, p);
     case WeightFormat::Q8G32Fp16: return launch_pdl(detail::gemv_kernel<WeightFormat::Q8G32Fp16>, grid, block, 0, stream, p);
+    case WeightFormat::Nvfp4: return detail::gemv_nvfp4_launch(p, grid, block, stream);
     }
     return cudaErrorInvalidValue;
 }

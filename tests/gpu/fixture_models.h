@@ -3,7 +3,8 @@
 //
 // Contract: load(fixture, recipe) converts tests/fixtures/model/FIXTURE/hf with the recipe ("q4"
 // = every matrix q4_g64_fp16, the formats the CUDA kernels take) into /tmp/ninfer-gpu-fixtures/
-// and plans 8 lanes of 512 tokens; cosine() and kl() compare logit rows (kl in nats, softmax of
+// and plans 8 lanes of 512 tokens (load_recipe: any Recipe, e.g. with --format overrides, and a KV
+// dtype); cosine() and kl() compare logit rows (kl in nats, softmax of
 // each row); step() builds a DecodeStep with default (greedy) sampling.
 #pragma once
 
@@ -86,16 +87,18 @@ struct Model {
     MemoryPlan plan;
 };
 
-// prefill_chunk: the plan's prefill chunk (the CUDA backend's tensor-core prefill size).
-inline std::unique_ptr<Model> load(const std::string& fixture, const std::string& recipe, uint32_t prefill_chunk = 256) {
+// load() with a recipe object (for --format overrides) written to FIXTURE-TAG.ninfer, and the
+// plan's KV dtype.
+inline std::unique_ptr<Model> load_recipe(const std::string& fixture, const Recipe& recipe, const std::string& tag,
+                                          KvDtype kv_dtype = KvDtype::Bf16, uint32_t prefill_chunk = 256) {
     const std::string dir = "/tmp/ninfer-gpu-fixtures/";
     std::filesystem::create_directories(dir);
-    std::string stem = fixture + "-" + recipe;
+    std::string stem = fixture + "-" + tag;
     std::replace(stem.begin(), stem.end(), '/', '_');
     ConvertRequest req;
     req.src_dir = kRoot + fixture + "/hf";
     req.out_path = dir + stem + ".ninfer";
-    req.recipe = recipe_for(recipe);
+    req.recipe = recipe;
     req.force = true;
     convert_checkpoint(req);
     auto m = std::make_unique<Model>();
@@ -107,8 +110,14 @@ inline std::unique_ptr<Model> load(const std::string& fixture, const std::string
     mr.weight_bytes = m->weights.stored_bytes();
     mr.available_bytes = 1ull << 34;
     mr.prefill_chunk = prefill_chunk;
+    mr.kv_dtype = kv_dtype;
     m->plan = MemoryPlan::make(m->weights.config, mr);
     return m;
+}
+
+// prefill_chunk: the plan's prefill chunk (the CUDA backend's tensor-core prefill size).
+inline std::unique_ptr<Model> load(const std::string& fixture, const std::string& recipe, uint32_t prefill_chunk = 256) {
+    return load_recipe(fixture, recipe_for(recipe), recipe, KvDtype::Bf16, prefill_chunk);
 }
 
 inline double cosine(const std::vector<float>& a, const std::vector<float>& b, size_t off = 0, size_t n = 0) {

@@ -1,5 +1,5 @@
-// ninfer tests - decode GEMV (bf16, fp8 row, q4/q5/q6 g64, q8 g32), artifact and tiled layouts, x low
-// halves and f32 row tails, against an fp64 reference, guards, batching.
+// ninfer tests - decode GEMV (bf16, fp8 row, q4/q5/q6 g64, q8 g32, nvfp4), artifact and tiled layouts,
+// x low halves and f32 row tails, against an fp64 reference, guards, batching.
 #include "ninfer/kernels/gemv.h"
 #include "weights_util.h"
 
@@ -45,6 +45,7 @@ const char* fmt_name(WeightFormat f) {
     case WeightFormat::Q5G64Fp16: return "q5";
     case WeightFormat::Q6G64Fp16: return "q6";
     case WeightFormat::Q8G32Fp16: return "q8";
+    case WeightFormat::Nvfp4: return "nvfp4";
     }
     return "?";
 }
@@ -257,9 +258,32 @@ TEST_CASE("gemv matches an fp64 reference at the 27B and 35B-A3B layer shapes", 
         }
 }
 
+TEST_CASE("gemv: nvfp4 (per-row divisors) matches an fp64 reference of the CPU codec's decoding", "[gemv]") {
+    require_gpu();
+    CHECK(kernels::weight_bytes(WeightFormat::Nvfp4, 128, 64) == 4608 + 4 * 128); // spec §3.3 Ex1, d_w per row
+    uint64_t seed = 300;
+    for (auto [n, k] : std::vector<std::pair<int64_t, int64_t>>{{128, 64}, {256, 192}, {384, 1024}, {128, 5120}})
+        for (int tokens : {1, 2, 5, 8})
+            for (bool split : {false, true}) run_case({WeightFormat::Nvfp4, n, k, tokens, (seed % 2) == 0, (seed % 3) == 0, split}, seed++);
+    for (auto [n, k] : std::vector<std::pair<int64_t, int64_t>>{{6144, 5120}, {5120, 17408}, {1024, 5120}}) {
+        run_case({WeightFormat::Nvfp4, n, k, 8, false, true, true}, seed++);
+        run_case({WeightFormat::Nvfp4, n, k, 1, true, false, true}, seed++);
+    }
+    DeviceBuffer<uint8_t> w(kernels::weight_bytes(WeightFormat::Nvfp4, 256, 128), 0);
+    DeviceBuffer<bf16> x(128), y(256);
+    kernels::GemvArgs a;
+    a.w = {WeightFormat::Nvfp4, w.get(), 200, 128}; // n % 128 != 0
+    a.x = x.get();
+    a.y = y.get();
+    CHECK(kernels::gemv(a, nullptr) == cudaErrorInvalidValue);
+    a.w = {WeightFormat::Nvfp4, w.get(), 128, 96}; // k % 64 != 0
+    CHECK(kernels::gemv(a, nullptr) == cudaErrorInvalidValue);
+}
+
 TEST_CASE("gemv: a batch of 8 equals 8 single-token calls bit for bit, graph replay equals eager", "[gemv]") {
     require_gpu();
-    for (WeightFormat f : kAllFormats)
+    for (WeightFormat f : {WeightFormat::Bf16, WeightFormat::Fp8E4m3RowBf16, WeightFormat::Q4G64Fp16,
+                           WeightFormat::Q5G64Fp16, WeightFormat::Q6G64Fp16, WeightFormat::Q8G32Fp16, WeightFormat::Nvfp4})
     for (int mode = 0; mode < 3; ++mode) { // stored layout, tiled, tiled with low halves (2 passes at 8)
         const bool tiled = mode > 0, lo = mode == 2;
         if (tiled && codec_format(f)) continue;

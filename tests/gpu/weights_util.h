@@ -3,8 +3,10 @@
 //
 // Contract: random_weight() returns bytes laid out exactly as the artifact stores them, with valid
 // random codes and multipliers (no NaN codes, positive finite scales, zero padding);
-// decode_row() returns row r's k logical values as doubles, exactly. q5/q6/q8 are encoded and
-// decoded by the CPU codec (core/formats/codec.h); bf16, fp8 and q4 by the code here.
+// decode_row() returns row r's k logical values as doubles, exactly. q5/q6/q8 and nvfp4 are encoded
+// and decoded by the CPU codec (core/formats/codec.h); bf16, fp8 and q4 by the code here. nvfp4
+// bytes are in gemv.h's device form (one divisor per row): row r's divisor is the encoder's d_w
+// times 2^(r % 3 - 1), so rows of different divisors are covered and the values stay exact.
 #pragma once
 
 #include "core/formats/codec.h"
@@ -28,10 +30,14 @@ inline int64_t q4_groups(int64_t k) { return (k + 127) / 128 * 2; }
 inline bool codec_format(kernels::WeightFormat f) { return f > kernels::WeightFormat::Q4G64Fp16; }
 inline core::TensorFormat core_format(kernels::WeightFormat f) {
     using kernels::WeightFormat;
-    return f == WeightFormat::Q5G64Fp16 ? core::TensorFormat::Q5G64Fp16
+    return f == WeightFormat::Q5G64Fp16   ? core::TensorFormat::Q5G64Fp16
            : f == WeightFormat::Q6G64Fp16 ? core::TensorFormat::Q6G64Fp16
+           : f == WeightFormat::Nvfp4     ? core::TensorFormat::Nvfp4
                                           : core::TensorFormat::Q8G32Fp16;
 }
+
+inline size_t nvfp4_div_off(int64_t n, int64_t k) { return (size_t(n * k / 2) + 255) / 256 * 256 + size_t(n * k / 16); }
+inline float nvfp4_row_factor(int64_t r) { return std::ldexp(1.f, int(r % 3) - 1); }
 
 // Fills bytes fast with a xorshift stream (the weights are large; the mt19937 would dominate).
 inline void fill_random_bytes(std::vector<uint8_t>& b, size_t begin, size_t end, uint64_t seed) {
@@ -55,7 +61,15 @@ inline std::vector<uint8_t> random_weight(kernels::WeightFormat f, int64_t n, in
             v[i] = (float(r[2 * i] | (r[2 * i + 1] << 8)) / 32768.f - 1.f) * std::ldexp(0.05f, -int((i / 64) % 5));
         const uint64_t shape[2] = {uint64_t(n), uint64_t(k)};
         b = core::encode(core_format(f), shape, v);
-        if (f != WeightFormat::Q8G32Fp16) // random base nibbles: codes over the whole range, -16/-32 too
+        if (f == WeightFormat::Nvfp4) { // the device form: one divisor per row
+            float d_w;
+            std::memcpy(&d_w, &b[nvfp4_div_off(n, k)], 4);
+            b.resize(kernels::weight_bytes(f, n, k));
+            for (int64_t r = 0; r < n; ++r) {
+                const float d = d_w * nvfp4_row_factor(r);
+                std::memcpy(&b[nvfp4_div_off(n, k) + 4 * size_t(r)], &d, 4);
+            }
+        } else if (f != WeightFormat::Q8G32Fp16) // random base nibbles: codes over the whole range, -16/-32 too
             for (int64_t row = 0; row < n; ++row) {
                 const int64_t row_bytes = (k + 127) / 128 * 2 * 32;
                 fill_random_bytes(b, size_t(row * row_bytes), size_t(row * row_bytes + k / 2), seed + uint64_t(row) + 1);
@@ -100,10 +114,12 @@ inline std::vector<double> decode_row(kernels::WeightFormat f, const std::vector
         t.format = core_format(f);
         t.shape = {uint64_t(n), uint64_t(k)};
         t.data = b.data();
-        t.bytes = b.size();
+        t.bytes = f == WeightFormat::Nvfp4 ? nvfp4_div_off(n, k) + 4 : b.size(); // row 0's divisor is d_w / 2
         std::vector<float> row(static_cast<size_t>(k));
         core::decode_rows(t, uint64_t(r), 1, row.data());
-        for (int64_t i = 0; i < k; ++i) w[i] = row[i];
+        // nvfp4: (e2m1 * s) / (d_w / 2) from the codec, times 2 / 2^(r%3-1): powers of two, exact.
+        const double factor = f == WeightFormat::Nvfp4 ? 1.0 / (2.0 * nvfp4_row_factor(r)) : 1.0;
+        for (int64_t i = 0; i < k; ++i) w[i] = row[i] * factor;
     } else if (f == WeightFormat::Bf16) {
         for (int64_t i = 0; i < k; ++i) {
             bf16 v;

@@ -1,9 +1,15 @@
 // ninfer::kernels - gated full attention for decode (one new token per lane) over the paged KV
 // pool, model.md §5.
 //
-// KV pool of one layer: k_pages and v_pages, each [n_pages][n_kv_heads][64][head_dim] bf16. A
-// lane's token at position p lives in page page_table[lane * max_pages + p / 64], row p % 64.
-// K is stored after k_norm and RoPE, V raw.
+// KV pool of one layer: K pages and V pages. A lane's token at position p lives in page
+// page_table[lane * max_pages + p / 64], row p % 64. K is stored after k_norm and RoPE, V raw.
+// - KvDtype::Bf16: kv.k / kv.v, each [n_pages][n_kv_heads][64][head_dim] bf16.
+// - KvDtype::Fp8 / Int8 (model.md §11, core/model/kv_codec.h's row codecs): kv.k_q / kv.v_q, pages
+//   of kv_page_bytes() bytes: codes [n_kv_heads][64][head_dim] (E4M3 / int8), then 16-bit scales
+//   [n_kv_heads][64][kv_scales_per_row()] (fp8: one bf16 per row, scale = bf16(amax/448), a zero
+//   word with amax > 0 becomes 0x0001, code = e4m3(clamp(x * (1/scale), +-448)); int8: one fp16 per
+//   64 values, scale = f16(amax/127) (0 -> 0x0001 likewise), code = clamp(rint(x * (1/scale)),
+//   +-127)); value = code * scale. Quantised from the f32 K after norm and RoPE and from V.
 //
 // 1. attn_decode_prep: token t (lane lanes[t], position positions[t]) takes the q_proj output
 //    qg [t][n_heads][2*head_dim] (per head: query | gate) and k, v [t][n_kv_heads*head_dim]:
@@ -48,12 +54,26 @@ struct AttnGeometry {
     bool exact = false;
 };
 
+enum class KvDtype : uint8_t { Bf16, Fp8, Int8 };
+
 struct KvPages {
-    __nv_bfloat16* k = nullptr;
+    __nv_bfloat16* k = nullptr; // Bf16 pools
     __nv_bfloat16* v = nullptr;
     const int32_t* page_table = nullptr; // [n_lanes][max_pages]
     int max_pages = 0;
+    KvDtype dtype = KvDtype::Bf16;
+    uint8_t* k_q = nullptr; // Fp8 / Int8 pools
+    uint8_t* v_q = nullptr;
 };
+
+// 16-bit scales per KV row of head_dim values and bytes of one page of one layer's K (or V).
+constexpr int kv_scales_per_row(KvDtype dtype, int head_dim) {
+    return dtype == KvDtype::Fp8 ? 1 : dtype == KvDtype::Int8 ? (head_dim + 63) / 64 : 0;
+}
+constexpr size_t kv_page_bytes(KvDtype dtype, int n_kv_heads, int head_dim) {
+    return size_t(n_kv_heads) * kKvPageTokens *
+           (dtype == KvDtype::Bf16 ? 2 * size_t(head_dim) : size_t(head_dim) + 2 * size_t(kv_scales_per_row(dtype, head_dim)));
+}
 
 struct AttnPrepArgs {
     AttnGeometry geo;

@@ -8,7 +8,8 @@
 // 2. attn_prefill: causal flash attention. Token i sees positions 0 .. start_pos + i, i.e. the KV
 //    of earlier chunks already in the pool and of this chunk up to itself; query head h reads KV
 //    head h / (n_heads / n_kv_heads). S = q K^T / 16 on tensor cores (bf16 in, fp32 out), online
-//    softmax in fp32, P rounded to bf16 for P V (fp32 accumulate). Then, as attn_decode:
+//    softmax in fp32, P rounded to bf16 for P V (fp32 accumulate); fp8/int8 pools (kv.dtype) are
+//    decoded exactly (code * scale) and rounded to bf16 for the tensor cores. Then, as attn_decode:
 //    out = bf16(float(bf16(o)) * float(bf16(sigmoid(gate)))) (no inner roundings when exact),
 //    gate = the second half of the query head's qg row -> out [t][n_heads*256] bf16.
 // Requirements: head_dim == 256, rotary_dim even and <= 256, n_heads % n_kv_heads == 0, group <=

@@ -8,7 +8,13 @@
 //   align_up(n*g*32, 256) one fp16 multiplier per (row, group)), and the other row_split_k128_v1
 //   formats Q5G64Fp16/Q6G64Fp16 (same base plane, then a high-bit plane of g*8 / g*16 bytes per
 //   row at align_up(n*g*32, 256), then the scales 256-aligned after it) and Q8G32Fp16 (g =
-//   align_up(k,128)/32 groups of 32 int8 codes, then the scales). weight_bytes() gives the size.
+//   align_up(k,128)/32 groups of 32 int8 codes, then the scales), and Nvfp4 in the runner's form of
+//   block_scale_k16_m128x4_v1 (§3.3: n*k/2 E2M1 codes, even k in the low nibble, then at
+//   align_up(n*k/2, 256) the swizzled E4M3 scale per (row, 16 columns), then at scale_off + n*k/16
+//   one f32 divisor d_w PER ROW instead of the artifact's one per matrix, because the runner
+//   concatenates rows of matrices with different divisors; n % 128 == 0, k % 64 == 0; value =
+//   e2m1 * e4m3 / d_w[row], decoded in the kernel: e2m1 * e4m3 is exact in bf16). weight_bytes()
+//   gives the size.
 // - x: n_tokens rows of k bf16, row stride x_stride elements; 1 <= n_tokens <= 8.
 // - x_lo (optional, Tiled layout only, same stride): the low halves of an f32 input x32, x_lo =
 //   bf16(x32 - x) with x = bf16(x32); the product then uses x + x_lo (16 significant bits instead
@@ -16,11 +22,13 @@
 //   columns) and one extra mma per 16 k for 5..8 tokens. Token t's result is the same bits for
 //   every n_tokens.
 // - Products are exact (codes and bf16 x multiply exactly on the tensor cores), sums are fp32; the
-//   group multipliers and the fp8 row multiplier are applied to fp32 partial sums.
+//   group multipliers and the fp8 row multiplier are applied to fp32 partial sums (Nvfp4: the E4M3
+//   block scale is folded into the bf16 code, exactly, and the sum is divided by d_w).
 // - Output row t: y[t*y_stride + i] for i < n. Bf16 output is bf16(acc); with residual it is
 //   bf16(float(bf16(acc)) + float(residual[t*residual_stride + i])), the two roundings of
 //   "out = residual + bf16 matmul" in the reference model. Fp32 output (logits) is acc (+ residual).
-// - Requirements (else cudaErrorInvalidValue, nothing launched): k % 16 == 0, n >= 1; x, y,
+// - Requirements (else cudaErrorInvalidValue, nothing launched): k % 16 == 0, n >= 1 (Nvfp4:
+//   n % 128 == 0, k % 64 == 0); x, y,
 //   residual and W 16-byte aligned, strides multiples of 8 elements; x and y do not overlap.
 //   residual may equal y (in-place residual add).
 // - y_tail (optional, no residual then): rows r >= tail_row0 (0 <= tail_row0 < n) are written as
@@ -57,8 +65,8 @@
 
 namespace ninfer::kernels {
 
-// Grouped formats (Q4G64Fp16 and later) are ordered; the tiled layout exists up to Q4G64Fp16.
-enum class WeightFormat : uint8_t { Bf16, Fp8E4m3RowBf16, Q4G64Fp16, Q5G64Fp16, Q6G64Fp16, Q8G32Fp16 };
+// Grouped integer formats are Q4G64Fp16..Q8G32Fp16; the tiled layout exists up to Q4G64Fp16.
+enum class WeightFormat : uint8_t { Bf16, Fp8E4m3RowBf16, Q4G64Fp16, Q5G64Fp16, Q6G64Fp16, Q8G32Fp16, Nvfp4 };
 enum class WeightLayout : uint8_t { Artifact, Tiled };
 
 struct WeightView {

@@ -4,7 +4,8 @@
 //
 // Contract (all graph-capturable, stateless; strides in elements; n_tokens 1..65535):
 // - embed_rows: out[t][c] = decode(W)[ids[t]][c] in f32 for c < w.k, exactly as core's codecs
-//   (bf16 widened; fp8 code * row multiplier; q4 signed code * group multiplier).
+//   (bf16 widened; fp8 code * row multiplier; q4/q5/q6/q8 signed code * group multiplier; nvfp4
+//   (e2m1 * e4m3 block scale) / the row's divisor, in gemv.h's nvfp4 form).
 // - add_rmsnorm: x[t] += add[t] (when add is given, f32 in place); then
 //   y[t] = bf16(x * rsqrt(mean(x^2) + eps) * (1 + w)), w f32 [dim] (model.md §4, offset form);
 //   y32 (optional, stride y_stride) gets the same values unrounded, y_lo (optional, same stride)
@@ -22,9 +23,9 @@
 //   n_experts <= 1024, top_k <= 32.
 // - moe_gemv: for token t and slot j, expert e = ids[t*top_k + j]:
 //   y[(t*top_k + j)*y_stride + r] = W.row(e * rows_per_expert + r) . x_row, r < rows_per_expert,
-//   x_row = x + (x_per_slot ? t*top_k + j : t) * x_stride (f32), f32 sums; W any of the three
+//   x_row = x + (x_per_slot ? t*top_k + j : t) * x_stride (f32), f32 sums; W any of the
 //   gemv.h formats with n = n_experts * rows_per_expert rows. Only the chosen experts' rows are
-//   read: 16-byte vectors per lane, 4 rows per lane in flight, when k % 16 == 0 and x and its
+//   read: for bf16, fp8 and q4 16-byte vectors per lane, 4 rows per lane in flight, when k % 16 == 0 and x and its
 //   stride are 16-byte aligned (a scalar kernel otherwise); gemv_f32x takes the same path.
 // - Every WeightView here is in the stored layout (WeightLayout::Artifact), else InvalidValue.
 // - moe_combine: out[t][h] = sum_j weights[t][j] * y[t*top_k + j][h] + sigmoid(score[t*score_stride])

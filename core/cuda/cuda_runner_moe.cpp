@@ -1,0 +1,84 @@
+// ninfer::core - the CUDA runner's MoE layer for weight formats the fused MoE decode kernels do not
+// read (q5/q6/q8/nvfp4): router, top-k, per-expert GEMVs and combine as separate launches.
+#include "core/cuda/cuda_runner.h"
+
+#include "ninfer/kernels/runner_ops.h"
+
+namespace ninfer::core::cuda {
+
+namespace {
+
+int64_t pad8(int64_t v) { return (v + 7) / 8 * 8; }
+
+// The formats kernels::moe_decode reads (moe_decode.h); others take the launches below.
+bool fused_moe_format(const DeviceLinear& w) { return w.view.format <= kernels::WeightFormat::Q4G64Fp16; }
+
+} // namespace
+
+bool Runner::needs_generic_moe() const {
+    for (const DeviceLayer& L : model_.layers) {
+        const DeviceMoe& m = L.moe;
+        for (const DeviceLinear* w : {&m.router, &m.shared_score, &m.experts_gate_up, &m.experts_down,
+                                      &m.shared.gate_up, &m.shared.down})
+            if (!fused_moe_format(*w))
+                return true;
+    }
+    return false;
+}
+
+void Runner::alloc_generic_moe() {
+    const ModelConfig& c = config_;
+    const int64_t B = kMaxStepTokens, K = c.num_experts_per_tok, I = c.moe_intermediate_size;
+    GenericMoe& g = generic_moe_;
+    g.e_w = pad8(c.num_experts);
+    g.egu_w = pad8(2 * I);
+    g.eact_w = pad8(I);
+    g.router = arena_.alloc_n<float>(B * g.e_w, "router logits");
+    g.ids = arena_.alloc_n<int32_t>(B * K, "routed experts");
+    g.weights = arena_.alloc_n<float>(B * K, "routing weights");
+    g.expert_gu = arena_.alloc_n<float>(B * K * g.egu_w, "expert gate+up");
+    g.expert_act = arena_.alloc_n<float>(B * K * g.eact_w, "expert SwiGLU");
+    g.expert_out = arena_.alloc_n<float>(B * K * hs_, "expert outputs");
+    g.shared_out = arena_.alloc_n<float>(B * hs_, "shared expert output");
+    g.score = arena_.alloc_n<float>(B * 8, "shared expert score");
+    g.enabled = true;
+}
+
+void Runner::moe_generic(const DeviceLayer& L, int n) {
+    const ModelConfig& c = config_;
+    const DeviceMoe& m = L.moe;
+    const GenericMoe& g = generic_moe_;
+    const int K = int(c.num_experts_per_tok), I = int(c.moe_intermediate_size);
+    const int64_t inter = c.shared_expert_intermediate_size;
+    linear(m.shared.gate_up, xn_, xn_lo_, xn32_, hs_, n, gate_up_, true, gu_w_);
+    cuda_check(kernels::swiglu(gate_up_, gu_w_, int(inter), act_, act32_, act_w_, n, stream_, act_lo_), "SwiGLU");
+    linear(m.shared.down, act_, act_lo_, act32_, act_w_, n, g.shared_out, true, hs_);
+    cuda_check(kernels::gemv_f32x(m.shared_score.view, xn32_, hs_, n, g.score, true, 8, stream_), "shared expert score");
+    cuda_check(kernels::gemv_f32x(m.router.view, xn32_, hs_, n, g.router, true, g.e_w, stream_), "router");
+    cuda_check(kernels::moe_route(g.router, g.e_w, int(c.num_experts), K, g.ids, g.weights, n, stream_), "routing");
+    kernels::MoeGemvArgs a;
+    a.w = m.experts_gate_up.view;
+    a.rows_per_expert = 2 * I;
+    a.ids = g.ids;
+    a.top_k = K;
+    a.x = xn32_;
+    a.x_stride = hs_;
+    a.y = g.expert_gu;
+    a.y_stride = g.egu_w;
+    a.n_tokens = n;
+    cuda_check(kernels::moe_gemv(a, stream_), "expert gate+up");
+    cuda_check(kernels::swiglu(g.expert_gu, g.egu_w, I, nullptr, g.expert_act, g.eact_w, n * K, stream_),
+               "expert SwiGLU");
+    a.w = m.experts_down.view;
+    a.rows_per_expert = int(c.hidden_size);
+    a.x = g.expert_act;
+    a.x_stride = g.eact_w;
+    a.x_per_slot = true;
+    a.y = g.expert_out;
+    a.y_stride = hs_;
+    cuda_check(kernels::moe_gemv(a, stream_), "expert down");
+    cuda_check(kernels::moe_combine(g.expert_out, hs_, g.weights, K, g.shared_out, hs_, g.score, 8, mix_, hs_,
+                                    int(c.hidden_size), n, stream_), "MoE combine");
+}
+
+} // namespace ninfer::core::cuda
