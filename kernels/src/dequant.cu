@@ -1,4 +1,4 @@
-// ninfer::kernels - expands stored weights (every gemv format and layout) to bf16 rows for prefill.
+// ninfer::kernels - expands stored weights (every gemv format and layout, nvfp4 included) to bf16 rows for prefill.
 //
 // One thread per 8 consecutive outputs of a row (one 16-byte store); blockIdx.x is the row, so no
 // 64-bit division is needed per element. The decoders mirror core/formats (codec_fp.cpp,
@@ -20,6 +20,7 @@ struct DequantParams {
     int64_t high_row_bytes; // q5/q6
     int64_t groups;         // grouped artifact: groups per row
     int64_t tiled_units;    // tiled: units per row
+    const float* div;       // nvfp4: divisor per row (gemv.h)
     __nv_bfloat16* dst;
 };
 
@@ -60,6 +61,18 @@ __device__ __forceinline__ void decode8(const DequantParams& p, int64_t row, int
         } else {
 #pragma unroll
             for (int i = 0; i < 8; ++i) v[i] = e4m3_to_f32_fast((i < 4 ? codes.x : codes.y) >> (8 * (i % 4))) * s;
+        }
+    } else if constexpr (F == WeightFormat::Nvfp4) { // (e2m1 * e4m3 block scale) / d_w, the codec's order
+        const uint32_t codes = *reinterpret_cast<const uint32_t*>(p.w + row * p.row_bytes + col / 2);
+        const int64_t g = col / 16;
+        const float s = e4m3_to_f32(p.scales[((row / 128) * (p.k / 64) + g / 4) * 512 + (row % 32) * 16 +
+                                             ((row % 128) / 32) * 4 + g % 4]);
+        const float d = p.div[row];
+#pragma unroll
+        for (int i = 0; i < 8; ++i) { // E2M1: e = bits 2..1 (bias 1), m = bit 0; e = 0 is m * 0.5
+            const uint32_t nib = (codes >> (4 * i)) & 15u, e = (nib >> 1) & 3u, m = nib & 1u;
+            const float mag = e ? __uint_as_float(((e + 126u) << 23) | (m << 22)) : 0.5f * float(m);
+            v[i] = ((nib & 8u) ? -mag : mag) * s / d;
         }
     } else if constexpr (F == WeightFormat::Q8G32Fp16) {
         const uint2 codes = *reinterpret_cast<const uint2*>(p.w + row * p.row_bytes + col);
@@ -130,7 +143,8 @@ cudaError_t dequant_bf16(const WeightView& w, int64_t row0, int64_t n_rows, __nv
     const bool tiled = w.layout == WeightLayout::Tiled;
     if (!w.data || !dst || (reinterpret_cast<uintptr_t>(w.data) & 15u) || (reinterpret_cast<uintptr_t>(dst) & 15u) ||
         w.k < 16 || w.k % 16 != 0 || row0 < 0 || n_rows < 0 || row0 + n_rows > w.n || ld_dst % 8 != 0 || ld_dst < w.k ||
-        (tiled && w.format > WeightFormat::Q4G64Fp16) || n_rows > int64_t(0x7FFFFFFF))
+        (tiled && w.format > WeightFormat::Q4G64Fp16) || n_rows > int64_t(0x7FFFFFFF) ||
+        (w.format == WeightFormat::Nvfp4 && (w.n % 128 != 0 || w.k % 64 != 0)))
         return cudaErrorInvalidValue;
     if (n_rows == 0) return cudaSuccess;
     DequantParams p{};
@@ -147,6 +161,10 @@ cudaError_t dequant_bf16(const WeightView& w, int64_t row0, int64_t n_rows, __nv
     } else if (w.format == WeightFormat::Fp8E4m3RowBf16) {
         p.row_bytes = w.k;
         p.scales = p.w + align_up(w.n * w.k, 256);
+    } else if (w.format == WeightFormat::Nvfp4) { // codes | swizzled E4M3 scales | divisor per row
+        p.row_bytes = w.k / 2;
+        p.scales = p.w + align_up(w.n * w.k / 2, 256);
+        p.div = reinterpret_cast<const float*>(p.scales + w.n * w.k / 16);
     } else { // row_split_k128_v1: base | high | scales, each plane 256-byte aligned
         const int group = w.format == WeightFormat::Q8G32Fp16 ? 32 : 64;
         const int high_bytes = w.format == WeightFormat::Q5G64Fp16 ? 8 : w.format == WeightFormat::Q6G64Fp16 ? 16 : 0;
@@ -171,6 +189,7 @@ cudaError_t dequant_bf16(const WeightView& w, int64_t row0, int64_t n_rows, __nv
     case WeightFormat::Q5G64Fp16: launch<WeightFormat::Q5G64Fp16, false>(p, n_rows, stream); break;
     case WeightFormat::Q6G64Fp16: launch<WeightFormat::Q6G64Fp16, false>(p, n_rows, stream); break;
     case WeightFormat::Q8G32Fp16: launch<WeightFormat::Q8G32Fp16, false>(p, n_rows, stream); break;
+    case WeightFormat::Nvfp4: launch<WeightFormat::Nvfp4, false>(p, n_rows, stream); break;
     }
     return cudaGetLastError();
 }

@@ -5,6 +5,7 @@
 #include "weights_util.h"
 
 #include <algorithm>
+#include <array>
 
 using namespace ninfer;
 using namespace ninfer::test;
@@ -339,6 +340,27 @@ TEST_CASE("dequant_bf16 equals the CPU codec decode rounded to bf16, every forma
             run_dequant(f, tiled, 20, 16, 5, 3, seed++);
             run_dequant(f, tiled, 20, 64, 4, 0, seed++); // nothing to do
         }
+    // nvfp4 (per-row divisors, gemv.h): against weights_util's decode of the CPU codec, bit for bit.
+    for (auto [n, k, row0, n_rows] : std::vector<std::array<int64_t, 4>>{{128, 64, 0, 128}, {384, 1088, 100, 284}}) {
+        INFO("dequant nvfp4 n=" << n << " k=" << k);
+        const auto bytes = random_weight(WeightFormat::Nvfp4, n, k, seed++);
+        DeviceBuffer<uint8_t> src4(bytes);
+        DeviceBuffer<bf16> dst4(size_t(n_rows * k), 0xff);
+        CUDA_OK(kernels::dequant_bf16({WeightFormat::Nvfp4, src4.get(), n, k}, row0, n_rows, dst4.get(), k, nullptr));
+        CUDA_OK(cudaDeviceSynchronize());
+        const auto got = dst4.download();
+        int64_t mismatches = 0;
+        for (int64_t r = 0; r < n_rows; ++r) {
+            const auto want = decode_row(WeightFormat::Nvfp4, bytes, n, k, row0 + r);
+            for (int64_t j = 0; j < k; ++j) {
+                uint16_t g;
+                std::memcpy(&g, &got[size_t(r * k + j)], 2);
+                mismatches += g != core::f32_to_bf16(float(want[size_t(j)]));
+            }
+        }
+        CHECK(mismatches == 0);
+        CHECK(dst4.guards_intact());
+    }
     kernels::WeightView w{WeightFormat::Bf16, nullptr, 16, 64};
     DeviceBuffer<bf16> src(16 * 64), dst(16 * 64);
     w.data = src.get();

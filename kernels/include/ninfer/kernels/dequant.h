@@ -9,8 +9,9 @@
 //   Elements j >= w.k of a dst row are not written.
 // - Accepted: every format and layout kernels::gemv accepts (gemv.h describes the bytes):
 //   Bf16, Fp8E4m3RowBf16, Q4G64Fp16 in WeightLayout::Artifact and WeightLayout::Tiled;
-//   Q5G64Fp16, Q6G64Fp16, Q8G32Fp16 in WeightLayout::Artifact. (nvfp4 joins here when gemv.h
-//   gets it: one more case in dequant.cu's per-format decoder.)
+//   Q5G64Fp16, Q6G64Fp16, Q8G32Fp16 and Nvfp4 (gemv.h's form, one divisor per row; value
+//   (e2m1 * e4m3 scale) / d_w as the codec computes it; n % 128 == 0, k % 64 == 0) in
+//   WeightLayout::Artifact.
 // - Requirements (else cudaErrorInvalidValue, nothing launched): w.data and dst 16-byte aligned,
 //   w.k % 16 == 0, 0 <= row0, n_rows >= 0, row0 + n_rows <= w.n, ld_dst % 8 == 0, ld_dst >= w.k;
 //   dst does not overlap W. n_rows == 0 launches nothing and succeeds.
