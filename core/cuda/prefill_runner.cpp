@@ -168,6 +168,20 @@ void PrefillRunner::linear(const DeviceLinear& w, const __nv_bfloat16* x, int64_
     gemm_rows(weights_bf16(w.view), w.view.k, 0, w.view.n, x, x_stride, m, y, y_fp32, y_stride);
 }
 
+// Query and gate stored in two formats (the upstream groupwise mix): both are dequantised, head by
+// head, into one [query_h | gate_h]-interleaved bf16 matrix in the weight scratch, then one GEMM.
+void PrefillRunner::query_gate_apart(const DeviceAttention& w, int n) {
+    const int64_t hd = config_.head_dim, k = w.query.view.k, rows = 2 * w.query.view.n;
+    if (uint64_t(rows) * uint64_t(k) > wbuf_elems_)
+        throw Error("cuda: prefill weight scratch too small for the query and gate");
+    for (int64_t h = 0; h * hd < w.query.view.n; ++h) {
+        cuda_check(kernels::dequant_bf16(w.query.view, h * hd, hd, wbuf_ + 2 * h * hd * k, k, stream_), "dequantising weights");
+        cuda_check(kernels::dequant_bf16(w.gate.view, h * hd, hd, wbuf_ + (2 * h + 1) * hd * k, k, stream_),
+                   "dequantising weights");
+    }
+    gemm_rows(wbuf_, k, 0, rows, xn_, hs_, n, qg_, false, qg_w_);
+}
+
 void PrefillRunner::enqueue_forward(int lane, uint32_t start, std::span<const int32_t> ids) {
     const ModelConfig& c = config_;
     const int n = int(ids.size());
@@ -340,7 +354,10 @@ void PrefillRunner::attention(const DeviceLayer& L, uint32_t fi, int lane, uint3
         gemm_rows(wb, k, qg, kv, xn_, hs_, n, k_, false, kv_w_);
         gemm_rows(wb, k, qg + kv, kv, xn_, hs_, n, v_, false, kv_w_);
     } else {
-        linear(w.query_gate, xn_, hs_, n, qg_, false, qg_w_);
+        if (w.query_gate.view.data)
+            linear(w.query_gate, xn_, hs_, n, qg_, false, qg_w_);
+        else
+            query_gate_apart(w, n);
         linear(w.key, xn_, hs_, n, k_, false, kv_w_);
         linear(w.value, xn_, hs_, n, v_, false, kv_w_);
     }
@@ -354,7 +371,7 @@ void PrefillRunner::attention(const DeviceLayer& L, uint32_t fi, int lane, uint3
     a.v_stride = kv_w_;
     a.q_norm = w.query_norm;
     a.k_norm = w.key_norm;
-    a.kv = kernels::KvPages{run_.kv_k(fi), run_.kv_v(fi), run_.page_table(), run_.max_pages()};
+    a.kv = run_.kv_pages(fi);
     a.lane = lane;
     a.start_pos = int(start);
     a.n_tokens = n;

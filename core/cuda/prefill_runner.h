@@ -58,6 +58,7 @@ class PrefillRunner {
     // parts of a matrix whose rows the upload concatenated (attention q+gate/k/v, GDN q/k/v/z/a/b).
     void gemm_rows(const __nv_bfloat16* w, int64_t k, int64_t row0, int64_t rows, const __nv_bfloat16* x,
                    int64_t x_stride, int m, void* y, bool y_fp32, int64_t y_stride);
+    void query_gate_apart(const DeviceAttention& w, int n);
     const __nv_bfloat16* weights_bf16(const kernels::WeightView& w);
 
     Runner& run_;
