@@ -56,16 +56,6 @@ kernels::AttnGeometry attention_geometry(const ModelConfig& c) {
     return geo;
 }
 
-kernels::KvDtype kernel_kv_dtype(KvDtype dtype) {
-    switch (dtype) {
-    case KvDtype::Fp8: return kernels::KvDtype::Fp8;
-    case KvDtype::Int8: return kernels::KvDtype::Int8;
-    case KvDtype::Bf16:
-    case KvDtype::F32: break;
-    }
-    return kernels::KvDtype::Bf16;
-}
-
 Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_activations)
     : config_(weights.config), plan_(plan), f32_(f32_activations) {
     const ModelConfig& c = config_;
@@ -160,21 +150,6 @@ Runner::~Runner() {
         cudaStreamDestroy(stream_);
 }
 
-kernels::KvPages Runner::kv_pages(uint32_t full_layer) const {
-    kernels::KvPages kv;
-    kv.page_table = page_table_;
-    kv.max_pages = max_pages_;
-    kv.dtype = kernel_kv_dtype(plan_.kv_dtype);
-    if (kv.dtype == kernels::KvDtype::Bf16) {
-        kv.k = reinterpret_cast<__nv_bfloat16*>(kv_k_[full_layer]);
-        kv.v = reinterpret_cast<__nv_bfloat16*>(kv_v_[full_layer]);
-    } else {
-        kv.k_q = kv_k_[full_layer];
-        kv.v_q = kv_v_[full_layer];
-    }
-    return kv;
-}
-
 uint64_t Runner::kv_page_bytes() const {
     return kernels::kv_page_bytes(kernel_kv_dtype(plan_.kv_dtype), int(config_.num_key_value_heads), int(config_.head_dim));
 }
@@ -234,22 +209,6 @@ void Runner::enqueue_forward(int n, bool one_lane) {
 void Runner::enqueue_head(int row, int n) {
     linear(model_.output_head, xn_ + row * hs_, xn_lo_ + row * hs_, xn32_ + row * hs_, hs_, n, logits_, true,
            logits_stride_);
-}
-
-// Query and gate in two formats (the upstream q4/q5 mix): two GEMVs into q_sep_, then per token
-// a 2D copy puts each head's query and gate rows where the attention kernels read them
-// ([query_h | gate_h] in qg_).
-void Runner::query_gate_apart(const DeviceAttention& w, int n) {
-    const ModelConfig& c = config_;
-    linear(w.query, xn_, xn_lo_, xn32_, hs_, n, q_sep_, false, q_w_);
-    linear(w.gate, xn_, xn_lo_, xn32_, hs_, n, q_sep_ + kMaxStepTokens * q_w_, false, q_w_);
-    const size_t head_bytes = size_t(c.head_dim) * 2;
-    for (int t = 0; t < n; ++t)
-        for (int half = 0; half < 2; ++half)
-            cuda_check(cudaMemcpy2DAsync(qg_ + t * qgkv_w_ + half * c.head_dim, 2 * head_bytes,
-                                         q_sep_ + (half * kMaxStepTokens + t) * q_w_, head_bytes, head_bytes,
-                                         c.num_attention_heads, cudaMemcpyDeviceToDevice, stream_),
-                       "interleaving query and gate");
 }
 
 void Runner::attention(const DeviceLayer& L, uint32_t fi, int n) {

@@ -87,7 +87,8 @@ class Runner {
     void gdn(const DeviceLayer& L, uint32_t gdn_index, int n, bool one_lane);
     void ffn(const DeviceLayer& L, int n);
     void moe(const DeviceLayer& L, int n);
-    // cuda_runner_moe.cpp: the MoE layer in separate launches, for formats moe_decode does not read.
+    // cuda_runner_formats.cpp: the MoE layer in separate launches for formats moe_decode does not
+    // read; query and gate in two formats.
     bool needs_generic_moe() const;
     void alloc_generic_moe();
     void moe_generic(const DeviceLayer& L, int n);

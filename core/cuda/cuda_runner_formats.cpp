@@ -1,5 +1,6 @@
-// ninfer::core - the CUDA runner's MoE layer for weight formats the fused MoE decode kernels do not
-// read (q5/q6/q8/nvfp4): router, top-k, per-expert GEMVs and combine as separate launches.
+// ninfer::core - the CUDA runner's paths for the stored formats and KV dtypes its fast kernels do
+// not take directly: the KV pool's dtype, query and gate in two formats, and the MoE layer in
+// separate launches for q5/q6/q8/nvfp4 (router, top-k, per-expert GEMVs, combine).
 #include "core/cuda/cuda_runner.h"
 
 #include "ninfer/kernels/runner_ops.h"
@@ -14,6 +15,47 @@ int64_t pad8(int64_t v) { return (v + 7) / 8 * 8; }
 bool fused_moe_format(const DeviceLinear& w) { return w.view.format <= kernels::WeightFormat::Q4G64Fp16; }
 
 } // namespace
+
+kernels::KvDtype kernel_kv_dtype(KvDtype dtype) {
+    switch (dtype) {
+    case KvDtype::Fp8: return kernels::KvDtype::Fp8;
+    case KvDtype::Int8: return kernels::KvDtype::Int8;
+    case KvDtype::Bf16:
+    case KvDtype::F32: break;
+    }
+    return kernels::KvDtype::Bf16;
+}
+
+kernels::KvPages Runner::kv_pages(uint32_t full_layer) const {
+    kernels::KvPages kv;
+    kv.page_table = page_table_;
+    kv.max_pages = max_pages_;
+    kv.dtype = kernel_kv_dtype(plan_.kv_dtype);
+    if (kv.dtype == kernels::KvDtype::Bf16) {
+        kv.k = reinterpret_cast<__nv_bfloat16*>(kv_k_[full_layer]);
+        kv.v = reinterpret_cast<__nv_bfloat16*>(kv_v_[full_layer]);
+    } else {
+        kv.k_q = kv_k_[full_layer];
+        kv.v_q = kv_v_[full_layer];
+    }
+    return kv;
+}
+
+// Query and gate in two formats (the upstream q4/q5 mix): two GEMVs into q_sep_, then per token
+// a 2D copy puts each head's query and gate rows where the attention kernels read them
+// ([query_h | gate_h] in qg_).
+void Runner::query_gate_apart(const DeviceAttention& w, int n) {
+    const ModelConfig& c = config_;
+    linear(w.query, xn_, xn_lo_, xn32_, hs_, n, q_sep_, false, q_w_);
+    linear(w.gate, xn_, xn_lo_, xn32_, hs_, n, q_sep_ + kMaxStepTokens * q_w_, false, q_w_);
+    const size_t head_bytes = size_t(c.head_dim) * 2;
+    for (int t = 0; t < n; ++t)
+        for (int half = 0; half < 2; ++half)
+            cuda_check(cudaMemcpy2DAsync(qg_ + t * qgkv_w_ + half * c.head_dim, 2 * head_bytes,
+                                         q_sep_ + (half * kMaxStepTokens + t) * q_w_, head_bytes, head_bytes,
+                                         c.num_attention_heads, cudaMemcpyDeviceToDevice, stream_),
+                       "interleaving query and gate");
+}
 
 bool Runner::needs_generic_moe() const {
     for (const DeviceLayer& L : model_.layers) {
