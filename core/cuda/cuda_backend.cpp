@@ -22,21 +22,23 @@ using cuda::kMaxStepTokens;
 
 namespace {
 
+// The GPU sampler does everything but a logit_bias list that names an id twice (the CPU adds the
+// entries in turn; the GPU holds one dense value per id) and more than 20 top logprobs.
 bool gpu_samplable(const SamplingParams& p, int n_top) {
-    return n_top == 0 && p.logit_bias.empty() && p.presence_penalty == 0.f && p.frequency_penalty == 0.f &&
-           p.repetition_penalty == 1.f && (p.is_greedy() || (p.top_k >= 1 && p.top_k <= kernels::kSampleMaxTopK));
+    if (n_top < 0 || n_top > kernels::kSampleMaxTopLogprobs)
+        return false;
+    if (p.logit_bias.size() < 2)
+        return true;
+    std::vector<int32_t> ids;
+    for (const auto& [id, bias] : p.logit_bias)
+        ids.push_back(id);
+    std::sort(ids.begin(), ids.end());
+    return std::adjacent_find(ids.begin(), ids.end()) == ids.end();
 }
 
-kernels::SampleRowParams row_params(const SamplingParams& p) {
-    kernels::SampleRowParams r;
-    r.temperature = p.is_greedy() ? 0.f : p.temperature;
-    r.top_k = p.top_k;
-    r.top_p = p.top_p;
-    r.min_p = p.min_p;
-    r.seed = p.seed;
-    r.step = p.step;
-    return r;
-}
+// Sampler variants captured per batch size: bit 0 some row draws, bit 1 some row wants top logprobs.
+constexpr int kSampleVariants = 4;
+int sample_variant(const kernels::SamplePlan& plan) { return (plan.draws ? 1 : 0) | (plan.top ? 2 : 0); }
 
 // The CPU backend's sampler over host logits (penalties, logit bias, any top_k, top logprobs).
 DecodeResult host_sample(const std::vector<float>& logits, const SamplingParams& params,
@@ -70,6 +72,13 @@ struct Lane {
     bool has_logits = false;
 };
 
+// What the lane's rows of the GPU sampler's count and bias buffers hold, so a step uploads
+// nothing while a request goes on: the counts follow through count_token inside the decode graph.
+struct LaneSampling {
+    std::vector<int32_t> counted;                    // ids whose counts the counts row holds
+    std::vector<std::pair<int32_t, float>> bias;     // the bias row (empty: zero)
+};
+
 class CudaBackend final : public Backend {
   public:
     CudaBackend(const ModelWeights& w, const MemoryPlan& plan, const CudaBackendOptions& o)
@@ -77,18 +86,26 @@ class CudaBackend final : public Backend {
         for (uint32_t p = plan.kv_pages; p-- > 0;)
             free_.push_back(p);
         params_dev_ = arena_.alloc_n<kernels::SampleRowParams>(kMaxStepTokens, "sampling parameters");
-        ids_dev_ = arena_.alloc_n<int32_t>(kMaxStepTokens, "sampled ids");
-        logprobs_dev_ = arena_.alloc_n<float>(kMaxStepTokens, "sampled logprobs");
-        cuda_check(cudaMallocHost(&out_host_, kMaxStepTokens * 8), "pinned result buffer");
+        ids_dev_ = arena_.alloc_n<int32_t>(kOutWords, "sampled ids");
+        sample_ws_ = arena_.alloc_n<uint8_t>(kernels::sample_workspace_bytes(kMaxStepTokens, int(vocab_size())),
+                                             "sampler workspace");
+        const uint64_t lane_cells = uint64_t(plan.n_lanes) * vocab_size();
+        counts_dev_ = arena_.alloc_n<int32_t>(lane_cells, "sampler token counts");
+        bias_dev_ = arena_.alloc_n<float>(lane_cells, "sampler logit bias");
+        history_dev_ = arena_.alloc_n<int32_t>(std::max(plan.max_context, vocab_size()), "sampler uploads");
+        bias_values_dev_ = arena_.alloc_n<float>(vocab_size(), "sampler uploads");
+        cuda_check(cudaMemsetAsync(counts_dev_, 0, lane_cells * 4, run_.stream()), "sampler token counts");
+        cuda_check(cudaMallocHost(&out_host_, kOutWords * 4), "pinned result buffer");
         kernels::sm_count(); // cached before any graph capture
         // The f32-activation check mode keeps prefill on its exact per-token path.
         if (!o.f32_activations)
             prefill_ = std::make_unique<cuda::PrefillRunner>(run_, prefill_tokens_for(plan.prefill_chunk));
     }
     ~CudaBackend() override {
-        for (cudaGraphExec_t g : graphs_)
-            if (g)
-                cudaGraphExecDestroy(g);
+        for (const auto& by_size : graphs_)
+            for (cudaGraphExec_t g : by_size)
+                if (g)
+                    cudaGraphExecDestroy(g);
         cudaFreeHost(out_host_);
     }
 
@@ -169,10 +186,11 @@ class CudaBackend final : public Backend {
             throw Error("backend: lane " + std::to_string(lane) + " has no logits to sample from");
         if (!gpu_samplable(sampling, n_top))
             return host_sample(last_logits(lane), sampling, generated, n_top);
-        const kernels::SampleRowParams p = row_params(sampling);
+        const kernels::SampleRowParams p = prepare_sampling(lane, sampling, generated, n_top);
         cuda_check(cudaMemcpyAsync(params_dev_, &p, sizeof p, cudaMemcpyHostToDevice, run_.stream()), "sampling");
-        enqueue_sample(run_.lane_logits() + lane * run_.logits_stride(), 1);
-        return read_samples(1)[0];
+        const kernels::SamplePlan plan{!sampling.is_greedy(), n_top > 0};
+        enqueue_sample(run_.lane_logits() + lane * run_.logits_stride(), 1, plan);
+        return read_samples(std::span(&p, 1))[0];
     }
 
     std::vector<DecodeResult> decode(std::span<const DecodeStep> steps) override {
@@ -181,6 +199,7 @@ class CudaBackend final : public Backend {
             throw Error("backend: decode takes 1.." + std::to_string(kMaxStepTokens) + " lanes");
         std::vector<int32_t> in(3 * kMaxStepTokens, 0);
         std::vector<kernels::SampleRowParams> params(kMaxStepTokens);
+        kernels::SamplePlan plan{false, false};
         for (int i = 0; i < n; ++i) {
             const DecodeStep& st = steps[size_t(i)];
             at(st.lane);
@@ -195,17 +214,23 @@ class CudaBackend final : public Backend {
             in[i] = st.token;
             in[kMaxStepTokens + i] = st.lane;
             in[2 * kMaxStepTokens + i] = int32_t(at(st.lane).tokens.size());
-            if (gpu_samplable(st.sampling, st.n_top_logprobs))
-                params[size_t(i)] = row_params(st.sampling);
+        }
+        for (int i = 0; i < n; ++i) { // after every check: prepare_sampling advances the count mirrors
+            const DecodeStep& st = steps[size_t(i)];
+            if (gpu_samplable(st.sampling, st.n_top_logprobs)) {
+                params[size_t(i)] = prepare_sampling(st.lane, st.sampling, st.generated, st.n_top_logprobs);
+                plan.draws |= !st.sampling.is_greedy();
+                plan.top |= st.n_top_logprobs > 0;
+            }
         }
         upload_step(in);
         cuda_check(cudaMemcpyAsync(params_dev_, params.data(), n * sizeof(kernels::SampleRowParams),
                                    cudaMemcpyHostToDevice, run_.stream()), "sampling parameters");
         if (options_.graphs)
-            cuda_check(cudaGraphLaunch(graph_for(n), run_.stream()), "decode graph");
+            cuda_check(cudaGraphLaunch(graph_for(n, plan), run_.stream()), "decode graph");
         else
-            enqueue_decode(n);
-        std::vector<DecodeResult> results = read_samples(n);
+            enqueue_decode(n, plan);
+        std::vector<DecodeResult> results = read_samples(std::span(params.data(), size_t(n)));
         for (int i = 0; i < n; ++i) {
             const DecodeStep& st = steps[size_t(i)];
             Lane& s = at(st.lane);
@@ -309,33 +334,109 @@ class CudaBackend final : public Backend {
                                    cudaMemcpyDeviceToDevice, run_.stream()), "lane logits");
     }
 
-    void enqueue_sample(const float* logits, int n) {
+    // The lane's sampler row: penalties and bias refer to the lane's count and bias rows, which
+    // are rebuilt only when the history or the bias list is not the one they already hold.
+    kernels::SampleRowParams prepare_sampling(int lane, const SamplingParams& p, std::span<const int32_t> generated,
+                                              int n_top) {
+        kernels::SampleRowParams r;
+        r.temperature = p.is_greedy() ? 0.f : p.temperature;
+        r.top_k = p.top_k;
+        r.top_p = p.top_p;
+        r.min_p = p.min_p;
+        r.presence_penalty = p.presence_penalty;
+        r.frequency_penalty = p.frequency_penalty;
+        r.repetition_penalty = p.repetition_penalty;
+        r.seed = p.seed;
+        r.step = p.step;
+        r.lane = lane;
+        r.n_top_logprobs = n_top;
+        const bool penalised = !generated.empty() &&
+                               !(p.presence_penalty == 0.f && p.frequency_penalty == 0.f && p.repetition_penalty == 1.f);
+        if (penalised) {
+            r.flags |= kernels::kSampleUseCounts;
+            r.count_token = sync_counts(lane, generated);
+        }
+        if (!p.logit_bias.empty()) {
+            r.flags |= kernels::kSampleUseBias;
+            sync_bias(lane, p.logit_bias);
+        }
+        return r;
+    }
+    // Returns the id the sampler adds to the lane's counts itself (-1: none).
+    int32_t sync_counts(int lane, std::span<const int32_t> g) {
+        std::vector<int32_t>& counted = sampling_[size_t(lane)].counted;
+        const bool prefix = counted.size() <= g.size() && std::equal(counted.begin(), counted.end(), g.begin());
+        if (prefix && counted.size() == g.size())
+            return -1;
+        if (prefix && counted.size() + 1 == g.size()) {
+            counted.push_back(g.back());
+            return g.back();
+        }
+        if (g.size() > std::max(plan_.max_context, vocab_size()))
+            throw Error("backend: penalty history of " + std::to_string(g.size()) + " tokens exceeds max-context");
+        const uint64_t V = vocab_size();
+        cuda_check(cudaMemsetAsync(counts_dev_ + uint64_t(lane) * V, 0, V * 4, run_.stream()), "sampler counts");
+        cuda_check(cudaMemcpyAsync(history_dev_, g.data(), g.size() * 4, cudaMemcpyHostToDevice, run_.stream()),
+                   "sampler counts");
+        cuda_check(kernels::sample_counts_add(counts_dev_ + uint64_t(lane) * V, history_dev_, int(g.size()), int(V),
+                                              run_.stream()), "sampler counts");
+        counted.assign(g.begin(), g.end());
+        return -1;
+    }
+    void sync_bias(int lane, const std::vector<std::pair<int32_t, float>>& bias) {
+        std::vector<std::pair<int32_t, float>>& held = sampling_[size_t(lane)].bias;
+        if (held == bias)
+            return;
+        const uint64_t V = vocab_size();
+        std::vector<int32_t> ids;
+        std::vector<float> values;
+        for (const auto& [id, b] : bias)
+            if (id >= 0 && uint64_t(id) < V) { // the CPU skips ids outside the vocabulary too
+                ids.push_back(id);
+                values.push_back(b);
+            }
+        cuda_check(cudaMemsetAsync(bias_dev_ + uint64_t(lane) * V, 0, V * 4, run_.stream()), "sampler bias");
+        cuda_check(cudaMemcpyAsync(history_dev_, ids.data(), ids.size() * 4, cudaMemcpyHostToDevice, run_.stream()),
+                   "sampler bias");
+        cuda_check(cudaMemcpyAsync(bias_values_dev_, values.data(), values.size() * 4, cudaMemcpyHostToDevice,
+                                   run_.stream()), "sampler bias");
+        cuda_check(kernels::sample_bias_scatter(bias_dev_ + uint64_t(lane) * V, history_dev_, bias_values_dev_,
+                                                int(ids.size()), int(V), run_.stream()), "sampler bias");
+        held = bias;
+    }
+    void enqueue_sample(const float* logits, int n, const kernels::SamplePlan& plan) {
         kernels::SampleArgs a;
         a.logits = logits;
         a.stride = run_.logits_stride();
         a.vocab = int(vocab_size());
         a.n_rows = n;
         a.rows = params_dev_;
+        a.counts = counts_dev_;
+        a.bias = bias_dev_;
+        a.workspace = sample_ws_;
         a.ids = ids_dev_;
-        a.logprobs = logprobs_dev_;
+        a.logprobs = reinterpret_cast<float*>(ids_dev_ + kMaxStepTokens);
+        a.top_ids = ids_dev_ + 2 * kMaxStepTokens;
+        a.top_logprobs = reinterpret_cast<float*>(ids_dev_ + kTopWordsAt);
+        a.plan = plan;
         cuda_check(kernels::sample(a, run_.stream()), "sampling");
     }
-    void enqueue_decode(int n) {
+    void enqueue_decode(int n, const kernels::SamplePlan& plan) {
         run_.enqueue_forward(n, false);
         run_.enqueue_head(0, n);
         cuda_check(kernels::scatter_rows(run_.logits(), run_.logits_stride(), run_.step_in() + kMaxStepTokens,
                                          run_.lane_logits(), run_.logits_stride(), vocab_size(), n, run_.stream()),
                    "lane logits");
-        enqueue_sample(run_.logits(), n);
+        enqueue_sample(run_.logits(), n, plan);
     }
-    cudaGraphExec_t graph_for(int n) {
-        cudaGraphExec_t& exec = graphs_[size_t(n)];
+    cudaGraphExec_t graph_for(int n, const kernels::SamplePlan& plan) {
+        cudaGraphExec_t& exec = graphs_[size_t(sample_variant(plan))][size_t(n)];
         if (exec)
             return exec;
         cudaGraph_t graph = nullptr;
         cuda_check(cudaStreamBeginCapture(run_.stream(), cudaStreamCaptureModeThreadLocal), "graph capture");
         try {
-            enqueue_decode(n);
+            enqueue_decode(n, plan);
         } catch (...) {
             cudaStreamEndCapture(run_.stream(), &graph);
             if (graph)
@@ -348,15 +449,23 @@ class CudaBackend final : public Backend {
         cuda_check(err, "graph instantiation");
         return exec;
     }
-    std::vector<DecodeResult> read_samples(int n) {
-        cuda_check(cudaMemcpyAsync(out_host_, ids_dev_, n * 4, cudaMemcpyDeviceToHost, run_.stream()), "sampled ids");
-        cuda_check(cudaMemcpyAsync(out_host_ + kMaxStepTokens, logprobs_dev_, n * 4, cudaMemcpyDeviceToHost,
-                                   run_.stream()), "sampled logprobs");
+    // One copy brings ids, logprobs and top logprobs (the result words are contiguous).
+    std::vector<DecodeResult> read_samples(std::span<const kernels::SampleRowParams> rows) {
+        const bool top = std::any_of(rows.begin(), rows.end(), [](const auto& p) { return p.n_top_logprobs > 0; });
+        cuda_check(cudaMemcpyAsync(out_host_, ids_dev_, (top ? kOutWords : kTopWordsAt) * 4, cudaMemcpyDeviceToHost,
+                                   run_.stream()), "sampled ids");
         cuda_check(cudaStreamSynchronize(run_.stream()), "decode step");
-        std::vector<DecodeResult> r(static_cast<size_t>(n));
-        for (int i = 0; i < n; ++i) {
-            r[size_t(i)].token = out_host_[i];
-            std::memcpy(&r[size_t(i)].logprob, out_host_ + kMaxStepTokens + i, 4);
+        std::vector<DecodeResult> r(rows.size());
+        for (size_t i = 0; i < rows.size(); ++i) {
+            r[i].token = out_host_[i];
+            std::memcpy(&r[i].logprob, out_host_ + kMaxStepTokens + i, 4);
+            const int n_top = std::min<int>(rows[i].n_top_logprobs, int(vocab_size()));
+            for (int j = 0; j < n_top; ++j) {
+                const size_t at = i * kernels::kSampleMaxTopLogprobs + size_t(j);
+                float lp;
+                std::memcpy(&lp, out_host_ + kTopWordsAt + at, 4);
+                r[i].top_logprobs.push_back({out_host_[2 * kMaxStepTokens + at], lp});
+            }
         }
         return r;
     }
@@ -367,10 +476,15 @@ class CudaBackend final : public Backend {
     cuda::DeviceArena arena_;
     std::vector<Lane> lanes_;
     std::vector<uint32_t> free_;
+    // Result words: ids, logprobs, then top ids and top logprobs (kSampleMaxTopLogprobs per row).
+    static constexpr size_t kTopWordsAt = 2 * kMaxStepTokens + kMaxStepTokens * kernels::kSampleMaxTopLogprobs;
+    static constexpr size_t kOutWords = kTopWordsAt + kMaxStepTokens * kernels::kSampleMaxTopLogprobs;
+    std::vector<LaneSampling> sampling_ = std::vector<LaneSampling>(lanes_.size());
     kernels::SampleRowParams* params_dev_ = nullptr;
-    int32_t *ids_dev_ = nullptr, *out_host_ = nullptr;
-    float* logprobs_dev_ = nullptr;
-    std::array<cudaGraphExec_t, kMaxStepTokens + 1> graphs_{};
+    int32_t *ids_dev_ = nullptr, *out_host_ = nullptr, *counts_dev_ = nullptr, *history_dev_ = nullptr;
+    float *bias_dev_ = nullptr, *bias_values_dev_ = nullptr;
+    uint8_t* sample_ws_ = nullptr;
+    std::array<std::array<cudaGraphExec_t, kMaxStepTokens + 1>, kSampleVariants> graphs_{};
     std::unique_ptr<cuda::PrefillRunner> prefill_;
 };
 

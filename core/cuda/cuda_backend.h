@@ -14,8 +14,11 @@
 //   blocks of up to 8 tokens of the lane (GDN token by token).
 //   Decode of 1..8 lanes replays one CUDA graph per batch size (options.graphs; captured on first
 //   use): per step the host writes 24 ints of step inputs and reads back the sampled ids.
-//   Sampling happens on the GPU for greedy and for top_k in 1..1024 without penalties, logit bias
-//   or top logprobs; other requests sample on the host from that lane's logits (the CPU sampler).
+//   Sampling happens on the GPU (kernels/sample.h: greedy, temperature, top_k of any size, top_p,
+//   min_p, penalties, logit bias, the chosen logprob and up to 20 top logprobs); penalties read
+//   per-lane token counts that the decode graph advances itself and logit bias a per-lane row
+//   written once per request. Left to the host sampler (the lane's logits copied back): a
+//   logit_bias list naming an id twice, and more than 20 top logprobs.
 // - LaneImage layout is the CPU backend's (memory_plan.h): KV rows in the plan's dtype (kv_codec.h)
 //   in layer, K/V, position, head order; GDN conv history as f32 (the GPU keeps it in bf16, so an image from the CPU
 //   backend is rounded on restore) then the f32 recurrent state.

@@ -1,200 +1,271 @@
-// ninfer::kernels - greedy and top-k/top-p/min-p sampling: radix select, bitonic sort, one draw.
+// ninfer::kernels - GPU sampler: bias, penalties, temperature, greedy, top-k/top-p/min-p draws and top logprobs.
+//
+// Launch sequence (sample()): prep (wide: z, raw log-sum-exp and argmax partials) -> stats (one
+// block per row: reductions, greedy results, head threshold, first searches) -> per phase
+// {top_k and top logprobs; top_p; draw}: 2 x (wide histogram pass, decide) -> wide gather ->
+// finish (one block per row: completes a search the wide passes left open, sorts the gathered
+// bucket, scans it in order and sets up the next phase). No launch depends on host values.
 #include "common.cuh"
 #include "ninfer/kernels/sample.h"
+#include "sample_select.cuh"
 
 namespace ninfer::kernels {
 
 namespace detail {
 
-constexpr int kSampleThreads = 1024;
-
-__device__ __forceinline__ uint32_t order_key(float f) {
-    const uint32_t b = __float_as_uint(f);
-    return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+// core::sampling.cpp's head_threshold: the smallest float l with double(l) - top >= -40.
+__device__ float head_threshold(double top) {
+    constexpr double kHeadSpan = 40.0;
+    float t = float(top - kHeadSpan);
+    while (double(t) - top < -kHeadSpan)
+        t = nextafterf(t, INFINITY);
+    for (float below = nextafterf(t, -INFINITY); double(below) - top >= -kHeadSpan;
+         below = nextafterf(t, -INFINITY))
+        t = below;
+    return t;
 }
 
-// Exclusive prefix sum over the block (1024 threads); returns the total via *total.
-__device__ int block_exclusive_scan(int v, int* warp_sums, int* total) {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    int inc = v;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-        const int n = __shfl_up_sync(0xffffffffu, inc, o);
-        if (lane >= o) inc += n;
-    }
-    __syncthreads();
-    if (lane == 31) warp_sums[warp] = inc;
-    __syncthreads();
-    if (warp == 0) {
-        int s = warp_sums[lane];
-#pragma unroll
-        for (int o = 1; o < 32; o <<= 1) {
-            const int n = __shfl_up_sync(0xffffffffu, s, o);
-            if (lane >= o) s += n;
+// The CPU's logit_bias -> penalties -> temperature, in f32 without contraction (the host build
+// has no FMA, so a fused multiply-add here would round differently).
+__device__ __forceinline__ float transform(float v, int id, const SampleRowParams& p, const int32_t* counts,
+                                           const float* bias, float inv_t) {
+    if (bias)
+        v = __fadd_rn(v, bias[id]);
+    if (counts) {
+        const int n = counts[id] + (id == p.count_token);
+        if (n > 0) {
+            const float rep = p.repetition_penalty;
+            if (rep != 1.f && rep > 0.f)
+                v = v > 0.f ? __fdiv_rn(v, rep) : __fmul_rn(v, rep);
+            v = __fsub_rn(v, __fadd_rn(p.presence_penalty, __fmul_rn(p.frequency_penalty, float(n))));
         }
-        warp_sums[lane] = s; // inclusive
     }
-    __syncthreads();
-    *total = warp_sums[31];
-    return (warp > 0 ? warp_sums[warp - 1] : 0) + inc - v;
+    return p.temperature > 0.f ? __fmul_rn(v, inv_t) : v;
 }
 
-__global__ void __launch_bounds__(kSampleThreads) sample_kernel(SampleArgs a) {
-    __shared__ float red_v[32];
-    __shared__ int red_i[32];
-    __shared__ int hist[256];
-    __shared__ int warp_sums[32];
-    __shared__ float cand_v[kSampleMaxTopK];
-    __shared__ int cand_i[kSampleMaxTopK];
-    __shared__ uint32_t sel_prefix, sel_mask;
-    __shared__ int sel_remaining;
-    const int row = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const float* l = a.logits + int64_t(row) * a.stride;
-    const SampleRowParams prm = a.rows[row];
+__device__ __forceinline__ bool better(float v, int i, float best, int best_i) {
+    return v > best || (v == best && i < best_i); // a NaN never wins
+}
 
-    // Argmax (ties to the lower id) and log-sum-exp of the raw logits.
-    float best = -INFINITY;
-    int best_i = INT_MAX;
-    for (int i = tid; i < a.vocab; i += kSampleThreads) {
-        const float v = l[i];
-        if (v > best || (v == best && i < best_i)) { best = v; best_i = i; }
+__global__ void __launch_bounds__(kWideThreads) sample_prep_kernel(SampleArgs a, Workspace ws) {
+    __shared__ float s_max[32], s_sum[32], s_zv[32];
+    __shared__ int s_zi[32];
+    const int row = blockIdx.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const SampleRowParams p = a.rows[row];
+    const float* l = a.logits + int64_t(row) * a.stride;
+    float* z = ws.z + int64_t(row) * a.vocab;
+    const int32_t* counts =
+        (p.flags & kSampleUseCounts) && a.counts ? a.counts + int64_t(p.lane) * a.vocab : nullptr;
+    const float* bias = (p.flags & kSampleUseBias) && a.bias ? a.bias + int64_t(p.lane) * a.vocab : nullptr;
+    const float inv_t = p.temperature > 0.f ? __fdiv_rn(1.f, p.temperature) : 1.f;
+    const int base = blockIdx.x * kChunk;
+    float raw[kItemsPerThread];
+    float m = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < kItemsPerThread; ++j) {
+        const int i = base + tid + j * kWideThreads;
+        raw[j] = i < a.vocab ? l[i] : -INFINITY;
+        m = fmaxf(m, raw[j]);
     }
+    float s = 0.f, zb = -INFINITY;
+    int zi = INT_MAX;
+#pragma unroll
+    for (int j = 0; j < kItemsPerThread; ++j) {
+        const int i = base + tid + j * kWideThreads;
+        if (i >= a.vocab)
+            continue;
+        if (m > -INFINITY)
+            s += expf(raw[j] - m);
+        const float v = transform(raw[j], i, p, counts, bias, inv_t);
+        z[i] = v;
+        if (better(v, i, zb, zi)) { zb = v; zi = i; }
+    }
+    const float wm = warp_max(m);
+    float wsum = m > -INFINITY ? s * expf(m - wm) : 0.f;
+    wsum = warp_sum(wsum);
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) {
-        const float ov = __shfl_xor_sync(0xffffffffu, best, o);
-        const int oi = __shfl_xor_sync(0xffffffffu, best_i, o);
-        if (ov > best || (ov == best && oi < best_i)) { best = ov; best_i = oi; }
+        const float ov = __shfl_xor_sync(0xffffffffu, zb, o);
+        const int oi = __shfl_xor_sync(0xffffffffu, zi, o);
+        if (better(ov, oi, zb, zi)) { zb = ov; zi = oi; }
     }
-    if (lane == 0) { red_v[warp] = best; red_i[warp] = best_i; }
+    if (lane == 0) {
+        s_max[warp] = wm;
+        s_sum[warp] = wsum;
+        s_zv[warp] = zb;
+        s_zi[warp] = zi;
+    }
     __syncthreads();
-    best = red_v[0];
-    best_i = red_i[0];
-    for (int w = 1; w < 32; ++w)
-        if (red_v[w] > best || (red_v[w] == best && red_i[w] < best_i)) { best = red_v[w]; best_i = red_i[w]; }
-    float se = 0.f;
-    for (int i = tid; i < a.vocab; i += kSampleThreads) se += expf(l[i] - best);
-    __syncthreads();
-    const float log_z = best + logf(block_sum(se, red_v));
-
-    if (prm.temperature <= 0.f) {
-        if (tid == 0) {
-            a.ids[row] = best_i;
-            if (a.logprobs) a.logprobs[row] = l[best_i] - log_z;
-        }
-        return;
-    }
-
-    const int k = min(a.vocab, (prm.top_k <= 0 || prm.top_k > kSampleMaxTopK) ? kSampleMaxTopK : prm.top_k);
-    // Radix select: the k-th largest key, 8 bits at a time from the top.
-    if (tid == 0) { sel_prefix = 0; sel_mask = 0; sel_remaining = k; }
-    for (int shift = 24; shift >= 0; shift -= 8) {
-        for (int b = tid; b < 256; b += kSampleThreads) hist[b] = 0;
-        __syncthreads();
-        const uint32_t prefix = sel_prefix, mask = sel_mask;
-        for (int i = tid; i < a.vocab; i += kSampleThreads) {
-            const uint32_t key = order_key(l[i]);
-            if ((key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 0xFF], 1);
-        }
-        __syncthreads();
-        if (tid == 0) {
-            int rem = sel_remaining, b = 255;
-            for (; b > 0 && hist[b] < rem; --b) rem -= hist[b];
-            sel_remaining = rem;
-            sel_prefix = prefix | (uint32_t(b) << shift);
-            sel_mask = mask | (0xFFu << shift);
-        }
-        __syncthreads();
-    }
-    const uint32_t thresh = sel_prefix;
-    const int need_eq = sel_remaining;
-    // Gather in id order: thread tid owns ids [lo, hi).
-    const int per = (a.vocab + kSampleThreads - 1) / kSampleThreads;
-    const int lo = min(a.vocab, tid * per), hi = min(a.vocab, lo + per);
-    int n_gt = 0, n_eq = 0;
-    for (int i = lo; i < hi; ++i) {
-        const uint32_t key = order_key(l[i]);
-        n_gt += key > thresh;
-        n_eq += key == thresh;
-    }
-    int total_gt = 0, total_eq = 0;
-    int pos_gt = block_exclusive_scan(n_gt, warp_sums, &total_gt);
-    int pos_eq = block_exclusive_scan(n_eq, warp_sums, &total_eq);
-    for (int i = lo; i < hi; ++i) {
-        const uint32_t key = order_key(l[i]);
-        if (key > thresh) {
-            cand_v[pos_gt] = l[i];
-            cand_i[pos_gt++] = i;
-        } else if (key == thresh) {
-            if (pos_eq < need_eq) {
-                cand_v[total_gt + pos_eq] = l[i];
-                cand_i[total_gt + pos_eq] = i;
-            }
-            ++pos_eq;
-        }
-    }
-    // Bitonic sort of the k candidates by (value desc, id asc), padded to a power of two.
-    int n_pad = 1;
-    while (n_pad < k) n_pad <<= 1;
-    for (int i = k + tid; i < n_pad; i += kSampleThreads) { cand_v[i] = -INFINITY; cand_i[i] = INT_MAX; }
-    __syncthreads();
-    for (int size = 2; size <= n_pad; size <<= 1) {
-        for (int stride = size >> 1; stride > 0; stride >>= 1) {
-            for (int i = tid; i < n_pad; i += kSampleThreads) {
-                const int j = i ^ stride;
-                if (j > i) {
-                    const bool desc = (i & size) == 0;
-                    const float vi = cand_v[i], vj = cand_v[j];
-                    const int ii = cand_i[i], ij = cand_i[j];
-                    const bool i_first = vi > vj || (vi == vj && ii < ij);
-                    if (i_first != desc) {
-                        cand_v[i] = vj; cand_v[j] = vi;
-                        cand_i[i] = ij; cand_i[j] = ii;
-                    }
-                }
-            }
-            __syncthreads();
-        }
-    }
     if (tid == 0) {
-        // Same arithmetic as core's CPU sampler: z = float(l * (1/T)), probabilities in f64.
-        const float inv_t = 1.f / prm.temperature;
-        const double z0 = double(cand_v[0] * inv_t);
-        double kept_total = 0.0;
-        for (int i = 0; i < k; ++i) kept_total += exp(double(cand_v[i] * inv_t) - z0);
-        // top_p then min_p shrink the kept prefix (both keep at least the first token).
-        int n_keep = k;
-        if (prm.top_p < 1.f) {
-            double run = 0.0;
-            for (int i = 0; i < k; ++i) {
-                run += exp(double(cand_v[i] * inv_t) - z0) / kept_total;
-                if (run >= double(prm.top_p)) { n_keep = i + 1; break; }
-            }
+        const int n_warps = kWideThreads / 32;
+        Partial out{-INFINITY, 0.f, -INFINITY, INT_MAX};
+        for (int w = 0; w < n_warps; ++w) {
+            out.raw_max = fmaxf(out.raw_max, s_max[w]);
+            if (better(s_zv[w], s_zi[w], out.z_max, out.z_arg)) { out.z_max = s_zv[w]; out.z_arg = s_zi[w]; }
         }
-        if (prm.min_p > 0.f) {
-            int m = 1;
-            while (m < n_keep && exp(double(cand_v[m] * inv_t) - z0) >= double(prm.min_p)) ++m;
-            n_keep = m;
+        for (int w = 0; w < n_warps; ++w)
+            if (s_max[w] > -INFINITY)
+                out.raw_sum += s_sum[w] * expf(s_max[w] - out.raw_max);
+        ws.partials[row * gridDim.x + blockIdx.x] = out;
+    }
+}
+
+__global__ void __launch_bounds__(1024) sample_stats_kernel(SampleArgs a, Workspace ws) {
+    const int row = blockIdx.x, V = a.vocab;
+    const int chunks = n_chunks(V);
+    for (int b = threadIdx.x; b < 2 * kBuckets; b += blockDim.x) {
+        ws.hist_count[size_t(row) * 2 * kBuckets + b] = 0;
+        ws.hist_mass[size_t(row) * 2 * kBuckets + b] = 0.0;
+    }
+    if (threadIdx.x != 0)
+        return;
+    const SampleRowParams p = a.rows[row];
+    const float* l = a.logits + int64_t(row) * a.stride;
+    const float* z = ws.z + int64_t(row) * V;
+    float m = -INFINITY, zb = -INFINITY;
+    int zi = INT_MAX;
+    for (int c = 0; c < chunks; ++c) { // chunk order: the result does not depend on timing
+        const Partial q = ws.partials[row * chunks + c];
+        m = fmaxf(m, q.raw_max);
+        if (better(q.z_max, q.z_arg, zb, zi)) { zb = q.z_max; zi = q.z_arg; }
+    }
+    double sum = 0.0;
+    for (int c = 0; c < chunks; ++c) {
+        const Partial q = ws.partials[row * chunks + c];
+        if (q.raw_max > -INFINITY)
+            sum += double(q.raw_sum) * exp(double(q.raw_max) - double(m));
+    }
+    if (isnan(z[0]) || zi == INT_MAX) { // the CPU's argmax: a NaN first value is the answer
+        zi = 0;
+        zb = z[0];
+    }
+    RowState rs{};
+    rs.lse = m > -INFINITY ? double(m) + log(sum) : double(m);
+    rs.top = zb;
+    rs.argmax = zi;
+    rs.key_top = make_key(zb, zi);
+    rs.draw = a.plan.draws && p.temperature > 0.f && isfinite(zb);
+    if (rs.draw)
+        rs.head_thr = head_threshold(rs.top);
+    ws.rows[row] = rs;
+    if (a.counts && p.count_token >= 0 && p.count_token < V)
+        a.counts[int64_t(p.lane) * V + p.count_token] += 1;
+    if (!rs.draw) {
+        a.ids[row] = zi;
+        if (a.logprobs)
+            a.logprobs[row] = float(double(l[zi]) - rs.lse);
+    }
+    Descent draws{}, top{};
+    if (rs.draw) {
+        draws.mode = kDescend;
+        draws.kind = kCount;
+        draws.first = kFirstTopK;
+        draws.rank = (p.top_k > 0 && p.top_k < V ? p.top_k : V) - 1;
+    }
+    if (a.plan.top && p.n_top_logprobs > 0) {
+        top.mode = kDescend;
+        top.kind = kCount;
+        top.source = 1;
+        top.gather_above = 1;
+        top.rank = min(min(p.n_top_logprobs, kSampleMaxTopLogprobs), V) - 1;
+    }
+    ws.descents[row * 2] = draws;
+    ws.descents[row * 2 + 1] = top;
+}
+
+__device__ __forceinline__ const float* search_source(const SampleArgs& a, const Workspace& ws, int row, int source) {
+    return source == 0 ? ws.z + int64_t(row) * a.vocab : a.logits + int64_t(row) * a.stride;
+}
+
+__global__ void __launch_bounds__(kWideThreads) sample_pass_kernel(SampleArgs a, Workspace ws) {
+    __shared__ unsigned cnt[kBuckets];
+    __shared__ double mass[kBuckets];
+    const int row = blockIdx.y, search = row * 2 + blockIdx.z;
+    const Descent d = ws.descents[search];
+    if (d.mode != kDescend)
+        return;
+    const RowState rs = ws.rows[row];
+    for (int b = threadIdx.x; b < kBuckets; b += kWideThreads) {
+        cnt[b] = 0;
+        mass[b] = 0.0;
+    }
+    __syncthreads();
+    const float* src = search_source(a, ws, row, d.source);
+    const int base = blockIdx.x * kChunk;
+#pragma unroll 4
+    for (int j = 0; j < kItemsPerThread; ++j) { // uniform trip count: warp_hist_add needs every lane
+        const int i = base + threadIdx.x + j * kWideThreads;
+        double e = 0.0;
+        const int b = i < a.vocab ? descent_bucket(d, rs, src[i], i, &e) : -1;
+        warp_hist_add(b, e, d.kind != kCount, cnt, mass);
+    }
+    __syncthreads();
+    unsigned* gc = ws.hist_count + size_t(search) * kBuckets;
+    double* gm = ws.hist_mass + size_t(search) * kBuckets;
+    for (int b = threadIdx.x; b < kBuckets; b += kWideThreads)
+        if (cnt[b]) {
+            atomicAdd(&gc[b], cnt[b]);
+            if (d.kind != kCount)
+                atomicAdd(&gm[b], mass[b]);
         }
-        double mass = 0.0;
-        for (int i = 0; i < n_keep; ++i) mass += exp(double(cand_v[i] * inv_t) - z0);
-        const double target = sample_uniform(prm.seed, prm.step) * mass;
-        int chosen = n_keep - 1;
-        double run = 0.0;
-        for (int i = 0; i < n_keep; ++i) {
-            run += exp(double(cand_v[i] * inv_t) - z0);
-            if (target < run) { chosen = i; break; }
-        }
-        a.ids[row] = cand_i[chosen];
-        if (a.logprobs) a.logprobs[row] = cand_v[chosen] - log_z;
+}
+
+__global__ void __launch_bounds__(kDecideThreads) sample_decide_kernel(SampleArgs a, Workspace ws) {
+    const int row = blockIdx.x, search = row * 2 + blockIdx.y;
+    Descent* dp = ws.descents + search;
+    if (dp->mode != kDescend)
+        return;
+    const SampleRowParams p = a.rows[row];
+    descent_decide(dp, ws.rows + row, ws.hist_count + size_t(search) * kBuckets,
+                   ws.hist_mass + size_t(search) * kBuckets, true, sample_uniform(p.seed, p.step), p.top_p);
+}
+
+__global__ void __launch_bounds__(kWideThreads) sample_gather_kernel(SampleArgs a, Workspace ws) {
+    const int row = blockIdx.y, search = row * 2 + blockIdx.z;
+    Descent* dp = ws.descents + search;
+    const Descent d = *dp;
+    if (d.mode != kGather)
+        return;
+    const RowState rs = ws.rows[row];
+    const float* src = search_source(a, ws, row, d.source);
+    uint64_t* list = ws.lists + size_t(search) * kGatherCap;
+    const int base = blockIdx.x * kChunk;
+    for (int j = 0; j < kItemsPerThread; ++j) {
+        const int i = base + threadIdx.x + j * kWideThreads;
+        if (i < a.vocab)
+            descent_gather(d, rs, src[i], i, &dp->n_list, list);
     }
 }
 
 } // namespace detail
+} // namespace ninfer::kernels
+
+namespace ninfer::kernels {
+
+size_t sample_workspace_bytes(int n_rows, int vocab) {
+    detail::Workspace ws;
+    return detail::carve(nullptr, n_rows, vocab, &ws);
+}
 
 cudaError_t sample(const SampleArgs& a, cudaStream_t stream) {
-    if (!a.logits || !a.rows || !a.ids || a.vocab < 1 || a.n_rows < 1 || a.stride < a.vocab)
+    using namespace detail;
+    if (!a.logits || !a.rows || !a.ids || !a.workspace || a.vocab < 1 || a.vocab > kSampleMaxVocab ||
+        a.n_rows < 1 || a.n_rows > 65535 || a.stride < a.vocab || (a.plan.top && (!a.top_ids || !a.top_logprobs)))
         return cudaErrorInvalidValue;
-    detail::sample_kernel<<<a.n_rows, detail::kSampleThreads, 0, stream>>>(a);
+    Workspace ws;
+    carve(a.workspace, a.n_rows, a.vocab, &ws);
+    const dim3 wide(unsigned(n_chunks(a.vocab)), unsigned(a.n_rows), 2), per_search(unsigned(a.n_rows), 2);
+    sample_prep_kernel<<<dim3(wide.x, wide.y), kWideThreads, 0, stream>>>(a, ws);
+    sample_stats_kernel<<<a.n_rows, 1024, 0, stream>>>(a, ws);
+    const int phases = a.plan.draws ? kPhasesDraw : (a.plan.top ? 1 : 0);
+    for (int phase = 0; phase < phases; ++phase) {
+        for (int pass = 0; pass < kWidePasses; ++pass) {
+            sample_pass_kernel<<<wide, kWideThreads, 0, stream>>>(a, ws);
+            sample_decide_kernel<<<per_search, kDecideThreads, 0, stream>>>(a, ws);
+        }
+        sample_gather_kernel<<<wide, kWideThreads, 0, stream>>>(a, ws);
+        launch_finish(a, ws, phase, stream);
+    }
     return cudaGetLastError();
 }
 
