@@ -3,6 +3,7 @@
 
 #include "core/cpu/cpu_backend.h"
 #include "core/cuda/cuda_runner.h"
+#include "core/cuda/gpu_sampler.h"
 #include "core/cuda/lane_image.h"
 #include "core/cuda/prefill_runner.h"
 #include "core/util/error.h"
@@ -22,19 +23,7 @@ using cuda::kMaxStepTokens;
 
 namespace {
 
-// The GPU sampler does everything but a logit_bias list that names an id twice (the CPU adds the
-// entries in turn; the GPU holds one dense value per id) and more than 20 top logprobs.
-bool gpu_samplable(const SamplingParams& p, int n_top) {
-    if (n_top < 0 || n_top > kernels::kSampleMaxTopLogprobs)
-        return false;
-    if (p.logit_bias.size() < 2)
-        return true;
-    std::vector<int32_t> ids;
-    for (const auto& [id, bias] : p.logit_bias)
-        ids.push_back(id);
-    std::sort(ids.begin(), ids.end());
-    return std::adjacent_find(ids.begin(), ids.end()) == ids.end();
-}
+using cuda::GpuSampler;
 
 // Sampler variants captured per batch size: bit 0 some row draws, bit 1 some row wants top logprobs.
 constexpr int kSampleVariants = 4;
@@ -72,30 +61,13 @@ struct Lane {
     bool has_logits = false;
 };
 
-// What the lane's rows of the GPU sampler's count and bias buffers hold, so a step uploads
-// nothing while a request goes on: the counts follow through count_token inside the decode graph.
-struct LaneSampling {
-    std::vector<int32_t> counted;                    // ids whose counts the counts row holds
-    std::vector<std::pair<int32_t, float>> bias;     // the bias row (empty: zero)
-};
-
 class CudaBackend final : public Backend {
   public:
     CudaBackend(const ModelWeights& w, const MemoryPlan& plan, const CudaBackendOptions& o)
-        : plan_(plan), options_(o), run_(w, plan, o.f32_activations), lanes_(size_t(plan.n_lanes)) {
+        : plan_(plan), options_(o), run_(w, plan, o.f32_activations), lanes_(size_t(plan.n_lanes)),
+          sampler_(plan.n_lanes, run_.config().vocab_size, plan.max_context, run_.stream()) {
         for (uint32_t p = plan.kv_pages; p-- > 0;)
             free_.push_back(p);
-        params_dev_ = arena_.alloc_n<kernels::SampleRowParams>(kMaxStepTokens, "sampling parameters");
-        ids_dev_ = arena_.alloc_n<int32_t>(kOutWords, "sampled ids");
-        sample_ws_ = arena_.alloc_n<uint8_t>(kernels::sample_workspace_bytes(kMaxStepTokens, int(vocab_size())),
-                                             "sampler workspace");
-        const uint64_t lane_cells = uint64_t(plan.n_lanes) * vocab_size();
-        counts_dev_ = arena_.alloc_n<int32_t>(lane_cells, "sampler token counts");
-        bias_dev_ = arena_.alloc_n<float>(lane_cells, "sampler logit bias");
-        history_dev_ = arena_.alloc_n<int32_t>(std::max(plan.max_context, vocab_size()), "sampler uploads");
-        bias_values_dev_ = arena_.alloc_n<float>(vocab_size(), "sampler uploads");
-        cuda_check(cudaMemsetAsync(counts_dev_, 0, lane_cells * 4, run_.stream()), "sampler token counts");
-        cuda_check(cudaMallocHost(&out_host_, kOutWords * 4), "pinned result buffer");
         kernels::sm_count(); // cached before any graph capture
         // The f32-activation check mode keeps prefill on its exact per-token path.
         if (!o.f32_activations)
@@ -106,7 +78,6 @@ class CudaBackend final : public Backend {
             for (cudaGraphExec_t g : by_size)
                 if (g)
                     cudaGraphExecDestroy(g);
-        cudaFreeHost(out_host_);
     }
 
     std::string name() const override { return "cuda"; }
@@ -184,13 +155,13 @@ class CudaBackend final : public Backend {
                                       int n_top) override {
         if (!at(lane).has_logits)
             throw Error("backend: lane " + std::to_string(lane) + " has no logits to sample from");
-        if (!gpu_samplable(sampling, n_top))
+        if (!GpuSampler::samplable(sampling, n_top))
             return host_sample(last_logits(lane), sampling, generated, n_top);
-        const kernels::SampleRowParams p = prepare_sampling(lane, sampling, generated, n_top);
-        cuda_check(cudaMemcpyAsync(params_dev_, &p, sizeof p, cudaMemcpyHostToDevice, run_.stream()), "sampling");
-        const kernels::SamplePlan plan{!sampling.is_greedy(), n_top > 0};
-        enqueue_sample(run_.lane_logits() + lane * run_.logits_stride(), 1, plan);
-        return read_samples(std::span(&p, 1))[0];
+        const kernels::SampleRowParams p = sampler_.prepare(lane, sampling, generated, n_top);
+        sampler_.upload(std::span(&p, 1));
+        sampler_.enqueue(run_.lane_logits() + lane * run_.logits_stride(), run_.logits_stride(), 1,
+                         {!sampling.is_greedy(), n_top > 0});
+        return sampler_.read(std::span(&p, 1))[0];
     }
 
     std::vector<DecodeResult> decode(std::span<const DecodeStep> steps) override {
@@ -198,7 +169,7 @@ class CudaBackend final : public Backend {
         if (n < 1 || n > kMaxStepTokens)
             throw Error("backend: decode takes 1.." + std::to_string(kMaxStepTokens) + " lanes");
         std::vector<int32_t> in(3 * kMaxStepTokens, 0);
-        std::vector<kernels::SampleRowParams> params(kMaxStepTokens);
+        std::vector<kernels::SampleRowParams> params(static_cast<size_t>(n));
         kernels::SamplePlan plan{false, false};
         for (int i = 0; i < n; ++i) {
             const DecodeStep& st = steps[size_t(i)];
@@ -215,28 +186,27 @@ class CudaBackend final : public Backend {
             in[kMaxStepTokens + i] = st.lane;
             in[2 * kMaxStepTokens + i] = int32_t(at(st.lane).tokens.size());
         }
-        for (int i = 0; i < n; ++i) { // after every check: prepare_sampling advances the count mirrors
+        for (int i = 0; i < n; ++i) { // after every check: prepare() advances the lanes' count mirrors
             const DecodeStep& st = steps[size_t(i)];
-            if (gpu_samplable(st.sampling, st.n_top_logprobs)) {
-                params[size_t(i)] = prepare_sampling(st.lane, st.sampling, st.generated, st.n_top_logprobs);
+            if (GpuSampler::samplable(st.sampling, st.n_top_logprobs)) {
+                params[size_t(i)] = sampler_.prepare(st.lane, st.sampling, st.generated, st.n_top_logprobs);
                 plan.draws |= !st.sampling.is_greedy();
                 plan.top |= st.n_top_logprobs > 0;
             }
         }
         upload_step(in);
-        cuda_check(cudaMemcpyAsync(params_dev_, params.data(), n * sizeof(kernels::SampleRowParams),
-                                   cudaMemcpyHostToDevice, run_.stream()), "sampling parameters");
+        sampler_.upload(params);
         if (options_.graphs)
             cuda_check(cudaGraphLaunch(graph_for(n, plan), run_.stream()), "decode graph");
         else
             enqueue_decode(n, plan);
-        std::vector<DecodeResult> results = read_samples(std::span(params.data(), size_t(n)));
+        std::vector<DecodeResult> results = sampler_.read(params);
         for (int i = 0; i < n; ++i) {
             const DecodeStep& st = steps[size_t(i)];
             Lane& s = at(st.lane);
             s.tokens.push_back(st.token);
             s.has_logits = true;
-            if (!gpu_samplable(st.sampling, st.n_top_logprobs))
+            if (!GpuSampler::samplable(st.sampling, st.n_top_logprobs))
                 results[size_t(i)] = host_sample(last_logits(st.lane), st.sampling, st.generated, st.n_top_logprobs);
         }
         return results;
@@ -334,100 +304,13 @@ class CudaBackend final : public Backend {
                                    cudaMemcpyDeviceToDevice, run_.stream()), "lane logits");
     }
 
-    // The lane's sampler row: penalties and bias refer to the lane's count and bias rows, which
-    // are rebuilt only when the history or the bias list is not the one they already hold.
-    kernels::SampleRowParams prepare_sampling(int lane, const SamplingParams& p, std::span<const int32_t> generated,
-                                              int n_top) {
-        kernels::SampleRowParams r;
-        r.temperature = p.is_greedy() ? 0.f : p.temperature;
-        r.top_k = p.top_k;
-        r.top_p = p.top_p;
-        r.min_p = p.min_p;
-        r.presence_penalty = p.presence_penalty;
-        r.frequency_penalty = p.frequency_penalty;
-        r.repetition_penalty = p.repetition_penalty;
-        r.seed = p.seed;
-        r.step = p.step;
-        r.lane = lane;
-        r.n_top_logprobs = n_top;
-        const bool penalised = !generated.empty() &&
-                               !(p.presence_penalty == 0.f && p.frequency_penalty == 0.f && p.repetition_penalty == 1.f);
-        if (penalised) {
-            r.flags |= kernels::kSampleUseCounts;
-            r.count_token = sync_counts(lane, generated);
-        }
-        if (!p.logit_bias.empty()) {
-            r.flags |= kernels::kSampleUseBias;
-            sync_bias(lane, p.logit_bias);
-        }
-        return r;
-    }
-    // Returns the id the sampler adds to the lane's counts itself (-1: none).
-    int32_t sync_counts(int lane, std::span<const int32_t> g) {
-        std::vector<int32_t>& counted = sampling_[size_t(lane)].counted;
-        const bool prefix = counted.size() <= g.size() && std::equal(counted.begin(), counted.end(), g.begin());
-        if (prefix && counted.size() == g.size())
-            return -1;
-        if (prefix && counted.size() + 1 == g.size()) {
-            counted.push_back(g.back());
-            return g.back();
-        }
-        if (g.size() > std::max(plan_.max_context, vocab_size()))
-            throw Error("backend: penalty history of " + std::to_string(g.size()) + " tokens exceeds max-context");
-        const uint64_t V = vocab_size();
-        cuda_check(cudaMemsetAsync(counts_dev_ + uint64_t(lane) * V, 0, V * 4, run_.stream()), "sampler counts");
-        cuda_check(cudaMemcpyAsync(history_dev_, g.data(), g.size() * 4, cudaMemcpyHostToDevice, run_.stream()),
-                   "sampler counts");
-        cuda_check(kernels::sample_counts_add(counts_dev_ + uint64_t(lane) * V, history_dev_, int(g.size()), int(V),
-                                              run_.stream()), "sampler counts");
-        counted.assign(g.begin(), g.end());
-        return -1;
-    }
-    void sync_bias(int lane, const std::vector<std::pair<int32_t, float>>& bias) {
-        std::vector<std::pair<int32_t, float>>& held = sampling_[size_t(lane)].bias;
-        if (held == bias)
-            return;
-        const uint64_t V = vocab_size();
-        std::vector<int32_t> ids;
-        std::vector<float> values;
-        for (const auto& [id, b] : bias)
-            if (id >= 0 && uint64_t(id) < V) { // the CPU skips ids outside the vocabulary too
-                ids.push_back(id);
-                values.push_back(b);
-            }
-        cuda_check(cudaMemsetAsync(bias_dev_ + uint64_t(lane) * V, 0, V * 4, run_.stream()), "sampler bias");
-        cuda_check(cudaMemcpyAsync(history_dev_, ids.data(), ids.size() * 4, cudaMemcpyHostToDevice, run_.stream()),
-                   "sampler bias");
-        cuda_check(cudaMemcpyAsync(bias_values_dev_, values.data(), values.size() * 4, cudaMemcpyHostToDevice,
-                                   run_.stream()), "sampler bias");
-        cuda_check(kernels::sample_bias_scatter(bias_dev_ + uint64_t(lane) * V, history_dev_, bias_values_dev_,
-                                                int(ids.size()), int(V), run_.stream()), "sampler bias");
-        held = bias;
-    }
-    void enqueue_sample(const float* logits, int n, const kernels::SamplePlan& plan) {
-        kernels::SampleArgs a;
-        a.logits = logits;
-        a.stride = run_.logits_stride();
-        a.vocab = int(vocab_size());
-        a.n_rows = n;
-        a.rows = params_dev_;
-        a.counts = counts_dev_;
-        a.bias = bias_dev_;
-        a.workspace = sample_ws_;
-        a.ids = ids_dev_;
-        a.logprobs = reinterpret_cast<float*>(ids_dev_ + kMaxStepTokens);
-        a.top_ids = ids_dev_ + 2 * kMaxStepTokens;
-        a.top_logprobs = reinterpret_cast<float*>(ids_dev_ + kTopWordsAt);
-        a.plan = plan;
-        cuda_check(kernels::sample(a, run_.stream()), "sampling");
-    }
     void enqueue_decode(int n, const kernels::SamplePlan& plan) {
         run_.enqueue_forward(n, false);
         run_.enqueue_head(0, n);
         cuda_check(kernels::scatter_rows(run_.logits(), run_.logits_stride(), run_.step_in() + kMaxStepTokens,
                                          run_.lane_logits(), run_.logits_stride(), vocab_size(), n, run_.stream()),
                    "lane logits");
-        enqueue_sample(run_.logits(), n, plan);
+        sampler_.enqueue(run_.logits(), run_.logits_stride(), n, plan);
     }
     cudaGraphExec_t graph_for(int n, const kernels::SamplePlan& plan) {
         cudaGraphExec_t& exec = graphs_[size_t(sample_variant(plan))][size_t(n)];
@@ -449,41 +332,12 @@ class CudaBackend final : public Backend {
         cuda_check(err, "graph instantiation");
         return exec;
     }
-    // One copy brings ids, logprobs and top logprobs (the result words are contiguous).
-    std::vector<DecodeResult> read_samples(std::span<const kernels::SampleRowParams> rows) {
-        const bool top = std::any_of(rows.begin(), rows.end(), [](const auto& p) { return p.n_top_logprobs > 0; });
-        cuda_check(cudaMemcpyAsync(out_host_, ids_dev_, (top ? kOutWords : kTopWordsAt) * 4, cudaMemcpyDeviceToHost,
-                                   run_.stream()), "sampled ids");
-        cuda_check(cudaStreamSynchronize(run_.stream()), "decode step");
-        std::vector<DecodeResult> r(rows.size());
-        for (size_t i = 0; i < rows.size(); ++i) {
-            r[i].token = out_host_[i];
-            std::memcpy(&r[i].logprob, out_host_ + kMaxStepTokens + i, 4);
-            const int n_top = std::min<int>(rows[i].n_top_logprobs, int(vocab_size()));
-            for (int j = 0; j < n_top; ++j) {
-                const size_t at = i * kernels::kSampleMaxTopLogprobs + size_t(j);
-                float lp;
-                std::memcpy(&lp, out_host_ + kTopWordsAt + at, 4);
-                r[i].top_logprobs.push_back({out_host_[2 * kMaxStepTokens + at], lp});
-            }
-        }
-        return r;
-    }
-
     MemoryPlan plan_;
     CudaBackendOptions options_;
     cuda::Runner run_;
-    cuda::DeviceArena arena_;
     std::vector<Lane> lanes_;
+    GpuSampler sampler_;
     std::vector<uint32_t> free_;
-    // Result words: ids, logprobs, then top ids and top logprobs (kSampleMaxTopLogprobs per row).
-    static constexpr size_t kTopWordsAt = 2 * kMaxStepTokens + kMaxStepTokens * kernels::kSampleMaxTopLogprobs;
-    static constexpr size_t kOutWords = kTopWordsAt + kMaxStepTokens * kernels::kSampleMaxTopLogprobs;
-    std::vector<LaneSampling> sampling_ = std::vector<LaneSampling>(lanes_.size());
-    kernels::SampleRowParams* params_dev_ = nullptr;
-    int32_t *ids_dev_ = nullptr, *out_host_ = nullptr, *counts_dev_ = nullptr, *history_dev_ = nullptr;
-    float *bias_dev_ = nullptr, *bias_values_dev_ = nullptr;
-    uint8_t* sample_ws_ = nullptr;
     std::array<std::array<cudaGraphExec_t, kMaxStepTokens + 1>, kSampleVariants> graphs_{};
     std::unique_ptr<cuda::PrefillRunner> prefill_;
 };

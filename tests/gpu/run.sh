@@ -41,7 +41,7 @@ fi
 
 say "device: $(nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader 2>&1)"
 status=0
-for tag in gemv gemm rmsnorm gdn_decode attention_decode gdn_prefill attention_prefill sample sample_timing cuda_backend moe_prefill moe_decode prefill_runner weight_decode formats_e2e; do
+for tag in gemv gemm rmsnorm gdn_decode attention_decode gdn_prefill attention_prefill sample sample_timing cuda_sampling cuda_backend moe_prefill moe_decode prefill_runner weight_decode formats_e2e; do
     start=$(date +%s)
     if timeout 300 "$BIN/test_gpu" "[$tag]" >"$OUT/test_$tag.log" 2>&1; then
         result=PASS

@@ -4,10 +4,14 @@
 // allocates zeroed per-row count and bias rows (lane = row), guarded outputs and the workspace;
 // args(params) returns SampleArgs over them with the given device row parameters.
 // SampleGraph captures one kernels::sample call on its own stream; replay(n) launches it n times.
+// draw_margin(z, params) says how close core::sample_token's draw came to a boundary.
 #pragma once
 
+#include "core/engine/sampling.h"
 #include "gpu_test_util.h"
 #include "ninfer/kernels/sample.h"
+
+#include <algorithm>
 
 namespace ninfer::test {
 
@@ -69,5 +73,52 @@ struct SampleGraph {
     cudaStream_t stream = nullptr;
     cudaGraphExec_t exec = nullptr;
 };
+
+// How close (relative) the CPU's draw came to a boundary it compares against: the top_p cut, a
+// min_p floor, or the draw target against a running sum. z: logits after sample_token's in-place
+// bias, penalties and temperature. Within ~1e-12 the f64 summation order decides (and exact ties,
+// such as two equal tokens under top_p 0.5, sit at 0), so a different token there is tolerated.
+inline double draw_margin(const std::vector<float>& z, const core::SamplingParams& p) {
+    const int V = int(z.size());
+    const double top = *std::max_element(z.begin(), z.end());
+    if (!std::isfinite(top)) return 0;
+    std::vector<int> idx;
+    for (int i = 0; i < V; ++i)
+        if (double(z[size_t(i)]) - top >= -40.0) idx.push_back(i);
+    std::sort(idx.begin(), idx.end(), [&](int a, int b) { return z[a] > z[b] || (z[a] == z[b] && a < b); });
+    const size_t n = p.top_k > 0 && p.top_k < V ? size_t(p.top_k) : size_t(V);
+    idx.resize(std::min(idx.size(), n));
+    std::vector<double> prob(idx.size());
+    double sum = 0;
+    for (size_t i = 0; i < idx.size(); ++i) sum += prob[i] = std::exp(double(z[size_t(idx[i])]) - top);
+    for (double& q : prob) q /= sum;
+    double margin = 1;
+    size_t keep = idx.size();
+    if (p.top_p < 1.f) {
+        double cum = 0;
+        for (size_t i = 0; i < idx.size(); ++i) {
+            cum += prob[i];
+            margin = std::min(margin, std::fabs(cum - double(p.top_p)));
+            if (cum >= double(p.top_p)) { keep = i + 1; break; }
+        }
+    }
+    if (p.min_p > 0.f) {
+        const double floor = double(p.min_p) * prob[0];
+        for (size_t i = 1; i < keep; ++i) {
+            margin = std::min(margin, std::fabs(prob[i] - floor) / floor);
+            if (prob[i] < floor) { keep = i; break; }
+        }
+    }
+    double total = 0;
+    for (size_t i = 0; i < keep; ++i) total += prob[i];
+    const double target = core::sampling_uniform(p.seed, p.step) * total;
+    double cum = 0;
+    for (size_t i = 0; i < keep; ++i) {
+        cum += prob[i];
+        margin = std::min(margin, std::fabs(cum - target) / total);
+        if (target < cum) break;
+    }
+    return margin;
+}
 
 } // namespace ninfer::test

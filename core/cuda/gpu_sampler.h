@@ -1,0 +1,72 @@
+// ninfer::core - the CUDA backend's sampler state: per-lane token counts and logit-bias rows on
+// the GPU, the kernels::sample workspace, row parameters and one step's results.
+//
+// Contract:
+// - GpuSampler(n_lanes, vocab, max_history, stream) allocates everything up front (counts and bias:
+//   n_lanes x vocab x 4 bytes each) and zeroes the counts. Throws ninfer::Error("cuda: ...").
+// - samplable(params, n_top): whether the GPU sampler covers the request: everything except a
+//   logit_bias list naming an id twice (the CPU adds the entries in turn; the GPU holds one value
+//   per id) and more than kSampleMaxTopLogprobs top logprobs. The backend samples those on the host.
+// - prepare(lane, params, generated, n_top) returns the row parameters and enqueues, when needed,
+//   the uploads that bring the lane's rows to the request: the counts row is rebuilt from
+//   `generated` only when it does not already hold it or all but its last id (then count_token
+//   carries that id and kernels::sample adds it on the GPU: no upload while a request goes on);
+//   the bias row is rewritten only when the list differs from the one it holds.
+// - upload(rows) copies row parameters (<= kMaxStepTokens) to the device; enqueue(logits, stride,
+//   n, plan) appends kernels::sample over them (graph-capturable: fixed device pointers);
+//   read(rows) waits for the stream and returns the results of those rows.
+// Thread safety: engine thread only.
+#pragma once
+
+#include "core/cuda/device_weights.h"
+#include "core/engine/backend.h"
+#include "ninfer/kernels/sample.h"
+
+#include <cuda_runtime.h>
+
+#include <span>
+#include <utility>
+#include <vector>
+
+namespace ninfer::core::cuda {
+
+class GpuSampler {
+  public:
+    GpuSampler(int n_lanes, uint32_t vocab, uint32_t max_history, cudaStream_t stream);
+    ~GpuSampler();
+    GpuSampler(const GpuSampler&) = delete;
+    GpuSampler& operator=(const GpuSampler&) = delete;
+
+    static bool samplable(const SamplingParams& params, int n_top);
+    kernels::SampleRowParams prepare(int lane, const SamplingParams& params, std::span<const int32_t> generated,
+                                     int n_top);
+    void upload(std::span<const kernels::SampleRowParams> rows);
+    void enqueue(const float* logits, int64_t stride, int n, const kernels::SamplePlan& plan);
+    std::vector<DecodeResult> read(std::span<const kernels::SampleRowParams> rows);
+
+  private:
+    // What a lane's rows hold: the ids counted in its counts row, the list written to its bias row.
+    struct LaneRows {
+        std::vector<int32_t> counted;
+        std::vector<std::pair<int32_t, float>> bias;
+    };
+    int32_t sync_counts(int lane, std::span<const int32_t> generated);
+    void sync_bias(int lane, const std::vector<std::pair<int32_t, float>>& bias);
+
+    // Result words: ids, logprobs, then top ids and top logprobs (kSampleMaxTopLogprobs per row).
+    static constexpr size_t kRows = 8;
+    static constexpr size_t kTopIdsAt = 2 * kRows;
+    static constexpr size_t kTopLogprobsAt = kTopIdsAt + kRows * kernels::kSampleMaxTopLogprobs;
+    static constexpr size_t kOutWords = kTopLogprobsAt + kRows * kernels::kSampleMaxTopLogprobs;
+
+    uint32_t vocab_, max_history_;
+    cudaStream_t stream_;
+    DeviceArena arena_;
+    std::vector<LaneRows> lanes_;
+    kernels::SampleRowParams* params_ = nullptr;
+    int32_t *out_ = nullptr, *out_host_ = nullptr, *counts_ = nullptr, *uploads_ = nullptr;
+    float *bias_ = nullptr, *bias_values_ = nullptr;
+    uint8_t* workspace_ = nullptr;
+};
+
+} // namespace ninfer::core::cuda
