@@ -11,6 +11,10 @@
 #   NINFER_GPU_SANITIZE=1 also run compute-sanitizer memcheck over the small tests.
 #   NINFER_GPU_BENCH_DECODE="args;args" bench_decode runs (default: 27B and 35B-A3B shapes, q4,
 #                        batch 1 and 8); shared libraries carried beside the binaries are used.
+#   NINFER_GPU_TAGS="a b" test tags to run (default: all of them, below).
+#   NINFER_GPU_MICROBENCH=0 skip bench_gpu (GEMV) and bench_gemm (GEMM, dequant).
+#   NINFER_GPU_LOGDIR=dir per-test and per-bench logs there (default $OUT); summary.txt stays in
+#                        $OUT (the device tool brings back at most 8 files: tar the logs).
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
@@ -41,30 +45,35 @@ fi
 
 say "device: $(nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader 2>&1)"
 status=0
-for tag in gemv gemm rmsnorm gdn_decode attention_decode gdn_prefill attention_prefill sample sample_timing cuda_sampling cuda_backend moe_prefill moe_decode prefill_runner weight_decode formats_e2e; do
+ALL_TAGS="gemv gemm rmsnorm gdn_decode attention_decode gdn_prefill attention_prefill sample sample_timing cuda_sampling cuda_backend moe_prefill moe_decode prefill_runner weight_decode formats_e2e"
+LOGS=${NINFER_GPU_LOGDIR:-$OUT}
+mkdir -p "$LOGS"
+for tag in ${NINFER_GPU_TAGS:-$ALL_TAGS}; do
     start=$(date +%s)
-    if timeout 300 "$BIN/test_gpu" "[$tag]" >"$OUT/test_$tag.log" 2>&1; then
+    if timeout 300 "$BIN/test_gpu" "[$tag]" >"$LOGS/test_$tag.log" 2>&1; then
         result=PASS
     else
         result=FAIL
         status=1
     fi
-    say "test $tag: $result in $(($(date +%s) - start)) s; $(grep -E '^(All tests passed|test cases:)' "$OUT/test_$tag.log" | head -1)"
-    [ "$result" = FAIL ] && grep -E -B3 -A12 'FAILED|failed' "$OUT/test_$tag.log" | head -60
-    grep -E '^RESULT ' "$OUT/test_$tag.log" | tee -a "$SUMMARY"
+    say "test $tag: $result in $(($(date +%s) - start)) s; $(grep -E '^(All tests passed|test cases:)' "$LOGS/test_$tag.log" | head -1)"
+    [ "$result" = FAIL ] && grep -E -B3 -A12 'FAILED|failed' "$LOGS/test_$tag.log" | head -60
+    grep -E '^RESULT ' "$LOGS/test_$tag.log" | tee -a "$SUMMARY"
 done
 
 if [ "${NINFER_GPU_SANITIZE:-0}" = 1 ] && command -v compute-sanitizer >/dev/null; then
     for tag in rmsnorm gdn_decode sample; do
-        timeout 120 compute-sanitizer --tool memcheck --print-limit 5 "$BIN/test_gpu" "[$tag]" >"$OUT/memcheck_$tag.log" 2>&1
-        say "memcheck $tag: rc $? $(grep -m1 -E 'ERROR SUMMARY' "$OUT/memcheck_$tag.log")"
+        timeout 120 compute-sanitizer --tool memcheck --print-limit 5 "$BIN/test_gpu" "[$tag]" >"$LOGS/memcheck_$tag.log" 2>&1
+        say "memcheck $tag: rc $? $(grep -m1 -E 'ERROR SUMMARY' "$LOGS/memcheck_$tag.log")"
     done
 fi
 
+if [ "${NINFER_GPU_MICROBENCH:-1}" != 0 ]; then
 say "bench:"
-timeout 300 "$BIN/bench_gpu" "$SUMMARY" >"$OUT/bench.log" 2>&1 || { status=1; say "bench: FAILED"; tail -5 "$OUT/bench.log"; }
-if [ -x "$BIN/bench_gemm" ]; then # prefill GEMM, dequant and the bf16 tensor-core peak
-    timeout 200 "$BIN/bench_gemm" "$SUMMARY" >"$OUT/bench_gemm.log" 2>&1 || { status=1; say "bench_gemm: FAILED"; tail -5 "$OUT/bench_gemm.log"; }
+timeout 300 "$BIN/bench_gpu" "$SUMMARY" >"$LOGS/bench.log" 2>&1 || { status=1; say "bench: FAILED"; tail -5 "$LOGS/bench.log"; }
+fi
+if [ "${NINFER_GPU_MICROBENCH:-1}" != 0 ] && [ -x "$BIN/bench_gemm" ]; then # prefill GEMM, dequant and the bf16 tensor-core peak
+    timeout 200 "$BIN/bench_gemm" "$SUMMARY" >"$LOGS/bench_gemm.log" 2>&1 || { status=1; say "bench_gemm: FAILED"; tail -5 "$LOGS/bench_gemm.log"; }
 fi
 if [ -x "$BIN/bench_decode" ]; then
     sets=${NINFER_GPU_BENCH_DECODE:---synthetic qwen3.6-27b --recipe q4 --batch 1,8 --prompt-len 512,8192 --gen 16;--synthetic qwen3.6-35b-a3b --recipe q4 --batch 1,8 --prompt-len 8192 --gen 8}
@@ -74,8 +83,8 @@ if [ -x "$BIN/bench_decode" ]; then
         i=$((i + 1))
         say "bench_decode $args:"
         # shellcheck disable=SC2086
-        timeout 200 "$BIN/bench_decode" $args >"$OUT/bench_decode_$i.log" 2>&1 || { status=1; say "bench_decode: FAILED"; }
-        cat "$OUT/bench_decode_$i.log" >>"$SUMMARY"
+        timeout 200 "$BIN/bench_decode" $args >"$LOGS/bench_decode_$i.log" 2>&1 || { status=1; say "bench_decode: FAILED"; }
+        cat "$LOGS/bench_decode_$i.log" >>"$SUMMARY"
     done
 fi
 cat "$SUMMARY"
