@@ -35,7 +35,7 @@ CudaProbe probe_once() {
         probe.reason = std::string("cannot query device 0: ") + cudaGetErrorString(err);
         return probe;
     }
-    char line[256];
+    char line[sizeof prop.name + 96]; // the name plus the numbers after it: never truncated
     std::snprintf(line, sizeof line, "%s, sm_%d%d, %d SMs, %.1f GiB, driver %d.%d", prop.name,
                   prop.major, prop.minor, prop.multiProcessorCount,
                   double(prop.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0),

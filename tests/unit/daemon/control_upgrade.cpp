@@ -66,7 +66,7 @@ TEST_CASE("artifact-upgrade by the daemon streams progress and writes the V3 fil
     ctx.config = config;
     ctx.loop = &loop;
     ctx.bridge = bridge.get();
-    auto server = std::make_unique<ControlServer>(&loop, ControlDeps{&ctx, &model, nullptr, [] {}});
+    auto server = std::make_unique<ControlServer>(&loop, ControlDeps{&ctx, &model, nullptr, [] {}, {}});
     REQUIRE(server->start().empty());
 
     // The client runs on its own thread while the loop runs here; results are checked after.
