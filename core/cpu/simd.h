@@ -5,21 +5,25 @@
 
 #include <cstring>
 
-// The 32-byte vector type is passed between inlined helpers only; its baseline-ABI note is moot.
+// The 32-byte vector type is passed between helpers that are always inlined (NINFER_VEC_INLINE),
+// so its baseline-ABI note is moot. Without always_inline an unoptimised (-O0) build calls them
+// out of line: an AVX2 clone then passes v8f in registers to a baseline-compiled helper that
+// expects it in memory, and the process crashes.
 #pragma GCC diagnostic ignored "-Wpsabi"
+#define NINFER_VEC_INLINE inline __attribute__((always_inline))
 
 namespace ninfer::core::cpu {
 
 typedef float v8f __attribute__((vector_size(32)));
 
-inline v8f load8(const float* p) {
+NINFER_VEC_INLINE v8f load8(const float* p) {
     v8f v;
     std::memcpy(&v, p, sizeof v);
     return v;
 }
-inline void store8(float* p, v8f v) { std::memcpy(p, &v, sizeof v); }
-inline v8f splat8(float x) { return v8f{x, x, x, x, x, x, x, x}; }
-inline float hsum8(v8f v) {
+NINFER_VEC_INLINE void store8(float* p, v8f v) { std::memcpy(p, &v, sizeof v); }
+NINFER_VEC_INLINE v8f splat8(float x) { return v8f{x, x, x, x, x, x, x, x}; }
+NINFER_VEC_INLINE float hsum8(v8f v) {
     return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
 }
 
