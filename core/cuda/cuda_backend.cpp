@@ -111,39 +111,10 @@ class CudaBackend final : public Backend {
         grow(lane, tokens.size());
         if (out == LogitsOut::All && logits)
             logits->resize(tokens.size() * size_t(V));
-        if (prefill_ && tokens.size() >= kMinGemmPrefillTokens) {
+        if (prefill_ && tokens.size() >= kMinGemmPrefillTokens)
             prefill_chunks(lane, start, tokens, out, logits);
-            s.tokens.insert(s.tokens.end(), tokens.begin(), tokens.end());
-            s.has_logits = out != LogitsOut::None;
-            if (out == LogitsOut::Last && logits)
-                *logits = last_logits(lane);
-            cuda_check(cudaStreamSynchronize(run_.stream()), "prefill");
-            return;
-        }
-        for (size_t b = 0; b < tokens.size(); b += kMaxStepTokens) {
-            const int n = int(std::min<size_t>(kMaxStepTokens, tokens.size() - b));
-            std::vector<int32_t> in(3 * kMaxStepTokens, 0);
-            for (int i = 0; i < n; ++i) {
-                in[i] = tokens[b + i];
-                in[kMaxStepTokens + i] = lane;
-                in[2 * kMaxStepTokens + i] = int32_t(start + b + i);
-            }
-            upload_step(in);
-            run_.enqueue_forward(n, true);
-            const bool last = b + n == tokens.size();
-            if (out == LogitsOut::All) {
-                run_.enqueue_head(0, n);
-                if (logits)
-                    cuda_check(cudaMemcpy2DAsync(logits->data() + b * V, V * 4, run_.logits(),
-                                                 run_.logits_stride() * 4, V * 4, n, cudaMemcpyDeviceToHost,
-                                                 run_.stream()), "reading logits");
-                if (last)
-                    keep_lane_logits(lane, n - 1);
-            } else if (out == LogitsOut::Last && last) {
-                run_.enqueue_head(n - 1, 1);
-                keep_lane_logits(lane, 0);
-            }
-        }
+        else
+            prefill_blocks(lane, start, tokens, out, logits);
         s.tokens.insert(s.tokens.end(), tokens.begin(), tokens.end());
         s.has_logits = out != LogitsOut::None;
         if (out == LogitsOut::Last && logits)
@@ -229,7 +200,6 @@ class CudaBackend final : public Backend {
     // Tensor-core prefill (PrefillRunner) in chunks of its size; logits through the decode head.
     void prefill_chunks(int lane, uint32_t start, std::span<const int32_t> tokens, LogitsOut out,
                         std::vector<float>* logits) {
-        const uint32_t V = vocab_size();
         for (size_t b = 0; b < tokens.size(); b += size_t(prefill_->max_tokens())) {
             const int n = int(std::min<size_t>(size_t(prefill_->max_tokens()), tokens.size() - b));
             prefill_->enqueue_forward(lane, start + uint32_t(b), tokens.subspan(b, size_t(n)));
@@ -238,19 +208,49 @@ class CudaBackend final : public Backend {
                 for (int r = 0; r < n; r += kMaxStepTokens) {
                     const int rows = std::min(kMaxStepTokens, n - r);
                     prefill_->stage_rows(r, rows);
-                    run_.enqueue_head(0, rows);
-                    if (logits)
-                        cuda_check(cudaMemcpy2DAsync(logits->data() + (b + size_t(r)) * V, V * 4, run_.logits(),
-                                                     run_.logits_stride() * 4, V * 4, rows, cudaMemcpyDeviceToHost,
-                                                     run_.stream()), "reading logits");
-                    if (last && r + rows == n)
-                        keep_lane_logits(lane, rows - 1);
+                    take_logits(lane, 0, rows, b + size_t(r), last && r + rows == n, out, logits);
                 }
             } else if (out == LogitsOut::Last && last) {
                 prefill_->stage_rows(n - 1, 1);
-                run_.enqueue_head(0, 1);
-                keep_lane_logits(lane, 0);
+                take_logits(lane, 0, 1, b + size_t(n - 1), true, out, logits);
             }
+        }
+    }
+
+    // The decode kernels over blocks of up to 8 consecutive tokens of the lane (GDN token by token).
+    void prefill_blocks(int lane, uint32_t start, std::span<const int32_t> tokens, LogitsOut out,
+                        std::vector<float>* logits) {
+        for (size_t b = 0; b < tokens.size(); b += kMaxStepTokens) {
+            const int n = int(std::min<size_t>(kMaxStepTokens, tokens.size() - b));
+            std::vector<int32_t> in(3 * kMaxStepTokens, 0);
+            for (int i = 0; i < n; ++i) {
+                in[i] = tokens[b + i];
+                in[kMaxStepTokens + i] = lane;
+                in[2 * kMaxStepTokens + i] = int32_t(start + b + i);
+            }
+            upload_step(in);
+            run_.enqueue_forward(n, true);
+            take_logits(lane, 0, n, b, b + n == tokens.size(), out, logits);
+        }
+    }
+
+    // Logits of step rows [row, row + n), which hold prompt tokens first_token.. of this prefill call:
+    // with All, every row's logits go to logits (if given) and the last block's last row becomes the
+    // lane's logits; with Last, only the call's last row is computed (when `last`), kept for the lane.
+    void take_logits(int lane, int row, int n, size_t first_token, bool last, LogitsOut out,
+                     std::vector<float>* logits) {
+        const uint32_t V = vocab_size();
+        if (out == LogitsOut::All) {
+            run_.enqueue_head(row, n);
+            if (logits)
+                cuda_check(cudaMemcpy2DAsync(logits->data() + first_token * V, V * 4, run_.logits(),
+                                             run_.logits_stride() * 4, V * 4, n, cudaMemcpyDeviceToHost,
+                                             run_.stream()), "reading logits");
+            if (last)
+                keep_lane_logits(lane, n - 1);
+        } else if (out == LogitsOut::Last && last) {
+            run_.enqueue_head(row + n - 1, 1);
+            keep_lane_logits(lane, 0);
         }
     }
 
