@@ -206,7 +206,7 @@ void PrefillRunner::enqueue_forward(int lane, uint32_t start, std::span<const in
         if (c.is_moe())
             moe(L, n);
         else
-            ffn(L, n);
+            mlp(L.mlp, n, mix_);
     }
     cuda_check(kernels::add_rmsnorm(x_, hs_, mix_, hs_, model.final_norm, xn_, hs_, xn32_, n, H, eps, stream_, xn_lo_),
                "final norm");
@@ -224,8 +224,7 @@ void PrefillRunner::stage_rows(int row, int n) {
                                stream_), "staging rows");
 }
 
-void PrefillRunner::ffn(const DeviceLayer& L, int n) {
-    const DeviceMlp& mlp = L.mlp;
+void PrefillRunner::mlp(const DeviceMlp& mlp, int n, float* out) {
     const int64_t inter = mlp.down.view.k;
     if (mlp.gate_up.view.data) {
         linear(mlp.gate_up, xn_, hs_, n, gate_up_, true, gu_w_);
@@ -234,25 +233,16 @@ void PrefillRunner::ffn(const DeviceLayer& L, int n) {
         linear(mlp.up, xn_, hs_, n, gate_up_ + inter, true, gu_w_);
     }
     cuda_check(kernels::swiglu(gate_up_, gu_w_, int(inter), act_, nullptr, act_w_, n, stream_), "SwiGLU");
-    linear(mlp.down, act_, act_w_, n, mix_, true, hs_);
+    linear(mlp.down, act_, act_w_, n, out, true, hs_);
 }
 
 void PrefillRunner::moe(const DeviceLayer& L, int n) {
     const ModelConfig& c = config_;
     const DeviceMoe& m = L.moe;
-    const DeviceMlp& sh = m.shared;
     const int K = int(c.num_experts_per_tok), I = int(c.moe_intermediate_size), H = int(c.hidden_size);
     const int E = int(c.num_experts), pairs = n * K;
     // Shared expert (dense GEMMs), then its score and the router in f32 from f32 rows, as decode does.
-    const int64_t inter = sh.down.view.k;
-    if (sh.gate_up.view.data) {
-        linear(sh.gate_up, xn_, hs_, n, gate_up_, true, gu_w_);
-    } else {
-        linear(sh.gate, xn_, hs_, n, gate_up_, true, gu_w_);
-        linear(sh.up, xn_, hs_, n, gate_up_ + inter, true, gu_w_);
-    }
-    cuda_check(kernels::swiglu(gate_up_, gu_w_, int(inter), act_, nullptr, act_w_, n, stream_), "shared SwiGLU");
-    linear(sh.down, act_, act_w_, n, shared_out_, true, hs_);
+    mlp(m.shared, n, shared_out_);
     cuda_check(kernels::gemv_f32x(m.shared_score.view, xn32_, hs_, n, score_, true, 8, stream_), "shared score");
     cuda_check(kernels::gemv_f32x(m.router.view, xn32_, hs_, n, router_, true, e_w_, stream_), "router");
     cuda_check(kernels::moe_route(router_, e_w_, E, K, route_ids_, route_w_, n, stream_), "routing");

@@ -49,7 +49,9 @@ class PrefillRunner {
   private:
     void attention(const DeviceLayer& L, uint32_t full_index, int lane, uint32_t start, int n);
     void gdn(const DeviceLayer& L, uint32_t gdn_index, int lane, int n);
-    void ffn(const DeviceLayer& L, int n);
+    // gate/up GEMM, SwiGLU, down GEMM into out (f32 rows, stride hs_): the dense FFN and the MoE's
+    // shared expert.
+    void mlp(const DeviceMlp& mlp, int n, float* out);
     void moe(const DeviceLayer& L, int n);
     // y[m][n] = x[m] . W^T as a bf16 GEMM; W dequantised into the scratch unless it is row-major bf16.
     void linear(const DeviceLinear& w, const __nv_bfloat16* x, int64_t x_stride, int m, void* y, bool y_fp32,
