@@ -40,7 +40,7 @@ void check_bf16(const std::string& fixture, const CudaBackendOptions& options, d
     auto gpu = make_cuda_backend(m->weights, m->plan, options);
     double worst = 1;
     size_t greedy_checked = 0;
-    for (const Prompt& p : read_refs(fixture).prompts) {
+    for (const PromptRef& p : read_refs(fixture).prompts) {
         INFO("prompt " << p.name);
         cpu->reset_lane(0);
         gpu->reset_lane(0);
@@ -73,7 +73,7 @@ void check_bf16(const std::string& fixture, const CudaBackendOptions& options, d
         }
     }
     // Every position's logits of a prefill (perplexity path), in chunks that cross pages.
-    const Refs refs = read_refs(fixture);
+    const FixtureRefs refs = read_refs(fixture);
     std::vector<float> ac, ag, part;
     cpu->reset_lane(1);
     gpu->reset_lane(1);
@@ -126,7 +126,7 @@ TEST_CASE("cuda backend: fp8 and q4 weights stay within mean-KL bounds", "[cuda_
     const struct { const char* recipe; double same_bound, bf16_bound; } recipes[] = {
         {"bf16", 1e-2, 1e-2}, {"fp8", 1e-2, 4e-1}, {"q4", 1e-2, 3.0}};
     for (const std::string& fixture : kKernelFixtures) {
-        const Refs refs = read_refs(fixture);
+        const FixtureRefs refs = read_refs(fixture);
         std::vector<float> cpu_bf16;
         for (const auto& r : recipes) {
             auto m = load(fixture, r.recipe);
@@ -153,7 +153,7 @@ TEST_CASE("cuda backend: fp8 and q4 weights stay within mean-KL bounds", "[cuda_
 }
 
 // Prompts of different lengths (1 .. 130 tokens: one, several and crossing 64-token pages).
-std::vector<std::vector<int32_t>> lane_prompts(const Refs& refs) {
+std::vector<std::vector<int32_t>> lane_prompts(const FixtureRefs& refs) {
     const std::vector<int32_t>& ids = refs.ppl_ids;
     const size_t lens[8] = {1, 7, 63, 64, 65, 100, 129, 130};
     std::vector<std::vector<int32_t>> out;
@@ -222,7 +222,7 @@ TEST_CASE("cuda backend: lane images move between the CPU and CUDA backends", "[
         auto m = load(fixture, "bf16");
         auto cpu = make_cpu_backend(m->weights, m->plan);
         auto gpu = make_cuda_backend(m->weights, m->plan);
-        const Refs refs = read_refs(fixture);
+        const FixtureRefs refs = read_refs(fixture);
         const std::vector<int32_t> ids(refs.ppl_ids.begin(), refs.ppl_ids.begin() + 100);
         std::vector<float> lg;
         gpu->prefill(0, ids, LogitsOut::Last, &lg);

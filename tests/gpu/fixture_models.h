@@ -1,11 +1,12 @@
 // ninfer tests (GPU) - the committed model fixtures as the GPU tests use them: their transformers
 // references (refs.json), conversion to an artifact of a recipe, a plan, and logit comparisons.
 //
-// Contract: load(fixture, recipe) converts tests/fixtures/model/FIXTURE/hf with the recipe ("q4"
-// = every matrix q4_g64_fp16, the formats the CUDA kernels take) into /tmp/ninfer-gpu-fixtures/
-// and plans 8 lanes of 512 tokens (load_recipe: any Recipe, e.g. with --format overrides, and a KV
-// dtype); cosine() and kl() compare logit rows (kl in nats, softmax of
-// each row); step() builds a DecodeStep with default (greedy) sampling.
+// Contract: the references come from tests/unit/model/oracle_support.h (read_refs, FixtureRefs,
+// PromptRef: the CPU oracle tests read the same files). load(fixture, recipe) converts
+// tests/fixtures/model/FIXTURE/hf with the recipe ("q4" = every matrix q4_g64_fp16, the formats the
+// CUDA kernels take) into /tmp/ninfer-gpu-fixtures/ and plans 8 lanes of 512 tokens (load_recipe:
+// any Recipe, e.g. with --format overrides, and a KV dtype); cosine() and kl() compare logit rows
+// (kl in nats, softmax of each row); step() builds a DecodeStep with default (greedy) sampling.
 #pragma once
 
 #include "core/artifact/artifact.h"
@@ -14,12 +15,12 @@
 #include "core/formats/format.h"
 #include "core/model/memory_plan.h"
 #include "core/model/weights.h"
+#include "tests/unit/model/oracle_support.h"
 
 #include <simdjson.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <span>
@@ -29,44 +30,6 @@
 namespace ninfer::test {
 
 using namespace ninfer::core;
-
-// The checkout the binary was built from, unless NINFER_SOURCE_DIR in the environment names another
-// (binaries built in one worktree and run from a copy of the repository on the GPU machine).
-inline const std::string kRoot =
-    std::string(std::getenv("NINFER_SOURCE_DIR") ? std::getenv("NINFER_SOURCE_DIR") : NINFER_SOURCE_DIR) +
-    "/tests/fixtures/model/";
-
-struct Prompt {
-    std::string name;
-    std::vector<int32_t> ids, greedy;
-    std::vector<double> gaps;
-};
-
-inline std::vector<int32_t> ints(simdjson::dom::element e) {
-    std::vector<int32_t> v;
-    for (simdjson::dom::element x : e.get_array()) v.push_back(int32_t(int64_t(x)));
-    return v;
-}
-
-struct Refs {
-    std::vector<Prompt> prompts;
-    std::vector<int32_t> ppl_ids;
-};
-inline Refs read_refs(const std::string& fixture) {
-    simdjson::dom::parser parser;
-    simdjson::dom::element root = parser.load(kRoot + fixture + "/refs.json");
-    Refs r;
-    for (simdjson::dom::element p : root["prompts"].get_array()) {
-        Prompt pr;
-        pr.name = std::string(std::string_view(p["name"]));
-        pr.ids = ints(p["ids"]);
-        pr.greedy = ints(p["greedy_tokens"]);
-        for (simdjson::dom::element g : p["greedy_gaps"].get_array()) pr.gaps.push_back(double(g));
-        r.prompts.push_back(std::move(pr));
-    }
-    r.ppl_ids = ints(root["perplexity"]["ids"]);
-    return r;
-}
 
 // "q4" here means every matrix q4_g64_fp16 (the CUDA kernels' formats), the recipe's bf16
 // exceptions kept; "bf16" and "fp8" are the converter's recipes.
@@ -96,7 +59,7 @@ inline std::unique_ptr<Model> load_recipe(const std::string& fixture, const Reci
     std::string stem = fixture + "-" + tag;
     std::replace(stem.begin(), stem.end(), '/', '_');
     ConvertRequest req;
-    req.src_dir = kRoot + fixture + "/hf";
+    req.src_dir = kFixtureRoot + fixture + "/hf";
     req.out_path = dir + stem + ".ninfer";
     req.recipe = recipe;
     req.force = true;

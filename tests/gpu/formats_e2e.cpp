@@ -17,7 +17,7 @@ using namespace ninfer::test;
 
 namespace {
 
-const std::vector<std::string> kFixtures = {"kernel/dense", "kernel/moe"};
+const std::vector<std::string> kKernelFixtures = {"kernel/dense", "kernel/moe"};
 
 // The text matrix groups a recipe override touches (the fixtures have no vision tower or MTP).
 const TensorGroup kTextGroups[] = {TensorGroup::Embedding,   TensorGroup::OutputHead,       TensorGroup::AttentionQk,
@@ -103,8 +103,8 @@ TEST_CASE("formats e2e: q5, q6, q8, nvfp4 and the groupwise-int mix on the GPU f
     // error on these sharp random models, not the backend's.
     const struct { const char* name; double bf16_bound; } recipes[] = {
         {"q8", 0.4}, {"q6", 1.0}, {"q5", 2.0}, {"mix", 3.0}, {"nvfp4", 4.0}};
-    for (const std::string& fixture : kFixtures) {
-        const Refs refs = read_refs(fixture);
+    for (const std::string& fixture : kKernelFixtures) {
+        const FixtureRefs refs = read_refs(fixture);
         auto base = load_recipe(fixture, Recipe::parse("bf16"), "bf16");
         const std::vector<float> cpu_bf16 = prefill_all(*make_cpu_backend(base->weights, base->plan), refs.ppl_ids);
         for (const auto& r : recipes) {
@@ -141,8 +141,8 @@ TEST_CASE("formats e2e: q5, q6, q8, nvfp4 and the groupwise-int mix on the GPU f
 
 TEST_CASE("formats e2e: fp8 and int8 KV on the GPU follow the CPU backend; lane images move both ways", "[formats_e2e]") {
     ninfer::test::require_gpu();
-    for (const std::string& fixture : kFixtures) {
-        const Refs refs = read_refs(fixture);
+    for (const std::string& fixture : kKernelFixtures) {
+        const FixtureRefs refs = read_refs(fixture);
         auto base = load_recipe(fixture, Recipe::parse("bf16"), "bf16");
         const std::vector<float> cpu_bf16 = prefill_all(*make_cpu_backend(base->weights, base->plan), refs.ppl_ids);
         for (KvDtype kv : {KvDtype::Fp8, KvDtype::Int8}) {

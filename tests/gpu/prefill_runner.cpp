@@ -37,7 +37,7 @@ TEST_CASE("prefill runner: tensor-core prefill matches the CPU backend and the p
     ninfer::test::require_gpu();
     for (const std::string fixture : {"kernel/dense", "kernel/moe"}) {
         INFO(fixture);
-        const Refs refs = read_refs(fixture);
+        const FixtureRefs refs = read_refs(fixture);
         const std::vector<int32_t>& ids = refs.ppl_ids;
         // Chunks of 64 tokens (several chunks, page-aligned) and of 512 (one chunk).
         auto m64 = load(fixture, "bf16", 64);
@@ -79,7 +79,7 @@ TEST_CASE("prefill runner: a lane prefilled on tensor cores decodes like the CPU
     ninfer::test::require_gpu();
     for (const std::string fixture : {"kernel/dense", "kernel/moe"}) {
         INFO(fixture);
-        const Refs refs = read_refs(fixture);
+        const FixtureRefs refs = read_refs(fixture);
         auto m = load(fixture, "bf16", 64);
         auto cpu = make_cpu_backend(m->weights, m->plan);
         auto gpu = make_cuda_backend(m->weights, m->plan);

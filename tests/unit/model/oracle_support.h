@@ -10,6 +10,7 @@
 
 #include <simdjson.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -20,7 +21,11 @@ namespace ninfer::test {
 
 using namespace ninfer::core;
 
-inline const std::string kFixtureRoot = std::string(NINFER_SOURCE_DIR) + "/tests/fixtures/model/";
+// The checkout the binary was built from, unless NINFER_SOURCE_DIR in the environment names another
+// (GPU test binaries built in one worktree and run from a copy of the repository on the GPU machine).
+inline const std::string kFixtureRoot =
+    std::string(std::getenv("NINFER_SOURCE_DIR") ? std::getenv("NINFER_SOURCE_DIR") : NINFER_SOURCE_DIR) +
+    "/tests/fixtures/model/";
 inline const std::vector<std::string> kFixtures = {
     "generality/dense_vl", "generality/dense_text", "generality/moe_split",
     "generality/moe_fused", "kernel/dense",         "kernel/moe"};
