@@ -9,6 +9,7 @@
 #include "ninfer/kernels/runner_ops.h"
 
 #include <algorithm>
+#include <type_traits>
 
 namespace ninfer::core::cuda {
 
@@ -16,8 +17,7 @@ namespace {
 
 int64_t pad8(int64_t v) { return (v + 7) / 8 * 8; }
 
-// Widths (elements) of one token's rows in every buffer; one place so that the constructor and
-// workspace_bytes() agree.
+// Widths (elements) of one token's rows in every buffer (padded to 8 for 16-byte row starts).
 struct Widths {
     int64_t hs, qg, kv, q, cd, vd, hv, gu, act, e, egu, eact;
     explicit Widths(const ModelConfig& c) {
@@ -75,65 +75,65 @@ int cap_tokens(const ModelConfig& c, int max_tokens) {
 
 } // namespace
 
-uint64_t PrefillRunner::workspace_bytes(const ModelConfig& c, int max_tokens) {
-    const uint64_t T = uint64_t(cap_tokens(c, max_tokens));
+template <class Visit> void PrefillBuffers::visit(const ModelConfig& c, uint64_t T, Visit&& v) {
     const Widths w(c);
-    uint64_t per_token = 4 * (3 * w.hs) + 2 * 2 * w.hs; // x, mix, xn32 (f32); xn, xn_lo (bf16)
-    per_token += 2 * (w.qg + 2 * w.kv + w.q) + 2 * (w.cd + 2 * w.vd) + 4 * 2 * w.hv;
-    per_token += 4 * w.gu + 2 * w.act;
+    v(ids_, T, "prefill token ids");
+    v(x_, T * w.hs, "prefill residual");
+    v(mix_, T * w.hs, "prefill mixer output");
+    v(xn32_, T * w.hs, "prefill normed rows (f32)");
+    v(xn_, T * w.hs, "prefill normed rows");
+    v(xn_lo_, T * w.hs, "prefill normed rows (low halves)");
+    v(qg_, T * w.qg, "prefill query+gate");
+    v(k_, T * w.kv, "prefill keys");
+    v(v_, T * w.kv, "prefill values");
+    v(attn_, T * w.q, "prefill attention output");
+    v(qkv_, T * w.cd, "prefill GDN qkv");
+    v(z_, T * w.vd, "prefill GDN z");
+    v(y_, T * w.vd, "prefill GDN output");
+    v(a_, T * w.hv, "prefill GDN a");
+    v(b_, T * w.hv, "prefill GDN b");
+    v(gate_up_, T * w.gu, "prefill gate+up");
+    v(act_, T * w.act, "prefill SwiGLU output");
     if (c.is_moe()) {
         const uint64_t K = c.num_experts_per_tok;
-        per_token += 4 * (w.e + 2 * K + 8 + w.hs) + 4 * 2 * K; // router, weights, score, shared, ids/order/pos
-        per_token += K * (2 * w.hs + 4 * w.egu + 2 * w.eact + 4 * w.hs);
+        v(router_, T * w.e, "prefill router logits");
+        v(route_ids_, T * K, "prefill routed experts");
+        v(route_w_, T * K, "prefill routing weights");
+        v(score_, T * 8, "prefill shared expert score");
+        v(shared_out_, T * w.hs, "prefill shared expert output");
+        v(counts_, c.num_experts, "prefill expert counts");
+        v(offsets_, c.num_experts + 1, "prefill expert offsets");
+        v(order_, T * K, "prefill expert order");
+        v(position_, T * K, "prefill expert positions");
+        v(e_x_, T * K * w.hs, "prefill expert inputs");
+        v(e_gu_, T * K * w.egu, "prefill expert gate+up");
+        v(e_act_, T * K * w.eact, "prefill expert SwiGLU");
+        v(e_out_, T * K * w.hs, "prefill expert outputs");
     }
-    const uint64_t kernel_scratch = kernel_scratch_bytes(c, int(T));
-    return T * per_token + 2 * largest_matrix(c) + kernel_scratch + 8ull * 1024 + 4 * T;
+    wbuf_elems_ = largest_matrix(c);
+    v(wbuf_, wbuf_elems_, "prefill dequantised weights");
+    scratch_bytes_ = kernel_scratch_bytes(c, int(T));
+    v(scratch_, scratch_bytes_, "prefill kernel scratch");
+}
+
+uint64_t PrefillRunner::workspace_bytes(const ModelConfig& c, int max_tokens) {
+    // DeviceArena::alloc is one cudaMalloc per buffer, whose blocks are rounded to at least 256 bytes.
+    uint64_t total = 0;
+    PrefillBuffers plan;
+    plan.visit(c, uint64_t(cap_tokens(c, max_tokens)), [&](auto*& p, uint64_t count, const char*) {
+        total += (std::max<uint64_t>(count * sizeof(*p), 256) + 255) / 256 * 256;
+    });
+    return total;
 }
 
 PrefillRunner::PrefillRunner(Runner& run, int max_tokens)
     : run_(run), config_(run.config()), max_tokens_(cap_tokens(run.config(), max_tokens)), stream_(run.stream()) {
-    const ModelConfig& c = config_;
-    const Widths w(c);
-    const uint64_t T = uint64_t(max_tokens_);
+    const Widths w(config_);
     hs_ = w.hs, qg_w_ = w.qg, kv_w_ = w.kv, q_w_ = w.q, cd_w_ = w.cd, vd_w_ = w.vd, hv_w_ = w.hv, gu_w_ = w.gu,
     act_w_ = w.act, e_w_ = w.e, egu_w_ = w.egu, eact_w_ = w.eact;
-    ids_ = arena_.alloc_n<int32_t>(T, "prefill token ids");
-    x_ = arena_.alloc_n<float>(T * hs_, "prefill residual");
-    mix_ = arena_.alloc_n<float>(T * hs_, "prefill mixer output");
-    xn32_ = arena_.alloc_n<float>(T * hs_, "prefill normed rows (f32)");
-    xn_ = arena_.alloc_n<__nv_bfloat16>(T * hs_, "prefill normed rows");
-    xn_lo_ = arena_.alloc_n<__nv_bfloat16>(T * hs_, "prefill normed rows (low halves)");
-    qg_ = arena_.alloc_n<__nv_bfloat16>(T * qg_w_, "prefill query+gate");
-    k_ = arena_.alloc_n<__nv_bfloat16>(T * kv_w_, "prefill keys");
-    v_ = arena_.alloc_n<__nv_bfloat16>(T * kv_w_, "prefill values");
-    attn_ = arena_.alloc_n<__nv_bfloat16>(T * q_w_, "prefill attention output");
-    qkv_ = arena_.alloc_n<__nv_bfloat16>(T * cd_w_, "prefill GDN qkv");
-    z_ = arena_.alloc_n<__nv_bfloat16>(T * vd_w_, "prefill GDN z");
-    y_ = arena_.alloc_n<__nv_bfloat16>(T * vd_w_, "prefill GDN output");
-    a_ = arena_.alloc_n<float>(T * hv_w_, "prefill GDN a");
-    b_ = arena_.alloc_n<float>(T * hv_w_, "prefill GDN b");
-    gate_up_ = arena_.alloc_n<float>(T * gu_w_, "prefill gate+up");
-    act_ = arena_.alloc_n<__nv_bfloat16>(T * act_w_, "prefill SwiGLU output");
-    if (c.is_moe()) {
-        const uint64_t K = c.num_experts_per_tok;
-        router_ = arena_.alloc_n<float>(T * e_w_, "prefill router logits");
-        route_ids_ = arena_.alloc_n<int32_t>(T * K, "prefill routed experts");
-        route_w_ = arena_.alloc_n<float>(T * K, "prefill routing weights");
-        score_ = arena_.alloc_n<float>(T * 8, "prefill shared expert score");
-        shared_out_ = arena_.alloc_n<float>(T * hs_, "prefill shared expert output");
-        counts_ = arena_.alloc_n<int32_t>(c.num_experts, "prefill expert counts");
-        offsets_ = arena_.alloc_n<int32_t>(c.num_experts + 1, "prefill expert offsets");
-        order_ = arena_.alloc_n<int32_t>(T * K, "prefill expert order");
-        position_ = arena_.alloc_n<int32_t>(T * K, "prefill expert positions");
-        e_x_ = arena_.alloc_n<__nv_bfloat16>(T * K * hs_, "prefill expert inputs");
-        e_gu_ = arena_.alloc_n<float>(T * K * egu_w_, "prefill expert gate+up");
-        e_act_ = arena_.alloc_n<__nv_bfloat16>(T * K * eact_w_, "prefill expert SwiGLU");
-        e_out_ = arena_.alloc_n<float>(T * K * hs_, "prefill expert outputs");
-    }
-    wbuf_elems_ = largest_matrix(c);
-    wbuf_ = arena_.alloc_n<__nv_bfloat16>(wbuf_elems_, "prefill dequantised weights");
-    scratch_bytes_ = kernel_scratch_bytes(c, max_tokens_);
-    scratch_ = arena_.alloc(scratch_bytes_, "prefill kernel scratch");
+    visit(config_, uint64_t(max_tokens_), [&](auto*& p, uint64_t count, const char* name) {
+        p = arena_.alloc_n<std::remove_reference_t<decltype(*p)>>(count, name);
+    });
 }
 
 const __nv_bfloat16* PrefillRunner::weights_bf16(const kernels::WeightView& w) {

@@ -33,7 +33,34 @@
 
 namespace ninfer::core::cuda {
 
-class PrefillRunner {
+// Every device buffer of a prefill chunk, in one list (visit) that both the constructor (which
+// allocates them) and workspace_bytes (which plans their size) walk, so the two cannot drift apart.
+struct PrefillBuffers {
+    int32_t* ids_ = nullptr;
+    float *x_ = nullptr, *mix_ = nullptr, *xn32_ = nullptr;
+    __nv_bfloat16 *xn_ = nullptr, *xn_lo_ = nullptr;
+    __nv_bfloat16 *qg_ = nullptr, *k_ = nullptr, *v_ = nullptr, *attn_ = nullptr;
+    __nv_bfloat16 *qkv_ = nullptr, *z_ = nullptr, *y_ = nullptr;
+    float *a_ = nullptr, *b_ = nullptr;
+    float* gate_up_ = nullptr;
+    __nv_bfloat16* act_ = nullptr;
+    uint8_t* scratch_ = nullptr;    // kernel scratch (GDN, attention)
+    uint64_t scratch_bytes_ = 0;
+    __nv_bfloat16* wbuf_ = nullptr; // dequantised weights
+    uint64_t wbuf_elems_ = 0;
+    // MoE
+    float *router_ = nullptr, *route_w_ = nullptr, *score_ = nullptr, *shared_out_ = nullptr, *e_gu_ = nullptr,
+          *e_out_ = nullptr;
+    int32_t *route_ids_ = nullptr, *counts_ = nullptr, *offsets_ = nullptr, *order_ = nullptr,
+            *position_ = nullptr;
+    __nv_bfloat16 *e_x_ = nullptr, *e_act_ = nullptr;
+
+    // Calls v(pointer member, element count, name) for every buffer of a chunk of T tokens (and sets
+    // wbuf_elems_ and scratch_bytes_).
+    template <class Visit> void visit(const ModelConfig& c, uint64_t T, Visit&& v);
+};
+
+class PrefillRunner : private PrefillBuffers {
   public:
     PrefillRunner(Runner& run, int max_tokens);
     PrefillRunner(const PrefillRunner&) = delete;
@@ -69,24 +96,6 @@ class PrefillRunner {
     DeviceArena arena_;
     cudaStream_t stream_ = nullptr;
     int64_t hs_ = 0;
-    int32_t* ids_ = nullptr;
-    float *x_ = nullptr, *mix_ = nullptr, *xn32_ = nullptr;
-    __nv_bfloat16 *xn_ = nullptr, *xn_lo_ = nullptr;
-    __nv_bfloat16 *qg_ = nullptr, *k_ = nullptr, *v_ = nullptr, *attn_ = nullptr;
-    __nv_bfloat16 *qkv_ = nullptr, *z_ = nullptr, *y_ = nullptr;
-    float *a_ = nullptr, *b_ = nullptr;
-    float* gate_up_ = nullptr;
-    __nv_bfloat16* act_ = nullptr;
-    void* scratch_ = nullptr;       // kernel scratch (GDN, attention)
-    uint64_t scratch_bytes_ = 0;
-    __nv_bfloat16* wbuf_ = nullptr; // dequantised weights
-    uint64_t wbuf_elems_ = 0;
-    // MoE
-    float *router_ = nullptr, *route_w_ = nullptr, *score_ = nullptr, *shared_out_ = nullptr, *e_gu_ = nullptr,
-          *e_out_ = nullptr;
-    int32_t *route_ids_ = nullptr, *counts_ = nullptr, *offsets_ = nullptr, *order_ = nullptr,
-            *position_ = nullptr;
-    __nv_bfloat16 *e_x_ = nullptr, *e_act_ = nullptr;
     int64_t qg_w_ = 0, kv_w_ = 0, q_w_ = 0, cd_w_ = 0, vd_w_ = 0, hv_w_ = 0, gu_w_ = 0, act_w_ = 0, e_w_ = 0,
             egu_w_ = 0, eact_w_ = 0;
 };
