@@ -47,6 +47,16 @@ __device__ __forceinline__ bool better(float v, int i, float best, int best_i) {
     return v > best || (v == best && i < best_i); // a NaN never wins
 }
 
+// Every lane ends with the warp's best (value, id) by `better` (a total order: any tree gives it).
+__device__ __forceinline__ void warp_best(float& v, int& i) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const float ov = __shfl_xor_sync(0xffffffffu, v, o);
+        const int oi = __shfl_xor_sync(0xffffffffu, i, o);
+        if (better(ov, oi, v, i)) { v = ov; i = oi; }
+    }
+}
+
 __global__ void __launch_bounds__(kWideThreads) sample_prep_kernel(SampleArgs a, Workspace ws) {
     __shared__ float s_max[32], s_sum[32], s_zv[32];
     __shared__ int s_zi[32];
@@ -83,12 +93,7 @@ __global__ void __launch_bounds__(kWideThreads) sample_prep_kernel(SampleArgs a,
     const float wm = warp_max(m);
     float wsum = m > -INFINITY ? s * expf(m - wm) : 0.f;
     wsum = warp_sum(wsum);
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        const float ov = __shfl_xor_sync(0xffffffffu, zb, o);
-        const int oi = __shfl_xor_sync(0xffffffffu, zi, o);
-        if (better(ov, oi, zb, zi)) { zb = ov; zi = oi; }
-    }
+    warp_best(zb, zi);
     if (lane == 0) {
         s_max[warp] = wm;
         s_sum[warp] = wsum;
@@ -117,24 +122,33 @@ __global__ void __launch_bounds__(1024) sample_stats_kernel(SampleArgs a, Worksp
         ws.hist_count[size_t(row) * 2 * kBuckets + b] = 0;
         ws.hist_mass[size_t(row) * 2 * kBuckets + b] = 0.0;
     }
-    if (threadIdx.x != 0)
+    if (threadIdx.x >= 32)
         return;
+    // Warp 0 reduces the per-chunk partials: lane l takes chunks l, l + 32, ... in order, then a
+    // fixed shuffle tree combines the lanes, so the result does not depend on timing. (One thread
+    // walking all chunks with a double exp each took ~10 us of a greedy step.)
+    const int lane = threadIdx.x;
     const SampleRowParams p = a.rows[row];
     const float* l = a.logits + int64_t(row) * a.stride;
     const float* z = ws.z + int64_t(row) * V;
     float m = -INFINITY, zb = -INFINITY;
     int zi = INT_MAX;
-    for (int c = 0; c < chunks; ++c) { // chunk order: the result does not depend on timing
+    for (int c = lane; c < chunks; c += 32) {
         const Partial q = ws.partials[row * chunks + c];
         m = fmaxf(m, q.raw_max);
         if (better(q.z_max, q.z_arg, zb, zi)) { zb = q.z_max; zi = q.z_arg; }
     }
+    m = warp_max(m);
+    warp_best(zb, zi);
     double sum = 0.0;
-    for (int c = 0; c < chunks; ++c) {
+    for (int c = lane; c < chunks; c += 32) {
         const Partial q = ws.partials[row * chunks + c];
         if (q.raw_max > -INFINITY)
             sum += double(q.raw_sum) * exp(double(q.raw_max) - double(m));
     }
+    sum = warp_sum_f64(sum);
+    if (lane != 0)
+        return;
     if (isnan(z[0]) || zi == INT_MAX) { // the CPU's argmax: a NaN first value is the answer
         zi = 0;
         zb = z[0];
