@@ -300,7 +300,6 @@ void Runner::gdn(const DeviceLayer& L, uint32_t gi, int n, bool one_lane) {
         cv.conv_dim = int(c.gdn_conv_dim());
         cv.n_tokens = per;
         cv.exact = true;
-        cuda_check(kernels::gdn_conv_decode(cv, stream_), "GDN conv");
         kernels::GdnRecurrentArgs r;
         r.conv_out = conv_out_ + i * cd_w_;
         r.conv_stride = cd_w_;
@@ -322,7 +321,7 @@ void Runner::gdn(const DeviceLayer& L, uint32_t gi, int n, bool one_lane) {
         r.n_v_heads = int(c.linear_num_value_heads);
         r.n_tokens = per;
         r.eps = c.rms_norm_eps;
-        cuda_check(kernels::gdn_recurrent_decode(r, stream_), "GDN recurrence");
+        cuda_check(kernels::gdn_decode_step(cv, r, stream_), "GDN conv + recurrence"); // one launch
     }
     linear(w.output, y_, nullptr, nullptr, vd_w_, n, mix_, true, hs_);
 }

@@ -1,4 +1,4 @@
-// ninfer::kernels - decode attention: q/k norm + RoPE + KV append, split-context attention, combine.
+// ninfer::kernels - decode attention prep: q/k norm + RoPE + KV append (attention itself: attention_decode_mma.cu).
 #include "common.cuh"
 #include "kv_quant.cuh"
 #include "ninfer/kernels/attention_decode.h"
@@ -9,7 +9,6 @@ namespace detail {
 
 constexpr int kHeadDim = 256;
 constexpr int kMaxGroup = 8;
-constexpr int kPartFloats = kHeadDim + 2; // o[256], m, l
 
 __device__ __forceinline__ __nv_bfloat16* kv_row(__nv_bfloat16* pages, const KvPages& kv, int n_kv, int lane,
                                                  int kvh, int pos) {
@@ -113,192 +112,6 @@ __global__ void attn_prep_kernel(AttnPrepArgs a) {
                        red);
 }
 
-// Context per block: whole 64-token pages, at most kMaxAttnChunks chunks (bounds the scratch), so
-// contexts up to 32K tokens get one page per block (enough blocks to fill the GPU at any depth).
-constexpr int kMaxAttnChunks = 512;
-int chunk_tokens_for(int max_context) {
-    const int pages = (max_context + kKvPageTokens - 1) / kKvPageTokens;
-    return (pages + kMaxAttnChunks - 1) / kMaxAttnChunks * kKvPageTokens;
-}
-
-// grid (n_chunks, n_kv_heads, n_tokens), 128 threads: one context chunk for one GQA group, page by
-// page with an online softmax. Scores: warp w takes rows w, w+4, ... of the page, its K rows
-// loaded 8 at a time before use (one 512-byte row per warp load). Values: thread tid owns dims
-// 2 tid, 2 tid + 1, 16 V rows loaded before use. fp8/int8 pages (D): the same rows as codes plus
-// their scales, decoded exactly (code * scale, kv_quant.cuh) where bf16 rows are widened.
-template <KvDtype D>
-__global__ void __launch_bounds__(128) attn_partial_kernel(AttnDecodeArgs a, int n_chunks, int chunk_tokens) {
-    constexpr int kRowsK = 8, kRowsV = 16;
-    __shared__ float qs[kMaxGroup][kHeadDim];
-    __shared__ float ps[kMaxGroup][kKvPageTokens];
-    __shared__ float ml[kMaxGroup][2]; // running max and sum of this chunk
-    __shared__ float corr[kMaxGroup];  // rescale of the accumulators for the current page
-    ninfer_grid_launch_dependents();
-    ninfer_grid_wait(); // PDL: inputs come from the previous kernel
-    const AttnGeometry& geo = a.geo;
-    const int chunk = blockIdx.x, kvh = blockIdx.y, t = blockIdx.z;
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int len = a.positions[t] + 1, c0 = chunk * chunk_tokens;
-    if (c0 >= len) return;
-    const int c1 = min(len, c0 + chunk_tokens);
-    const int group = geo.n_heads / geo.n_kv_heads, lane_id = a.lanes[t];
-    const float scale = rsqrtf(float(kHeadDim));
-    for (int i = tid; i < group * kHeadDim; i += 128)
-        qs[i / kHeadDim][i % kHeadDim] =
-            __bfloat162float(a.q[int64_t(t) * a.q_stride + int64_t(kvh * group) * kHeadDim + i]) * scale;
-    if (tid < kMaxGroup) {
-        ml[tid][0] = -INFINITY;
-        ml[tid][1] = 0.f;
-    }
-    __syncthreads();
-    float acc[kMaxGroup][2] = {};
-    for (int p0 = c0; p0 < c1; p0 += kKvPageTokens) {
-        const int n = min(kKvPageTokens, c1 - p0);
-        const int64_t page = a.kv.page_table[int64_t(lane_id) * a.kv.max_pages + p0 / kKvPageTokens];
-        const int64_t row0 = (page * geo.n_kv_heads + kvh) * kKvPageTokens * kHeadDim; // this page's row 0
-        const __nv_bfloat16* kp = D == KvDtype::Bf16 ? a.kv.k + row0 : nullptr;
-        const __nv_bfloat16* vp = D == KvDtype::Bf16 ? a.kv.v + row0 : nullptr;
-        // Quantised pages: this KV head's 64 code rows and their scales.
-        const KvQuantRow kq = D == KvDtype::Bf16 ? KvQuantRow{} : kv_quant_row(a.kv.k_q, a.kv, geo.n_kv_heads, lane_id, kvh, p0);
-        const KvQuantRow vq = D == KvDtype::Bf16 ? KvQuantRow{} : kv_quant_row(a.kv.v_q, a.kv, geo.n_kv_heads, lane_id, kvh, p0);
-        constexpr int kScales = kv_scales_per_row(D, kHeadDim);
-        for (int r0 = warp; r0 < n; r0 += 4 * kRowsK) {
-            uint4 kr[kRowsK];
-            float ks[kRowsK];
-#pragma unroll
-            for (int i = 0; i < kRowsK; ++i) {
-                const int r = r0 + 4 * i;
-                if constexpr (D == KvDtype::Bf16) {
-                    kr[i] = r < n ? load_cached16(kp + int64_t(r) * kHeadDim + lane * 8) : make_uint4(0, 0, 0, 0);
-                } else {
-                    const uint2 c = r < n ? __ldg(reinterpret_cast<const uint2*>(kq.codes + int64_t(r) * kHeadDim + lane * 8))
-                                          : make_uint2(0, 0);
-                    kr[i] = make_uint4(c.x, c.y, 0, 0);
-                    ks[i] = r < n ? kv_scale8(D, kq.scales + r * kScales, lane) : 0.f;
-                }
-            }
-#pragma unroll
-            for (int i = 0; i < kRowsK; ++i) {
-                const int r = r0 + 4 * i;
-                if (r >= n) break; // warp-uniform
-                float kf[8];
-                if constexpr (D == KvDtype::Bf16) {
-                    const __nv_bfloat162* k2 = reinterpret_cast<const __nv_bfloat162*>(&kr[i]);
-#pragma unroll
-                    for (int e = 0; e < 4; ++e) {
-                        const float2 f = __bfloat1622float2(k2[e]);
-                        kf[2 * e] = f.x;
-                        kf[2 * e + 1] = f.y;
-                    }
-                } else {
-                    kv_decode8(D, make_uint2(kr[i].x, kr[i].y), ks[i], kf);
-                }
-                for (int g = 0; g < group; ++g) {
-                    float dot = 0.f;
-#pragma unroll
-                    for (int e = 0; e < 8; ++e) dot = fmaf(qs[g][lane * 8 + e], kf[e], dot);
-                    dot = warp_sum(dot);
-                    if (lane == 0) ps[g][r] = dot;
-                }
-            }
-        }
-        __syncthreads();
-        for (int g = warp; g < group; g += 4) {
-            float m = -INFINITY;
-            for (int j = lane; j < n; j += 32) m = fmaxf(m, ps[g][j]);
-            m = warp_max(m);
-            const float m_old = ml[g][0], m_new = fmaxf(m_old, m);
-            float l = 0.f;
-            for (int j = lane; j < n; j += 32) {
-                const float e = expf(ps[g][j] - m_new);
-                ps[g][j] = e;
-                l += e;
-            }
-            l = warp_sum(l);
-            __syncwarp();
-            if (lane == 0) {
-                const float c = expf(m_old - m_new); // 0 on the first page (m_old = -inf)
-                corr[g] = c;
-                ml[g][0] = m_new;
-                ml[g][1] = ml[g][1] * c + l;
-            }
-        }
-        __syncthreads();
-#pragma unroll
-        for (int g = 0; g < kMaxGroup; ++g)
-            if (g < group) {
-                acc[g][0] *= corr[g];
-                acc[g][1] *= corr[g];
-            }
-        for (int j0 = 0; j0 < n; j0 += kRowsV) {
-            float2 vf[kRowsV];
-#pragma unroll
-            for (int i = 0; i < kRowsV; ++i) {
-                if constexpr (D == KvDtype::Bf16) {
-                    vf[i] = j0 + i < n ? __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(
-                                             vp + int64_t(j0 + i) * kHeadDim + 2 * tid))
-                                       : make_float2(0.f, 0.f);
-                } else if (j0 + i < n) {
-                    const uint16_t c = *reinterpret_cast<const uint16_t*>(vq.codes + int64_t(j0 + i) * kHeadDim + 2 * tid);
-                    const float sv = kv_scale8(D, vq.scales + (j0 + i) * kScales, tid / 4); // dims 2 tid, 2 tid + 1
-                    vf[i] = D == KvDtype::Fp8 ? make_float2(e4m3_to_float(uint8_t(c)) * sv, e4m3_to_float(uint8_t(c >> 8)) * sv)
-                                              : make_float2(float(int8_t(c)) * sv, float(int8_t(c >> 8)) * sv);
-                } else {
-                    vf[i] = make_float2(0.f, 0.f);
-                }
-            }
-#pragma unroll
-            for (int i = 0; i < kRowsV; ++i) {
-                if (j0 + i >= n) break;
-#pragma unroll
-                for (int g = 0; g < kMaxGroup; ++g)
-                    if (g < group) {
-                        const float p = ps[g][j0 + i];
-                        acc[g][0] = fmaf(p, vf[i].x, acc[g][0]);
-                        acc[g][1] = fmaf(p, vf[i].y, acc[g][1]);
-                    }
-            }
-        }
-        __syncthreads(); // ps, corr and ml are rewritten for the next page
-    }
-#pragma unroll
-    for (int g = 0; g < kMaxGroup; ++g) {
-        if (g < group) {
-            const int h = kvh * group + g;
-            float* part = a.scratch + ((int64_t(t) * geo.n_heads + h) * n_chunks + chunk) * kPartFloats;
-            part[2 * tid] = acc[g][0];
-            part[2 * tid + 1] = acc[g][1];
-            if (tid == 0) {
-                part[kHeadDim] = ml[g][0];
-                part[kHeadDim + 1] = ml[g][1];
-            }
-        }
-    }
-}
-
-// grid (n_heads, n_tokens), 256 threads (one per dim): merge the chunks, apply the output gate.
-__global__ void attn_combine_kernel(AttnDecodeArgs a, int n_chunks, int chunk_tokens) {
-    ninfer_grid_launch_dependents();
-    ninfer_grid_wait(); // PDL: inputs come from the previous kernel
-    const int h = blockIdx.x, t = blockIdx.y, d = threadIdx.x;
-    const int used = (a.positions[t] + chunk_tokens) / chunk_tokens;
-    const float* part = a.scratch + (int64_t(t) * a.geo.n_heads + h) * n_chunks * kPartFloats;
-    float m = -INFINITY;
-#pragma unroll 8
-    for (int c = 0; c < used; ++c) m = fmaxf(m, part[c * kPartFloats + kHeadDim]);
-    float num = 0.f, den = 0.f;
-#pragma unroll 8
-    for (int c = 0; c < used; ++c) {
-        const float w = expf(part[c * kPartFloats + kHeadDim] - m);
-        num = fmaf(w, part[c * kPartFloats + d], num);
-        den = fmaf(w, part[c * kPartFloats + kHeadDim + 1], den);
-    }
-    const float o = a.geo.exact ? num / den : bf16_round(num / den);
-    const float gate = __bfloat162float(a.qg[int64_t(t) * a.qg_stride + int64_t(h) * 2 * kHeadDim + kHeadDim + d]);
-    const float sg = a.geo.exact ? 1.f / (1.f + expf(-gate)) : bf16_round(1.f / (1.f + expf(-gate)));
-    a.out[int64_t(t) * a.out_stride + int64_t(h) * kHeadDim + d] = __float2bfloat16(o * sg);
-}
-
 bool geometry_ok(const AttnGeometry& g) {
     return g.head_dim == kHeadDim && g.n_kv_heads >= 1 && g.n_heads >= g.n_kv_heads &&
            g.n_heads % g.n_kv_heads == 0 && g.n_heads / g.n_kv_heads <= kMaxGroup && g.rotary_dim >= 0 &&
@@ -311,12 +124,6 @@ bool pools_ok(const KvPages& kv) {
 
 } // namespace detail
 
-size_t attn_decode_scratch_floats(int n_tokens, int n_heads, int max_context) {
-    const int chunk_tokens = detail::chunk_tokens_for(max_context);
-    const size_t n_chunks = size_t(max_context + chunk_tokens - 1) / chunk_tokens;
-    return size_t(n_tokens) * size_t(n_heads) * n_chunks * detail::kPartFloats;
-}
-
 cudaError_t attn_decode_prep(const AttnPrepArgs& a, cudaStream_t stream) {
     if (!detail::geometry_ok(a.geo) || !a.qg || !a.k || !a.v || !a.q_norm || !a.k_norm || !a.lanes ||
         !a.positions || !detail::pools_ok(a.kv) || !a.kv.page_table || a.kv.max_pages < 1 || !a.q_out ||
@@ -324,26 +131,6 @@ cudaError_t attn_decode_prep(const AttnPrepArgs& a, cudaStream_t stream) {
         return cudaErrorInvalidValue;
     const dim3 grid(unsigned(a.geo.n_heads + 2 * a.geo.n_kv_heads), unsigned(a.n_tokens));
     return launch_pdl(detail::attn_prep_kernel, grid, dim3(128), 0, stream, a);
-}
-
-cudaError_t attn_decode(const AttnDecodeArgs& a, cudaStream_t stream) {
-    if (!detail::geometry_ok(a.geo) || !a.q || !a.qg || !a.lanes || !a.positions || !detail::pools_ok(a.kv) ||
-        !a.kv.page_table || !a.out || a.n_tokens < 1 || a.n_tokens > 65535 || a.max_context < 1 ||
-        a.max_context > a.kv.max_pages * kKvPageTokens || !a.scratch ||
-        a.scratch_floats < attn_decode_scratch_floats(a.n_tokens, a.geo.n_heads, a.max_context))
-        return cudaErrorInvalidValue;
-    const int chunk_tokens = detail::chunk_tokens_for(a.max_context);
-    const int n_chunks = (a.max_context + chunk_tokens - 1) / chunk_tokens;
-    const dim3 grid(unsigned(n_chunks), unsigned(a.geo.n_kv_heads), unsigned(a.n_tokens));
-    const cudaError_t err =
-        a.kv.dtype == KvDtype::Fp8 ? launch_pdl(detail::attn_partial_kernel<KvDtype::Fp8>, grid, dim3(128), 0, stream, a,
-                                                n_chunks, chunk_tokens)
-        : a.kv.dtype == KvDtype::Int8
-            ? launch_pdl(detail::attn_partial_kernel<KvDtype::Int8>, grid, dim3(128), 0, stream, a, n_chunks, chunk_tokens)
-            : launch_pdl(detail::attn_partial_kernel<KvDtype::Bf16>, grid, dim3(128), 0, stream, a, n_chunks, chunk_tokens);
-    if (err != cudaSuccess) return err;
-    return launch_pdl(detail::attn_combine_kernel, dim3(unsigned(a.geo.n_heads), unsigned(a.n_tokens)),
-                      dim3(detail::kHeadDim), 0, stream, a, n_chunks, chunk_tokens);
 }
 
 } // namespace ninfer::kernels

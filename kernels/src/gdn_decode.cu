@@ -1,10 +1,29 @@
-// ninfer::kernels - Gated DeltaNet decode: conv+SiLU kernel and the fp32 delta-rule step.
+// ninfer::kernels - Gated DeltaNet decode: conv+SiLU kernel and the fp32 delta-rule step (apart or fused).
 #include "common.cuh"
 #include "ninfer/kernels/gdn_decode.h"
+
+#include <algorithm>
+#include <cooperative_groups.h>
+
+namespace cg = cooperative_groups;
 
 namespace ninfer::kernels {
 
 namespace detail {
+
+// One conv channel of token row `in` on the lane's conv state st: returns silu(conv) and shifts the
+// state. Each channel must have exactly one caller per step (the shift is in place).
+__device__ __forceinline__ float conv_channel(const GdnConvArgs& c, __nv_bfloat16* st, const __nv_bfloat16* in, int ch) {
+    const __nv_bfloat16 x[4] = {st[ch], st[c.conv_dim + ch], st[2 * c.conv_dim + ch], in[ch]};
+    const __nv_bfloat16* w = c.conv_w + int64_t(ch) * 4;
+    float acc = 0.f;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) acc = fmaf(__bfloat162float(w[j]), __bfloat162float(x[j]), acc);
+    st[ch] = x[1];
+    st[c.conv_dim + ch] = x[2];
+    st[2 * c.conv_dim + ch] = x[3];
+    return silu(c.exact ? acc : bf16_round(acc));
+}
 
 __global__ void gdn_conv_decode_kernel(GdnConvArgs a) {
     ninfer_grid_launch_dependents();
@@ -13,115 +32,164 @@ __global__ void gdn_conv_decode_kernel(GdnConvArgs a) {
     const int ch = blockIdx.x * blockDim.x + threadIdx.x;
     if (ch >= a.conv_dim) return;
     __nv_bfloat16* st = a.conv_state + int64_t(a.slots[t]) * 3 * a.conv_dim;
-    const __nv_bfloat16 in[4] = {st[ch], st[a.conv_dim + ch], st[2 * a.conv_dim + ch],
-                                 a.qkv[int64_t(t) * a.qkv_stride + ch]};
-    const __nv_bfloat16* w = a.conv_w + int64_t(ch) * 4;
-    float acc = 0.f;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) acc = fmaf(__bfloat162float(w[j]), __bfloat162float(in[j]), acc);
-    const float conv = a.exact ? acc : bf16_round(acc);
-    a.out[int64_t(t) * a.out_stride + ch] = __float2bfloat16(silu(conv));
-    st[ch] = in[1];
-    st[a.conv_dim + ch] = in[2];
-    st[2 * a.conv_dim + ch] = in[3];
+    a.out[int64_t(t) * a.out_stride + ch] = __float2bfloat16(conv_channel(a, st, a.qkv + int64_t(t) * a.qkv_stride, ch));
 }
 
-// grid (n_v_heads, n_tokens), 512 threads: v = tid % 128 is the state column, kq = tid / 128 picks
-// 32 of the 128 state rows; each thread keeps its 32 state values in registers.
-constexpr int kGdnThreads = 512;
+// grid (n_v_heads * kGdnSplit, n_tokens), 256 threads, in thread-block clusters. A head's state
+// columns are independent apart from the gated norm, so block sr of head h owns columns
+// [64 sr, 64 sr + 64): 32 KB of state read and written per block (one block per head kept 48 of
+// 132 SMs busy, each bound by its own load rate). Thread (v = tid % 64, kq = tid / 64) keeps rows
+// [32 kq, 32 kq + 32) of column 64 sr + v in registers; a warp reads 128 contiguous bytes per row.
+// The norm's sum of squares crosses the head's two blocks through distributed shared memory and is
+// added in rank order, the same in both.
+// kFused (gdn_decode_step): a cluster holds every block of one QK head (n_v / n_k heads x 2) and runs
+// the conv too: rank R convolves q|k channels R, R + size, ... of that QK head (it alone shifts their
+// state), each block its own 64 v channels; q|k then gather from the ranks' shared memory.
+constexpr int kGdnSplit = 2;
+constexpr int kGdnCols = kGdnHeadDim / kGdnSplit;
+constexpr int kGdnThreads = 256;
 
-__global__ void __launch_bounds__(kGdnThreads) gdn_recurrent_decode_kernel(GdnRecurrentArgs a) {
+template <bool kFused>
+__global__ void __launch_bounds__(kGdnThreads) gdn_recurrent_decode_kernel(GdnConvArgs c, GdnRecurrentArgs a) {
     constexpr int D = kGdnHeadDim;
-    __shared__ float qs[D], ks[D], red[4][D], scal[4], norm_red[4];
+    __shared__ float qs[D], ks[D], red[4][kGdnCols], nred[8], scal[2], norm_part;
+    __shared__ float qk_own[2 * D], v_own[kGdnCols]; // kFused: conv outputs this block computed
     ninfer_grid_launch_dependents();
     ninfer_grid_wait(); // PDL: inputs come from the previous kernel
-    const int h = blockIdx.x, t = blockIdx.y, tid = threadIdx.x;
-    const int v = tid & (D - 1), kq = tid >> 7, lane = tid & 31, warp = tid >> 5;
+    cg::cluster_group cluster = cg::this_cluster();
+    const int crank = int(cluster.block_rank()), csize = int(cluster.num_blocks());
+    const int h = blockIdx.x / kGdnSplit, sr = blockIdx.x % kGdnSplit, t = blockIdx.y, tid = threadIdx.x;
+    const int v = tid % kGdnCols, kq = tid / kGdnCols, lane = tid & 31, warp = tid >> 5;
+    const int col = sr * kGdnCols + v;
     const int r = h / (a.n_v_heads / a.n_k_heads);
     const int key_dim = a.n_k_heads * D;
-    const __nv_bfloat16* row = a.conv_out + int64_t(t) * a.conv_stride;
+    const int slot = a.slots[t];
 
-    // q (threads 0..127) and k (128..255) with their l2 norms.
-    float u = 0.f;
-    if (tid < 2 * D) u = __bfloat162float(row[(tid < D ? 0 : key_dim) + r * D + v]);
-    float ss = warp_sum(u * u);
-    if (lane == 0 && warp < 8) red[0][warp] = ss;
-    __syncthreads();
-    if (tid < 2 * D) {
-        const int base = tid < D ? 0 : 4;
-        const float sum = red[0][base] + red[0][base + 1] + red[0][base + 2] + red[0][base + 3];
-        const float nrm = u * rsqrtf(sum + 1e-6f);
-        if (tid < D) qs[v] = nrm * rsqrtf(float(D));
-        else ks[v] = nrm;
+    // u: q (tid < 128) or k (tid >= 128) of QK head r, dim tid % 128, after conv and SiLU.
+    float u, vv;
+    if constexpr (kFused) {
+        __nv_bfloat16* st = c.conv_state + int64_t(slot) * 3 * c.conv_dim;
+        const __nv_bfloat16* in = c.qkv + int64_t(t) * c.qkv_stride;
+        const int j = crank + csize * tid; // this rank's share of the 256 q|k channels
+        if (j < 2 * D) qk_own[tid] = bf16_round(conv_channel(c, st, in, (j < D ? 0 : key_dim - D) + r * D + j));
+        if (tid < kGdnCols) v_own[tid] = bf16_round(conv_channel(c, st, in, 2 * key_dim + h * D + sr * kGdnCols + tid));
+        cluster.sync(); // every rank's share is written
+        u = *cluster.map_shared_rank(&qk_own[tid / csize], tid % csize);
+        vv = v_own[v];
+    } else {
+        const __nv_bfloat16* row = a.conv_out + int64_t(t) * a.conv_stride;
+        u = __bfloat162float(row[(tid < D ? 0 : key_dim) + r * D + tid % D]);
+        vv = __bfloat162float(row[2 * key_dim + h * D + col]);
     }
+    const float ss = warp_sum(u * u);
+    if (lane == 0) nred[warp] = ss; // warps 0-3: q, 4-7: k
     if (tid == 0) {
         const float bb = a.b_f32 ? a.b_f32[int64_t(t) * a.b_stride + h] : __bfloat162float(a.b[int64_t(t) * a.b_stride + h]);
         const float sig = 1.f / (1.f + expf(-bb));
-        const float beta = a.exact ? sig : bf16_round(sig);
         const float x = (a.a_f32 ? a.a_f32[int64_t(t) * a.a_stride + h] : __bfloat162float(a.a[int64_t(t) * a.a_stride + h])) +
                         a.dt_bias[h];
         const float softplus = x > 20.f ? x : log1pf(expf(x));
-        scal[0] = beta;
+        scal[0] = a.exact ? sig : bf16_round(sig);
         scal[1] = expf(-expf(a.a_log[h]) * softplus);
     }
     __syncthreads();
+    if (tid < D) qs[tid] = u * rsqrtf(nred[0] + nred[1] + nred[2] + nred[3] + 1e-6f) * rsqrtf(float(D));
+    else ks[tid - D] = u * rsqrtf(nred[4] + nred[5] + nred[6] + nred[7] + 1e-6f);
+    __syncthreads();
     const float beta = scal[0], decay = scal[1];
-    const float vv = __bfloat162float(row[2 * key_dim + h * D + v]);
 
-    float* S = a.state + (int64_t(a.slots[t]) * a.n_v_heads + h) * D * D;
+    float* S = a.state + (int64_t(slot) * a.n_v_heads + h) * D * D + col;
     float s[32];
 #pragma unroll
-    for (int i = 0; i < 32; ++i) s[i] = S[(kq * 32 + i) * D + v] * decay;
+    for (int i = 0; i < 32; ++i) s[i] = S[(kq * 32 + i) * D] * decay;
     float part = 0.f;
 #pragma unroll
     for (int i = 0; i < 32; ++i) part = fmaf(s[i], ks[kq * 32 + i], part);
     red[kq][v] = part;
     __syncthreads();
-    const float sk = red[0][v] + red[1][v] + red[2][v] + red[3][v];
-    const float delta = beta * (vv - sk);
+    const float delta = beta * (vv - (red[0][v] + red[1][v] + red[2][v] + red[3][v]));
     __syncthreads();
     part = 0.f;
 #pragma unroll
     for (int i = 0; i < 32; ++i) {
         s[i] = fmaf(ks[kq * 32 + i], delta, s[i]);
-        S[(kq * 32 + i) * D + v] = s[i];
+        S[(kq * 32 + i) * D] = s[i];
         part = fmaf(s[i], qs[kq * 32 + i], part);
     }
     red[kq][v] = part;
     __syncthreads();
-    // Gated RMSNorm over the head's 128 outputs (threads with kq == 0: warps 0..3).
-    float o = 0.f;
-    if (kq == 0) o = red[0][v] + red[1][v] + red[2][v] + red[3][v];
+    // Gated RMSNorm over the head's 128 outputs: this block's 64 (warps 0, 1), then both halves.
+    float o = red[0][v] + red[1][v] + red[2][v] + red[3][v];
     if (!a.exact) o = bf16_round(o);
     const float osq = warp_sum(o * o);
-    if (lane == 0 && warp < 4) norm_red[warp] = osq;
+    if (lane == 0 && warp < 2) nred[warp] = osq;
     __syncthreads();
+    if (tid == 0) norm_part = nred[0] + nred[1];
+    cluster.sync(); // every rank's norm_part is written
+    float sum = 0.f;
+#pragma unroll
+    for (int i = 0; i < kGdnSplit; ++i) sum += *cluster.map_shared_rank(&norm_part, crank - sr + i);
     if (kq == 0) {
-        const float var = (norm_red[0] + norm_red[1] + norm_red[2] + norm_red[3]) / float(D);
+        const float var = sum / float(D);
         const float nrm = a.exact ? o * rsqrtf(var + a.eps) : bf16_round(o * rsqrtf(var + a.eps));
-        const float wn = a.exact ? __bfloat162float(a.norm_w[v]) * nrm : bf16_round(__bfloat162float(a.norm_w[v]) * nrm);
-        const float z = __bfloat162float(a.z[int64_t(t) * a.z_stride + h * D + v]);
-        a.y[int64_t(t) * a.y_stride + h * D + v] = __float2bfloat16(wn * silu(z));
+        const float wn = a.exact ? __bfloat162float(a.norm_w[col]) * nrm : bf16_round(__bfloat162float(a.norm_w[col]) * nrm);
+        const float z = __bfloat162float(a.z[int64_t(t) * a.z_stride + h * D + col]);
+        a.y[int64_t(t) * a.y_stride + h * D + col] = __float2bfloat16(wn * silu(z));
     }
+    cluster.sync(); // no block leaves while a peer may still read its shared memory
+}
+
+// launch_pdl with a cluster of cluster_x blocks along x (a launch attribute: the size depends on the
+// head counts).
+cudaError_t launch_recurrence(bool fused, dim3 grid, int cluster_x, cudaStream_t stream, const GdnConvArgs& c,
+                              const GdnRecurrentArgs& a) {
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = grid;
+    cfg.blockDim = dim3(kGdnThreads);
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[2];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = pdl_enabled() ? 1 : 0;
+    attr[1].id = cudaLaunchAttributeClusterDimension;
+    attr[1].val.clusterDim.x = unsigned(cluster_x);
+    attr[1].val.clusterDim.y = 1;
+    attr[1].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 2;
+    return fused ? cudaLaunchKernelEx(&cfg, gdn_recurrent_decode_kernel<true>, c, a)
+                 : cudaLaunchKernelEx(&cfg, gdn_recurrent_decode_kernel<false>, c, a);
+}
+
+bool recurrent_args_ok(const GdnRecurrentArgs& a) {
+    return a.z && (a.a || a.a_f32) && (a.b || a.b_f32) && a.a_log && a.dt_bias && a.norm_w && a.state && a.slots && a.y &&
+           a.n_k_heads >= 1 && a.n_v_heads >= a.n_k_heads && a.n_v_heads % a.n_k_heads == 0 && a.n_tokens >= 1 &&
+           a.n_tokens <= 65535;
+}
+bool conv_args_ok(const GdnConvArgs& a) {
+    return a.qkv && a.conv_w && a.conv_state && a.slots && a.conv_dim >= 1 && a.n_tokens >= 1 && a.n_tokens <= 65535;
 }
 
 } // namespace detail
 
 cudaError_t gdn_conv_decode(const GdnConvArgs& a, cudaStream_t stream) {
-    if (!a.qkv || !a.conv_w || !a.conv_state || !a.slots || !a.out || a.conv_dim < 1 || a.n_tokens < 1 ||
-        a.n_tokens > 65535)
-        return cudaErrorInvalidValue;
+    if (!detail::conv_args_ok(a) || !a.out) return cudaErrorInvalidValue;
     const dim3 grid(unsigned((a.conv_dim + 255) / 256), unsigned(a.n_tokens));
     return launch_pdl(detail::gdn_conv_decode_kernel, grid, dim3(256), 0, stream, a);
 }
 
 cudaError_t gdn_recurrent_decode(const GdnRecurrentArgs& a, cudaStream_t stream) {
-    if (!a.conv_out || !a.z || !(a.a || a.a_f32) || !(a.b || a.b_f32) || !a.a_log || !a.dt_bias || !a.norm_w || !a.state || !a.slots ||
-        !a.y || a.n_k_heads < 1 || a.n_v_heads < a.n_k_heads || a.n_v_heads % a.n_k_heads != 0 ||
-        a.n_tokens < 1 || a.n_tokens > 65535)
+    if (!detail::recurrent_args_ok(a) || !a.conv_out) return cudaErrorInvalidValue;
+    const dim3 grid(unsigned(a.n_v_heads * detail::kGdnSplit), unsigned(a.n_tokens));
+    return detail::launch_recurrence(false, grid, detail::kGdnSplit, stream, GdnConvArgs{}, a);
+}
+
+cudaError_t gdn_decode_step(const GdnConvArgs& c, const GdnRecurrentArgs& a, cudaStream_t stream) {
+    const int heads_per_group = a.n_v_heads / std::max(a.n_k_heads, 1);
+    if (!detail::recurrent_args_ok(a) || !detail::conv_args_ok(c) || c.n_tokens != a.n_tokens || c.slots != a.slots ||
+        heads_per_group > kGdnMaxHeadsPerGroup || c.conv_dim != (2 * a.n_k_heads + a.n_v_heads) * kGdnHeadDim)
         return cudaErrorInvalidValue;
-    const dim3 grid(unsigned(a.n_v_heads), unsigned(a.n_tokens));
-    return launch_pdl(detail::gdn_recurrent_decode_kernel, grid, dim3(detail::kGdnThreads), 0, stream, a);
+    const dim3 grid(unsigned(a.n_v_heads * detail::kGdnSplit), unsigned(a.n_tokens));
+    return detail::launch_recurrence(true, grid, heads_per_group * detail::kGdnSplit, stream, c, a);
 }
 
 } // namespace ninfer::kernels

@@ -20,10 +20,14 @@
 // 2. attn_decode: o_h = softmax(q_h . K^T * head_dim^-0.5) V over positions [0, positions[t]]
 //    (the new token included), query head h reading KV head h / (n_heads / n_kv_heads); fp32
 //    math; then out = bf16(float(bf16(o)) * float(bf16(sigmoid(gate)))) -> out [t][n_heads*head_dim].
-//    The context is split in chunks of whole 64-token pages, one page per chunk up to 32K of
-//    max_context, at most 512 chunks beyond (flash-decoding, one block per chunk and KV head,
-//    online softmax over the pages of a chunk); scratch must hold
-//    attn_decode_scratch_floats(n_tokens, n_heads, max_context) floats.
+//    The context of each token is split into at most n_chunks ranges of whole 64-token pages
+//    (n_chunks fixed by n_kv_heads and max_context: about 2 blocks per SM per token, <= 132), sized
+//    by that token's own length, so the grid is fixed per graph, every depth uses the whole GPU and
+//    a lane's sums never depend on the other lanes. One block per (range, KV head, token) runs the
+//    GQA group's scores and P V on tensor cores (bf16 operands: q, K and V rows exactly, fp8 / int8
+//    codes widened exactly with their scales applied in f32, P as a bf16 high + low pair; f32
+//    accumulators), an online softmax per warp; a second kernel merges the ranges and applies the
+//    gate. scratch must hold attn_decode_scratch_floats(n_tokens, n_heads, max_context) floats.
 // - Requirements: head_dim == 256, rotary_dim even and <= head_dim, n_heads % n_kv_heads == 0,
 //   n_heads / n_kv_heads <= 8, positions[t] < max_context, 16-byte aligned rows; lanes distinct.
 //   Violations the host can see return cudaErrorInvalidValue; device-side indices are trusted.

@@ -1,0 +1,421 @@
+// ninfer::kernels - decode attention over the paged KV pool on tensor cores (split context + combine).
+#include "common.cuh"
+#include "kv_quant.cuh"
+#include "ninfer/kernels/attention_decode.h"
+
+#include <algorithm>
+
+namespace ninfer::kernels {
+
+namespace detail {
+
+constexpr int kDim = 256;          // head_dim
+constexpr int kGroupMax = 8;       // query heads per KV head: the n = 8 columns of one mma
+constexpr int kSlice = 16;         // tokens per warp step (two 8-token score tiles, one P V k-step)
+constexpr int kWarps = 4;
+constexpr int kPartLen = kDim + 2; // partial of one head and chunk: o[256], m, l
+// Chunks per (token, KV head): about two blocks per SM of an H200 (132) at batch 1, so that any depth
+// streams the pool with the whole GPU; capped so the combine reads at most 132 partials per head.
+constexpr int kMaxChunks = 132;
+constexpr int kBlocksPerToken = 264;
+
+int n_chunks_for(int n_kv_heads, int max_context) {
+    const int pages = (max_context + kKvPageTokens - 1) / kKvPageTokens;
+    return std::max(1, std::min({pages, kMaxChunks, kBlocksPerToken / n_kv_heads}));
+}
+
+// The chunks a lane of length len uses: chunk c holds pages [c * per, (c + 1) * per). Depends on the
+// lane's own length only, so a lane's reduction order does not change with the batch.
+struct ChunkSplit {
+    int per, used;
+};
+__device__ __forceinline__ ChunkSplit chunk_split(int len, int n_chunks) {
+    const int pages = (len + kKvPageTokens - 1) / kKvPageTokens;
+    const int per = (pages + n_chunks - 1) / n_chunks;
+    return {per, (pages + per - 1) / per};
+}
+
+__device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) { return __byte_perm(a, b, sel); }
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&v);
+}
+// Bytes i and j of w as signed int8, widened exactly to a bf16 pair (lo = byte i).
+__device__ __forceinline__ uint32_t s8_pair_to_bf16(uint32_t w, int i, uint32_t w2, int j) {
+    return pack_bf16(float(int8_t(w >> (8 * i))), float(int8_t(w2 >> (8 * j))));
+}
+
+// Where one 64-token page of one KV head lives: bf16 rows, or code rows plus 16-bit scales.
+template <KvDtype D> struct PageRef {
+    const __nv_bfloat16* rows = nullptr;
+    const uint8_t* codes = nullptr;
+    const uint16_t* scales = nullptr;
+};
+template <KvDtype D>
+__device__ __forceinline__ PageRef<D> page_ref(const void* pool, const KvPages& kv, int n_kv, int kvh, int64_t page) {
+    PageRef<D> r;
+    if constexpr (D == KvDtype::Bf16) {
+        r.rows = static_cast<const __nv_bfloat16*>(pool) + (page * n_kv + kvh) * kKvPageTokens * kDim;
+    } else {
+        const uint8_t* base = static_cast<const uint8_t*>(pool) + page * int64_t(kv_page_bytes(D, n_kv, kDim));
+        r.codes = base + int64_t(kvh) * kKvPageTokens * kDim;
+        r.scales = reinterpret_cast<const uint16_t*>(base + int64_t(n_kv) * kKvPageTokens * kDim) +
+                   kvh * kKvPageTokens * kv_scales_per_row(D, kDim);
+    }
+    return r;
+}
+// Scale of row r's 64-value group g (fp8: the row's only scale); 0 for rows past the context, whose
+// bytes were never written.
+template <KvDtype D> __device__ __forceinline__ float row_scale(const PageRef<D>& p, int r, int g, bool valid) {
+    if (!valid) return 0.f;
+    constexpr int kScales = kv_scales_per_row(D, kDim);
+    return D == KvDtype::Fp8 ? bf16_bits_to_float(__ldg(p.scales + r * kScales))
+                             : f16_bits_to_float(__ldg(p.scales + r * kScales + g));
+}
+
+// grid (n_chunks, n_kv_heads, n_tokens), 128 threads: one chunk of a lane's context for one GQA
+// group. Warp w takes the chunk's 16-token slices w, w + 4, ... with its own online softmax; the four
+// warps merge in shared memory at the end.
+// Scores, S[head][token] = Q (A: 16 rows, heads 0..group-1, rest zero) x K^T (B: 8 tokens per tile)
+// over the 256 dims, 16 per mma. Dims are consumed in an order of our choosing (the sum does not
+// care): thread (gid = lane / 4, tig = lane % 4) loads 16 contiguous bytes of K row gid at dims
+// 8 tig + 32 s and uses them as its B words of k-steps 2s and 2s + 1; its Q words come from the same
+// dims of head gid, so A and B pair the same dims. Each thread then holds the scores of head gid
+// for tokens 2 tig, 2 tig + 1 of each 8-token tile: exactly the B operand (P^T, n = heads) of
+// O^T[dim][head] = V^T (A: 16 dims x 16 tokens) x P^T. V^T rows are built from 8-dim pieces of
+// four V rows (tokens 2 tig, 2 tig + 1, 2 tig + 8, 2 tig + 9) with byte permutes; thread gid owns
+// dims 64 c + 8 gid + [0, 8) of heads 2 tig, 2 tig + 1 (acc[c][e2]: dims 2 e2 and 2 e2 + 1).
+// P enters the mma as a bf16 high part plus a bf16 low part (~16 bits, as the f32 P of the CPU
+// reference to ~1e-5). fp8 / int8 codes widen exactly to bf16 (|code| < 2^8); their scales multiply
+// the scores (K) and fold into P (V), so no product is rounded before the f32 accumulators.
+template <KvDtype D>
+__global__ void __launch_bounds__(kWarps * 32, 2) attn_mma_partial_kernel(AttnDecodeArgs a, int n_chunks) {
+    __shared__ float o_sh[kWarps][kGroupMax][kDim];
+    __shared__ float m_sh[kWarps][kGroupMax], l_sh[kWarps][kGroupMax];
+    ninfer_grid_launch_dependents();
+    ninfer_grid_wait(); // PDL: q and the new KV row come from the previous kernel
+    const AttnGeometry& geo = a.geo;
+    const int chunk = blockIdx.x, kvh = blockIdx.y, t = blockIdx.z;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, gid = lane >> 2, tig = lane & 3;
+    const int len = a.positions[t] + 1;
+    const ChunkSplit split = chunk_split(len, n_chunks);
+    const int c0 = chunk * split.per * kKvPageTokens;
+    if (c0 >= len) return;
+    const int c1 = min(len, c0 + split.per * kKvPageTokens);
+    const int group = geo.n_heads / geo.n_kv_heads, lane_id = a.lanes[t];
+
+    // Q fragments of head gid (zero rows past the group), scaled by head_dim^-0.5 = 2^-4 (exact).
+    uint32_t qf[8][4];
+    {
+        const __nv_bfloat16* qrow = a.q + int64_t(t) * a.q_stride + int64_t(kvh * group + gid) * kDim;
+#pragma unroll
+        for (int s = 0; s < 8; ++s) {
+            uint4 w = gid < group ? load_cached16(qrow + 8 * tig + 32 * s) : make_uint4(0, 0, 0, 0);
+            w = make_uint4(bf16x2_mul(w.x, 0x3D803D80u), bf16x2_mul(w.y, 0x3D803D80u), bf16x2_mul(w.z, 0x3D803D80u),
+                           bf16x2_mul(w.w, 0x3D803D80u));
+            if constexpr (D == KvDtype::Fp8) { // K words widen to dims (0, 2), (1, 3), (4, 6), (5, 7)
+                qf[s][0] = prmt(w.x, w.y, 0x5410);
+                qf[s][1] = prmt(w.x, w.y, 0x7632);
+                qf[s][2] = prmt(w.z, w.w, 0x5410);
+                qf[s][3] = prmt(w.z, w.w, 0x7632);
+            } else {
+                qf[s][0] = w.x;
+                qf[s][1] = w.y;
+                qf[s][2] = w.z;
+                qf[s][3] = w.w;
+            }
+        }
+    }
+    float acc[4][4][4] = {};
+    float m_run = -INFINITY, l_run = 0.f; // head gid; l_run sums this thread's tokens only
+    const void* kpool = D == KvDtype::Bf16 ? static_cast<const void*>(a.kv.k) : a.kv.k_q;
+    const void* vpool = D == KvDtype::Bf16 ? static_cast<const void*>(a.kv.v) : a.kv.v_q;
+    for (int tb = c0 + warp * kSlice; tb < c1; tb += kWarps * kSlice) {
+        const int64_t page = a.kv.page_table[int64_t(lane_id) * a.kv.max_pages + tb / kKvPageTokens];
+        const int r0 = tb % kKvPageTokens; // the slice's first row in its page
+        const PageRef<D> kp = page_ref<D>(kpool, a.kv, geo.n_kv_heads, kvh, page);
+        const PageRef<D> vp = page_ref<D>(vpool, a.kv, geo.n_kv_heads, kvh, page);
+        // ---- scores: two 8-token tiles j (rows r0 + 8 j + gid), 16 k-steps each.
+        float sc[2][4];
+        if constexpr (D == KvDtype::Bf16) {
+            uint4 kw[2][8];
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+                const bool ok = tb + 8 * j + gid < c1;
+                const __nv_bfloat16* row = kp.rows + int64_t(r0 + 8 * j + gid) * kDim + 8 * tig;
+#pragma unroll
+                for (int s = 0; s < 8; ++s) kw[j][s] = ok ? load_stream16(row + 32 * s) : make_uint4(0, 0, 0, 0);
+            }
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+                sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.f;
+#pragma unroll
+                for (int s = 0; s < 8; ++s) {
+                    mma_bf16_16816(sc[j], qf[s][0], 0u, qf[s][1], 0u, kw[j][s].x, kw[j][s].y);
+                    mma_bf16_16816(sc[j], qf[s][2], 0u, qf[s][3], 0u, kw[j][s].z, kw[j][s].w);
+                }
+            }
+        } else {
+            uint2 kw[2][8];
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+                const bool ok = tb + 8 * j + gid < c1;
+                const uint8_t* row = kp.codes + int64_t(r0 + 8 * j + gid) * kDim + 8 * tig;
+#pragma unroll
+                for (int s = 0; s < 8; ++s) kw[j][s] = ok ? load_stream8(row + 32 * s) : make_uint2(0, 0);
+            }
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+                float ks[2][4]; // [token 2 tig + e][64-value group]
+#pragma unroll
+                for (int e = 0; e < 2; ++e)
+#pragma unroll
+                    for (int g = 0; g < 4; ++g)
+                        ks[e][g] = row_scale<D>(kp, r0 + 8 * j + 2 * tig + e, g, tb + 8 * j + 2 * tig + e < c1);
+                sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.f;
+#pragma unroll
+                for (int g = 0; g < 4; ++g) { // segments 2 g, 2 g + 1 are dims [64 g, 64 g + 64)
+                    float part[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+                    for (int s = 2 * g; s < 2 * g + 2; ++s) {
+                        const uint2 w = kw[j][s];
+                        if constexpr (D == KvDtype::Fp8) {
+                            mma_bf16_16816(part, qf[s][0], 0u, qf[s][1], 0u, fp8_pair_to_bf16(w.x), fp8_pair_to_bf16(w.x >> 8));
+                            mma_bf16_16816(part, qf[s][2], 0u, qf[s][3], 0u, fp8_pair_to_bf16(w.y), fp8_pair_to_bf16(w.y >> 8));
+                        } else {
+                            mma_bf16_16816(part, qf[s][0], 0u, qf[s][1], 0u, s8_pair_to_bf16(w.x, 0, w.x, 1),
+                                           s8_pair_to_bf16(w.x, 2, w.x, 3));
+                            mma_bf16_16816(part, qf[s][2], 0u, qf[s][3], 0u, s8_pair_to_bf16(w.y, 0, w.y, 1),
+                                           s8_pair_to_bf16(w.y, 2, w.y, 3));
+                        }
+                    }
+                    if constexpr (D == KvDtype::Fp8) { // one scale per row: apply once at the end
+                        sc[j][0] += part[0];
+                        sc[j][1] += part[1];
+                    } else {
+                        sc[j][0] = fmaf(ks[0][g], part[0], sc[j][0]);
+                        sc[j][1] = fmaf(ks[1][g], part[1], sc[j][1]);
+                    }
+                }
+                if constexpr (D == KvDtype::Fp8) {
+                    sc[j][0] *= ks[0][0];
+                    sc[j][1] *= ks[1][0];
+                }
+            }
+        }
+        // ---- online softmax of head gid over this slice (the four tig threads of a row agree).
+        float s4[4];
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) s4[2 * j + e] = tb + 8 * j + 2 * tig + e < c1 ? sc[j][e] : -INFINITY;
+        float smax = fmaxf(fmaxf(s4[0], s4[1]), fmaxf(s4[2], s4[3]));
+        smax = fmaxf(smax, __shfl_xor_sync(0xffffffffu, smax, 1));
+        smax = fmaxf(smax, __shfl_xor_sync(0xffffffffu, smax, 2));
+        const float m_new = fmaxf(m_run, smax); // finite: the slice's first token is in the context
+        const float corr = expf(m_run - m_new);
+        float p[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) p[i] = expf(s4[i] - m_new);
+        l_run = l_run * corr + ((p[0] + p[1]) + (p[2] + p[3]));
+        m_run = m_new;
+        const float corr0 = __shfl_sync(0xffffffffu, corr, 8 * tig), corr1 = __shfl_sync(0xffffffffu, corr, 8 * tig + 4);
+#pragma unroll
+        for (int c = 0; c < 4; ++c)
+#pragma unroll
+            for (int e2 = 0; e2 < 4; ++e2) {
+                acc[c][e2][0] *= corr0;
+                acc[c][e2][1] *= corr1;
+                acc[c][e2][2] *= corr0;
+                acc[c][e2][3] *= corr1;
+            }
+        // ---- O^T += V^T P^T. V rows (tokens) 2 tig + {0, 1, 8, 9} of the slice, dims 64 c + 8 gid.
+        int vr[4];
+        bool vok[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int rr = 2 * tig + (i & 1) + 8 * (i >> 1);
+            vr[i] = r0 + rr;
+            vok[i] = tb + rr < c1;
+        }
+        if constexpr (D == KvDtype::Bf16) {
+            const uint32_t bh0 = pack_bf16(p[0], p[1]), bh1 = pack_bf16(p[2], p[3]);
+            const uint32_t bl0 = pack_bf16(p[0] - __uint_as_float(bh0 << 16), p[1] - __uint_as_float(bh0 & 0xffff0000u));
+            const uint32_t bl1 = pack_bf16(p[2] - __uint_as_float(bh1 << 16), p[3] - __uint_as_float(bh1 & 0xffff0000u));
+#pragma unroll
+            for (int c = 0; c < 4; ++c) {
+                uint4 vw[4];
+#pragma unroll
+                for (int i = 0; i < 4; ++i)
+                    vw[i] = vok[i] ? load_stream16(vp.rows + int64_t(vr[i]) * kDim + 64 * c + 8 * gid) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+                for (int e2 = 0; e2 < 4; ++e2) {
+                    const uint32_t wa = (&vw[0].x)[e2], wb = (&vw[1].x)[e2], wc = (&vw[2].x)[e2], wd = (&vw[3].x)[e2];
+                    const uint32_t a0 = prmt(wa, wb, 0x5410), a1 = prmt(wa, wb, 0x7632);
+                    const uint32_t a2 = prmt(wc, wd, 0x5410), a3 = prmt(wc, wd, 0x7632);
+                    mma_bf16_16816(acc[c][e2], a0, a1, a2, a3, bh0, bh1);
+                    mma_bf16_16816(acc[c][e2], a0, a1, a2, a3, bl0, bl1);
+                }
+            }
+        } else {
+            uint2 vw[4][4]; // [row][c]
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+#pragma unroll
+                for (int c = 0; c < 4; ++c)
+                    vw[i][c] = vok[i] ? load_stream8(vp.codes + int64_t(vr[i]) * kDim + 64 * c + 8 * gid) : make_uint2(0, 0);
+#pragma unroll
+            for (int c = 0; c < 4; ++c) {
+                // P times the V scales of the four rows (fp8: per row; int8: the row's group c).
+                float pv[4];
+#pragma unroll
+                for (int i = 0; i < 4; ++i) pv[i] = p[(i >> 1) * 2 + (i & 1)] * row_scale<D>(vp, vr[i], c, vok[i]);
+                const uint32_t bh0 = pack_bf16(pv[0], pv[1]), bh1 = pack_bf16(pv[2], pv[3]);
+                const uint32_t bl0 = pack_bf16(pv[0] - __uint_as_float(bh0 << 16), pv[1] - __uint_as_float(bh0 & 0xffff0000u));
+                const uint32_t bl1 = pack_bf16(pv[2] - __uint_as_float(bh1 << 16), pv[3] - __uint_as_float(bh1 & 0xffff0000u));
+#pragma unroll
+                for (int e2 = 0; e2 < 4; ++e2) {
+                    // Dims 2 e2, 2 e2 + 1 of rows a, b (then c, d): bytes e2 % 2 * 2 + {0, 1} of word e2 / 2.
+                    const int hw = e2 >> 1, b0 = (e2 & 1) * 2;
+                    const uint32_t wa = hw ? vw[0][c].y : vw[0][c].x, wb = hw ? vw[1][c].y : vw[1][c].x;
+                    const uint32_t wc = hw ? vw[2][c].y : vw[2][c].x, wd = hw ? vw[3][c].y : vw[3][c].x;
+                    uint32_t a0, a1, a2, a3;
+                    if constexpr (D == KvDtype::Fp8) {
+                        const uint32_t sel = b0 ? 0x7632 : 0x5410;
+                        const uint32_t xab = prmt(wa, wb, sel), xcd = prmt(wc, wd, sel);
+                        a0 = fp8_pair_to_bf16(xab);
+                        a1 = fp8_pair_to_bf16(xab >> 8);
+                        a2 = fp8_pair_to_bf16(xcd);
+                        a3 = fp8_pair_to_bf16(xcd >> 8);
+                    } else {
+                        a0 = s8_pair_to_bf16(wa, b0, wb, b0);
+                        a1 = s8_pair_to_bf16(wa, b0 + 1, wb, b0 + 1);
+                        a2 = s8_pair_to_bf16(wc, b0, wd, b0);
+                        a3 = s8_pair_to_bf16(wc, b0 + 1, wd, b0 + 1);
+                    }
+                    mma_bf16_16816(acc[c][e2], a0, a1, a2, a3, bh0, bh1);
+                    mma_bf16_16816(acc[c][e2], a0, a1, a2, a3, bl0, bl1);
+                }
+            }
+        }
+    }
+    // ---- merge the four warps: o = sum_w exp(m_w - M) o_w (warps without a slice have m = -inf).
+    l_run += __shfl_xor_sync(0xffffffffu, l_run, 1);
+    l_run += __shfl_xor_sync(0xffffffffu, l_run, 2);
+    if (tig == 0 && gid < group) {
+        m_sh[warp][gid] = m_run;
+        l_sh[warp][gid] = l_run;
+    }
+#pragma unroll
+    for (int c = 0; c < 4; ++c)
+#pragma unroll
+        for (int e2 = 0; e2 < 4; ++e2) {
+            const int d = 64 * c + 8 * gid + 2 * e2;
+            if (2 * tig < group) {
+                o_sh[warp][2 * tig][d] = acc[c][e2][0];
+                o_sh[warp][2 * tig][d + 1] = acc[c][e2][2];
+            }
+            if (2 * tig + 1 < group) {
+                o_sh[warp][2 * tig + 1][d] = acc[c][e2][1];
+                o_sh[warp][2 * tig + 1][d + 1] = acc[c][e2][3];
+            }
+        }
+    __syncthreads();
+    for (int i = tid; i < group * kDim; i += kWarps * 32) {
+        const int h = i / kDim, d = i % kDim;
+        float m = m_sh[0][h];
+#pragma unroll
+        for (int w = 1; w < kWarps; ++w) m = fmaxf(m, m_sh[w][h]);
+        float o = 0.f, l = 0.f;
+#pragma unroll
+        for (int w = 0; w < kWarps; ++w) {
+            const float f = expf(m_sh[w][h] - m); // 0 for an idle warp; m is finite (warp 0 had a slice)
+            o = fmaf(f, o_sh[w][h][d], o);
+            l = fmaf(f, l_sh[w][h], l);
+        }
+        float* part = a.scratch + ((int64_t(t) * geo.n_heads + kvh * group + h) * n_chunks + chunk) * kPartLen;
+        part[d] = o;
+        if (d == 0) {
+            part[kDim] = m;
+            part[kDim + 1] = l;
+        }
+    }
+}
+
+// grid (n_heads, n_tokens), 1024 threads: merge the used chunks, apply the output gate. Thread
+// c < used reads chunk c's (m, l); then thread (d = tid % 256, q = tid / 256) sums w_c o_c[d] over
+// chunks c = q mod 4 with 16 loads in flight (the partials sit in L2: the sum is latency-bound), and
+// the four quarter sums are added in q order.
+constexpr int kCombineSplit = 4;
+__global__ void __launch_bounds__(kDim * kCombineSplit) attn_mma_combine_kernel(AttnDecodeArgs a, int n_chunks) {
+    constexpr int kBatch = 16;
+    __shared__ float w_sh[kMaxChunks + kCombineSplit * kBatch];
+    __shared__ float num_sh[kCombineSplit][kDim];
+    __shared__ float red[32];
+    ninfer_grid_launch_dependents();
+    ninfer_grid_wait(); // PDL: the partials come from the previous kernel
+    const int h = blockIdx.x, t = blockIdx.y, tid = threadIdx.x, d = tid % kDim, q = tid / kDim;
+    const int used = chunk_split(a.positions[t] + 1, n_chunks).used;
+    const float* part = a.scratch + (int64_t(t) * a.geo.n_heads + h) * n_chunks * kPartLen;
+    const float mc = tid < used ? part[tid * kPartLen + kDim] : -INFINITY;
+    const float lc = tid < used ? part[tid * kPartLen + kDim + 1] : 0.f;
+    float m = warp_max(mc);
+    if ((tid & 31) == 0) red[tid >> 5] = m;
+    __syncthreads();
+    m = red[0];
+    for (int i = 1; i < kDim * kCombineSplit / 32; ++i) m = fmaxf(m, red[i]);
+    const float w = tid < used ? expf(mc - m) : 0.f;
+    if (tid < kMaxChunks + kCombineSplit * kBatch) w_sh[tid] = w;
+    const float den = block_sum(w * lc, red); // its first barrier also publishes w_sh
+    float num = 0.f;
+    for (int c0 = q; c0 < used; c0 += kCombineSplit * kBatch) {
+        float v[kBatch];
+#pragma unroll
+        for (int i = 0; i < kBatch; ++i) {
+            const int c = c0 + kCombineSplit * i;
+            v[i] = c < used ? part[c * kPartLen + d] : 0.f;
+        }
+#pragma unroll
+        for (int i = 0; i < kBatch; ++i) num = fmaf(w_sh[c0 + kCombineSplit * i], v[i], num);
+    }
+    num_sh[q][d] = num;
+    __syncthreads();
+    if (q != 0) return;
+    num = ((num_sh[0][d] + num_sh[1][d]) + num_sh[2][d]) + num_sh[3][d];
+    const float o = a.geo.exact ? num / den : bf16_round(num / den);
+    const float gate = __bfloat162float(a.qg[int64_t(t) * a.qg_stride + int64_t(h) * 2 * kDim + kDim + d]);
+    const float sg = a.geo.exact ? 1.f / (1.f + expf(-gate)) : bf16_round(1.f / (1.f + expf(-gate)));
+    a.out[int64_t(t) * a.out_stride + int64_t(h) * kDim + d] = __float2bfloat16(o * sg);
+}
+
+bool decode_geometry_ok(const AttnGeometry& g) {
+    return g.head_dim == kDim && g.n_kv_heads >= 1 && g.n_heads >= g.n_kv_heads && g.n_heads % g.n_kv_heads == 0 &&
+           g.n_heads / g.n_kv_heads <= kGroupMax;
+}
+
+} // namespace detail
+
+size_t attn_decode_scratch_floats(int n_tokens, int n_heads, int max_context) {
+    const int pages = (max_context + kKvPageTokens - 1) / kKvPageTokens;
+    return size_t(n_tokens) * size_t(n_heads) * size_t(std::min(pages, detail::kMaxChunks)) * detail::kPartLen;
+}
+
+cudaError_t attn_decode(const AttnDecodeArgs& a, cudaStream_t stream) {
+    const bool pools = a.kv.dtype == KvDtype::Bf16 ? a.kv.k && a.kv.v : a.kv.k_q && a.kv.v_q;
+    if (!detail::decode_geometry_ok(a.geo) || !a.q || !a.qg || !a.lanes || !a.positions || !pools ||
+        !a.kv.page_table || !a.out || a.n_tokens < 1 || a.n_tokens > 65535 || a.max_context < 1 ||
+        a.max_context > a.kv.max_pages * kKvPageTokens || !a.scratch ||
+        a.scratch_floats < attn_decode_scratch_floats(a.n_tokens, a.geo.n_heads, a.max_context))
+        return cudaErrorInvalidValue;
+    const int n_chunks = detail::n_chunks_for(a.geo.n_kv_heads, a.max_context);
+    const dim3 grid(unsigned(n_chunks), unsigned(a.geo.n_kv_heads), unsigned(a.n_tokens)), block(detail::kWarps * 32);
+    const cudaError_t err =
+        a.kv.dtype == KvDtype::Fp8    ? launch_pdl(detail::attn_mma_partial_kernel<KvDtype::Fp8>, grid, block, 0, stream, a, n_chunks)
+        : a.kv.dtype == KvDtype::Int8 ? launch_pdl(detail::attn_mma_partial_kernel<KvDtype::Int8>, grid, block, 0, stream, a, n_chunks)
+                                      : launch_pdl(detail::attn_mma_partial_kernel<KvDtype::Bf16>, grid, block, 0, stream, a, n_chunks);
+    if (err != cudaSuccess) return err;
+    return launch_pdl(detail::attn_mma_combine_kernel, dim3(unsigned(a.geo.n_heads), unsigned(a.n_tokens)),
+                      dim3(detail::kDim * detail::kCombineSplit), 0, stream, a, n_chunks);
+}
+
+} // namespace ninfer::kernels

@@ -1,0 +1,163 @@
+// ninfer tests - time per layer of the decode sequence mixers (attention over the paged KV pool,
+// GDN conv and recurrence) at the 27B and 35B-A3B shapes. Prints RESULT lines; speed is not asserted
+// (correctness is tests/gpu/attention_decode.cpp's and gdn_decode.cpp's job). Each timed graph runs
+// the kernel over enough distinct layers' buffers (>= 128 MB) that they do not stay in the 50 MB L2,
+// as in a model step where ~14 GB of weights stream between two attention layers.
+#include "gpu_test_util.h"
+#include "ninfer/kernels/attention_decode.h"
+#include "ninfer/kernels/gdn_decode.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <memory>
+
+using namespace ninfer;
+using namespace ninfer::test;
+
+namespace {
+
+// Microseconds per replay of a graph that records body(stream), median of 5 batches of 10 replays.
+double graph_us(const std::function<void(cudaStream_t)>& body) {
+    cudaStream_t stream;
+    CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    body(stream);
+    CUDA_OK(cudaStreamEndCapture(stream, &graph));
+    CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+    CUDA_OK(cudaGraphLaunch(exec, stream)); // warm-up
+    cudaEvent_t t0, t1;
+    CUDA_OK(cudaEventCreate(&t0));
+    CUDA_OK(cudaEventCreate(&t1));
+    std::vector<float> runs;
+    for (int b = 0; b < 5; ++b) {
+        CUDA_OK(cudaEventRecord(t0, stream));
+        for (int r = 0; r < 10; ++r) CUDA_OK(cudaGraphLaunch(exec, stream));
+        CUDA_OK(cudaEventRecord(t1, stream));
+        CUDA_OK(cudaEventSynchronize(t1));
+        float ms = 0;
+        CUDA_OK(cudaEventElapsedTime(&ms, t0, t1));
+        runs.push_back(ms * 100.f); // us per replay
+    }
+    std::sort(runs.begin(), runs.end());
+    cudaEventDestroy(t0);
+    cudaEventDestroy(t1);
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(stream);
+    return runs[2];
+}
+
+int layers_for(double bytes_per_layer) { return std::clamp(int(128e6 / bytes_per_layer) + 1, 4, 64); }
+
+void time_attention(const char* model, int nh, int nkv, int depth, int batch, kernels::KvDtype dtype) {
+    const int max_context = depth + 64, max_pages = (max_context + 63) / 64, hd = 256;
+    const size_t page_bytes = kernels::kv_page_bytes(dtype, nkv, hd);
+    const double kv_bytes = 2.0 * batch * (double(depth) / 64) * double(page_bytes); // K and V read per layer
+    const int layers = layers_for(kv_bytes);
+    std::vector<int32_t> table(size_t(batch) * max_pages), lanes(batch), positions(batch, depth - 1);
+    for (size_t i = 0; i < table.size(); ++i) table[i] = int32_t(i);
+    for (int t = 0; t < batch; ++t) lanes[t] = t;
+    DeviceBuffer<int32_t> table_d(table), lanes_d(lanes), pos_d(positions);
+    Rng rng(7);
+    DeviceBuffer<bf16> qg(rng.bf16s(size_t(batch) * nh * 2 * hd, -2.f, 2.f)), q(rng.bf16s(size_t(batch) * nh * hd, -2.f, 2.f));
+    DeviceBuffer<bf16> out(size_t(batch) * nh * hd);
+    const size_t scratch_floats = kernels::attn_decode_scratch_floats(batch, nh, max_context);
+    DeviceBuffer<float> scratch(scratch_floats);
+    std::vector<std::unique_ptr<DeviceBuffer<uint8_t>>> pools; // K then V per layer; 0x3c: small finite values
+    for (int l = 0; l < 2 * layers; ++l)
+        pools.push_back(std::make_unique<DeviceBuffer<uint8_t>>(size_t(batch) * max_pages * page_bytes, 0x3c));
+    const double us = graph_us([&](cudaStream_t s) {
+        for (int l = 0; l < layers; ++l) {
+            kernels::KvPages kv;
+            kv.page_table = table_d.get();
+            kv.max_pages = max_pages;
+            kv.dtype = dtype;
+            if (dtype == kernels::KvDtype::Bf16) {
+                kv.k = reinterpret_cast<bf16*>(pools[2 * l]->get());
+                kv.v = reinterpret_cast<bf16*>(pools[2 * l + 1]->get());
+            } else {
+                kv.k_q = pools[2 * l]->get();
+                kv.v_q = pools[2 * l + 1]->get();
+            }
+            const kernels::AttnDecodeArgs da{{nh, nkv, hd, 64, 1e7f, 1e-6f, true}, q.get(), nh * hd, qg.get(), nh * 2 * hd,
+                                             lanes_d.get(), pos_d.get(), kv, out.get(), nh * hd, batch, max_context,
+                                             scratch.get(), scratch_floats};
+            CUDA_OK(kernels::attn_decode(da, s));
+        }
+    }) / layers;
+    std::printf("RESULT mixer_decode attention %s kv %s depth %d batch %d: %.2f us/layer (partial + combine, graph of "
+                "%d layers), %.1f MB KV, %.0f GB/s\n",
+                model, dtype == kernels::KvDtype::Bf16 ? "bf16" : dtype == kernels::KvDtype::Fp8 ? "fp8" : "int8", depth,
+                batch, us, layers, kv_bytes / 1e6, kv_bytes / us / 1e3);
+}
+
+void time_gdn(const char* model, int hk, int hv, int batch) {
+    constexpr int D = kernels::kGdnHeadDim;
+    const int conv_dim = 2 * hk * D + hv * D;
+    const double state_bytes = double(batch) * hv * D * D * 4;
+    const int layers = layers_for(2 * state_bytes);
+    std::vector<int32_t> slot_h(batch);
+    for (int t = 0; t < batch; ++t) slot_h[t] = t;
+    DeviceBuffer<int32_t> slots(slot_h);
+    Rng rng(9);
+    DeviceBuffer<bf16> qkv(rng.bf16s(size_t(batch) * conv_dim, -2.f, 2.f)), conv_w(rng.bf16s(size_t(conv_dim) * 4, -0.5f, 0.5f));
+    DeviceBuffer<bf16> conv_out(size_t(batch) * conv_dim), z(rng.bf16s(size_t(batch) * hv * D, -2.f, 2.f));
+    DeviceBuffer<bf16> ab(rng.bf16s(size_t(batch) * hv, -2.f, 2.f)), norm_w(rng.bf16s(D, 0.5f, 1.5f)), y(size_t(batch) * hv * D);
+    DeviceBuffer<float> a_log(std::vector<float>(hv, 0.5f)), dt_bias(std::vector<float>(hv, 0.1f));
+    std::vector<std::unique_ptr<DeviceBuffer<float>>> states;
+    std::vector<std::unique_ptr<DeviceBuffer<bf16>>> conv_states;
+    for (int l = 0; l < layers; ++l) {
+        states.push_back(std::make_unique<DeviceBuffer<float>>(size_t(batch) * hv * D * D, 0));
+        conv_states.push_back(std::make_unique<DeviceBuffer<bf16>>(size_t(batch) * 3 * conv_dim, 0));
+    }
+    auto conv = [&](int l, cudaStream_t s) {
+        const kernels::GdnConvArgs ca{qkv.get(), conv_dim, conv_w.get(), conv_states[size_t(l)]->get(), slots.get(),
+                                      conv_out.get(), conv_dim, conv_dim, batch, true};
+        CUDA_OK(kernels::gdn_conv_decode(ca, s));
+    };
+    auto recur = [&](int l, cudaStream_t s) {
+        kernels::GdnRecurrentArgs ra;
+        ra.conv_out = conv_out.get(), ra.conv_stride = conv_dim, ra.z = z.get(), ra.z_stride = hv * D;
+        ra.a = ab.get(), ra.a_stride = hv, ra.b = ab.get(), ra.b_stride = hv, ra.a_log = a_log.get();
+        ra.dt_bias = dt_bias.get(), ra.norm_w = norm_w.get(), ra.state = states[size_t(l)]->get(), ra.slots = slots.get();
+        ra.y = y.get(), ra.y_stride = hv * D, ra.n_k_heads = hk, ra.n_v_heads = hv, ra.n_tokens = batch, ra.exact = true;
+        CUDA_OK(kernels::gdn_recurrent_decode(ra, s));
+    };
+    auto fused = [&](int l, cudaStream_t s) {
+        kernels::GdnConvArgs ca{qkv.get(), conv_dim, conv_w.get(), conv_states[size_t(l)]->get(), slots.get(), nullptr,
+                                0, conv_dim, batch, true};
+        kernels::GdnRecurrentArgs ra;
+        ra.z = z.get(), ra.z_stride = hv * D, ra.a = ab.get(), ra.a_stride = hv, ra.b = ab.get(), ra.b_stride = hv;
+        ra.a_log = a_log.get(), ra.dt_bias = dt_bias.get(), ra.norm_w = norm_w.get(), ra.state = states[size_t(l)]->get();
+        ra.slots = slots.get(), ra.y = y.get(), ra.y_stride = hv * D, ra.n_k_heads = hk, ra.n_v_heads = hv;
+        ra.n_tokens = batch, ra.exact = true;
+        CUDA_OK(kernels::gdn_decode_step(ca, ra, s));
+    };
+    const double conv_us = graph_us([&](cudaStream_t s) { for (int l = 0; l < layers; ++l) conv(l, s); }) / layers;
+    const double rec_us = graph_us([&](cudaStream_t s) { for (int l = 0; l < layers; ++l) recur(l, s); }) / layers;
+    const double step_us = graph_us([&](cudaStream_t s) { for (int l = 0; l < layers; ++l) fused(l, s); }) / layers;
+    std::printf("RESULT mixer_decode gdn %s batch %d: conv %.2f us/layer, recurrence %.2f us/layer, fused step %.2f "
+                "us/layer (graphs of %d layers), %.1f MB state read + written, %.0f GB/s in the fused step\n",
+                model, batch, conv_us, rec_us, step_us, layers, 2 * state_bytes / 1e6, 2 * state_bytes / step_us / 1e3);
+}
+
+} // namespace
+
+TEST_CASE("decode mixers: time per layer at the 27B and 35B-A3B shapes (RESULT lines; speed is not asserted)",
+          "[mixer_decode_timing]") {
+    require_gpu();
+    for (int batch : {1, 8}) {
+        for (int depth : {512, 8192, 32768}) {
+            time_attention("27B", 24, 4, depth, batch, kernels::KvDtype::Bf16);
+            time_attention("35B-A3B", 16, 2, depth, batch, kernels::KvDtype::Bf16);
+        }
+        time_attention("27B", 24, 4, 8192, batch, kernels::KvDtype::Fp8);
+        time_attention("27B", 24, 4, 8192, batch, kernels::KvDtype::Int8);
+        time_gdn("27B", 16, 48, batch);
+        time_gdn("35B-A3B", 16, 32, batch);
+    }
+    CUDA_OK(cudaGetLastError());
+}
