@@ -55,6 +55,7 @@ __device__ __forceinline__ void route_dots(const MoeRows& m, const int64_t (&row
 template <int NT> __device__ void route_block(const MoeParams& p) {
     __shared__ float part[kRouteWarps][NT][kRouteRows];
     __shared__ int32_t chosen[kMoeDecodeMaxTokens][kMoeMaxTopK];
+    __shared__ uint32_t tok_mask[kMoeMaxExperts];
     __shared__ bool is_last;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, E = p.n_experts;
     const bool score_block = blockIdx.x == p.route_blocks - 1;
@@ -89,14 +90,15 @@ template <int NT> __device__ void route_block(const MoeParams& p) {
         p.logits[int64_t(t) * (E + 1) + (score_block ? E : row0 + j)] = s * fp8_row_scale(m, rows[j]);
         __threadfence(); // the last block reads these
     }
+    clear_choices(p, tok_mask); // every block: free work beside the counter's round trip
     __syncthreads();
     if (threadIdx.x == 0) is_last = atomicAdd(p.counter, 1u) == unsigned(p.route_blocks - 1);
     __syncthreads();
     if (!is_last) return;
     __threadfence();
-    route_tokens(p, chosen);
+    route_tokens(p, chosen, tok_mask);
     __syncthreads();
-    plan_work(p, chosen);
+    plan_work(p, chosen, tok_mask);
 }
 
 // Launch 1, 256 threads: route_blocks router blocks, then ceil(Is / 16) blocks of the shared
@@ -114,11 +116,16 @@ template <int NT> __global__ void __launch_bounds__(kRouteWarps * 32, 2) moe_rou
         for (int j = 0; j < kRouteRows; ++j)
             for (int64_t at = threadIdx.x * 128; at < m.row_bytes; at += blockDim.x * 128)
                 prefetch_l2(m.data + min(row0 + j, n_rows - 1) * m.row_bytes + at);
-    } else if (i < p.shared_inter) { // the warp's gate and up rows
-        const MoeRows& m = p.shared_gate_up;
-        for (const int64_t r : {i, i + 1, p.shared_inter + i, p.shared_inter + i + 1})
-            for (int64_t at = (threadIdx.x & 31) * 128; at < m.row_bytes; at += 32 * 128)
-                prefetch_l2(m.data + r * m.row_bytes + at);
+    } else {
+        if (i < p.shared_inter) { // the warp's gate and up rows
+            const MoeRows& m = p.shared_gate_up;
+            for (const int64_t r : {i, i + 1, p.shared_inter + i, p.shared_inter + i + 1})
+                for (int64_t at = (threadIdx.x & 31) * 128; at < m.row_bytes; at += 32 * 128)
+                    prefetch_l2(m.data + r * m.row_bytes + at);
+        }
+        // The third launch's shared down rows, a slice per block: they are L2 hits there.
+        if (threadIdx.x == 0)
+            prefetch_rows_l2(p.shared_down, 0, p.hidden, int(blockIdx.x) - p.route_blocks, int(gridDim.x) - p.route_blocks);
     }
     ninfer_grid_launch_dependents();
     ninfer_grid_wait();
@@ -146,6 +153,9 @@ __global__ void __launch_bounds__(kExpertWarps * 32, NT == 1 ? 3 : 2) moe_gate_u
     const int32_t* en = p.work + 1 + entry * kMoeEntryInts;
     const int n_entries = p.work[0], expert = en[0], nt = en[1];
     if (entry >= n_entries) return;
+    // The third launch's rows of this expert, a slice per block: they load from L2 there, and their
+    // HBM time overlaps this launch's dots and the launch boundary.
+    if (threadIdx.x == 0) prefetch_rows_l2(p.down, int64_t(expert) * p.hidden, p.hidden, blockIdx.x, gridDim.x);
     const int64_t I = p.inter, i = int64_t(blockIdx.x) * kGateUpRowsPerBlock + warp * kGateUpRowsPerWarp;
     if (i >= I) return;
     int32_t pair[NT];

@@ -138,6 +138,23 @@ __device__ __forceinline__ void rows_dot(const MoeRows& m, const int64_t (&row)[
 // Start moving a line of constant data (weights) towards L2 before the kernel may read anything else.
 __device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
+// Bulk-prefetch bytes [at, at + size) of global memory into L2 (TMA; at and size multiples of 16).
+__device__ __forceinline__ void prefetch_bulk_l2(const uint8_t* at, int64_t size) {
+    if (size > 0) asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(at), "r"(uint32_t(size)) : "memory");
+}
+
+// Slice `part` of `parts` of rows [row0, row0 + n_rows) of m (codes and multipliers) towards L2.
+// Every stored row and multiplier run is a multiple of 16 bytes (k % 16 == 0, H % 16 == 0).
+__device__ __forceinline__ void prefetch_rows_l2(const MoeRows& m, int64_t row0, int64_t n_rows, int part, int parts) {
+    auto slice = [&](const uint8_t* base, int64_t bytes) {
+        const int64_t step = ((bytes + parts - 1) / parts + 15) & ~int64_t(15), at = part * step;
+        prefetch_bulk_l2(base + at, min(step, bytes - at));
+    };
+    slice(m.data + row0 * m.row_bytes, n_rows * m.row_bytes);
+    if (m.format == WeightFormat::Q4G64Fp16) slice(m.scales + row0 * m.groups * 2, n_rows * m.groups * 2);
+    else if (m.format == WeightFormat::Fp8E4m3RowBf16) slice(m.scales + row0 * 2, n_rows * 2);
+}
+
 __device__ __forceinline__ float fp8_row_scale(const MoeRows& m, int64_t row) {
     return m.format == WeightFormat::Fp8E4m3RowBf16
                ? __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(m.scales)[row])

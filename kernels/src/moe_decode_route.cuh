@@ -3,6 +3,7 @@
 #pragma once
 
 #include "moe_decode_dot.cuh"
+#include "moe_route_warp.cuh"
 #include "ninfer/kernels/moe_decode.h"
 
 namespace ninfer::kernels::detail {
@@ -38,89 +39,41 @@ struct MoeParams {
     int64_t out_stride;
 };
 
-// The last block: warp t routes token t (core/cpu order: softmax with a reciprocal multiply,
-// top-k on the probabilities with ties to the lower id, weights renormalised by their sum).
-__device__ void route_tokens(const MoeParams& p, int32_t (*chosen)[kMoeMaxTopK]) {
-    __shared__ float prob[kMoeDecodeMaxTokens][kMoeMaxExperts];
-    __shared__ float chosen_p[kMoeDecodeMaxTokens][kMoeMaxTopK];
+// The last block, before routing: no expert chosen yet (tok_mask[e] bit t: token t chose e).
+__device__ __forceinline__ void clear_choices(const MoeParams& p, uint32_t* tok_mask) {
+    for (int e = threadIdx.x; e < p.n_experts; e += blockDim.x) tok_mask[e] = 0;
+}
+
+// The last block: warp t routes token t (moe_route_warp.cuh, core/cpu order), then lists its choices
+// in ascending id (the order core/cpu adds the experts' outputs in: the combine's j order), lane j
+// writing the choice of rank j. Needs a __syncthreads() after clear_choices() and before plan_work().
+__device__ void route_tokens(const MoeParams& p, int32_t (*chosen)[kMoeMaxTopK], uint32_t* tok_mask) {
     const int t = threadIdx.x >> 5, lane = threadIdx.x & 31, E = p.n_experts, K = p.top_k;
     if (t >= p.n_tokens) return;
     const float* l = p.logits + int64_t(t) * (E + 1);
-    float* pr = prob[t];
-    float m = -INFINITY;
-    for (int e = lane; e < E; e += 32) {
-        pr[e] = __ldcg(l + e); // written by other blocks of this launch: read from L2
-        m = fmaxf(m, pr[e]);
+    const float score = __ldcg(l + E); // issued before the routing so its latency hides there
+    int id;
+    float pr, sum;
+    route_token_warp_any(l, E, K, id, pr, sum);
+    int rank = 0; // among the K choices, by id
+    for (int i = 0; i < K; ++i) rank += __shfl_sync(0xffffffffu, id, i) < id;
+    if (lane < K) {
+        chosen[t][rank] = id;
+        p.ids[t * K + rank] = id;
+        p.weights[t * (K + 1) + rank] = pr / sum;
+        atomicOr(tok_mask + id, 1u << t);
     }
-    m = warp_max(m);
-    float s = 0.f;
-    for (int e = lane; e < E; e += 32) {
-        pr[e] = expf(pr[e] - m);
-        s += pr[e];
-    }
-    const float inv = 1.f / warp_sum(s);
-    for (int e = lane; e < E; e += 32) pr[e] *= inv;
-    __syncwarp();
-    for (int j = 0; j < K; ++j) {
-        float best = -1.f;
-        int best_id = E;
-        for (int e = lane; e < E; e += 32)
-            if (pr[e] > best || (pr[e] == best && e < best_id)) {
-                best = pr[e];
-                best_id = e;
-            }
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) {
-            const float ob = __shfl_xor_sync(0xffffffffu, best, o);
-            const int oi = __shfl_xor_sync(0xffffffffu, best_id, o);
-            if (ob > best || (ob == best && oi < best_id)) {
-                best = ob;
-                best_id = oi;
-            }
-        }
-        if (lane == 0) {
-            chosen[t][j] = best_id;
-            chosen_p[t][j] = best;
-            pr[best_id] = -2.f; // taken
-        }
-        __syncwarp();
-    }
-    if (lane == 0) {
-        float sum = 0.f; // in rank order, as core/cpu sums it
-        for (int j = 0; j < K; ++j) sum += chosen_p[t][j];
-        // Ascending expert id: the order core/cpu adds the experts' outputs in (the combine's j order).
-        for (int j = 1; j < K; ++j)
-            for (int i = j; i > 0 && chosen[t][i - 1] > chosen[t][i]; --i) {
-                const int32_t id = chosen[t][i];
-                const float pv = chosen_p[t][i];
-                chosen[t][i] = chosen[t][i - 1];
-                chosen_p[t][i] = chosen_p[t][i - 1];
-                chosen[t][i - 1] = id;
-                chosen_p[t][i - 1] = pv;
-            }
-        for (int j = 0; j < K; ++j) {
-            p.ids[t * K + j] = chosen[t][j];
-            p.weights[t * (K + 1) + j] = chosen_p[t][j] / sum;
-        }
-        const float score = __ldcg(l + E);
-        p.weights[t * (K + 1) + K] = 1.f / (1.f + expf(-score));
-    }
+    if (lane == 0) p.weights[t * (K + 1) + K] = 1.f / (1.f + expf(-score));
 }
 
 // The last block, all threads: entries for the experts any token chose, in ascending id (a block
-// scan over per-thread runs of experts).
-__device__ void plan_work(const MoeParams& p, const int32_t (*chosen)[kMoeMaxTopK]) {
+// scan over per-thread runs of experts), each listing its tokens in ascending order.
+__device__ void plan_work(const MoeParams& p, const int32_t (*chosen)[kMoeMaxTopK], const uint32_t* tok_mask) {
     __shared__ int warp_total[kRouteWarps];
-    const int E = p.n_experts, K = p.top_k, nt = p.n_tokens, tid = threadIdx.x;
+    const int E = p.n_experts, K = p.top_k, tid = threadIdx.x;
     const int per = (E + blockDim.x - 1) / blockDim.x, e0 = tid * per, e1 = min(E, e0 + per);
-    auto n_tok_of = [&](int e) {
-        int n = 0;
-        for (int t = 0; t < nt; ++t)
-            for (int j = 0; j < K; ++j) n += chosen[t][j] == e;
-        return n;
-    };
     int mine = 0;
-    for (int e = e0; e < e1; ++e) mine += n_tok_of(e) > 0;
+    for (int e = e0; e < e1; ++e) mine += tok_mask[e] != 0;
     // Exclusive scan of `mine` over the block.
     const int lane = tid & 31, warp = tid >> 5;
     int incl = mine;
@@ -138,12 +91,16 @@ __device__ void plan_work(const MoeParams& p, const int32_t (*chosen)[kMoeMaxTop
     }
     int at = before;
     for (int e = e0; e < e1; ++e) {
-        if (n_tok_of(e) == 0) continue;
+        uint32_t mask = tok_mask[e];
+        if (!mask) continue;
         int32_t* en = p.work + 1 + at * kMoeEntryInts;
         int n = 0;
-        for (int t = 0; t < nt; ++t)
-            for (int j = 0; j < K; ++j)
-                if (chosen[t][j] == e) en[2 + n++] = t * (K + 1) + j;
+        for (; mask; mask &= mask - 1) {
+            const int t = __ffs(mask) - 1;
+            int j = 0; // e's rank among token t's choices
+            while (chosen[t][j] != e) ++j;
+            en[2 + n++] = t * (K + 1) + j;
+        }
         en[0] = e;
         en[1] = n;
         ++at;

@@ -1,6 +1,7 @@
 // ninfer::kernels - glue kernels of the CUDA model runner: embedding, SwiGLU, MoE, logits scatter
 // (the residual + RMSNorm is in add_rmsnorm.cu).
 #include "common.cuh"
+#include "moe_route_warp.cuh"
 #include "ninfer/kernels/runner_ops.h"
 #include "row_decoder.cuh"
 
@@ -46,53 +47,16 @@ __global__ void swiglu_kernel(const float* in, int64_t in_stride, int inter, __n
     }
 }
 
-// One warp per token: softmax, then top_k rounds of a (value desc, id asc) warp argmax.
+// One warp per token (moe_route_warp.cuh).
 __global__ void moe_route_kernel(const float* logits, int64_t stride, int n_experts, int top_k, int32_t* ids,
                                  float* weights) {
-    __shared__ float p[1024];
-    __shared__ float chosen_p[32];
     const int t = blockIdx.x, lane = threadIdx.x;
-    const float* l = logits + t * stride;
-    float m = -INFINITY;
-    for (int e = lane; e < n_experts; e += 32) m = fmaxf(m, l[e]);
-    m = warp_max(m);
-    float s = 0.f;
-    for (int e = lane; e < n_experts; e += 32) {
-        p[e] = expf(l[e] - m);
-        s += p[e];
-    }
-    s = warp_sum(s);
-    __syncwarp();
-    for (int e = lane; e < n_experts; e += 32) p[e] = p[e] / s;
-    __syncwarp();
-    for (int j = 0; j < top_k; ++j) {
-        float best = -1.f;
-        int best_id = n_experts;
-        for (int e = lane; e < n_experts; e += 32)
-            if (p[e] > best || (p[e] == best && e < best_id)) {
-                best = p[e];
-                best_id = e;
-            }
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) {
-            const float ob = __shfl_xor_sync(0xffffffffu, best, o);
-            const int oi = __shfl_xor_sync(0xffffffffu, best_id, o);
-            if (ob > best || (ob == best && oi < best_id)) {
-                best = ob;
-                best_id = oi;
-            }
-        }
-        if (lane == 0) {
-            ids[t * top_k + j] = best_id;
-            chosen_p[j] = best;
-            p[best_id] = -2.f; // taken
-        }
-        __syncwarp();
-    }
-    if (lane == 0) {
-        float sum = 0.f;
-        for (int j = 0; j < top_k; ++j) sum += chosen_p[j];
-        for (int j = 0; j < top_k; ++j) weights[t * top_k + j] = chosen_p[j] / sum;
+    int id;
+    float p, sum;
+    route_token_warp_any(logits + t * stride, n_experts, top_k, id, p, sum);
+    if (lane < top_k) {
+        ids[t * top_k + lane] = id;
+        weights[t * top_k + lane] = p / sum;
     }
 }
 

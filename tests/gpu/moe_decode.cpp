@@ -5,6 +5,7 @@
 #include "weights_util.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <numeric>
@@ -206,6 +207,27 @@ TEST_CASE("moe decode: the 35B-A3B widths in q4 (hidden 2048, top-8, experts 512
     require_gpu();
     const Formats q4{WeightFormat::Bf16, WeightFormat::Q4G64Fp16, WeightFormat::Q4G64Fp16};
     CHECK(check_case({2048, 64, 8, 512, 512}, q4, 8, 7) + check_case({2048, 64, 8, 512, 512}, q4, 1, 8) >= 7);
+}
+
+TEST_CASE("moe decode: more than 256 experts; equal probabilities go to the lower id", "[moe_decode]") {
+    require_gpu();
+    const Formats mixed{WeightFormat::Bf16, WeightFormat::Q4G64Fp16, WeightFormat::Fp8E4m3RowBf16};
+    // 300 experts: the routing keeps 32 probabilities per lane instead of 8.
+    CHECK(check_case({128, 300, 8, 32, 32}, mixed, 8, 301) + check_case({128, 300, 8, 32, 32}, mixed, 1, 302) >= 7);
+    for (const Shape& s : {Shape{128, 64, 8, 32, 32}, Shape{128, 300, 6, 32, 32}}) {
+        INFO("E=" << s.E << " K=" << s.K);
+        Moe m(s, mixed, 303);
+        m.router.dev.upload(std::vector<uint8_t>(m.router.bytes.size(), 0)); // every logit 0: all tie
+        const int n = 8;
+        run(m, random_x(s, n, 304), n);
+        const std::vector<int32_t> ids = m.ids.download();
+        const std::vector<float> w = m.weights.download();
+        for (int t = 0; t < n; ++t)
+            for (int j = 0; j < s.K; ++j) {
+                CHECK(ids[size_t(t * s.K + j)] == j);
+                CHECK(std::abs(w[size_t(t * (s.K + 1) + j)] - 1.f / float(s.K)) < 1e-6f);
+            }
+    }
 }
 
 TEST_CASE("moe decode: graph replay equals eager, repeated calls reset the routing counter", "[moe_decode]") {
