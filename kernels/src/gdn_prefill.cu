@@ -1,5 +1,6 @@
-// ninfer::kernels - Gated DeltaNet prefill: conv/norm prep, conv history, column-parallel scan, gated norm.
+// ninfer::kernels - Gated DeltaNet prefill: conv/norm prep, conv history, delta rule (column scan or chunked), gated norm.
 #include "common.cuh"
+#include "gdn_prefill_chunked.cuh"
 #include "ninfer/kernels/gdn_prefill.h"
 #include "prefill_async.cuh"
 
@@ -12,18 +13,22 @@ constexpr int kScanTile = 16; // tokens staged in shared memory per step of the 
 
 size_t align256(size_t v) { return (v + 255) / 256 * 256; }
 
-// Scratch regions (bytes): fp32 q/k after l2norm [t][2][Hk][128]; bf16 v [t][Hv*128]; fp32 decay
-// and beta [2][Hv][tp] (tp = T rounded up to the scan tile so tiles copy in 16-byte pieces);
-// fp32 scan output o [t][Hv*128].
+// Scratch regions (bytes): fp32 q/k after l2norm [t][2][Hk][128] (chunked: the raw bf16 values in
+// the first half); bf16 v [t][Hv*128]; fp32 decay and beta [2][Hv][tp] (tp = T rounded up to the
+// scan tile so tiles copy in 16-byte pieces; chunked: the log decay); fp32 scan output o
+// [t][Hv*128]; chunked only: fp32 l2 scales [t][2][Hk] and the per-chunk regions.
 struct GdnScratch {
-    size_t qk = 0, v = 0, gb = 0, o = 0, total = 0;
+    size_t qk = 0, v = 0, gb = 0, o = 0, qs = 0, chunk = 0, total = 0;
+    size_t chunk_off[4] = {};
     int tp = 0;
     GdnScratch(int T, int hk, int hv) {
         tp = (T + kScanTile - 1) / kScanTile * kScanTile;
         v = align256(size_t(T) * 2 * hk * D * sizeof(float));
         gb = v + align256(size_t(T) * hv * D * sizeof(__nv_bfloat16));
         o = gb + align256(size_t(2) * hv * tp * sizeof(float));
-        total = o + align256(size_t(T) * hv * D * sizeof(float));
+        qs = o + align256(size_t(T) * hv * D * sizeof(float));
+        chunk = qs + align256(size_t(T) * 2 * hk * sizeof(float));
+        total = chunk + chunk_region_bytes(T, hv, chunk_off);
     }
 };
 
@@ -32,6 +37,7 @@ struct PrepPtrs {
     __nv_bfloat16* v;
     float* gb;
     int tp;
+    float* qk_scale; // chunked form: raw bf16 q/k into qk, their scales here, log decay into gb
 };
 
 // Prep and norm: a warp owns one head (128 channels, 4 per lane) for kWarpTokens consecutive
@@ -85,8 +91,13 @@ __global__ void __launch_bounds__(D) gdn_prefill_prep_kernel(GdnPrefillArgs a, P
             const int t = t0 + tt;
             if (g < 2 * hk) {
                 const float scale = rsqrtf(warp_sum(ss) + 1e-6f) * (g < hk ? rsqrtf(float(D)) : 1.f);
-                *reinterpret_cast<float4*>(p.qk + int64_t(t) * 2 * hk * D + ch) =
-                    make_float4(u[0] * scale, u[1] * scale, u[2] * scale, u[3] * scale);
+                if (p.qk_scale) { // u is bf16-exact, so u and the scale lose nothing of u * scale
+                    store_bf16x4(reinterpret_cast<__nv_bfloat16*>(p.qk) + int64_t(t) * 2 * hk * D + ch, u);
+                    if (lane == 0) p.qk_scale[int64_t(t) * 2 * hk + g] = scale;
+                } else {
+                    *reinterpret_cast<float4*>(p.qk + int64_t(t) * 2 * hk * D + ch) =
+                        make_float4(u[0] * scale, u[1] * scale, u[2] * scale, u[3] * scale);
+                }
             } else {
                 store_bf16x4(p.v + int64_t(t) * hv * D + ch - 2 * hk * D, u);
             }
@@ -101,7 +112,8 @@ __global__ void __launch_bounds__(D) gdn_prefill_prep_kernel(GdnPrefillArgs a, P
         const float x = (a.a_f32 ? a.a_f32[int64_t(t) * a.a_stride + h] : __bfloat162float(a.a[int64_t(t) * a.a_stride + h])) +
                         a.dt_bias[h];
         const float softplus = x > 20.f ? x : log1pf(expf(x));
-        p.gb[int64_t(h) * p.tp + t] = expf(-expf(a.a_log[h]) * softplus);
+        const float log_decay = -expf(a.a_log[h]) * softplus;
+        p.gb[int64_t(h) * p.tp + t] = p.qk_scale ? log_decay : expf(log_decay);
         p.gb[int64_t(hv + h) * p.tp + t] = a.exact ? sig : bf16_round(sig);
     }
 }
@@ -335,13 +347,15 @@ cudaError_t gdn_prefill(const GdnPrefillArgs& a, cudaStream_t stream) {
                          reinterpret_cast<uintptr_t>(a.norm_w) % 16 == 0;
     if (!a.qkv || !a.z || !(a.a || a.a_f32) || !(a.b || a.b_f32) || !a.conv_w || !a.conv_state || !a.state ||
         !a.a_log || !a.dt_bias || !a.norm_w || !a.y || !a.scratch || !aligned || a.slot < 0 || hk < 1 || hv < hk ||
-        hv % hk != 0 || a.scan_variant < 0 || a.scan_variant > 6 || a.conv_dim != (2 * hk + hv) * D || T < 1 || T > 65535 ||
+        hv % hk != 0 || a.scan_variant < 0 || a.scan_variant > 6 || a.algorithm < 0 || a.algorithm > 2 || a.conv_dim != (2 * hk + hv) * D || T < 1 || T > 65535 ||
         a.scratch_bytes < gdn_prefill_scratch_bytes(T, hk, hv))
         return cudaErrorInvalidValue;
+    const bool chunked = (a.algorithm ? a.algorithm : kGdnPrefillDefaultAlgorithm) == kGdnPrefillChunked;
     const GdnScratch lay(T, hk, hv);
     unsigned char* base = static_cast<unsigned char*>(a.scratch);
     const PrepPtrs prep{reinterpret_cast<float*>(base + lay.qk), reinterpret_cast<__nv_bfloat16*>(base + lay.v),
-                        reinterpret_cast<float*>(base + lay.gb), lay.tp};
+                        reinterpret_cast<float*>(base + lay.gb), lay.tp,
+                        chunked ? reinterpret_cast<float*>(base + lay.qs) : nullptr};
     float* o = reinterpret_cast<float*>(base + lay.o);
     const unsigned n_groups = unsigned((T + kBlockTokens - 1) / kBlockTokens);
     gdn_prefill_prep_kernel<<<dim3(unsigned(2 * hk + hv), n_groups), D, 0, stream>>>(a, prep);
@@ -349,8 +363,17 @@ cudaError_t gdn_prefill(const GdnPrefillArgs& a, cudaStream_t stream) {
     if (err != cudaSuccess) return err;
     gdn_prefill_history_kernel<<<unsigned((a.conv_dim + 255) / 256), 256, 0, stream>>>(a);
     if ((err = cudaGetLastError()) != cudaSuccess) return err;
-    const ScanPtrs scan{prep.qk, prep.v, prep.gb, o, lay.tp};
-    err = launch_scan_variant(a, scan, stream);
+    if (chunked) {
+        unsigned char* cb = base + lay.chunk;
+        ChunkPtrs cp;
+        cp.qk = reinterpret_cast<const __nv_bfloat16*>(prep.qk), cp.qk_scale = prep.qk_scale, cp.v = prep.v;
+        cp.gb = prep.gb, cp.tp = lay.tp, cp.o = o;
+        cp.w = reinterpret_cast<__nv_bfloat16*>(cb + lay.chunk_off[0]), cp.u = reinterpret_cast<float*>(cb + lay.chunk_off[1]);
+        cp.p = reinterpret_cast<__nv_bfloat16*>(cb + lay.chunk_off[2]), cp.sc = reinterpret_cast<float*>(cb + lay.chunk_off[3]);
+        err = gdn_chunked_launch(a, cp, stream);
+    } else {
+        err = launch_scan_variant(a, ScanPtrs{prep.qk, prep.v, prep.gb, o, lay.tp}, stream);
+    }
     if (err != cudaSuccess) return err;
     gdn_prefill_norm_kernel<<<dim3(unsigned(hv), n_groups), D, 0, stream>>>(a, o);
     return cudaGetLastError();

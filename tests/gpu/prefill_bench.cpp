@@ -2,7 +2,8 @@
 //
 // A hidden test ([.] keeps it out of plain runs): test_gpu "[prefill_bench]". Prints RESULT lines
 // (tests/gpu/run.sh collects them): GDN prefill per layer for T = 512, 2048, 8192 at the 27B
-// (Hk 16, Hv 48) and 35B-A3B (Hv 32) shapes for every scan layout, and attention prefill (prep and
+// (Hk 16, Hv 48) and 35B-A3B (Hv 32) shapes for every scan layout and the chunked form (also
+// in the visible case run with [gdn_prefill], which checks the two agree), and attention prefill (prep and
 // attention, every block shape) from position 0 for the 27B (24/4 heads) and 35B-A3B (16/2)
 // geometries, with the causal attention FLOPs (4 * heads * 256 * T(T+1)/2) over the attention time. Times: CUDA events
 // around 5 calls after 2 warm-up calls, median of 3 such groups; inputs random (never zeros).
@@ -41,7 +42,12 @@ double median_ms(const std::function<void()>& call) {
     return ms[1];
 }
 
-void bench_gdn(int hk, int hv, int T, int variant) {
+struct GdnRun {
+    double ms = 0;
+    std::vector<double> y, state; // after the timed calls (identical inputs and call count per shape)
+};
+
+GdnRun bench_gdn(int hk, int hv, int T, int variant, int algorithm = kernels::kGdnPrefillScan) {
     constexpr int D = kernels::kGdnHeadDim;
     Rng rng(uint64_t(T) * 7 + hv);
     const int conv_dim = (2 * hk + hv) * D;
@@ -59,12 +65,18 @@ void bench_gdn(int hk, int hv, int T, int variant) {
     p.conv_w = w.get(), p.conv_state = hist.get(), p.state = state.get(), p.slot = 0;
     p.a_log = alog_d.get(), p.dt_bias = dtb_d.get(), p.norm_w = nw.get(), p.y = y.get(), p.y_stride = hv * D;
     p.n_k_heads = hk, p.n_v_heads = hv, p.conv_dim = conv_dim, p.n_tokens = T, p.exact = true, p.scan_variant = variant;
+    p.algorithm = algorithm;
     p.scratch = scratch.get(), p.scratch_bytes = scratch.size();
-    const double ms = median_ms([&] { CUDA_OK(kernels::gdn_prefill(p, nullptr)); });
+    GdnRun run;
+    run.ms = median_ms([&] { CUDA_OK(kernels::gdn_prefill(p, nullptr)); });
     // The scan's arithmetic: 4 multiply-adds per state element per token (decay, S^T k, update, S^T q).
-    const double gflops = 8.0 * hv * D * D * double(T) / (ms * 1e6);
-    std::printf("RESULT gdn_prefill hk %d hv %d T %d scan_variant %d ms %.3f tok_per_s %.0f scan_gflops %.0f\n", hk,
-                hv, T, variant, ms, T / (ms * 1e-3), gflops);
+    const double gflops = 8.0 * hv * D * D * double(T) / (run.ms * 1e6);
+    std::printf("RESULT gdn_prefill hk %d hv %d T %d %s %d ms %.3f tok_per_s %.0f scan_gflops %.0f\n", hk, hv, T,
+                algorithm == kernels::kGdnPrefillChunked ? "chunked" : "scan_variant", variant, run.ms,
+                T / (run.ms * 1e-3), gflops);
+    for (auto v : y.download()) run.y.push_back(to_f(v));
+    for (auto v : state.download()) run.state.push_back(v);
+    return run;
 }
 
 void bench_attention(int nh, int nkv, int T, int variant) {
@@ -110,10 +122,26 @@ TEST_CASE("prefill sequence-mixing timings", "[.][prefill_bench]") {
         }
 }
 
+// Not hidden: runs with [gdn_prefill]. Per-layer timings of the default scan layout and the
+// chunked form on the same inputs, whose outputs and final states must agree (the long-sequence
+// check the CPU reference is too slow for: 17 calls of T tokens through one state).
+TEST_CASE("gdn prefill per-layer timings, scan and chunked", "[prefill_bench][gdn_prefill]") {
+    require_gpu();
+    for (int T : {512, 2048, 8192})
+        for (int hv : {48, 32}) {
+            INFO("T " << T << " hv " << hv);
+            const GdnRun scan = bench_gdn(16, hv, T, 0), chunked = bench_gdn(16, hv, T, 0, kernels::kGdnPrefillChunked);
+            CHECK(std::all_of(chunked.y.begin(), chunked.y.end(), [](double v) { return std::isfinite(v); }));
+            CHECK(rel_l2(chunked.y, scan.y) < 1e-3);
+            CHECK(rel_l2(chunked.state, scan.state) < 1e-5);
+        }
+}
+
 TEST_CASE("prefill profile 27B layer T 8192", "[.][prefill_bench]") {
     require_gpu();
     // For ncu -k regex:... -c N test_gpu "prefill profile 27B layer T 8192": the per-kernel times of
     // one 27B layer's GDN prefill (default scan layout) and attention at T = 8192.
     bench_gdn(16, 48, 8192, 0);
+    bench_gdn(16, 48, 8192, 0, kernels::kGdnPrefillChunked);
     bench_attention(24, 4, 8192, 0);
 }

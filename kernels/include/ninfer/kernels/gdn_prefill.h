@@ -8,10 +8,16 @@
 //    l2-normalised (x * rsqrt(sum x^2 + 1e-6), q also * 128^-0.5) in fp32; decay
 //    exp(-exp(A_log) * softplus(a + dt_bias)) and beta = sigmoid(b) (bf16-rounded unless exact).
 // 2. the conv history of the slot becomes the last 3 inputs (history and rows mixed when T < 3).
-// 3. the fp32 delta-rule scan, token by token over the slot's state S[h][k][v] (updated in place):
-//    S = decay S; delta = beta (v - S^T k); S += k (x) delta; o = S^T q. The 128 value columns of
-//    a head are independent, so each block owns a slice of columns with the state in registers
-//    (one launch for all T tokens); only the f32 summation order differs from the decode kernel.
+// 3. the delta rule over the slot's state S[h][k][v] (fp32, updated in place), by `algorithm`:
+//    scan: token by token, S = decay S; delta = beta (v - S^T k); S += k (x) delta; o = S^T q. The
+//    128 value columns of a head are independent, so each block owns a slice of columns with the
+//    state in registers (one launch for all T tokens); only the f32 summation order differs from
+//    the decode kernel.
+//    chunked: the WY / state-passing form over chunks of 64 tokens (model.md §6), the chunks'
+//    triangular solves all at once, then one serial pass per head and 64-column state slice; the
+//    products run on mma.sync: q.k and k.k from the exact bf16 conv outputs (f32 sums), the
+//    f32 operands split into bf16 hi + lo (about 16 significant bits per product, so results
+//    match the scan to ~1e-5 relative, not bitwise); the triangular solve and the state stay f32.
 // 4. gated RMSNorm per head: y = bf16(norm_w * (o' * rsqrt(mean(o'^2) + eps)) * silu(z)) with the
 //    bf16 roundings of gdn_recurrent_decode (none but the last when exact).
 // Layouts (strides in elements): qkv [t][conv_dim] = [q (Hk*128) | k (Hk*128) | v (Hv*128)] bf16;
@@ -19,9 +25,10 @@
 // strides); conv_w [conv_dim][4] bf16; conv_state slot s at conv_state + s * 3 * conv_dim bf16
 // (oldest first); state slot s at state + s * Hv * 128 * 128 fp32, S[h][k][v]; A_log, dt_bias
 // f32 [Hv]; norm_w bf16 [128]; y [t][Hv*128] bf16.
-// Scratch: scratch_bytes >= gdn_prefill_scratch_bytes(T, Hk, Hv) device bytes, 256-byte aligned;
-// its contents are overwritten. Per token: 1 KiB per key head (fp32 q, k) + 776 bytes per value
-// head (bf16 v, fp32 scan output, decay, beta): 27B (Hk 16, Hv 48) 52.4 KiB, 439 MB at T = 8192.
+// Scratch: scratch_bytes >= gdn_prefill_scratch_bytes(T, Hk, Hv) device bytes, 256-byte aligned
+// (enough for either algorithm); its contents are overwritten. Per token: 1 KiB + 8 bytes per key
+// head (fp32 q, k, scales) + 776 bytes per value head (bf16 v, fp32 output, decay, beta) + per
+// value head ~1.3 KiB of per-chunk W, U, P (chunked): 27B (Hk 16, Hv 48) ~114 KiB, 0.95 GB at T = 8192.
 // Requirements: head dims 128, conv_dim == (2 Hk + Hv) * 128, Hv % Hk == 0, 1 <= T <= 65535,
 // qkv/z/y rows, conv_w, conv_state and norm_w 16-byte aligned; else cudaErrorInvalidValue and
 // nothing is launched. y must not alias the inputs. Stateless apart from the caller's buffers;
@@ -68,11 +75,16 @@ struct GdnPrefillArgs {
     // order): threads per value column x columns per thread = 1: 4x1, 2: 8x1, 3: 8x2, 4: 16x2,
     // 5: 4x2, 6: 8x4; 0 = the default (kGdnScanDefaultVariant).
     int scan_variant = 0;
+    // Which delta-rule form: 0 = the default (kGdnPrefillDefaultAlgorithm), kGdnPrefillScan or
+    // kGdnPrefillChunked. The scan is the reference and the fallback; every T >= 1 works in both.
+    int algorithm = 0;
     void* scratch = nullptr;
     size_t scratch_bytes = 0;
 };
 
 constexpr int kGdnScanDefaultVariant = 3;
+constexpr int kGdnPrefillScan = 1, kGdnPrefillChunked = 2;
+constexpr int kGdnPrefillDefaultAlgorithm = kGdnPrefillChunked;
 
 size_t gdn_prefill_scratch_bytes(int n_tokens, int n_k_heads, int n_v_heads);
 cudaError_t gdn_prefill(const GdnPrefillArgs& args, cudaStream_t stream);
