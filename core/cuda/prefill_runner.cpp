@@ -200,7 +200,7 @@ void PrefillRunner::enqueue_forward(int lane, uint32_t start, std::span<const in
         if (L.kind == LayerKind::FullAttention)
             attention(L, full++, lane, start, n);
         else
-            gdn(L, gdn_index++, lane, n);
+            gdn(L, gdn_index++, lane, start, n);
         cuda_check(kernels::add_rmsnorm(x_, hs_, mix_, hs_, L.post_attention_norm, xn_, hs_,
                                         c.is_moe() ? xn32_ : nullptr, n, H, eps, stream_), "post-attention norm");
         if (c.is_moe())
@@ -281,7 +281,7 @@ void PrefillRunner::moe(const DeviceLayer& L, int n) {
                                             hs_, H, n, stream_), "MoE combine");
 }
 
-void PrefillRunner::gdn(const DeviceLayer& L, uint32_t gi, int lane, int n) {
+void PrefillRunner::gdn(const DeviceLayer& L, uint32_t gi, int lane, uint32_t start, int n) {
     const ModelConfig& c = config_;
     const DeviceGdn& w = L.gdn;
     const int64_t kd = c.gdn_key_dim(), cd = c.gdn_conv_dim(), vd = c.gdn_value_dim(), hv = c.linear_num_value_heads;
@@ -327,6 +327,7 @@ void PrefillRunner::gdn(const DeviceLayer& L, uint32_t gi, int lane, int n) {
     g.conv_dim = int(c.gdn_conv_dim());
     g.eps = c.rms_norm_eps;
     g.n_tokens = n;
+    g.start_pos = start; // chunked GDN: chunks at absolute multiples of 64, whatever the call split
     g.exact = true;
     g.scratch = scratch_;
     g.scratch_bytes = scratch_bytes_;

@@ -75,7 +75,7 @@ class PrefillRunner : private PrefillBuffers {
 
   private:
     void attention(const DeviceLayer& L, uint32_t full_index, int lane, uint32_t start, int n);
-    void gdn(const DeviceLayer& L, uint32_t gdn_index, int lane, int n);
+    void gdn(const DeviceLayer& L, uint32_t gdn_index, int lane, uint32_t start, int n);
     // gate/up GEMM, SwiGLU, down GEMM into out (f32 rows, stride hs_): the dense FFN and the MoE's
     // shared expert.
     void mlp(const DeviceMlp& mlp, int n, float* out);

@@ -35,6 +35,20 @@ __device__ __forceinline__ int a_col(int lane) { return (lane >> 4) * 8; }
 __device__ __forceinline__ int nk_row(int lane) { return (lane & 7) + ((lane >> 4) << 3); }
 __device__ __forceinline__ int nk_col(int lane) { return ((lane >> 3) & 1) * 8; }
 
+// Chunks sit at absolute multiples of C (a.start_pos is the first token's position), so a prompt
+// prefilled in several calls is cut into the same chunks as in one call, except the chunk a call
+// boundary falls in. Chunk n holds call tokens t0 + row for rows [begin, end).
+__host__ __device__ __forceinline__ int chunk_phase(const GdnPrefillArgs& a) { return int(a.start_pos % C); }
+__host__ __device__ __forceinline__ int chunk_count(const GdnPrefillArgs& a) {
+    return (a.n_tokens + chunk_phase(a) + C - 1) / C;
+}
+struct ChunkRows {
+    int t0, begin, end;
+    __device__ ChunkRows(int n, const GdnPrefillArgs& a)
+        : t0(n * C - chunk_phase(a)), begin(max(0, -t0)), end(min(C, a.n_tokens - t0)) {}
+    __device__ bool valid(int row) const { return row >= begin && row < end; }
+};
+
 // ---- kernel 1: per chunk and key head ----
 
 struct WySmem {
@@ -48,17 +62,19 @@ __global__ void __launch_bounds__(256, 2) gdn_chunk_wy_kernel(GdnPrefillArgs a, 
     extern __shared__ __align__(16) unsigned char smem_raw[];
     WySmem& s = *reinterpret_cast<WySmem*>(smem_raw);
     const int n = blockIdx.x, r = blockIdx.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int hk = a.n_k_heads, hv = a.n_v_heads, T = a.n_tokens, t0 = n * C, len = min(C, T - t0);
+    const int hk = a.n_k_heads, hv = a.n_v_heads;
+    const ChunkRows cr(n, a);
+    const int t0 = cr.t0, len = cr.end;
     const int64_t row_stride = int64_t(2) * hk * D;
-    for (int i = tid; i < 2 * C * (D / 8); i += 256) { // q and k rows, 16-byte pieces, zeros past T
+    for (int i = tid; i < 2 * C * (D / 8); i += 256) { // q and k rows, 16-byte pieces, zeros outside
         const int which = i / (C * (D / 8)), row = (i / (D / 8)) % C, c = (i % (D / 8)) * 8;
-        const bool valid = row < len;
+        const bool valid = cr.valid(row);
         const __nv_bfloat16* src = p.qk + (valid ? int64_t(t0 + row) * row_stride : 0) + (which * hk + r) * D + c;
         cp_async16_or_zero(which ? &s.ck[row][c] : &s.cq[row][c], src, valid);
     }
     cp_async_commit();
     if (tid < C) {
-        const bool valid = tid < len;
+        const bool valid = cr.valid(tid);
         s.sq[tid] = valid ? p.qk_scale[int64_t(t0 + tid) * 2 * hk + r] : 0.f;
         s.sk[tid] = valid ? p.qk_scale[int64_t(t0 + tid) * 2 * hk + hk + r] : 0.f;
     }
@@ -100,7 +116,7 @@ __global__ void __launch_bounds__(256, 2) gdn_chunk_wy_kernel(GdnPrefillArgs a, 
         const int64_t nh = int64_t(n) * hv + h;
         __syncthreads(); // kk written; the previous head's am/gcum/beta readers are done
         if (tid < C) {
-            const bool valid = tid < len;
+            const bool valid = cr.valid(tid);
             s.gcum[tid] = valid ? p.gb[int64_t(h) * p.tp + t0 + tid] : 0.f;
             s.beta[tid] = valid ? p.gb[int64_t(hv + h) * p.tp + t0 + tid] : 0.f;
         }
@@ -139,7 +155,7 @@ __global__ void __launch_bounds__(256, 2) gdn_chunk_wy_kernel(GdnPrefillArgs a, 
         if (tid < D) {
 #pragma unroll
             for (int i = 0; i < C; ++i)
-                x[i] = i < len ? s.beta[i] * __bfloat162float(p.v[int64_t(t0 + i) * hv * D + h * D + c]) : 0.f;
+                x[i] = cr.valid(i) ? s.beta[i] * __bfloat162float(p.v[int64_t(t0 + i) * hv * D + h * D + c]) : 0.f;
         } else {
 #pragma unroll
             for (int i = 0; i < C; ++i)
@@ -220,7 +236,7 @@ __global__ void __launch_bounds__(256, 1) gdn_chunk_state_kernel(GdnPrefillArgs 
     StateSmem& s = *reinterpret_cast<StateSmem*>(smem_raw);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, h = blockIdx.y, col0 = blockIdx.x * kSlice;
     const int hk = a.n_k_heads, hv = a.n_v_heads, T = a.n_tokens, r = h / (hv / hk);
-    const int n_chunks = (T + C - 1) / C;
+    const int n_chunks = chunk_count(a);
     const int64_t row_stride = int64_t(2) * hk * D;
 
     auto load_w = [&](int n) { // W hi/lo and the scales
@@ -233,11 +249,11 @@ __global__ void __launch_bounds__(256, 1) gdn_chunk_state_kernel(GdnPrefillArgs 
         if (tid < 3 * C / 4) cp_async16(&s.sc[n & 1][0][tid * 4], p.sc + nh * 3 * C + tid * 4);
     };
     auto load_rows = [&](int n, int which, __nv_bfloat16 (*dst)[LDB]) { // raw q (0) or k (1) rows
-        const int t0 = n * C, len = min(C, T - t0);
+        const ChunkRows cr(n, a);
         for (int i = tid; i < C * (D / 8); i += 256) {
             const int row = i / (D / 8), c = (i % (D / 8)) * 8;
-            const bool valid = row < len;
-            cp_async16_or_zero(&dst[row][c], p.qk + (valid ? int64_t(t0 + row) * row_stride : 0) + (which * hk + r) * D + c, valid);
+            const bool valid = cr.valid(row);
+            cp_async16_or_zero(&dst[row][c], p.qk + (valid ? int64_t(cr.t0 + row) * row_stride : 0) + (which * hk + r) * D + c, valid);
         }
     };
     auto load_pq = [&](int n) {
@@ -290,7 +306,8 @@ __global__ void __launch_bounds__(256, 1) gdn_chunk_state_kernel(GdnPrefillArgs 
     cp_async_commit();
 
     for (int n = 0; n < n_chunks; ++n) {
-        const int t0 = n * C, len = min(C, T - t0), buf = n & 1;
+        const ChunkRows cr(n, a);
+        const int buf = n & 1;
         cp_async_wait<2>(); // W(n) (groups complete in order: W, PQ, K per chunk)
         __syncthreads();
         // Step 1: V' = U - W S (tokens mt*16.., columns nq*32..), three split products.
@@ -319,9 +336,9 @@ __global__ void __launch_bounds__(256, 1) gdn_chunk_state_kernel(GdnPrefillArgs 
 #pragma unroll
         for (int hh = 0; hh < 2; ++hh) {
             const int i = mt * 16 + fr + hh * 8;
-            if (i >= len) continue;
+            if (!cr.valid(i)) continue;
             const float os = s.sc[buf][0][i];
-            float* o = p.o + int64_t(t0 + i) * hv * D + h * D + col0 + nq * 32 + fc;
+            float* o = p.o + int64_t(cr.t0 + i) * hv * D + h * D + col0 + nq * 32 + fc;
 #pragma unroll
             for (int nt = 0; nt < 4; ++nt)
                 *reinterpret_cast<float2*>(o + nt * 8) = make_float2(fmaf(os, oq[nt][2 * hh], ov[nt][2 * hh]),
@@ -373,7 +390,7 @@ template <typename Kernel> cudaError_t allow_smem(Kernel kernel, size_t bytes) {
 } // namespace
 
 size_t chunk_region_bytes(int n_tokens, int n_v_heads, size_t (&offsets)[4]) {
-    const size_t nh = size_t((n_tokens + C - 1) / C) * n_v_heads;
+    const size_t nh = size_t((n_tokens + 2 * C - 2) / C) * n_v_heads; // the most chunks any start_pos gives
     offsets[0] = 0;                                                           // w
     offsets[1] = offsets[0] + align256(nh * 2 * C * D * sizeof(__nv_bfloat16)); // u
     offsets[2] = offsets[1] + align256(nh * C * D * sizeof(float));            // p
@@ -382,7 +399,7 @@ size_t chunk_region_bytes(int n_tokens, int n_v_heads, size_t (&offsets)[4]) {
 }
 
 cudaError_t gdn_chunked_launch(const GdnPrefillArgs& a, const ChunkPtrs& p, cudaStream_t stream) {
-    const unsigned n_chunks = unsigned((a.n_tokens + C - 1) / C);
+    const unsigned n_chunks = unsigned(chunk_count(a));
     cudaError_t err = allow_smem(gdn_chunk_wy_kernel, sizeof(WySmem));
     if (err != cudaSuccess) return err;
     gdn_chunk_wy_kernel<<<dim3(n_chunks, unsigned(a.n_k_heads)), 256, sizeof(WySmem), stream>>>(a, p);

@@ -160,7 +160,7 @@ void run_prefill(int hk, int hv, const std::vector<int>& chunks, bool exact, boo
         p.a_log = alog_d.get(), p.dt_bias = dtb_d.get(), p.norm_w = nw_d.get();
         p.y = y_pre.get(), p.y_stride = in.z_ld;
         p.n_k_heads = hk, p.n_v_heads = hv, p.conv_dim = conv_dim, p.n_tokens = T, p.exact = exact;
-        p.scan_variant = variant, p.algorithm = algorithm;
+        p.scan_variant = variant, p.algorithm = algorithm, p.start_pos = start; // chunks as the CPU op's
         p.scratch = scratch.get(), p.scratch_bytes = scratch_bytes;
         CUDA_OK(kernels::gdn_prefill(p, nullptr));
 

@@ -78,6 +78,10 @@ struct GdnPrefillArgs {
     // Which delta-rule form: 0 = the default (kGdnPrefillDefaultAlgorithm), kGdnPrefillScan or
     // kGdnPrefillChunked. The scan is the reference and the fallback; every T >= 1 works in both.
     int algorithm = 0;
+    // Absolute position of the first token (the lane's length before this call). The chunked
+    // form cuts chunks at multiples of 64 of it, so splitting a prompt into calls changes only
+    // the chunks the call boundaries fall in (f32 rounding; the scan ignores it). >= 0.
+    int64_t start_pos = 0;
     void* scratch = nullptr;
     size_t scratch_bytes = 0;
 };
