@@ -347,7 +347,7 @@ cudaError_t gdn_prefill(const GdnPrefillArgs& a, cudaStream_t stream) {
                          reinterpret_cast<uintptr_t>(a.norm_w) % 16 == 0;
     if (!a.qkv || !a.z || !(a.a || a.a_f32) || !(a.b || a.b_f32) || !a.conv_w || !a.conv_state || !a.state ||
         !a.a_log || !a.dt_bias || !a.norm_w || !a.y || !a.scratch || !aligned || a.slot < 0 || hk < 1 || hv < hk ||
-        hv % hk != 0 || a.scan_variant < 0 || a.scan_variant > 6 || a.algorithm < 0 || a.algorithm > 2 || a.start_pos < 0 || a.conv_dim != (2 * hk + hv) * D || T < 1 || T > 65535 ||
+        hv % hk != 0 || a.scan_variant < 0 || a.scan_variant > 6 || a.algorithm < 0 || a.algorithm > 2 || a.chunk_variant < 0 || a.chunk_variant > 4 || a.start_pos < 0 || a.conv_dim != (2 * hk + hv) * D || T < 1 || T > 65535 ||
         a.scratch_bytes < gdn_prefill_scratch_bytes(T, hk, hv))
         return cudaErrorInvalidValue;
     const bool chunked = (a.algorithm ? a.algorithm : kGdnPrefillDefaultAlgorithm) == kGdnPrefillChunked;

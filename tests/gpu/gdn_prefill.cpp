@@ -102,11 +102,12 @@ std::vector<double> as_doubles(const std::vector<bf16>& v, int T, int64_t ld, in
     return out;
 }
 
-// variant: the scan layout; algorithm: kGdnPrefillScan / kGdnPrefillChunked (0 = the default).
+// algorithm: kGdnPrefillScan / kGdnPrefillChunked (0 = the default); variant: its launch layout
+// (scan_variant or chunk_variant).
 // cpu_ref = false skips the (slow) CPU reference for long chunks; the decode kernels still check.
 void run_prefill(int hk, int hv, const std::vector<int>& chunks, bool exact, bool f32_ab, int variant, uint64_t seed,
                  int algorithm = kernels::kGdnPrefillScan, bool cpu_ref = true) {
-    INFO("hk " << hk << " hv " << hv << " exact " << exact << " f32 a/b " << f32_ab << " scan variant " << variant
+    INFO("hk " << hk << " hv " << hv << " exact " << exact << " f32 a/b " << f32_ab << " variant " << variant
                << " algorithm " << algorithm);
     Rng rng(seed);
     const int conv_dim = (2 * hk + hv) * D, vd = hv * D;
@@ -160,7 +161,9 @@ void run_prefill(int hk, int hv, const std::vector<int>& chunks, bool exact, boo
         p.a_log = alog_d.get(), p.dt_bias = dtb_d.get(), p.norm_w = nw_d.get();
         p.y = y_pre.get(), p.y_stride = in.z_ld;
         p.n_k_heads = hk, p.n_v_heads = hv, p.conv_dim = conv_dim, p.n_tokens = T, p.exact = exact;
-        p.scan_variant = variant, p.algorithm = algorithm, p.start_pos = start; // chunks as the CPU op's
+        const bool chunked = algorithm == kernels::kGdnPrefillChunked;
+        p.scan_variant = chunked ? 0 : variant, p.chunk_variant = chunked ? variant : 0;
+        p.algorithm = algorithm, p.start_pos = start; // chunks where the CPU op cuts them
         p.scratch = scratch.get(), p.scratch_bytes = scratch_bytes;
         CUDA_OK(kernels::gdn_prefill(p, nullptr));
 
@@ -232,11 +235,14 @@ TEST_CASE("gdn prefill equals the decode kernels token by token and the CPU chun
 TEST_CASE("gdn prefill chunked form equals the decode kernels and the CPU op", "[gdn_prefill]") {
     require_gpu();
     constexpr int kChunked = kernels::kGdnPrefillChunked;
-    run_prefill(16, 48, {1, 63, 64, 65, 77}, true, true, 0, 41, kChunked);  // 27B, the runner's mode
-    run_prefill(16, 32, {2, 1, 130}, true, false, 0, 42, kChunked);         // 35B-A3B, T < 3 history
-    run_prefill(16, 48, {64, 17}, false, false, 0, 43, kChunked);           // bf16 roundings
-    run_prefill(2, 4, {5, 1, 33, 200}, true, true, 0, 44, kChunked);        // small head counts
+    run_prefill(16, 48, {1, 63, 64, 65, 77}, true, true, 1, 41, kChunked);  // 27B, the runner's mode
+    run_prefill(16, 32, {2, 1, 130}, true, false, 2, 42, kChunked);         // 35B-A3B, T < 3 history
+    run_prefill(16, 48, {64, 17}, false, false, 3, 43, kChunked);           // bf16 roundings
+    run_prefill(2, 4, {5, 1, 33, 200}, true, true, 4, 44, kChunked);        // small head counts
     run_prefill(1, 1, {3, 70}, false, false, 0, 45, kChunked);              // one head
+    run_prefill(16, 48, {130, 77}, true, true, 3, 47, kChunked);            // every launch layout at 27B
+    run_prefill(16, 48, {77, 130}, true, false, 4, 48, kChunked);
+    run_prefill(16, 48, {100, 9}, true, true, 2, 49, kChunked);
     run_prefill(16, 32, {2048, 129}, true, false, 0, 46, kChunked, false);  // long: state over 34 chunks
 }
 
@@ -246,7 +252,11 @@ TEST_CASE("gdn prefill refuses bad arguments without launching", "[gdn_prefill]"
     CHECK(kernels::gdn_prefill(p, nullptr) == cudaErrorInvalidValue);
     p.scan_variant = 7; // unknown layouts are refused too (checked before anything else matters)
     CHECK(kernels::gdn_prefill(p, nullptr) == cudaErrorInvalidValue);
-    p.scan_variant = 0, p.algorithm = 3; // and unknown algorithms
+    p.scan_variant = 0, p.algorithm = 3; // and unknown algorithms, chunked layouts, positions
+    CHECK(kernels::gdn_prefill(p, nullptr) == cudaErrorInvalidValue);
+    p.algorithm = 0, p.chunk_variant = 5;
+    CHECK(kernels::gdn_prefill(p, nullptr) == cudaErrorInvalidValue);
+    p.chunk_variant = 0, p.start_pos = -1;
     CHECK(kernels::gdn_prefill(p, nullptr) == cudaErrorInvalidValue);
     CHECK(kernels::gdn_prefill_scratch_bytes(8192, 16, 48) > kernels::gdn_prefill_scratch_bytes(64, 16, 48));
 }

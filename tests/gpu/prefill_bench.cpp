@@ -66,6 +66,7 @@ GdnRun bench_gdn(int hk, int hv, int T, int variant, int algorithm = kernels::kG
     p.a_log = alog_d.get(), p.dt_bias = dtb_d.get(), p.norm_w = nw.get(), p.y = y.get(), p.y_stride = hv * D;
     p.n_k_heads = hk, p.n_v_heads = hv, p.conv_dim = conv_dim, p.n_tokens = T, p.exact = true, p.scan_variant = variant;
     p.algorithm = algorithm;
+    if (algorithm == kernels::kGdnPrefillChunked) p.scan_variant = 0, p.chunk_variant = variant;
     p.scratch = scratch.get(), p.scratch_bytes = scratch.size();
     GdnRun run;
     run.ms = median_ms([&] { CUDA_OK(kernels::gdn_prefill(p, nullptr)); });
@@ -130,10 +131,14 @@ TEST_CASE("gdn prefill per-layer timings, scan and chunked", "[prefill_bench][gd
     for (int T : {512, 2048, 8192})
         for (int hv : {48, 32}) {
             INFO("T " << T << " hv " << hv);
-            const GdnRun scan = bench_gdn(16, hv, T, 0), chunked = bench_gdn(16, hv, T, 0, kernels::kGdnPrefillChunked);
-            CHECK(std::all_of(chunked.y.begin(), chunked.y.end(), [](double v) { return std::isfinite(v); }));
-            CHECK(rel_l2(chunked.y, scan.y) < 1e-3);
-            CHECK(rel_l2(chunked.state, scan.state) < 1e-5);
+            const GdnRun scan = bench_gdn(16, hv, T, 0);
+            for (int variant = 1; variant <= 4; ++variant) { // every chunked launch layout
+                INFO("chunk variant " << variant);
+                const GdnRun chunked = bench_gdn(16, hv, T, variant, kernels::kGdnPrefillChunked);
+                CHECK(std::all_of(chunked.y.begin(), chunked.y.end(), [](double v) { return std::isfinite(v); }));
+                CHECK(rel_l2(chunked.y, scan.y) < 1e-3);
+                CHECK(rel_l2(chunked.state, scan.state) < 1e-5);
+            }
         }
 }
 

@@ -78,6 +78,10 @@ struct GdnPrefillArgs {
     // Which delta-rule form: 0 = the default (kGdnPrefillDefaultAlgorithm), kGdnPrefillScan or
     // kGdnPrefillChunked. The scan is the reference and the fallback; every T >= 1 works in both.
     int algorithm = 0;
+    // Chunked-form launch shape, a tuning knob for the benchmark (results differ only in f32
+    // summation order): 1: WY kernel at 2 blocks/SM, state pass 8 warps; 2: 1 block/SM, 8 warps;
+    // 3: 2 blocks/SM, 16 warps; 4: 1 block/SM, 16 warps; 0 = kGdnChunkDefaultVariant.
+    int chunk_variant = 0;
     // Absolute position of the first token (the lane's length before this call). The chunked
     // form cuts chunks at multiples of 64 of it, so splitting a prompt into calls changes only
     // the chunks the call boundaries fall in (f32 rounding; the scan ignores it). >= 0.
@@ -89,6 +93,7 @@ struct GdnPrefillArgs {
 constexpr int kGdnScanDefaultVariant = 3;
 constexpr int kGdnPrefillScan = 1, kGdnPrefillChunked = 2;
 constexpr int kGdnPrefillDefaultAlgorithm = kGdnPrefillChunked;
+constexpr int kGdnChunkDefaultVariant = 1;
 
 size_t gdn_prefill_scratch_bytes(int n_tokens, int n_k_heads, int n_v_heads);
 cudaError_t gdn_prefill(const GdnPrefillArgs& args, cudaStream_t stream);
