@@ -92,7 +92,11 @@ struct GdnPrefillArgs {
 
 constexpr int kGdnScanDefaultVariant = 3;
 constexpr int kGdnPrefillScan = 1, kGdnPrefillChunked = 2;
-constexpr int kGdnPrefillDefaultAlgorithm = kGdnPrefillChunked;
+// The scan stays the default: the chunked form passes every kernel test and halves the layer time
+// (PERF_NOTES "GDN chunked prefill"), but it is not bitwise invariant to how a prompt is split
+// into calls, and the MoE fixture's router turns that f32 noise into a 0.9994 cosine where
+// [prefill_runner] asks 0.9999 of backend calls of 77 tokens. Switch here once that is settled.
+constexpr int kGdnPrefillDefaultAlgorithm = kGdnPrefillScan;
 constexpr int kGdnChunkDefaultVariant = 1;
 
 size_t gdn_prefill_scratch_bytes(int n_tokens, int n_k_heads, int n_v_heads);
