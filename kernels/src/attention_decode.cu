@@ -58,16 +58,27 @@ __global__ void attn_prep_kernel(AttnPrepArgs a) {
     __shared__ float xs[kHeadDim];
     __shared__ float ys[kHeadDim]; // quantised K: the roped row before its scale is known
     ninfer_grid_launch_dependents();
-    ninfer_grid_wait(); // PDL: inputs come from the previous kernel
     const AttnGeometry& geo = a.geo;
     const int t = blockIdx.y, hb = blockIdx.x, tid = threadIdx.x;
-    const int lane_id = a.lanes[t], pos = a.positions[t];
     const bool is_q = hb < geo.n_heads, is_k = !is_q && hb < geo.n_heads + geo.n_kv_heads;
     const int kvh = is_q ? 0 : (is_k ? hb - geo.n_heads : hb - geo.n_heads - geo.n_kv_heads);
+    const bool quant = a.kv.dtype != KvDtype::Bf16;
+    // Constant data before the PDL wait: the norm weights and the RoPE frequencies of dims tid and
+    // tid + 128 (which do not depend on the position).
+    const __nv_bfloat16* w = is_q ? a.q_norm : a.k_norm;
+    const float w0 = 1.f + __bfloat162float(w[tid]), w1 = 1.f + __bfloat162float(w[tid + 128]);
+    const int half = geo.rotary_dim / 2;
+    float inv_freq[2] = {0.f, 0.f};
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+        const int d = tid + 128 * e;
+        if (d < geo.rotary_dim) inv_freq[e] = 1.f / powf(geo.rope_theta, float(2 * (d % half)) / float(geo.rotary_dim));
+    }
+    ninfer_grid_wait(); // PDL: inputs come from the previous kernel
+    const int lane_id = a.lanes[t], pos = a.positions[t];
     const __nv_bfloat16* src = is_q ? a.qg + int64_t(t) * a.qg_stride + int64_t(hb) * 2 * kHeadDim
                                     : (is_k ? a.k + int64_t(t) * a.k_stride : a.v + int64_t(t) * a.v_stride) +
                                           int64_t(kvh) * kHeadDim;
-    const bool quant = a.kv.dtype != KvDtype::Bf16;
     if (!is_q && !is_k && quant) {
         kv_store_quantized(a.kv.dtype, __bfloat162float(src[tid]), __bfloat162float(src[tid + 128]),
                            kv_quant_row(a.kv.v_q, a.kv, geo.n_kv_heads, lane_id, kvh, pos), red);
@@ -79,22 +90,22 @@ __global__ void attn_prep_kernel(AttnPrepArgs a) {
         dst[tid + 128] = src[tid + 128];
         return;
     }
+    // Destinations first: the page-table load overlaps the norm's reduction.
+    __nv_bfloat16* dst = is_q ? a.q_out + int64_t(t) * a.q_out_stride + int64_t(hb) * kHeadDim
+                              : quant ? nullptr : kv_row(a.kv.k, a.kv, geo.n_kv_heads, lane_id, kvh, pos);
+    const KvQuantRow kq = is_k && quant ? kv_quant_row(a.kv.k_q, a.kv, geo.n_kv_heads, lane_id, kvh, pos) : KvQuantRow{};
     const float x0 = __bfloat162float(src[tid]), x1 = __bfloat162float(src[tid + 128]);
     const float inv = rsqrtf(block_sum(x0 * x0 + x1 * x1, red) / float(kHeadDim) + geo.eps);
-    const __nv_bfloat16* w = is_q ? a.q_norm : a.k_norm;
-    const float y0 = x0 * inv * (1.f + __bfloat162float(w[tid])), y1 = x1 * inv * (1.f + __bfloat162float(w[tid + 128]));
+    const float y0 = x0 * inv * w0, y1 = x1 * inv * w1;
     xs[tid] = geo.exact ? y0 : bf16_round(y0);
     xs[tid + 128] = geo.exact ? y1 : bf16_round(y1);
     __syncthreads();
-    __nv_bfloat16* dst = is_q ? a.q_out + int64_t(t) * a.q_out_stride + int64_t(hb) * kHeadDim
-                              : quant ? nullptr : kv_row(a.kv.k, a.kv, geo.n_kv_heads, lane_id, kvh, pos);
-    const int half = geo.rotary_dim / 2;
-    for (int d = tid; d < kHeadDim; d += 128) {
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+        const int d = tid + 128 * e;
         float out = xs[d];
         if (d < geo.rotary_dim) {
-            const int i = d % half;
-            const float inv_freq = 1.f / powf(geo.rope_theta, float(2 * i) / float(geo.rotary_dim));
-            const float freq = float(pos) * inv_freq;
+            const float freq = float(pos) * inv_freq[e];
             const float rot = d < half ? -xs[d + half] : xs[d - half];
             if (geo.exact) {
                 out = xs[d] * cosf(freq) + rot * sinf(freq);
@@ -108,8 +119,7 @@ __global__ void attn_prep_kernel(AttnPrepArgs a) {
     }
     if (dst) return;
     __syncthreads();
-    kv_store_quantized(a.kv.dtype, ys[tid], ys[tid + 128], kv_quant_row(a.kv.k_q, a.kv, geo.n_kv_heads, lane_id, kvh, pos),
-                       red);
+    kv_store_quantized(a.kv.dtype, ys[tid], ys[tid + 128], kq, red);
 }
 
 bool geometry_ok(const AttnGeometry& g) {

@@ -4,6 +4,7 @@
 #include "ninfer/kernels/attention_decode.h"
 
 #include <algorithm>
+#include <type_traits>
 
 namespace ninfer::kernels {
 
@@ -73,9 +74,154 @@ template <KvDtype D> __device__ __forceinline__ float row_scale(const PageRef<D>
                              : f16_bits_to_float(__ldg(p.scales + r * kScales + g));
 }
 
+// One warp's 16-token slice: its page's K and V and how many of its rows are in the chunk (1..16).
+template <KvDtype D> struct Slice {
+    PageRef<D> k, v;
+    int r0, n; // first row in the page, rows inside the context
+};
+template <KvDtype D>
+__device__ __forceinline__ Slice<D> slice_at(const AttnDecodeArgs& a, int lane_id, int kvh, int tb, int c1) {
+    const int64_t page = a.kv.page_table[int64_t(lane_id) * a.kv.max_pages + tb / kKvPageTokens];
+    const void* kpool = D == KvDtype::Bf16 ? static_cast<const void*>(a.kv.k) : a.kv.k_q;
+    const void* vpool = D == KvDtype::Bf16 ? static_cast<const void*>(a.kv.v) : a.kv.v_q;
+    return {page_ref<D>(kpool, a.kv, a.geo.n_kv_heads, kvh, page), page_ref<D>(vpool, a.kv, a.geo.n_kv_heads, kvh, page),
+            tb % kKvPageTokens, min(kSlice, c1 - tb)};
+}
+template <KvDtype D> using KvWord = std::conditional_t<D == KvDtype::Bf16, uint4, uint2>; // 8 values
+constexpr int groups_of(KvDtype d) { return d == KvDtype::Int8 ? 4 : 1; }
+
+// Values [col, col + 8) of a page's row (bf16: 16 bytes, codes: 8); zero for rows past the context.
+template <KvDtype D> __device__ __forceinline__ KvWord<D> load_word(const PageRef<D>& p, int row, int col, bool ok) {
+    if constexpr (D == KvDtype::Bf16)
+        return ok ? load_stream16(p.rows + int64_t(row) * kDim + col) : make_uint4(0, 0, 0, 0);
+    else
+        return ok ? load_stream8(p.codes + int64_t(row) * kDim + col) : make_uint2(0, 0);
+}
+
+// A slice's K in registers: rows 8 j + gid at dims 8 tig + 32 s, and (codes) the scales of the rows
+// of this thread's score columns 8 j + 2 tig + e. Rows past the context read as zero (never written).
+template <KvDtype D> struct KRegs {
+    KvWord<D> w[2][8];
+    float scale[2][2][groups_of(D)];
+};
+template <KvDtype D> __device__ __forceinline__ void load_k(KRegs<D>& k, const Slice<D>& s, int gid, int tig) {
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+        const int rr = 8 * j + gid;
+        const bool ok = rr < s.n;
+#pragma unroll
+        for (int q = 0; q < 8; ++q) k.w[j][q] = load_word<D>(s.k, s.r0 + rr, 8 * tig + 32 * q, ok);
+        if constexpr (D != KvDtype::Bf16)
+#pragma unroll
+            for (int e = 0; e < 2; ++e)
+#pragma unroll
+                for (int g = 0; g < groups_of(D); ++g) {
+                    const int rc = 8 * j + 2 * tig + e;
+                    k.scale[j][e][g] = row_scale<D>(s.k, s.r0 + rc, g, rc < s.n);
+                }
+    }
+}
+// A slice's V in registers: rows (tokens) 2 tig + (i & 1) + 8 (i >> 1) at dims 64 c + 8 gid, and
+// (codes) their scales for the 64-dim group c.
+template <KvDtype D> struct VRegs {
+    KvWord<D> w[4][4]; // [row i][c]
+    float scale[4][groups_of(D)];
+};
+template <KvDtype D> __device__ __forceinline__ void load_v(VRegs<D>& v, const Slice<D>& s, int gid, int tig) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const int rr = 2 * tig + (i & 1) + 8 * (i >> 1);
+        const bool ok = rr < s.n;
+#pragma unroll
+        for (int c = 0; c < 4; ++c) v.w[i][c] = load_word<D>(s.v, s.r0 + rr, 64 * c + 8 * gid, ok);
+        if constexpr (D != KvDtype::Bf16)
+#pragma unroll
+            for (int g = 0; g < groups_of(D); ++g) v.scale[i][g] = row_scale<D>(s.v, s.r0 + rr, g, ok);
+    }
+}
+
+// Scores of head gid for this thread's tokens 8 j + 2 tig + e: sc[j][e]. q_row: head gid's Q words
+// in shared memory, in the order the K words widen to (see the kernel comment).
+template <KvDtype D> __device__ __forceinline__ void slice_scores(float (&sc)[2][2], const KRegs<D>& k, const uint32_t* q_row, int tig) {
+    float acc[2][4] = {};
+#pragma unroll
+    for (int g = 0; g < groups_of(D); ++g) {
+        float part[2][4] = {};
+#pragma unroll
+        for (int q = 8 / groups_of(D) * g; q < 8 / groups_of(D) * (g + 1); ++q) {
+            const uint4 qv = *reinterpret_cast<const uint4*>(q_row + 4 * tig + 16 * q);
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+                uint32_t b0, b1, b2, b3;
+                if constexpr (D == KvDtype::Bf16) {
+                    b0 = k.w[j][q].x, b1 = k.w[j][q].y, b2 = k.w[j][q].z, b3 = k.w[j][q].w;
+                } else if constexpr (D == KvDtype::Fp8) { // dims (0, 2), (1, 3), (4, 6), (5, 7)
+                    b0 = fp8_pair_to_bf16(k.w[j][q].x), b1 = fp8_pair_to_bf16(k.w[j][q].x >> 8);
+                    b2 = fp8_pair_to_bf16(k.w[j][q].y), b3 = fp8_pair_to_bf16(k.w[j][q].y >> 8);
+                } else {
+                    const uint2 w = k.w[j][q];
+                    b0 = s8_pair_to_bf16(w.x, 0, w.x, 1), b1 = s8_pair_to_bf16(w.x, 2, w.x, 3);
+                    b2 = s8_pair_to_bf16(w.y, 0, w.y, 1), b3 = s8_pair_to_bf16(w.y, 2, w.y, 3);
+                }
+                mma_bf16_16816(part[j], qv.x, 0u, qv.y, 0u, b0, b1);
+                mma_bf16_16816(part[j], qv.z, 0u, qv.w, 0u, b2, b3);
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+#pragma unroll
+            for (int e = 0; e < 2; ++e)
+                acc[j][e] = D == KvDtype::Int8 ? fmaf(k.scale[j][e][g], part[j][e], acc[j][e]) : acc[j][e] + part[j][e];
+    }
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) sc[j][e] = D == KvDtype::Fp8 ? acc[j][e] * k.scale[j][e][0] : acc[j][e];
+}
+
+// acc[c][e2] += V^T P^T for this thread's dims 64 c + 8 gid + 2 e2 (+1) and heads 2 tig (+1); p[i]
+// is the probability of V row i (tokens as in VRegs), times the row's scale for codes.
+template <KvDtype D> __device__ __forceinline__ void slice_pv(float (&acc)[4][4][4], const VRegs<D>& v, const float (&p)[4]) {
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+        float pv[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) pv[i] = D == KvDtype::Bf16 ? p[i] : p[i] * v.scale[i][D == KvDtype::Int8 ? c : 0];
+        const uint32_t bh0 = pack_bf16(pv[0], pv[1]), bh1 = pack_bf16(pv[2], pv[3]);
+        const uint32_t bl0 = pack_bf16(pv[0] - __uint_as_float(bh0 << 16), pv[1] - __uint_as_float(bh0 & 0xffff0000u));
+        const uint32_t bl1 = pack_bf16(pv[2] - __uint_as_float(bh1 << 16), pv[3] - __uint_as_float(bh1 & 0xffff0000u));
+#pragma unroll
+        for (int e2 = 0; e2 < 4; ++e2) {
+            uint32_t a0, a1, a2, a3;
+            if constexpr (D == KvDtype::Bf16) { // rows a, b then c, d: dim 2 e2 in the low halves, 2 e2 + 1 high
+                const uint32_t wa = (&v.w[0][c].x)[e2], wb = (&v.w[1][c].x)[e2];
+                const uint32_t wc = (&v.w[2][c].x)[e2], wd = (&v.w[3][c].x)[e2];
+                a0 = prmt(wa, wb, 0x5410), a1 = prmt(wa, wb, 0x7632), a2 = prmt(wc, wd, 0x5410), a3 = prmt(wc, wd, 0x7632);
+            } else { // dims 2 e2, 2 e2 + 1: bytes (e2 & 1) * 2 + {0, 1} of word e2 / 2
+                const int hw = e2 >> 1, b0 = (e2 & 1) * 2;
+                const uint32_t wa = hw ? v.w[0][c].y : v.w[0][c].x, wb = hw ? v.w[1][c].y : v.w[1][c].x;
+                const uint32_t wc = hw ? v.w[2][c].y : v.w[2][c].x, wd = hw ? v.w[3][c].y : v.w[3][c].x;
+                if constexpr (D == KvDtype::Fp8) {
+                    const uint32_t sel = b0 ? 0x7632 : 0x5410;
+                    const uint32_t xab = prmt(wa, wb, sel), xcd = prmt(wc, wd, sel);
+                    a0 = fp8_pair_to_bf16(xab), a1 = fp8_pair_to_bf16(xab >> 8);
+                    a2 = fp8_pair_to_bf16(xcd), a3 = fp8_pair_to_bf16(xcd >> 8);
+                } else {
+                    a0 = s8_pair_to_bf16(wa, b0, wb, b0), a1 = s8_pair_to_bf16(wa, b0 + 1, wb, b0 + 1);
+                    a2 = s8_pair_to_bf16(wc, b0, wd, b0), a3 = s8_pair_to_bf16(wc, b0 + 1, wd, b0 + 1);
+                }
+            }
+            mma_bf16_16816(acc[c][e2], a0, a1, a2, a3, bh0, bh1);
+            mma_bf16_16816(acc[c][e2], a0, a1, a2, a3, bl0, bl1);
+        }
+    }
+}
+
 // grid (n_chunks, n_kv_heads, n_tokens), 128 threads: one chunk of a lane's context for one GQA
 // group. Warp w takes the chunk's 16-token slices w, w + 4, ... with its own online softmax; the four
-// warps merge in shared memory at the end.
+// warps merge in shared memory at the end. Loads run one step ahead: the next slice's K is in
+// flight during this slice's softmax and P V, its V during its scores (one memory round trip per
+// slice instead of two dependent ones).
 // Scores, S[head][token] = Q (A: 16 rows, heads 0..group-1, rest zero) x K^T (B: 8 tokens per tile)
 // over the 256 dims, 16 per mma. Dims are consumed in an order of our choosing (the sum does not
 // care): thread (gid = lane / 4, tig = lane % 4) loads 16 contiguous bytes of K row gid at dims
@@ -90,8 +236,10 @@ template <KvDtype D> __device__ __forceinline__ float row_scale(const PageRef<D>
 // the scores (K) and fold into P (V), so no product is rounded before the f32 accumulators.
 template <KvDtype D>
 __global__ void __launch_bounds__(kWarps * 32, 2) attn_mma_partial_kernel(AttnDecodeArgs a, int n_chunks) {
+    constexpr int kQWords = kDim / 2 + 16; // a Q row as bf16 pairs; rows gid, gid + 1 (one 16-byte load phase) on disjoint banks
     __shared__ float o_sh[kWarps][kGroupMax][kDim];
     __shared__ float m_sh[kWarps][kGroupMax], l_sh[kWarps][kGroupMax];
+    __shared__ __align__(16) uint32_t q_sh[kGroupMax][kQWords];
     ninfer_grid_launch_dependents();
     ninfer_grid_wait(); // PDL: q and the new KV row come from the previous kernel
     const AttnGeometry& geo = a.geo;
@@ -103,112 +251,44 @@ __global__ void __launch_bounds__(kWarps * 32, 2) attn_mma_partial_kernel(AttnDe
     if (c0 >= len) return;
     const int c1 = min(len, c0 + split.per * kKvPageTokens);
     const int group = geo.n_heads / geo.n_kv_heads, lane_id = a.lanes[t];
-
-    // Q fragments of head gid (zero rows past the group), scaled by head_dim^-0.5 = 2^-4 (exact).
-    uint32_t qf[8][4];
-    {
-        const __nv_bfloat16* qrow = a.q + int64_t(t) * a.q_stride + int64_t(kvh * group + gid) * kDim;
-#pragma unroll
-        for (int s = 0; s < 8; ++s) {
-            uint4 w = gid < group ? load_cached16(qrow + 8 * tig + 32 * s) : make_uint4(0, 0, 0, 0);
-            w = make_uint4(bf16x2_mul(w.x, 0x3D803D80u), bf16x2_mul(w.y, 0x3D803D80u), bf16x2_mul(w.z, 0x3D803D80u),
-                           bf16x2_mul(w.w, 0x3D803D80u));
-            if constexpr (D == KvDtype::Fp8) { // K words widen to dims (0, 2), (1, 3), (4, 6), (5, 7)
-                qf[s][0] = prmt(w.x, w.y, 0x5410);
-                qf[s][1] = prmt(w.x, w.y, 0x7632);
-                qf[s][2] = prmt(w.z, w.w, 0x5410);
-                qf[s][3] = prmt(w.z, w.w, 0x7632);
-            } else {
-                qf[s][0] = w.x;
-                qf[s][1] = w.y;
-                qf[s][2] = w.z;
-                qf[s][3] = w.w;
-            }
-        }
+    const int tb0 = c0 + warp * kSlice;
+    Slice<D> cur{};
+    KRegs<D> k;
+    VRegs<D> v;
+    if (tb0 < c1) { // first loads before the Q staging below
+        cur = slice_at<D>(a, lane_id, kvh, tb0, c1);
+        load_k(k, cur, gid, tig);
+        load_v(v, cur, gid, tig);
     }
+    // Q of the group's heads (zero rows past the group) times head_dim^-0.5 = 2^-4 (exact), as
+    // bf16 pairs; for fp8 each 8-dim piece is reordered (0, 2), (1, 3), (4, 6), (5, 7) like K.
+    for (int i = tid; i < kGroupMax * kDim / 8; i += kWarps * 32) {
+        const int h = i / (kDim / 8), d8 = i % (kDim / 8);
+        uint4 w = h < group ? load_cached16(a.q + int64_t(t) * a.q_stride + int64_t(kvh * group + h) * kDim + 8 * d8)
+                            : make_uint4(0, 0, 0, 0);
+        w = make_uint4(bf16x2_mul(w.x, 0x3D803D80u), bf16x2_mul(w.y, 0x3D803D80u), bf16x2_mul(w.z, 0x3D803D80u),
+                       bf16x2_mul(w.w, 0x3D803D80u));
+        if constexpr (D == KvDtype::Fp8)
+            w = make_uint4(prmt(w.x, w.y, 0x5410), prmt(w.x, w.y, 0x7632), prmt(w.z, w.w, 0x5410), prmt(w.z, w.w, 0x7632));
+        *reinterpret_cast<uint4*>(&q_sh[h][4 * d8]) = w;
+    }
+    __syncthreads();
     float acc[4][4][4] = {};
     float m_run = -INFINITY, l_run = 0.f; // head gid; l_run sums this thread's tokens only
-    const void* kpool = D == KvDtype::Bf16 ? static_cast<const void*>(a.kv.k) : a.kv.k_q;
-    const void* vpool = D == KvDtype::Bf16 ? static_cast<const void*>(a.kv.v) : a.kv.v_q;
-    for (int tb = c0 + warp * kSlice; tb < c1; tb += kWarps * kSlice) {
-        const int64_t page = a.kv.page_table[int64_t(lane_id) * a.kv.max_pages + tb / kKvPageTokens];
-        const int r0 = tb % kKvPageTokens; // the slice's first row in its page
-        const PageRef<D> kp = page_ref<D>(kpool, a.kv, geo.n_kv_heads, kvh, page);
-        const PageRef<D> vp = page_ref<D>(vpool, a.kv, geo.n_kv_heads, kvh, page);
-        // ---- scores: two 8-token tiles j (rows r0 + 8 j + gid), 16 k-steps each.
-        float sc[2][4];
-        if constexpr (D == KvDtype::Bf16) {
-            uint4 kw[2][8];
-#pragma unroll
-            for (int j = 0; j < 2; ++j) {
-                const bool ok = tb + 8 * j + gid < c1;
-                const __nv_bfloat16* row = kp.rows + int64_t(r0 + 8 * j + gid) * kDim + 8 * tig;
-#pragma unroll
-                for (int s = 0; s < 8; ++s) kw[j][s] = ok ? load_stream16(row + 32 * s) : make_uint4(0, 0, 0, 0);
-            }
-#pragma unroll
-            for (int j = 0; j < 2; ++j) {
-                sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.f;
-#pragma unroll
-                for (int s = 0; s < 8; ++s) {
-                    mma_bf16_16816(sc[j], qf[s][0], 0u, qf[s][1], 0u, kw[j][s].x, kw[j][s].y);
-                    mma_bf16_16816(sc[j], qf[s][2], 0u, qf[s][3], 0u, kw[j][s].z, kw[j][s].w);
-                }
-            }
-        } else {
-            uint2 kw[2][8];
-#pragma unroll
-            for (int j = 0; j < 2; ++j) {
-                const bool ok = tb + 8 * j + gid < c1;
-                const uint8_t* row = kp.codes + int64_t(r0 + 8 * j + gid) * kDim + 8 * tig;
-#pragma unroll
-                for (int s = 0; s < 8; ++s) kw[j][s] = ok ? load_stream8(row + 32 * s) : make_uint2(0, 0);
-            }
-#pragma unroll
-            for (int j = 0; j < 2; ++j) {
-                float ks[2][4]; // [token 2 tig + e][64-value group]
-#pragma unroll
-                for (int e = 0; e < 2; ++e)
-#pragma unroll
-                    for (int g = 0; g < 4; ++g)
-                        ks[e][g] = row_scale<D>(kp, r0 + 8 * j + 2 * tig + e, g, tb + 8 * j + 2 * tig + e < c1);
-                sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.f;
-#pragma unroll
-                for (int g = 0; g < 4; ++g) { // segments 2 g, 2 g + 1 are dims [64 g, 64 g + 64)
-                    float part[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-                    for (int s = 2 * g; s < 2 * g + 2; ++s) {
-                        const uint2 w = kw[j][s];
-                        if constexpr (D == KvDtype::Fp8) {
-                            mma_bf16_16816(part, qf[s][0], 0u, qf[s][1], 0u, fp8_pair_to_bf16(w.x), fp8_pair_to_bf16(w.x >> 8));
-                            mma_bf16_16816(part, qf[s][2], 0u, qf[s][3], 0u, fp8_pair_to_bf16(w.y), fp8_pair_to_bf16(w.y >> 8));
-                        } else {
-                            mma_bf16_16816(part, qf[s][0], 0u, qf[s][1], 0u, s8_pair_to_bf16(w.x, 0, w.x, 1),
-                                           s8_pair_to_bf16(w.x, 2, w.x, 3));
-                            mma_bf16_16816(part, qf[s][2], 0u, qf[s][3], 0u, s8_pair_to_bf16(w.y, 0, w.y, 1),
-                                           s8_pair_to_bf16(w.y, 2, w.y, 3));
-                        }
-                    }
-                    if constexpr (D == KvDtype::Fp8) { // one scale per row: apply once at the end
-                        sc[j][0] += part[0];
-                        sc[j][1] += part[1];
-                    } else {
-                        sc[j][0] = fmaf(ks[0][g], part[0], sc[j][0]);
-                        sc[j][1] = fmaf(ks[1][g], part[1], sc[j][1]);
-                    }
-                }
-                if constexpr (D == KvDtype::Fp8) {
-                    sc[j][0] *= ks[0][0];
-                    sc[j][1] *= ks[1][0];
-                }
-            }
-        }
-        // ---- online softmax of head gid over this slice (the four tig threads of a row agree).
+    for (int tb = tb0; tb < c1; tb += kWarps * kSlice) {
+        const int tn = tb + kWarps * kSlice;
+        const bool more = tn < c1; // warp-uniform
+        Slice<D> nxt{};
+        if (more) nxt = slice_at<D>(a, lane_id, kvh, tn, c1);
+        float sc[2][2];
+        slice_scores<D>(sc, k, q_sh[gid], tig);
+        if (more) load_k(k, nxt, gid, tig);
+        // Online softmax of head gid over this slice (the four tig threads of a row agree).
         float s4[4];
 #pragma unroll
         for (int j = 0; j < 2; ++j)
 #pragma unroll
-            for (int e = 0; e < 2; ++e) s4[2 * j + e] = tb + 8 * j + 2 * tig + e < c1 ? sc[j][e] : -INFINITY;
+            for (int e = 0; e < 2; ++e) s4[2 * j + e] = 8 * j + 2 * tig + e < cur.n ? sc[j][e] : -INFINITY;
         float smax = fmaxf(fmaxf(s4[0], s4[1]), fmaxf(s4[2], s4[3]));
         smax = fmaxf(smax, __shfl_xor_sync(0xffffffffu, smax, 1));
         smax = fmaxf(smax, __shfl_xor_sync(0xffffffffu, smax, 2));
@@ -229,75 +309,9 @@ __global__ void __launch_bounds__(kWarps * 32, 2) attn_mma_partial_kernel(AttnDe
                 acc[c][e2][2] *= corr0;
                 acc[c][e2][3] *= corr1;
             }
-        // ---- O^T += V^T P^T. V rows (tokens) 2 tig + {0, 1, 8, 9} of the slice, dims 64 c + 8 gid.
-        int vr[4];
-        bool vok[4];
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const int rr = 2 * tig + (i & 1) + 8 * (i >> 1);
-            vr[i] = r0 + rr;
-            vok[i] = tb + rr < c1;
-        }
-        if constexpr (D == KvDtype::Bf16) {
-            const uint32_t bh0 = pack_bf16(p[0], p[1]), bh1 = pack_bf16(p[2], p[3]);
-            const uint32_t bl0 = pack_bf16(p[0] - __uint_as_float(bh0 << 16), p[1] - __uint_as_float(bh0 & 0xffff0000u));
-            const uint32_t bl1 = pack_bf16(p[2] - __uint_as_float(bh1 << 16), p[3] - __uint_as_float(bh1 & 0xffff0000u));
-#pragma unroll
-            for (int c = 0; c < 4; ++c) {
-                uint4 vw[4];
-#pragma unroll
-                for (int i = 0; i < 4; ++i)
-                    vw[i] = vok[i] ? load_stream16(vp.rows + int64_t(vr[i]) * kDim + 64 * c + 8 * gid) : make_uint4(0, 0, 0, 0);
-#pragma unroll
-                for (int e2 = 0; e2 < 4; ++e2) {
-                    const uint32_t wa = (&vw[0].x)[e2], wb = (&vw[1].x)[e2], wc = (&vw[2].x)[e2], wd = (&vw[3].x)[e2];
-                    const uint32_t a0 = prmt(wa, wb, 0x5410), a1 = prmt(wa, wb, 0x7632);
-                    const uint32_t a2 = prmt(wc, wd, 0x5410), a3 = prmt(wc, wd, 0x7632);
-                    mma_bf16_16816(acc[c][e2], a0, a1, a2, a3, bh0, bh1);
-                    mma_bf16_16816(acc[c][e2], a0, a1, a2, a3, bl0, bl1);
-                }
-            }
-        } else {
-            uint2 vw[4][4]; // [row][c]
-#pragma unroll
-            for (int i = 0; i < 4; ++i)
-#pragma unroll
-                for (int c = 0; c < 4; ++c)
-                    vw[i][c] = vok[i] ? load_stream8(vp.codes + int64_t(vr[i]) * kDim + 64 * c + 8 * gid) : make_uint2(0, 0);
-#pragma unroll
-            for (int c = 0; c < 4; ++c) {
-                // P times the V scales of the four rows (fp8: per row; int8: the row's group c).
-                float pv[4];
-#pragma unroll
-                for (int i = 0; i < 4; ++i) pv[i] = p[(i >> 1) * 2 + (i & 1)] * row_scale<D>(vp, vr[i], c, vok[i]);
-                const uint32_t bh0 = pack_bf16(pv[0], pv[1]), bh1 = pack_bf16(pv[2], pv[3]);
-                const uint32_t bl0 = pack_bf16(pv[0] - __uint_as_float(bh0 << 16), pv[1] - __uint_as_float(bh0 & 0xffff0000u));
-                const uint32_t bl1 = pack_bf16(pv[2] - __uint_as_float(bh1 << 16), pv[3] - __uint_as_float(bh1 & 0xffff0000u));
-#pragma unroll
-                for (int e2 = 0; e2 < 4; ++e2) {
-                    // Dims 2 e2, 2 e2 + 1 of rows a, b (then c, d): bytes e2 % 2 * 2 + {0, 1} of word e2 / 2.
-                    const int hw = e2 >> 1, b0 = (e2 & 1) * 2;
-                    const uint32_t wa = hw ? vw[0][c].y : vw[0][c].x, wb = hw ? vw[1][c].y : vw[1][c].x;
-                    const uint32_t wc = hw ? vw[2][c].y : vw[2][c].x, wd = hw ? vw[3][c].y : vw[3][c].x;
-                    uint32_t a0, a1, a2, a3;
-                    if constexpr (D == KvDtype::Fp8) {
-                        const uint32_t sel = b0 ? 0x7632 : 0x5410;
-                        const uint32_t xab = prmt(wa, wb, sel), xcd = prmt(wc, wd, sel);
-                        a0 = fp8_pair_to_bf16(xab);
-                        a1 = fp8_pair_to_bf16(xab >> 8);
-                        a2 = fp8_pair_to_bf16(xcd);
-                        a3 = fp8_pair_to_bf16(xcd >> 8);
-                    } else {
-                        a0 = s8_pair_to_bf16(wa, b0, wb, b0);
-                        a1 = s8_pair_to_bf16(wa, b0 + 1, wb, b0 + 1);
-                        a2 = s8_pair_to_bf16(wc, b0, wd, b0);
-                        a3 = s8_pair_to_bf16(wc, b0 + 1, wd, b0 + 1);
-                    }
-                    mma_bf16_16816(acc[c][e2], a0, a1, a2, a3, bh0, bh1);
-                    mma_bf16_16816(acc[c][e2], a0, a1, a2, a3, bl0, bl1);
-                }
-            }
-        }
+        slice_pv<D>(acc, v, p);
+        if (more) load_v(v, nxt, gid, tig);
+        cur = nxt;
     }
     // ---- merge the four warps: o = sum_w exp(m_w - M) o_w (warps without a slice have m = -inf).
     l_run += __shfl_xor_sync(0xffffffffu, l_run, 1);

@@ -11,14 +11,20 @@ namespace ninfer::kernels {
 
 namespace detail {
 
+// A conv channel's 4 taps (weights: constant, so they may be read before the PDL wait).
+__device__ __forceinline__ float4 conv_taps(const GdnConvArgs& c, int ch) {
+    const __nv_bfloat16* w = c.conv_w + int64_t(ch) * 4;
+    return make_float4(__bfloat162float(w[0]), __bfloat162float(w[1]), __bfloat162float(w[2]), __bfloat162float(w[3]));
+}
 // One conv channel of token row `in` on the lane's conv state st: returns silu(conv) and shifts the
 // state. Each channel must have exactly one caller per step (the shift is in place).
-__device__ __forceinline__ float conv_channel(const GdnConvArgs& c, __nv_bfloat16* st, const __nv_bfloat16* in, int ch) {
+__device__ __forceinline__ float conv_channel(const GdnConvArgs& c, float4 w, __nv_bfloat16* st, const __nv_bfloat16* in,
+                                              int ch) {
     const __nv_bfloat16 x[4] = {st[ch], st[c.conv_dim + ch], st[2 * c.conv_dim + ch], in[ch]};
-    const __nv_bfloat16* w = c.conv_w + int64_t(ch) * 4;
-    float acc = 0.f;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) acc = fmaf(__bfloat162float(w[j]), __bfloat162float(x[j]), acc);
+    float acc = fmaf(w.x, __bfloat162float(x[0]), 0.f);
+    acc = fmaf(w.y, __bfloat162float(x[1]), acc);
+    acc = fmaf(w.z, __bfloat162float(x[2]), acc);
+    acc = fmaf(w.w, __bfloat162float(x[3]), acc);
     st[ch] = x[1];
     st[c.conv_dim + ch] = x[2];
     st[2 * c.conv_dim + ch] = x[3];
@@ -32,7 +38,8 @@ __global__ void gdn_conv_decode_kernel(GdnConvArgs a) {
     const int ch = blockIdx.x * blockDim.x + threadIdx.x;
     if (ch >= a.conv_dim) return;
     __nv_bfloat16* st = a.conv_state + int64_t(a.slots[t]) * 3 * a.conv_dim;
-    a.out[int64_t(t) * a.out_stride + ch] = __float2bfloat16(conv_channel(a, st, a.qkv + int64_t(t) * a.qkv_stride, ch));
+    a.out[int64_t(t) * a.out_stride + ch] =
+        __float2bfloat16(conv_channel(a, conv_taps(a, ch), st, a.qkv + int64_t(t) * a.qkv_stride, ch));
 }
 
 // grid (n_v_heads * kGdnSplit, n_tokens), 256 threads, in thread-block clusters. A head's state
@@ -55,7 +62,6 @@ __global__ void __launch_bounds__(kGdnThreads) gdn_recurrent_decode_kernel(GdnCo
     __shared__ float qs[D], ks[D], red[4][kGdnCols], nred[8], scal[2], norm_part;
     __shared__ float qk_own[2 * D], v_own[kGdnCols]; // kFused: conv outputs this block computed
     ninfer_grid_launch_dependents();
-    ninfer_grid_wait(); // PDL: inputs come from the previous kernel
     cg::cluster_group cluster = cg::this_cluster();
     const int crank = int(cluster.block_rank()), csize = int(cluster.num_blocks());
     const int h = blockIdx.x / kGdnSplit, sr = blockIdx.x % kGdnSplit, t = blockIdx.y, tid = threadIdx.x;
@@ -63,16 +69,30 @@ __global__ void __launch_bounds__(kGdnThreads) gdn_recurrent_decode_kernel(GdnCo
     const int col = sr * kGdnCols + v;
     const int r = h / (a.n_v_heads / a.n_k_heads);
     const int key_dim = a.n_k_heads * D;
+    // Weights before the wait (constant); the channels this block convolves (kFused): q|k channel
+    // crank + csize * tid of QK head r and v channel 64 sr + tid of head h.
+    const float a_log = a.a_log[h], dt_bias = a.dt_bias[h], norm_w = __bfloat162float(a.norm_w[col]);
+    const int j = crank + csize * tid, ch_qk = (j < D ? 0 : key_dim - D) + r * D + j;
+    const int ch_v = 2 * key_dim + h * D + sr * kGdnCols + tid;
+    float4 w_qk{}, w_v{};
+    if (kFused && j < 2 * D) w_qk = conv_taps(c, ch_qk);
+    if (kFused && tid < kGdnCols) w_v = conv_taps(c, ch_v);
+    ninfer_grid_wait(); // PDL: inputs come from the previous kernel
     const int slot = a.slots[t];
+    // The state's loads go first: they are most of the bytes and need only the slot.
+    float* S = a.state + (int64_t(slot) * a.n_v_heads + h) * D * D + col;
+    float s[32];
+#pragma unroll
+    for (int i = 0; i < 32; ++i) s[i] = S[(kq * 32 + i) * D];
+    const float z = kq == 0 ? __bfloat162float(a.z[int64_t(t) * a.z_stride + h * D + col]) : 0.f; // output gate
 
     // u: q (tid < 128) or k (tid >= 128) of QK head r, dim tid % 128, after conv and SiLU.
     float u, vv;
     if constexpr (kFused) {
         __nv_bfloat16* st = c.conv_state + int64_t(slot) * 3 * c.conv_dim;
         const __nv_bfloat16* in = c.qkv + int64_t(t) * c.qkv_stride;
-        const int j = crank + csize * tid; // this rank's share of the 256 q|k channels
-        if (j < 2 * D) qk_own[tid] = bf16_round(conv_channel(c, st, in, (j < D ? 0 : key_dim - D) + r * D + j));
-        if (tid < kGdnCols) v_own[tid] = bf16_round(conv_channel(c, st, in, 2 * key_dim + h * D + sr * kGdnCols + tid));
+        if (j < 2 * D) qk_own[tid] = bf16_round(conv_channel(c, w_qk, st, in, ch_qk));
+        if (tid < kGdnCols) v_own[tid] = bf16_round(conv_channel(c, w_v, st, in, ch_v));
         cluster.sync(); // every rank's share is written
         u = *cluster.map_shared_rank(&qk_own[tid / csize], tid % csize);
         vv = v_own[v];
@@ -87,10 +107,10 @@ __global__ void __launch_bounds__(kGdnThreads) gdn_recurrent_decode_kernel(GdnCo
         const float bb = a.b_f32 ? a.b_f32[int64_t(t) * a.b_stride + h] : __bfloat162float(a.b[int64_t(t) * a.b_stride + h]);
         const float sig = 1.f / (1.f + expf(-bb));
         const float x = (a.a_f32 ? a.a_f32[int64_t(t) * a.a_stride + h] : __bfloat162float(a.a[int64_t(t) * a.a_stride + h])) +
-                        a.dt_bias[h];
+                        dt_bias;
         const float softplus = x > 20.f ? x : log1pf(expf(x));
         scal[0] = a.exact ? sig : bf16_round(sig);
-        scal[1] = expf(-expf(a.a_log[h]) * softplus);
+        scal[1] = expf(-expf(a_log) * softplus);
     }
     __syncthreads();
     if (tid < D) qs[tid] = u * rsqrtf(nred[0] + nred[1] + nred[2] + nred[3] + 1e-6f) * rsqrtf(float(D));
@@ -98,10 +118,8 @@ __global__ void __launch_bounds__(kGdnThreads) gdn_recurrent_decode_kernel(GdnCo
     __syncthreads();
     const float beta = scal[0], decay = scal[1];
 
-    float* S = a.state + (int64_t(slot) * a.n_v_heads + h) * D * D + col;
-    float s[32];
 #pragma unroll
-    for (int i = 0; i < 32; ++i) s[i] = S[(kq * 32 + i) * D] * decay;
+    for (int i = 0; i < 32; ++i) s[i] *= decay;
     float part = 0.f;
 #pragma unroll
     for (int i = 0; i < 32; ++i) part = fmaf(s[i], ks[kq * 32 + i], part);
@@ -132,8 +150,7 @@ __global__ void __launch_bounds__(kGdnThreads) gdn_recurrent_decode_kernel(GdnCo
     if (kq == 0) {
         const float var = sum / float(D);
         const float nrm = a.exact ? o * rsqrtf(var + a.eps) : bf16_round(o * rsqrtf(var + a.eps));
-        const float wn = a.exact ? __bfloat162float(a.norm_w[col]) * nrm : bf16_round(__bfloat162float(a.norm_w[col]) * nrm);
-        const float z = __bfloat162float(a.z[int64_t(t) * a.z_stride + h * D + col]);
+        const float wn = a.exact ? norm_w * nrm : bf16_round(norm_w * nrm);
         a.y[int64_t(t) * a.y_stride + h * D + col] = __float2bfloat16(wn * silu(z));
     }
     cluster.sync(); // no block leaves while a peer may still read its shared memory

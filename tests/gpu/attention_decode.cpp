@@ -199,6 +199,7 @@ TEST_CASE("attention decode matches fp64 for lanes of different lengths", "[atte
     run_attention(16, 2, {8191, 255, 256, 1, 4000}, 23);    // 35B-A3B geometry, 8K context
     run_attention(2, 2, {5, 17, 129, 511, 512, 513, 2, 70}, 24); // group 1, batch of 8
     run_attention(2, 1, {40000, 33000, 64}, 25); // past 32K: chunks of several pages
+    run_attention(24, 4, {9000, 70}, 26);         // 27B past 66 pages: 3 pages per chunk, loads one slice ahead
 }
 
 TEST_CASE("attention decode with fp8 and int8 KV writes the codec's rows and matches fp64", "[attention_decode]") {
@@ -208,6 +209,7 @@ TEST_CASE("attention decode with fp8 and int8 KV writes the codec's rows and mat
         run_attention(24, 4, {63, 64, 65, 300, 1000}, 32, d);
         run_attention(16, 2, {4100, 255, 256, 1}, 33, d);
         run_attention(2, 2, {5, 17, 129, 511, 512, 513, 2, 70}, 34, d);
+        run_attention(24, 4, {9000, 4500}, 35, d); // chunks of several pages
     }
 }
 
