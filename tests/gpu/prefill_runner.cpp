@@ -69,9 +69,15 @@ TEST_CASE("prefill runner: tensor-core prefill matches the CPU backend and the p
         CHECK(vs_cpu >= 0.995);
         CHECK(vs_token >= 0.995);
         CHECK(mean_kl < 1e-2);
-        // Chunking only moves where a chunk ends (same GEMMs per row, same scan order).
+        // Chunks of 64 end where the GDN prefill's own 64-token chunks end (they start at absolute
+        // multiples of 64), so they agree with one chunk. Calls of 77 tokens cut a GDN chunk in
+        // two: the chunked (WY) form then sums in another order (~1e-6 relative, where the scan was
+        // bit for bit), which dense rows absorb; the MoE fixture's random router has top-k margins
+        // down to 2.4e-6 (cuda_backend.cpp), so that noise can flip one expert of a row (measured
+        // worst 0.999396 on the H200), hence its looser bound.
+        const bool moe = fixture == "kernel/moe";
         CHECK(vs_64 >= 0.9999);
-        CHECK(vs_77 >= 0.9999);
+        CHECK(vs_77 >= (moe ? 0.999 : 0.9999));
     }
 }
 
