@@ -118,7 +118,7 @@ Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_act
         moe_.weights = arena_.alloc_n<float>(B * (K + 1), "routing weights");
         moe_.work = arena_.alloc_n<int32_t>(kernels::moe_decode_work_ints(E, K), "expert work list");
         moe_.act = arena_.alloc_n<float>(
-            kernels::moe_decode_act_floats(K, c.moe_intermediate_size, c.shared_expert_intermediate_size),
+            kernels::moe_decode_act_floats(K, c.moe_intermediate_size, c.shared_expert_intermediate_size, c.hidden_size),
             "expert SwiGLU");
         moe_.counter = arena_.alloc_n<uint32_t>(1, "routing counter");
         cuda_check(cudaMemset(moe_.counter, 0, 4), "clearing the routing counter");

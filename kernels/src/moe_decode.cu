@@ -1,5 +1,7 @@
 // ninfer::kernels - MoE decode: routing + shared gate/up, routed gate/up + SwiGLU, down + combine.
-#include "moe_decode_route.cuh"
+#include "moe_decode_mma.cuh"
+
+#include <cstdlib>
 
 namespace ninfer::kernels {
 
@@ -130,6 +132,7 @@ template <int NT> __global__ void __launch_bounds__(kRouteWarps * 32, 2) moe_rou
     ninfer_grid_launch_dependents();
     ninfer_grid_wait();
     if (router) {
+        if (p.mma) write_x_parts(p);
         route_block<NT>(p);
         return;
     }
@@ -141,11 +144,11 @@ template <int NT> __global__ void __launch_bounds__(kRouteWarps * 32, 2) moe_rou
 }
 
 // Launch 2: grid (ceil(I / 16), min(n_tokens * K, E)), 256 threads: warp w of block (b, entry)
-// computes intermediate rows 16b + 2w, +1 of the entry's expert for every token of the entry.
-// One token: 3 blocks per SM (80 registers, a few spilled), so the 8 entries x 32 blocks of a
-// 35B-A3B step fit in one wave; 8 tokens: 2.
+// computes intermediate rows 16b + 2w, +1 of the entry's expert for every token of the entry
+// (q4 on tensor cores: the block's 16 rows, k split over the warps, moe_decode_mma.cuh).
+// 2 blocks per SM (<= 128 registers): the 8 entries x 32 blocks of a 35B-A3B step fit in one wave.
 template <int NT>
-__global__ void __launch_bounds__(kExpertWarps * 32, NT == 1 ? 3 : 2) moe_gate_up_kernel(MoeParams p) {
+__global__ void __launch_bounds__(kExpertWarps * 32, 2) moe_gate_up_kernel(MoeParams p) {
     ninfer_grid_launch_dependents();
     ninfer_grid_wait(); // PDL: the work list comes from the previous kernel
     const int entry = blockIdx.y, warp = threadIdx.x >> 5;
@@ -155,12 +158,19 @@ __global__ void __launch_bounds__(kExpertWarps * 32, NT == 1 ? 3 : 2) moe_gate_u
     if (entry >= n_entries) return;
     // The third launch's rows of this expert, a slice per block: they load from L2 there, and their
     // HBM time overlaps this launch's dots and the launch boundary.
-    if (threadIdx.x == 0) prefetch_rows_l2(p.down, int64_t(expert) * p.hidden, p.hidden, blockIdx.x, gridDim.x);
-    const int64_t I = p.inter, i = int64_t(blockIdx.x) * kGateUpRowsPerBlock + warp * kGateUpRowsPerWarp;
-    if (i >= I) return;
+    // Only while the prefetched rows and this launch's stream fit L2 together (batch 1-2: <= 16
+    // experts); at batch 8 (~50 experts) they would evict each other (measured: batch 8 slower).
+    if (threadIdx.x == 0 && n_entries <= kPrefetchMaxEntries)
+        prefetch_rows_l2(p.down, int64_t(expert) * p.hidden, p.hidden, blockIdx.x, gridDim.x);
     int32_t pair[NT];
 #pragma unroll
     for (int t = 0; t < NT; ++t) pair[t] = en[2 + min(t, nt - 1)];
+    if (p.mma) { // block-uniform: every warp takes part (shared-memory reduction)
+        gate_up_mma<NT>(p, expert, pair, nt, int64_t(blockIdx.x) * kGateUpRowsPerBlock);
+        return;
+    }
+    const int64_t I = p.inter, i = int64_t(blockIdx.x) * kGateUpRowsPerBlock + warp * kGateUpRowsPerWarp;
+    if (i >= I) return;
     gate_up_warp<NT>(p, p.gate_up, I, int64_t(expert) * 2 * I, pair, nt, i);
 }
 
@@ -168,10 +178,11 @@ template <WeightFormat F>
 __device__ __forceinline__ void down_dots(const MoeRows& m, const int64_t (&rows)[4], const float* x, int lpr,
                                           float (&acc)[1][4]) {
     const float* const xs[1] = {x};
-    rows_dot<F, 4, 1>(m, rows, xs, 1, threadIdx.x % lpr, lpr, acc);
+    rows_dot<F, 4, 1, true>(m, rows, xs, 1, threadIdx.x % lpr, lpr, acc);
 }
 
-// Down blocks: up to 16 warps (K + 1 of them) at <= 104 registers: 2 blocks of 9 warps per SM.
+// Down blocks: up to 16 warps (K + 1 of them) at <= 96 registers: 2 blocks of 9 warps per SM (at 104
+// registers only one fits: ncu, Block Limit Registers 1, two waves at batch 1).
 constexpr int kDownMaxWarps = 16;
 
 // Lanes per row of the down launch: enough for the row's 16-byte chunks, 8 to 32.
@@ -181,7 +192,7 @@ __host__ __device__ inline int down_lanes_per_row(int64_t chunks) { return chunk
 // out[t][bT, bT + T). Warp j takes choice j (then j + 16): lpr lanes per row, 4 rows per lane
 // group, so a pass covers 128 / lpr rows (T for the routed experts: one pass); the dots go to
 // shared memory and are combined in j order.
-__global__ void __maxnreg__(104) moe_down_kernel(MoeParams p) {
+__global__ void __maxnreg__(96) moe_down_kernel(MoeParams p) {
     __shared__ float dots[kMoeMaxTopK + 1][kDownMaxTile];
     ninfer_grid_launch_dependents();
     ninfer_grid_wait(); // PDL: routes and SwiGLU rows come from the previous kernels
@@ -234,9 +245,22 @@ size_t moe_decode_work_ints(int n_experts, int top_k) {
     const int entries = std::min(kMoeDecodeMaxTokens * top_k, n_experts);
     return 1 + size_t(entries) * detail::kMoeEntryInts;
 }
-size_t moe_decode_act_floats(int top_k, int64_t inter, int64_t shared_inter) {
-    return size_t(kMoeDecodeMaxTokens) * size_t(top_k + 1) * size_t(detail::moe_align_up(std::max(inter, shared_inter), 4));
+size_t moe_decode_act_floats(int top_k, int64_t inter, int64_t shared_inter, int64_t hidden) {
+    const int64_t groups = detail::moe_align_up(hidden, 128) / 64; // q4 groups of a gate/up row
+    return size_t(kMoeDecodeMaxTokens) * size_t(top_k + 1) * size_t(detail::moe_align_up(std::max(inter, shared_inter), 4)) +
+           size_t(kMoeDecodeMaxTokens) * size_t(groups) * detail::kXPartWords;
 }
+
+namespace {
+// Tensor-core gate/up unless NINFER_MOE_MMA=0 (read once; for A/B timing and as a fallback).
+bool moe_mma_enabled() {
+    static const bool on = [] {
+        const char* v = std::getenv("NINFER_MOE_MMA");
+        return !(v && v[0] == '0');
+    }();
+    return on;
+}
+} // namespace
 
 cudaError_t moe_decode(const MoeDecodeArgs& a, cudaStream_t stream) {
     using namespace detail;
@@ -277,6 +301,8 @@ cudaError_t moe_decode(const MoeDecodeArgs& a, cudaStream_t stream) {
     p.counter = s.counter;
     p.act = s.act;
     p.act_stride = moe_align_up(std::max(I, Is), 4);
+    p.x_parts = reinterpret_cast<uint32_t*>(s.act + size_t(kMoeDecodeMaxTokens) * size_t(K + 1) * size_t(p.act_stride));
+    p.mma = w.experts_gate_up.format == WeightFormat::Q4G64Fp16 && moe_mma_enabled();
     p.out = a.out;
     p.out_stride = a.out_stride;
 

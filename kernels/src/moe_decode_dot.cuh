@@ -115,23 +115,35 @@ __device__ __forceinline__ void load_chunk(const MoeRows& m, const int64_t (&row
 
 // acc[t][j] += sum over this lane's chunks (c0, c0 + stride, ...) of row[j] . x[t], t < nt <= NT,
 // chunks in that order (so the sums do not depend on NT). Two chunks' loads are issued before the
-// first is used. The fp8 row multiplier is not applied (the caller scales the reduced sum).
-template <WeightFormat F, int NR, int NT>
+// first is used unless Single (fewer registers where a lane has about one chunk per row). The fp8
+// row multiplier is not applied (the caller scales the reduced sum).
+template <WeightFormat F, int NR, int NT, bool Single = false>
 __device__ __forceinline__ void rows_dot(const MoeRows& m, const int64_t (&row)[NR], const float* const (&x)[NT], int nt,
                                          int64_t c0, int64_t stride, float (&acc)[NT][NR]) {
-    for (int64_t ch = c0; ch < m.chunks; ch += 2 * stride) {
-        const bool second = ch + stride < m.chunks;
-        uint4 wa[NR], wb[NR];
-        float sa[NR], sb[NR];
-        load_chunk<F, NR>(m, row, ch, wa, sa);
-        if (second) load_chunk<F, NR>(m, row, ch + stride, wb, sb);
+    if constexpr (Single) {
+        for (int64_t ch = c0; ch < m.chunks; ch += stride) {
+            uint4 w[NR];
+            float sc[NR];
+            load_chunk<F, NR>(m, row, ch, w, sc);
 #pragma unroll
-        for (int t = 0; t < NT; ++t)
-            if (t < nt) chunk_dot_rows<F, NR>(wa, sa, x[t], ch * kChunkElems<F>, m.k, acc[t]);
-        if (!second) break;
+            for (int t = 0; t < NT; ++t)
+                if (t < nt) chunk_dot_rows<F, NR>(w, sc, x[t], ch * kChunkElems<F>, m.k, acc[t]);
+        }
+    } else {
+        for (int64_t ch = c0; ch < m.chunks; ch += 2 * stride) {
+            const bool second = ch + stride < m.chunks;
+            uint4 wa[NR], wb[NR];
+            float sa[NR], sb[NR];
+            load_chunk<F, NR>(m, row, ch, wa, sa);
+            if (second) load_chunk<F, NR>(m, row, ch + stride, wb, sb);
 #pragma unroll
-        for (int t = 0; t < NT; ++t)
-            if (t < nt) chunk_dot_rows<F, NR>(wb, sb, x[t], (ch + stride) * kChunkElems<F>, m.k, acc[t]);
+            for (int t = 0; t < NT; ++t)
+                if (t < nt) chunk_dot_rows<F, NR>(wa, sa, x[t], ch * kChunkElems<F>, m.k, acc[t]);
+            if (!second) break;
+#pragma unroll
+            for (int t = 0; t < NT; ++t)
+                if (t < nt) chunk_dot_rows<F, NR>(wb, sb, x[t], (ch + stride) * kChunkElems<F>, m.k, acc[t]);
+        }
     }
 }
 

@@ -19,6 +19,7 @@ constexpr int kGateUpRowsPerWarp = 2;          // intermediate rows i, i+1: gate
 constexpr int kExpertWarps = 8;
 constexpr int kGateUpRowsPerBlock = kGateUpRowsPerWarp * kExpertWarps;
 constexpr int kDownMaxTile = 16;
+constexpr int kPrefetchMaxEntries = 16; // the gate/up launch prefetches down rows up to this many experts
 
 struct MoeParams {
     MoeRows router, score, gate_up, shared_gate_up, down, shared_down;
@@ -35,6 +36,8 @@ struct MoeParams {
     uint32_t* counter;
     float* act; // [t * (K + 1) + j][act_stride]
     int64_t act_stride;
+    uint32_t* x_parts; // after act's rows: x as three bf16 parts for the mma gate/up (moe_decode_mma.cuh)
+    bool mma;          // routed gate/up on tensor cores (q4 experts)
     float* out;
     int64_t out_stride;
 };

@@ -54,7 +54,7 @@ struct Moe {
           gate_up(f.experts, sh.E * 2 * sh.I, sh.H, seed + 2), down(f.experts, sh.E * sh.H, sh.I, seed + 3),
           shared_gate_up(f.shared, 2 * sh.Is, sh.H, seed + 4), shared_down(f.shared, sh.H, sh.Is, seed + 5),
           logits(kernels::moe_decode_logits_floats(sh.E)), weights(8 * size_t(sh.K + 1)),
-          act(kernels::moe_decode_act_floats(sh.K, sh.I, sh.Is)), ids(8 * size_t(sh.K)),
+          act(kernels::moe_decode_act_floats(sh.K, sh.I, sh.Is, sh.H)), ids(8 * size_t(sh.K)),
           work(kernels::moe_decode_work_ints(sh.E, sh.K)), counter(1, 0) {}
     kernels::MoeDecodeArgs args(const float* x, int64_t x_stride, int n, float* out, int64_t out_stride) const {
         kernels::MoeDecodeArgs a;

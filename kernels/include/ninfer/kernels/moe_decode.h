@@ -1,7 +1,7 @@
 // ninfer::kernels - the MoE feed-forward of one decode step (1..8 tokens) in three launches:
 // (1) router + shared-expert score rows, softmax/top-k/renormalisation and the expert work list in
 // the last router block, beside them the shared expert's gate/up + SwiGLU (it needs no routing);
-// (2) every chosen expert's gate/up + SwiGLU, each expert's rows read once for all tokens that
+// (2) every chosen expert's gate/up + SwiGLU, each expert's rows read from memory once for all tokens that
 // chose it; (3) every (token, choice)'s down rows with the weighted combine, shared expert included.
 //
 // Contract (model.md §6, core/cpu/forward.cpp ModelRunner::ffn):
@@ -19,7 +19,10 @@
 //   experts_down [E * H, I]; shared_gate_up [2Is, H] (gate rows, then up rows); shared_down [H, Is].
 // - Scratch (caller-allocated device memory, sizes from the functions below; counter zeroed once
 //   by the caller and left at zero by every call): logits [8][E + 1], ids [8][K] and weights
-//   [8][K + 1] (readable after the call: the routing it used), work (the expert work list), act.
+//   [8][K + 1] (readable after the call: the routing it used), work (the expert work list), act
+//   (the SwiGLU rows, then x split into bf16 parts for the tensor-core gate/up).
+// - q4 experts' gate/up run on tensor cores (x = hi + mid + lo bf16 parts, exact products, f32
+//   sums) unless the environment says NINFER_MOE_MMA=0 (the FMA path of every other format).
 // - Determinism: every dot product's summation order depends on (format, k, the row) only, never
 //   on n_tokens or on which tokens share an expert, so a batch equals its tokens run alone, bit for
 //   bit, and a graph replay equals the eager call.
@@ -57,7 +60,7 @@ struct MoeDecodeScratch {
 
 size_t moe_decode_logits_floats(int n_experts);
 size_t moe_decode_work_ints(int n_experts, int top_k);
-size_t moe_decode_act_floats(int top_k, int64_t inter, int64_t shared_inter);
+size_t moe_decode_act_floats(int top_k, int64_t inter, int64_t shared_inter, int64_t hidden);
 
 struct MoeDecodeArgs {
     MoeDecodeWeights w;

@@ -1,0 +1,173 @@
+// ninfer::kernels - MoE decode: the routed experts' q4 gate/up rows on tensor cores (mma.sync
+// m16n8k16, bf16 in, f32 accumulate), stored layout, for the second launch.
+//
+// Exactness: x is split into three bf16 parts, x = hi + mid + lo exactly (each part holds the next 8
+// significant bits), so every product code x part is exact and the sums are f32 as on the FMA
+// path; the mma's B column p is part p of one token (columns 3..7 are zero), so a token's mma
+// sequence never depends on the other tokens. Why: the FMA path spends ~4 instructions per weight
+// per token and reads a 4-byte x per code from L1; here ~1.7 per weight (nibble pairs to bf16 by
+// lop3, hsub2) and one 32-byte x fragment per 16 x 64 weights.
+//
+// Fragments (PTX m16n8k16): lane (r = lane / 4, q = lane % 4) holds A rows r and r + 8 at k slots
+// 2q, 2q+1 (a0, a1) and 2q+8, 2q+9 (a2, a3); B column r at the same k slots (b0, b1). The k slots
+// are a permutation of a 64-code group (one q4 scale): lane q loads bytes 8q..8q+7 of the group
+// (codes 16q..16q+15, two words); mma i of the group (word w = i / 2, j = 2 (i % 2)) takes nibbles
+// j and j + 4 of word w as slots (2q, 2q+1), nibbles j + 1 and j + 5 as slots (2q+8, 2q+9), i.e.
+// codes e, e + 4 and e + 1, e + 5 with e = 16q + 8w + j. x_parts holds B in that order.
+#pragma once
+
+#include "moe_decode_route.cuh"
+
+namespace ninfer::kernels::detail {
+
+// x parts of token t, group g, quarter q, part p: 8 words at ((((t * G + g) * 4 + q) * 3 + p) * 8,
+// word 2i = (x[e], x[e + 4]) and 2i + 1 = (x[e + 1], x[e + 5]) of mma i (bf16 pairs, low half
+// first); x past H is 0 (q4 rows are padded to 128 codes).
+constexpr int kXPartWords = 4 * 3 * 8; // per (token, group)
+
+__device__ __forceinline__ void split3(float v, __nv_bfloat16 (&part)[3]) {
+    part[0] = __float2bfloat16_rn(v);
+    const float r1 = v - __bfloat162float(part[0]); // exact
+    part[1] = __float2bfloat16_rn(r1);
+    part[2] = __float2bfloat16_rn(r1 - __bfloat162float(part[1])); // exact: <= 8 bits remain
+}
+
+__device__ __forceinline__ uint32_t pack_bf16(__nv_bfloat16 lo, __nv_bfloat16 hi) {
+    return uint32_t(__bfloat16_as_ushort(lo)) | uint32_t(__bfloat16_as_ushort(hi)) << 16;
+}
+
+// First launch, router blocks after the wait: every (token, group, quarter, mma) item once.
+__device__ void write_x_parts(const MoeParams& p) {
+    const int G = int(p.gate_up.groups);
+    const int total = p.n_tokens * G * 16;
+    for (int it = blockIdx.x * blockDim.x + threadIdx.x; it < total; it += p.route_blocks * blockDim.x) {
+        const int i = it & 3, q = (it >> 2) & 3, g = (it >> 4) % G, t = (it >> 4) / G;
+        const int64_t e = int64_t(g) * 64 + 16 * q + 8 * (i >> 1) + 2 * (i & 1);
+        const float* xt = p.x + int64_t(t) * p.x_stride;
+        __nv_bfloat16 v[4][3]; // elements e, e + 1, e + 4, e + 5
+        const int64_t at[4] = {e, e + 1, e + 4, e + 5};
+#pragma unroll
+        for (int c = 0; c < 4; ++c) split3(at[c] < p.hidden ? xt[at[c]] : 0.f, v[c]);
+        uint32_t* out = p.x_parts + (int64_t(t) * G + g) * kXPartWords + q * 24 + 2 * i;
+#pragma unroll
+        for (int pp = 0; pp < 3; ++pp) {
+            out[pp * 8] = pack_bf16(v[0][pp], v[2][pp]);
+            out[pp * 8 + 1] = pack_bf16(v[1][pp], v[3][pp]);
+        }
+    }
+}
+
+// v[i] for a runtime i < N without a local-memory copy of v.
+template <int N> __device__ __forceinline__ int32_t pick(const int32_t (&v)[N], int i) {
+    int32_t r = v[0];
+#pragma unroll
+    for (int c = 1; c < N; ++c)
+        if (c == i) r = v[c];
+    return r;
+}
+
+// Nibbles j and j + 4 of the xor-ed word (t = word ^ 0x88888888 is implied by the lop3 constant)
+// to a bf16 pair of signed codes: (128 + (u ^ 8)) - 136.
+__device__ __forceinline__ uint32_t q4_pair(uint32_t word, int j) {
+    const uint32_t v = ((word >> (4 * j)) & 0x000F000Fu) ^ 0x43084308u;
+    return bf16x2_sub(v, 0x43084308u);
+}
+
+// Second launch, q4 experts: block (b, entry), 8 warps: gate rows i0 .. i0 + 15 (tile 0) and up
+// rows (tile 1) of the entry's expert for its tokens, k split over the warps by whole groups, the
+// warps' sums added in warp order in shared memory. Tokens in chunks of TC (registers).
+template <int NT>
+__device__ void gate_up_mma(const MoeParams& p, int expert, const int32_t (&pair)[NT], int nt, int64_t i0) {
+    constexpr int TC = NT == 1 ? 1 : 2, U = NT == 1 ? 4 : 2; // tokens per pass, groups per load round
+    __shared__ float part[kExpertWarps][2][16][NT];
+    const MoeRows& m = p.gate_up;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, r = lane >> 2, q = lane & 3;
+    const int G = int(m.groups), g0 = warp * G / kExpertWarps, g1 = (warp + 1) * G / kExpertWarps;
+    const int64_t gate = int64_t(expert) * 2 * p.inter + i0, rows[4] = {gate + r, gate + r + 8, gate + p.inter + r,
+                                                                        gate + p.inter + r + 8};
+    const __half* scales = reinterpret_cast<const __half*>(m.scales);
+    for (int t0 = 0; t0 < nt; t0 += TC) {
+        const uint32_t* xp[TC];
+#pragma unroll
+        for (int c = 0; c < TC; ++c)
+            xp[c] = p.x_parts + int64_t(pick(pair, min(t0 + c, nt - 1)) / (p.top_k + 1)) * G * kXPartWords + q * 24 + r * 8;
+        float acc[TC][2][4] = {};
+        for (int gb = g0; gb < g1; gb += U) {
+            uint2 w[U][4];
+            float s[U][4];
+#pragma unroll
+            for (int u = 0; u < U; ++u)
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    const bool in = gb + u < g1;
+                    w[u][j] = in ? load_stream8(m.data + rows[j] * m.row_bytes + (gb + u) * 32 + 8 * q) : make_uint2(0, 0);
+                    s[u][j] = in ? __half2float(scales[rows[j] * G + gb + u]) : 0.f;
+                }
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                if (gb + u >= g1) break;
+                uint32_t a[2][4][4]; // [tile][mma][a0..a3]
+#pragma unroll
+                for (int tile = 0; tile < 2; ++tile)
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) {
+                        const uint2 lo = w[u][2 * tile], hi = w[u][2 * tile + 1];
+                        const uint32_t wl = i < 2 ? lo.x : lo.y, wh = i < 2 ? hi.x : hi.y;
+                        const int j = 2 * (i & 1);
+                        a[tile][i][0] = q4_pair(wl, j);
+                        a[tile][i][1] = q4_pair(wh, j);
+                        a[tile][i][2] = q4_pair(wl, j + 1);
+                        a[tile][i][3] = q4_pair(wh, j + 1);
+                    }
+#pragma unroll
+                for (int c = 0; c < TC; ++c) {
+                    if (t0 + c >= nt) break;
+                    uint4 b0 = make_uint4(0, 0, 0, 0), b1 = b0;
+                    if (r < 3) {
+                        const uint4* src = reinterpret_cast<const uint4*>(xp[c] + int64_t(gb + u) * kXPartWords);
+                        b0 = __ldg(src);
+                        b1 = __ldg(src + 1);
+                    }
+                    const uint32_t b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+                    for (int tile = 0; tile < 2; ++tile) {
+                        float d[4] = {};
+#pragma unroll
+                        for (int i = 0; i < 4; ++i)
+                            mma_bf16_16816(d, a[tile][i][0], a[tile][i][1], a[tile][i][2], a[tile][i][3], b[2 * i],
+                                           b[2 * i + 1]);
+                        const float sr = s[u][2 * tile], sr8 = s[u][2 * tile + 1];
+                        acc[c][tile][0] = fmaf(d[0], sr, acc[c][tile][0]);
+                        acc[c][tile][1] = fmaf(d[1], sr, acc[c][tile][1]);
+                        acc[c][tile][2] = fmaf(d[2], sr8, acc[c][tile][2]);
+                        acc[c][tile][3] = fmaf(d[3], sr8, acc[c][tile][3]);
+                    }
+                }
+            }
+        }
+        // Columns 0, 1 (hi, mid) sit in lane q = 0, column 2 (lo) in lane q = 1: (hi + mid) + lo.
+#pragma unroll
+        for (int c = 0; c < TC; ++c)
+#pragma unroll
+            for (int tile = 0; tile < 2; ++tile) {
+                const float lo_r = __shfl_down_sync(0xffffffffu, acc[c][tile][0], 1);
+                const float lo_r8 = __shfl_down_sync(0xffffffffu, acc[c][tile][2], 1);
+                if (q == 0 && t0 + c < nt) {
+                    part[warp][tile][r][t0 + c] = (acc[c][tile][0] + acc[c][tile][1]) + lo_r;
+                    part[warp][tile][r + 8][t0 + c] = (acc[c][tile][2] + acc[c][tile][3]) + lo_r8;
+                }
+            }
+    }
+    __syncthreads();
+    const int row = threadIdx.x & 15, t = threadIdx.x >> 4;
+    if (t < nt) {
+        float g = 0.f, u = 0.f;
+        for (int w = 0; w < kExpertWarps; ++w) {
+            g += part[w][0][row][t];
+            u += part[w][1][row][t];
+        }
+        p.act[int64_t(pick(pair, t)) * p.act_stride + i0 + row] = silu(g) * u;
+    }
+}
+
+} // namespace ninfer::kernels::detail
