@@ -9,12 +9,11 @@
 // after 3 warm-ups, with cuBLASLt at each shape beside ours; then the 35B-A3B dense shapes, its
 // routed-expert grouped GEMM (256 experts, top 8, skewed routing) and 8192^3 again (drift).
 // Lines starting with RESULT go to the summary too.
+#include "core/cuda/cublaslt.h"
 #include "ninfer/kernels/device.h"
 #include "ninfer/kernels/gemm.h"
 
-#include <cublasLt.h>
 #include <cuda_runtime.h>
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <cstdarg>
@@ -52,25 +51,7 @@ void report(const char* fmt, ...) {
 
 // Median milliseconds of `launch` over 15 timed runs after 3 warm-ups.
 double median_ms(const std::function<void()>& launch) {
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    for (int i = 0; i < 3; ++i) launch();
-    CK(cudaDeviceSynchronize());
-    std::vector<float> ms;
-    for (int i = 0; i < 15; ++i) {
-        CK(cudaEventRecord(e0));
-        launch();
-        CK(cudaEventRecord(e1));
-        CK(cudaEventSynchronize(e1));
-        float t;
-        CK(cudaEventElapsedTime(&t, e0, e1));
-        ms.push_back(t);
-    }
-    CK(cudaEventDestroy(e0));
-    CK(cudaEventDestroy(e1));
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2];
+    return ninfer::core::cuda::median_event_ms([&] { launch(); return true; }, 15, 3);
 }
 
 void fill_random_bf16(void* dev, size_t count, uint64_t seed) {
@@ -85,78 +66,6 @@ void fill_random_bf16(void* dev, size_t count, uint64_t seed) {
     }
     CK(cudaMemcpy(dev, h.data(), count * 2, cudaMemcpyHostToDevice));
 }
-
-// cuBLASLt through dlopen: C[m,n] = A[m,k] B[n,k]^T is, column-major, C^T = B A^T (op T on B).
-struct CublasLt {
-    void* lib = nullptr;
-    decltype(&cublasLtCreate) create = nullptr;
-    decltype(&cublasLtMatmulDescCreate) desc_create = nullptr;
-    decltype(&cublasLtMatmulDescSetAttribute) desc_set = nullptr;
-    decltype(&cublasLtMatrixLayoutCreate) layout_create = nullptr;
-    decltype(&cublasLtMatmulPreferenceCreate) pref_create = nullptr;
-    decltype(&cublasLtMatmulPreferenceSetAttribute) pref_set = nullptr;
-    decltype(&cublasLtMatmulAlgoGetHeuristic) heuristic = nullptr;
-    decltype(&cublasLtMatmul) matmul = nullptr;
-    decltype(&cublasLtMatmulDescDestroy) desc_destroy = nullptr;
-    decltype(&cublasLtMatrixLayoutDestroy) layout_destroy = nullptr;
-    decltype(&cublasLtMatmulPreferenceDestroy) pref_destroy = nullptr;
-    cublasLtHandle_t handle = nullptr;
-
-    bool load() {
-        const char* names[] = {std::getenv("NINFER_CUBLASLT"), "libcublasLt.so.13", "/usr/local/cuda/lib64/libcublasLt.so.13",
-                               "/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcublasLt.so.13",
-                               "/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cublas/lib/libcublasLt.so.13"};
-        for (const char* n : names)
-            if (n && (lib = dlopen(n, RTLD_NOW | RTLD_LOCAL))) {
-                report("cublasLt: %s\n", n);
-                break;
-            }
-        if (!lib) return false;
-        auto sym = [&](auto& fn, const char* name) { fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name)); return fn != nullptr; };
-        return sym(create, "cublasLtCreate") && sym(desc_create, "cublasLtMatmulDescCreate") &&
-               sym(desc_set, "cublasLtMatmulDescSetAttribute") && sym(layout_create, "cublasLtMatrixLayoutCreate") &&
-               sym(pref_create, "cublasLtMatmulPreferenceCreate") &&
-               sym(pref_set, "cublasLtMatmulPreferenceSetAttribute") &&
-               sym(heuristic, "cublasLtMatmulAlgoGetHeuristic") && sym(matmul, "cublasLtMatmul") &&
-               sym(desc_destroy, "cublasLtMatmulDescDestroy") && sym(layout_destroy, "cublasLtMatrixLayoutDestroy") &&
-               sym(pref_destroy, "cublasLtMatmulPreferenceDestroy") && create(&handle) == CUBLAS_STATUS_SUCCESS;
-    }
-
-    // Median ms of C = A B^T (bf16, fp32 accumulate), or -1 when cuBLASLt has no algorithm.
-    double time_gemm(const void* a, const void* b, void* c, int m, int n, int k, void* ws, size_t ws_bytes) {
-        if (!handle) return -1;
-        cublasLtMatmulDesc_t desc;
-        cublasLtMatrixLayout_t la, lb, lc;
-        cublasLtMatmulPreference_t pref;
-        if (desc_create(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) != CUBLAS_STATUS_SUCCESS) return -1;
-        const cublasOperation_t t = CUBLAS_OP_T, nt = CUBLAS_OP_N;
-        desc_set(desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t);
-        desc_set(desc, CUBLASLT_MATMUL_DESC_TRANSB, &nt, sizeof nt);
-        layout_create(&la, CUDA_R_16BF, k, n, k); // our B, [n, k] row-major = k x n column-major
-        layout_create(&lb, CUDA_R_16BF, k, m, k); // our A
-        layout_create(&lc, CUDA_R_16BF, n, m, n); // our C
-        pref_create(&pref);
-        pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes);
-        cublasLtMatmulHeuristicResult_t res{};
-        int found = 0;
-        double ms = -1;
-        if (heuristic(handle, desc, la, lb, lc, lc, pref, 1, &res, &found) == CUBLAS_STATUS_SUCCESS && found > 0) {
-            const float alpha = 1.f, beta = 0.f;
-            bool ok = true;
-            ms = median_ms([&] {
-                ok &= matmul(handle, desc, &alpha, b, la, a, lb, &beta, c, lc, c, lc, &res.algo, ws, ws_bytes,
-                             nullptr) == CUBLAS_STATUS_SUCCESS;
-            });
-            if (!ok) ms = -1;
-        }
-        pref_destroy(pref);
-        layout_destroy(la);
-        layout_destroy(lb);
-        layout_destroy(lc);
-        desc_destroy(desc);
-        return ms;
-    }
-};
 
 struct Shape {
     const char* name;
@@ -253,12 +162,10 @@ int main(int argc, char** argv) {
     if (argc > 1) g_summary = std::fopen(argv[1], "a");
     report("device: %s\n", probe.reason.c_str());
     const size_t max_a = size_t(8192) * 17408, max_b = size_t(34816) * 5120, max_c = size_t(8192) * 34816;
-    void *a, *b, *c, *ws;
+    void *a, *b, *c;
     CK(cudaMalloc(&a, max_a * 2));
     CK(cudaMalloc(&b, max_b * 2));
     CK(cudaMalloc(&c, max_c * 4));
-    const size_t ws_bytes = size_t(64) << 20;
-    CK(cudaMalloc(&ws, ws_bytes));
     fill_random_bf16(a, max_a, 1);
     fill_random_bf16(b, max_b, 2);
 
@@ -266,12 +173,13 @@ int main(int argc, char** argv) {
     const double ours = tflops(s, s, s, time_ours(a, b, c, s, s, s, 0));
     report("RESULT gemm_tflops square m=%d n=%d k=%d %.1f (tile %d)\n", s, s, s, ours, gemm_tile_n(s, s));
     double lt = -1;
-    CublasLt cublas;
-    if (cublas.load()) {
-        const double ms = cublas.time_gemm(a, b, c, s, s, s, ws, ws_bytes);
+    ninfer::core::cuda::Cublaslt cublas;
+    if (cublas.open()) {
+        report("cublasLt: %s\n", cublas.library().c_str());
+        const double ms = cublas.gemm_ms(a, b, c, s, s, s, 15);
         if (ms > 0) lt = tflops(s, s, s, ms);
     } else {
-        report("cublasLt: not loadable (%s); the peak is our kernel alone\n", dlerror());
+        report("cublasLt: not loadable (%s); the peak is our kernel alone\n", cublas.note().c_str());
     }
     report("RESULT cublaslt_tflops square m=%d n=%d k=%d %.1f\n", s, s, s, lt);
     const double peak = std::max(ours, lt);
@@ -282,7 +190,7 @@ int main(int argc, char** argv) {
         for (const auto& sh : k27b) {
             const double t128 = time_ours(a, b, c, m, sh.n, sh.k, 128), t256 = time_ours(a, b, c, m, sh.n, sh.k, 256);
             const double best = gemm_tile_n(m, sh.n) == 128 ? t128 : t256;
-            const double lt_ms = lt > 0 ? cublas.time_gemm(a, b, c, m, sh.n, sh.k, ws, ws_bytes) : -1;
+            const double lt_ms = lt > 0 ? cublas.gemm_ms(a, b, c, m, sh.n, sh.k, 15) : -1;
             const double tf = tflops(m, sh.n, sh.k, best);
             report("RESULT gemm_tflops 27b_%s m=%d n=%d k=%d %.1f (%.1f%% of peak; tile 128: %.1f, 256: %.1f, chosen %d; "
                    "cublasLt %.1f)\n",
@@ -297,7 +205,7 @@ int main(int argc, char** argv) {
     for (int m : {2048, 8192})
         for (const auto& sh : k35b) {
             const double ms = time_ours(a, b, c, m, sh.n, sh.k, 0);
-            const double lt_ms = lt > 0 ? cublas.time_gemm(a, b, c, m, sh.n, sh.k, ws, ws_bytes) : -1;
+            const double lt_ms = lt > 0 ? cublas.gemm_ms(a, b, c, m, sh.n, sh.k, 15) : -1;
             report("RESULT gemm_tflops 35b_%s m=%d n=%d k=%d %.1f (tile %d; cublasLt %.1f)\n", sh.name, m, sh.n, sh.k,
                    tflops(m, sh.n, sh.k, ms), gemm_tile_n(m, sh.n), lt_ms > 0 ? tflops(m, sh.n, sh.k, lt_ms) : -1.0);
         }
