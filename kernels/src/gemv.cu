@@ -1,6 +1,6 @@
 // ninfer::kernels - decode GEMV launcher: argument checks, split-K choice, format dispatch.
 #include "gemv_nvfp4.cuh"
-#include "gemv_tiled.cuh"
+#include "gemv_pipe.cuh"
 #include "ninfer/kernels/device.h"
 
 namespace ninfer::kernels {
@@ -25,6 +25,19 @@ int unroll_of(WeightFormat f) {
 bool tiled_format(WeightFormat f) { return f <= WeightFormat::Q4G64Fp16; }
 
 int g_tiled_target = 0;
+// NINFER_GEMV_STAGES=0|2|3|4 and NINFER_GEMV_STAGE_X=0|1 override the defaults (A/B timing of
+// whole models).
+int default_tiled_stages() {
+    const char* v = std::getenv("NINFER_GEMV_STAGES");
+    const int s = v ? std::atoi(v) : kGemvTiledStages;
+    return s == 0 || (s >= 2 && s <= 4) ? s : kGemvTiledStages;
+}
+bool default_stage_x() {
+    const char* v = std::getenv("NINFER_GEMV_STAGE_X");
+    return v ? v[0] != '0' : kGemvStageX;
+}
+int g_tiled_stages = default_tiled_stages();
+bool g_stage_x = default_stage_x();
 
 // The one-pass kernel's occupancy sets the split for every n_tokens (the split must not depend on it).
 template <WeightFormat F> int tiled_resident_blocks() {
@@ -38,6 +51,7 @@ template <WeightFormat F> int tiled_resident_blocks() {
     return blocks;
 }
 int tiled_resident_blocks(WeightFormat f) {
+    if (g_tiled_stages > 0) return detail::gemv_pipe_resident_blocks(f, g_tiled_stages);
     switch (f) {
     case WeightFormat::Bf16: return tiled_resident_blocks<WeightFormat::Bf16>();
     case WeightFormat::Fp8E4m3RowBf16: return tiled_resident_blocks<WeightFormat::Fp8E4m3RowBf16>();
@@ -47,8 +61,9 @@ int tiled_resident_blocks(WeightFormat f) {
     return 4;
 }
 
-// Tiled layout: splits of a whole number of unrolled steps, at least two steps each (so the
-// register double buffer overlaps). Each block's warps stream at a latency-bound rate, so a launch
+// Tiled layout: splits of a whole number of unrolled steps (one step may be a whole split: the
+// shared-memory pipeline requests all of a short split at once, which small-k shapes such as the
+// 35B-A3B's 2048 x 4096 need for parallelism). Each block's warps stream at a latency-bound rate, so a launch
 // takes about (waves of resident blocks) x (steps per block + one step of first-load latency):
 // the split count minimises that (a grid of 1.03 waves costs two), ties to fewer splits.
 int tiled_split_count(const WeightView& w, const GemvScratch& scratch) {
@@ -57,7 +72,7 @@ int tiled_split_count(const WeightView& w, const GemvScratch& scratch) {
     if (!scratch.partials || !scratch.counters || size_t(blocks) > scratch.n_counters) return 1;
     const int per_sm = g_tiled_target > 0 ? g_tiled_target : tiled_resident_blocks(w.format);
     const int64_t slots = int64_t(per_sm) * (sm_count() > 0 ? sm_count() : 132);
-    int64_t max_splits = std::min<int64_t>(kMaxSplits, steps / 2);
+    int64_t max_splits = std::min<int64_t>(kMaxSplits, steps);
     max_splits = std::min<int64_t>(max_splits, int64_t(scratch.n_floats / (size_t(kGemvMaxTokens) * size_t(w.n))));
     int best = 1;
     int64_t best_cost = (blocks + slots - 1) / slots * (steps + 1);
@@ -92,6 +107,11 @@ size_t gemv_scratch_counters(int64_t n_max) {
 }
 
 void gemv_set_tiled_target_blocks_per_sm(int blocks) { g_tiled_target = blocks; }
+void gemv_set_tiled_pipeline(int stages, int carveout_percent, bool stage_x) {
+    g_tiled_stages = stages;
+    g_stage_x = stage_x;
+    detail::gemv_pipe_set_carveout(carveout_percent);
+}
 
 int gemv_split_count(const WeightView& w, const GemvScratch& scratch) {
     if (w.layout == WeightLayout::Tiled) return tiled_split_count(w, scratch);
@@ -169,6 +189,8 @@ cudaError_t gemv(const GemvArgs& a, cudaStream_t stream) {
         const int64_t steps = p.tiled_units / unroll_of(w.format);
         p.units_per_split = (steps + p.splits - 1) / p.splits * unroll_of(w.format);
         const bool two_pass = a.x_lo && a.n_tokens > 4; // high and low halves of 8 tokens: 16 columns
+        if (g_tiled_stages > 0)
+            return detail::gemv_pipe_launch(w.format, g_tiled_stages, g_stage_x, two_pass, p, grid, stream);
         switch (w.format) {
         case WeightFormat::Bf16:
             return two_pass ? launch_pdl(detail::gemv_tiled_kernel<WeightFormat::Bf16, 2>, grid, block, 0, stream, p)

@@ -95,11 +95,34 @@ __device__ __forceinline__ void fp8_unit_a(uint32_t (&a)[4][4], const uint32_t (
         a[j][3] = fp8_pair_to_bf16(wb[j] >> 8);
     }
 }
-__device__ __forceinline__ void fp8_unit_mma(float (&acc)[4], const uint32_t (&a)[4][4], const uint32_t (&xs)[8]) {
+// A unit's four mma steps m = 0..3 on B words b[2m], b[2m+1] (x already in the format's k order).
+__device__ __forceinline__ void unit_mma_b(float (&acc)[4], const uint32_t (&a)[4][4], const uint32_t (&b)[8]) {
 #pragma unroll
-    for (int j = 0; j < 4; ++j)
-        mma_bf16_16816(acc, a[j][0], a[j][1], a[j][2], a[j][3], prmt(xs[2 * j], xs[2 * j + 1], 0x5410),
-                       prmt(xs[2 * j], xs[2 * j + 1], 0x7632));
+    for (int m = 0; m < 4; ++m) mma_bf16_16816(acc, a[m][0], a[m][1], a[m][2], a[m][3], b[2 * m], b[2 * m + 1]);
+}
+// The lane's 16 x values xs (columns c*16..c*16+15 of the unit, in memory order) as the B words
+// of fp8_unit_mma / q4_unit_mma (the same permutation as their A fragments).
+__device__ __forceinline__ void fp8_unit_b(uint32_t (&b)[8], const uint32_t (&xs)[8]) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        b[2 * j] = prmt(xs[2 * j], xs[2 * j + 1], 0x5410);
+        b[2 * j + 1] = prmt(xs[2 * j], xs[2 * j + 1], 0x7632);
+    }
+}
+__device__ __forceinline__ void q4_unit_b(uint32_t (&b)[8], const uint32_t (&xs)[8]) {
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const uint32_t lo = xs[4 * j + h], hi = xs[4 * j + h + 2];
+            b[2 * (2 * j + h)] = prmt(lo, hi, 0x5410);
+            b[2 * (2 * j + h) + 1] = prmt(lo, hi, 0x7632);
+        }
+}
+__device__ __forceinline__ void fp8_unit_mma(float (&acc)[4], const uint32_t (&a)[4][4], const uint32_t (&xs)[8]) {
+    uint32_t b[8];
+    fp8_unit_b(b, xs);
+    unit_mma_b(acc, a, b);
 }
 __device__ __forceinline__ void mma_fp8_unit(float (&acc)[4], const uint32_t (&wa)[4], const uint32_t (&wb)[4],
                                              const uint32_t (&xs)[8]) {
@@ -121,14 +144,9 @@ __device__ __forceinline__ void q4_unit_a(uint32_t (&a)[4][4], const uint32_t (&
         }
 }
 __device__ __forceinline__ void q4_unit_mma(float (&part)[4], const uint32_t (&a)[4][4], const uint32_t (&xs)[8]) {
-#pragma unroll
-    for (int j = 0; j < 2; ++j)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const uint32_t lo = xs[4 * j + h], hi = xs[4 * j + h + 2];
-            mma_bf16_16816(part, a[2 * j + h][0], a[2 * j + h][1], a[2 * j + h][2], a[2 * j + h][3],
-                           prmt(lo, hi, 0x5410), prmt(lo, hi, 0x7632));
-        }
+    uint32_t b[8];
+    q4_unit_b(b, xs);
+    unit_mma_b(part, a, b);
 }
 // part gets the unscaled sums of one group.
 __device__ __forceinline__ void mma_q4_unit(float (&part)[4], const uint32_t (&wa)[2], const uint32_t (&wb)[2],

@@ -39,27 +39,45 @@ __device__ __forceinline__ void tiled_load(TiledFrag<F>& f, const uint8_t* wtile
     }
 }
 
+// x of pass q at unit u + i for this lane, read from global memory (L1) and, for fp8/q4, permuted
+// into the B words of unit_mma_b; zero for columns without a token and (GUARD) past k.
+template <WeightFormat F, bool GUARD, int P> struct GlobalX {
+    const GemvParams& p;
+    int64_t u;
+    int c;
+    const bool (&has)[P];
+    const __nv_bfloat16* const (&xg)[P];
+    __device__ __forceinline__ uint4 bf16_words(int i, int q) const { // bf16: 8 columns, memory order
+        const int64_t kk = (u + i) * GemvTraits<F>::kUnit + c * 8;
+        return has[q] && (!GUARD || kk < p.k) ? load_cached16(xg[q] + kk) : make_uint4(0, 0, 0, 0);
+    }
+    __device__ __forceinline__ void words(int i, int q, uint32_t (&b)[8]) const {
+        const int64_t kk = (u + i) * GemvTraits<F>::kUnit + c * 16;
+        const bool ok = has[q] && (!GUARD || kk < p.k);
+        const uint4 b0 = ok ? load_cached16(xg[q] + kk) : make_uint4(0, 0, 0, 0);
+        const uint4 b1 = ok ? load_cached16(xg[q] + kk + 8) : make_uint4(0, 0, 0, 0);
+        const uint32_t xs[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+        if constexpr (F == WeightFormat::Fp8E4m3RowBf16) fp8_unit_b(b, xs);
+        else q4_unit_b(b, xs);
+    }
+};
+
 // One step of kUnroll units for P passes over x: each weight fragment is dequantised once and
-// multiplied with every pass's x (pass q: xg[q], has[q]; see the kernel) into acc[q].
-template <WeightFormat F, bool GUARD, int P>
-__device__ __forceinline__ void tiled_compute(const TiledFrag<F>& f, const GemvParams& p, int64_t u, int c,
-                                              const bool (&has)[P], const __nv_bfloat16* const (&xg)[P],
-                                              float (&acc)[P][4]) {
-    constexpr int kUnit = GemvTraits<F>::kUnit;
+// multiplied with every pass's x (X: GlobalX, or the pipelined kernel's staged copy) into acc[q].
+template <WeightFormat F, int P, class X>
+__device__ __forceinline__ void tiled_compute(const TiledFrag<F>& f, const X& x, float (&acc)[P][4]) {
     constexpr int kUnroll = GemvTraits<F>::kUnroll;
 #pragma unroll
     for (int i = 0; i < kUnroll; ++i) {
         if constexpr (F == WeightFormat::Bf16) {
-            const int64_t kk = (u + i) * kUnit + c * 8;
             const uint4 a0 = f.w[i][0], a1 = f.w[i][1];
 #pragma unroll
             for (int q = 0; q < P; ++q) {
-                const uint4 b = has[q] && (!GUARD || kk < p.k) ? load_cached16(xg[q] + kk) : make_uint4(0, 0, 0, 0);
+                const uint4 b = x.bf16_words(i, q);
                 mma_bf16_16816(acc[q], a0.x, a1.x, a0.y, a1.y, b.x, b.y);
                 mma_bf16_16816(acc[q], a0.z, a1.z, a0.w, a1.w, b.z, b.w);
             }
         } else {
-            const int64_t kk = (u + i) * kUnit + c * 16;
             uint32_t a[4][4];
             if constexpr (F == WeightFormat::Fp8E4m3RowBf16) {
                 const uint32_t wa[4] = {f.w[i][0].x, f.w[i][0].y, f.w[i][0].z, f.w[i][0].w};
@@ -78,15 +96,13 @@ __device__ __forceinline__ void tiled_compute(const TiledFrag<F>& f, const GemvP
             }
 #pragma unroll
             for (int q = 0; q < P; ++q) {
-                const bool ok = has[q] && (!GUARD || kk < p.k);
-                const uint4 b0 = ok ? load_cached16(xg[q] + kk) : make_uint4(0, 0, 0, 0);
-                const uint4 b1 = ok ? load_cached16(xg[q] + kk + 8) : make_uint4(0, 0, 0, 0);
-                const uint32_t xs[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+                uint32_t b[8];
+                x.words(i, q, b);
                 if constexpr (F == WeightFormat::Fp8E4m3RowBf16) {
-                    fp8_unit_mma(acc[q], a, xs);
+                    unit_mma_b(acc[q], a, b);
                 } else {
                     float part[4] = {0.f, 0.f, 0.f, 0.f};
-                    q4_unit_mma(part, a, xs);
+                    unit_mma_b(part, a, b);
                     acc[q][0] = fmaf(part[0], s.x, acc[q][0]);
                     acc[q][1] = fmaf(part[1], s.x, acc[q][1]);
                     acc[q][2] = fmaf(part[2], s.y, acc[q][2]);
@@ -97,64 +113,97 @@ __device__ __forceinline__ void tiled_compute(const TiledFrag<F>& f, const GemvP
     }
 }
 
-// grid (ceil(n / 64), splits), 128 threads: warp w of block b owns tile 4b + w. Column g of the
-// mma's B operand is token g; with x_lo it is the high (g < 4) or low (g >= 4) half of token
-// 4q + g % 4 in pass q (P = 2 passes for 5..8 tokens), and the two halves' sums meet in the
-// epilogue. A column's mma sequence is the same whatever the other columns hold, so the results
-// do not depend on n_tokens. PDL: the first weights are loaded before waiting for x.
-template <WeightFormat F, int P>
-__global__ void __launch_bounds__(kGemvWarps * 32, P == 1 ? 4 : 3) gemv_tiled_kernel(GemvParams p) {
-    constexpr int kUnit = GemvTraits<F>::kUnit;
-    constexpr int kUnroll = GemvTraits<F>::kUnroll;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int c = lane & 3, g = lane >> 2;
-    const int64_t tiles = (p.n + 15) / 16;
-    const int64_t tile = int64_t(blockIdx.x) * kGemvWarps + warp;
-    const int64_t tile_row = tile * 16; // rows >= n are computed from a valid tile and never stored
-    const int64_t src_tile = min(tile, tiles - 1);
+// Token columns of one thread (both tiled kernels). Column g of the mma's B operand is token g;
+// with x_lo it is the high (g < 4) or low (g >= 4) half of token 4q + g % 4 in pass q (P = 2
+// passes for 5..8 tokens), and the two halves' sums meet in tiled_finish. A column's mma sequence
+// is the same whatever the other columns hold, so the results do not depend on n_tokens.
+template <int P> struct TiledColumns {
+    bool has[P];                   // pass q reads x for this thread's column
+    const __nv_bfloat16* xg[P];    // that column's x row
+    int tok[P];                    // first token of the thread's output pair in pass q
+    bool active[P];                // the thread stores pass q's sums
+};
+template <int P> __device__ __forceinline__ TiledColumns<P> tiled_columns(const GemvParams& p, int g, int c) {
+    TiledColumns<P> cols;
     const bool lo = p.x_lo != nullptr;
-    bool has[P];
-    const __nv_bfloat16* xg[P];
-    int tok[P];
-    bool active[P];
 #pragma unroll
     for (int q = 0; q < P; ++q) {
         const int t = lo ? 4 * q + (g & 3) : g;
-        has[q] = t < p.n_tokens;
-        xg[q] = (lo && g >= 4 ? p.x_lo : p.x) + int64_t(has[q] ? t : 0) * p.ldx;
-        tok[q] = lo ? 4 * q + 2 * c : 2 * c;
-        active[q] = !lo || c < 2;
+        cols.has[q] = t < p.n_tokens;
+        cols.xg[q] = (lo && g >= 4 ? p.x_lo : p.x) + int64_t(cols.has[q] ? t : 0) * p.ldx;
+        cols.tok[q] = lo ? 4 * q + 2 * c : 2 * c;
+        cols.active[q] = !lo || c < 2;
     }
-    const uint8_t* wtile = p.w + src_tile * p.tiled_units * tiled_block_bytes(F);
-    const uint8_t* stile = p.scales + src_tile * p.tiled_units * 32; // q4: 16 rows x 2 bytes per unit
+    return cols;
+}
 
-    const int64_t u_begin = int64_t(blockIdx.y) * p.units_per_split;
-    const int64_t u_end = min(p.tiled_units, u_begin + p.units_per_split);
-    float acc[P][4] = {};
-    TiledFrag<F> cur, nxt;
-    if (u_begin < u_end) tiled_load<F>(cur, wtile, stile, u_begin, lane, g);
-    ninfer_grid_launch_dependents();
-    ninfer_grid_wait(); // x, residual and the split-K scratch come from earlier kernels
-    for (int64_t u = u_begin; u < u_end; u += kUnroll) {
-        if (u + kUnroll < u_end) tiled_load<F>(nxt, wtile, stile, u + kUnroll, lane, g);
-        if ((u + kUnroll) * kUnit <= p.k)
-            tiled_compute<F, false, P>(cur, p, u, c, has, xg, acc);
-        else
-            tiled_compute<F, true, P>(cur, p, u, c, has, xg, acc);
-        cur = nxt;
-    }
+// Step of kUnroll units at unit u, the guarded variant only where x ends inside the step.
+template <WeightFormat F, int P>
+__device__ __forceinline__ void tiled_step(const TiledFrag<F>& f, const GemvParams& p, int64_t u, int c,
+                                           const TiledColumns<P>& cols, float (&acc)[P][4]) {
+    if ((u + GemvTraits<F>::kUnroll) * GemvTraits<F>::kUnit <= p.k)
+        tiled_compute<F, P>(f, GlobalX<F, false, P>{p, u, c, cols.has, cols.xg}, acc);
+    else
+        tiled_compute<F, P>(f, GlobalX<F, true, P>{p, u, c, cols.has, cols.xg}, acc);
+}
 
+// Epilogue of both tiled kernels: fp8 row multipliers, the low halves' sums into the high
+// halves' lanes, then gemv_store (split-K partials or y).
+template <WeightFormat F, int P>
+__device__ __forceinline__ void tiled_finish(const GemvParams& p, float (&acc)[P][4], const TiledColumns<P>& cols,
+                                             int64_t src_tile, int64_t tile_row, int g) {
 #pragma unroll
     for (int q = 0; q < P; ++q) {
         if constexpr (F == WeightFormat::Fp8E4m3RowBf16) {
             const __nv_bfloat16* rs = reinterpret_cast<const __nv_bfloat16*>(p.scales) + src_tile * 16;
             scale_rows(acc[q], __bfloat162float(rs[g]), __bfloat162float(rs[g + 8]));
         }
-        if (lo) // lanes c = 0, 1 (high halves) take the low halves' sums from lanes c + 2
+        if (p.x_lo) // lanes c = 0, 1 (high halves) take the low halves' sums from lanes c + 2
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc[q][e] += __shfl_down_sync(0xffffffffu, acc[q][e], 2);
     }
-    gemv_store<P>(p, tile_row, g, acc, tok, active);
+    gemv_store<P>(p, tile_row, g, acc, cols.tok, cols.active);
+}
+
+// What one warp of either tiled kernel works on: grid (ceil(n / 64), splits), 128 threads, warp w
+// of block b owns tile 4b + w (rows >= n are computed from a valid tile and never stored) over
+// units [u_begin, u_end) of split blockIdx.y.
+template <WeightFormat F> struct TiledWarp {
+    int lane, c, g;
+    int64_t tile, src_tile;
+    const uint8_t* wtile; // the tile's code blocks
+    const uint8_t* stile; // q4: the tile's multipliers, 16 rows x 2 bytes per unit
+    int64_t u_begin, u_end;
+    __device__ __forceinline__ explicit TiledWarp(const GemvParams& p) {
+        lane = threadIdx.x & 31;
+        c = lane & 3;
+        g = lane >> 2;
+        tile = int64_t(blockIdx.x) * kGemvWarps + (threadIdx.x >> 5);
+        src_tile = min(tile, (p.n + 15) / 16 - 1);
+        wtile = p.w + src_tile * p.tiled_units * tiled_block_bytes(F);
+        stile = p.scales + src_tile * p.tiled_units * 32;
+        u_begin = int64_t(blockIdx.y) * p.units_per_split;
+        u_end = min(p.tiled_units, u_begin + p.units_per_split);
+    }
+};
+
+// Register double buffer. PDL: the first weights are loaded before waiting for x.
+template <WeightFormat F, int P>
+__global__ void __launch_bounds__(kGemvWarps * 32, P == 1 ? 4 : 3) gemv_tiled_kernel(GemvParams p) {
+    constexpr int kUnroll = GemvTraits<F>::kUnroll;
+    const TiledWarp<F> wp(p);
+    const TiledColumns<P> cols = tiled_columns<P>(p, wp.g, wp.c);
+    float acc[P][4] = {};
+    TiledFrag<F> cur, nxt;
+    if (wp.u_begin < wp.u_end) tiled_load<F>(cur, wp.wtile, wp.stile, wp.u_begin, wp.lane, wp.g);
+    ninfer_grid_launch_dependents();
+    ninfer_grid_wait(); // x, residual and the split-K scratch come from earlier kernels
+    for (int64_t u = wp.u_begin; u < wp.u_end; u += kUnroll) {
+        if (u + kUnroll < wp.u_end) tiled_load<F>(nxt, wp.wtile, wp.stile, u + kUnroll, wp.lane, wp.g);
+        tiled_step<F, P>(cur, p, u, wp.c, cols, acc);
+        cur = nxt;
+    }
+    tiled_finish<F, P>(p, acc, cols, wp.src_tile, wp.tile * 16, wp.g);
 }
 
 } // namespace ninfer::kernels::detail

@@ -4,7 +4,8 @@
 // (best of 10 copies of 4 GiB, bytes read + written) and, for bf16 / fp8 / q4 weights at batch
 // 1 and 8, the GB/s of each 27B decode GEMV shape in the tiled layout (the runner's) and of the
 // whole 27B layer mix in both layouts, with the fraction of the copy roofline, then the mix with
-// x low halves (gemv.h x_lo) and the q4 mix for other tiled split targets. GB/s counts the stored
+// x low halves (gemv.h x_lo), the 35B-A3B (hidden 2048) mix, and the mixes for each tiled weight
+// path (gemv_set_tiled_pipeline: register buffer, 2..4 shared-memory stages, carveouts). GB/s counts the stored
 // (artifact) weight bytes. Weights rotate over copies larger than L2 so every launch reads HBM;
 // timing is CUDA events around replays of a captured graph, best of 5.
 #include "ninfer/kernels/device.h"
@@ -81,6 +82,11 @@ const std::vector<Shape> k27b = {{"gdn in_proj_qkv", 10240, 5120}, {"gdn in_proj
                                  {"attn k_proj", 1024, 5120},       {"attn o_proj", 5120, 6144},
                                  {"mlp gate_proj", 17408, 5120},    {"mlp up_proj", 17408, 5120},
                                  {"mlp down_proj", 5120, 17408}};
+
+// The 35B-A3B's dense decode GEMVs (hidden 2048; experts run in the MoE kernels): GDN
+// [q;k;v;z;a;b] and out_proj, attention [q;gate;k;v] and o_proj, as the runner concatenates them.
+const std::vector<Shape> k35b = {{"gdn qkvzab", 12352, 2048}, {"gdn out_proj", 2048, 4096},
+                                 {"attn qgkv", 9216, 2048},   {"attn o_proj", 2048, 4096}};
 
 // GB/s of the launches of `shapes` (weight bytes / time), rotating over enough copies to defeat L2.
 size_t layout_bytes(WeightFormat f, WeightLayout l, const Shape& s) {
@@ -169,6 +175,9 @@ int main(int argc, char** argv) {
     void *x, *y;
     CK(cudaMalloc(&x, 8 * 17408 * 2));
     CK(cudaMemset(x, 0x3c, 8 * 17408 * 2)); // bf16 ~ 0.0115: finite, nonzero
+    void* x_lo; // a buffer of its own, as in the runner (x and its halves both take L1 space)
+    CK(cudaMalloc(&x_lo, 8 * 17408 * 2));
+    CK(cudaMemset(x_lo, 0x1c, 8 * 17408 * 2));
     CK(cudaMalloc(&y, 8 * 17408 * 4));
     float* partials;
     uint32_t* counters;
@@ -202,20 +211,41 @@ int main(int argc, char** argv) {
     for (const auto& fm : formats)
         for (int tokens : {1, 8}) {
             if (!only.empty() && only != fm.name) continue;
-            const double gbs = time_mix(fm.f, WeightLayout::Tiled, k27b, tokens, scratch, x, y, x);
+            const double gbs = time_mix(fm.f, WeightLayout::Tiled, k27b, tokens, scratch, x, y, x_lo);
             report("%-20s %-16s %5d %6s %9.1f %8.1f%%   <- 27B layer mix, tiled, with x low halves\n", fm.name,
                    "27B mix", tokens, "-", gbs, 100 * gbs / copy);
         }
-    for (int target : {2, 3, 6, 8}) {
-        if (!only.empty()) break;
-        gemv_set_tiled_target_blocks_per_sm(target);
-        for (int tokens : {1, 8}) {
-            const double gbs = time_mix(WeightFormat::Q4G64Fp16, WeightLayout::Tiled, k27b, tokens, scratch, x, y);
-            report("%-20s %-16s %5d %6s %9.1f %8.1f%%   <- 27B layer mix, tiled, split target %d blocks/SM\n",
-                   "q4_g64_fp16", "27B mix", tokens, "-", gbs, 100 * gbs / copy, target);
+    // The 35B-A3B mix per shape (default path), then every weight path on both mixes. The runner
+    // passes x low halves to almost every GEMV, so the sweep uses them (8 tokens: two passes).
+    for (const auto& fm : formats) {
+        if (!only.empty() && only != fm.name) continue;
+        for (const auto& sh : k35b) {
+            const double gbs = time_mix(fm.f, WeightLayout::Tiled, {sh}, 1, scratch, x, y, x_lo);
+            const int splits = gemv_split_count({fm.f, nullptr, sh.n, sh.k, WeightLayout::Tiled}, scratch);
+            report("%-20s %-16s %5d %6d %9.1f %8.1f%%   (x low halves)\n", fm.name, sh.name, 1, splits, gbs, 100 * gbs / copy);
         }
     }
-    gemv_set_tiled_target_blocks_per_sm(0);
+    // A carveout stays set on its kernel (and changes the occupancy that picks the split), so the
+    // carveout rows come last.
+    const struct { int stages, carveout; bool stage_x; } paths[] = {
+        {0, -1, false}, {2, -1, false}, {4, -1, false}, {2, -1, true}, {3, -1, true}, {4, -1, true}, {2, 50, false}};
+    for (const auto& path : paths) {
+        gemv_set_tiled_pipeline(path.stages, path.carveout, path.stage_x);
+        for (const auto& fm : formats) {
+            if (!only.empty() && only != fm.name) continue;
+            const bool q4 = fm.f == WeightFormat::Q4G64Fp16;
+            for (int tokens : {1, 8}) {
+                if (tokens == 8 && !q4) continue;
+                const double b27 = time_mix(fm.f, WeightLayout::Tiled, k27b, tokens, scratch, x, y, x_lo);
+                const double b35 = time_mix(fm.f, WeightLayout::Tiled, k35b, tokens, scratch, x, y, x_lo);
+                report("%-20s %-16s %5d %6s %9.1f %8.1f%%   <- stages %d carveout %d stage_x %d, x low halves; "
+                       "35B-A3B mix %.1f%%\n",
+                       fm.name, "27B mix", tokens, "-", b27, 100 * b27 / copy, path.stages, path.carveout,
+                       int(path.stage_x), 100 * b35 / copy);
+            }
+        }
+    }
+    gemv_set_tiled_pipeline(kGemvTiledStages, -1, kGemvStageX);
     if (g_summary) std::fclose(g_summary);
     return 0;
 }

@@ -120,5 +120,16 @@ cudaError_t gemv_pack_tiled(const WeightView& src, void* dst, cudaStream_t strea
 // Bench hook: blocks per multiprocessor the tiled split choice aims at (0: the default, one
 // resident wave as the occupancy calculator reports it).
 void gemv_set_tiled_target_blocks_per_sm(int blocks);
+// Bench and test hook (not thread-safe: call between launches): how the tiled kernel brings
+// weights in. stages 0: a register double buffer per warp; 2..4: a ring of that many 4 KB steps
+// per warp in shared memory, filled by bulk copies. stage_x (pipelined, one pass, fp8/q4): x is
+// also copied to shared memory once per block, pre-permuted, when it fits in 48 KB.
+// carveout_percent: the pipelined kernel's preferred shared-memory carveout (-1: the driver's).
+// Defaults kGemvTiledStages, kGemvStageX, -1, unless the environment sets NINFER_GEMV_STAGES=
+// 0|2|3|4, NINFER_GEMV_STAGE_X=0|1 (read once; A/B timing of whole models). Every setting computes
+// the same bits for the same split count (the split may follow the setting's occupancy).
+constexpr int kGemvTiledStages = 2;
+constexpr bool kGemvStageX = true;
+void gemv_set_tiled_pipeline(int stages, int carveout_percent, bool stage_x);
 
 } // namespace ninfer::kernels

@@ -1,0 +1,111 @@
+// ninfer::kernels - host side of the pipelined tiled GEMV: shared-memory attributes, occupancy, launch.
+#include "gemv_pipe.cuh"
+
+namespace ninfer::kernels::detail {
+
+namespace {
+
+// gemv_set_tiled_pipeline's shared-memory carveout, percent (-1: left as it is, the driver's
+// choice unless the hook set one before); once the bench has used the hook, attributes and
+// occupancy are set and asked again on every call.
+int g_carveout = -1;
+bool g_hooked = false;
+
+template <WeightFormat F, int S, bool XS> constexpr size_t smem_limit() {
+    return gemv_pipe_smem_bytes(F, S) + (XS ? size_t(kXStageMaxBytes) : 0);
+}
+
+// The kernel may use more than the default 48 KB of dynamic shared memory; the carveout (when
+// set) trades shared memory, and so resident blocks, for L1, which holds x unless it is staged.
+template <WeightFormat F, int P, int S, bool XS> cudaError_t prepare() {
+    auto* kernel = gemv_tiled_pipe_kernel<F, P, S, XS>;
+    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_limit<F, S, XS>()));
+    if (e == cudaSuccess && g_carveout >= 0)
+        e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, g_carveout);
+    return e;
+}
+
+// The split count follows the one-pass kernel without staged x (it must not depend on n_tokens).
+template <WeightFormat F, int S> int query_resident_blocks() {
+    int b = 0;
+    if (prepare<F, 1, S, false>() != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, gemv_tiled_pipe_kernel<F, 1, S, false>, kGemvWarps * 32,
+                                                      gemv_pipe_smem_bytes(F, S)) != cudaSuccess ||
+        b < 1)
+        b = 2;
+    return b;
+}
+// Cached (thread-safe static) unless the bench's hook was used.
+template <WeightFormat F, int S> int resident_blocks() {
+    if (g_hooked) return query_resident_blocks<F, S>();
+    static const int blocks = query_resident_blocks<F, S>();
+    return blocks;
+}
+
+template <WeightFormat F> int resident_blocks_of(int stages) {
+    switch (stages) {
+    case 2: return resident_blocks<F, 2>();
+    case 3: return resident_blocks<F, 3>();
+    default: return resident_blocks<F, 4>();
+    }
+}
+
+template <WeightFormat F, int P, int S, bool XS>
+cudaError_t launch_kernel(const GemvParams& p, dim3 grid, size_t smem, cudaStream_t stream) {
+    // Attributes are set once per kernel (thread-safe static), again for each launch under the
+    // bench's carveout hook. cudaFuncSetAttribute is not a stream operation: safe during capture.
+    static const cudaError_t once = prepare<F, P, S, XS>();
+    const cudaError_t e = g_hooked ? prepare<F, P, S, XS>() : once;
+    if (e != cudaSuccess) return e;
+    return launch_pdl(gemv_tiled_pipe_kernel<F, P, S, XS>, grid, dim3(kGemvWarps * 32), smem, stream, p);
+}
+
+template <WeightFormat F, int S>
+cudaError_t launch_stages(bool stage_x, bool two_pass, const GemvParams& p, dim3 grid, cudaStream_t stream) {
+    const size_t ring = gemv_pipe_smem_bytes(F, S);
+    if (two_pass) return launch_kernel<F, 2, S, false>(p, grid, ring, stream);
+    if constexpr (F != WeightFormat::Bf16) {
+        const int64_t x_bytes = xstage_bytes(p.units_per_split, p.n_tokens, p.x_lo != nullptr);
+        if (stage_x && x_bytes <= kXStageMaxBytes) return launch_kernel<F, 1, S, true>(p, grid, ring + x_bytes, stream);
+    }
+    return launch_kernel<F, 1, S, false>(p, grid, ring, stream);
+}
+
+template <WeightFormat F>
+cudaError_t launch_format(int stages, bool stage_x, bool two_pass, const GemvParams& p, dim3 grid, cudaStream_t stream) {
+    switch (stages) {
+    case 2: return launch_stages<F, 2>(stage_x, two_pass, p, grid, stream);
+    case 3: return launch_stages<F, 3>(stage_x, two_pass, p, grid, stream);
+    case 4: return launch_stages<F, 4>(stage_x, two_pass, p, grid, stream);
+    default: return cudaErrorInvalidValue;
+    }
+}
+
+} // namespace
+
+void gemv_pipe_set_carveout(int percent) {
+    g_carveout = percent;
+    g_hooked = true;
+}
+
+int gemv_pipe_resident_blocks(WeightFormat f, int stages) {
+    switch (f) {
+    case WeightFormat::Bf16: return resident_blocks_of<WeightFormat::Bf16>(stages);
+    case WeightFormat::Fp8E4m3RowBf16: return resident_blocks_of<WeightFormat::Fp8E4m3RowBf16>(stages);
+    case WeightFormat::Q4G64Fp16: return resident_blocks_of<WeightFormat::Q4G64Fp16>(stages);
+    default: return 2;
+    }
+}
+
+cudaError_t gemv_pipe_launch(WeightFormat f, int stages, bool stage_x, bool two_pass, const GemvParams& p,
+                             dim3 grid, cudaStream_t stream) {
+    switch (f) {
+    case WeightFormat::Bf16: return launch_format<WeightFormat::Bf16>(stages, stage_x, two_pass, p, grid, stream);
+    case WeightFormat::Fp8E4m3RowBf16:
+        return launch_format<WeightFormat::Fp8E4m3RowBf16>(stages, stage_x, two_pass, p, grid, stream);
+    case WeightFormat::Q4G64Fp16: return launch_format<WeightFormat::Q4G64Fp16>(stages, stage_x, two_pass, p, grid, stream);
+    default: return cudaErrorInvalidValue;
+    }
+}
+
+} // namespace ninfer::kernels::detail

@@ -1,0 +1,183 @@
+// ninfer::kernels - decode GEMV over the tiled layout with a shared-memory pipeline per warp.
+//
+// Contract: computes exactly what gemv_tiled_kernel computes (gemv.h, WeightLayout::Tiled): the same
+// TiledFrag per step, the same tiled_compute mma sequence, the same epilogue, so for one split
+// count the results are the same bits. Only the way weights reach the registers differs.
+//
+// Why: the register double buffer keeps at most one 4 KB step per warp in flight (16 warps x 4 KB
+// per SM at 128 registers), which left the q4 GEMV latency bound at ~45% of copy bandwidth. Here
+// each warp owns a ring of S stages of one step each (kUnroll units: 4 KB of codes, + 256 B of q4
+// group multipliers) in shared memory. A (tile, unit range) block is contiguous in the tiled
+// layout, so lane 0 fetches a whole stage with one or two 1-D bulk copies (cp.async.bulk, no
+// tensor map) that complete on the stage's mbarrier; S stages stay in flight while the warp
+// dequantises the current one from registers, independent of the register budget. The warps of
+// a block never wait for each other (one barrier set per warp), so the block keeps the register
+// kernel's tile-per-warp shape and split-K epilogue.
+//
+// XS (one pass, fp8/q4): x is also staged, once per block after ninfer_grid_wait, in shared memory
+// already permuted into the mma's B words, so the L1 (smaller next to the rings) no longer has to
+// hold x and the lanes skip 8 byte permutes per unit. Same operands, same bits.
+//
+// Launch: grid (ceil(n / 64), splits), 128 threads, dynamic shared memory gemv_pipe_smem_bytes
+// (+ xstage_bytes with XS); PDL as gemv_tiled_kernel (the first S stages are requested before
+// ninfer_grid_wait).
+#pragma once
+
+#include "gemm_sm90.cuh"
+#include "gemv_tiled.cuh"
+
+namespace ninfer::kernels::detail {
+
+template <WeightFormat F> struct PipeStage {
+    static constexpr int kCodeBytes = GemvTraits<F>::kUnroll * tiled_block_bytes(F);
+    // q4: multipliers of kUnroll units = kUnroll / 4 quads of 8 x 16 bytes (contiguous per tile).
+    static constexpr int kScaleBytes = F == WeightFormat::Q4G64Fp16 ? GemvTraits<F>::kUnroll / 4 * 128 : 0;
+    static constexpr int kBytes = kCodeBytes + kScaleBytes;
+};
+constexpr int kPipeBarrierBytes = 128; // room for kGemvWarps x S (<= 4) mbarriers before the rings
+
+__host__ __device__ constexpr size_t gemv_pipe_smem_bytes(WeightFormat f, int stages) {
+    return size_t(kPipeBarrierBytes) + size_t(kGemvWarps) * stages *
+           (f == WeightFormat::Q4G64Fp16 ? PipeStage<WeightFormat::Q4G64Fp16>::kBytes : PipeStage<WeightFormat::Bf16>::kBytes);
+}
+
+// Staged x: row r (x_lo given: token r / 2, high (even r) or low half; else token r) holds per unit
+// of the split and lane quad c the 8 B words of unit_mma_b (32 bytes); 16 bytes of padding move
+// consecutive rows to other banks.
+__host__ __device__ constexpr int64_t xstage_row_bytes(int64_t units) { return units * 128 + 16; }
+__host__ __device__ constexpr int64_t xstage_bytes(int64_t units, int n_tokens, bool lo) {
+    return (lo ? 2 * n_tokens : n_tokens) * xstage_row_bytes(units);
+}
+constexpr int64_t kXStageMaxBytes = 48 << 10; // larger x (long splits, many tokens): read from L1
+
+template <WeightFormat F>
+__device__ __forceinline__ void stage_x(const GemvParams& p, uint8_t* xs, int64_t u_begin, int units) {
+    const bool lo = p.x_lo != nullptr;
+    const int rows = lo ? 2 * p.n_tokens : p.n_tokens;
+    const int64_t row_bytes = xstage_row_bytes(p.units_per_split);
+    for (int idx = threadIdx.x; idx < rows * units * 4; idx += blockDim.x) {
+        const int r = idx / (units * 4), ui = (idx >> 2) % units, c = idx & 3;
+        const __nv_bfloat16* src = (lo && (r & 1) ? p.x_lo : p.x) + int64_t(lo ? r >> 1 : r) * p.ldx;
+        const int64_t kk = (u_begin + ui) * GemvTraits<F>::kUnit + c * 16; // k % 16 == 0: all or nothing
+        const uint4 v0 = kk < p.k ? load_cached16(src + kk) : make_uint4(0, 0, 0, 0);
+        const uint4 v1 = kk < p.k ? load_cached16(src + kk + 8) : make_uint4(0, 0, 0, 0);
+        const uint32_t xw[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
+        uint32_t b[8];
+        if constexpr (F == WeightFormat::Fp8E4m3RowBf16) fp8_unit_b(b, xw);
+        else q4_unit_b(b, xw);
+        uint4* dst = reinterpret_cast<uint4*>(xs + r * row_bytes + ui * 128 + c * 32);
+        dst[0] = make_uint4(b[0], b[1], b[2], b[3]);
+        dst[1] = make_uint4(b[4], b[5], b[6], b[7]);
+    }
+    __syncthreads();
+}
+
+// tiled_compute's x source for staged x (one pass): row points at the lane's row, quad and the
+// step's first unit, or is null for a column without a token (zeros, as GlobalX).
+struct SharedX {
+    const uint8_t* row;
+    __device__ __forceinline__ uint4 bf16_words(int, int) const { return make_uint4(0, 0, 0, 0); } // not staged
+    __device__ __forceinline__ void words(int i, int, uint32_t (&b)[8]) const {
+        const uint4 v0 = row ? *reinterpret_cast<const uint4*>(row + i * 128) : make_uint4(0, 0, 0, 0);
+        const uint4 v1 = row ? *reinterpret_cast<const uint4*>(row + i * 128 + 16) : make_uint4(0, 0, 0, 0);
+        b[0] = v0.x, b[1] = v0.y, b[2] = v0.z, b[3] = v0.w, b[4] = v1.x, b[5] = v1.y, b[6] = v1.z, b[7] = v1.w;
+    }
+};
+
+// 1-D bulk copy global -> shared of `bytes` (multiple of 16, both ends 16-byte aligned), counted
+// on mbarrier `bar` as transaction bytes.
+__device__ __forceinline__ void bulk_load(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 ::"r"(dst), "l"(src), "r"(bytes), "r"(bar)
+                 : "memory");
+}
+
+// The stage in shared memory laid out as in global memory: TiledFrag as tiled_load would fill it.
+template <WeightFormat F>
+__device__ __forceinline__ void tiled_load_shared(TiledFrag<F>& f, const uint8_t* stage, int lane, int g) {
+    constexpr int kBlock = tiled_block_bytes(F);
+#pragma unroll
+    for (int i = 0; i < GemvTraits<F>::kUnroll; ++i)
+#pragma unroll
+        for (int h = 0; h < TiledFrag<F>::kVecs; ++h)
+            f.w[i][h] = *reinterpret_cast<const uint4*>(stage + i * kBlock + h * 512 + lane * 16);
+    if constexpr (F == WeightFormat::Q4G64Fp16) {
+#pragma unroll
+        for (int q = 0; q < GemvTraits<F>::kUnroll / 4; ++q)
+            f.s[q] = *reinterpret_cast<const uint4*>(stage + PipeStage<F>::kCodeBytes + (q * 8 + g) * 16);
+    }
+}
+
+template <WeightFormat F, int P, int S, bool XS>
+__global__ void __launch_bounds__(kGemvWarps * 32, P == 1 ? 4 : 3) gemv_tiled_pipe_kernel(GemvParams p) {
+    static_assert(S >= 2 && kGemvWarps * S * 8 <= kPipeBarrierBytes, "barrier area");
+    static_assert(!XS || (P == 1 && F != WeightFormat::Bf16), "x is staged for one-pass fp8/q4 only");
+    extern __shared__ __align__(128) uint8_t smem[];
+    constexpr int kUnroll = GemvTraits<F>::kUnroll, kBlock = tiled_block_bytes(F);
+    using Stage = PipeStage<F>;
+    const TiledWarp<F> wp(p);
+    const int lane = wp.lane, warp = threadIdx.x >> 5;
+    const TiledColumns<P> cols = tiled_columns<P>(p, wp.g, wp.c);
+    const int64_t u_begin = wp.u_begin, u_end = wp.u_end;
+    // units_per_split and tiled_units are multiples of kUnroll, so every step is whole.
+    const int steps = u_begin < u_end ? int((u_end - u_begin) / kUnroll) : 0;
+    const uint32_t bars = smem_u32(smem) + warp * S * 8;
+    const uint8_t* ring = smem + kPipeBarrierBytes + size_t(warp) * S * Stage::kBytes;
+    const uint32_t ring_addr = smem_u32(ring);
+    // Step st into slot st % S; its barrier completes phase st / S when all bytes have landed.
+    auto request = [&](int st) {
+        const int slot = st % S;
+        const int64_t u = u_begin + int64_t(st) * kUnroll;
+        const uint32_t bar = bars + slot * 8, dst = ring_addr + slot * Stage::kBytes;
+        mbar_arrive_expect_tx(bar, Stage::kBytes);
+        bulk_load(dst, wp.wtile + u * kBlock, Stage::kCodeBytes, bar);
+        if constexpr (Stage::kScaleBytes > 0) bulk_load(dst + Stage::kCodeBytes, wp.stile + u / 4 * 128, Stage::kScaleBytes, bar);
+    };
+    if (lane == 0) {
+#pragma unroll
+        for (int s = 0; s < S; ++s) mbar_init(bars + s * 8, 1);
+        mbar_init_fence();
+#pragma unroll
+        for (int s = 0; s < S; ++s)
+            if (s < steps) request(s);
+    }
+    __syncwarp();
+    ninfer_grid_launch_dependents();
+    ninfer_grid_wait(); // x, residual and the split-K scratch come from earlier kernels
+
+    const uint8_t* xrow = nullptr; // XS: this lane's staged row and quad at the split's first unit
+    if constexpr (XS) {
+        uint8_t* xs = smem + kPipeBarrierBytes + size_t(kGemvWarps) * S * Stage::kBytes;
+        stage_x<F>(p, xs, u_begin, int(u_end - u_begin));
+        const bool lo = p.x_lo != nullptr;
+        const int token = lo ? (wp.g & 3) : wp.g, r = lo ? 2 * token + (wp.g >> 2) : token;
+        if (token < p.n_tokens) xrow = xs + r * xstage_row_bytes(p.units_per_split) + wp.c * 32;
+    }
+
+    float acc[P][4] = {};
+    for (int st = 0; st < steps; ++st) {
+        const int slot = st % S;
+        mbar_wait(bars + slot * 8, uint32_t(st / S) & 1u);
+        TiledFrag<F> f;
+        tiled_load_shared<F>(f, ring + slot * Stage::kBytes, lane, wp.g);
+        // Every lane has read the slot (the loads are ordered before the warp barrier), so lane 0
+        // may refill it now: S steps stay in flight while this one is multiplied.
+        __syncwarp();
+        if (lane == 0 && st + S < steps) request(st + S);
+        if constexpr (XS)
+            tiled_compute<F, 1>(f, SharedX{xrow ? xrow + st * kUnroll * 128 : nullptr}, acc);
+        else
+            tiled_step<F, P>(f, p, u_begin + int64_t(st) * kUnroll, wp.c, cols, acc);
+    }
+    tiled_finish<F, P>(p, acc, cols, wp.src_tile, wp.tile * 16, wp.g);
+}
+
+// Host side (gemv_pipe.cu): resident blocks per SM of the one-pass pipelined kernel, and the
+// launch of the one- or two-pass kernel; stages in 2..4, format Bf16/Fp8E4m3RowBf16/Q4G64Fp16.
+// stage_x: use the XS kernel where it applies (one pass, fp8/q4, x within kXStageMaxBytes).
+int gemv_pipe_resident_blocks(WeightFormat f, int stages);
+void gemv_pipe_set_carveout(int percent); // gemv_set_tiled_pipeline's carveout
+cudaError_t gemv_pipe_launch(WeightFormat f, int stages, bool stage_x, bool two_pass, const GemvParams& p,
+                             dim3 grid, cudaStream_t stream);
+
+} // namespace ninfer::kernels::detail
