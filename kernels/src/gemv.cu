@@ -38,6 +38,17 @@ bool default_stage_x() {
 }
 int g_tiled_stages = default_tiled_stages();
 bool g_stage_x = default_stage_x();
+bool g_path_per_matrix = std::getenv("NINFER_GEMV_STAGES") == nullptr; // gemv.h: the default choice
+
+// Ring stages of a one-pass launch over w (0: the register kernel); the split count follows it.
+int stages_of(const WeightView& w) {
+    return g_path_per_matrix && w.k <= kGemvRegisterMaxK ? 0 : g_tiled_stages;
+}
+// Ring stages of the launch itself: two-pass launches take the deeper ring (same bits, gemv.h).
+int launch_stages_of(const WeightView& w, bool two_pass) {
+    const int s = stages_of(w);
+    return s > 0 && two_pass && g_path_per_matrix ? kGemvTwoPassStages : s;
+}
 
 // The one-pass kernel's occupancy sets the split for every n_tokens (the split must not depend on it).
 template <WeightFormat F> int tiled_resident_blocks() {
@@ -50,8 +61,8 @@ template <WeightFormat F> int tiled_resident_blocks() {
     }();
     return blocks;
 }
-int tiled_resident_blocks(WeightFormat f) {
-    if (g_tiled_stages > 0) return detail::gemv_pipe_resident_blocks(f, g_tiled_stages);
+int tiled_resident_blocks(WeightFormat f, int stages) {
+    if (stages > 0) return detail::gemv_pipe_resident_blocks(f, stages);
     switch (f) {
     case WeightFormat::Bf16: return tiled_resident_blocks<WeightFormat::Bf16>();
     case WeightFormat::Fp8E4m3RowBf16: return tiled_resident_blocks<WeightFormat::Fp8E4m3RowBf16>();
@@ -70,7 +81,7 @@ int tiled_split_count(const WeightView& w, const GemvScratch& scratch) {
     const int64_t blocks = (w.n + detail::kGemvRowsPerBlock - 1) / detail::kGemvRowsPerBlock;
     const int64_t steps = tiled_units(w.format, w.n, w.k) / unroll_of(w.format);
     if (!scratch.partials || !scratch.counters || size_t(blocks) > scratch.n_counters) return 1;
-    const int per_sm = g_tiled_target > 0 ? g_tiled_target : tiled_resident_blocks(w.format);
+    const int per_sm = g_tiled_target > 0 ? g_tiled_target : tiled_resident_blocks(w.format, stages_of(w));
     const int64_t slots = int64_t(per_sm) * (sm_count() > 0 ? sm_count() : 132);
     int64_t max_splits = std::min<int64_t>(kMaxSplits, steps);
     max_splits = std::min<int64_t>(max_splits, int64_t(scratch.n_floats / (size_t(kGemvMaxTokens) * size_t(w.n))));
@@ -110,7 +121,13 @@ void gemv_set_tiled_target_blocks_per_sm(int blocks) { g_tiled_target = blocks; 
 void gemv_set_tiled_pipeline(int stages, int carveout_percent, bool stage_x) {
     g_tiled_stages = stages;
     g_stage_x = stage_x;
+    g_path_per_matrix = false;
     detail::gemv_pipe_set_carveout(carveout_percent);
+}
+
+void gemv_restore_tiled_pipeline() {
+    gemv_set_tiled_pipeline(default_tiled_stages(), -1, default_stage_x());
+    g_path_per_matrix = std::getenv("NINFER_GEMV_STAGES") == nullptr;
 }
 
 int gemv_split_count(const WeightView& w, const GemvScratch& scratch) {
@@ -189,8 +206,8 @@ cudaError_t gemv(const GemvArgs& a, cudaStream_t stream) {
         const int64_t steps = p.tiled_units / unroll_of(w.format);
         p.units_per_split = (steps + p.splits - 1) / p.splits * unroll_of(w.format);
         const bool two_pass = a.x_lo && a.n_tokens > 4; // high and low halves of 8 tokens: 16 columns
-        if (g_tiled_stages > 0)
-            return detail::gemv_pipe_launch(w.format, g_tiled_stages, g_stage_x, two_pass, p, grid, stream);
+        if (const int stages = launch_stages_of(w, two_pass); stages > 0)
+            return detail::gemv_pipe_launch(w.format, stages, g_stage_x, two_pass, p, grid, stream);
         switch (w.format) {
         case WeightFormat::Bf16:
             return two_pass ? launch_pdl(detail::gemv_tiled_kernel<WeightFormat::Bf16, 2>, grid, block, 0, stream, p)

@@ -4,6 +4,7 @@
 #include "weights_util.h"
 
 #include <algorithm>
+#include <utility>
 
 using namespace ninfer;
 using namespace ninfer::test;
@@ -284,10 +285,10 @@ TEST_CASE("gemv: a batch of 8 equals 8 single-token calls bit for bit, graph rep
     require_gpu();
     for (WeightFormat f : {WeightFormat::Bf16, WeightFormat::Fp8E4m3RowBf16, WeightFormat::Q4G64Fp16,
                            WeightFormat::Q5G64Fp16, WeightFormat::Q6G64Fp16, WeightFormat::Q8G32Fp16, WeightFormat::Nvfp4})
-    for (int mode = 0; mode < 3; ++mode) { // stored layout, tiled, tiled with low halves (2 passes at 8)
+    for (int mode = 0; mode < 3; ++mode) // stored layout, tiled, tiled with low halves (2 passes at 8)
+    for (const auto& [n, k] : {std::pair<int64_t, int64_t>{5120, 6144}, {2048, 4096}}) { // ring / register path (gemv.h)
         const bool tiled = mode > 0, lo = mode == 2;
         if (tiled && codec_format(f)) continue;
-        const int64_t n = 5120, k = 6144;
         Rng rng(7);
         CaseWeight w(random_weight(f, n, k, 7), f, n, k, tiled);
         DeviceBuffer<bf16> x(rng.bf16s(size_t(8 * k), -2.f, 2.f)), x_lo(rng.bf16s(size_t(8 * k), -0.01f, 0.01f));
@@ -330,7 +331,7 @@ TEST_CASE("gemv: a batch of 8 equals 8 single-token calls bit for bit, graph rep
         cudaGraphDestroy(graph);
         cudaStreamDestroy(stream);
         const auto b = y_batch.download(), s = y_single.download(), g = y_graph.download();
-        INFO(fmt_name(f) << " tiled " << tiled << " lo " << lo);
+        INFO(fmt_name(f) << " tiled " << tiled << " lo " << lo << " n " << n << " k " << k);
         CHECK(std::memcmp(b.data(), s.data(), b.size() * sizeof(bf16)) == 0);
         CHECK(std::memcmp(b.data(), g.data(), b.size() * sizeof(bf16)) == 0);
     }

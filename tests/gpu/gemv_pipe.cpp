@@ -90,7 +90,7 @@ TEST_CASE("gemv_pipe: every tiled weight path gives the register kernel's bits",
                 }
         }
     kernels::gemv_set_tiled_target_blocks_per_sm(0);
-    kernels::gemv_set_tiled_pipeline(kernels::kGemvTiledStages, -1, kernels::kGemvStageX);
+    kernels::gemv_restore_tiled_pipeline();
 }
 
 TEST_CASE("gemv_pipe: a smaller shared-memory carveout changes occupancy, not results", "[gemv_pipe]") {
@@ -107,5 +107,5 @@ TEST_CASE("gemv_pipe: a smaller shared-memory carveout changes occupancy, not re
         const auto got = run_path(c, w, 3, false, carveout);
         CHECK(std::memcmp(got.data(), want.data(), want.size()) == 0);
     }
-    kernels::gemv_set_tiled_pipeline(kernels::kGemvTiledStages, -1, kernels::kGemvStageX);
+    kernels::gemv_restore_tiled_pipeline();
 }

@@ -245,7 +245,7 @@ int main(int argc, char** argv) {
             }
         }
     }
-    gemv_set_tiled_pipeline(kGemvTiledStages, -1, kGemvStageX);
+    gemv_restore_tiled_pipeline();
     if (g_summary) std::fclose(g_summary);
     return 0;
 }

@@ -128,8 +128,19 @@ void gemv_set_tiled_target_blocks_per_sm(int blocks);
 // Defaults kGemvTiledStages, kGemvStageX, -1, unless the environment sets NINFER_GEMV_STAGES=
 // 0|2|3|4, NINFER_GEMV_STAGE_X=0|1 (read once; A/B timing of whole models). Every setting computes
 // the same bits for the same split count (the split may follow the setting's occupancy).
+// By default the path is chosen per matrix, never per batch (so a token's bits do not depend on
+// its batch): the ring for k > kGemvRegisterMaxK, the register kernel for smaller k (the 35B-A3B's
+// hidden-2048 shapes are latency bound: its whole step took 3.31 ms on the register kernel vs 3.41
+// on the ring, PERF_NOTES "Decode GEMV v4"); two-pass launches (5..8 tokens with low halves) use a
+// ring of kGemvTwoPassStages (27B layer mix 29-31% of copy bandwidth vs 24.9% with 2 stages). The
+// split count always follows the one-pass kernel of the matrix's path. An explicit setting (this
+// hook or NINFER_GEMV_STAGES) applies to every launch.
 constexpr int kGemvTiledStages = 2;
 constexpr bool kGemvStageX = true;
+constexpr int64_t kGemvRegisterMaxK = 4096;
+constexpr int kGemvTwoPassStages = 4;
 void gemv_set_tiled_pipeline(int stages, int carveout_percent, bool stage_x);
+// Back to the defaults above (the per-matrix choice included).
+void gemv_restore_tiled_pipeline();
 
 } // namespace ninfer::kernels
