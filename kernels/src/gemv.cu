@@ -44,11 +44,6 @@ bool g_path_per_matrix = std::getenv("NINFER_GEMV_STAGES") == nullptr; // gemv.h
 int stages_of(const WeightView& w) {
     return g_path_per_matrix && w.k <= kGemvRegisterMaxK ? 0 : g_tiled_stages;
 }
-// Ring stages of the launch itself: two-pass launches take the deeper ring (same bits, gemv.h).
-int launch_stages_of(const WeightView& w, bool two_pass) {
-    const int s = stages_of(w);
-    return s > 0 && two_pass && g_path_per_matrix ? kGemvTwoPassStages : s;
-}
 
 // The one-pass kernel's occupancy sets the split for every n_tokens (the split must not depend on it).
 template <WeightFormat F> int tiled_resident_blocks() {
@@ -206,7 +201,7 @@ cudaError_t gemv(const GemvArgs& a, cudaStream_t stream) {
         const int64_t steps = p.tiled_units / unroll_of(w.format);
         p.units_per_split = (steps + p.splits - 1) / p.splits * unroll_of(w.format);
         const bool two_pass = a.x_lo && a.n_tokens > 4; // high and low halves of 8 tokens: 16 columns
-        if (const int stages = launch_stages_of(w, two_pass); stages > 0)
+        if (const int stages = stages_of(w); stages > 0)
             return detail::gemv_pipe_launch(w.format, stages, g_stage_x, two_pass, p, grid, stream);
         switch (w.format) {
         case WeightFormat::Bf16:

@@ -131,14 +131,13 @@ void gemv_set_tiled_target_blocks_per_sm(int blocks);
 // By default the path is chosen per matrix, never per batch (so a token's bits do not depend on
 // its batch): the ring for k > kGemvRegisterMaxK, the register kernel for smaller k (the 35B-A3B's
 // hidden-2048 shapes are latency bound: its whole step took 3.31 ms on the register kernel vs 3.41
-// on the ring, PERF_NOTES "Decode GEMV v4"); two-pass launches (5..8 tokens with low halves) use a
-// ring of kGemvTwoPassStages (27B layer mix 29-31% of copy bandwidth vs 24.9% with 2 stages). The
-// split count always follows the one-pass kernel of the matrix's path. An explicit setting (this
-// hook or NINFER_GEMV_STAGES) applies to every launch.
+// on the ring, PERF_NOTES "Decode GEMV v4"; at batch 8 7.13 vs 8.17 ms). The split count follows
+// the one-pass kernel of the matrix's path. An explicit setting (this hook or NINFER_GEMV_STAGES)
+// applies to every launch. (A 4-stage ring for the two-pass launches, 29-31% vs 24.9% of copy
+// bandwidth in the isolated 27B mix, made the whole 27B batch-8 step slower: 14.51 vs 13.79 ms.)
 constexpr int kGemvTiledStages = 2;
 constexpr bool kGemvStageX = true;
 constexpr int64_t kGemvRegisterMaxK = 4096;
-constexpr int kGemvTwoPassStages = 4;
 void gemv_set_tiled_pipeline(int stages, int carveout_percent, bool stage_x);
 // Back to the defaults above (the per-matrix choice included).
 void gemv_restore_tiled_pipeline();
