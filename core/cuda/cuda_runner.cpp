@@ -92,6 +92,8 @@ Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_act
     attn_ = arena_.alloc_n<__nv_bfloat16>(B * q_w_, "attention output");
     attn_scratch_floats_ = kernels::attn_decode_scratch_floats(B, int(c.num_attention_heads), int(plan.max_context));
     attn_scratch_ = arena_.alloc_n<float>(attn_scratch_floats_, "attention scratch");
+    // The folded attention's counters live in the scratch's tail and start at zero.
+    cuda_check(cudaMemset(attn_scratch_, 0, attn_scratch_floats_ * 4), "clearing attention scratch");
     cd_w_ = pad8(c.gdn_conv_dim());
     vd_w_ = pad8(c.gdn_value_dim());
     qkvz_w_ = pad8(c.gdn_conv_dim() + c.gdn_value_dim());
@@ -242,7 +244,6 @@ void Runner::attention(const DeviceLayer& L, uint32_t fi, int n) {
     p.q_out = q_;
     p.q_out_stride = q_w_;
     p.n_tokens = n;
-    cuda_check(kernels::attn_decode_prep(p, stream_), "attention prep");
     kernels::AttnDecodeArgs d;
     d.geo = geo;
     d.q = q_;
@@ -258,7 +259,7 @@ void Runner::attention(const DeviceLayer& L, uint32_t fi, int n) {
     d.max_context = int(plan_.max_context);
     d.scratch = attn_scratch_;
     d.scratch_floats = attn_scratch_floats_;
-    cuda_check(kernels::attn_decode(d, stream_), "attention");
+    cuda_check(kernels::attn_decode_folded(p, d, kernels::attn_fold_from_env(), stream_), "attention"); // Off: prep, attention
     linear(w.output, attn_, nullptr, nullptr, q_w_, n, mix_, true, hs_);
 }
 

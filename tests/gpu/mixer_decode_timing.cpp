@@ -94,6 +94,53 @@ void time_attention(const char* model, int nh, int nkv, int depth, int batch, ke
                 batch, us, layers, kv_bytes / 1e6, kv_bytes / us / 1e3);
 }
 
+// The whole attention mixer of a layer (prep + partial + combine) per fold (attention_decode.h 3.):
+// Off (the split path), Combine (merge in the partial kernel), All (one launch).
+void time_attention_fold(const char* model, int nh, int nkv, int depth, int batch, kernels::KvDtype dtype) {
+    const int max_context = depth + 64, max_pages = (max_context + 63) / 64, hd = 256;
+    const size_t page_bytes = kernels::kv_page_bytes(dtype, nkv, hd);
+    const double kv_bytes = 2.0 * batch * (double(depth) / 64) * double(page_bytes);
+    const int layers = layers_for(kv_bytes);
+    std::vector<int32_t> table(size_t(batch) * max_pages), lanes(batch), positions(batch, depth - 1);
+    for (size_t i = 0; i < table.size(); ++i) table[i] = int32_t(i);
+    for (int t = 0; t < batch; ++t) lanes[t] = t;
+    DeviceBuffer<int32_t> table_d(table), lanes_d(lanes), pos_d(positions);
+    Rng rng(8);
+    DeviceBuffer<bf16> qg(rng.bf16s(size_t(batch) * nh * 2 * hd, -2.f, 2.f)), kv_in(rng.bf16s(size_t(batch) * 2 * nkv * hd, -2.f, 2.f));
+    DeviceBuffer<bf16> norm_w(rng.bf16s(hd, -0.3f, 0.3f)), q(size_t(batch) * nh * hd), out(size_t(batch) * nh * hd);
+    const size_t scratch_floats = kernels::attn_decode_scratch_floats(batch, nh, max_context);
+    DeviceBuffer<float> scratch(scratch_floats, 0); // the folds' counters start at zero
+    std::vector<std::unique_ptr<DeviceBuffer<uint8_t>>> pools;
+    for (int l = 0; l < 2 * layers; ++l)
+        pools.push_back(std::make_unique<DeviceBuffer<uint8_t>>(size_t(batch) * max_pages * page_bytes, 0x3c));
+    const kernels::AttnGeometry geo{nh, nkv, hd, 64, 1e7f, 1e-6f, true};
+    double us[3];
+    for (int f = 0; f < 3; ++f)
+        us[f] = graph_us([&](cudaStream_t s) {
+                    for (int l = 0; l < layers; ++l) {
+                        kernels::KvPages kv;
+                        kv.page_table = table_d.get(), kv.max_pages = max_pages, kv.dtype = dtype;
+                        if (dtype == kernels::KvDtype::Bf16) {
+                            kv.k = reinterpret_cast<bf16*>(pools[2 * l]->get());
+                            kv.v = reinterpret_cast<bf16*>(pools[2 * l + 1]->get());
+                        } else {
+                            kv.k_q = pools[2 * l]->get(), kv.v_q = pools[2 * l + 1]->get();
+                        }
+                        const kernels::AttnPrepArgs pa{geo, qg.get(), nh * 2 * hd, kv_in.get(), 2 * nkv * hd,
+                                                       kv_in.get() + nkv * hd, 2 * nkv * hd, norm_w.get(), norm_w.get(),
+                                                       lanes_d.get(), pos_d.get(), kv, q.get(), nh * hd, batch};
+                        const kernels::AttnDecodeArgs da{geo, q.get(), nh * hd, qg.get(), nh * 2 * hd, lanes_d.get(),
+                                                         pos_d.get(), kv, out.get(), nh * hd, batch, max_context,
+                                                         scratch.get(), scratch_floats};
+                        CUDA_OK(kernels::attn_decode_folded(pa, da, kernels::AttnFold(f), s));
+                    }
+                }) / layers;
+    std::printf("RESULT mixer_decode attention_fold %s kv %s depth %d batch %d: prep+partial+combine %.2f, fold "
+                "combine (NINFER_ATTN_FOLD=1) %.2f, fold all (=2) %.2f us/layer (graphs of %d layers)\n",
+                model, dtype == kernels::KvDtype::Bf16 ? "bf16" : dtype == kernels::KvDtype::Fp8 ? "fp8" : "int8", depth,
+                batch, us[0], us[1], us[2], layers);
+}
+
 void time_gdn(const char* model, int hk, int hv, int batch) {
     constexpr int D = kernels::kGdnHeadDim;
     const int conv_dim = 2 * hk * D + hv * D;
@@ -156,6 +203,11 @@ TEST_CASE("decode mixers: time per layer at the 27B and 35B-A3B shapes (RESULT l
         }
         time_attention("27B", 24, 4, 8192, batch, kernels::KvDtype::Fp8);
         time_attention("27B", 24, 4, 8192, batch, kernels::KvDtype::Int8);
+        for (int depth : {512, 8192}) {
+            time_attention_fold("27B", 24, 4, depth, batch, kernels::KvDtype::Bf16);
+            time_attention_fold("35B-A3B", 16, 2, depth, batch, kernels::KvDtype::Bf16);
+        }
+        time_attention_fold("27B", 24, 4, 8192, batch, kernels::KvDtype::Fp8);
         time_gdn("27B", 16, 48, batch);
         time_gdn("35B-A3B", 16, 32, batch);
     }

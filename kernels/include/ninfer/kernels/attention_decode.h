@@ -28,6 +28,15 @@
 //    codes widened exactly with their scales applied in f32, P as a bf16 high + low pair; f32
 //    accumulators), an online softmax per warp; a second kernel merges the ranges and applies the
 //    gate. scratch must hold attn_decode_scratch_floats(n_tokens, n_heads, max_context) floats.
+// 3. attn_decode_folded (off by default: kAttnFoldDefault, NINFER_ATTN_FOLD): fold Off = 1. then 2.;
+//    Combine = 1. then one kernel whose last block to finish per (token, KV head) merges the ranges
+//    (an atomic counter per (token, KV head) that this block resets, so graph replays work) in the
+//    combine kernel's fixed order; All = one kernel: every block also norms and ropes its group's
+//    queries (no q_out), and the block holding position positions[t] computes and stores the new K/V
+//    row and uses it from shared memory. Every fold gives the same bits as Off (out and pool); only
+//    All leaves q_out unwritten. The counters are the last n_tokens * n_kv_heads words of the
+//    scratch (attn_decode_scratch_floats reserves them): zero them once before the first folded call
+//    (each call leaves them zero; the partials never reach them, for any n_tokens <= the sizing's).
 // - Requirements: head_dim == 256, rotary_dim even and <= head_dim, n_heads % n_kv_heads == 0,
 //   n_heads / n_kv_heads <= 8, positions[t] < max_context, 16-byte aligned rows; lanes distinct.
 //   Violations the host can see return cudaErrorInvalidValue; device-side indices are trusted.
@@ -114,8 +123,16 @@ struct AttnDecodeArgs {
     size_t scratch_floats = 0;
 };
 
+enum class AttnFold : uint8_t { Off, Combine, All };
+constexpr AttnFold kAttnFoldDefault = AttnFold::Off;
+
 size_t attn_decode_scratch_floats(int n_tokens, int n_heads, int max_context);
 cudaError_t attn_decode_prep(const AttnPrepArgs& args, cudaStream_t stream);
 cudaError_t attn_decode(const AttnDecodeArgs& args, cudaStream_t stream);
+// NINFER_ATTN_FOLD = 0 | 1 | 2 (Off | Combine | All), read once per process; kAttnFoldDefault when
+// unset or anything else.
+AttnFold attn_fold_from_env();
+// prep and attn describe the same tokens (geo, lanes, positions, kv, n_tokens; attn.qg == prep.qg).
+cudaError_t attn_decode_folded(const AttnPrepArgs& prep, const AttnDecodeArgs& attn, AttnFold fold, cudaStream_t stream);
 
 } // namespace ninfer::kernels
