@@ -322,6 +322,7 @@ void Runner::gdn(const DeviceLayer& L, uint32_t gi, int n, bool one_lane) {
         r.n_v_heads = int(c.linear_num_value_heads);
         r.n_tokens = per;
         r.eps = c.rms_norm_eps;
+        r.state_settled = i == 0 && kernels::gdn_state_settled_from_env(); // see gdn_decode.h
         cuda_check(kernels::gdn_decode_step(cv, r, stream_), "GDN conv + recurrence"); // one launch
     }
     linear(w.output, y_, nullptr, nullptr, vd_w_, n, mix_, true, hs_);

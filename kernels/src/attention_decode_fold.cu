@@ -89,7 +89,7 @@ __device__ __forceinline__ void prep_in_block(const AttnPrepArgs& p, uint32_t (&
     float x[kGroupMax + 1][2];
 #pragma unroll
     for (int r = 0; r <= kGroupMax; ++r) {
-        if (r >= n_rows) break;
+        if (r >= n_rows) continue;
         const __nv_bfloat16* src = r < group ? p.qg + int64_t(t) * p.qg_stride + int64_t(kvh * group + r) * 2 * kDim
                                              : p.k + int64_t(t) * p.k_stride + int64_t(kvh) * kDim;
         x[r][0] = __bfloat162float(src[tid]);
@@ -100,7 +100,7 @@ __device__ __forceinline__ void prep_in_block(const AttnPrepArgs& p, uint32_t (&
     __syncthreads();
 #pragma unroll
     for (int r = 0; r <= kGroupMax; ++r) {
-        if (r >= n_rows) break;
+        if (r >= n_rows) continue;
         float total = 0.f;
         for (int i = 0; i < kWarps; ++i) total += red[r][i];
         const float inv = rsqrtf(total / float(kDim) + geo.eps);
@@ -113,7 +113,7 @@ __device__ __forceinline__ void prep_in_block(const AttnPrepArgs& p, uint32_t (&
     float kout[2] = {0.f, 0.f};
 #pragma unroll
     for (int r = 0; r <= kGroupMax; ++r) {
-        if (r >= n_rows) break;
+        if (r >= n_rows) continue;
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
             const int d = tid + 128 * e;
