@@ -64,7 +64,7 @@ __global__ void attn_prep_kernel(AttnPrepArgs a) {
         float out = xs[d];
         if (d < geo.rotary_dim) {
             const float rot = d < half ? -xs[d + half] : xs[d - half];
-            out = rope_mix(xs[d], rot, float(pos) * inv_freq[e], geo.exact);
+            out = rope_apply(xs[d], rot, rope_cos_sin(float(pos) * inv_freq[e], geo.exact), geo.exact);
         }
         if (dst) dst[d] = __float2bfloat16(out);
         else ys[d] = out;

@@ -111,6 +111,9 @@ __device__ __forceinline__ void prep_in_block(const AttnPrepArgs& p, uint32_t (&
     __syncthreads();
     uint16_t* q16 = reinterpret_cast<uint16_t*>(&q_sh[0][0]);
     float kout[2] = {0.f, 0.f};
+    RopeCs cs[2]; // the same for every row: once per dim, not per row
+#pragma unroll
+    for (int e = 0; e < 2; ++e) cs[e] = rope_cos_sin(float(pos) * inv_freq[e], geo.exact);
 #pragma unroll
     for (int r = 0; r <= kGroupMax; ++r) {
         if (r >= n_rows) continue;
@@ -120,7 +123,7 @@ __device__ __forceinline__ void prep_in_block(const AttnPrepArgs& p, uint32_t (&
             float out = xs[r][d];
             if (d < geo.rotary_dim) {
                 const float rot = d < half ? -xs[r][d + half] : xs[r][d - half];
-                out = rope_mix(xs[r][d], rot, float(pos) * inv_freq[e], geo.exact);
+                out = rope_apply(xs[r][d], rot, cs[e], geo.exact);
             }
             if (r < group) { // stage_q's bf16x2 multiply by 2^-4 on the stored bf16
                 const uint32_t b = __bfloat16_as_ushort(__float2bfloat16(out));

@@ -21,12 +21,17 @@ __device__ __forceinline__ float rope_inv_freq(const AttnGeometry& geo, int d) {
     return d < geo.rotary_dim ? 1.f / powf(geo.rope_theta, float(2 * (d % half)) / float(geo.rotary_dim)) : 0.f;
 }
 
-// NeoX RoPE of one dim: x its normed value, rot the partner's (negated below the half), freq = pos *
-// inv_freq. exact: f32 throughout; else cos/sin and both products rounded to bf16 (the reference).
-__device__ __forceinline__ float rope_mix(float x, float rot, float freq, bool exact) {
-    if (exact) return x * cosf(freq) + rot * sinf(freq);
-    const float c = bf16_round(cosf(freq)), s = bf16_round(sinf(freq));
-    return bf16_round(x * c) + bf16_round(rot * s);
+// RoPE's cos and sin of freq = pos * inv_freq: f32 when exact, else rounded to bf16 (the reference).
+struct RopeCs {
+    float c, s;
+};
+__device__ __forceinline__ RopeCs rope_cos_sin(float freq, bool exact) {
+    return exact ? RopeCs{cosf(freq), sinf(freq)} : RopeCs{bf16_round(cosf(freq)), bf16_round(sinf(freq))};
+}
+// NeoX RoPE of one dim: x its normed value, rot the partner's (negated below the half); exact: f32
+// throughout, else both products rounded to bf16 (the reference).
+__device__ __forceinline__ float rope_apply(float x, float rot, RopeCs cs, bool exact) {
+    return exact ? x * cs.c + rot * cs.s : bf16_round(x * cs.c) + bf16_round(rot * cs.s);
 }
 
 // Quantises one row held by a block of 128 threads (y0 at dim tid, y1 at tid + 128) exactly as
