@@ -197,7 +197,7 @@ void Runner::enqueue_forward(int n, bool one_lane) {
         cuda_check(kernels::add_rmsnorm(x_, hs_, l == 0 ? nullptr : mix_, hs_, L.input_norm, xn_, hs_, xn32_, n,
                                         int(c.hidden_size), eps, stream_, xn_lo_), "input norm");
         if (L.kind == LayerKind::FullAttention)
-            attention(L, full++, n);
+            attention(L, full++, n, one_lane);
         else
             gdn(L, gdn_index++, n, one_lane);
         cuda_check(kernels::add_rmsnorm(x_, hs_, mix_, hs_, L.post_attention_norm, xn_, hs_, xn32_, n,
@@ -213,7 +213,7 @@ void Runner::enqueue_head(int row, int n) {
            logits_stride_);
 }
 
-void Runner::attention(const DeviceLayer& L, uint32_t fi, int n) {
+void Runner::attention(const DeviceLayer& L, uint32_t fi, int n, bool one_lane) {
     const ModelConfig& c = config_;
     const DeviceAttention& w = L.attention;
     if (w.fused.view.data) {
@@ -259,7 +259,11 @@ void Runner::attention(const DeviceLayer& L, uint32_t fi, int n) {
     d.max_context = int(plan_.max_context);
     d.scratch = attn_scratch_;
     d.scratch_floats = attn_scratch_floats_;
-    cuda_check(kernels::attn_decode_folded(p, d, kernels::attn_fold_from_env(), stream_), "attention"); // Off: prep, attention
+    // Off: prep, then attention. All needs distinct lanes: one lane's tokens read each other's new rows.
+    // AllEarly's promise holds: every forward starts after a stream synchronisation (upload_step).
+    kernels::AttnFold fold = kernels::attn_fold_from_env();
+    if (one_lane && n > 1 && fold >= kernels::AttnFold::All) fold = kernels::AttnFold::Combine;
+    cuda_check(kernels::attn_decode_folded(p, d, fold, stream_), "attention");
     linear(w.output, attn_, nullptr, nullptr, q_w_, n, mix_, true, hs_);
 }
 

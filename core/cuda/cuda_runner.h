@@ -83,7 +83,7 @@ class Runner {
     void enqueue_head(int row, int n);
 
   private:
-    void attention(const DeviceLayer& L, uint32_t full_index, int n);
+    void attention(const DeviceLayer& L, uint32_t full_index, int n, bool one_lane);
     void gdn(const DeviceLayer& L, uint32_t gdn_index, int n, bool one_lane);
     void ffn(const DeviceLayer& L, int n);
     void moe(const DeviceLayer& L, int n);

@@ -236,8 +236,11 @@ __device__ __forceinline__ void fold_merge(const AttnDecodeArgs& a, float (&w_sh
 
 // grid (n_chunks, n_kv_heads, n_tokens), 128 threads: attn_mma_partial_kernel (kPrep: with the prep
 // done in the block, see prep_in_block), then the counter of (t, kvh) picks the block that merges.
+// early (AttnFold::AllEarly): the step's inputs, the page table and the rows before the current
+// token are settled, so the first slice's K / V loads go out before the PDL wait and overlap the
+// previous kernel (the current token's row, written by this launch, is patched in anyway).
 template <KvDtype D, bool kPrep>
-__global__ void __launch_bounds__(kThreads, 2) attn_fold_kernel(AttnDecodeArgs a, AttnPrepArgs p, int n_chunks) {
+__global__ void __launch_bounds__(kThreads, 2) attn_fold_kernel(AttnDecodeArgs a, AttnPrepArgs p, int n_chunks, bool early) {
     __shared__ float o_sh[kWarps][kGroupMax][kDim]; // also the prep's rows and the merge's weights
     __shared__ float m_sh[kWarps][kGroupMax], l_sh[kWarps][kGroupMax];
     __shared__ __align__(16) uint32_t q_sh[kGroupMax][kQWords];
@@ -257,7 +260,7 @@ __global__ void __launch_bounds__(kThreads, 2) attn_fold_kernel(AttnDecodeArgs a
             inv_freq[e] = rope_inv_freq(p.geo, tid + 128 * e);
         }
     }
-    ninfer_grid_wait(); // PDL: q (or its projections) and the step's positions come from earlier kernels
+    if (!early) ninfer_grid_wait(); // PDL: q (or its projections) and the step's positions come from earlier kernels
     const int chunk = blockIdx.x, kvh = blockIdx.y, t = blockIdx.z;
     const int pos = a.positions[t], len = pos + 1;
     const ChunkSplit split = chunk_split(len, n_chunks);
@@ -271,6 +274,7 @@ __global__ void __launch_bounds__(kThreads, 2) attn_fold_kernel(AttnDecodeArgs a
     KRegs<D> k;
     VRegs<D> v;
     first_slice<D>(cur, k, v, a, lane_id, kvh, tb0, c1, gid, tig); // before the Q work below
+    if (early) ninfer_grid_wait();
     if constexpr (kPrep)
         prep_in_block<D>(p, q_sh, reinterpret_cast<float(&)[kGroupMax + 1][kDim]>(o_sh), red, rows, wq, wk, inv_freq, t,
                          kvh, group, pos, writer);
@@ -303,13 +307,13 @@ __global__ void __launch_bounds__(kThreads, 2) attn_fold_kernel(AttnDecodeArgs a
 }
 
 template <bool kPrep>
-cudaError_t launch_fold(const AttnDecodeArgs& a, const AttnPrepArgs& p, cudaStream_t stream) {
+cudaError_t launch_fold(const AttnDecodeArgs& a, const AttnPrepArgs& p, bool early, cudaStream_t stream) {
     const int n_chunks = n_chunks_for(a.geo.n_kv_heads, a.max_context);
     const dim3 grid(unsigned(n_chunks), unsigned(a.geo.n_kv_heads), unsigned(a.n_tokens)), block(kThreads);
     switch (a.kv.dtype) {
-    case KvDtype::Fp8: return launch_pdl(attn_fold_kernel<KvDtype::Fp8, kPrep>, grid, block, 0, stream, a, p, n_chunks);
-    case KvDtype::Int8: return launch_pdl(attn_fold_kernel<KvDtype::Int8, kPrep>, grid, block, 0, stream, a, p, n_chunks);
-    default: return launch_pdl(attn_fold_kernel<KvDtype::Bf16, kPrep>, grid, block, 0, stream, a, p, n_chunks);
+    case KvDtype::Fp8: return launch_pdl(attn_fold_kernel<KvDtype::Fp8, kPrep>, grid, block, 0, stream, a, p, n_chunks, early);
+    case KvDtype::Int8: return launch_pdl(attn_fold_kernel<KvDtype::Int8, kPrep>, grid, block, 0, stream, a, p, n_chunks, early);
+    default: return launch_pdl(attn_fold_kernel<KvDtype::Bf16, kPrep>, grid, block, 0, stream, a, p, n_chunks, early);
     }
 }
 
@@ -320,6 +324,7 @@ AttnFold attn_fold_from_env() {
         const char* s = std::getenv("NINFER_ATTN_FOLD");
         if (s && std::strcmp(s, "1") == 0) return AttnFold::Combine;
         if (s && std::strcmp(s, "2") == 0) return AttnFold::All;
+        if (s && std::strcmp(s, "3") == 0) return AttnFold::AllEarly;
         if (s && std::strcmp(s, "0") == 0) return AttnFold::Off;
         return kAttnFoldDefault;
     }();
@@ -338,10 +343,10 @@ cudaError_t attn_decode_folded(const AttnPrepArgs& p, const AttnDecodeArgs& a, A
     if (!same || !detail::decode_args_ok(a, fold == AttnFold::Combine)) return cudaErrorInvalidValue;
     if (fold == AttnFold::Combine) {
         const cudaError_t err = attn_decode_prep(p, stream);
-        return err != cudaSuccess ? err : detail::launch_fold<false>(a, p, stream);
+        return err != cudaSuccess ? err : detail::launch_fold<false>(a, p, false, stream);
     }
     if (!detail::prep_args_ok(p, false)) return cudaErrorInvalidValue;
-    return detail::launch_fold<true>(a, p, stream);
+    return detail::launch_fold<true>(a, p, fold == AttnFold::AllEarly, stream);
 }
 
 } // namespace ninfer::kernels

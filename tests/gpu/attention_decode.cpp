@@ -241,10 +241,10 @@ TEST_CASE("attention decode with fp8 and int8 KV writes the codec's rows and mat
     }
 }
 
-TEST_CASE("folded attention decode (NINFER_ATTN_FOLD 1 and 2) gives the split path's bits and matches fp64",
+TEST_CASE("folded attention decode (NINFER_ATTN_FOLD 1, 2, 3) gives the split path's bits and matches fp64",
           "[attention_decode]") {
     require_gpu();
-    for (kernels::AttnFold f : {kernels::AttnFold::Combine, kernels::AttnFold::All})
+    for (kernels::AttnFold f : {kernels::AttnFold::Combine, kernels::AttnFold::All, kernels::AttnFold::AllEarly})
         for (kernels::KvDtype d : {kernels::KvDtype::Bf16, kernels::KvDtype::Fp8, kernels::KvDtype::Int8}) {
             run_attention(16, 2, {0}, 51, d, f);     // depth 1: one chunk, the writer merges alone
             run_attention(16, 2, {511}, 52, d, f);   // 35B-A3B depth 512: 8 one-page chunks

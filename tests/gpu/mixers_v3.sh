@@ -36,8 +36,9 @@ test_tag gdn_decode default
 test_tag mixer_decode_timing default
 # The runner's graph == eager and batch 8 == 8 singles bit checks, and the fp8 / int8 KV paths, with
 # every switch on (the folds must not change a bit of them).
-test_tag cuda_backend switches NINFER_ATTN_FOLD=2 NINFER_GDN_EARLY_STATE=1
-test_tag formats_e2e switches NINFER_ATTN_FOLD=2 NINFER_GDN_EARLY_STATE=1
+test_tag cuda_backend switches NINFER_ATTN_FOLD=3 NINFER_GDN_EARLY_STATE=1
+test_tag formats_e2e switches NINFER_ATTN_FOLD=3 NINFER_GDN_EARLY_STATE=1
+test_tag cuda_backend fold2 NINFER_ATTN_FOLD=2
 test_tag cuda_backend fold1 NINFER_ATTN_FOLD=1
 
 # bench MODEL GEN LABEL [VAR=VALUE...]
@@ -53,9 +54,10 @@ bench() {
 bench qwen3.6-35b-a3b 8 off
 bench qwen3.6-35b-a3b 8 fold1 NINFER_ATTN_FOLD=1
 bench qwen3.6-35b-a3b 8 fold2 NINFER_ATTN_FOLD=2
-bench qwen3.6-35b-a3b 8 fold2_gdn NINFER_ATTN_FOLD=2 NINFER_GDN_EARLY_STATE=1
+bench qwen3.6-35b-a3b 8 fold3 NINFER_ATTN_FOLD=3
+bench qwen3.6-35b-a3b 8 fold3_gdn NINFER_ATTN_FOLD=3 NINFER_GDN_EARLY_STATE=1
 bench qwen3.6-27b 8 off
-bench qwen3.6-27b 8 fold2_gdn NINFER_ATTN_FOLD=2 NINFER_GDN_EARLY_STATE=1
+bench qwen3.6-27b 8 fold3_gdn NINFER_ATTN_FOLD=3 NINFER_GDN_EARLY_STATE=1
 bench qwen3.6-27b 8 fold1 NINFER_ATTN_FOLD=1
 cat "$SUMMARY"
 exit $status

@@ -34,7 +34,11 @@
 //    combine kernel's fixed order; All = one kernel: every block also norms and ropes its group's
 //    queries (no q_out), and the block holding position positions[t] computes and stores the new K/V
 //    row and uses it from shared memory. Every fold gives the same bits as Off (out and pool); only
-//    All leaves q_out unwritten. The counters are the last n_tokens * n_kv_heads words of the
+//    All leaves q_out unwritten. All needs distinct lanes (Off and Combine also run several tokens
+//    of one lane, at consecutive positions: their prep stores every new row before any is read).
+//    AllEarly = All with the first K / V loads before the PDL wait: the caller promises that no
+//    kernel that may still run when this one starts writes lanes, positions, the page table or the
+//    rows before positions[t] (true after a stream synchronisation since they were written). The counters are the last n_tokens * n_kv_heads words of the
 //    scratch (attn_decode_scratch_floats reserves them): zero them once before the first folded call
 //    (each call leaves them zero; the partials never reach them, for any n_tokens <= the sizing's).
 // - Requirements: head_dim == 256, rotary_dim even and <= head_dim, n_heads % n_kv_heads == 0,
@@ -123,13 +127,13 @@ struct AttnDecodeArgs {
     size_t scratch_floats = 0;
 };
 
-enum class AttnFold : uint8_t { Off, Combine, All };
+enum class AttnFold : uint8_t { Off, Combine, All, AllEarly };
 constexpr AttnFold kAttnFoldDefault = AttnFold::Off;
 
 size_t attn_decode_scratch_floats(int n_tokens, int n_heads, int max_context);
 cudaError_t attn_decode_prep(const AttnPrepArgs& args, cudaStream_t stream);
 cudaError_t attn_decode(const AttnDecodeArgs& args, cudaStream_t stream);
-// NINFER_ATTN_FOLD = 0 | 1 | 2 (Off | Combine | All), read once per process; kAttnFoldDefault when
+// NINFER_ATTN_FOLD = 0 | 1 | 2 | 3 (Off | Combine | All | AllEarly), read once per process; kAttnFoldDefault when
 // unset or anything else.
 AttnFold attn_fold_from_env();
 // prep and attn describe the same tokens (geo, lanes, positions, kv, n_tokens; attn.qg == prep.qg).
