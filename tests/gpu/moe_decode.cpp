@@ -286,6 +286,7 @@ TEST_CASE("moe decode v4: q4 shared gate/up and down on tensor cores, the router
     for (Path path : {Path::V4, Path::V4Cluster})
         for (const Shape& s : shapes)
             for (int n = 1; n <= 8; ++n) {
+                if (s.H == 2048 && n != 1 && n != 8) continue; // the fp64 reference is slow at this width
                 const WeightFormat router = routers[(n + int(s.E)) % 3];
                 compared += check_case(s, {router, WeightFormat::Q4G64Fp16, WeightFormat::Q4G64Fp16}, n, seed++, path);
                 tokens += n;

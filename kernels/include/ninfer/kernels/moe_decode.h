@@ -24,15 +24,15 @@
 //   SwiGLU rows split likewise for the tensor-core down).
 // - q4 experts' gate/up run on tensor cores (x = hi + mid + lo bf16 parts, exact products, f32
 //   sums) unless the environment says NINFER_MOE_MMA=0 (the FMA path of every other format).
-// - Paths (MoeDecodeArgs::path; Env reads NINFER_MOE_V4 once: unset/0 = V3, 1 = V4, 2 = V4Cluster;
-//   the default is kMoeDecodeDefaultPath). V3: the kernels above. V4 (all four expert views q4,
-//   else V3): the shared expert's gate/up on tensor cores in the first launch (each block splits x
-//   for its chunk of tokens in shared memory), the gate/up epilogues store the SwiGLU rows as bf16
-//   parts and the down rows of every choice run on tensor cores (exact products, f32 sums as
-//   above). V4Cluster (V4 with E <= 256, else V4): the router rows are computed by one cluster of
-//   8 blocks that hands its logits to block 0 through distributed shared memory (no global logits,
-//   fence or counter). Every path meets the contract above; their bits differ from each other's
-//   (V4 and V4Cluster route identically and agree bit for bit).
+// - Paths (MoeDecodeArgs::path; Env reads NINFER_MOE_V4 once: 0 = V3, 1 = V4, 2 = V4Cluster,
+//   unset: kMoeDecodeDefaultPath, V3 now). V3: the kernels above. V4 (all four expert views q4,
+//   else V3; NINFER_MOE_MMA ignored): the shared expert's gate/up on tensor cores in the first
+//   launch (each block splits x for its chunk of tokens in shared memory), the gate/up epilogues
+//   store the SwiGLU rows as bf16 parts and the down rows of every choice run on tensor cores
+//   (exact products, f32 sums as above). V4Cluster (V4 with E <= 256, else V4): the router rows
+//   are computed by one cluster of 8 blocks that hands its logits to block 0 through distributed
+//   shared memory (no global logits, fence or counter). Every path meets the contract above; V3's
+//   output bits differ from V4's; V4 and V4Cluster agree bit for bit (all three route identically).
 // - Determinism: every dot product's summation order depends on (format, k, the row) only, never
 //   on n_tokens or on which tokens share an expert, so a batch equals its tokens run alone, bit for
 //   bit, and a graph replay equals the eager call.
