@@ -12,8 +12,9 @@ namespace ninfer::kernels::detail {
 // attn_decode_prep's argument checks (need_q_out: the fold that keeps q in the block does not).
 bool prep_args_ok(const AttnPrepArgs& a, bool need_q_out);
 
-// This thread's share of a row's sum of squares (dims tid and tid + 128).
-__device__ __forceinline__ float sum_sq2(float x0, float x1) { return x0 * x0 + x1 * x1; }
+// This thread's share of a row's sum of squares (dims tid and tid + 128); the fma spelled out as
+// in rope_apply (attn_prep_kernel has always rounded it this way).
+__device__ __forceinline__ float sum_sq2(float x0, float x1) { return fmaf(x0, x0, __fmul_rn(x1, x1)); }
 
 // theta^(-2i/rotary_dim) of rotary dim d (i = d mod rotary_dim / 2); 0 past the rotary dims.
 __device__ __forceinline__ float rope_inv_freq(const AttnGeometry& geo, int d) {
@@ -29,9 +30,10 @@ __device__ __forceinline__ RopeCs rope_cos_sin(float freq, bool exact) {
     return exact ? RopeCs{cosf(freq), sinf(freq)} : RopeCs{bf16_round(cosf(freq)), bf16_round(sinf(freq))};
 }
 // NeoX RoPE of one dim: x its normed value, rot the partner's (negated below the half); exact: f32
-// throughout, else both products rounded to bf16 (the reference).
+// throughout, else both products rounded to bf16 (the reference). The fma is spelled out: with two
+// products the compiler may fuse either, and the folded kernel must round like attn_prep_kernel.
 __device__ __forceinline__ float rope_apply(float x, float rot, RopeCs cs, bool exact) {
-    return exact ? x * cs.c + rot * cs.s : bf16_round(x * cs.c) + bf16_round(rot * cs.s);
+    return exact ? fmaf(rot, cs.s, __fmul_rn(x, cs.c)) : bf16_round(x * cs.c) + bf16_round(rot * cs.s);
 }
 
 // Quantises one row held by a block of 128 threads (y0 at dim tid, y1 at tid + 128) exactly as
