@@ -181,56 +181,74 @@ template <KvDtype D> __device__ __forceinline__ void store_new_rows(const KvPage
 // The last block of (t, kvh) merges the group's used chunks exactly as attn_mma_combine_kernel does:
 // m the max, w_c = exp(m_c - m), den = the block_sum of w_c l_c (warp butterflies over 32-chunk
 // groups, then the groups in order from 0), num[d] four chains over chunks c = q mod 4 in increasing
-// c, then ((q0 + q1) + q2) + q3. Warp w takes heads w, w + 4 for the weights; every thread then dims
-// tid and tid + 128 of every head. Partials are read through L2 (other SMs wrote them).
+// c, then ((q0 + q1) + q2) + q3. Partials are read through L2 (other SMs wrote them), so the merge is
+// a chain of L2 round trips: warp w takes the weights of heads w and w + 4 in one, and each thread
+// dims 2 tid, 2 tid + 1 of every head, kBatch chunks of all heads per round (one 8-byte load each).
+constexpr int kHeadsPerWarp = kGroupMax / kWarps;
 __device__ __forceinline__ void fold_merge(const AttnDecodeArgs& a, float (&w_sh)[kGroupMax][kMergeGroups * 32],
                                            float (&den_sh)[kGroupMax], int t, int kvh, int group, int used, int n_chunks) {
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const float* base = a.scratch + (int64_t(t) * a.geo.n_heads + kvh * group) * n_chunks * kPartLen;
-    for (int h = warp; h < group; h += kWarps) {
-        const float* part = base + int64_t(h) * n_chunks * kPartLen;
-        float mc[kMergeGroups], lc[kMergeGroups];
-        float m = -INFINITY;
+    const int64_t head_stride = int64_t(n_chunks) * kPartLen;
+    float mc[kHeadsPerWarp][kMergeGroups], lc[kHeadsPerWarp][kMergeGroups];
+#pragma unroll
+    for (int i = 0; i < kHeadsPerWarp; ++i) {
+        const int h = warp + kWarps * i;
 #pragma unroll
         for (int g = 0; g < kMergeGroups; ++g) {
             const int c = 32 * g + lane;
-            mc[g] = c < used ? __ldcg(part + c * kPartLen + kDim) : -INFINITY;
-            lc[g] = c < used ? __ldcg(part + c * kPartLen + kDim + 1) : 0.f;
-            m = fmaxf(m, mc[g]);
+            const bool ok = h < group && c < used;
+            mc[i][g] = ok ? __ldcg(base + h * head_stride + c * kPartLen + kDim) : -INFINITY;
+            lc[i][g] = ok ? __ldcg(base + h * head_stride + c * kPartLen + kDim + 1) : 0.f;
         }
+    }
+#pragma unroll
+    for (int i = 0; i < kHeadsPerWarp; ++i) {
+        const int h = warp + kWarps * i;
+        if (h >= group) continue; // warp-uniform
+        float m = -INFINITY;
+#pragma unroll
+        for (int g = 0; g < kMergeGroups; ++g) m = fmaxf(m, mc[i][g]);
         m = warp_max(m);
         float den = 0.f;
 #pragma unroll
         for (int g = 0; g < kMergeGroups; ++g) {
             const int c = 32 * g + lane;
-            const float w = c < used ? expf(mc[g] - m) : 0.f;
+            const float w = c < used ? expf(mc[i][g] - m) : 0.f;
             w_sh[h][c] = w;
-            den += warp_sum(w * lc[g]);
+            den += warp_sum(w * lc[i][g]);
         }
         if (lane == 0) den_sh[h] = den;
     }
     __syncthreads();
-    constexpr int kBatch = 8; // chunks per round: 16 loads in flight per thread
-    for (int h = 0; h < group; ++h) {
-        const float* part = base + int64_t(h) * n_chunks * kPartLen;
-        float n0[4] = {}, n1[4] = {};
-        for (int c0 = 0; c0 < used; c0 += kBatch) {
-            float v0[kBatch], v1[kBatch];
+    constexpr int kBatch = 4; // chunks per round, one per chain
+    float2 n[kGroupMax][kBatch] = {};
+    for (int c0 = 0; c0 < used; c0 += kBatch) {
+        float2 v[kGroupMax][kBatch];
+#pragma unroll
+        for (int h = 0; h < kGroupMax; ++h)
 #pragma unroll
             for (int i = 0; i < kBatch; ++i) {
                 const int c = c0 + i;
-                v0[i] = c < used ? __ldcg(part + c * kPartLen + tid) : 0.f;
-                v1[i] = c < used ? __ldcg(part + c * kPartLen + tid + 128) : 0.f;
+                v[h][i] = h < group && c < used
+                              ? __ldcg(reinterpret_cast<const float2*>(base + h * head_stride + c * kPartLen + 2 * tid))
+                              : make_float2(0.f, 0.f);
             }
 #pragma unroll
+        for (int h = 0; h < kGroupMax; ++h)
+#pragma unroll
             for (int i = 0; i < kBatch; ++i)
-                if (c0 + i < used) {
-                    n0[i & 3] = fmaf(w_sh[h][c0 + i], v0[i], n0[i & 3]);
-                    n1[i & 3] = fmaf(w_sh[h][c0 + i], v1[i], n1[i & 3]);
+                if (h < group && c0 + i < used) {
+                    const float w = w_sh[h][c0 + i];
+                    n[h][i].x = fmaf(w, v[h][i].x, n[h][i].x);
+                    n[h][i].y = fmaf(w, v[h][i].y, n[h][i].y);
                 }
-        }
-        store_gated(a, t, kvh * group + h, tid, ((n0[0] + n0[1]) + n0[2]) + n0[3], den_sh[h]);
-        store_gated(a, t, kvh * group + h, tid + 128, ((n1[0] + n1[1]) + n1[2]) + n1[3], den_sh[h]);
+    }
+#pragma unroll
+    for (int h = 0; h < kGroupMax; ++h) {
+        if (h >= group) continue;
+        store_gated(a, t, kvh * group + h, 2 * tid, ((n[h][0].x + n[h][1].x) + n[h][2].x) + n[h][3].x, den_sh[h]);
+        store_gated(a, t, kvh * group + h, 2 * tid + 1, ((n[h][0].y + n[h][1].y) + n[h][2].y) + n[h][3].y, den_sh[h]);
     }
 }
 
