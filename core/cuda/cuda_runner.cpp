@@ -110,6 +110,14 @@ Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_act
     act_ = arena_.alloc_n<__nv_bfloat16>(B * act_w_, "SwiGLU output");
     act32_ = arena_.alloc_n<float>(B * act_w_, "SwiGLU output (f32)");
     act_lo_ = arena_.alloc_n<__nv_bfloat16>(B * act_w_, "SwiGLU output (low halves)");
+    if (kernels::gemv_q4_offset() && !f32_) { // off by default (gemv.h kGemvQ4Offset)
+        xn_ofs_w_ = kernels::gemv_q4_offset_per_row(c.hidden_size);
+        act_ofs_w_ = kernels::gemv_q4_offset_per_row(inter);
+        xn_ofs_ = arena_.alloc_n<float>(2 * B * xn_ofs_w_, "normed rows (q4 offsets)");
+        xn_lo_ofs_ = xn_ofs_ + B * xn_ofs_w_;
+        act_ofs_ = arena_.alloc_n<float>(2 * B * act_ofs_w_, "SwiGLU output (q4 offsets)");
+        act_lo_ofs_ = act_ofs_ + B * act_ofs_w_;
+    }
     if (c.is_moe()) {
         if (!model_.layers.empty() && !model_.layers[0].moe.shared.gate_up.view.data)
             throw Error("cuda: the CUDA kernels do not cover this model: the shared expert's gate and up must share "
@@ -164,7 +172,7 @@ uint64_t Runner::recurrent_floats_per_lane() const {
 
 void Runner::linear(const DeviceLinear& w, const __nv_bfloat16* x, const __nv_bfloat16* x_lo, const float* x32,
                     int64_t x_stride, int n, void* y, bool y_fp32, int64_t y_stride, float* y_tail, int64_t tail_row0,
-                    int64_t tail_stride) {
+                    int64_t tail_stride, bool offsets) {
     if (f32_ && x32) {
         if (y_tail)
             throw Error("cuda: f32-activation mode has no fused projections");
@@ -184,6 +192,17 @@ void Runner::linear(const DeviceLinear& w, const __nv_bfloat16* x, const __nv_bf
     a.tail_row0 = tail_row0;
     a.y_tail_stride = tail_stride;
     a.scratch = scratch_;
+    if (offsets) {
+        if (x == xn_ && xn_ofs_) {
+            a.x_q4_offset = xn_ofs_;
+            a.x_lo_q4_offset = x_lo ? xn_lo_ofs_ : nullptr;
+            a.q4_offset_stride = xn_ofs_w_;
+        } else if (x == act_ && act_ofs_) {
+            a.x_q4_offset = act_ofs_;
+            a.x_lo_q4_offset = x_lo ? act_lo_ofs_ : nullptr;
+            a.q4_offset_stride = act_ofs_w_;
+        }
+    }
     cuda_check(kernels::gemv(a, stream_), "gemv");
 }
 
@@ -195,13 +214,15 @@ void Runner::enqueue_forward(int n, bool one_lane) {
     for (uint32_t l = 0; l < c.num_hidden_layers; ++l) {
         const DeviceLayer& L = model_.layers[l];
         cuda_check(kernels::add_rmsnorm(x_, hs_, l == 0 ? nullptr : mix_, hs_, L.input_norm, xn_, hs_, xn32_, n,
-                                        int(c.hidden_size), eps, stream_, xn_lo_), "input norm");
+                                        int(c.hidden_size), eps, stream_, xn_lo_, xn_ofs_, xn_lo_ofs_, xn_ofs_w_),
+                   "input norm");
         if (L.kind == LayerKind::FullAttention)
             attention(L, full++, n, one_lane);
         else
             gdn(L, gdn_index++, n, one_lane);
         cuda_check(kernels::add_rmsnorm(x_, hs_, mix_, hs_, L.post_attention_norm, xn_, hs_, xn32_, n,
-                                        int(c.hidden_size), eps, stream_, xn_lo_), "post-attention norm");
+                                        int(c.hidden_size), eps, stream_, xn_lo_, xn_ofs_, xn_lo_ofs_, xn_ofs_w_),
+                   "post-attention norm");
         ffn(L, n);
     }
     cuda_check(kernels::add_rmsnorm(x_, hs_, mix_, hs_, model_.final_norm, xn_, hs_, xn32_, n, int(c.hidden_size), eps,
@@ -210,7 +231,7 @@ void Runner::enqueue_forward(int n, bool one_lane) {
 
 void Runner::enqueue_head(int row, int n) {
     linear(model_.output_head, xn_ + row * hs_, xn_lo_ + row * hs_, xn32_ + row * hs_, hs_, n, logits_, true,
-           logits_stride_);
+           logits_stride_, nullptr, 0, 0, /*offsets=*/false);
 }
 
 void Runner::attention(const DeviceLayer& L, uint32_t fi, int n, bool one_lane) {
@@ -346,7 +367,9 @@ void Runner::ffn(const DeviceLayer& L, int n) {
         linear(mlp.gate, xn_, xn_lo_, xn32_, hs_, n, gate_up_, true, gu_w_);
         linear(mlp.up, xn_, xn_lo_, xn32_, hs_, n, gate_up_ + inter, true, gu_w_);
     }
-    cuda_check(kernels::swiglu(gate_up_, gu_w_, int(inter), act_, act32_, act_w_, n, stream_, act_lo_), "SwiGLU");
+    cuda_check(kernels::swiglu(gate_up_, gu_w_, int(inter), act_, act32_, act_w_, n, stream_, act_lo_, act_ofs_,
+                               act_lo_ofs_, act_ofs_w_),
+               "SwiGLU");
     linear(mlp.down, act_, act_lo_, act32_, act_w_, n, mix_, true, hs_);
 }
 
