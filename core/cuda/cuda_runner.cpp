@@ -284,7 +284,7 @@ void Runner::attention(const DeviceLayer& L, uint32_t fi, int n, bool one_lane) 
     // AllEarly's promise holds: every forward starts after a stream synchronisation (upload_step).
     kernels::AttnFold fold = kernels::attn_fold_from_env();
     if (one_lane && n > 1 && fold >= kernels::AttnFold::All) fold = kernels::AttnFold::Combine;
-    cuda_check(kernels::attn_decode_folded(p, d, fold, stream_), "attention");
+    cuda_check(kernels::attn_decode_folded(p, d, fold, stream_, kernels::attn_fold_merge_max_from_env()), "attention");
     linear(w.output, attn_, nullptr, nullptr, q_w_, n, mix_, true, hs_);
 }
 

@@ -258,7 +258,7 @@ __device__ __forceinline__ void fold_merge(const AttnDecodeArgs& a, float (&w_sh
 // token are settled, so the first slice's K / V loads go out before the PDL wait and overlap the
 // previous kernel (the current token's row, written by this launch, is patched in anyway).
 template <KvDtype D, bool kPrep>
-__global__ void __launch_bounds__(kThreads, 2) attn_fold_kernel(AttnDecodeArgs a, AttnPrepArgs p, int n_chunks, bool early) {
+__global__ void __launch_bounds__(kThreads, 2) attn_fold_kernel(AttnDecodeArgs a, AttnPrepArgs p, int n_chunks, bool early, int merge_max) {
     __shared__ float o_sh[kWarps][kGroupMax][kDim]; // also the prep's rows and the merge's weights
     __shared__ float m_sh[kWarps][kGroupMax], l_sh[kWarps][kGroupMax];
     __shared__ __align__(16) uint32_t q_sh[kGroupMax][kQWords];
@@ -308,10 +308,11 @@ __global__ void __launch_bounds__(kThreads, 2) attn_fold_kernel(AttnDecodeArgs a
     else
         chunk_slices<D>(acc, m_run, l_run, cur, k, v, a, lane_id, kvh, tb0, c1, q_sh[gid], gid, tig, NoPatch{});
     merge_store_partial(a, o_sh, m_sh, l_sh, acc, m_run, l_run, group, t, kvh, chunk, n_chunks);
+    const int used = split.used;
+    if (used > merge_max) return; // the combine kernel merges this token
     // Publish the partial, then count it; the block that completes the count merges and re-arms.
     __threadfence();
     __syncthreads();
-    const int used = split.used;
     if (tid == 0) {
         uint32_t* counter = reinterpret_cast<uint32_t*>(a.scratch + a.scratch_floats) - 1 - (t * a.geo.n_kv_heads + kvh);
         const bool last = atomicAdd(counter, 1u) == uint32_t(used - 1);
@@ -325,14 +326,24 @@ __global__ void __launch_bounds__(kThreads, 2) attn_fold_kernel(AttnDecodeArgs a
 }
 
 template <bool kPrep>
-cudaError_t launch_fold(const AttnDecodeArgs& a, const AttnPrepArgs& p, bool early, cudaStream_t stream) {
-    const int n_chunks = n_chunks_for(a.geo.n_kv_heads, a.max_context);
+cudaError_t launch_fold_kernel(const AttnDecodeArgs& a, const AttnPrepArgs& p, int n_chunks, bool early, int merge_max,
+                               cudaStream_t stream) {
     const dim3 grid(unsigned(n_chunks), unsigned(a.geo.n_kv_heads), unsigned(a.n_tokens)), block(kThreads);
     switch (a.kv.dtype) {
-    case KvDtype::Fp8: return launch_pdl(attn_fold_kernel<KvDtype::Fp8, kPrep>, grid, block, 0, stream, a, p, n_chunks, early);
-    case KvDtype::Int8: return launch_pdl(attn_fold_kernel<KvDtype::Int8, kPrep>, grid, block, 0, stream, a, p, n_chunks, early);
-    default: return launch_pdl(attn_fold_kernel<KvDtype::Bf16, kPrep>, grid, block, 0, stream, a, p, n_chunks, early);
+    case KvDtype::Fp8: return launch_pdl(attn_fold_kernel<KvDtype::Fp8, kPrep>, grid, block, 0, stream, a, p, n_chunks, early, merge_max);
+    case KvDtype::Int8: return launch_pdl(attn_fold_kernel<KvDtype::Int8, kPrep>, grid, block, 0, stream, a, p, n_chunks, early, merge_max);
+    default: return launch_pdl(attn_fold_kernel<KvDtype::Bf16, kPrep>, grid, block, 0, stream, a, p, n_chunks, early, merge_max);
     }
+}
+
+// The folded kernel, then (only if some lane may use more than merge_max chunks) the combine kernel
+// for the tokens whose lanes do.
+template <bool kPrep>
+cudaError_t launch_fold(const AttnDecodeArgs& a, const AttnPrepArgs& p, bool early, int merge_max, cudaStream_t stream) {
+    const int n_chunks = n_chunks_for(a.geo.n_kv_heads, a.max_context);
+    const cudaError_t err = launch_fold_kernel<kPrep>(a, p, n_chunks, early, merge_max, stream);
+    if (err != cudaSuccess || n_chunks <= merge_max) return err;
+    return launch_combine(a, n_chunks, merge_max, stream);
 }
 
 } // namespace detail
@@ -349,7 +360,17 @@ AttnFold attn_fold_from_env() {
     return fold;
 }
 
-cudaError_t attn_decode_folded(const AttnPrepArgs& p, const AttnDecodeArgs& a, AttnFold fold, cudaStream_t stream) {
+int attn_fold_merge_max_from_env() {
+    static const int merge_max = [] {
+        const char* s = std::getenv("NINFER_ATTN_FOLD_MERGE_MAX");
+        const int v = s ? std::atoi(s) : 0;
+        return v >= 1 ? v : kAttnFoldMergeAll;
+    }();
+    return merge_max;
+}
+
+cudaError_t attn_decode_folded(const AttnPrepArgs& p, const AttnDecodeArgs& a, AttnFold fold, cudaStream_t stream,
+                               int merge_max) {
     if (fold == AttnFold::Off) {
         const cudaError_t err = attn_decode_prep(p, stream);
         return err != cudaSuccess ? err : attn_decode(a, stream);
@@ -358,13 +379,13 @@ cudaError_t attn_decode_folded(const AttnPrepArgs& p, const AttnDecodeArgs& a, A
                       p.geo.head_dim == a.geo.head_dim && p.geo.exact == a.geo.exact && p.lanes == a.lanes &&
                       p.positions == a.positions && p.n_tokens == a.n_tokens && p.qg == a.qg && p.qg_stride == a.qg_stride &&
                       p.kv.dtype == a.kv.dtype && p.kv.page_table == a.kv.page_table;
-    if (!same || !detail::decode_args_ok(a, fold == AttnFold::Combine)) return cudaErrorInvalidValue;
+    if (!same || merge_max < 1 || !detail::decode_args_ok(a, fold == AttnFold::Combine)) return cudaErrorInvalidValue;
     if (fold == AttnFold::Combine) {
         const cudaError_t err = attn_decode_prep(p, stream);
-        return err != cudaSuccess ? err : detail::launch_fold<false>(a, p, false, stream);
+        return err != cudaSuccess ? err : detail::launch_fold<false>(a, p, false, merge_max, stream);
     }
     if (!detail::prep_args_ok(p, false)) return cudaErrorInvalidValue;
-    return detail::launch_fold<true>(a, p, fold == AttnFold::AllEarly, stream);
+    return detail::launch_fold<true>(a, p, fold == AttnFold::AllEarly, merge_max, stream);
 }
 
 } // namespace ninfer::kernels

@@ -56,7 +56,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2) attn_mma_partial_kernel(AttnDe
 // chunks c = q mod 4 with 16 loads in flight (the partials sit in L2: the sum is latency-bound), and
 // the four quarter sums are added in q order.
 constexpr int kCombineSplit = 4;
-__global__ void __launch_bounds__(kDim * kCombineSplit) attn_mma_combine_kernel(AttnDecodeArgs a, int n_chunks) {
+__global__ void __launch_bounds__(kDim * kCombineSplit) attn_mma_combine_kernel(AttnDecodeArgs a, int n_chunks, int skip_used_le) {
     constexpr int kBatch = 16;
     __shared__ float w_sh[kMaxChunks + kCombineSplit * kBatch];
     __shared__ float num_sh[kCombineSplit][kDim];
@@ -65,6 +65,7 @@ __global__ void __launch_bounds__(kDim * kCombineSplit) attn_mma_combine_kernel(
     ninfer_grid_wait(); // PDL: the partials come from the previous kernel
     const int h = blockIdx.x, t = blockIdx.y, tid = threadIdx.x, d = tid % kDim, q = tid / kDim;
     const int used = chunk_split(a.positions[t] + 1, n_chunks).used;
+    if (used <= skip_used_le) return; // merged by the folded kernel (0 for the split path: never)
     const float* part = a.scratch + (int64_t(t) * a.geo.n_heads + h) * n_chunks * kPartLen;
     const float mc = tid < used ? part[tid * kPartLen + kDim] : -INFINITY;
     const float lc = tid < used ? part[tid * kPartLen + kDim + 1] : 0.f;
@@ -107,6 +108,11 @@ bool decode_args_ok(const AttnDecodeArgs& a, bool need_q) {
            a.scratch_floats >= attn_decode_scratch_floats(a.n_tokens, a.geo.n_heads, a.max_context);
 }
 
+cudaError_t launch_combine(const AttnDecodeArgs& a, int n_chunks, int skip_used_le, cudaStream_t stream) {
+    return launch_pdl(attn_mma_combine_kernel, dim3(unsigned(a.geo.n_heads), unsigned(a.n_tokens)),
+                      dim3(kDim * kCombineSplit), 0, stream, a, n_chunks, skip_used_le);
+}
+
 } // namespace detail
 
 size_t attn_decode_scratch_floats(int n_tokens, int n_heads, int max_context) {
@@ -125,8 +131,7 @@ cudaError_t attn_decode(const AttnDecodeArgs& a, cudaStream_t stream) {
         : a.kv.dtype == KvDtype::Int8 ? launch_pdl(detail::attn_mma_partial_kernel<KvDtype::Int8>, grid, block, 0, stream, a, n_chunks)
                                       : launch_pdl(detail::attn_mma_partial_kernel<KvDtype::Bf16>, grid, block, 0, stream, a, n_chunks);
     if (err != cudaSuccess) return err;
-    return launch_pdl(detail::attn_mma_combine_kernel, dim3(unsigned(a.geo.n_heads), unsigned(a.n_tokens)),
-                      dim3(detail::kDim * detail::kCombineSplit), 0, stream, a, n_chunks);
+    return detail::launch_combine(a, n_chunks, 0, stream);
 }
 
 } // namespace ninfer::kernels

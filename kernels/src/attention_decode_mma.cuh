@@ -359,6 +359,10 @@ __device__ __forceinline__ void merge_store_partial(const AttnDecodeArgs& a, flo
     }
 }
 
+// The combine kernel (merge the chunks, apply the gate) for the tokens whose lanes use more than
+// skip_used_le chunks (0: every token).
+cudaError_t launch_combine(const AttnDecodeArgs& a, int n_chunks, int skip_used_le, cudaStream_t stream);
+
 // attn_decode's argument checks (need_q: the q rows are read, i.e. not the fold that computes them).
 bool decode_args_ok(const AttnDecodeArgs& a, bool need_q);
 

@@ -84,9 +84,10 @@ struct Pool {
 // fold != Off: the folded path is the one checked against fp64, and it must also give the split
 // path's bits (output and pool rows) and the same bits again on a second call (counters re-armed).
 void run_attention(int nh, int nkv, std::vector<int> positions, uint64_t seed,
-                   kernels::KvDtype dtype = kernels::KvDtype::Bf16, kernels::AttnFold fold = kernels::AttnFold::Off) {
+                   kernels::KvDtype dtype = kernels::KvDtype::Bf16, kernels::AttnFold fold = kernels::AttnFold::Off,
+                   int merge_max = kernels::kAttnFoldMergeAll) {
     INFO("heads " << nh << "/" << nkv << " tokens " << positions.size() << " kv dtype " << int(dtype) << " fold "
-                  << int(fold));
+                  << int(fold) << " merge max " << merge_max);
     Rng rng(seed);
     const int T = int(positions.size()), n_lanes = T + 2;
     const int max_context = *std::max_element(positions.begin(), positions.end()) + 1 + rng.integer(0, 300);
@@ -124,7 +125,7 @@ void run_attention(int nh, int nkv, std::vector<int> positions, uint64_t seed,
                              kw_d.get(), lanes_d.get(), pos_d.get(), kv, q_out.get(), nh * HD, T};
     kernels::AttnDecodeArgs da{geo, q_out.get(), nh * HD, qg_d.get(), nh * 2 * HD, lanes_d.get(), pos_d.get(), kv,
                                out.get(), nh * HD, T, max_context, scratch.get(), scratch.size()};
-    CUDA_OK(kernels::attn_decode_folded(pa, da, fold, nullptr));
+    CUDA_OK(kernels::attn_decode_folded(pa, da, fold, nullptr, merge_max));
     CUDA_OK(cudaDeviceSynchronize());
     CHECK(out.guards_intact());
     CHECK(kd.guards_intact());
@@ -145,7 +146,7 @@ void run_attention(int nh, int nkv, std::vector<int> positions, uint64_t seed,
         }
         ds.out = out_split.get();
         CUDA_OK(kernels::attn_decode_folded(ps, ds, kernels::AttnFold::Off, nullptr));
-        CUDA_OK(kernels::attn_decode_folded(pa, da, fold, nullptr)); // again: rewrites the same rows
+        CUDA_OK(kernels::attn_decode_folded(pa, da, fold, nullptr, merge_max)); // again: rewrites the same rows
         CUDA_OK(cudaDeviceSynchronize());
         const auto split_out = out_split.download();
         CHECK(std::memcmp(og.data(), split_out.data(), og.size() * sizeof(bf16)) == 0);
@@ -252,6 +253,8 @@ TEST_CASE("folded attention decode (NINFER_ATTN_FOLD 1, 2, 3) gives the split pa
             run_attention(24, 4, {62, 63, 64, 511, 8999, 0, 129, 1000}, 54, d, f); // batch 8, depths 63..9000
             run_attention(16, 2, {64, 62, 63, 4100, 1, 300, 8299, 511}, 55, d, f); // 130 chunks: the 5th merge group
             run_attention(2, 1, {40000, 64}, 56, d, f); // past 32K: more than 128 chunks of several pages
+            // Lanes using > 16 chunks (47, 32) left to the combine kernel, <= 16 (16, 8, 2, 1) merged in the fold.
+            run_attention(24, 4, {62, 8999, 511, 1000, 0, 2000, 63, 64}, 57, d, f, 16);
         }
 }
 

@@ -114,8 +114,8 @@ void time_attention_fold(const char* model, int nh, int nkv, int depth, int batc
     for (int l = 0; l < 2 * layers; ++l)
         pools.push_back(std::make_unique<DeviceBuffer<uint8_t>>(size_t(batch) * max_pages * page_bytes, 0x3c));
     const kernels::AttnGeometry geo{nh, nkv, hd, 64, 1e7f, 1e-6f, true};
-    double us[4];
-    for (int f = 0; f < 4; ++f)
+    double us[5]; // Off, Combine, All, AllEarly, AllEarly with merge_max 16
+    for (int f = 0; f < 5; ++f)
         us[f] = graph_us([&](cudaStream_t s) {
                     for (int l = 0; l < layers; ++l) {
                         kernels::KvPages kv;
@@ -132,14 +132,15 @@ void time_attention_fold(const char* model, int nh, int nkv, int depth, int batc
                         const kernels::AttnDecodeArgs da{geo, q.get(), nh * hd, qg.get(), nh * 2 * hd, lanes_d.get(),
                                                          pos_d.get(), kv, out.get(), nh * hd, batch, max_context,
                                                          scratch.get(), scratch_floats};
-                        CUDA_OK(kernels::attn_decode_folded(pa, da, kernels::AttnFold(f), s));
+                        CUDA_OK(kernels::attn_decode_folded(pa, da, kernels::AttnFold(std::min(f, 3)), s,
+                                                            f == 4 ? 16 : kernels::kAttnFoldMergeAll));
                     }
                 }) / layers;
     std::printf("RESULT mixer_decode attention_fold %s kv %s depth %d batch %d: prep+partial+combine %.2f, fold "
-                "combine (NINFER_ATTN_FOLD=1) %.2f, fold all (=2) %.2f, fold all, early KV (=3) %.2f us/layer (graphs of %d "
-                "layers)\n",
+                "combine (NINFER_ATTN_FOLD=1) %.2f, fold all (=2) %.2f, fold all, early KV (=3) %.2f, =3 with "
+                "NINFER_ATTN_FOLD_MERGE_MAX=16 %.2f us/layer (graphs of %d layers)\n",
                 model, dtype == kernels::KvDtype::Bf16 ? "bf16" : dtype == kernels::KvDtype::Fp8 ? "fp8" : "int8", depth,
-                batch, us[0], us[1], us[2], us[3], layers);
+                batch, us[0], us[1], us[2], us[3], us[4], layers);
 }
 
 void time_gdn(const char* model, int hk, int hv, int batch) {

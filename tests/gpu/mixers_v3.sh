@@ -4,6 +4,7 @@
 # the runner's bit tests with the switches on, then bench_decode with each switch off and on.
 # Usage (repository root): OUT=/some/dir NINFER_GPU_BIN=dir bash tests/gpu/mixers_v3.sh
 #   (dir: stripped test_gpu and bench_decode of a Release CUDA 90a build, libsimdjson.so.14 beside them)
+#   MIXV3_PARTS="tests bench" (default both): run one part per device call if the whole is too long.
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-out}
 BIN=${NINFER_GPU_BIN:-build-gpu/tests}
@@ -31,6 +32,8 @@ test_tag() {
     grep -E '^RESULT ' "$log" | tee -a "$SUMMARY"
 }
 
+PARTS=${MIXV3_PARTS:-tests bench}
+if [[ " $PARTS " == *" tests "* ]]; then
 test_tag attention_decode default
 test_tag gdn_decode default
 test_tag mixer_decode_timing default
@@ -39,7 +42,9 @@ test_tag mixer_decode_timing default
 test_tag cuda_backend switches NINFER_ATTN_FOLD=3 NINFER_GDN_EARLY_STATE=1
 test_tag formats_e2e switches NINFER_ATTN_FOLD=3 NINFER_GDN_EARLY_STATE=1
 test_tag cuda_backend fold2 NINFER_ATTN_FOLD=2
+test_tag cuda_backend fold3_m16 NINFER_ATTN_FOLD=3 NINFER_ATTN_FOLD_MERGE_MAX=16
 test_tag cuda_backend fold1 NINFER_ATTN_FOLD=1
+fi
 
 # bench MODEL GEN LABEL [VAR=VALUE...]
 bench() {
@@ -51,13 +56,17 @@ bench() {
         --gen "$gen" >"$log" 2>&1 || { status=1; say "bench_decode: FAILED"; tail -5 "$log"; }
     cat "$log" >>"$SUMMARY"
 }
+if [[ " $PARTS " == *" bench "* ]]; then
 bench qwen3.6-35b-a3b 8 off
 bench qwen3.6-35b-a3b 8 fold1 NINFER_ATTN_FOLD=1
 bench qwen3.6-35b-a3b 8 fold2 NINFER_ATTN_FOLD=2
 bench qwen3.6-35b-a3b 8 fold3 NINFER_ATTN_FOLD=3
 bench qwen3.6-35b-a3b 8 fold3_gdn NINFER_ATTN_FOLD=3 NINFER_GDN_EARLY_STATE=1
+bench qwen3.6-35b-a3b 8 fold3_gdn_m16 NINFER_ATTN_FOLD=3 NINFER_ATTN_FOLD_MERGE_MAX=16 NINFER_GDN_EARLY_STATE=1
 bench qwen3.6-27b 8 off
 bench qwen3.6-27b 8 fold3_gdn NINFER_ATTN_FOLD=3 NINFER_GDN_EARLY_STATE=1
+bench qwen3.6-27b 8 fold3_gdn_m16 NINFER_ATTN_FOLD=3 NINFER_ATTN_FOLD_MERGE_MAX=16 NINFER_GDN_EARLY_STATE=1
 bench qwen3.6-27b 8 fold1 NINFER_ATTN_FOLD=1
+fi
 cat "$SUMMARY"
 exit $status
