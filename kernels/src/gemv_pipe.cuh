@@ -155,8 +155,8 @@ __global__ void __launch_bounds__(kGemvWarps * 32, P == 1 ? 4 : 3) gemv_tiled_pi
         if (token < p.n_tokens) xrow = xs + r * xstage_row_bytes(p.units_per_split) + wp.c * 32;
     }
 
-    Q4Offsets<P> off;
-    if constexpr (OFS) off = q4_offsets<P>(p, wp.c);
+    Q4Offsets<P> off; // OFS with staged x: kept across the loop (this kernel has the registers)
+    if constexpr (OFS && XS) off = q4_offsets<P>(p, wp.c);
     float acc[P][4] = {};
     for (int st = 0; st < steps; ++st) {
         const int slot = st % S;
@@ -172,7 +172,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, P == 1 ? 4 : 3) gemv_tiled_pi
             if constexpr (OFS) at = off.at(u_begin + int64_t(st) * kUnroll);
             tiled_compute<F, 1, SharedX, OFS>(f, SharedX{xrow ? xrow + st * kUnroll * 128 : nullptr}, acc, &at);
         } else {
-            tiled_step<F, P, OFS>(f, p, u_begin + int64_t(st) * kUnroll, wp.c, cols, acc, &off);
+            tiled_step<F, P, OFS>(f, p, u_begin + int64_t(st) * kUnroll, wp.c, cols, acc);
         }
     }
     tiled_finish<F, P>(p, acc, cols, wp.src_tile, wp.tile * 16, wp.g);

@@ -180,13 +180,15 @@ template <int P> __device__ __forceinline__ TiledColumns<P> tiled_columns(const 
     return cols;
 }
 
-// Step of kUnroll units at unit u, the guarded variant only where x ends inside the step.
+// Step of kUnroll units at unit u, the guarded variant only where x ends inside the step. OFS: the
+// offsets' pointers are made again per step from p (a few integer ops per 8 units) instead of being
+// kept live across the loop: the register kernel's double buffer leaves no room for them (its spill
+// went from 116 to 60 bytes).
 template <WeightFormat F, int P, bool OFS = false>
 __device__ __forceinline__ void tiled_step(const TiledFrag<F>& f, const GemvParams& p, int64_t u, int c,
-                                           const TiledColumns<P>& cols, float (&acc)[P][4],
-                                           const Q4Offsets<P>* off = nullptr) {
+                                           const TiledColumns<P>& cols, float (&acc)[P][4]) {
     Q4Offsets<P> at;
-    if constexpr (OFS) at = off->at(u);
+    if constexpr (OFS) at = q4_offsets<P>(p, c).at(u);
     if ((u + GemvTraits<F>::kUnroll) * GemvTraits<F>::kUnit <= p.k)
         tiled_compute<F, P, GlobalX<F, false, P>, OFS>(f, GlobalX<F, false, P>{p, u, c, cols.has, cols.xg}, acc, &at);
     else
@@ -240,8 +242,6 @@ __global__ void __launch_bounds__(kGemvWarps * 32, P == 1 ? 4 : 3) gemv_tiled_ke
     constexpr int kUnroll = GemvTraits<F>::kUnroll;
     const TiledWarp<F> wp(p);
     const TiledColumns<P> cols = tiled_columns<P>(p, wp.g, wp.c);
-    Q4Offsets<P> off;
-    if constexpr (OFS) off = q4_offsets<P>(p, wp.c);
     float acc[P][4] = {};
     TiledFrag<F> cur, nxt;
     if (wp.u_begin < wp.u_end) tiled_load<F>(cur, wp.wtile, wp.stile, wp.u_begin, wp.lane, wp.g);
@@ -249,7 +249,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, P == 1 ? 4 : 3) gemv_tiled_ke
     ninfer_grid_wait(); // x, residual and the split-K scratch come from earlier kernels
     for (int64_t u = wp.u_begin; u < wp.u_end; u += kUnroll) {
         if (u + kUnroll < wp.u_end) tiled_load<F>(nxt, wp.wtile, wp.stile, u + kUnroll, wp.lane, wp.g);
-        tiled_step<F, P, OFS>(cur, p, u, wp.c, cols, acc, &off);
+        tiled_step<F, P, OFS>(cur, p, u, wp.c, cols, acc);
         cur = nxt;
     }
     tiled_finish<F, P>(p, acc, cols, wp.src_tile, wp.tile * 16, wp.g);
