@@ -41,9 +41,10 @@
 //    rows before positions[t] (true after a stream synchronisation since they were written).
 //    merge_max: a token whose lane uses more than merge_max chunks (long contexts: the one merging
 //    block would walk L2 for many round trips) is merged by 2.'s combine kernel instead, launched
-//    after the folded one only when some lane can (n_chunks > merge_max). Same bits either way. The counters are the last n_tokens * n_kv_heads words of the
-//    scratch (attn_decode_scratch_floats reserves them): zero them once before the first folded call
-//    (each call leaves them zero; the partials never reach them, for any n_tokens <= the sizing's).
+//    after the folded one only when some lane can (n_chunks > merge_max). Same bits either way.
+//    The counters are the last n_tokens * n_kv_heads words of the scratch (attn_decode_scratch_floats
+//    reserves them): zero them once before the first folded call (each call leaves them zero; the
+//    partials never reach them, for any n_tokens <= the sizing's).
 // - Requirements: head_dim == 256, rotary_dim even and <= head_dim, n_heads % n_kv_heads == 0,
 //   n_heads / n_kv_heads <= 8, positions[t] < max_context, 16-byte aligned rows; lanes distinct.
 //   Violations the host can see return cudaErrorInvalidValue; device-side indices are trusted.
@@ -137,8 +138,8 @@ constexpr int kAttnFoldMergeAll = 1 << 30; // merge_max: every token merged in t
 size_t attn_decode_scratch_floats(int n_tokens, int n_heads, int max_context);
 cudaError_t attn_decode_prep(const AttnPrepArgs& args, cudaStream_t stream);
 cudaError_t attn_decode(const AttnDecodeArgs& args, cudaStream_t stream);
-// NINFER_ATTN_FOLD = 0 | 1 | 2 | 3 (Off | Combine | All | AllEarly), read once per process; kAttnFoldDefault when
-// unset or anything else.
+// NINFER_ATTN_FOLD = 0 | 1 | 2 | 3 (Off | Combine | All | AllEarly), read once per process;
+// kAttnFoldDefault when unset or anything else.
 AttnFold attn_fold_from_env();
 // NINFER_ATTN_FOLD_MERGE_MAX = n >= 1, read once; kAttnFoldMergeAll when unset.
 int attn_fold_merge_max_from_env();
