@@ -83,11 +83,15 @@ struct Pool {
 
 // fold != Off: the folded path is the one checked against fp64, and it must also give the split
 // path's bits (output and pool rows) and the same bits again on a second call (counters re-armed).
+// exact (AttnGeometry::exact, the runner's mode; fold != Off only): the fold's own exact branches
+// against the split path's bits; the fp64 model below rounds as the non-exact mode does, so it is
+// not applied (the split path's exact mode is checked by the prefill and backend tests).
 void run_attention(int nh, int nkv, std::vector<int> positions, uint64_t seed,
                    kernels::KvDtype dtype = kernels::KvDtype::Bf16, kernels::AttnFold fold = kernels::AttnFold::Off,
-                   int merge_max = kernels::kAttnFoldMergeAll) {
+                   int merge_max = kernels::kAttnFoldMergeAll, bool exact = false) {
     INFO("heads " << nh << "/" << nkv << " tokens " << positions.size() << " kv dtype " << int(dtype) << " fold "
-                  << int(fold) << " merge max " << merge_max);
+                  << int(fold) << " merge max " << merge_max << " exact " << exact);
+    REQUIRE((!exact || fold != kernels::AttnFold::Off));
     Rng rng(seed);
     const int T = int(positions.size()), n_lanes = T + 2;
     const int max_context = *std::max_element(positions.begin(), positions.end()) + 1 + rng.integer(0, 300);
@@ -109,7 +113,7 @@ void run_attention(int nh, int nkv, std::vector<int> positions, uint64_t seed,
     DeviceBuffer<bf16> q_out(size_t(T) * nh * HD, 0xff), out(size_t(T) * nh * HD, 0xff);
     DeviceBuffer<float> scratch(kernels::attn_decode_scratch_floats(T, nh, max_context), 0); // zero counters
 
-    kernels::AttnGeometry geo{nh, nkv, HD, 64, 1e7f, 1e-6f};
+    kernels::AttnGeometry geo{nh, nkv, HD, 64, 1e7f, 1e-6f, exact};
     kernels::KvPages kv;
     kv.page_table = table_d.get();
     kv.max_pages = max_pages;
@@ -157,7 +161,9 @@ void run_attention(int nh, int nkv, std::vector<int> positions, uint64_t seed,
         std::vector<float> tail(size_t(T) * nkv);
         CUDA_OK(cudaMemcpy(tail.data(), scratch.get() + scratch.size() - tail.size(), tail.size() * 4, cudaMemcpyDeviceToHost));
         CHECK(std::all_of(tail.begin(), tail.end(), [](float w) { return w == 0.f; })); // counters left at zero
+        CHECK(scratch.guards_intact()); // the counters are the scratch's last words
     }
+    if (exact) return;
 
     auto vrow = [&](int lane, int kvh, int pos) { // offset of a row in Pool::values
         const int page = table[size_t(lane) * max_pages + pos / 64];
@@ -252,9 +258,12 @@ TEST_CASE("folded attention decode (NINFER_ATTN_FOLD 1, 2, 3) gives the split pa
             run_attention(24, 4, {8999}, 53, d, f);  // 27B depth 9000: several pages per chunk
             run_attention(24, 4, {62, 63, 64, 511, 8999, 0, 129, 1000}, 54, d, f); // batch 8, depths 63..9000
             run_attention(16, 2, {64, 62, 63, 4100, 1, 300, 8299, 511}, 55, d, f); // 130 chunks: the 5th merge group
-            run_attention(2, 1, {40000, 64}, 56, d, f); // past 32K: more than 128 chunks of several pages
+            run_attention(2, 1, {40000, 64}, 56, d, f); // past 32K: 126 chunks of 5 pages
             // Lanes using > 16 chunks (47, 32) left to the combine kernel, <= 16 (16, 8, 2, 1) merged in the fold.
             run_attention(24, 4, {62, 8999, 511, 1000, 0, 2000, 63, 64}, 57, d, f, 16);
+            // The runner's exact mode (its own norm / RoPE / gate branches in the fold), bits only.
+            run_attention(24, 4, {62, 63, 64, 511, 8999, 0, 129, 1000}, 58, d, f, kernels::kAttnFoldMergeAll, true);
+            run_attention(16, 2, {8299, 0, 4100, 65}, 59, d, f, 16, true);
         }
 }
 
