@@ -5,6 +5,8 @@
 # Usage (repository root): OUT=/some/dir NINFER_GPU_BIN=dir bash tests/gpu/mixers_v3.sh
 #   (dir: stripped test_gpu and bench_decode of a Release CUDA 90a build, libsimdjson.so.14 beside them)
 #   MIXV3_PARTS="tests bench" (default both): run one part per device call if the whole is too long.
+#   "sanitize" (not in the default): compute-sanitizer memcheck and racecheck over the folded
+#   attention's test case (the counters in the scratch tail, the shared-memory reuse of o_sh).
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-out}
 BIN=${NINFER_GPU_BIN:-build-gpu/tests}
@@ -46,6 +48,16 @@ test_tag cuda_backend fold2 NINFER_ATTN_FOLD=2
 # 1 sends every lane past 64 tokens there and merges the shorter ones in the fold (both in one batch).
 test_tag cuda_backend fold3_m1 NINFER_ATTN_FOLD=3 NINFER_ATTN_FOLD_MERGE_MAX=1
 test_tag cuda_backend fold1 NINFER_ATTN_FOLD=1
+fi
+
+if [[ " $PARTS " == *" sanitize "* ]] && command -v compute-sanitizer >/dev/null; then
+    for tool in memcheck racecheck; do
+        timeout 280 compute-sanitizer --tool "$tool" --print-limit 5 "$BIN/test_gpu" "folded attention decode*" \
+            >"$OUT/${tool}_attention_fold.log" 2>&1
+        rc=$?
+        [ "$rc" = 0 ] || status=1
+        say "$tool folded attention decode: rc $rc $(grep -m1 -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/${tool}_attention_fold.log")"
+    done
 fi
 
 # bench MODEL GEN LABEL [VAR=VALUE...]
