@@ -7,6 +7,8 @@
 // per weight per token); at batch 1 the routing waits on logit stores, a fence and a counter atomic.
 #include "moe_decode_v4.cuh"
 
+#include <atomic>
+
 namespace ninfer::kernels::detail {
 
 namespace {
@@ -167,9 +169,14 @@ cudaError_t launch_cluster_pdl(void (*kernel)(Params...), dim3 grid, dim3 block,
 
 template <int NT, bool Cluster> cudaError_t launch_first(const MoeParams& p, size_t smem, cudaStream_t stream) {
     auto* kernel = moe_route_shared_v4_kernel<NT, Cluster>;
-    if (smem > 48 * 1024) { // more than the default dynamic limit (hidden > 4096)
+    // Without the opt-in a launch gets 48 KB of static + dynamic shared memory, and the static part
+    // is not small (the cluster kernel: ~21 KB of router buffers): raise the dynamic limit to what
+    // this call needs, once per larger size (hidden 2560+ with the cluster, 4096 without, fail else).
+    static std::atomic<size_t> opted{0}; // per kernel instantiation
+    if (smem > opted.load(std::memory_order_relaxed)) {
         const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
         if (err != cudaSuccess) return err;
+        opted.store(smem, std::memory_order_relaxed);
     }
     const unsigned blocks = unsigned(p.route_blocks + p.shared_blocks);
     if constexpr (Cluster) {
