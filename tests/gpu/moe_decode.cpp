@@ -136,6 +136,9 @@ std::vector<float> run(const Moe& m, const std::vector<float>& xh, int n, Path p
     CUDA_OK(kernels::moe_decode(m.args(x.get(), ld, n, out.get(), ldo, path), stream));
     CUDA_OK(cudaStreamSynchronize(stream));
     CHECK(out.guards_intact());
+    // The scratch too (V4 keeps the SwiGLU rows' bf16 parts past x's in act).
+    CHECK((m.act.guards_intact() && m.logits.guards_intact() && m.weights.guards_intact() && m.ids.guards_intact() &&
+           m.work.guards_intact()));
     std::vector<float> o = out.download();
     for (int t = 0; t < n; ++t)
         for (int64_t h = m.s.H; h < ldo; ++h) {
@@ -304,11 +307,18 @@ TEST_CASE("moe decode v4: q4 shared gate/up and down on tensor cores, the router
         const std::vector<float> xh = random_x(s, n, 711);
         const std::vector<float> v3 = run(m, xh, n, Path::V3);
         const std::vector<int32_t> ids3 = m.ids.download();
+        // The logits scratch poisoned before each V4 run: V4 writes it, V4Cluster (its logits stay in
+        // the cluster's shared memory) must not, so the cluster path was really taken.
+        const std::vector<float> poison(m.logits.size(), -12345.f);
+        m.logits.upload(poison);
         const std::vector<float> v4 = run(m, xh, n, Path::V4);
+        CHECK(m.logits.download() != poison);
         const std::vector<int32_t> ids4 = m.ids.download();
         CHECK(ids3 == ids4);
         const std::vector<float> w4 = m.weights.download();
+        m.logits.upload(poison);
         const std::vector<float> vc = run(m, xh, n, Path::V4Cluster);
+        CHECK(m.logits.download() == poison);
         CHECK(m.ids.download() == ids4);
         CHECK(m.weights.download() == w4);
         CHECK(std::memcmp(v4.data(), vc.data(), v4.size() * 4) == 0);
