@@ -378,7 +378,8 @@ cudaError_t attn_decode_folded(const AttnPrepArgs& p, const AttnDecodeArgs& a, A
     const bool same = p.geo.n_heads == a.geo.n_heads && p.geo.n_kv_heads == a.geo.n_kv_heads &&
                       p.geo.head_dim == a.geo.head_dim && p.geo.exact == a.geo.exact && p.lanes == a.lanes &&
                       p.positions == a.positions && p.n_tokens == a.n_tokens && p.qg == a.qg && p.qg_stride == a.qg_stride &&
-                      p.kv.dtype == a.kv.dtype && p.kv.page_table == a.kv.page_table;
+                      p.kv.dtype == a.kv.dtype && p.kv.page_table == a.kv.page_table && p.kv.max_pages == a.kv.max_pages &&
+                      p.kv.k == a.kv.k && p.kv.v == a.kv.v && p.kv.k_q == a.kv.k_q && p.kv.v_q == a.kv.v_q; // All writes attn.kv
     if (!same || merge_max < 1 || !detail::decode_args_ok(a, fold == AttnFold::Combine)) return cudaErrorInvalidValue;
     if (fold == AttnFold::Combine) {
         const cudaError_t err = attn_decode_prep(p, stream);

@@ -33,9 +33,9 @@
 //    (an atomic counter per (token, KV head) that this block resets, so graph replays work) in the
 //    combine kernel's fixed order; All = one kernel: every block also norms and ropes its group's
 //    queries (no q_out), and the block holding position positions[t] computes and stores the new K/V
-//    row and uses it from shared memory. Every fold gives the same bits as Off (out and pool); only
-//    All leaves q_out unwritten. All needs distinct lanes (Off and Combine also run several tokens
-//    of one lane, at consecutive positions: their prep stores every new row before any is read).
+//    row and uses it from shared memory. Every fold gives the same bits as Off (out and pool); All
+//    and AllEarly leave q_out unwritten and need distinct lanes (Off and Combine also run several
+//    tokens of one lane, at consecutive positions: their prep stores every new row before any is read).
 //    AllEarly = All with the first K / V loads before the PDL wait: the caller promises that no
 //    kernel that may still run when this one starts writes lanes, positions, the page table or the
 //    rows before positions[t] (true after a stream synchronisation since they were written).
@@ -46,7 +46,8 @@
 //    reserves them): zero them once before the first folded call (each call leaves them zero; the
 //    partials never reach them, for any n_tokens <= the sizing's).
 // - Requirements: head_dim == 256, rotary_dim even and <= head_dim, n_heads % n_kv_heads == 0,
-//   n_heads / n_kv_heads <= 8, positions[t] < max_context, 16-byte aligned rows; lanes distinct.
+//   n_heads / n_kv_heads <= 8, positions[t] < max_context, 16-byte aligned rows; lanes distinct
+//   (All, AllEarly).
 //   Violations the host can see return cudaErrorInvalidValue; device-side indices are trusted.
 // - Kernels start by programmatic dependent launch (kernels/src/common.cuh launch_pdl) and wait
 //   for the previous kernel on the stream before touching memory.
@@ -143,7 +144,8 @@ cudaError_t attn_decode(const AttnDecodeArgs& args, cudaStream_t stream);
 AttnFold attn_fold_from_env();
 // NINFER_ATTN_FOLD_MERGE_MAX = n >= 1, read once; kAttnFoldMergeAll when unset.
 int attn_fold_merge_max_from_env();
-// prep and attn describe the same tokens (geo, lanes, positions, kv, n_tokens; attn.qg == prep.qg).
+// prep and attn describe the same tokens (geo, lanes, positions, kv pools and page table, n_tokens;
+// attn.qg == prep.qg), else cudaErrorInvalidValue.
 cudaError_t attn_decode_folded(const AttnPrepArgs& prep, const AttnDecodeArgs& attn, AttnFold fold, cudaStream_t stream,
                                int merge_max = kAttnFoldMergeAll);
 
