@@ -146,27 +146,6 @@ __global__ void __maxnreg__(96) moe_down_mma_kernel(MoeParams p) {
     }
 }
 
-// launch_pdl with a cluster of `cluster` blocks along x (graph-capturable).
-template <class... Params>
-cudaError_t launch_cluster_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                               unsigned cluster, const MoeParams& p) {
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = grid;
-    cfg.blockDim = block;
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = stream;
-    cudaLaunchAttribute attr[2];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = pdl_enabled() ? 1 : 0;
-    attr[1].id = cudaLaunchAttributeClusterDimension;
-    attr[1].val.clusterDim.x = cluster;
-    attr[1].val.clusterDim.y = 1;
-    attr[1].val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 2;
-    return cudaLaunchKernelEx(&cfg, kernel, p);
-}
-
 template <int NT, bool Cluster> cudaError_t launch_first(const MoeParams& p, size_t smem, cudaStream_t stream) {
     auto* kernel = moe_route_shared_v4_kernel<NT, Cluster>;
     // Without the opt-in a launch gets 48 KB of static + dynamic shared memory, and the static part
@@ -181,7 +160,7 @@ template <int NT, bool Cluster> cudaError_t launch_first(const MoeParams& p, siz
     const unsigned blocks = unsigned(p.route_blocks + p.shared_blocks);
     if constexpr (Cluster) {
         const unsigned c = kMoeClusterBlocks, grid = (blocks + c - 1) / c * c;
-        return launch_cluster_pdl(kernel, dim3(grid), dim3(kRouteWarps * 32), smem, stream, c, p);
+        return launch_pdl_cluster(kernel, dim3(grid), dim3(kRouteWarps * 32), smem, stream, c, p);
     } else {
         return launch_pdl(kernel, dim3(blocks), dim3(kRouteWarps * 32), smem, stream, p);
     }
