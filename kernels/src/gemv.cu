@@ -43,7 +43,9 @@ bool default_q4_offset() {
 }
 int g_tiled_stages = default_tiled_stages();
 bool g_stage_x = default_stage_x();
-bool g_path_per_matrix = std::getenv("NINFER_GEMV_STAGES") == nullptr; // gemv.h: the default choice
+// gemv.h: the path is chosen per matrix unless NINFER_GEMV_STAGES sets one for every launch.
+bool default_path_per_matrix() { return std::getenv("NINFER_GEMV_STAGES") == nullptr; }
+bool g_path_per_matrix = default_path_per_matrix();
 
 // Ring stages of a one-pass launch over w (0: the register kernel); the split count follows it.
 int stages_of(const WeightView& w) {
@@ -127,7 +129,7 @@ void gemv_set_tiled_pipeline(int stages, int carveout_percent, bool stage_x) {
 
 void gemv_restore_tiled_pipeline() {
     gemv_set_tiled_pipeline(default_tiled_stages(), -1, default_stage_x());
-    g_path_per_matrix = std::getenv("NINFER_GEMV_STAGES") == nullptr;
+    g_path_per_matrix = default_path_per_matrix();
 }
 
 bool gemv_q4_offset() {
