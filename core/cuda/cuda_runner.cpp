@@ -92,8 +92,6 @@ Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_act
     attn_ = arena_.alloc_n<__nv_bfloat16>(B * q_w_, "attention output");
     attn_scratch_floats_ = kernels::attn_decode_scratch_floats(B, int(c.num_attention_heads), int(plan.max_context));
     attn_scratch_ = arena_.alloc_n<float>(attn_scratch_floats_, "attention scratch");
-    // The folded attention's counters live in the scratch's tail and start at zero.
-    cuda_check(cudaMemset(attn_scratch_, 0, attn_scratch_floats_ * 4), "clearing attention scratch");
     cd_w_ = pad8(c.gdn_conv_dim());
     vd_w_ = pad8(c.gdn_value_dim());
     qkvz_w_ = pad8(c.gdn_conv_dim() + c.gdn_value_dim());
@@ -110,14 +108,6 @@ Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_act
     act_ = arena_.alloc_n<__nv_bfloat16>(B * act_w_, "SwiGLU output");
     act32_ = arena_.alloc_n<float>(B * act_w_, "SwiGLU output (f32)");
     act_lo_ = arena_.alloc_n<__nv_bfloat16>(B * act_w_, "SwiGLU output (low halves)");
-    if (kernels::gemv_q4_offset() && !f32_) { // off by default (gemv.h kGemvQ4Offset)
-        xn_ofs_w_ = kernels::gemv_q4_offset_per_row(c.hidden_size);
-        act_ofs_w_ = kernels::gemv_q4_offset_per_row(inter);
-        xn_ofs_ = arena_.alloc_n<float>(2 * B * xn_ofs_w_, "normed rows (q4 offsets)");
-        xn_lo_ofs_ = xn_ofs_ + B * xn_ofs_w_;
-        act_ofs_ = arena_.alloc_n<float>(2 * B * act_ofs_w_, "SwiGLU output (q4 offsets)");
-        act_lo_ofs_ = act_ofs_ + B * act_ofs_w_;
-    }
     if (c.is_moe()) {
         if (!model_.layers.empty() && !model_.layers[0].moe.shared.gate_up.view.data)
             throw Error("cuda: the CUDA kernels do not cover this model: the shared expert's gate and up must share "
@@ -172,7 +162,7 @@ uint64_t Runner::recurrent_floats_per_lane() const {
 
 void Runner::linear(const DeviceLinear& w, const __nv_bfloat16* x, const __nv_bfloat16* x_lo, const float* x32,
                     int64_t x_stride, int n, void* y, bool y_fp32, int64_t y_stride, float* y_tail, int64_t tail_row0,
-                    int64_t tail_stride, bool offsets) {
+                    int64_t tail_stride) {
     if (f32_ && x32) {
         if (y_tail)
             throw Error("cuda: f32-activation mode has no fused projections");
@@ -192,17 +182,6 @@ void Runner::linear(const DeviceLinear& w, const __nv_bfloat16* x, const __nv_bf
     a.tail_row0 = tail_row0;
     a.y_tail_stride = tail_stride;
     a.scratch = scratch_;
-    if (offsets) {
-        if (x == xn_ && xn_ofs_) {
-            a.x_q4_offset = xn_ofs_;
-            a.x_lo_q4_offset = x_lo ? xn_lo_ofs_ : nullptr;
-            a.q4_offset_stride = xn_ofs_w_;
-        } else if (x == act_ && act_ofs_) {
-            a.x_q4_offset = act_ofs_;
-            a.x_lo_q4_offset = x_lo ? act_lo_ofs_ : nullptr;
-            a.q4_offset_stride = act_ofs_w_;
-        }
-    }
     cuda_check(kernels::gemv(a, stream_), "gemv");
 }
 
@@ -214,15 +193,13 @@ void Runner::enqueue_forward(int n, bool one_lane) {
     for (uint32_t l = 0; l < c.num_hidden_layers; ++l) {
         const DeviceLayer& L = model_.layers[l];
         cuda_check(kernels::add_rmsnorm(x_, hs_, l == 0 ? nullptr : mix_, hs_, L.input_norm, xn_, hs_, xn32_, n,
-                                        int(c.hidden_size), eps, stream_, xn_lo_, xn_ofs_, xn_lo_ofs_, xn_ofs_w_),
-                   "input norm");
+                                        int(c.hidden_size), eps, stream_, xn_lo_), "input norm");
         if (L.kind == LayerKind::FullAttention)
-            attention(L, full++, n, one_lane);
+            attention(L, full++, n);
         else
             gdn(L, gdn_index++, n, one_lane);
         cuda_check(kernels::add_rmsnorm(x_, hs_, mix_, hs_, L.post_attention_norm, xn_, hs_, xn32_, n,
-                                        int(c.hidden_size), eps, stream_, xn_lo_, xn_ofs_, xn_lo_ofs_, xn_ofs_w_),
-                   "post-attention norm");
+                                        int(c.hidden_size), eps, stream_, xn_lo_), "post-attention norm");
         ffn(L, n);
     }
     cuda_check(kernels::add_rmsnorm(x_, hs_, mix_, hs_, model_.final_norm, xn_, hs_, xn32_, n, int(c.hidden_size), eps,
@@ -231,10 +208,10 @@ void Runner::enqueue_forward(int n, bool one_lane) {
 
 void Runner::enqueue_head(int row, int n) {
     linear(model_.output_head, xn_ + row * hs_, xn_lo_ + row * hs_, xn32_ + row * hs_, hs_, n, logits_, true,
-           logits_stride_, nullptr, 0, 0, /*offsets=*/false);
+           logits_stride_);
 }
 
-void Runner::attention(const DeviceLayer& L, uint32_t fi, int n, bool one_lane) {
+void Runner::attention(const DeviceLayer& L, uint32_t fi, int n) {
     const ModelConfig& c = config_;
     const DeviceAttention& w = L.attention;
     if (w.fused.view.data) {
@@ -265,6 +242,7 @@ void Runner::attention(const DeviceLayer& L, uint32_t fi, int n, bool one_lane) 
     p.q_out = q_;
     p.q_out_stride = q_w_;
     p.n_tokens = n;
+    cuda_check(kernels::attn_decode_prep(p, stream_), "attention prep");
     kernels::AttnDecodeArgs d;
     d.geo = geo;
     d.q = q_;
@@ -280,11 +258,7 @@ void Runner::attention(const DeviceLayer& L, uint32_t fi, int n, bool one_lane) 
     d.max_context = int(plan_.max_context);
     d.scratch = attn_scratch_;
     d.scratch_floats = attn_scratch_floats_;
-    // Off: prep, then attention. All needs distinct lanes: one lane's tokens read each other's new rows.
-    // AllEarly's promise holds: every forward starts after a stream synchronisation (upload_step).
-    kernels::AttnFold fold = kernels::attn_fold_from_env();
-    if (one_lane && n > 1 && fold >= kernels::AttnFold::All) fold = kernels::AttnFold::Combine;
-    cuda_check(kernels::attn_decode_folded(p, d, fold, stream_, kernels::attn_fold_merge_max_from_env()), "attention");
+    cuda_check(kernels::attn_decode(d, stream_), "attention");
     linear(w.output, attn_, nullptr, nullptr, q_w_, n, mix_, true, hs_);
 }
 
@@ -347,7 +321,6 @@ void Runner::gdn(const DeviceLayer& L, uint32_t gi, int n, bool one_lane) {
         r.n_v_heads = int(c.linear_num_value_heads);
         r.n_tokens = per;
         r.eps = c.rms_norm_eps;
-        r.state_settled = i == 0 && kernels::gdn_state_settled_from_env(); // see gdn_decode.h
         cuda_check(kernels::gdn_decode_step(cv, r, stream_), "GDN conv + recurrence"); // one launch
     }
     linear(w.output, y_, nullptr, nullptr, vd_w_, n, mix_, true, hs_);
@@ -367,9 +340,7 @@ void Runner::ffn(const DeviceLayer& L, int n) {
         linear(mlp.gate, xn_, xn_lo_, xn32_, hs_, n, gate_up_, true, gu_w_);
         linear(mlp.up, xn_, xn_lo_, xn32_, hs_, n, gate_up_ + inter, true, gu_w_);
     }
-    cuda_check(kernels::swiglu(gate_up_, gu_w_, int(inter), act_, act32_, act_w_, n, stream_, act_lo_, act_ofs_,
-                               act_lo_ofs_, act_ofs_w_),
-               "SwiGLU");
+    cuda_check(kernels::swiglu(gate_up_, gu_w_, int(inter), act_, act32_, act_w_, n, stream_, act_lo_), "SwiGLU");
     linear(mlp.down, act_, act_lo_, act32_, act_w_, n, mix_, true, hs_);
 }
 

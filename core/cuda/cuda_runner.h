@@ -83,7 +83,7 @@ class Runner {
     void enqueue_head(int row, int n);
 
   private:
-    void attention(const DeviceLayer& L, uint32_t full_index, int n, bool one_lane);
+    void attention(const DeviceLayer& L, uint32_t full_index, int n);
     void gdn(const DeviceLayer& L, uint32_t gdn_index, int n, bool one_lane);
     void ffn(const DeviceLayer& L, int n);
     void moe(const DeviceLayer& L, int n);
@@ -95,12 +95,10 @@ class Runner {
     void query_gate_apart(const DeviceAttention& w, int n);
     // y = w . x for n rows of x (stride x_stride). x_lo: the low bf16 halves of x (kernels/gemv.h),
     // used when w is tiled; x32: the same rows in f32, read instead in the f32-activation mode.
-    // y_tail: rows >= tail_row0 go there as f32 (gemv.h). When the q4 offset path is on
-    // (kernels::gemv_q4_offset()), x == xn_ or act_ passes the offsets their producer wrote, unless
-    // offsets is false (the head: prefill copies its rows in without them).
+    // y_tail: rows >= tail_row0 go there as f32 (gemv.h).
     void linear(const DeviceLinear& w, const __nv_bfloat16* x, const __nv_bfloat16* x_lo, const float* x32,
                 int64_t x_stride, int n, void* y, bool y_fp32, int64_t y_stride, float* y_tail = nullptr,
-                int64_t tail_row0 = 0, int64_t tail_stride = 0, bool offsets = true);
+                int64_t tail_row0 = 0, int64_t tail_stride = 0);
 
     ModelConfig config_;
     MemoryPlan plan_;
@@ -115,9 +113,6 @@ class Runner {
     bool f32_ = false;
     float *x_ = nullptr, *mix_ = nullptr, *xn32_ = nullptr, *act32_ = nullptr; // f32 copies of xn_, act_
     __nv_bfloat16 *xn_ = nullptr, *xn_lo_ = nullptr, *act_lo_ = nullptr; // bf16 rows and their low halves
-    // gemv.h x_q4_offset of xn_ / xn_lo_ and act_ / act_lo_ (only with kernels::gemv_q4_offset()).
-    float *xn_ofs_ = nullptr, *xn_lo_ofs_ = nullptr, *act_ofs_ = nullptr, *act_lo_ofs_ = nullptr;
-    int64_t xn_ofs_w_ = 0, act_ofs_w_ = 0;
     // qg_, k_, v_: views into one [query+gate | key | value] row buffer (stride qgkv_w_).
     __nv_bfloat16 *qg_ = nullptr, *k_ = nullptr, *v_ = nullptr, *q_ = nullptr, *attn_ = nullptr;
     __nv_bfloat16* q_sep_ = nullptr; // [query rows of 8 tokens][gate rows of 8 tokens] (two formats)

@@ -93,9 +93,7 @@ void Runner::moe_generic(const DeviceLayer& L, int n) {
     const int K = int(c.num_experts_per_tok), I = int(c.moe_intermediate_size);
     const int64_t inter = c.shared_expert_intermediate_size;
     linear(m.shared.gate_up, xn_, xn_lo_, xn32_, hs_, n, gate_up_, true, gu_w_);
-    cuda_check(kernels::swiglu(gate_up_, gu_w_, int(inter), act_, act32_, act_w_, n, stream_, act_lo_, act_ofs_,
-                               act_lo_ofs_, act_ofs_w_),
-               "SwiGLU");
+    cuda_check(kernels::swiglu(gate_up_, gu_w_, int(inter), act_, act32_, act_w_, n, stream_, act_lo_), "SwiGLU");
     linear(m.shared.down, act_, act_lo_, act32_, act_w_, n, g.shared_out, true, hs_);
     cuda_check(kernels::gemv_f32x(m.shared_score.view, xn32_, hs_, n, g.score, true, 8, stream_), "shared expert score");
     cuda_check(kernels::gemv_f32x(m.router.view, xn32_, hs_, n, g.router, true, g.e_w, stream_), "router");

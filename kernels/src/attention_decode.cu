@@ -1,5 +1,6 @@
 // ninfer::kernels - decode attention prep: q/k norm + RoPE + KV append (attention itself: attention_decode_mma.cu).
-#include "attention_prep.cuh"
+#include "common.cuh"
+#include "kv_quant.cuh"
 #include "ninfer/kernels/attention_decode.h"
 
 namespace ninfer::kernels {
@@ -13,6 +14,42 @@ __device__ __forceinline__ __nv_bfloat16* kv_row(__nv_bfloat16* pages, const KvP
                                                  int kvh, int pos) {
     const int page = kv.page_table[int64_t(lane) * kv.max_pages + pos / kKvPageTokens];
     return pages + ((int64_t(page) * n_kv + kvh) * kKvPageTokens + pos % kKvPageTokens) * kHeadDim;
+}
+
+// Quantises one row held by a block of 128 threads (y0 at dim tid, y1 at tid + 128) exactly as
+// kv_encode_row does (kv_codec.cpp): scale from the amax, reciprocal multiply, RNE.
+__device__ void kv_store_quantized(KvDtype dtype, float y0, float y1, KvQuantRow row, float* red) {
+    const int tid = threadIdx.x, warp = tid >> 5;
+    const float m0 = warp_max(fabsf(y0)), m1 = warp_max(fabsf(y1));
+    __syncthreads(); // red may still be read by an earlier reduction
+    if ((tid & 31) == 0) {
+        red[warp] = m0;
+        red[4 + warp] = m1;
+    }
+    __syncthreads();
+    if (dtype == KvDtype::Fp8) {
+        const float amax = fmaxf(fmaxf(fmaxf(red[0], red[1]), fmaxf(red[2], red[3])),
+                                 fmaxf(fmaxf(red[4], red[5]), fmaxf(red[6], red[7])));
+        uint16_t sw = amax > 0.f ? __bfloat16_as_ushort(__float2bfloat16_rn(amax / 448.f)) : 0;
+        if (sw == 0 && amax > 0.f) sw = 1;
+        const float inv = sw ? 1.f / bf16_bits_to_float(sw) : 0.f;
+        row.codes[tid] = __nv_cvt_float_to_fp8(fminf(fmaxf(y0 * inv, -448.f), 448.f), __NV_SATFINITE, __NV_E4M3);
+        row.codes[tid + 128] = __nv_cvt_float_to_fp8(fminf(fmaxf(y1 * inv, -448.f), 448.f), __NV_SATFINITE, __NV_E4M3);
+        if (tid == 0) row.scales[0] = sw;
+        return;
+    }
+    // int8, 64-value groups: dim tid is in group tid / 64 (warps 2g, 2g+1), dim tid + 128 in 2 + tid / 64.
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+        const int grp = 2 * half + tid / 64;
+        const float amax = fmaxf(red[4 * half + 2 * (tid / 64)], red[4 * half + 2 * (tid / 64) + 1]);
+        uint16_t sw = amax > 0.f ? __half_as_ushort(__float2half_rn(amax / 127.f)) : 0;
+        if (sw == 0 && amax > 0.f) sw = 1;
+        const float inv = sw ? 1.f / f16_bits_to_float(sw) : 0.f;
+        const float y = half ? y1 : y0;
+        row.codes[tid + 128 * half] = uint8_t(int8_t(fminf(fmaxf(rintf(y * inv), -127.f), 127.f)));
+        if (tid % 64 == 0) row.scales[grp] = sw;
+    }
 }
 
 // grid (n_heads + 2 * n_kv_heads, n_tokens), 128 threads; each thread owns dims tid and tid + 128.
@@ -31,7 +68,12 @@ __global__ void attn_prep_kernel(AttnPrepArgs a) {
     const __nv_bfloat16* w = is_q ? a.q_norm : a.k_norm;
     const float w0 = 1.f + __bfloat162float(w[tid]), w1 = 1.f + __bfloat162float(w[tid + 128]);
     const int half = geo.rotary_dim / 2;
-    const float inv_freq[2] = {rope_inv_freq(geo, tid), rope_inv_freq(geo, tid + 128)};
+    float inv_freq[2] = {0.f, 0.f};
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+        const int d = tid + 128 * e;
+        if (d < geo.rotary_dim) inv_freq[e] = 1.f / powf(geo.rope_theta, float(2 * (d % half)) / float(geo.rotary_dim));
+    }
     ninfer_grid_wait(); // PDL: inputs come from the previous kernel
     const int lane_id = a.lanes[t], pos = a.positions[t];
     const __nv_bfloat16* src = is_q ? a.qg + int64_t(t) * a.qg_stride + int64_t(hb) * 2 * kHeadDim
@@ -53,7 +95,7 @@ __global__ void attn_prep_kernel(AttnPrepArgs a) {
                               : quant ? nullptr : kv_row(a.kv.k, a.kv, geo.n_kv_heads, lane_id, kvh, pos);
     const KvQuantRow kq = is_k && quant ? kv_quant_row(a.kv.k_q, a.kv, geo.n_kv_heads, lane_id, kvh, pos) : KvQuantRow{};
     const float x0 = __bfloat162float(src[tid]), x1 = __bfloat162float(src[tid + 128]);
-    const float inv = rsqrtf(block_sum(sum_sq2(x0, x1), red) / float(kHeadDim) + geo.eps);
+    const float inv = rsqrtf(block_sum(x0 * x0 + x1 * x1, red) / float(kHeadDim) + geo.eps);
     const float y0 = x0 * inv * w0, y1 = x1 * inv * w1;
     xs[tid] = geo.exact ? y0 : bf16_round(y0);
     xs[tid + 128] = geo.exact ? y1 : bf16_round(y1);
@@ -63,8 +105,14 @@ __global__ void attn_prep_kernel(AttnPrepArgs a) {
         const int d = tid + 128 * e;
         float out = xs[d];
         if (d < geo.rotary_dim) {
+            const float freq = float(pos) * inv_freq[e];
             const float rot = d < half ? -xs[d + half] : xs[d - half];
-            out = rope_apply(xs[d], rot, rope_cos_sin(float(pos) * inv_freq[e], geo.exact), geo.exact);
+            if (geo.exact) {
+                out = xs[d] * cosf(freq) + rot * sinf(freq);
+            } else {
+                const float c = bf16_round(cosf(freq)), s = bf16_round(sinf(freq));
+                out = bf16_round(xs[d] * c) + bf16_round(rot * s);
+            }
         }
         if (dst) dst[d] = __float2bfloat16(out);
         else ys[d] = out;
@@ -84,16 +132,13 @@ bool pools_ok(const KvPages& kv) {
     return kv.dtype == KvDtype::Bf16 ? kv.k && kv.v : kv.k_q && kv.v_q;
 }
 
-bool prep_args_ok(const AttnPrepArgs& a, bool need_q_out) {
-    return geometry_ok(a.geo) && a.qg && a.k && a.v && a.q_norm && a.k_norm && a.lanes && a.positions &&
-           pools_ok(a.kv) && a.kv.page_table && a.kv.max_pages >= 1 && (a.q_out || !need_q_out) && a.n_tokens >= 1 &&
-           a.n_tokens <= 65535;
-}
-
 } // namespace detail
 
 cudaError_t attn_decode_prep(const AttnPrepArgs& a, cudaStream_t stream) {
-    if (!detail::prep_args_ok(a, true)) return cudaErrorInvalidValue;
+    if (!detail::geometry_ok(a.geo) || !a.qg || !a.k || !a.v || !a.q_norm || !a.k_norm || !a.lanes ||
+        !a.positions || !detail::pools_ok(a.kv) || !a.kv.page_table || a.kv.max_pages < 1 || !a.q_out ||
+        a.n_tokens < 1 || a.n_tokens > 65535)
+        return cudaErrorInvalidValue;
     const dim3 grid(unsigned(a.geo.n_heads + 2 * a.geo.n_kv_heads), unsigned(a.n_tokens));
     return launch_pdl(detail::attn_prep_kernel, grid, dim3(128), 0, stream, a);
 }

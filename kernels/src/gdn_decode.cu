@@ -3,8 +3,6 @@
 #include "ninfer/kernels/gdn_decode.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <cooperative_groups.h>
 
 namespace cg = cooperative_groups;
@@ -54,17 +52,6 @@ __global__ void gdn_conv_decode_kernel(GdnConvArgs a) {
 // kFused (gdn_decode_step): a cluster holds every block of one QK head (n_v / n_k heads x 2) and runs
 // the conv too: rank R convolves q|k channels R, R + size, ... of that QK head (it alone shifts their
 // state), each block its own 64 v channels; q|k then gather from the ranks' shared memory.
-// Rows [32 kq, 32 kq + 32) of state column col of head h for token t's slot: the slot, the column's
-// base S and the values s.
-__device__ __forceinline__ void load_state_column(const GdnRecurrentArgs& a, int t, int h, int col, int kq, int& slot,
-                                                  float*& S, float (&s)[32]) {
-    constexpr int D = kGdnHeadDim;
-    slot = a.slots[t];
-    S = a.state + (int64_t(slot) * a.n_v_heads + h) * D * D + col;
-#pragma unroll
-    for (int i = 0; i < 32; ++i) s[i] = S[(kq * 32 + i) * D];
-}
-
 constexpr int kGdnSplit = 2;
 constexpr int kGdnCols = kGdnHeadDim / kGdnSplit;
 constexpr int kGdnThreads = 256;
@@ -90,15 +77,13 @@ __global__ void __launch_bounds__(kGdnThreads) gdn_recurrent_decode_kernel(GdnCo
     float4 w_qk{}, w_v{};
     if (kFused && j < 2 * D) w_qk = conv_taps(c, ch_qk);
     if (kFused && tid < kGdnCols) w_v = conv_taps(c, ch_v);
-    // The state's loads go first: they are most of the bytes and need only the slot. With
-    // state_settled nothing still running writes the slot or the state, so they are issued before
-    // the wait and overlap the previous kernel's tail.
-    int slot = 0;
-    float* S = nullptr;
-    float s[32];
-    if (a.state_settled) load_state_column(a, t, h, col, kq, slot, S, s);
     ninfer_grid_wait(); // PDL: inputs come from the previous kernel
-    if (!a.state_settled) load_state_column(a, t, h, col, kq, slot, S, s);
+    const int slot = a.slots[t];
+    // The state's loads go first: they are most of the bytes and need only the slot.
+    float* S = a.state + (int64_t(slot) * a.n_v_heads + h) * D * D + col;
+    float s[32];
+#pragma unroll
+    for (int i = 0; i < 32; ++i) s[i] = S[(kq * 32 + i) * D];
     const float z = kq == 0 ? __bfloat162float(a.z[int64_t(t) * a.z_stride + h * D + col]) : 0.f; // output gate
 
     // u: q (tid < 128) or k (tid >= 128) of QK head r, dim tid % 128, after conv and SiLU.
@@ -202,14 +187,6 @@ bool conv_args_ok(const GdnConvArgs& a) {
 }
 
 } // namespace detail
-
-bool gdn_state_settled_from_env() {
-    static const bool on = [] {
-        const char* s = std::getenv("NINFER_GDN_EARLY_STATE");
-        return s ? std::strcmp(s, "1") == 0 : kGdnStateSettledDefault;
-    }();
-    return on;
-}
 
 cudaError_t gdn_conv_decode(const GdnConvArgs& a, cudaStream_t stream) {
     if (!detail::conv_args_ok(a) || !a.out) return cudaErrorInvalidValue;

@@ -36,11 +36,6 @@ bool default_stage_x() {
     const char* v = std::getenv("NINFER_GEMV_STAGE_X");
     return v ? v[0] != '0' : kGemvStageX;
 }
-// NINFER_GEMV_Q4_OFFSET=0|1 overrides kGemvQ4Offset (gemv.h), read once.
-bool default_q4_offset() {
-    const char* v = std::getenv("NINFER_GEMV_Q4_OFFSET");
-    return v ? v[0] == '1' : kGemvQ4Offset;
-}
 int g_tiled_stages = default_tiled_stages();
 bool g_stage_x = default_stage_x();
 // gemv.h: the path is chosen per matrix unless NINFER_GEMV_STAGES sets one for every launch.
@@ -132,11 +127,6 @@ void gemv_restore_tiled_pipeline() {
     g_path_per_matrix = default_path_per_matrix();
 }
 
-bool gemv_q4_offset() {
-    static const bool on = default_q4_offset();
-    return on;
-}
-
 int gemv_split_count(const WeightView& w, const GemvScratch& scratch) {
     if (w.layout == WeightLayout::Tiled) return tiled_split_count(w, scratch);
     const int64_t tiles = (w.n + detail::kGemvRowsPerBlock - 1) / detail::kGemvRowsPerBlock;
@@ -165,12 +155,6 @@ cudaError_t gemv(const GemvArgs& a, cudaStream_t stream) {
         (a.y_tail && (a.residual || a.tail_row0 < 0 || a.tail_row0 >= w.n ||
                       (a.n_tokens > 1 && a.y_tail_stride < w.n - a.tail_row0))) ||
         (w.format == WeightFormat::Nvfp4 && (w.n % 128 != 0 || w.k % 64 != 0)))
-        return cudaErrorInvalidValue;
-    // The q4 offset path (gemv.h x_q4_offset): tiled q4 only; other weights ignore the offsets.
-    const bool offset = a.x_q4_offset && w.format == WeightFormat::Q4G64Fp16 && w.layout == WeightLayout::Tiled;
-    if (offset && (!aligned16(a.x_q4_offset) || a.q4_offset_stride % 8 != 0 ||
-                   (a.n_tokens > 1 && a.q4_offset_stride < gemv_q4_offset_per_row(w.k)) ||
-                   (a.x_lo && (!a.x_lo_q4_offset || !aligned16(a.x_lo_q4_offset)))))
         return cudaErrorInvalidValue;
 
     detail::GemvParams p{};
@@ -213,11 +197,6 @@ cudaError_t gemv(const GemvArgs& a, cudaStream_t stream) {
     p.partials = a.scratch.partials;
     p.counters = a.scratch.counters;
     p.splits = gemv_split_count(w, a.scratch);
-    if (offset) {
-        p.xoff = a.x_q4_offset;
-        p.xoff_lo = a.x_lo ? a.x_lo_q4_offset : nullptr;
-        p.ld_xoff = a.q4_offset_stride;
-    }
     const dim3 grid(unsigned((w.n + detail::kGemvRowsPerBlock - 1) / detail::kGemvRowsPerBlock), unsigned(p.splits));
     const dim3 block(detail::kGemvWarps * 32);
     if (w.layout == WeightLayout::Tiled) {
@@ -225,10 +204,7 @@ cudaError_t gemv(const GemvArgs& a, cudaStream_t stream) {
         p.units_per_split = (steps + p.splits - 1) / p.splits * unroll_of(w.format);
         const bool two_pass = a.x_lo && a.n_tokens > 4; // high and low halves of 8 tokens: 16 columns
         if (const int stages = stages_of(w); stages > 0)
-            return detail::gemv_pipe_launch(w.format, stages, g_stage_x, two_pass, p, grid, stream, offset);
-        if (offset)
-            return two_pass ? launch_pdl(detail::gemv_tiled_kernel<WeightFormat::Q4G64Fp16, 2, true>, grid, block, 0, stream, p)
-                            : launch_pdl(detail::gemv_tiled_kernel<WeightFormat::Q4G64Fp16, 1, true>, grid, block, 0, stream, p);
+            return detail::gemv_pipe_launch(w.format, stages, g_stage_x, two_pass, p, grid, stream);
         switch (w.format) {
         case WeightFormat::Bf16:
             return two_pass ? launch_pdl(detail::gemv_tiled_kernel<WeightFormat::Bf16, 2>, grid, block, 0, stream, p)

@@ -42,9 +42,6 @@ struct GemvParams {
     int splits;
     int64_t units_per_split; // k units (32 for bf16, 64 for fp8/q4) per split
     int64_t tiled_units;     // tiled layout: units per row, padded to a multiple of kTiledUnitPad
-    const float* xoff;       // the q4 offset path (gemv.h x_q4_offset): -136 * group sums of x
-    const float* xoff_lo;    // and of x_lo
-    int64_t ld_xoff;
 };
 
 template <WeightFormat F> struct GemvTraits;
@@ -60,14 +57,11 @@ __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
 // Signed nibbles i and i+4 of w (two's complement codes q, as stored) to a bf16 pair. One lop3
 // builds bf16 128 + (q + 8): bits 0-2 of the code pass, bit 3 is inverted (q + 8 = code ^ 8 in
 // 4 bits), 0x43 is the exponent of 128; truth table (b & c) | (b & ~c & a) | (~b & c & ~a) with
-// b = 0x43074307, c = 0x43084308 is 0xCA. Subtracting 136 leaves q exactly. OFS (the q4 offset
-// path, gemv.h x_q4_offset): 136 + q itself; the caller starts the group's sum at -136 * X_g.
-template <bool OFS = false>
+// b = 0x43074307, c = 0x43084308 is 0xCA. Subtracting 136 leaves q exactly.
 __device__ __forceinline__ uint32_t q4_pair_to_bf16(uint32_t w_shifted) {
     uint32_t t;
     asm("lop3.b32 %0, %1, %2, %3, 0xCA;" : "=r"(t) : "r"(w_shifted), "r"(0x43074307u), "r"(0x43084308u));
-    if constexpr (OFS) return t;
-    else return bf16x2_sub(t, 0x43084308u);
+    return bf16x2_sub(t, 0x43084308u);
 }
 
 // Codes 2m and 2m+1 of a lane's 16 q5/q6 codes to a bf16 pair: base_word holds codes 8(m/4)..,
@@ -138,16 +132,15 @@ __device__ __forceinline__ void mma_fp8_unit(float (&acc)[4], const uint32_t (&w
 }
 
 // q4: one group, word j holds codes 8j..8j+7 (nibble i = code i), paired (i, i+4).
-template <bool OFS = false>
 __device__ __forceinline__ void q4_unit_a(uint32_t (&a)[4][4], const uint32_t (&wa)[2], const uint32_t (&wb)[2]) {
 #pragma unroll
     for (int j = 0; j < 2; ++j)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-            a[2 * j + h][0] = q4_pair_to_bf16<OFS>(wa[j] >> (8 * h));
-            a[2 * j + h][1] = q4_pair_to_bf16<OFS>(wb[j] >> (8 * h));
-            a[2 * j + h][2] = q4_pair_to_bf16<OFS>(wa[j] >> (8 * h + 4));
-            a[2 * j + h][3] = q4_pair_to_bf16<OFS>(wb[j] >> (8 * h + 4));
+            a[2 * j + h][0] = q4_pair_to_bf16(wa[j] >> (8 * h));
+            a[2 * j + h][1] = q4_pair_to_bf16(wb[j] >> (8 * h));
+            a[2 * j + h][2] = q4_pair_to_bf16(wa[j] >> (8 * h + 4));
+            a[2 * j + h][3] = q4_pair_to_bf16(wb[j] >> (8 * h + 4));
         }
 }
 __device__ __forceinline__ void q4_unit_mma(float (&part)[4], const uint32_t (&a)[4][4], const uint32_t (&xs)[8]) {

@@ -17,8 +17,8 @@ template <WeightFormat F, int S, bool XS> constexpr size_t smem_limit() {
 
 // The kernel may use more than the default 48 KB of dynamic shared memory; the carveout (when
 // set) trades shared memory, and so resident blocks, for L1, which holds x unless it is staged.
-template <WeightFormat F, int P, int S, bool XS, bool OFS = false> cudaError_t prepare() {
-    auto* kernel = gemv_tiled_pipe_kernel<F, P, S, XS, OFS>;
+template <WeightFormat F, int P, int S, bool XS> cudaError_t prepare() {
+    auto* kernel = gemv_tiled_pipe_kernel<F, P, S, XS>;
     cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_limit<F, S, XS>()));
     if (e == cudaSuccess && g_carveout >= 0)
         e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, g_carveout);
@@ -50,34 +50,33 @@ template <WeightFormat F> int resident_blocks_of(int stages) {
     }
 }
 
-template <WeightFormat F, int P, int S, bool XS, bool OFS = false>
+template <WeightFormat F, int P, int S, bool XS>
 cudaError_t launch_kernel(const GemvParams& p, dim3 grid, size_t smem, cudaStream_t stream) {
     // Attributes are set once per kernel (thread-safe static), again for each launch under the
     // bench's carveout hook. cudaFuncSetAttribute is not a stream operation: safe during capture.
-    static const cudaError_t once = prepare<F, P, S, XS, OFS>();
-    const cudaError_t e = g_hooked ? prepare<F, P, S, XS, OFS>() : once;
+    static const cudaError_t once = prepare<F, P, S, XS>();
+    const cudaError_t e = g_hooked ? prepare<F, P, S, XS>() : once;
     if (e != cudaSuccess) return e;
-    return launch_pdl(gemv_tiled_pipe_kernel<F, P, S, XS, OFS>, grid, dim3(kGemvWarps * 32), smem, stream, p);
+    return launch_pdl(gemv_tiled_pipe_kernel<F, P, S, XS>, grid, dim3(kGemvWarps * 32), smem, stream, p);
 }
 
-template <WeightFormat F, int S, bool OFS>
+template <WeightFormat F, int S>
 cudaError_t launch_stages(bool stage_x, bool two_pass, const GemvParams& p, dim3 grid, cudaStream_t stream) {
     const size_t ring = gemv_pipe_smem_bytes(F, S);
-    if (two_pass) return launch_kernel<F, 2, S, false, OFS>(p, grid, ring, stream);
+    if (two_pass) return launch_kernel<F, 2, S, false>(p, grid, ring, stream);
     if constexpr (F != WeightFormat::Bf16) {
         const int64_t x_bytes = xstage_bytes(p.units_per_split, p.n_tokens, p.x_lo != nullptr);
-        if (stage_x && x_bytes <= kXStageMaxBytes)
-            return launch_kernel<F, 1, S, true, OFS>(p, grid, ring + x_bytes, stream);
+        if (stage_x && x_bytes <= kXStageMaxBytes) return launch_kernel<F, 1, S, true>(p, grid, ring + x_bytes, stream);
     }
-    return launch_kernel<F, 1, S, false, OFS>(p, grid, ring, stream);
+    return launch_kernel<F, 1, S, false>(p, grid, ring, stream);
 }
 
-template <WeightFormat F, bool OFS>
+template <WeightFormat F>
 cudaError_t launch_format(int stages, bool stage_x, bool two_pass, const GemvParams& p, dim3 grid, cudaStream_t stream) {
     switch (stages) {
-    case 2: return launch_stages<F, 2, OFS>(stage_x, two_pass, p, grid, stream);
-    case 3: return launch_stages<F, 3, OFS>(stage_x, two_pass, p, grid, stream);
-    case 4: return launch_stages<F, 4, OFS>(stage_x, two_pass, p, grid, stream);
+    case 2: return launch_stages<F, 2>(stage_x, two_pass, p, grid, stream);
+    case 3: return launch_stages<F, 3>(stage_x, two_pass, p, grid, stream);
+    case 4: return launch_stages<F, 4>(stage_x, two_pass, p, grid, stream);
     default: return cudaErrorInvalidValue;
     }
 }
@@ -99,14 +98,12 @@ int gemv_pipe_resident_blocks(WeightFormat f, int stages) {
 }
 
 cudaError_t gemv_pipe_launch(WeightFormat f, int stages, bool stage_x, bool two_pass, const GemvParams& p,
-                             dim3 grid, cudaStream_t stream, bool offset) {
+                             dim3 grid, cudaStream_t stream) {
     switch (f) {
-    case WeightFormat::Bf16: return launch_format<WeightFormat::Bf16, false>(stages, stage_x, two_pass, p, grid, stream);
+    case WeightFormat::Bf16: return launch_format<WeightFormat::Bf16>(stages, stage_x, two_pass, p, grid, stream);
     case WeightFormat::Fp8E4m3RowBf16:
-        return launch_format<WeightFormat::Fp8E4m3RowBf16, false>(stages, stage_x, two_pass, p, grid, stream);
-    case WeightFormat::Q4G64Fp16:
-        return offset ? launch_format<WeightFormat::Q4G64Fp16, true>(stages, stage_x, two_pass, p, grid, stream)
-                      : launch_format<WeightFormat::Q4G64Fp16, false>(stages, stage_x, two_pass, p, grid, stream);
+        return launch_format<WeightFormat::Fp8E4m3RowBf16>(stages, stage_x, two_pass, p, grid, stream);
+    case WeightFormat::Q4G64Fp16: return launch_format<WeightFormat::Q4G64Fp16>(stages, stage_x, two_pass, p, grid, stream);
     default: return cudaErrorInvalidValue;
     }
 }

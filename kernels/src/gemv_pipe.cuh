@@ -108,8 +108,7 @@ __device__ __forceinline__ void tiled_load_shared(TiledFrag<F>& f, const uint8_t
     }
 }
 
-// OFS: the q4 offset path (tiled_compute), offsets read through L1 (gemv.h x_q4_offset).
-template <WeightFormat F, int P, int S, bool XS, bool OFS = false>
+template <WeightFormat F, int P, int S, bool XS>
 __global__ void __launch_bounds__(kGemvWarps * 32, P == 1 ? 4 : 3) gemv_tiled_pipe_kernel(GemvParams p) {
     static_assert(S >= 2 && kGemvWarps * S * 8 <= kPipeBarrierBytes, "barrier area");
     static_assert(!XS || (P == 1 && F != WeightFormat::Bf16), "x is staged for one-pass fp8/q4 only");
@@ -155,8 +154,6 @@ __global__ void __launch_bounds__(kGemvWarps * 32, P == 1 ? 4 : 3) gemv_tiled_pi
         if (token < p.n_tokens) xrow = xs + r * xstage_row_bytes(p.units_per_split) + wp.c * 32;
     }
 
-    Q4Offsets<P> off; // OFS with staged x: kept across the loop (this kernel has the registers)
-    if constexpr (OFS && XS) off = q4_offsets<P>(p, wp.c);
     float acc[P][4] = {};
     for (int st = 0; st < steps; ++st) {
         const int slot = st % S;
@@ -167,13 +164,10 @@ __global__ void __launch_bounds__(kGemvWarps * 32, P == 1 ? 4 : 3) gemv_tiled_pi
         // may refill it now: S steps stay in flight while this one is multiplied.
         __syncwarp();
         if (lane == 0 && st + S < steps) request(st + S);
-        if constexpr (XS) {
-            Q4Offsets<P> at;
-            if constexpr (OFS) at = off.at(u_begin + int64_t(st) * kUnroll);
-            tiled_compute<F, 1, SharedX, OFS>(f, SharedX{xrow ? xrow + st * kUnroll * 128 : nullptr}, acc, &at);
-        } else {
-            tiled_step<F, P, OFS>(f, p, u_begin + int64_t(st) * kUnroll, wp.c, cols, acc);
-        }
+        if constexpr (XS)
+            tiled_compute<F, 1>(f, SharedX{xrow ? xrow + st * kUnroll * 128 : nullptr}, acc);
+        else
+            tiled_step<F, P>(f, p, u_begin + int64_t(st) * kUnroll, wp.c, cols, acc);
     }
     tiled_finish<F, P>(p, acc, cols, wp.src_tile, wp.tile * 16, wp.g);
 }
@@ -183,8 +177,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, P == 1 ? 4 : 3) gemv_tiled_pi
 // stage_x: use the XS kernel where it applies (one pass, fp8/q4, x within kXStageMaxBytes).
 int gemv_pipe_resident_blocks(WeightFormat f, int stages);
 void gemv_pipe_set_carveout(int percent); // gemv_set_tiled_pipeline's carveout
-// offset: the q4 offset kernels (p.xoff given; other formats ignore it).
 cudaError_t gemv_pipe_launch(WeightFormat f, int stages, bool stage_x, bool two_pass, const GemvParams& p,
-                             dim3 grid, cudaStream_t stream, bool offset = false);
+                             dim3 grid, cudaStream_t stream);
 
 } // namespace ninfer::kernels::detail

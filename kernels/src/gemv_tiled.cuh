@@ -62,49 +62,10 @@ template <WeightFormat F, bool GUARD, int P> struct GlobalX {
     }
 };
 
-// The q4 offset path (gemv.h x_q4_offset): acc element e of pass q belongs to B column
-// 2c + (e & 1), so a lane reads two columns' offsets per unit and pass. A column without a token
-// (zero x) reads kNoOffsets and does not advance (step 0), so the loads need no predicate: each
-// unit costs two L1 loads and the seed moves, against 16 bf16x2 subtractions.
-__device__ __align__(16) const float kNoOffsets[GemvTraits<WeightFormat::Q4G64Fp16>::kUnroll] = {};
-template <int P> struct Q4Offsets {
-    const float* col[P][2];
-    int step[P][2]; // 1, or 0 for kNoOffsets
-    // The offsets of the step at unit u (P pointers per column).
-    __device__ __forceinline__ Q4Offsets at(int64_t u) const {
-        Q4Offsets r = *this;
-#pragma unroll
-        for (int q = 0; q < P; ++q)
-#pragma unroll
-            for (int j = 0; j < 2; ++j) r.col[q][j] = col[q][j] + u * step[q][j];
-        return r;
-    }
-};
-// Columns as in tiled_columns: with x_lo, column j of pass q is token 4q + j % 4, the low half for
-// j >= 4.
-template <int P> __device__ __forceinline__ Q4Offsets<P> q4_offsets(const GemvParams& p, int c) {
-    Q4Offsets<P> o;
-    const bool lo = p.x_lo != nullptr;
-#pragma unroll
-    for (int q = 0; q < P; ++q)
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-            const int col = 2 * c + j, t = lo ? 4 * q + (col & 3) : col;
-            const bool has = t < p.n_tokens;
-            o.col[q][j] = has ? (lo && col >= 4 ? p.xoff_lo : p.xoff) + int64_t(t) * p.ld_xoff : kNoOffsets;
-            o.step[q][j] = has ? 1 : 0;
-        }
-    return o;
-}
-
 // One step of kUnroll units for P passes over x: each weight fragment is dequantised once and
 // multiplied with every pass's x (X: GlobalX, or the pipelined kernel's staged copy) into acc[q].
-// OFS (q4 only): codes enter the mma as 136 + q and each group's sum starts at its offset
-// -136 * X_g (off: at the step's first unit), which leaves sum q * x without the bf16 subtraction.
-template <WeightFormat F, int P, class X, bool OFS = false>
-__device__ __forceinline__ void tiled_compute(const TiledFrag<F>& f, const X& x, float (&acc)[P][4],
-                                              const Q4Offsets<P>* off = nullptr) {
-    static_assert(!OFS || F == WeightFormat::Q4G64Fp16, "the offset path is q4's");
+template <WeightFormat F, int P, class X>
+__device__ __forceinline__ void tiled_compute(const TiledFrag<F>& f, const X& x, float (&acc)[P][4]) {
     constexpr int kUnroll = GemvTraits<F>::kUnroll;
 #pragma unroll
     for (int i = 0; i < kUnroll; ++i) {
@@ -125,7 +86,7 @@ __device__ __forceinline__ void tiled_compute(const TiledFrag<F>& f, const X& x,
             } else {
                 const uint32_t wa[2] = {f.w[i][0].x, f.w[i][0].y};
                 const uint32_t wb[2] = {f.w[i][0].z, f.w[i][0].w};
-                q4_unit_a<OFS>(a, wa, wb);
+                q4_unit_a(a, wa, wb);
             }
             float2 s = make_float2(1.f, 1.f);
             if constexpr (F == WeightFormat::Q4G64Fp16) {
@@ -141,10 +102,6 @@ __device__ __forceinline__ void tiled_compute(const TiledFrag<F>& f, const X& x,
                     unit_mma_b(acc[q], a, b);
                 } else {
                     float part[4] = {0.f, 0.f, 0.f, 0.f};
-                    if constexpr (OFS) {
-                        part[0] = part[2] = __ldg(off->col[q][0] + i);
-                        part[1] = part[3] = __ldg(off->col[q][1] + i);
-                    }
                     unit_mma_b(part, a, b);
                     acc[q][0] = fmaf(part[0], s.x, acc[q][0]);
                     acc[q][1] = fmaf(part[1], s.x, acc[q][1]);
@@ -180,19 +137,14 @@ template <int P> __device__ __forceinline__ TiledColumns<P> tiled_columns(const 
     return cols;
 }
 
-// Step of kUnroll units at unit u, the guarded variant only where x ends inside the step. OFS: the
-// offsets' pointers are made again per step from p (a few integer ops per 8 units) instead of being
-// kept live across the loop: the register kernel's double buffer leaves no room for them (its spill
-// went from 116 to 60 bytes).
-template <WeightFormat F, int P, bool OFS = false>
+// Step of kUnroll units at unit u, the guarded variant only where x ends inside the step.
+template <WeightFormat F, int P>
 __device__ __forceinline__ void tiled_step(const TiledFrag<F>& f, const GemvParams& p, int64_t u, int c,
                                            const TiledColumns<P>& cols, float (&acc)[P][4]) {
-    Q4Offsets<P> at;
-    if constexpr (OFS) at = q4_offsets<P>(p, c).at(u);
     if ((u + GemvTraits<F>::kUnroll) * GemvTraits<F>::kUnit <= p.k)
-        tiled_compute<F, P, GlobalX<F, false, P>, OFS>(f, GlobalX<F, false, P>{p, u, c, cols.has, cols.xg}, acc, &at);
+        tiled_compute<F, P>(f, GlobalX<F, false, P>{p, u, c, cols.has, cols.xg}, acc);
     else
-        tiled_compute<F, P, GlobalX<F, true, P>, OFS>(f, GlobalX<F, true, P>{p, u, c, cols.has, cols.xg}, acc, &at);
+        tiled_compute<F, P>(f, GlobalX<F, true, P>{p, u, c, cols.has, cols.xg}, acc);
 }
 
 // Epilogue of both tiled kernels: fp8 row multipliers, the low halves' sums into the high
@@ -235,9 +187,8 @@ template <WeightFormat F> struct TiledWarp {
     }
 };
 
-// Register double buffer. PDL: the first weights are loaded before waiting for x. OFS: the q4
-// offset path (tiled_compute).
-template <WeightFormat F, int P, bool OFS = false>
+// Register double buffer. PDL: the first weights are loaded before waiting for x.
+template <WeightFormat F, int P>
 __global__ void __launch_bounds__(kGemvWarps * 32, P == 1 ? 4 : 3) gemv_tiled_kernel(GemvParams p) {
     constexpr int kUnroll = GemvTraits<F>::kUnroll;
     const TiledWarp<F> wp(p);
@@ -249,7 +200,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, P == 1 ? 4 : 3) gemv_tiled_ke
     ninfer_grid_wait(); // x, residual and the split-K scratch come from earlier kernels
     for (int64_t u = wp.u_begin; u < wp.u_end; u += kUnroll) {
         if (u + kUnroll < wp.u_end) tiled_load<F>(nxt, wp.wtile, wp.stile, u + kUnroll, wp.lane, wp.g);
-        tiled_step<F, P, OFS>(cur, p, u, wp.c, cols, acc);
+        tiled_step<F, P>(cur, p, u, wp.c, cols, acc);
         cur = nxt;
     }
     tiled_finish<F, P>(p, acc, cols, wp.src_tile, wp.tile * 16, wp.g);

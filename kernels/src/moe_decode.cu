@@ -1,5 +1,5 @@
 // ninfer::kernels - MoE decode: routing + shared gate/up, routed gate/up + SwiGLU, down + combine.
-#include "moe_decode_v4.cuh"
+#include "moe_decode_mma.cuh"
 
 #include <cstdlib>
 
@@ -43,6 +43,64 @@ __device__ __forceinline__ void gate_up_warp(const MoeParams& p, const MoeRows& 
             a[1] = silu(v[1]) * v[3];
         }
     }
+}
+
+template <WeightFormat F, int NT>
+__device__ __forceinline__ void route_dots(const MoeRows& m, const int64_t (&rows)[kRouteRows], const float* const (&xs)[NT],
+                                           int nt, float (&acc)[NT][kRouteRows]) {
+    const int c0 = threadIdx.x; // warp w, lane l: chunk 32w + l, then every 256th
+    rows_dot<F, kRouteRows, NT>(m, rows, xs, nt, c0, kRouteWarps * 32, acc);
+}
+
+// Router block b < route_blocks - 1: router rows 4b..4b+3 for every token; b = route_blocks - 1:
+// the score row. The last router block to finish routes (the counter counts router blocks only).
+template <int NT> __device__ void route_block(const MoeParams& p) {
+    __shared__ float part[kRouteWarps][NT][kRouteRows];
+    __shared__ int32_t chosen[kMoeDecodeMaxTokens][kMoeMaxTopK];
+    __shared__ uint32_t tok_mask[kMoeMaxExperts];
+    __shared__ bool is_last;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, E = p.n_experts;
+    const bool score_block = blockIdx.x == p.route_blocks - 1;
+    const MoeRows& m = score_block ? p.score : p.router;
+    const int n_rows = score_block ? 1 : E, row0 = score_block ? 0 : blockIdx.x * kRouteRows;
+    int64_t rows[kRouteRows];
+#pragma unroll
+    for (int j = 0; j < kRouteRows; ++j) rows[j] = min(row0 + j, n_rows - 1);
+    const float* xs[NT];
+#pragma unroll
+    for (int t = 0; t < NT; ++t) xs[t] = p.x + int64_t(min(t, p.n_tokens - 1)) * p.x_stride;
+    float acc[NT][kRouteRows] = {};
+    switch (m.format) {
+    case WeightFormat::Bf16: route_dots<WeightFormat::Bf16, NT>(m, rows, xs, p.n_tokens, acc); break;
+    case WeightFormat::Fp8E4m3RowBf16: route_dots<WeightFormat::Fp8E4m3RowBf16, NT>(m, rows, xs, p.n_tokens, acc); break;
+    default: route_dots<WeightFormat::Q4G64Fp16, NT>(m, rows, xs, p.n_tokens, acc); break;
+    }
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+        if (t >= p.n_tokens) break;
+#pragma unroll
+        for (int j = 0; j < kRouteRows; ++j) {
+            const float v = warp_sum(acc[t][j]);
+            if (lane == 0) part[warp][t][j] = v;
+        }
+    }
+    __syncthreads();
+    const int t = threadIdx.x / kRouteRows, j = threadIdx.x % kRouteRows;
+    if (t < p.n_tokens && row0 + j < n_rows) {
+        float s = 0.f;
+        for (int w = 0; w < kRouteWarps; ++w) s += part[w][t][j];
+        p.logits[int64_t(t) * (E + 1) + (score_block ? E : row0 + j)] = s * fp8_row_scale(m, rows[j]);
+        __threadfence(); // the last block reads these
+    }
+    clear_choices(p, tok_mask); // every block: free work beside the counter's round trip
+    __syncthreads();
+    if (threadIdx.x == 0) is_last = atomicAdd(p.counter, 1u) == unsigned(p.route_blocks - 1);
+    __syncthreads();
+    if (!is_last) return;
+    __threadfence();
+    route_tokens(p, chosen, tok_mask);
+    __syncthreads();
+    plan_work(p, chosen, tok_mask);
 }
 
 // Launch 1, 256 threads: route_blocks router blocks, then ceil(Is / 16) blocks of the shared
@@ -89,8 +147,7 @@ template <int NT> __global__ void __launch_bounds__(kRouteWarps * 32, 2) moe_rou
 // computes intermediate rows 16b + 2w, +1 of the entry's expert for every token of the entry
 // (q4 on tensor cores: the block's 16 rows, k split over the warps, moe_decode_mma.cuh).
 // 2 blocks per SM (<= 128 registers): the 8 entries x 32 blocks of a 35B-A3B step fit in one wave.
-// ActParts (the v4 path, p.mma always): the SwiGLU rows go out as bf16 parts for the mma down.
-template <int NT, bool ActParts = false>
+template <int NT>
 __global__ void __launch_bounds__(kExpertWarps * 32, 2) moe_gate_up_kernel(MoeParams p) {
     ninfer_grid_launch_dependents();
     ninfer_grid_wait(); // PDL: the work list comes from the previous kernel
@@ -109,9 +166,7 @@ __global__ void __launch_bounds__(kExpertWarps * 32, 2) moe_gate_up_kernel(MoePa
 #pragma unroll
     for (int t = 0; t < NT; ++t) pair[t] = en[2 + min(t, nt - 1)];
     if (p.mma) { // block-uniform: every warp takes part (shared-memory reduction)
-        const int64_t i0 = int64_t(blockIdx.x) * kGateUpRowsPerBlock;
-        gate_up_mma<NT, false, ActParts>(p, p.gate_up, int64_t(expert) * 2 * p.inter + i0, p.inter, p.x_parts, 0, pair, nt,
-                                         i0);
+        gate_up_mma<NT>(p, expert, pair, nt, int64_t(blockIdx.x) * kGateUpRowsPerBlock);
         return;
     }
     const int64_t I = p.inter, i = int64_t(blockIdx.x) * kGateUpRowsPerBlock + warp * kGateUpRowsPerWarp;
@@ -125,6 +180,10 @@ __device__ __forceinline__ void down_dots(const MoeRows& m, const int64_t (&rows
     const float* const xs[1] = {x};
     rows_dot<F, 4, 1, true>(m, rows, xs, 1, threadIdx.x % lpr, lpr, acc);
 }
+
+// Down blocks: up to 16 warps (K + 1 of them) at <= 96 registers: 2 blocks of 9 warps per SM (at 104
+// registers only one fits: ncu, Block Limit Registers 1, two waves at batch 1).
+constexpr int kDownMaxWarps = 16;
 
 // Lanes per row of the down launch: enough for the row's 16-byte chunks, 8 to 32.
 __host__ __device__ inline int down_lanes_per_row(int64_t chunks) { return chunks >= 32 ? 32 : chunks >= 16 ? 16 : 8; }
@@ -188,10 +247,8 @@ size_t moe_decode_work_ints(int n_experts, int top_k) {
 }
 size_t moe_decode_act_floats(int top_k, int64_t inter, int64_t shared_inter, int64_t hidden) {
     const int64_t groups = detail::moe_align_up(hidden, 128) / 64; // q4 groups of a gate/up row
-    const int64_t act_groups = detail::moe_align_up(std::max(inter, shared_inter), 128) / 64; // v4: down row groups
     return size_t(kMoeDecodeMaxTokens) * size_t(top_k + 1) * size_t(detail::moe_align_up(std::max(inter, shared_inter), 4)) +
-           size_t(kMoeDecodeMaxTokens) * size_t(groups) * detail::kXPartWords +
-           size_t(kMoeDecodeMaxTokens) * size_t(top_k + 1) * size_t(act_groups) * detail::kXPartWords;
+           size_t(kMoeDecodeMaxTokens) * size_t(groups) * detail::kXPartWords;
 }
 
 namespace {
@@ -202,17 +259,6 @@ bool moe_mma_enabled() {
         return !(v && v[0] == '0');
     }();
     return on;
-}
-
-// The path of a call: the argument's, else NINFER_MOE_V4 (read once: 1 = V4, 2 = V4Cluster, 0 = V3),
-// else kMoeDecodeDefaultPath.
-MoeDecodePath moe_path(MoeDecodePath asked) {
-    static const MoeDecodePath env = [] {
-        const char* v = std::getenv("NINFER_MOE_V4");
-        if (!v || !v[0]) return kMoeDecodeDefaultPath;
-        return v[0] == '2' ? MoeDecodePath::V4Cluster : v[0] == '1' ? MoeDecodePath::V4 : MoeDecodePath::V3;
-    }();
-    return asked == MoeDecodePath::Env ? env : asked;
 }
 } // namespace
 
@@ -259,23 +305,6 @@ cudaError_t moe_decode(const MoeDecodeArgs& a, cudaStream_t stream) {
     p.mma = w.experts_gate_up.format == WeightFormat::Q4G64Fp16 && moe_mma_enabled();
     p.out = a.out;
     p.out_stride = a.out_stride;
-
-    const MoeDecodePath path = moe_path(a.path);
-    const bool q4 = w.experts_gate_up.format == WeightFormat::Q4G64Fp16 && w.experts_down.format == WeightFormat::Q4G64Fp16 &&
-                    w.shared_gate_up.format == WeightFormat::Q4G64Fp16 && w.shared_down.format == WeightFormat::Q4G64Fp16;
-    if (q4 && (path == MoeDecodePath::V4 || path == MoeDecodePath::V4Cluster)) {
-        const bool cluster = path == MoeDecodePath::V4Cluster && E <= kMoeClusterMaxExperts;
-        p.act_groups = int(moe_align_up(std::max(I, Is), 128) / 64);
-        p.act_parts = p.x_parts + size_t(kMoeDecodeMaxTokens) * size_t(p.gate_up.groups) * kXPartWords;
-        moe_v4_plan(p, cluster);
-        const dim3 gate_up_grid(unsigned(I / kGateUpRowsPerBlock), unsigned(std::min(n * K, E)));
-        cudaError_t err = moe_v4_first_launch(p, cluster, stream);
-        if (err == cudaSuccess)
-            err = n == 1 ? launch_pdl(moe_gate_up_kernel<1, true>, gate_up_grid, dim3(kExpertWarps * 32), 0, stream, p)
-                         : launch_pdl(moe_gate_up_kernel<kMoeDecodeMaxTokens, true>, gate_up_grid, dim3(kExpertWarps * 32), 0,
-                                      stream, p);
-        return err == cudaSuccess ? moe_v4_down_launch(p, stream) : err;
-    }
 
     const unsigned first = unsigned(p.route_blocks + (Is + kGateUpRowsPerBlock - 1) / kGateUpRowsPerBlock);
     const dim3 gate_up_grid(unsigned((I + kGateUpRowsPerBlock - 1) / kGateUpRowsPerBlock), unsigned(std::min(n * K, E)));

@@ -6,8 +6,7 @@
 // butterfly; choices are the K largest p, ties to the lower id, in selection order (largest first);
 // `sum` = the chosen p added in that order (every lane gets it). Lane j < K returns choice j (id,
 // p); lanes j >= K return id = E. E <= 32 * PL, 1 <= K <= min(E, 32); the whole warp calls it.
-// Logits are read with ld.global.cg (they may come from other blocks of the same launch), or with
-// plain loads when Ldcg is false (shared memory: the MoE decode's router cluster).
+// Logits are read with ld.global.cg (they may come from other blocks of the same launch).
 // Why registers and warp reductions: each of the K rounds costs one local argmax over PL registers
 // and two redux instructions (max of the probability bits, then min of the ids holding it),
 // instead of a pass over shared memory and a ten-shuffle (value, id) butterfly.
@@ -26,14 +25,13 @@ __device__ __forceinline__ float warp_max_redux(float v) {
     return __int_as_float(m ^ ((m >> 31) & 0x7FFFFFFF));
 }
 
-template <int PL, bool Ldcg = true>
+template <int PL>
 __device__ __forceinline__ void route_token_warp(const float* logits, int E, int K, int& my_id, float& my_p,
                                                  float& sum) {
     const int lane = threadIdx.x & 31;
     float v[PL];
 #pragma unroll
-    for (int i = 0; i < PL; ++i)
-        v[i] = lane + 32 * i < E ? (Ldcg ? __ldcg(logits + lane + 32 * i) : logits[lane + 32 * i]) : -INFINITY;
+    for (int i = 0; i < PL; ++i) v[i] = lane + 32 * i < E ? __ldcg(logits + lane + 32 * i) : -INFINITY;
     float m = v[0];
 #pragma unroll
     for (int i = 1; i < PL; ++i) m = fmaxf(m, v[i]);
@@ -81,11 +79,10 @@ __device__ __forceinline__ void route_token_warp(const float* logits, int E, int
 }
 
 // route_token_warp for any E <= 1024 (8 registers per lane up to 256 experts, else 32).
-template <bool Ldcg = true>
 __device__ __forceinline__ void route_token_warp_any(const float* logits, int E, int K, int& my_id, float& my_p,
                                                      float& sum) {
-    if (E <= 256) route_token_warp<8, Ldcg>(logits, E, K, my_id, my_p, sum);
-    else route_token_warp<32, Ldcg>(logits, E, K, my_id, my_p, sum);
+    if (E <= 256) route_token_warp<8>(logits, E, K, my_id, my_p, sum);
+    else route_token_warp<32>(logits, E, K, my_id, my_p, sum);
 }
 
 } // namespace ninfer::kernels::detail

@@ -32,67 +32,19 @@ __global__ void gemv_f32x_kernel(RowDecoder d, const float* x, int64_t x_stride,
     }
 }
 
-// Element i of token t (both SwiGLU kernels, so they write the same bits); returns the bf16 high
-// half and (out_lo given) the low half written.
-__device__ __forceinline__ float2 swiglu_element(const float* in, int64_t in_stride, int inter, __nv_bfloat16* out,
-                                                 float* out32, __nv_bfloat16* out_lo, int64_t out_stride, int t, int i) {
-    const float g = in[t * in_stride + i], u = in[t * in_stride + inter + i];
-    const float v = silu(g) * u;
-    const __nv_bfloat16 hi = __float2bfloat16(v);
-    if (out) out[t * out_stride + i] = hi;
-    if (out32) out32[t * out_stride + i] = v;
-    float lo = 0.f;
-    if (out_lo) {
-        const __nv_bfloat16 l = __float2bfloat16(v - __bfloat162float(hi));
-        out_lo[t * out_stride + i] = l;
-        lo = __bfloat162float(l);
-    }
-    return make_float2(__bfloat162float(hi), lo);
-}
-
 __global__ void swiglu_kernel(const float* in, int64_t in_stride, int inter, __nv_bfloat16* out, float* out32,
                               __nv_bfloat16* out_lo, int64_t out_stride) {
     ninfer_grid_launch_dependents();
     ninfer_grid_wait();
     const int t = blockIdx.y;
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < inter; i += gridDim.x * blockDim.x)
-        swiglu_element(in, in_stride, inter, out, out32, out_lo, out_stride, t, i);
-}
-
-// With gemv.h's q4 offsets of out (and out_lo): one warp per 64-column group (2 columns per lane),
-// the group's f64 sums by shuffles (exact, so the order does not matter), rounded once.
-__global__ void swiglu_q4_offset_kernel(const float* in, int64_t in_stride, int inter, __nv_bfloat16* out,
-                                        float* out32, __nv_bfloat16* out_lo, int64_t out_stride, float* ofs,
-                                        float* ofs_lo, int64_t ofs_stride) {
-    ninfer_grid_launch_dependents();
-    ninfer_grid_wait();
-    const int t = blockIdx.y, lane = threadIdx.x & 31, warps = blockDim.x / 32;
-    const int groups = (inter + 63) / 64;
-    for (int grp = blockIdx.x * warps + threadIdx.x / 32; grp < groups; grp += gridDim.x * warps) {
-        double h = 0, l = 0;
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-            const int i = 64 * grp + 2 * lane + j;
-            if (i >= inter) continue;
-            const float2 v = swiglu_element(in, in_stride, inter, out, out32, out_lo, out_stride, t, i);
-            h += double(v.x);
-            l += double(v.y);
-        }
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) {
-            h += __shfl_xor_sync(0xffffffffu, h, o);
-            l += __shfl_xor_sync(0xffffffffu, l, o);
-        }
-        if (lane == 0) {
-            ofs[t * ofs_stride + grp] = float(kGemvQ4OffsetScale * h);
-            if (ofs_lo) ofs_lo[t * ofs_stride + grp] = float(kGemvQ4OffsetScale * l);
-        }
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < inter; i += gridDim.x * blockDim.x) {
+        const float g = in[t * in_stride + i], u = in[t * in_stride + inter + i];
+        const float v = silu(g) * u;
+        const __nv_bfloat16 hi = __float2bfloat16(v);
+        if (out) out[t * out_stride + i] = hi;
+        if (out32) out32[t * out_stride + i] = v;
+        if (out_lo) out_lo[t * out_stride + i] = __float2bfloat16(v - __bfloat162float(hi));
     }
-    if (blockIdx.x == 0) // groups past inter up to gemv_q4_offset_per_row are zero (padding units)
-        for (int g = groups + threadIdx.x; g < gemv_q4_offset_per_row(inter); g += blockDim.x) {
-            ofs[t * ofs_stride + g] = 0.f;
-            if (ofs_lo) ofs_lo[t * ofs_stride + g] = 0.f;
-        }
 }
 
 // One warp per token (moe_route_warp.cuh).
@@ -318,17 +270,8 @@ cudaError_t gemv_f32x(const WeightView& w, const float* x, int64_t x_stride, int
 }
 
 cudaError_t swiglu(const float* in, int64_t in_stride, int inter, __nv_bfloat16* out, float* out32,
-                   int64_t out_stride, int n_rows, cudaStream_t stream, __nv_bfloat16* out_lo, float* q4_offset,
-                   float* lo_q4_offset, int64_t q4_offset_stride) {
+                   int64_t out_stride, int n_rows, cudaStream_t stream, __nv_bfloat16* out_lo) {
     if (!in || (!out && !out32) || inter < 1 || n_rows < 1 || n_rows > 65535) return cudaErrorInvalidValue;
-    if (q4_offset) {
-        if (!out || (lo_q4_offset && !out_lo) || (n_rows > 1 && q4_offset_stride < gemv_q4_offset_per_row(inter)))
-            return cudaErrorInvalidValue;
-        const dim3 grid(unsigned(std::min(64, ((inter + 63) / 64 + 7) / 8)), unsigned(n_rows));
-        return launch_pdl(detail::swiglu_q4_offset_kernel, grid, dim3(256), 0, stream, in, in_stride, inter, out, out32,
-                          out_lo, out_stride, q4_offset, lo_q4_offset, q4_offset_stride);
-    }
-    if (lo_q4_offset) return cudaErrorInvalidValue;
     const dim3 grid(unsigned(std::min(64, (inter + 255) / 256)), unsigned(n_rows));
     return launch_pdl(detail::swiglu_kernel, grid, dim3(256), 0, stream, in, in_stride, inter, out, out32, out_lo,
                       out_stride);

@@ -81,17 +81,9 @@ struct Pool {
     }
 };
 
-// fold != Off: the folded path is the one checked against fp64, and it must also give the split
-// path's bits (output and pool rows) and the same bits again on a second call (counters re-armed).
-// exact (AttnGeometry::exact, the runner's mode; fold != Off only): the fold's own exact branches
-// against the split path's bits; the fp64 model below rounds as the non-exact mode does, so it is
-// not applied (the split path's exact mode is checked by the prefill and backend tests).
 void run_attention(int nh, int nkv, std::vector<int> positions, uint64_t seed,
-                   kernels::KvDtype dtype = kernels::KvDtype::Bf16, kernels::AttnFold fold = kernels::AttnFold::Off,
-                   int merge_max = kernels::kAttnFoldMergeAll, bool exact = false) {
-    INFO("heads " << nh << "/" << nkv << " tokens " << positions.size() << " kv dtype " << int(dtype) << " fold "
-                  << int(fold) << " merge max " << merge_max << " exact " << exact);
-    REQUIRE((!exact || fold != kernels::AttnFold::Off));
+                   kernels::KvDtype dtype = kernels::KvDtype::Bf16) {
+    INFO("heads " << nh << "/" << nkv << " tokens " << positions.size() << " kv dtype " << int(dtype));
     Rng rng(seed);
     const int T = int(positions.size()), n_lanes = T + 2;
     const int max_context = *std::max_element(positions.begin(), positions.end()) + 1 + rng.integer(0, 300);
@@ -111,9 +103,9 @@ void run_attention(int nh, int nkv, std::vector<int> positions, uint64_t seed,
     const auto qw = rng.bf16s(HD, -0.3f, 0.3f), kw = rng.bf16s(HD, -0.3f, 0.3f);
     DeviceBuffer<bf16> qg_d(qg), k_d(kn), v_d(vn), qw_d(qw), kw_d(kw);
     DeviceBuffer<bf16> q_out(size_t(T) * nh * HD, 0xff), out(size_t(T) * nh * HD, 0xff);
-    DeviceBuffer<float> scratch(kernels::attn_decode_scratch_floats(T, nh, max_context), 0); // zero counters
+    DeviceBuffer<float> scratch(kernels::attn_decode_scratch_floats(T, nh, max_context));
 
-    kernels::AttnGeometry geo{nh, nkv, HD, 64, 1e7f, 1e-6f, exact};
+    kernels::AttnGeometry geo{nh, nkv, HD, 64, 1e7f, 1e-6f};
     kernels::KvPages kv;
     kv.page_table = table_d.get();
     kv.max_pages = max_pages;
@@ -127,43 +119,16 @@ void run_attention(int nh, int nkv, std::vector<int> positions, uint64_t seed,
     }
     kernels::AttnPrepArgs pa{geo, qg_d.get(), nh * 2 * HD, k_d.get(), nkv * HD, v_d.get(), nkv * HD, qw_d.get(),
                              kw_d.get(), lanes_d.get(), pos_d.get(), kv, q_out.get(), nh * HD, T};
+    CUDA_OK(kernels::attn_decode_prep(pa, nullptr));
     kernels::AttnDecodeArgs da{geo, q_out.get(), nh * HD, qg_d.get(), nh * 2 * HD, lanes_d.get(), pos_d.get(), kv,
                                out.get(), nh * HD, T, max_context, scratch.get(), scratch.size()};
-    CUDA_OK(kernels::attn_decode_folded(pa, da, fold, nullptr, merge_max));
+    CUDA_OK(kernels::attn_decode(da, nullptr));
     CUDA_OK(cudaDeviceSynchronize());
     CHECK(out.guards_intact());
     CHECK(kd.guards_intact());
     CHECK(vd.guards_intact());
     const auto og = out.download();
     const auto kg = kd.download(), vg = vd.download();
-    if (fold != kernels::AttnFold::Off) {
-        DeviceBuffer<uint8_t> kd_split(kp.bytes), vd_split(vp.bytes);
-        DeviceBuffer<bf16> out_split(size_t(T) * nh * HD, 0xff);
-        kernels::AttnPrepArgs ps = pa;
-        kernels::AttnDecodeArgs ds = da;
-        if (dtype == kernels::KvDtype::Bf16) {
-            ps.kv.k = ds.kv.k = reinterpret_cast<bf16*>(kd_split.get());
-            ps.kv.v = ds.kv.v = reinterpret_cast<bf16*>(vd_split.get());
-        } else {
-            ps.kv.k_q = ds.kv.k_q = kd_split.get();
-            ps.kv.v_q = ds.kv.v_q = vd_split.get();
-        }
-        ds.out = out_split.get();
-        CUDA_OK(kernels::attn_decode_folded(ps, ds, kernels::AttnFold::Off, nullptr));
-        CUDA_OK(kernels::attn_decode_folded(pa, da, fold, nullptr, merge_max)); // again: rewrites the same rows
-        CUDA_OK(cudaDeviceSynchronize());
-        const auto split_out = out_split.download();
-        CHECK(std::memcmp(og.data(), split_out.data(), og.size() * sizeof(bf16)) == 0);
-        CHECK(kd_split.download() == kg);
-        CHECK(vd_split.download() == vg);
-        const auto again = out.download();
-        CHECK(std::memcmp(og.data(), again.data(), og.size() * sizeof(bf16)) == 0);
-        std::vector<float> tail(size_t(T) * nkv);
-        CUDA_OK(cudaMemcpy(tail.data(), scratch.get() + scratch.size() - tail.size(), tail.size() * 4, cudaMemcpyDeviceToHost));
-        CHECK(std::all_of(tail.begin(), tail.end(), [](float w) { return w == 0.f; })); // counters left at zero
-        CHECK(scratch.guards_intact()); // the counters are the scratch's last words
-    }
-    if (exact) return;
 
     auto vrow = [&](int lane, int kvh, int pos) { // offset of a row in Pool::values
         const int page = table[size_t(lane) * max_pages + pos / 64];
@@ -246,25 +211,6 @@ TEST_CASE("attention decode with fp8 and int8 KV writes the codec's rows and mat
         run_attention(2, 2, {5, 17, 129, 511, 512, 513, 2, 70}, 34, d);
         run_attention(24, 4, {9000, 4500}, 35, d); // chunks of several pages
     }
-}
-
-TEST_CASE("folded attention decode (NINFER_ATTN_FOLD 1, 2, 3) gives the split path's bits and matches fp64",
-          "[attention_decode]") {
-    require_gpu();
-    for (kernels::AttnFold f : {kernels::AttnFold::Combine, kernels::AttnFold::All, kernels::AttnFold::AllEarly})
-        for (kernels::KvDtype d : {kernels::KvDtype::Bf16, kernels::KvDtype::Fp8, kernels::KvDtype::Int8}) {
-            run_attention(16, 2, {0}, 51, d, f);     // depth 1: one chunk, the writer merges alone
-            run_attention(16, 2, {511}, 52, d, f);   // 35B-A3B depth 512: 8 one-page chunks
-            run_attention(24, 4, {8999}, 53, d, f);  // 27B depth 9000: several pages per chunk
-            run_attention(24, 4, {62, 63, 64, 511, 8999, 0, 129, 1000}, 54, d, f); // batch 8, depths 63..9000
-            run_attention(16, 2, {64, 62, 63, 4100, 1, 300, 8299, 511}, 55, d, f); // 130 chunks: the 5th merge group
-            run_attention(2, 1, {40000, 64}, 56, d, f); // past 32K: 126 chunks of 5 pages
-            // Lanes using > 16 chunks (47, 32) left to the combine kernel, <= 16 (16, 8, 2, 1) merged in the fold.
-            run_attention(24, 4, {62, 8999, 511, 1000, 0, 2000, 63, 64}, 57, d, f, 16);
-            // The runner's exact mode (its own norm / RoPE / gate branches in the fold), bits only.
-            run_attention(24, 4, {62, 63, 64, 511, 2000, 0, 129, 1000}, 58, d, f, kernels::kAttnFoldMergeAll, true);
-            run_attention(16, 2, {8299, 0, 4100, 65}, 59, d, f, 16, true);
-        }
 }
 
 namespace {

@@ -94,55 +94,6 @@ void time_attention(const char* model, int nh, int nkv, int depth, int batch, ke
                 batch, us, layers, kv_bytes / 1e6, kv_bytes / us / 1e3);
 }
 
-// The whole attention mixer of a layer (prep + partial + combine) per fold (attention_decode.h 3.):
-// Off (the split path), Combine (merge in the partial kernel), All (one launch).
-void time_attention_fold(const char* model, int nh, int nkv, int depth, int batch, kernels::KvDtype dtype) {
-    const int max_context = depth + 64, max_pages = (max_context + 63) / 64, hd = 256;
-    const size_t page_bytes = kernels::kv_page_bytes(dtype, nkv, hd);
-    const double kv_bytes = 2.0 * batch * (double(depth) / 64) * double(page_bytes);
-    const int layers = layers_for(kv_bytes);
-    std::vector<int32_t> table(size_t(batch) * max_pages), lanes(batch), positions(batch, depth - 1);
-    for (size_t i = 0; i < table.size(); ++i) table[i] = int32_t(i);
-    for (int t = 0; t < batch; ++t) lanes[t] = t;
-    DeviceBuffer<int32_t> table_d(table), lanes_d(lanes), pos_d(positions);
-    Rng rng(8);
-    DeviceBuffer<bf16> qg(rng.bf16s(size_t(batch) * nh * 2 * hd, -2.f, 2.f)), kv_in(rng.bf16s(size_t(batch) * 2 * nkv * hd, -2.f, 2.f));
-    DeviceBuffer<bf16> norm_w(rng.bf16s(hd, -0.3f, 0.3f)), q(size_t(batch) * nh * hd), out(size_t(batch) * nh * hd);
-    const size_t scratch_floats = kernels::attn_decode_scratch_floats(batch, nh, max_context);
-    DeviceBuffer<float> scratch(scratch_floats, 0); // the folds' counters start at zero
-    std::vector<std::unique_ptr<DeviceBuffer<uint8_t>>> pools;
-    for (int l = 0; l < 2 * layers; ++l)
-        pools.push_back(std::make_unique<DeviceBuffer<uint8_t>>(size_t(batch) * max_pages * page_bytes, 0x3c));
-    const kernels::AttnGeometry geo{nh, nkv, hd, 64, 1e7f, 1e-6f, true};
-    double us[5]; // Off, Combine, All, AllEarly, AllEarly with merge_max 16
-    for (int f = 0; f < 5; ++f)
-        us[f] = graph_us([&](cudaStream_t s) {
-                    for (int l = 0; l < layers; ++l) {
-                        kernels::KvPages kv;
-                        kv.page_table = table_d.get(), kv.max_pages = max_pages, kv.dtype = dtype;
-                        if (dtype == kernels::KvDtype::Bf16) {
-                            kv.k = reinterpret_cast<bf16*>(pools[2 * l]->get());
-                            kv.v = reinterpret_cast<bf16*>(pools[2 * l + 1]->get());
-                        } else {
-                            kv.k_q = pools[2 * l]->get(), kv.v_q = pools[2 * l + 1]->get();
-                        }
-                        const kernels::AttnPrepArgs pa{geo, qg.get(), nh * 2 * hd, kv_in.get(), 2 * nkv * hd,
-                                                       kv_in.get() + nkv * hd, 2 * nkv * hd, norm_w.get(), norm_w.get(),
-                                                       lanes_d.get(), pos_d.get(), kv, q.get(), nh * hd, batch};
-                        const kernels::AttnDecodeArgs da{geo, q.get(), nh * hd, qg.get(), nh * 2 * hd, lanes_d.get(),
-                                                         pos_d.get(), kv, out.get(), nh * hd, batch, max_context,
-                                                         scratch.get(), scratch_floats};
-                        CUDA_OK(kernels::attn_decode_folded(pa, da, kernels::AttnFold(std::min(f, 3)), s,
-                                                            f == 4 ? 16 : kernels::kAttnFoldMergeAll));
-                    }
-                }) / layers;
-    std::printf("RESULT mixer_decode attention_fold %s kv %s depth %d batch %d: prep+partial+combine %.2f, fold "
-                "combine (NINFER_ATTN_FOLD=1) %.2f, fold all (=2) %.2f, fold all, early KV (=3) %.2f, =3 with "
-                "NINFER_ATTN_FOLD_MERGE_MAX=16 %.2f us/layer (graphs of %d layers)\n",
-                model, dtype == kernels::KvDtype::Bf16 ? "bf16" : dtype == kernels::KvDtype::Fp8 ? "fp8" : "int8", depth,
-                batch, us[0], us[1], us[2], us[3], us[4], layers);
-}
-
 void time_gdn(const char* model, int hk, int hv, int batch) {
     constexpr int D = kernels::kGdnHeadDim;
     const int conv_dim = 2 * hk * D + hv * D;
@@ -175,7 +126,7 @@ void time_gdn(const char* model, int hk, int hv, int batch) {
         ra.y = y.get(), ra.y_stride = hv * D, ra.n_k_heads = hk, ra.n_v_heads = hv, ra.n_tokens = batch, ra.exact = true;
         CUDA_OK(kernels::gdn_recurrent_decode(ra, s));
     };
-    auto fused = [&](int l, cudaStream_t s, bool settled) {
+    auto fused = [&](int l, cudaStream_t s) {
         kernels::GdnConvArgs ca{qkv.get(), conv_dim, conv_w.get(), conv_states[size_t(l)]->get(), slots.get(), nullptr,
                                 0, conv_dim, batch, true};
         kernels::GdnRecurrentArgs ra;
@@ -183,18 +134,14 @@ void time_gdn(const char* model, int hk, int hv, int batch) {
         ra.a_log = a_log.get(), ra.dt_bias = dt_bias.get(), ra.norm_w = norm_w.get(), ra.state = states[size_t(l)]->get();
         ra.slots = slots.get(), ra.y = y.get(), ra.y_stride = hv * D, ra.n_k_heads = hk, ra.n_v_heads = hv;
         ra.n_tokens = batch, ra.exact = true;
-        ra.state_settled = settled; // legal: each layer's state has one writer per replay
         CUDA_OK(kernels::gdn_decode_step(ca, ra, s));
     };
     const double conv_us = graph_us([&](cudaStream_t s) { for (int l = 0; l < layers; ++l) conv(l, s); }) / layers;
     const double rec_us = graph_us([&](cudaStream_t s) { for (int l = 0; l < layers; ++l) recur(l, s); }) / layers;
-    const double step_us = graph_us([&](cudaStream_t s) { for (int l = 0; l < layers; ++l) fused(l, s, false); }) / layers;
-    const double early_us = graph_us([&](cudaStream_t s) { for (int l = 0; l < layers; ++l) fused(l, s, true); }) / layers;
+    const double step_us = graph_us([&](cudaStream_t s) { for (int l = 0; l < layers; ++l) fused(l, s); }) / layers;
     std::printf("RESULT mixer_decode gdn %s batch %d: conv %.2f us/layer, recurrence %.2f us/layer, fused step %.2f "
-                "us/layer, fused step with the state read before the wait (NINFER_GDN_EARLY_STATE=1) %.2f us/layer "
-                "(graphs of %d layers), %.1f MB state read + written, %.0f GB/s in the fused step\n",
-                model, batch, conv_us, rec_us, step_us, early_us, layers, 2 * state_bytes / 1e6,
-                2 * state_bytes / step_us / 1e3);
+                "us/layer (graphs of %d layers), %.1f MB state read + written, %.0f GB/s in the fused step\n",
+                model, batch, conv_us, rec_us, step_us, layers, 2 * state_bytes / 1e6, 2 * state_bytes / step_us / 1e3);
 }
 
 } // namespace
@@ -209,11 +156,6 @@ TEST_CASE("decode mixers: time per layer at the 27B and 35B-A3B shapes (RESULT l
         }
         time_attention("27B", 24, 4, 8192, batch, kernels::KvDtype::Fp8);
         time_attention("27B", 24, 4, 8192, batch, kernels::KvDtype::Int8);
-        for (int depth : {512, 8192}) {
-            time_attention_fold("27B", 24, 4, depth, batch, kernels::KvDtype::Bf16);
-            time_attention_fold("35B-A3B", 16, 2, depth, batch, kernels::KvDtype::Bf16);
-        }
-        time_attention_fold("27B", 24, 4, 8192, batch, kernels::KvDtype::Fp8);
         time_gdn("27B", 16, 48, batch);
         time_gdn("35B-A3B", 16, 32, batch);
     }

@@ -56,10 +56,8 @@ struct Moe {
           logits(kernels::moe_decode_logits_floats(sh.E)), weights(8 * size_t(sh.K + 1)),
           act(kernels::moe_decode_act_floats(sh.K, sh.I, sh.Is, sh.H)), ids(8 * size_t(sh.K)),
           work(kernels::moe_decode_work_ints(sh.E, sh.K)), counter(1, 0) {}
-    kernels::MoeDecodeArgs args(const float* x, int64_t x_stride, int n, float* out, int64_t out_stride,
-                                kernels::MoeDecodePath path = kernels::MoeDecodePath::Env) const {
+    kernels::MoeDecodeArgs args(const float* x, int64_t x_stride, int n, float* out, int64_t out_stride) const {
         kernels::MoeDecodeArgs a;
-        a.path = path;
         a.w = {router.view(), score.view(), gate_up.view(), down.view(), shared_gate_up.view(), shared_down.view(),
                s.E, s.K, s.I, s.Is};
         a.scratch = {logits.get(), ids.get(), weights.get(), work.get(), act.get(), counter.get()};
@@ -127,18 +125,12 @@ std::vector<float> random_x(const Shape& s, int n, uint64_t seed) {
     return x;
 }
 
-using Path = kernels::MoeDecodePath;
-
-std::vector<float> run(const Moe& m, const std::vector<float>& xh, int n, Path path = Path::Env,
-                       cudaStream_t stream = nullptr) {
+std::vector<float> run(const Moe& m, const std::vector<float>& xh, int n, cudaStream_t stream = nullptr) {
     const int64_t ld = m.s.H + 4, ldo = m.s.H + 8;
     DeviceBuffer<float> x(xh), out(size_t(n * ldo), 0xff); // NaN poison
-    CUDA_OK(kernels::moe_decode(m.args(x.get(), ld, n, out.get(), ldo, path), stream));
+    CUDA_OK(kernels::moe_decode(m.args(x.get(), ld, n, out.get(), ldo), stream));
     CUDA_OK(cudaStreamSynchronize(stream));
     CHECK(out.guards_intact());
-    // The scratch too (V4 keeps the SwiGLU rows' bf16 parts past x's in act).
-    CHECK((m.act.guards_intact() && m.logits.guards_intact() && m.weights.guards_intact() && m.ids.guards_intact() &&
-           m.work.guards_intact()));
     std::vector<float> o = out.download();
     for (int t = 0; t < n; ++t)
         for (int64_t h = m.s.H; h < ldo; ++h) {
@@ -150,12 +142,12 @@ std::vector<float> run(const Moe& m, const std::vector<float>& xh, int n, Path p
 }
 
 // Returns the number of tokens whose routing was clear and so compared.
-int check_case(const Shape& s, const Formats& f, int n, uint64_t seed, Path path = Path::Env) {
+int check_case(const Shape& s, const Formats& f, int n, uint64_t seed) {
     INFO("H=" << s.H << " E=" << s.E << " K=" << s.K << " I=" << s.I << " Is=" << s.Is << " n=" << n << " formats "
-              << int(f.router) << "/" << int(f.experts) << "/" << int(f.shared) << " path " << int(path));
+              << int(f.router) << "/" << int(f.experts) << "/" << int(f.shared));
     Moe m(s, f, seed);
     const std::vector<float> xh = random_x(s, n, seed + 7);
-    const std::vector<float> out = run(m, xh, n, path);
+    const std::vector<float> out = run(m, xh, n);
     const std::vector<int32_t> ids = m.ids.download();
     const int64_t ld = s.H + 4, ldo = s.H + 8;
     int n_checked = 0;
@@ -178,7 +170,7 @@ int check_case(const Shape& s, const Formats& f, int n, uint64_t seed, Path path
     // A batch equals its tokens run alone, bit for bit (experts shared or not).
     for (int t = 0; t < n; ++t) {
         const std::vector<float> one(xh.begin() + t * ld, xh.begin() + (t + 1) * ld);
-        const std::vector<float> single = run(m, one, 1, path);
+        const std::vector<float> single = run(m, one, 1);
         CHECK(std::memcmp(single.data(), out.data() + t * ldo, size_t(s.H) * 4) == 0);
     }
     if (n > 3) CHECK(std::memcmp(out.data(), out.data() + 3 * ldo, size_t(s.H) * 4) == 0);
@@ -238,21 +230,22 @@ TEST_CASE("moe decode: more than 256 experts; equal probabilities go to the lowe
     }
 }
 
-namespace {
-
-// Graph replays of one call on two inputs equal the eager calls; the routing counter ends at zero.
-void check_graph(const Moe& m, int n, Path path) {
-    const Shape& s = m.s;
+TEST_CASE("moe decode: graph replay equals eager, repeated calls reset the routing counter", "[moe_decode]") {
+    require_gpu();
+    const Shape s{256, 32, 8, 64, 64};
+    const Formats f{WeightFormat::Bf16, WeightFormat::Q4G64Fp16, WeightFormat::Fp8E4m3RowBf16};
+    Moe m(s, f, 55);
+    const int n = 5;
     const int64_t ld = s.H + 4, ldo = s.H + 8;
     const std::vector<float> xa = random_x(s, n, 1), xb = random_x(s, n, 2);
-    const std::vector<float> ea = run(m, xa, n, path), eb = run(m, xb, n, path);
+    const std::vector<float> ea = run(m, xa, n), eb = run(m, xb, n);
     DeviceBuffer<float> x(xa), out(size_t(n * ldo));
     cudaStream_t stream;
     CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     cudaGraph_t graph;
     cudaGraphExec_t exec;
     CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-    CUDA_OK(kernels::moe_decode(m.args(x.get(), ld, n, out.get(), ldo, path), stream));
+    CUDA_OK(kernels::moe_decode(m.args(x.get(), ld, n, out.get(), ldo), stream));
     CUDA_OK(cudaStreamEndCapture(stream, &graph));
     CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
     for (int rep = 0; rep < 3; ++rep) {
@@ -269,77 +262,6 @@ void check_graph(const Moe& m, int n, Path path) {
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
     cudaStreamDestroy(stream);
-}
-
-} // namespace
-
-TEST_CASE("moe decode: graph replay equals eager, repeated calls reset the routing counter", "[moe_decode]") {
-    require_gpu();
-    const Formats f{WeightFormat::Bf16, WeightFormat::Q4G64Fp16, WeightFormat::Fp8E4m3RowBf16};
-    check_graph(Moe({256, 32, 8, 64, 64}, f, 55), 5, Path::Env);
-}
-
-TEST_CASE("moe decode v4: q4 shared gate/up and down on tensor cores, the router cluster", "[moe_decode]") {
-    require_gpu();
-    // Experts and shared expert q4 (V4 needs all four views q4), every router format; batch 1..8.
-    // Hidden 3072 and 4096: the first launch's static + dynamic shared memory passes 48 KB (the
-    // cluster kernel's at 3072, the other's at 4096, batch > 1). 300 experts: V4Cluster is V4.
-    const Shape shapes[] = {{128, 16, 8, 32, 64}, {384, 40, 4, 80, 48},  {2048, 64, 8, 512, 512},
-                            {3072, 40, 4, 48, 32}, {4096, 16, 4, 32, 64}, {128, 300, 8, 32, 32}};
-    const WeightFormat routers[] = {WeightFormat::Bf16, WeightFormat::Fp8E4m3RowBf16, WeightFormat::Q4G64Fp16};
-    uint64_t seed = 700;
-    int tokens = 0, compared = 0;
-    for (Path path : {Path::V4, Path::V4Cluster})
-        for (const Shape& s : shapes)
-            for (int n = 1; n <= 8; ++n) {
-                if ((s.H >= 2048 || s.E > 256) && n != 1 && n != 8) continue; // the fp64 reference is slow
-                const WeightFormat router = routers[(n + int(s.E)) % 3];
-                compared += check_case(s, {router, WeightFormat::Q4G64Fp16, WeightFormat::Q4G64Fp16}, n, seed++, path);
-                tokens += n;
-            }
-    CHECK(compared * 10 >= tokens * 8);
-    // The paths: V3, V4 and V4Cluster compute the same logits (so routes); V4 and V4Cluster the same
-    // outputs, bit for bit; V3's outputs differ (FMA shared expert and down), so V4 was really taken.
-    const Formats q4{WeightFormat::Bf16, WeightFormat::Q4G64Fp16, WeightFormat::Q4G64Fp16};
-    for (const Shape& s : {Shape{2048, 256, 8, 512, 512}, Shape{384, 40, 4, 80, 48}}) {
-        Moe m(s, q4, 710);
-        const int n = 8;
-        const std::vector<float> xh = random_x(s, n, 711);
-        const std::vector<float> v3 = run(m, xh, n, Path::V3);
-        const std::vector<int32_t> ids3 = m.ids.download();
-        // The logits scratch poisoned before each V4 run: V4 writes it, V4Cluster (its logits stay in
-        // the cluster's shared memory) must not, so the cluster path was really taken.
-        const std::vector<float> poison(m.logits.size(), -12345.f);
-        m.logits.upload(poison);
-        const std::vector<float> v4 = run(m, xh, n, Path::V4);
-        CHECK(m.logits.download() != poison);
-        const std::vector<int32_t> ids4 = m.ids.download();
-        CHECK(ids3 == ids4);
-        const std::vector<float> w4 = m.weights.download();
-        m.logits.upload(poison);
-        const std::vector<float> vc = run(m, xh, n, Path::V4Cluster);
-        CHECK(m.logits.download() == poison);
-        CHECK(m.ids.download() == ids4);
-        CHECK(m.weights.download() == w4);
-        CHECK(std::memcmp(v4.data(), vc.data(), v4.size() * 4) == 0);
-        CHECK(std::memcmp(v3.data(), v4.data(), v4.size() * 4) != 0);
-    }
-    // The cluster's routing from shared memory: every logit equal, ids 0..K-1, weights 1/K.
-    for (const Shape& s : {Shape{128, 64, 8, 32, 32}, Shape{128, 256, 8, 32, 32}}) {
-        INFO("E=" << s.E);
-        Moe m(s, q4, 712);
-        m.router.dev.upload(std::vector<uint8_t>(m.router.bytes.size(), 0));
-        run(m, random_x(s, 8, 713), 8, Path::V4Cluster);
-        const std::vector<int32_t> ids = m.ids.download();
-        const std::vector<float> w = m.weights.download();
-        for (int t = 0; t < 8; ++t)
-            for (int j = 0; j < s.K; ++j) {
-                CHECK(ids[size_t(t * s.K + j)] == j);
-                CHECK(std::abs(w[size_t(t * (s.K + 1) + j)] - 1.f / float(s.K)) < 1e-6f);
-            }
-    }
-    check_graph(Moe({256, 32, 8, 64, 64}, q4, 714), 5, Path::V4Cluster);
-    check_graph(Moe({256, 32, 8, 64, 64}, q4, 715), 8, Path::V4);
 }
 
 TEST_CASE("moe decode: refuses what it does not cover", "[moe_decode]") {
@@ -373,8 +295,6 @@ TEST_CASE("moe decode: time per layer at the 35B-A3B shape (RESULT lines; speed 
                                        kernels::weight_bytes(q4.experts, s.H, s.I));
     const double fixed_bytes = double(kernels::weight_bytes(q4.router, s.E + 1, s.H)) + expert_bytes; // + shared
     constexpr int kLayers = 32, kReps = 20;
-    const std::pair<Path, const char*> paths[] = {{Path::Env, "default"}, {Path::V4, "v4"}, {Path::V4Cluster, "v4 cluster"}};
-    for (const auto& [path, name] : paths)
     for (int n : {1, 8}) {
         const int64_t ld = s.H + 4, ldo = s.H + 8;
         std::vector<std::unique_ptr<DeviceBuffer<float>>> xs;
@@ -382,7 +302,7 @@ TEST_CASE("moe decode: time per layer at the 35B-A3B shape (RESULT lines; speed 
         double unique = 0; // experts read per call, averaged over the inputs
         for (int l = 0; l < kLayers; ++l) {
             xs.push_back(std::make_unique<DeviceBuffer<float>>(random_x(s, n, 1000 + l)));
-            CUDA_OK(kernels::moe_decode(m.args(xs.back()->get(), ld, n, out.get(), ldo, path), nullptr));
+            CUDA_OK(kernels::moe_decode(m.args(xs.back()->get(), ld, n, out.get(), ldo), nullptr));
             CUDA_OK(cudaDeviceSynchronize());
             unique += m.work.download()[0]; // routed entries (the shared expert has none)
         }
@@ -393,7 +313,7 @@ TEST_CASE("moe decode: time per layer at the 35B-A3B shape (RESULT lines; speed 
         cudaGraphExec_t exec;
         CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
         for (int l = 0; l < kLayers; ++l)
-            CUDA_OK(kernels::moe_decode(m.args(xs[size_t(l)]->get(), ld, n, out.get(), ldo, path), stream));
+            CUDA_OK(kernels::moe_decode(m.args(xs[size_t(l)]->get(), ld, n, out.get(), ldo), stream));
         CUDA_OK(cudaStreamEndCapture(stream, &graph));
         CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
         CUDA_OK(cudaGraphLaunch(exec, stream)); // warm-up
@@ -407,8 +327,8 @@ TEST_CASE("moe decode: time per layer at the 35B-A3B shape (RESULT lines; speed 
         float ms = 0;
         CUDA_OK(cudaEventElapsedTime(&ms, t0, t1));
         const double us = 1e3 * ms / (kReps * kLayers), bytes = fixed_bytes + unique * expert_bytes;
-        std::printf("RESULT moe_decode 35B-A3B q4 %s batch %d: %.2f us/layer (3 launches, graph), %.1f experts read, "
-                    "%.2f MB, %.0f GB/s\n", name, n, us, unique, bytes / 1e6, bytes / us / 1e3);
+        std::printf("RESULT moe_decode 35B-A3B q4 batch %d: %.2f us/layer (3 launches, graph), %.1f experts read, "
+                    "%.2f MB, %.0f GB/s\n", n, us, unique, bytes / 1e6, bytes / us / 1e3);
         cudaEventDestroy(t0);
         cudaEventDestroy(t1);
         cudaGraphExecDestroy(exec);

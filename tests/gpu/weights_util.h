@@ -145,36 +145,4 @@ inline std::vector<double> decode_row(kernels::WeightFormat f, const std::vector
     return w;
 }
 
-// The weight in the layout the case asks for (the tiled copy made on the device by gemv_pack_tiled);
-// the GEMV tests' weights.
-struct CaseWeight {
-    DeviceBuffer<uint8_t> artifact, tiled;
-    kernels::WeightView view;
-    CaseWeight(const std::vector<uint8_t>& bytes, kernels::WeightFormat f, int64_t n, int64_t k, bool use_tiled)
-        : artifact(bytes), tiled(use_tiled ? kernels::tiled_weight_bytes(f, n, k) : 1) {
-        view = {f, artifact.get(), n, k};
-        if (!use_tiled) return;
-        CUDA_OK(kernels::gemv_pack_tiled(view, tiled.get(), nullptr));
-        CUDA_OK(cudaDeviceSynchronize());
-        CHECK(tiled.guards_intact());
-        view.data = tiled.get();
-        view.layout = kernels::WeightLayout::Tiled;
-    }
-};
-
-// What a GEMV output element should be and how far from it it may be, given the fp64 product ref,
-// mag = sum |w x| and the residual (0 without): fp32 outputs within 2e-5 * mag (fp32 sums of exact
-// products); bf16 outputs bf16(ref) (with a residual bf16(bf16(ref) + residual)) within one bf16 ulp
-// on top, and with a residual one more ulp of bf16(ref): the fp32 sum may round to its bf16
-// neighbour (a sum within 2e-5 * mag of a rounding boundary) before the add.
-struct GemvExpect {
-    double want, tol;
-};
-inline GemvExpect gemv_expect(double ref, double mag, double resid, bool fp32_out, bool residual) {
-    if (fp32_out) return {ref + resid, 2e-5 * mag + 1e-6 * std::fabs(resid) + 1e-30};
-    const double want = residual ? double(round_bf16(double(round_bf16(ref)) + resid)) : ref;
-    return {want, std::ldexp(std::fabs(want), -7) + 2e-5 * mag + 1e-30 +
-                      (residual ? std::ldexp(std::fabs(double(round_bf16(ref))), -7) : 0.0)};
-}
-
 } // namespace ninfer::test

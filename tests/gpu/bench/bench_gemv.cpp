@@ -5,8 +5,7 @@
 // 1 and 8, the GB/s of each 27B decode GEMV shape in the tiled layout (the runner's) and of the
 // whole 27B layer mix in both layouts, with the fraction of the copy roofline, then the mix with
 // x low halves (gemv.h x_lo), the 35B-A3B (hidden 2048) mix, and the mixes for each tiled weight
-// path (gemv_set_tiled_pipeline: register buffer, 2..4 shared-memory stages, carveouts), and the q4
-// mix on the offset path (gemv.h x_q4_offset, with and without x low halves). GB/s counts the stored
+// path (gemv_set_tiled_pipeline: register buffer, 2..4 shared-memory stages, carveouts). GB/s counts the stored
 // (artifact) weight bytes. Weights rotate over copies larger than L2 so every launch reads HBM;
 // timing is CUDA events around replays of a captured graph, best of 5.
 #include "ninfer/kernels/device.h"
@@ -95,7 +94,7 @@ size_t layout_bytes(WeightFormat f, WeightLayout l, const Shape& s) {
 }
 
 double time_mix(WeightFormat f, WeightLayout layout, const std::vector<Shape>& shapes, int tokens, GemvScratch scratch,
-                const void* x, void* y, const void* x_lo = nullptr, const float* offsets = nullptr) {
+                const void* x, void* y, const void* x_lo = nullptr) {
     size_t mix_bytes = 0;
     for (const auto& s : shapes) mix_bytes += (layout_bytes(f, layout, s) + 255) / 256 * 256;
     const int copies = int(std::max<size_t>(2, (size_t(3) << 29) / mix_bytes + 1));
@@ -125,11 +124,6 @@ double time_mix(WeightFormat f, WeightLayout layout, const std::vector<Shape>& s
             a.w = {f, pool + mix_bytes * c + off, sh.n, sh.k, layout};
             a.x = static_cast<const __nv_bfloat16*>(x);
             a.x_lo = static_cast<const __nv_bfloat16*>(x_lo);
-            if (offsets) { // q4 offsets: [x rows | x_lo rows], 8 rows each, one stride for every k here
-                a.x_q4_offset = offsets;
-                a.x_lo_q4_offset = offsets + 8 * gemv_q4_offset_per_row(17408);
-                a.q4_offset_stride = gemv_q4_offset_per_row(17408);
-            }
             a.n_tokens = tokens;
             a.x_stride = sh.k;
             a.y = y;
@@ -221,19 +215,6 @@ int main(int argc, char** argv) {
             report("%-20s %-16s %5d %6s %9.1f %8.1f%%   <- 27B layer mix, tiled, with x low halves\n", fm.name,
                    "27B mix", tokens, "-", gbs, 100 * gbs / copy);
         }
-    if (only.empty() || only == "q4_g64_fp16") {
-        float* offsets; // values do not change the work; zeros keep the sums finite
-        CK(cudaMalloc(&offsets, 2 * 8 * gemv_q4_offset_per_row(17408) * 4));
-        CK(cudaMemset(offsets, 0, 2 * 8 * gemv_q4_offset_per_row(17408) * 4));
-        for (int tokens : {1, 8})
-            for (bool lo : {false, true}) {
-                const double gbs = time_mix(WeightFormat::Q4G64Fp16, WeightLayout::Tiled, k27b, tokens, scratch, x, y,
-                                            lo ? x_lo : nullptr, offsets);
-                report("%-20s %-16s %5d %6s %9.1f %8.1f%%   <- 27B layer mix, tiled, q4 offset path%s\n", "q4_g64_fp16",
-                       "27B mix", tokens, "-", gbs, 100 * gbs / copy, lo ? ", with x low halves" : "");
-            }
-        CK(cudaFree(offsets));
-    }
     // The 35B-A3B mix per shape (default path), then every weight path on both mixes. The runner
     // passes x low halves to almost every GEMV, so the sweep uses them (8 tokens: two passes).
     for (const auto& fm : formats) {

@@ -28,26 +28,8 @@
 //    codes widened exactly with their scales applied in f32, P as a bf16 high + low pair; f32
 //    accumulators), an online softmax per warp; a second kernel merges the ranges and applies the
 //    gate. scratch must hold attn_decode_scratch_floats(n_tokens, n_heads, max_context) floats.
-// 3. attn_decode_folded (off by default: kAttnFoldDefault, NINFER_ATTN_FOLD): fold Off = 1. then 2.;
-//    Combine = 1. then one kernel whose last block to finish per (token, KV head) merges the ranges
-//    (an atomic counter per (token, KV head) that this block resets, so graph replays work) in the
-//    combine kernel's fixed order; All = one kernel: every block also norms and ropes its group's
-//    queries (no q_out), and the block holding position positions[t] computes and stores the new K/V
-//    row and uses it from shared memory. Every fold gives the same bits as Off (out and pool); All
-//    and AllEarly leave q_out unwritten and need distinct lanes (Off and Combine also run several
-//    tokens of one lane, at consecutive positions: their prep stores every new row before any is read).
-//    AllEarly = All with the first K / V loads before the PDL wait: the caller promises that no
-//    kernel that may still run when this one starts writes lanes, positions, the page table or the
-//    rows before positions[t] (true after a stream synchronisation since they were written).
-//    merge_max: a token whose lane uses more than merge_max chunks (long contexts: the one merging
-//    block would walk L2 for many round trips) is merged by 2.'s combine kernel instead, launched
-//    after the folded one only when some lane can (n_chunks > merge_max). Same bits either way.
-//    The counters are the last n_tokens * n_kv_heads words of the scratch (attn_decode_scratch_floats
-//    reserves them): zero them once before the first folded call (each call leaves them zero; the
-//    partials never reach them, for any n_tokens <= the sizing's).
 // - Requirements: head_dim == 256, rotary_dim even and <= head_dim, n_heads % n_kv_heads == 0,
-//   n_heads / n_kv_heads <= 8, positions[t] < max_context, 16-byte aligned rows; lanes distinct
-//   (All, AllEarly).
+//   n_heads / n_kv_heads <= 8, positions[t] < max_context, 16-byte aligned rows; lanes distinct.
 //   Violations the host can see return cudaErrorInvalidValue; device-side indices are trusted.
 // - Kernels start by programmatic dependent launch (kernels/src/common.cuh launch_pdl) and wait
 //   for the previous kernel on the stream before touching memory.
@@ -132,21 +114,8 @@ struct AttnDecodeArgs {
     size_t scratch_floats = 0;
 };
 
-enum class AttnFold : uint8_t { Off, Combine, All, AllEarly };
-constexpr AttnFold kAttnFoldDefault = AttnFold::Off;
-constexpr int kAttnFoldMergeAll = 1 << 30; // merge_max: every token merged in the folded kernel
-
 size_t attn_decode_scratch_floats(int n_tokens, int n_heads, int max_context);
 cudaError_t attn_decode_prep(const AttnPrepArgs& args, cudaStream_t stream);
 cudaError_t attn_decode(const AttnDecodeArgs& args, cudaStream_t stream);
-// NINFER_ATTN_FOLD = 0 | 1 | 2 | 3 (Off | Combine | All | AllEarly), read once per process;
-// kAttnFoldDefault when unset or anything else.
-AttnFold attn_fold_from_env();
-// NINFER_ATTN_FOLD_MERGE_MAX = n >= 1, read once; kAttnFoldMergeAll when unset.
-int attn_fold_merge_max_from_env();
-// prep and attn describe the same tokens (geo, lanes, positions, kv pools and page table, n_tokens;
-// attn.qg == prep.qg), else cudaErrorInvalidValue.
-cudaError_t attn_decode_folded(const AttnPrepArgs& prep, const AttnDecodeArgs& attn, AttnFold fold, cudaStream_t stream,
-                               int merge_max = kAttnFoldMergeAll);
 
 } // namespace ninfer::kernels

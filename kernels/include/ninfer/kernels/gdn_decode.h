@@ -79,18 +79,7 @@ struct GdnRecurrentArgs {
     const float* a_f32 = nullptr;
     const float* b_f32 = nullptr;
     bool exact = false;
-    // Promise that no kernel that may still be running when this launch starts (PDL) writes slots
-    // or the slots' state (e.g. the caller waited for the stream since the last writer, or the last
-    // writer is in an earlier graph launch): the slot and the state are then read before the PDL
-    // wait. Same results either way. Off by default (kGdnStateSettledDefault); the runner turns it
-    // on with NINFER_GDN_EARLY_STATE=1 (gdn_state_settled_from_env) for a layer's first step of a
-    // forward only (a one-lane forward's next step reads what this one writes).
-    bool state_settled = false;
 };
-
-constexpr bool kGdnStateSettledDefault = false;
-// NINFER_GDN_EARLY_STATE=1: true, else kGdnStateSettledDefault; read once per process.
-bool gdn_state_settled_from_env();
 
 cudaError_t gdn_conv_decode(const GdnConvArgs& args, cudaStream_t stream);
 cudaError_t gdn_recurrent_decode(const GdnRecurrentArgs& args, cudaStream_t stream);

@@ -31,19 +31,6 @@
 //   n % 128 == 0, k % 64 == 0); x, y,
 //   residual and W 16-byte aligned, strides multiples of 8 elements; x and y do not overlap.
 //   residual may equal y (in-place residual add).
-// - x_q4_offset / x_lo_q4_offset (optional; used by Q4G64Fp16 Tiled weights only, ignored for
-//   every other weight): f32 rows, row t at x_q4_offset + t * q4_offset_stride, entry g =
-//   kGemvQ4OffsetScale (-136) * the sum of the bf16 values x[t][64g .. 64g+63] (within k), computed
-//   in f64 and rounded once to f32; entries g in [ceil(k/64), gemv_q4_offset_per_row(k)) are 0 (read
-//   as the tiled layout's padding units). x_lo_q4_offset: the same of x_lo (required when x_lo and
-//   x_q4_offset are given). With them the q4 kernels feed the codes to the mma as 136 + q (what one
-//   lop3 makes) instead of q and start each group's fp32 sum at the entry (the "q4 offset" path,
-//   kernels/PERF_NOTES.md "q4 offset dequantisation"): 16 fewer bf16x2 subtractions per group and
-//   lane. The fp32 sums then carry terms ~34x larger than q * x and lose ~5 bits (host emulation:
-//   <= 2e-6 * sum|w x| for all-positive x under a truncating tensor-core model, vs ~1e-7 on the
-//   exact path). Results stay a function of each token's own x and offsets (same bits for every
-//   n_tokens). Pointers 16-byte aligned; stride % 8 == 0 and >= gemv_q4_offset_per_row(k) when
-//   n_tokens > 1.
 // - y_tail (optional, no residual then): rows r >= tail_row0 (0 <= tail_row0 < n) are written as
 //   fp32 to y_tail[t*y_tail_stride + r - tail_row0] instead of y, whose rows then end at
 //   tail_row0 (one launch for concatenated projections whose last rows want f32, e.g. GDN
@@ -112,9 +99,6 @@ struct GemvArgs {
     int64_t tail_row0 = 0;
     int64_t y_tail_stride = 0;
     GemvScratch scratch;
-    const float* x_q4_offset = nullptr;    // optional (the q4 offset path, contract above)
-    const float* x_lo_q4_offset = nullptr; // the same of x_lo
-    int64_t q4_offset_stride = 0;
 };
 
 constexpr int kGemvMaxTokens = 8;
@@ -157,16 +141,5 @@ constexpr int64_t kGemvRegisterMaxK = 4096;
 void gemv_set_tiled_pipeline(int stages, int carveout_percent, bool stage_x);
 // Back to the defaults above (the per-matrix choice included).
 void gemv_restore_tiled_pipeline();
-
-// The q4 offset path (x_q4_offset above) is prepared but not yet measured on the GPU, so it is off:
-// gemv_q4_offset() is kGemvQ4Offset unless the environment sets NINFER_GEMV_Q4_OFFSET=0|1 (read
-// once). The GEMV takes the path whenever the offsets are given; this switch tells the runner
-// whether to have its producers (add_rmsnorm, swiglu) write them and to pass them.
-constexpr bool kGemvQ4Offset = false;
-bool gemv_q4_offset();
-// What the q4 kernels' codes carry on top of q (128 + 8) times -1: the offsets' multiplier.
-constexpr double kGemvQ4OffsetScale = -136.0;
-// Floats per row of x_q4_offset for input width k: ceil(k / 64) rounded up to a multiple of 8.
-constexpr int64_t gemv_q4_offset_per_row(int64_t k) { return ((k + 63) / 64 + 7) / 8 * 8; }
 
 } // namespace ninfer::kernels

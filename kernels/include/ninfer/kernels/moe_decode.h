@@ -20,19 +20,9 @@
 // - Scratch (caller-allocated device memory, sizes from the functions below; counter zeroed once
 //   by the caller and left at zero by every call): logits [8][E + 1], ids [8][K] and weights
 //   [8][K + 1] (readable after the call: the routing it used), work (the expert work list), act
-//   (the SwiGLU rows, then x split into bf16 parts for the tensor-core gate/up, then (V4) the
-//   SwiGLU rows split likewise for the tensor-core down).
+//   (the SwiGLU rows, then x split into bf16 parts for the tensor-core gate/up).
 // - q4 experts' gate/up run on tensor cores (x = hi + mid + lo bf16 parts, exact products, f32
 //   sums) unless the environment says NINFER_MOE_MMA=0 (the FMA path of every other format).
-// - Paths (MoeDecodeArgs::path; Env reads NINFER_MOE_V4 once: 0 = V3, 1 = V4, 2 = V4Cluster,
-//   unset: kMoeDecodeDefaultPath, V3 now). V3: the kernels above. V4 (all four expert views q4,
-//   else V3; NINFER_MOE_MMA ignored): the shared expert's gate/up on tensor cores in the first
-//   launch (each block splits x for its chunk of tokens in shared memory), the gate/up epilogues
-//   store the SwiGLU rows as bf16 parts and the down rows of every choice run on tensor cores
-//   (exact products, f32 sums as above). V4Cluster (V4 with E <= 256, else V4): the router rows
-//   are computed by one cluster of 8 blocks that hands its logits to block 0 through distributed
-//   shared memory (no global logits, fence or counter). Every path meets the contract above; V3's
-//   output bits differ from V4's; V4 and V4Cluster agree bit for bit (all three route identically).
 // - Determinism: every dot product's summation order depends on (format, k, the row) only, never
 //   on n_tokens or on which tokens share an expert, so a batch equals its tokens run alone, bit for
 //   bit, and a graph replay equals the eager call.
@@ -52,10 +42,6 @@
 namespace ninfer::kernels {
 
 constexpr int kMoeDecodeMaxTokens = 8;
-
-enum class MoeDecodePath { Env, V3, V4, V4Cluster };
-// The path when MoeDecodeArgs::path is Env and NINFER_MOE_V4 is unset (V4 is prepared, not yet measured).
-constexpr MoeDecodePath kMoeDecodeDefaultPath = MoeDecodePath::V3;
 
 struct MoeDecodeWeights {
     WeightView router, shared_score, experts_gate_up, experts_down, shared_gate_up, shared_down;
@@ -84,7 +70,6 @@ struct MoeDecodeArgs {
     int n_tokens = 0;
     float* out = nullptr;
     int64_t out_stride = 0;
-    MoeDecodePath path = MoeDecodePath::Env; // tests pick a path; the runner leaves Env
 };
 
 cudaError_t moe_decode(const MoeDecodeArgs& args, cudaStream_t stream);

@@ -9,19 +9,13 @@
 // - add_rmsnorm: x[t] += add[t] (when add is given, f32 in place); then
 //   y[t] = bf16(x * rsqrt(mean(x^2) + eps) * (1 + w)), w f32 [dim] (model.md §4, offset form);
 //   y32 (optional, stride y_stride) gets the same values unrounded, y_lo (optional, same stride)
-//   the low halves bf16(v - float(bf16(v))) for gemv's x_lo. q4_offset (optional, stride
-//   q4_offset_stride >= gemv_q4_offset_per_row(dim) when n_tokens > 1) gets gemv.h's x_q4_offset of
-//   y: per 64-column group kGemvQ4OffsetScale * the f64 sum of the group's bf16 values, rounded
-//   once, then zeros up to gemv_q4_offset_per_row(dim); lo_q4_offset (needs y_lo and q4_offset)
-//   the same of y_lo. y, y32 and y_lo are the same bits with or without them.
+//   the low halves bf16(v - float(bf16(v))) for gemv's x_lo.
 // - gemv_f32x: y[t][r] = W.row(r) . x[t] with f32 x (the router and the shared-expert score,
 //   whose top-k choice and gate must not see x rounded to bf16; every projection in the runner's
 //   f32-activation mode); one warp per row, f32 sums; y f32 or bf16(sum).
 // - swiglu: out[t][i] = bf16(silu(in[t][i]) * in[t][inter + i]), in f32 rows [gate | up]; out32
 //   (optional; out may then be null) gets the f32 value, out_lo (optional) the low half
-//   bf16(v - float(out)), same stride. q4_offset / lo_q4_offset (optional, as add_rmsnorm's, of out
-//   and out_lo, which they need): one more pass-free launch shape (a warp per 64-column group);
-//   out, out32 and out_lo are the same bits with or without them.
+//   bf16(v - float(out)), same stride.
 // - embed_rows, add_rmsnorm, swiglu and scatter_rows start by programmatic dependent launch
 //   (common.cuh launch_pdl): they wait for the previous kernel before touching memory.
 // - moe_route: per token, softmax (f32) over n_experts router logits, top_k largest (ties to the
@@ -54,15 +48,13 @@ cudaError_t embed_rows(const WeightView& w, const int32_t* ids, int n_tokens, fl
 
 cudaError_t add_rmsnorm(float* x, int64_t x_stride, const float* add, int64_t add_stride,
                         const float* w, __nv_bfloat16* y, int64_t y_stride, float* y32, int n_tokens,
-                        int dim, float eps, cudaStream_t stream, __nv_bfloat16* y_lo = nullptr,
-                        float* q4_offset = nullptr, float* lo_q4_offset = nullptr, int64_t q4_offset_stride = 0);
+                        int dim, float eps, cudaStream_t stream, __nv_bfloat16* y_lo = nullptr);
 
 cudaError_t gemv_f32x(const WeightView& w, const float* x, int64_t x_stride, int n_tokens, void* y, bool y_fp32,
                       int64_t y_stride, cudaStream_t stream);
 
 cudaError_t swiglu(const float* in, int64_t in_stride, int inter, __nv_bfloat16* out, float* out32,
-                   int64_t out_stride, int n_rows, cudaStream_t stream, __nv_bfloat16* out_lo = nullptr,
-                   float* q4_offset = nullptr, float* lo_q4_offset = nullptr, int64_t q4_offset_stride = 0);
+                   int64_t out_stride, int n_rows, cudaStream_t stream, __nv_bfloat16* out_lo = nullptr);
 
 cudaError_t moe_route(const float* logits, int64_t logits_stride, int n_experts, int top_k,
                       int32_t* ids, float* weights, int n_tokens, cudaStream_t stream);
