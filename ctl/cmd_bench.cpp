@@ -109,9 +109,10 @@ int cmd_bench(int argc, char** argv) {
     std::printf("],\"decode\":[");
     for (size_t i = 0; i < rep.rows.size(); ++i) {
         const core::DecodeBenchRow& d = rep.rows[i];
-        std::printf("%s{\"batch\":%d,\"depth\":%u,\"step_ms\":%.4f,\"tokens_per_s\":%.2f,\"bytes_per_step\":%.0f,"
-                    "\"roofline_fraction\":%.4f}",
-                    i ? "," : "", d.batch, d.depth, d.step_ms, d.tokens_per_s, d.bytes_per_step, d.roofline_fraction);
+        std::printf("%s{\"batch\":%d,\"depth\":%u,\"steps\":%d,\"step_ms\":%.4f,\"min_step_ms\":%.4f,"
+                    "\"max_step_ms\":%.4f,\"tokens_per_s\":%.2f,\"bytes_per_step\":%.0f,\"roofline_fraction\":%.4f}",
+                    i ? "," : "", d.batch, d.depth, d.steps, d.step_ms, d.min_step_ms, d.max_step_ms, d.tokens_per_s,
+                    d.bytes_per_step, d.roofline_fraction);
     }
     std::printf("]}\n");
     return 0;

@@ -230,21 +230,29 @@ DecodeBenchReport run_decode_bench(const DecodeBenchRequest& r) {
             std::vector<DecodeStep> steps(static_cast<size_t>(batch));
             for (int l = 0; l < batch; ++l) steps[size_t(l)].lane = l;
             for (int i = 0; i < 2; ++i) b->decode(steps);
-            double total = 0;
+            std::vector<double> step_s;
             for (int s = 0; s < r.steps; ++s) {
                 const bool profiled = s + 1 == r.steps; // `ncu --profile-from-start off` sees this step only
                 if (profiled) cudaProfilerStart();
                 const auto ts = Clock::now();
                 const auto res = b->decode(steps);
-                total += seconds_since(ts);
+                step_s.push_back(seconds_since(ts));
                 if (profiled) cudaProfilerStop();
                 for (int l = 0; l < batch; ++l) steps[size_t(l)].token = res[size_t(l)].token;
             }
             DecodeBenchRow row;
             row.batch = batch;
             row.depth = depth;
-            row.step_ms = total / r.steps * 1e3;
-            row.tokens_per_s = batch * r.steps / total;
+            row.steps = r.steps;
+            // The median step, not the mean: one slow step (a clock change, another process's work on
+            // the GPU) must not move the figure; min and max show the spread.
+            std::sort(step_s.begin(), step_s.end());
+            const size_t n = step_s.size();
+            const double median_s = n % 2 ? step_s[n / 2] : 0.5 * (step_s[n / 2 - 1] + step_s[n / 2]);
+            row.step_ms = median_s * 1e3;
+            row.min_step_ms = step_s.front() * 1e3;
+            row.max_step_ms = step_s.back() * 1e3;
+            row.tokens_per_s = batch / median_s;
             row.bytes_per_step = weight_bytes_per_step(w, batch) + double(batch) * depth * plan.kv_bytes_per_token +
                                  2.0 * batch * plan.gdn_recurrent_bytes_per_lane;
             row.roofline_fraction = row.bytes_per_step / (row.step_ms * 1e-3) / (rep.copy_gbps * 1e9);
@@ -275,9 +283,10 @@ std::string DecodeBenchReport::text() const {
     }
     for (const DecodeBenchRow& r : rows) {
         std::snprintf(line, sizeof line,
-                      "decode batch %d depth %u: %.3f ms/step, %.1f tok/s, %.2f GB/step, %.1f%% of roofline\n",
+                      "decode batch %d depth %u: %.3f ms/step, %.1f tok/s, %.2f GB/step, %.1f%% of roofline "
+                      "(median of %d steps; min %.3f, max %.3f ms)\n",
                       r.batch, r.depth, r.step_ms, r.tokens_per_s, r.bytes_per_step / 1e9,
-                      100.0 * r.roofline_fraction);
+                      100.0 * r.roofline_fraction, r.steps, r.min_step_ms, r.max_step_ms);
         s += line;
     }
     return s;

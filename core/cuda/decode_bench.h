@@ -22,7 +22,8 @@
 //   prompt length as context depth: every lane restored from a synthetic lane image of `depth`
 //   tokens (KV in request.kv_dtype),
 //   then per batch: warm-up (graph capture), `steps` timed greedy decode calls (host clock around
-//   each call, which waits for the sampled ids), decode tok/s = batch * steps / time; bytes per
+//   each call, which waits for the sampled ids); step_ms = the median call (min / max beside it),
+//   decode tok/s = batch / median; bytes per
 //   step = weight bytes read (all matrices except the embedding, MoE: the router, shared expert
 //   and top_k experts' share of the expert bytes) + K/V read for batch * depth tokens + GDN state
 //   read and written once per lane; roofline fraction = bytes / time / copy bandwidth. The last
@@ -71,7 +72,9 @@ struct PrefillBenchRow {
 struct DecodeBenchRow {
     int batch = 0;
     uint32_t depth = 0;
-    double step_ms = 0, tokens_per_s = 0, bytes_per_step = 0, roofline_fraction = 0;
+    int steps = 0;                           // timed decode calls behind the figures
+    double step_ms = 0, min_step_ms = 0, max_step_ms = 0; // median, fastest, slowest call (ms)
+    double tokens_per_s = 0, bytes_per_step = 0, roofline_fraction = 0;
 };
 
 struct DecodeBenchReport {
