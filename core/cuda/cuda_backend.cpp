@@ -95,8 +95,11 @@ class CudaBackend final : public Backend {
         s.has_logits = false;
         const ModelConfig& c = run_.config();
         for (uint32_t g = 0; g < c.n_linear_attention_layers(); ++g) {
-            cuda_check(cudaMemsetAsync(run_.conv_state(g) + lane * run_.conv_elems_per_lane(), 0,
-                                       run_.conv_elems_per_lane() * 2, run_.stream()), "clearing a lane");
+            const uint64_t ce = run_.conv_elems_per_lane();
+            cuda_check(run_.f32_activations()
+                           ? cudaMemsetAsync(run_.conv_state_f32(g) + lane * ce, 0, ce * 4, run_.stream())
+                           : cudaMemsetAsync(run_.conv_state(g) + lane * ce, 0, ce * 2, run_.stream()),
+                       "clearing a lane");
             cuda_check(cudaMemsetAsync(run_.recurrent_state(g) + lane * run_.recurrent_floats_per_lane(), 0,
                                        run_.recurrent_floats_per_lane() * 4, run_.stream()), "clearing a lane");
         }

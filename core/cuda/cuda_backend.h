@@ -8,7 +8,7 @@
 //   cover, another weight format, f32 KV, or a missing GPU.
 // - Semantics are those of backend.h. Activations between kernels are bf16 except the residual
 //   stream and the logits (f32), so logits follow the CPU reference closely but not bit for bit.
-//   (options.f32_activations narrows that further.) Prefill of 16 or more tokens runs on the
+//   (options.f32_activations keeps every activation in f32, as the CPU does: only sum orders differ.) Prefill of 16 or more tokens runs on the
 //   tensor cores (prefill_runner.h) in chunks of the plan's prefill_chunk (clamped to 64..8192);
 //   shorter prefills, and every prefill in the f32-activation mode, run the decode kernels over
 //   blocks of up to 8 tokens of the lane (GDN token by token).
@@ -21,7 +21,7 @@
 //   logit_bias list naming an id twice, and more than 20 top logprobs.
 // - LaneImage layout is the CPU backend's (memory_plan.h): KV rows in the plan's dtype (kv_codec.h)
 //   in layer, K/V, position, head order; GDN conv history as f32 (the GPU keeps it in bf16, so an image from the CPU
-//   backend is rounded on restore) then the f32 recurrent state.
+//   backend is rounded on restore; the f32-activation mode keeps f32) then the f32 recurrent state.
 // - cuda_unavailable_reason() is "" when a usable GPU is present, else one line saying why (no
 //   driver, no device, another architecture); it never aborts. cuda_free_bytes() is the free GPU
 //   memory (for MemoryRequest.available_bytes with --kv-capacity auto).
@@ -39,8 +39,9 @@ namespace ninfer::core {
 
 struct CudaBackendOptions {
     bool graphs = true; // false: decode launches the kernels directly (tests compare both)
-    // Projections read f32 activations through a plain kernel (no tensor cores): slow; it proves
-    // the runner against the CPU reference to cosine 1e-4 where bf16 activations cannot.
+    // The check mode (cuda_runner.h): every activation the CPU reference keeps in f32 stays f32
+    // (projections through a plain kernel, no tensor cores; f32 mixers): slow; it proves the runner
+    // against the CPU reference to cosine 1e-4 where bf16 activations cannot.
     bool f32_activations = false;
 };
 

@@ -136,12 +136,16 @@ Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_act
         kv_k_.push_back(arena_.alloc_n<uint8_t>(uint64_t(plan.kv_pages) * kv_page_bytes(), "KV pool (K)"));
         kv_v_.push_back(arena_.alloc_n<uint8_t>(uint64_t(plan.kv_pages) * kv_page_bytes(), "KV pool (V)"));
     }
-    for (uint32_t g = 0; g < c.n_linear_attention_layers(); ++g) {
+    for (uint32_t g = 0; g < c.n_linear_attention_layers() && !f32_; ++g) {
         conv_.push_back(arena_.alloc_n<__nv_bfloat16>(plan.n_lanes * conv_elems_per_lane(), "GDN conv state"));
-        recurrent_.push_back(arena_.alloc_n<float>(plan.n_lanes * recurrent_floats_per_lane(), "GDN state"));
         cuda_check(cudaMemset(conv_.back(), 0, plan.n_lanes * conv_elems_per_lane() * 2), "clearing GDN state");
+    }
+    for (uint32_t g = 0; g < c.n_linear_attention_layers(); ++g) {
+        recurrent_.push_back(arena_.alloc_n<float>(plan.n_lanes * recurrent_floats_per_lane(), "GDN state"));
         cuda_check(cudaMemset(recurrent_.back(), 0, plan.n_lanes * recurrent_floats_per_lane() * 4), "clearing GDN state");
     }
+    if (f32_)
+        alloc_f32_mixers();
     cuda_check(cudaDeviceSynchronize(), "finishing the upload");
 }
 
@@ -212,6 +216,10 @@ void Runner::enqueue_head(int row, int n) {
 }
 
 void Runner::attention(const DeviceLayer& L, uint32_t fi, int n) {
+    if (f32_) {
+        attention_f32(L, fi, n);
+        return;
+    }
     const ModelConfig& c = config_;
     const DeviceAttention& w = L.attention;
     if (w.fused.view.data) {
@@ -263,6 +271,10 @@ void Runner::attention(const DeviceLayer& L, uint32_t fi, int n) {
 }
 
 void Runner::gdn(const DeviceLayer& L, uint32_t gi, int n, bool one_lane) {
+    if (f32_) {
+        gdn_f32(L, gi, n, one_lane);
+        return;
+    }
     const ModelConfig& c = config_;
     const DeviceGdn& w = L.gdn;
     const int64_t kd = c.gdn_key_dim();

@@ -8,8 +8,9 @@
 //   every buffer the plan implies (KV pool of plan.kv_pages 64-token pages per full-attention layer,
 //   in the plan's KV dtype: bf16, or fp8/int8 codes plus scales, kernels::kv_page_bytes() per
 //   page; f32 KV is refused; one GDN slot per lane: conv history [3][conv_dim]
-//   bf16 and recurrent state [Hv][128][128] f32 per GDN layer; step activations for 8 tokens;
-//   logits for 8 step rows and one row per lane). Nothing is allocated afterwards.
+//   bf16 (f32 in the f32-activation mode) and recurrent state [Hv][128][128] f32 per GDN layer;
+//   step activations for 8 tokens; logits for 8 step rows and one row per lane). Nothing is
+//   allocated afterwards.
 // - A step reads tokens/lanes/positions from step_in() (int32 [3][8], written by the caller) and
 //   page tables from page_table() ([n_lanes][max_pages]). enqueue_forward(n, one_lane) runs the
 //   layers over n tokens: distinct lanes (decode), or consecutive positions of one lane
@@ -40,9 +41,12 @@ kernels::KvDtype kernel_kv_dtype(KvDtype dtype);
 
 class Runner {
   public:
-    // f32_activations: every projection whose input exists in f32 (normed rows, SwiGLU output)
-    // reads it in f32 through a plain kernel instead of bf16 through the tensor-core GEMV: slow,
-    // for checking the runner against the CPU reference to the last digits.
+    // f32_activations: the check mode. Every value the CPU reference (core/cpu/forward.cpp) keeps
+    // in f32 stays f32: projections read f32 rows through a plain kernel (gemv_f32x) and write f32
+    // rows, the mixers run kernels/mixers_f32.h (f32 queries, attention output, GDN conv history,
+    // conv output and GDN output); only the KV pool keeps the plan's dtype, as the CPU's does. Slow,
+    // for checking the runner against the CPU reference to the last digits: a near-tied MoE route
+    // flips under any bf16 rounding of these (kernels/PERF_NOTES.md, "f32-activation check mode").
     Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_activations = false);
     ~Runner();
     Runner(const Runner&) = delete;
@@ -74,7 +78,10 @@ class Runner {
     uint8_t* kv_v(uint32_t full_layer) const { return kv_v_[full_layer]; }
     uint64_t kv_page_bytes() const; // one page of one layer's K (or V)
     kernels::KvPages kv_pages(uint32_t full_layer) const; // the attention kernels' view of a layer's pool
-    __nv_bfloat16* conv_state(uint32_t gdn_layer) const { return conv_[gdn_layer]; }
+    // Conv history: bf16 (conv_state) or, in the f32-activation mode, f32 (conv_state_f32); the
+    // other one is null.
+    __nv_bfloat16* conv_state(uint32_t gdn_layer) const { return f32_ ? nullptr : conv_[gdn_layer]; }
+    float* conv_state_f32(uint32_t gdn_layer) const { return f32_ ? f32m_.conv[gdn_layer] : nullptr; }
     float* recurrent_state(uint32_t gdn_layer) const { return recurrent_[gdn_layer]; }
     uint64_t conv_elems_per_lane() const; // [3][conv_dim]
     uint64_t recurrent_floats_per_lane() const; // [Hv][128][128]
@@ -93,6 +100,10 @@ class Runner {
     void alloc_generic_moe();
     void moe_generic(const DeviceLayer& L, int n);
     void query_gate_apart(const DeviceAttention& w, int n);
+    // cuda_runner_f32.cpp: the f32-activation mode's buffers and mixers (kernels/mixers_f32.h).
+    void alloc_f32_mixers();
+    void attention_f32(const DeviceLayer& L, uint32_t full_index, int n);
+    void gdn_f32(const DeviceLayer& L, uint32_t gdn_index, int n, bool one_lane);
     // y = w . x for n rows of x (stride x_stride). x_lo: the low bf16 halves of x (kernels/gemv.h),
     // used when w is tiled; x32: the same rows in f32, read instead in the f32-activation mode.
     // y_tail: rows >= tail_row0 go there as f32 (gemv.h).
@@ -132,6 +143,13 @@ class Runner {
               *expert_out = nullptr, *shared_out = nullptr, *score = nullptr;
         int32_t* ids = nullptr;
     } generic_moe_;
+    // The f32-activation mode's rows (strides as their bf16 counterparts': qgkv_w_, q_w_, qkvz_w_,
+    // cd_w_, vd_w_), attention scores and conv history per GDN layer ([n_lanes][3][conv_dim]).
+    struct F32Mixers {
+        float *qgkv = nullptr, *q_sep = nullptr, *q = nullptr, *attn = nullptr, *scores = nullptr;
+        float *qkvz = nullptr, *conv_out = nullptr, *y = nullptr;
+        std::vector<float*> conv;
+    } f32m_;
     float *logits_ = nullptr, *lane_logits_ = nullptr;
     kernels::GemvScratch scratch_;
     std::vector<uint8_t*> kv_k_, kv_v_;

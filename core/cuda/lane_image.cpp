@@ -69,6 +69,11 @@ LaneImage save_lane_image(const Runner& run, const MemoryPlan& plan, int lane, c
     std::vector<__nv_bfloat16> conv(ce);
     float* out = reinterpret_cast<float*>(img.gdn.data());
     for (uint32_t l = 0; l < n_gdn; ++l) {
+        if (run.f32_activations()) { // the image's own layout
+            cuda_check(cudaMemcpy(out + l * ce, run.conv_state_f32(l) + lane * ce, ce * 4, cudaMemcpyDeviceToHost),
+                       "saving GDN");
+            continue;
+        }
         cuda_check(cudaMemcpy(conv.data(), run.conv_state(l) + lane * ce, ce * 2, cudaMemcpyDeviceToHost), "saving GDN");
         for (uint64_t i = 0; i < ce; ++i)
             out[l * ce + i] = __bfloat162float(conv[i]);
@@ -105,6 +110,11 @@ void restore_lane_image(Runner& run, const MemoryPlan& plan, int lane, const Lan
     std::vector<__nv_bfloat16> conv(ce);
     const float* in = reinterpret_cast<const float*>(img.gdn.data());
     for (uint32_t l = 0; l < n_gdn; ++l) {
+        if (run.f32_activations()) {
+            cuda_check(cudaMemcpy(run.conv_state_f32(l) + lane * ce, in + l * ce, ce * 4, cudaMemcpyHostToDevice),
+                       "restoring GDN");
+            continue;
+        }
         for (uint64_t i = 0; i < ce; ++i)
             conv[i] = __float2bfloat16(in[l * ce + i]);
         cuda_check(cudaMemcpy(run.conv_state(l) + lane * ce, conv.data(), ce * 2, cudaMemcpyHostToDevice), "restoring GDN");

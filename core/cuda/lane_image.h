@@ -2,7 +2,7 @@
 // memory_plan.h, the CPU backend's): KV rows in the plan's dtype (kv_codec.h: bf16, or fp8/int8
 // codes followed by their scales; the GPU pages keep codes and scales apart) by layer, K then V,
 // position, head; GDN conv history as f32 (bf16 on the GPU: widened on save, rounded to nearest on
-// restore); f32 state. Images therefore move between the CPU and CUDA backends for every KV dtype.
+// restore; f32 in the runner's f32-activation mode: copied); f32 state. Images therefore move between the CPU and CUDA backends for every KV dtype.
 //
 // Contract: `pages` is the lane's page table (covering image/tokens length); the caller checks
 // sizes and dtypes against the plan first. Both synchronise the runner's stream.
