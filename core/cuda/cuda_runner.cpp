@@ -167,8 +167,6 @@ uint64_t Runner::recurrent_floats_per_lane() const {
 void Runner::linear(const DeviceLinear& w, const __nv_bfloat16* x, const __nv_bfloat16* x_lo, const float* x32,
                     int64_t x_stride, int n, void* y, bool y_fp32, int64_t y_stride, float* y_tail, int64_t tail_row0,
                     int64_t tail_stride) {
-    if (l2_active_)
-        l2_.before(w.view.data, stream_);
     if (f32_ && x32) {
         if (y_tail)
             throw Error("cuda: f32-activation mode has no fused projections");
@@ -194,14 +192,6 @@ void Runner::linear(const DeviceLinear& w, const __nv_bfloat16* x, const __nv_bf
 void Runner::enqueue_forward(int n, bool one_lane) {
     const ModelConfig& c = config_;
     const float eps = c.rms_norm_eps;
-    l2_active_ = false;
-    if (l2_.enabled() && !f32_) {
-        cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-        cuda_check(cudaStreamIsCapturing(stream_, &status), "capture status");
-        l2_active_ = status == cudaStreamCaptureStatusActive;
-        if (l2_active_)
-            describe_l2_step(one_lane ? 1 : n);
-    }
     cuda_check(kernels::embed_rows(model_.embedding.view, step_in_, n, x_, hs_, stream_), "embedding");
     uint32_t full = 0, gdn_index = 0;
     for (uint32_t l = 0; l < c.num_hidden_layers; ++l) {
@@ -368,8 +358,6 @@ void Runner::ffn(const DeviceLayer& L, int n) {
 
 // Router, experts and shared expert from the f32 normed rows in three launches (moe_decode.h).
 void Runner::moe(const DeviceLayer& L, int n) {
-    if (l2_active_)
-        l2_.before(L.moe.router.view.data, stream_);
     if (generic_moe_.enabled) {
         moe_generic(L, n);
         return;

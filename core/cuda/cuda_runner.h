@@ -18,15 +18,10 @@
 //   final-normed rows in the step buffer; enqueue_head(row, n) writes logits of step rows
 //   [row, row+n) to logits() rows 0..n-1 (stride logits_stride()).
 // - Every call only enqueues work on stream(): graph-capturable, no host synchronisation.
-// - L2 prefetch (l2_window.h, NINFER_L2_PREFETCH): while enqueue_forward is being captured, the
-//   step's weight traffic is described to an L2Window and each projection / MoE launch first hangs
-//   a prefetch branch of the weights ahead of it off the graph (unjoined, off the main chain); an
-//   eager step (or the f32-activation mode) prefetches nothing. The bits never depend on it.
 // Thread safety: engine thread only.
 #pragma once
 
 #include "core/cuda/device_weights.h"
-#include "core/cuda/l2_window.h"
 #include "core/model/memory_plan.h"
 #include "ninfer/kernels/attention_decode.h"
 #include "ninfer/kernels/moe_decode.h"
@@ -99,8 +94,6 @@ class Runner {
     void gdn(const DeviceLayer& L, uint32_t gdn_index, int n, bool one_lane);
     void ffn(const DeviceLayer& L, int n);
     void moe(const DeviceLayer& L, int n);
-    // The step's weight and state traffic in enqueue order, for the L2 prefetch window.
-    void describe_l2_step(int n);
     // cuda_runner_formats.cpp: the MoE layer in separate launches for formats moe_decode does not
     // read; query and gate in two formats.
     bool needs_generic_moe() const;
@@ -159,8 +152,6 @@ class Runner {
     } f32m_;
     float *logits_ = nullptr, *lane_logits_ = nullptr;
     kernels::GemvScratch scratch_;
-    L2Window l2_{L2WindowSettings::from_env()};
-    bool l2_active_ = false; // the step being enqueued is captured and the window is on
     std::vector<uint8_t*> kv_k_, kv_v_;
     std::vector<__nv_bfloat16*> conv_;
     std::vector<float*> recurrent_;
