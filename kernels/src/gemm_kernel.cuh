@@ -112,68 +112,81 @@ template <int BN> __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2],
         wgmma_m64n128k16(d, da, db, scale_d);
 }
 
-// Writes one warp's 16 x BN accumulator rows to C: each 128-byte piece of its rows (64 bf16 or
-// 32 fp32 columns) goes through the warp's staging rows so that every global store is a 16-byte
+// What differs between the two C element types in gemm_store_warp: the pair of fragment values
+// written to the staging rows, the 16-byte vector moved to C, and the ragged last columns.
+template <typename Out> struct GemmStoreOut;
+template <> struct GemmStoreOut<float> {
+    using Vec = float4;
+    __device__ __forceinline__ static void stage_pair(uint8_t* at, float lo, float hi) {
+        *reinterpret_cast<float2*>(at) = make_float2(lo, hi);
+    }
+    // ragged last columns (n % 4 != 0)
+    __device__ __forceinline__ static void store_ragged(float* dst, const float4& v, int col, int n) {
+        dst[0] = v.x;
+        if (col + 1 < n) dst[1] = v.y;
+        if (col + 2 < n) dst[2] = v.z;
+    }
+};
+template <> struct GemmStoreOut<__nv_bfloat16> {
+    using Vec = uint4;
+    __device__ __forceinline__ static void stage_pair(uint8_t* at, float lo, float hi) {
+        *reinterpret_cast<__nv_bfloat162*>(at) = __floats2bfloat162_rn(lo, hi);
+    }
+    // ragged last columns (n % 8 != 0): unrolled so v stays in registers
+    __device__ __forceinline__ static void store_ragged(__nv_bfloat16* dst, const uint4& v, int col, int n) {
+        const uint32_t words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int e = 0; e < 7; ++e)
+            if (col + e < n) dst[e] = __ushort_as_bfloat16(uint16_t(words[e / 2] >> (16 * (e % 2))));
+    }
+};
+
+// Writes one warp's 16 x BN accumulator rows to C as Out: each 128-byte piece of its rows (64 bf16
+// or 32 fp32 columns) goes through the warp's staging rows so that every global store is a 16-byte
 // vector and 8 lanes cover one 128-byte line (direct fragment stores write 4-8 bytes per lane).
 // Fragment: d[4j + 2h + e] is row (lane/4 + 8h), column (8j + 2(lane%4) + e) of the warp's rows.
-template <int BN>
-__device__ __forceinline__ void gemm_store_warp(const GemmParams& p, const float (&d)[BN / 2], uint8_t* stage,
-                                                int row0, int row_end, int col0, int lane) {
+template <int BN, typename Out>
+__device__ __forceinline__ void gemm_store_warp_as(const GemmParams& p, const float (&d)[BN / 2], uint8_t* stage,
+                                                   int row0, int row_end, int col0, int lane) {
+    using S = GemmStoreOut<Out>;
+    constexpr int kElemBytes = int(sizeof(Out));
+    constexpr int kPieceCols = 128 / kElemBytes;   // columns in one 128-byte piece
+    constexpr int kFragCols = kPieceCols / 8;      // 8-column fragment groups j in one piece
+    constexpr int kVecCols = 16 / kElemBytes;      // columns in one 16-byte store
     const int r = lane / 4, c = lane % 4;
-    if (p.c_fp32) {
 #pragma unroll
-        for (int q = 0; q < BN / 32; ++q) {
+    for (int q = 0; q < BN / kPieceCols; ++q) {
 #pragma unroll
-            for (int jj = 0; jj < 4; ++jj)
-#pragma unroll
-                for (int h = 0; h < 2; ++h)
-                    *reinterpret_cast<float2*>(stage + (r + 8 * h) * kGemmStageRowBytes + jj * 32 + c * 8) =
-                        make_float2(d[4 * (4 * q + jj) + 2 * h], d[4 * (4 * q + jj) + 2 * h + 1]);
-            __syncwarp();
-#pragma unroll
-            for (int t = 0; t < 4; ++t) {
-                const int i = lane + 32 * t, row = row0 + i / 8, col = col0 + 32 * q + (i % 8) * 4;
-                if (row >= row_end || col >= p.n) continue;
-                const float4 v = *reinterpret_cast<const float4*>(stage + (i / 8) * kGemmStageRowBytes + (i % 8) * 16);
-                float* dst = static_cast<float*>(p.c) + int64_t(row) * p.ldc + col;
-                if (col + 4 <= p.n) {
-                    *reinterpret_cast<float4*>(dst) = v;
-                } else { // ragged last columns (n % 4 != 0)
-                    dst[0] = v.x;
-                    if (col + 1 < p.n) dst[1] = v.y;
-                    if (col + 2 < p.n) dst[2] = v.z;
-                }
-            }
-            __syncwarp();
-        }
-        return;
-    }
-#pragma unroll
-    for (int q = 0; q < BN / 64; ++q) {
-#pragma unroll
-        for (int jj = 0; jj < 8; ++jj)
+        for (int jj = 0; jj < kFragCols; ++jj)
 #pragma unroll
             for (int h = 0; h < 2; ++h)
-                *reinterpret_cast<__nv_bfloat162*>(stage + (r + 8 * h) * kGemmStageRowBytes + jj * 16 + c * 4) =
-                    __floats2bfloat162_rn(d[4 * (8 * q + jj) + 2 * h], d[4 * (8 * q + jj) + 2 * h + 1]);
+                S::stage_pair(stage + (r + 8 * h) * kGemmStageRowBytes + jj * (8 * kElemBytes) + c * (2 * kElemBytes),
+                              d[4 * (kFragCols * q + jj) + 2 * h], d[4 * (kFragCols * q + jj) + 2 * h + 1]);
         __syncwarp();
 #pragma unroll
         for (int t = 0; t < 4; ++t) {
-            const int i = lane + 32 * t, row = row0 + i / 8, col = col0 + 64 * q + (i % 8) * 8;
+            const int i = lane + 32 * t, row = row0 + i / 8, col = col0 + kPieceCols * q + (i % 8) * kVecCols;
             if (row >= row_end || col >= p.n) continue;
-            const uint4 v = *reinterpret_cast<const uint4*>(stage + (i / 8) * kGemmStageRowBytes + (i % 8) * 16);
-            __nv_bfloat16* dst = static_cast<__nv_bfloat16*>(p.c) + int64_t(row) * p.ldc + col;
-            if (col + 8 <= p.n) {
-                *reinterpret_cast<uint4*>(dst) = v;
-            } else { // ragged last columns (n % 8 != 0): unrolled so v stays in registers
-                const uint32_t words[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-                for (int e = 0; e < 7; ++e)
-                    if (col + e < p.n) dst[e] = __ushort_as_bfloat16(uint16_t(words[e / 2] >> (16 * (e % 2))));
-            }
+            const typename S::Vec v =
+                *reinterpret_cast<const typename S::Vec*>(stage + (i / 8) * kGemmStageRowBytes + (i % 8) * 16);
+            Out* dst = static_cast<Out*>(p.c) + int64_t(row) * p.ldc + col;
+            if (col + kVecCols <= p.n)
+                *reinterpret_cast<typename S::Vec*>(dst) = v;
+            else
+                S::store_ragged(dst, v, col, p.n);
         }
         __syncwarp();
     }
+}
+
+template <int BN>
+__device__ __forceinline__ void gemm_store_warp(const GemmParams& p, const float (&d)[BN / 2], uint8_t* stage,
+                                                int row0, int row_end, int col0, int lane) {
+    if (p.c_fp32) {
+        gemm_store_warp_as<BN, float>(p, d, stage, row0, row_end, col0, lane);
+        return;
+    }
+    gemm_store_warp_as<BN, __nv_bfloat16>(p, d, stage, row0, row_end, col0, lane);
 }
 
 template <int BN, bool GROUPED>
