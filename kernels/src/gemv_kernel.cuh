@@ -351,40 +351,66 @@ __device__ __forceinline__ void gemv_store(const GemvParams& p, int64_t tile_row
     if (threadIdx.x == 0) p.counters[blockIdx.x] = 0;
 }
 
+// A thread's share of gemv_kernel (and gemv_nvfp4_kernel): warp w of block x owns the 16 rows from
+// tile_row; lane (g = lane / 4, c = lane % 4) loads rows r0 = tile_row + g and r1 = r0 + 8 (clamped
+// to the last row so that loads stay in bounds; gemv_store drops them) and token g's x (xg; token 0
+// when g has no token, its b operand then being zero).
+struct GemvLane {
+    int c, g;
+    int64_t tile_row, r0, r1;
+    bool has_token;
+    const __nv_bfloat16* xg;
+};
+
+// Also the PDL hand-off: dependents may start at once, and nothing the earlier kernels write is
+// read before the wait.
+__device__ __forceinline__ GemvLane gemv_lane_begin(const GemvParams& p) {
+    GemvLane l;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    l.c = lane & 3;
+    l.g = lane >> 2;
+    l.tile_row = int64_t(blockIdx.x) * kGemvRowsPerBlock + warp * 16;
+    l.r0 = min(l.tile_row + l.g, p.n - 1);
+    l.r1 = min(l.tile_row + l.g + 8, p.n - 1);
+    ninfer_grid_launch_dependents();
+    ninfer_grid_wait(); // PDL: x, residual and the split-K scratch come from earlier kernels
+    l.has_token = l.g < p.n_tokens;
+    l.xg = p.x + int64_t(l.has_token ? l.g : 0) * p.ldx;
+    return l;
+}
+
+// Stores the lane's mma accumulator: rows (r0, r1) x tokens (2c, 2c + 1).
+__device__ __forceinline__ void gemv_lane_store(const GemvParams& p, const GemvLane& l, const float (&acc)[4]) {
+    const float accs[1][4] = {{acc[0], acc[1], acc[2], acc[3]}};
+    gemv_store<1>(p, l.tile_row, l.g, accs, {2 * l.c}, {true});
+}
+
 template <WeightFormat F>
 __global__ void __launch_bounds__(kGemvWarps * 32) gemv_kernel(GemvParams p) {
     constexpr int kUnit = GemvTraits<F>::kUnit;
     constexpr int kUnroll = GemvTraits<F>::kUnroll;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int c = lane & 3, g = lane >> 2;
-    const int64_t tile_row = int64_t(blockIdx.x) * kGemvRowsPerBlock + warp * 16;
-    const int64_t r0 = min(tile_row + g, p.n - 1), r1 = min(tile_row + g + 8, p.n - 1);
-    ninfer_grid_launch_dependents();
-    ninfer_grid_wait(); // PDL: x, residual and the split-K scratch come from earlier kernels
-    const bool has_token = g < p.n_tokens;
-    const __nv_bfloat16* xg = p.x + int64_t(has_token ? g : 0) * p.ldx;
+    const GemvLane l = gemv_lane_begin(p);
 
     const int64_t n_units = (p.k + kUnit - 1) / kUnit;
     const int64_t u_begin = int64_t(blockIdx.y) * p.units_per_split;
     const int64_t u_end = min(n_units, u_begin + p.units_per_split);
 
     float acc[4] = {0.f, 0.f, 0.f, 0.f};
-    const uint8_t* w0 = p.w + r0 * p.row_bytes;
-    const uint8_t* w1 = p.w + r1 * p.row_bytes;
+    const uint8_t* w0 = p.w + l.r0 * p.row_bytes;
+    const uint8_t* w1 = p.w + l.r1 * p.row_bytes;
 
     for (int64_t u = u_begin; u < u_end; u += kUnroll) {
         if (u + kUnroll <= u_end && (u + kUnroll) * kUnit <= p.k)
-            gemv_units<F, false>(p, u, u_end, c, has_token, xg, w0, w1, r0, r1, acc);
+            gemv_units<F, false>(p, u, u_end, l.c, l.has_token, l.xg, w0, w1, l.r0, l.r1, acc);
         else
-            gemv_units<F, true>(p, u, u_end, c, has_token, xg, w0, w1, r0, r1, acc);
+            gemv_units<F, true>(p, u, u_end, l.c, l.has_token, l.xg, w0, w1, l.r0, l.r1, acc);
     }
 
     if constexpr (F == WeightFormat::Fp8E4m3RowBf16) {
         const __nv_bfloat16* rs = reinterpret_cast<const __nv_bfloat16*>(p.scales);
-        scale_rows(acc, __bfloat162float(rs[r0]), __bfloat162float(rs[r1]));
+        scale_rows(acc, __bfloat162float(rs[l.r0]), __bfloat162float(rs[l.r1]));
     }
-    const float accs[1][4] = {{acc[0], acc[1], acc[2], acc[3]}};
-    gemv_store<1>(p, tile_row, g, accs, {2 * c}, {true});
+    gemv_lane_store(p, l, acc);
 }
 
 } // namespace ninfer::kernels::detail

@@ -46,14 +46,9 @@ __device__ __forceinline__ int64_t scale_at(int64_t row, int64_t unit, int c, in
 }
 
 __global__ void __launch_bounds__(kGemvWarps * 32) gemv_nvfp4_kernel(GemvParams p) {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int c = lane & 3, g = lane >> 2;
-    const int64_t tile_row = int64_t(blockIdx.x) * kGemvRowsPerBlock + warp * 16;
-    const int64_t r0 = min(tile_row + g, p.n - 1), r1 = min(tile_row + g + 8, p.n - 1);
-    ninfer_grid_launch_dependents();
-    ninfer_grid_wait(); // PDL: x, residual and the split-K scratch come from earlier kernels
-    const bool has_token = g < p.n_tokens;
-    const __nv_bfloat16* xg = p.x + int64_t(has_token ? g : 0) * p.ldx;
+    const GemvLane l = gemv_lane_begin(p);
+    const int c = l.c;
+    const int64_t r0 = l.r0, r1 = l.r1;
     const int64_t n_units = p.k / 64;
     const int64_t u_begin = int64_t(blockIdx.y) * p.units_per_split;
     const int64_t u_end = min(n_units, u_begin + p.units_per_split);
@@ -71,8 +66,8 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_nvfp4_kernel(GemvParams 
             const int64_t kk = (u + i) * 64 + c * 16;
             a[i][0] = ok ? load_stream8(w0 + (u + i) * 32) : make_uint2(0, 0);
             a[i][1] = ok ? load_stream8(w1 + (u + i) * 32) : make_uint2(0, 0);
-            b[i][0] = ok && has_token ? load_cached16(xg + kk) : make_uint4(0, 0, 0, 0);
-            b[i][1] = ok && has_token ? load_cached16(xg + kk + 8) : make_uint4(0, 0, 0, 0);
+            b[i][0] = ok && l.has_token ? load_cached16(l.xg + kk) : make_uint4(0, 0, 0, 0);
+            b[i][1] = ok && l.has_token ? load_cached16(l.xg + kk + 8) : make_uint4(0, 0, 0, 0);
             s[i][0] = ok ? p.scales[scale_at(r0, u + i, c, n_units)] : 0u;
             s[i][1] = ok ? p.scales[scale_at(r1, u + i, c, n_units)] : 0u;
         }
@@ -91,8 +86,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_nvfp4_kernel(GemvParams 
     acc[1] /= d0;
     acc[2] /= d1;
     acc[3] /= d1;
-    const float accs[1][4] = {{acc[0], acc[1], acc[2], acc[3]}};
-    gemv_store<1>(p, tile_row, g, accs, {2 * c}, {true});
+    gemv_lane_store(p, l, acc);
 }
 
 } // namespace
