@@ -1,5 +1,6 @@
 // ninfer::kernels - MoE prefill glue: counting sort of (token, slot) pairs by expert, row gather,
 // and the combine back per token (moe_prefill.h).
+#include "moe_combine.cuh"
 #include "ninfer/kernels/moe_prefill.h"
 
 #include <cstdint>
@@ -91,14 +92,9 @@ __global__ void gather_kernel(const __nv_bfloat16* src, int64_t src_stride, cons
 __global__ void combine_kernel(const float* y, int64_t y_stride, const int32_t* position, const float* weights,
                                int top_k, const float* shared, int64_t shared_stride, const float* score,
                                int64_t score_stride, float* out, int64_t out_stride, int dim) {
-    const int t = blockIdx.y;
-    const float sg = 1.f / (1.f + expf(-score[t * score_stride]));
-    for (int h = blockIdx.x * blockDim.x + threadIdx.x; h < dim; h += gridDim.x * blockDim.x) {
-        float acc = 0.f;
-        for (int j = 0; j < top_k; ++j)
-            acc = fmaf(weights[t * top_k + j], y[int64_t(position[t * top_k + j]) * y_stride + h], acc);
-        out[int64_t(t) * out_stride + h] = fmaf(sg, shared[int64_t(t) * shared_stride + h], acc);
-    }
+    moe_combine_token(
+        y, y_stride, [=](int pair) { return int64_t(position[pair]); }, weights, top_k, shared, shared_stride, score,
+        score_stride, out, out_stride, dim);
 }
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }

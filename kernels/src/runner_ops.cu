@@ -1,6 +1,7 @@
 // ninfer::kernels - glue kernels of the CUDA model runner: embedding, SwiGLU, MoE, logits scatter
 // (the residual + RMSNorm is in add_rmsnorm.cu).
 #include "common.cuh"
+#include "moe_combine.cuh"
 #include "moe_route_warp.cuh"
 #include "ninfer/kernels/runner_ops.h"
 #include "row_decoder.cuh"
@@ -224,14 +225,9 @@ bool try_rows_f32x(const WeightView& w, const int32_t* ids, int rows, int top_k,
 __global__ void moe_combine_kernel(const float* y, int64_t y_stride, const float* weights, int top_k,
                                    const float* shared, int64_t shared_stride, const float* score,
                                    int64_t score_stride, float* out, int64_t out_stride, int dim) {
-    const int t = blockIdx.y;
-    const float sg = 1.f / (1.f + expf(-score[t * score_stride]));
-    for (int h = blockIdx.x * blockDim.x + threadIdx.x; h < dim; h += gridDim.x * blockDim.x) {
-        float acc = 0.f;
-        for (int j = 0; j < top_k; ++j)
-            acc = fmaf(weights[t * top_k + j], y[int64_t(t * top_k + j) * y_stride + h], acc);
-        out[t * out_stride + h] = fmaf(sg, shared[t * shared_stride + h], acc);
-    }
+    moe_combine_token(
+        y, y_stride, [](int pair) { return int64_t(pair); }, weights, top_k, shared, shared_stride, score,
+        score_stride, out, out_stride, dim);
 }
 
 __global__ void scatter_rows_kernel(const float* src, int64_t src_stride, const int32_t* lanes, float* dst,
