@@ -4,6 +4,7 @@
 // copies the elements back and guards_intact() says whether a kernel wrote outside them. Every
 // CUDA call is checked with CUDA_OK (a Catch2 REQUIRE naming the call and the error string).
 // require_gpu() fails the test with cuda_probe()'s reason when no usable device is present.
+// graph_us() times a captured CUDA graph for the timing tests' RESULT lines (never asserted).
 #pragma once
 
 #include "ninfer/kernels/device.h"
@@ -13,9 +14,11 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -102,6 +105,41 @@ inline double rel_l2(const std::vector<double>& got, const std::vector<double>& 
         den += ref[i] * ref[i];
     }
     return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+// Microseconds per replay of a graph that records body(stream) on a fresh non-blocking stream:
+// one warm-up replay, then `batches` event-timed batches of `reps` back-to-back replays each; the
+// median batch's mean (with one batch, simply the mean of its reps).
+inline double graph_us(const std::function<void(cudaStream_t)>& body, int batches, int reps) {
+    cudaStream_t stream;
+    CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    body(stream);
+    CUDA_OK(cudaStreamEndCapture(stream, &graph));
+    CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+    CUDA_OK(cudaGraphLaunch(exec, stream)); // warm-up
+    cudaEvent_t t0, t1;
+    CUDA_OK(cudaEventCreate(&t0));
+    CUDA_OK(cudaEventCreate(&t1));
+    std::vector<double> runs;
+    for (int b = 0; b < batches; ++b) {
+        CUDA_OK(cudaEventRecord(t0, stream));
+        for (int r = 0; r < reps; ++r) CUDA_OK(cudaGraphLaunch(exec, stream));
+        CUDA_OK(cudaEventRecord(t1, stream));
+        CUDA_OK(cudaEventSynchronize(t1));
+        float ms = 0;
+        CUDA_OK(cudaEventElapsedTime(&ms, t0, t1));
+        runs.push_back(1e3 * ms / reps);
+    }
+    std::sort(runs.begin(), runs.end());
+    cudaEventDestroy(t0);
+    cudaEventDestroy(t1);
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(stream);
+    return runs[runs.size() / 2];
 }
 
 } // namespace ninfer::test

@@ -17,37 +17,10 @@ using namespace ninfer::test;
 
 namespace {
 
-// Microseconds per replay of a graph that records body(stream), median of 5 batches of 10 replays.
-double graph_us(const std::function<void(cudaStream_t)>& body) {
-    cudaStream_t stream;
-    CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-    body(stream);
-    CUDA_OK(cudaStreamEndCapture(stream, &graph));
-    CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-    CUDA_OK(cudaGraphLaunch(exec, stream)); // warm-up
-    cudaEvent_t t0, t1;
-    CUDA_OK(cudaEventCreate(&t0));
-    CUDA_OK(cudaEventCreate(&t1));
-    std::vector<float> runs;
-    for (int b = 0; b < 5; ++b) {
-        CUDA_OK(cudaEventRecord(t0, stream));
-        for (int r = 0; r < 10; ++r) CUDA_OK(cudaGraphLaunch(exec, stream));
-        CUDA_OK(cudaEventRecord(t1, stream));
-        CUDA_OK(cudaEventSynchronize(t1));
-        float ms = 0;
-        CUDA_OK(cudaEventElapsedTime(&ms, t0, t1));
-        runs.push_back(ms * 100.f); // us per replay
-    }
-    std::sort(runs.begin(), runs.end());
-    cudaEventDestroy(t0);
-    cudaEventDestroy(t1);
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
-    cudaStreamDestroy(stream);
-    return runs[2];
+// Microseconds per layer of a graph that calls layer(l, stream) for l = 0 .. layers - 1: the median of
+// 5 batches of 10 replays (graph_us, gpu_test_util.h), over layers.
+double per_layer_us(int layers, const std::function<void(int, cudaStream_t)>& layer) {
+    return graph_us([&](cudaStream_t s) { for (int l = 0; l < layers; ++l) layer(l, s); }, 5, 10) / layers;
 }
 
 int layers_for(double bytes_per_layer) { return std::clamp(int(128e6 / bytes_per_layer) + 1, 4, 64); }
@@ -69,25 +42,23 @@ void time_attention(const char* model, int nh, int nkv, int depth, int batch, ke
     std::vector<std::unique_ptr<DeviceBuffer<uint8_t>>> pools; // K then V per layer; 0x3c: small finite values
     for (int l = 0; l < 2 * layers; ++l)
         pools.push_back(std::make_unique<DeviceBuffer<uint8_t>>(size_t(batch) * max_pages * page_bytes, 0x3c));
-    const double us = graph_us([&](cudaStream_t s) {
-        for (int l = 0; l < layers; ++l) {
-            kernels::KvPages kv;
-            kv.page_table = table_d.get();
-            kv.max_pages = max_pages;
-            kv.dtype = dtype;
-            if (dtype == kernels::KvDtype::Bf16) {
-                kv.k = reinterpret_cast<bf16*>(pools[2 * l]->get());
-                kv.v = reinterpret_cast<bf16*>(pools[2 * l + 1]->get());
-            } else {
-                kv.k_q = pools[2 * l]->get();
-                kv.v_q = pools[2 * l + 1]->get();
-            }
-            const kernels::AttnDecodeArgs da{{nh, nkv, hd, 64, 1e7f, 1e-6f, true}, q.get(), nh * hd, qg.get(), nh * 2 * hd,
-                                             lanes_d.get(), pos_d.get(), kv, out.get(), nh * hd, batch, max_context,
-                                             scratch.get(), scratch_floats};
-            CUDA_OK(kernels::attn_decode(da, s));
+    const double us = per_layer_us(layers, [&](int l, cudaStream_t s) {
+        kernels::KvPages kv;
+        kv.page_table = table_d.get();
+        kv.max_pages = max_pages;
+        kv.dtype = dtype;
+        if (dtype == kernels::KvDtype::Bf16) {
+            kv.k = reinterpret_cast<bf16*>(pools[2 * l]->get());
+            kv.v = reinterpret_cast<bf16*>(pools[2 * l + 1]->get());
+        } else {
+            kv.k_q = pools[2 * l]->get();
+            kv.v_q = pools[2 * l + 1]->get();
         }
-    }) / layers;
+        const kernels::AttnDecodeArgs da{{nh, nkv, hd, 64, 1e7f, 1e-6f, true}, q.get(), nh * hd, qg.get(), nh * 2 * hd,
+                                         lanes_d.get(), pos_d.get(), kv, out.get(), nh * hd, batch, max_context,
+                                         scratch.get(), scratch_floats};
+        CUDA_OK(kernels::attn_decode(da, s));
+    });
     std::printf("RESULT mixer_decode attention %s kv %s depth %d batch %d: %.2f us/layer (partial + combine, graph of "
                 "%d layers), %.1f MB KV, %.0f GB/s\n",
                 model, dtype == kernels::KvDtype::Bf16 ? "bf16" : dtype == kernels::KvDtype::Fp8 ? "fp8" : "int8", depth,
@@ -136,9 +107,9 @@ void time_gdn(const char* model, int hk, int hv, int batch) {
         ra.n_tokens = batch, ra.exact = true;
         CUDA_OK(kernels::gdn_decode_step(ca, ra, s));
     };
-    const double conv_us = graph_us([&](cudaStream_t s) { for (int l = 0; l < layers; ++l) conv(l, s); }) / layers;
-    const double rec_us = graph_us([&](cudaStream_t s) { for (int l = 0; l < layers; ++l) recur(l, s); }) / layers;
-    const double step_us = graph_us([&](cudaStream_t s) { for (int l = 0; l < layers; ++l) fused(l, s); }) / layers;
+    const double conv_us = per_layer_us(layers, conv);
+    const double rec_us = per_layer_us(layers, recur);
+    const double step_us = per_layer_us(layers, fused);
     std::printf("RESULT mixer_decode gdn %s batch %d: conv %.2f us/layer, recurrence %.2f us/layer, fused step %.2f "
                 "us/layer (graphs of %d layers), %.1f MB state read + written, %.0f GB/s in the fused step\n",
                 model, batch, conv_us, rec_us, step_us, layers, 2 * state_bytes / 1e6, 2 * state_bytes / step_us / 1e3);

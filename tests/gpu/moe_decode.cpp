@@ -307,32 +307,13 @@ TEST_CASE("moe decode: time per layer at the 35B-A3B shape (RESULT lines; speed 
             unique += m.work.download()[0]; // routed entries (the shared expert has none)
         }
         unique /= kLayers;
-        cudaStream_t stream;
-        CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-        cudaGraph_t graph;
-        cudaGraphExec_t exec;
-        CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-        for (int l = 0; l < kLayers; ++l)
-            CUDA_OK(kernels::moe_decode(m.args(xs[size_t(l)]->get(), ld, n, out.get(), ldo), stream));
-        CUDA_OK(cudaStreamEndCapture(stream, &graph));
-        CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-        CUDA_OK(cudaGraphLaunch(exec, stream)); // warm-up
-        cudaEvent_t t0, t1;
-        CUDA_OK(cudaEventCreate(&t0));
-        CUDA_OK(cudaEventCreate(&t1));
-        CUDA_OK(cudaEventRecord(t0, stream));
-        for (int r = 0; r < kReps; ++r) CUDA_OK(cudaGraphLaunch(exec, stream));
-        CUDA_OK(cudaEventRecord(t1, stream));
-        CUDA_OK(cudaEventSynchronize(t1));
-        float ms = 0;
-        CUDA_OK(cudaEventElapsedTime(&ms, t0, t1));
-        const double us = 1e3 * ms / (kReps * kLayers), bytes = fixed_bytes + unique * expert_bytes;
+        const auto all_layers = [&](cudaStream_t stream) {
+            for (int l = 0; l < kLayers; ++l)
+                CUDA_OK(kernels::moe_decode(m.args(xs[size_t(l)]->get(), ld, n, out.get(), ldo), stream));
+        };
+        // one timed batch of kReps replays: the mean per replay, per layer
+        const double us = graph_us(all_layers, 1, kReps) / kLayers, bytes = fixed_bytes + unique * expert_bytes;
         std::printf("RESULT moe_decode 35B-A3B q4 batch %d: %.2f us/layer (3 launches, graph), %.1f experts read, "
                     "%.2f MB, %.0f GB/s\n", n, us, unique, bytes / 1e6, bytes / us / 1e3);
-        cudaEventDestroy(t0);
-        cudaEventDestroy(t1);
-        cudaGraphExecDestroy(exec);
-        cudaGraphDestroy(graph);
-        cudaStreamDestroy(stream);
     }
 }
