@@ -280,7 +280,8 @@ void Runner::gdn(const DeviceLayer& L, uint32_t gi, int n, bool one_lane) {
     const int64_t kd = c.gdn_key_dim();
     // b follows a directly in the fused projection's f32 tail; a b GEMV of its own needs a 16-byte
     // aligned start.
-    float* b = a_ + (w.in_proj.view.data ? c.linear_num_value_heads : pad8(c.linear_num_value_heads));
+    const bool b_follows_a = w.in_proj.view.data || w.ab.view.data;
+    float* b = a_ + (b_follows_a ? c.linear_num_value_heads : pad8(c.linear_num_value_heads));
     if (w.in_proj.view.data) {
         // [q; k; v; z] rows land contiguously in qkv_ (z_ = qkv_ + conv_dim), [a; b] in a_ as f32.
         linear(w.in_proj, xn_, xn_lo_, xn32_, hs_, n, qkv_, false, qkvz_w_, a_, c.gdn_conv_dim() + c.gdn_value_dim(),
@@ -288,14 +289,25 @@ void Runner::gdn(const DeviceLayer& L, uint32_t gi, int n, bool one_lane) {
     } else {
         if (w.qkv.view.data) {
             linear(w.qkv, xn_, xn_lo_, xn32_, hs_, n, qkv_, false, qkvz_w_);
+        } else if (w.qk.view.data) {
+            linear(w.qk, xn_, xn_lo_, xn32_, hs_, n, qkv_, false, qkvz_w_);
         } else {
             linear(w.query, xn_, xn_lo_, xn32_, hs_, n, qkv_, false, qkvz_w_);
             linear(w.key, xn_, xn_lo_, xn32_, hs_, n, qkv_ + kd, false, qkvz_w_);
-            linear(w.value, xn_, xn_lo_, xn32_, hs_, n, qkv_ + 2 * kd, false, qkvz_w_);
         }
-        linear(w.z, xn_, xn_lo_, xn32_, hs_, n, z_, false, qkvz_w_);
-        linear(w.a, xn_, xn_lo_, xn32_, hs_, n, a_, true, ab_w_);
-        linear(w.b, xn_, xn_lo_, xn32_, hs_, n, b, true, ab_w_);
+        if (w.vz.view.data) { // [v; z]: z's rows land at z_ = qkv_ + conv_dim
+            linear(w.vz, xn_, xn_lo_, xn32_, hs_, n, qkv_ + 2 * kd, false, qkvz_w_);
+        } else {
+            if (w.value.view.data)
+                linear(w.value, xn_, xn_lo_, xn32_, hs_, n, qkv_ + 2 * kd, false, qkvz_w_);
+            linear(w.z, xn_, xn_lo_, xn32_, hs_, n, z_, false, qkvz_w_);
+        }
+        if (w.ab.view.data) {
+            linear(w.ab, xn_, xn_lo_, xn32_, hs_, n, a_, true, ab_w_);
+        } else {
+            linear(w.a, xn_, xn_lo_, xn32_, hs_, n, a_, true, ab_w_);
+            linear(w.b, xn_, xn_lo_, xn32_, hs_, n, b, true, ab_w_);
+        }
     }
     const int32_t* slots = step_in_ + kMaxStepTokens; // a lane's GDN slot is its index
     // One lane's tokens go one at a time (each step reads the state the previous one left).

@@ -1,6 +1,6 @@
 // ninfer::core - the CUDA runner's paths for the stored formats and KV dtypes its fast kernels do
 // not take directly: the KV pool's dtype, query and gate in two formats, and the MoE layer in
-// separate launches for q5/q6/q8/nvfp4 (router, top-k, per-expert GEMVs, combine).
+// separate launches for nvfp4 (router, top-k, per-expert GEMVs, combine).
 #include "core/cuda/cuda_runner.h"
 
 #include "ninfer/kernels/runner_ops.h"
@@ -11,8 +11,8 @@ namespace {
 
 int64_t pad8(int64_t v) { return (v + 7) / 8 * 8; }
 
-// The formats kernels::moe_decode reads (moe_decode.h); others take the launches below.
-bool fused_moe_format(const DeviceLinear& w) { return w.view.format <= kernels::WeightFormat::Q4G64Fp16; }
+// The formats kernels::moe_decode reads (moe_decode.h: all but nvfp4); others take the launches below.
+bool fused_moe_format(const DeviceLinear& w) { return w.view.format != kernels::WeightFormat::Nvfp4; }
 
 } // namespace
 

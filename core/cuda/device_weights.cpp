@@ -63,7 +63,11 @@ Planes planes_of(kernels::WeightFormat f, uint64_t n, uint64_t k) {
     return {g * 32, high_off, g * high_group, high_off + align_up(n * g * high_group, 256), 2 * g};
 }
 
-bool is_tiled_format(kernels::WeightFormat f) { return f <= kernels::WeightFormat::Q4G64Fp16; }
+bool is_tiled_format(kernels::WeightFormat f) {
+    const bool newer = f == kernels::WeightFormat::Q5G64Fp16 || f == kernels::WeightFormat::Q6G64Fp16 ||
+                       f == kernels::WeightFormat::Q8G32Fp16;
+    return kernels::gemv_has_tiled_layout(f) && (!newer || kernels::gemv_tiled_q5_q8());
+}
 
 // Device memory for artifact-layout matrices on their way to the tiled layout, reused and grown.
 class Staging {
@@ -319,16 +323,30 @@ DeviceModel DeviceModel::upload(const ModelWeights& w, DeviceArena& arena, bool 
             if (up.tiled() && one_format(in_proj)) {
                 d.gdn.in_proj = up.pieces(whole(in_proj), q + "/query+key+value+z+a+b", true);
             } else {
-                if (one_format({&g.query, &g.key, &g.value})) {
+                // Pairs of one format are one launch each (their rows land side by side in the
+                // runner's buffers: [q; k; v] then z, a then b).
+                const bool qkv = one_format({&g.query, &g.key, &g.value});
+                const bool qk = !qkv && up.tiled() && one_format({&g.query, &g.key});
+                const bool vz = !qkv && up.tiled() && one_format({&g.value, &g.z});
+                if (qkv)
                     d.gdn.qkv = up.pieces(whole({&g.query, &g.key, &g.value}), q + "/query+key+value", true);
+                if (qk)
+                    d.gdn.qk = up.pieces(whole({&g.query, &g.key}), q + "/query+key", true);
+                else if (!qkv)
+                    d.gdn.query = up.linear(g.query, q + "/query"), d.gdn.key = up.linear(g.key, q + "/key");
+                if (vz) {
+                    d.gdn.vz = up.pieces(whole({&g.value, &g.z}), q + "/value+z", true);
                 } else {
-                    d.gdn.query = up.linear(g.query, q + "/query");
-                    d.gdn.key = up.linear(g.key, q + "/key");
-                    d.gdn.value = up.linear(g.value, q + "/value");
+                    if (!qkv)
+                        d.gdn.value = up.linear(g.value, q + "/value");
+                    d.gdn.z = up.linear(g.z, q + "/z");
                 }
-                d.gdn.z = up.linear(g.z, q + "/z");
-                d.gdn.a = up.linear(g.a_projection, q + "/a");
-                d.gdn.b = up.linear(g.b_projection, q + "/b");
+                if (up.tiled() && one_format({&g.a_projection, &g.b_projection})) {
+                    d.gdn.ab = up.pieces(whole({&g.a_projection, &g.b_projection}), q + "/a+b", true);
+                } else {
+                    d.gdn.a = up.linear(g.a_projection, q + "/a");
+                    d.gdn.b = up.linear(g.b_projection, q + "/b");
+                }
             }
             d.gdn.output = up.linear(g.output, q + "/output");
             // Taps: tap-major [kernel][conv_dim] f32 -> [conv_dim][kernel] bf16 (the kernel's layout).

@@ -12,7 +12,7 @@
 //   MoE matrices - router, shared-expert score, experts, shared expert - which the f32-x and MoE
 //   decode kernels read in the stored layout) is gathered in a reused device staging buffer and
 //   repacked into kernels::WeightLayout::Tiled (the decode GEMV's layout) when its format has one
-//   (bf16, fp8, q4); bytes then counts the tiled size. nvfp4 rows move in whole 128-row tiles
+//   (kernels::gemv_has_tiled_layout: all but nvfp4; q5/q6/q8 unless kernels::gemv_tiled_q5_q8() is off); bytes then counts the tiled size. nvfp4 rows move in whole 128-row tiles
 //   (else Error).
 //   Another format is refused with
 //   ninfer::Error("cuda: NAME is stored as FORMAT; ...") naming the formats it takes.
@@ -74,8 +74,11 @@ struct DeviceAttention {
 struct DeviceGdn {
     // in_proj: [query; key; value; z; a; b] rows in one matrix (one launch) when the six share a
     // format and the model is tiled; then qkv, query..b are empty. Else qkv: [query; key; value]
-    // when those three share a format (then query/key/value are empty), z, a and b alone.
-    DeviceLinear in_proj, qkv, query, key, value, z, a, b, output;
+    // when those three share a format (then query/key/value are empty), else (tiled) qk: [query;
+    // key] and vz: [value; z] where each pair shares a format (the upstream mix: q4 and q5); ab:
+    // [a; b] when they share a format and the model is tiled. Every matrix not in one of those is
+    // alone (query, key, value, z, a, b).
+    DeviceLinear in_proj, qkv, qk, vz, ab, query, key, value, z, a, b, output;
     __nv_bfloat16* conv = nullptr; // [conv_dim][kernel]
     float *a_log = nullptr, *dt_bias = nullptr;
     __nv_bfloat16* norm = nullptr;

@@ -295,14 +295,29 @@ void PrefillRunner::gdn(const DeviceLayer& L, uint32_t gi, int lane, uint32_t st
     } else {
         if (w.qkv.view.data) {
             linear(w.qkv, xn_, hs_, n, qkv_, false, cd_w_);
+        } else if (w.qk.view.data) {
+            linear(w.qk, xn_, hs_, n, qkv_, false, cd_w_);
         } else {
             linear(w.query, xn_, hs_, n, qkv_, false, cd_w_);
             linear(w.key, xn_, hs_, n, qkv_ + kd, false, cd_w_);
-            linear(w.value, xn_, hs_, n, qkv_ + 2 * kd, false, cd_w_);
         }
-        linear(w.z, xn_, hs_, n, z_, false, vd_w_);
-        linear(w.a, xn_, hs_, n, a_, true, hv_w_);
-        linear(w.b, xn_, hs_, n, b_, true, hv_w_);
+        if (w.vz.view.data) { // [v; z]: one expansion, two GEMMs
+            const __nv_bfloat16* wb = weights_bf16(w.vz.view);
+            gemm_rows(wb, w.vz.view.k, 0, vd, xn_, hs_, n, qkv_ + 2 * kd, false, cd_w_);
+            gemm_rows(wb, w.vz.view.k, vd, vd, xn_, hs_, n, z_, false, vd_w_);
+        } else {
+            if (w.value.view.data)
+                linear(w.value, xn_, hs_, n, qkv_ + 2 * kd, false, cd_w_);
+            linear(w.z, xn_, hs_, n, z_, false, vd_w_);
+        }
+        if (w.ab.view.data) { // [a; b]: one expansion, two GEMMs
+            const __nv_bfloat16* wb = weights_bf16(w.ab.view);
+            gemm_rows(wb, w.ab.view.k, 0, hv, xn_, hs_, n, a_, true, hv_w_);
+            gemm_rows(wb, w.ab.view.k, hv, hv, xn_, hs_, n, b_, true, hv_w_);
+        } else {
+            linear(w.a, xn_, hs_, n, a_, true, hv_w_);
+            linear(w.b, xn_, hs_, n, b_, true, hv_w_);
+        }
     }
     kernels::GdnPrefillArgs g;
     g.qkv = qkv_;

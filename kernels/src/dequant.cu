@@ -75,8 +75,19 @@ __device__ __forceinline__ void decode8(const DequantParams& p, int64_t row, int
             v[i] = ((nib & 8u) ? -mag : mag) * s / d;
         }
     } else if constexpr (F == WeightFormat::Q8G32Fp16) {
-        const uint2 codes = *reinterpret_cast<const uint2*>(p.w + row * p.row_bytes + col);
-        const float s = f16_bits_to_f32(p.scales + 2 * (row * p.groups + col / 32));
+        uint2 codes;
+        float s;
+        if constexpr (TILED) { // gemv.h: per unit of 64 codes, vector 32h + 4r + c holds k = 16m + 4c, m = 0..3
+            const int64_t unit = col / 64;
+            const int within = int(col % 64), m = within / 16, c = (within % 16) / 4, grp = within / 32;
+            const uint8_t* v = p.w + (tile * p.tiled_units + unit) * 1024 + (rr / 8) * 512 + (4 * (rr % 8) + c) * 16 + 4 * m;
+            codes = make_uint2(*reinterpret_cast<const uint32_t*>(v), *reinterpret_cast<const uint32_t*>(v + 16));
+            s = f16_bits_to_f32(p.scales + 2 * (((tile * (p.tiled_units / 2) + unit / 2) * 8 + rr % 8) * 8 +
+                                                ((unit % 2) * 2 + grp) * 2 + rr / 8));
+        } else {
+            codes = *reinterpret_cast<const uint2*>(p.w + row * p.row_bytes + col);
+            s = f16_bits_to_f32(p.scales + 2 * (row * p.groups + col / 32));
+        }
 #pragma unroll
         for (int i = 0; i < 8; ++i) v[i] = s * float(int8_t(((i < 4 ? codes.x : codes.y) >> (8 * (i % 4))) & 0xFFu));
     } else { // q4 / q5 / q6: 8 codes = 4 base bytes, even code in the low nibble
@@ -84,12 +95,23 @@ __device__ __forceinline__ void decode8(const DequantParams& p, int64_t row, int
         const int within = int(col % 64);
         uint32_t base;
         float s;
-        if constexpr (TILED) { // gemv.h: 512-byte blocks, vector 4r + c holds bytes c*8.. of rows r, r+8
-            const int b = within / 2;
-            base = *reinterpret_cast<const uint32_t*>(p.w + (tile * p.tiled_units + grp) * 512 +
-                                                      (4 * (rr % 8) + b / 8) * 16 + (rr / 8) * 8 + b % 8);
+        constexpr int kBits = detail::tiled_bits(F);
+        if constexpr (TILED) { // gemv.h: vector 4r + c of a block holds bytes c*8.. of rows r, r+8
+            const int b = within / 2, lane = 4 * (rr % 8) + b / 8, wi = 2 * (rr / 8) + (b % 8) / 4;
+            const uint8_t* block = p.w + (tile * p.tiled_units + grp) * detail::tiled_block_bytes(F);
+            base = *reinterpret_cast<const uint32_t*>(block + lane * 16 + (rr / 8) * 8 + b % 8);
             s = f16_bits_to_f32(p.scales + 2 * (((tile * (p.tiled_units / 4) + grp / 4) * 8 + rr % 8) * 8 +
                                                 (grp % 4) * 2 + rr / 8));
+            if constexpr (kBits > 4) { // the 8 codes are nibble word wi of the lane (gemv_tiled_q56.h)
+                const uint32_t h = reinterpret_cast<const uint32_t*>(block + 512)[lane * (kBits - 4) +
+                                                                                 detail::q56_high_word(kBits, wi)];
+#pragma unroll
+                for (int i = 0; i < 8; ++i) {
+                    const uint32_t field = (h >> detail::q56_high_bit(kBits, wi, i)) & ((1u << (kBits - 4)) - 1u);
+                    v[i] = s * float(int((base >> (4 * i)) & 15u) + 16 * int(field) - detail::q56_bias(kBits));
+                }
+                return;
+            }
         } else {
             base = *reinterpret_cast<const uint32_t*>(p.w + row * p.row_bytes + col / 2);
             s = f16_bits_to_f32(p.scales + 2 * (row * p.groups + grp));
@@ -99,7 +121,6 @@ __device__ __forceinline__ void decode8(const DequantParams& p, int64_t row, int
             high = p.high[row * p.high_row_bytes + grp * 8 + within / 8];
         else if constexpr (F == WeightFormat::Q6G64Fp16)
             high = *reinterpret_cast<const uint16_t*>(p.high + row * p.high_row_bytes + grp * 16 + within / 4);
-        constexpr int kBits = F == WeightFormat::Q5G64Fp16 ? 5 : F == WeightFormat::Q6G64Fp16 ? 6 : 4;
         constexpr int kHalf = 1 << (kBits - 1);
 #pragma unroll
         for (int i = 0; i < 8; ++i) {
@@ -143,7 +164,7 @@ cudaError_t dequant_bf16(const WeightView& w, int64_t row0, int64_t n_rows, __nv
     const bool tiled = w.layout == WeightLayout::Tiled;
     if (!w.data || !dst || (reinterpret_cast<uintptr_t>(w.data) & 15u) || (reinterpret_cast<uintptr_t>(dst) & 15u) ||
         w.k < 16 || w.k % 16 != 0 || row0 < 0 || n_rows < 0 || row0 + n_rows > w.n || ld_dst % 8 != 0 || ld_dst < w.k ||
-        (tiled && w.format > WeightFormat::Q4G64Fp16) || n_rows > int64_t(0x7FFFFFFF) ||
+        (tiled && !gemv_has_tiled_layout(w.format)) || n_rows > int64_t(0x7FFFFFFF) ||
         (w.format == WeightFormat::Nvfp4 && (w.n % 128 != 0 || w.k % 64 != 0)))
         return cudaErrorInvalidValue;
     if (n_rows == 0) return cudaSuccess;
@@ -186,9 +207,18 @@ cudaError_t dequant_bf16(const WeightView& w, int64_t row0, int64_t n_rows, __nv
         tiled ? launch<WeightFormat::Q4G64Fp16, true>(p, n_rows, stream)
               : launch<WeightFormat::Q4G64Fp16, false>(p, n_rows, stream);
         break;
-    case WeightFormat::Q5G64Fp16: launch<WeightFormat::Q5G64Fp16, false>(p, n_rows, stream); break;
-    case WeightFormat::Q6G64Fp16: launch<WeightFormat::Q6G64Fp16, false>(p, n_rows, stream); break;
-    case WeightFormat::Q8G32Fp16: launch<WeightFormat::Q8G32Fp16, false>(p, n_rows, stream); break;
+    case WeightFormat::Q5G64Fp16:
+        tiled ? launch<WeightFormat::Q5G64Fp16, true>(p, n_rows, stream)
+              : launch<WeightFormat::Q5G64Fp16, false>(p, n_rows, stream);
+        break;
+    case WeightFormat::Q6G64Fp16:
+        tiled ? launch<WeightFormat::Q6G64Fp16, true>(p, n_rows, stream)
+              : launch<WeightFormat::Q6G64Fp16, false>(p, n_rows, stream);
+        break;
+    case WeightFormat::Q8G32Fp16:
+        tiled ? launch<WeightFormat::Q8G32Fp16, true>(p, n_rows, stream)
+              : launch<WeightFormat::Q8G32Fp16, false>(p, n_rows, stream);
+        break;
     case WeightFormat::Nvfp4: launch<WeightFormat::Nvfp4, false>(p, n_rows, stream); break;
     }
     return cudaGetLastError();

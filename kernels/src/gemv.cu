@@ -18,11 +18,9 @@ int high_bytes_of(WeightFormat f) { return f == WeightFormat::Q5G64Fp16 ? 8 : f 
 int64_t groups_per_row(WeightFormat f, int64_t k) { return align_up(k, 128) / group_of(f); }
 int unit_of(WeightFormat f) { return f == WeightFormat::Bf16 || f == WeightFormat::Q8G32Fp16 ? 32 : 64; }
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
-int unroll_of(WeightFormat f) {
-    return f == WeightFormat::Q4G64Fp16 || f == WeightFormat::Q8G32Fp16 ? 8 : 4;
-}
-// The tiled layout covers bf16, fp8 and q4 only (q5/q6/q8 decode from the stored layout).
-bool tiled_format(WeightFormat f) { return f <= WeightFormat::Q4G64Fp16; }
+// Units per step of the tiled kernels (detail::TiledTraits).
+int unroll_of(WeightFormat f) { return f == WeightFormat::Q4G64Fp16 ? 8 : 4; }
+bool tiled_format(WeightFormat f) { return gemv_has_tiled_layout(f); }
 
 int g_tiled_target = 0;
 // NINFER_GEMV_STAGES=0|2|3|4 and NINFER_GEMV_STAGE_X=0|1 override the defaults (A/B timing of
@@ -64,6 +62,9 @@ int tiled_resident_blocks(WeightFormat f, int stages) {
     case WeightFormat::Bf16: return tiled_resident_blocks<WeightFormat::Bf16>();
     case WeightFormat::Fp8E4m3RowBf16: return tiled_resident_blocks<WeightFormat::Fp8E4m3RowBf16>();
     case WeightFormat::Q4G64Fp16: return tiled_resident_blocks<WeightFormat::Q4G64Fp16>();
+    case WeightFormat::Q5G64Fp16: return tiled_resident_blocks<WeightFormat::Q5G64Fp16>();
+    case WeightFormat::Q6G64Fp16: return tiled_resident_blocks<WeightFormat::Q6G64Fp16>();
+    case WeightFormat::Q8G32Fp16: return tiled_resident_blocks<WeightFormat::Q8G32Fp16>();
     default: break;
     }
     return 4;
@@ -93,6 +94,14 @@ int tiled_split_count(const WeightView& w, const GemvScratch& scratch) {
         }
     }
     return best;
+}
+
+// The register double-buffer kernel, one pass (x and, with x_lo, its low halves of <= 4 tokens) or two.
+template <WeightFormat F>
+cudaError_t launch_tiled_registers(bool two_pass, const detail::GemvParams& p, dim3 grid, cudaStream_t stream) {
+    const dim3 block(detail::kGemvWarps * 32);
+    return two_pass ? launch_pdl(detail::gemv_tiled_kernel<F, 2>, grid, block, 0, stream, p)
+                    : launch_pdl(detail::gemv_tiled_kernel<F, 1>, grid, block, 0, stream, p);
 }
 
 } // namespace
@@ -125,6 +134,14 @@ void gemv_set_tiled_pipeline(int stages, int carveout_percent, bool stage_x) {
 void gemv_restore_tiled_pipeline() {
     gemv_set_tiled_pipeline(default_tiled_stages(), -1, default_stage_x());
     g_path_per_matrix = default_path_per_matrix();
+}
+
+bool gemv_tiled_q5_q8() {
+    static const bool on = [] {
+        const char* v = std::getenv("NINFER_GEMV_TILED_Q5Q8");
+        return v ? v[0] == '1' : kGemvTiledQ5Q8;
+    }();
+    return on;
 }
 
 int gemv_split_count(const WeightView& w, const GemvScratch& scratch) {
@@ -206,16 +223,12 @@ cudaError_t gemv(const GemvArgs& a, cudaStream_t stream) {
         if (const int stages = stages_of(w); stages > 0)
             return detail::gemv_pipe_launch(w.format, stages, g_stage_x, two_pass, p, grid, stream);
         switch (w.format) {
-        case WeightFormat::Bf16:
-            return two_pass ? launch_pdl(detail::gemv_tiled_kernel<WeightFormat::Bf16, 2>, grid, block, 0, stream, p)
-                            : launch_pdl(detail::gemv_tiled_kernel<WeightFormat::Bf16, 1>, grid, block, 0, stream, p);
-        case WeightFormat::Fp8E4m3RowBf16:
-            return two_pass
-                       ? launch_pdl(detail::gemv_tiled_kernel<WeightFormat::Fp8E4m3RowBf16, 2>, grid, block, 0, stream, p)
-                       : launch_pdl(detail::gemv_tiled_kernel<WeightFormat::Fp8E4m3RowBf16, 1>, grid, block, 0, stream, p);
-        case WeightFormat::Q4G64Fp16:
-            return two_pass ? launch_pdl(detail::gemv_tiled_kernel<WeightFormat::Q4G64Fp16, 2>, grid, block, 0, stream, p)
-                            : launch_pdl(detail::gemv_tiled_kernel<WeightFormat::Q4G64Fp16, 1>, grid, block, 0, stream, p);
+        case WeightFormat::Bf16: return launch_tiled_registers<WeightFormat::Bf16>(two_pass, p, grid, stream);
+        case WeightFormat::Fp8E4m3RowBf16: return launch_tiled_registers<WeightFormat::Fp8E4m3RowBf16>(two_pass, p, grid, stream);
+        case WeightFormat::Q4G64Fp16: return launch_tiled_registers<WeightFormat::Q4G64Fp16>(two_pass, p, grid, stream);
+        case WeightFormat::Q5G64Fp16: return launch_tiled_registers<WeightFormat::Q5G64Fp16>(two_pass, p, grid, stream);
+        case WeightFormat::Q6G64Fp16: return launch_tiled_registers<WeightFormat::Q6G64Fp16>(two_pass, p, grid, stream);
+        case WeightFormat::Q8G32Fp16: return launch_tiled_registers<WeightFormat::Q8G32Fp16>(two_pass, p, grid, stream);
         default: return cudaErrorInvalidValue;
         }
     }

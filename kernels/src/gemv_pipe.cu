@@ -93,6 +93,9 @@ int gemv_pipe_resident_blocks(WeightFormat f, int stages) {
     case WeightFormat::Bf16: return resident_blocks_of<WeightFormat::Bf16>(stages);
     case WeightFormat::Fp8E4m3RowBf16: return resident_blocks_of<WeightFormat::Fp8E4m3RowBf16>(stages);
     case WeightFormat::Q4G64Fp16: return resident_blocks_of<WeightFormat::Q4G64Fp16>(stages);
+    case WeightFormat::Q5G64Fp16: return resident_blocks_of<WeightFormat::Q5G64Fp16>(stages);
+    case WeightFormat::Q6G64Fp16: return resident_blocks_of<WeightFormat::Q6G64Fp16>(stages);
+    case WeightFormat::Q8G32Fp16: return resident_blocks_of<WeightFormat::Q8G32Fp16>(stages);
     default: return 2;
     }
 }
@@ -104,6 +107,9 @@ cudaError_t gemv_pipe_launch(WeightFormat f, int stages, bool stage_x, bool two_
     case WeightFormat::Fp8E4m3RowBf16:
         return launch_format<WeightFormat::Fp8E4m3RowBf16>(stages, stage_x, two_pass, p, grid, stream);
     case WeightFormat::Q4G64Fp16: return launch_format<WeightFormat::Q4G64Fp16>(stages, stage_x, two_pass, p, grid, stream);
+    case WeightFormat::Q5G64Fp16: return launch_format<WeightFormat::Q5G64Fp16>(stages, stage_x, two_pass, p, grid, stream);
+    case WeightFormat::Q6G64Fp16: return launch_format<WeightFormat::Q6G64Fp16>(stages, stage_x, two_pass, p, grid, stream);
+    case WeightFormat::Q8G32Fp16: return launch_format<WeightFormat::Q8G32Fp16>(stages, stage_x, two_pass, p, grid, stream);
     default: return cudaErrorInvalidValue;
     }
 }

@@ -7,14 +7,14 @@
 // Why: the register double buffer keeps at most one 4 KB step per warp in flight (16 warps x 4 KB
 // per SM at 128 registers), which left the q4 GEMV latency bound at ~45% of copy bandwidth. Here
 // each warp owns a ring of S stages of one step each (kUnroll units: 4 KB of codes, + 256 B of q4
-// group multipliers) in shared memory. A (tile, unit range) block is contiguous in the tiled
+// group multipliers; q5/q6: 4 units of 640/768 bytes + 128 B) in shared memory. A (tile, unit range) block is contiguous in the tiled
 // layout, so lane 0 fetches a whole stage with one or two 1-D bulk copies (cp.async.bulk, no
 // tensor map) that complete on the stage's mbarrier; S stages stay in flight while the warp
 // dequantises the current one from registers, independent of the register budget. The warps of
 // a block never wait for each other (one barrier set per warp), so the block keeps the register
 // kernel's tile-per-warp shape and split-K epilogue.
 //
-// XS (one pass, fp8/q4): x is also staged, once per block after ninfer_grid_wait, in shared memory
+// XS (one pass, fp8/q4/q5/q6): x is also staged, once per block after ninfer_grid_wait, in shared memory
 // already permuted into the mma's B words, so the L1 (smaller next to the rings) no longer has to
 // hold x and the lanes skip 8 byte permutes per unit. Same operands, same bits.
 //
@@ -29,16 +29,24 @@
 namespace ninfer::kernels::detail {
 
 template <WeightFormat F> struct PipeStage {
-    static constexpr int kCodeBytes = GemvTraits<F>::kUnroll * tiled_block_bytes(F);
+    static constexpr int kCodeBytes = TiledTraits<F>::kUnroll * tiled_block_bytes(F);
     // q4: multipliers of kUnroll units = kUnroll / 4 quads of 8 x 16 bytes (contiguous per tile).
-    static constexpr int kScaleBytes = F == WeightFormat::Q4G64Fp16 ? GemvTraits<F>::kUnroll / 4 * 128 : 0;
+    static constexpr int kScaleBytes = TiledFrag<F>::kScaleVecs * 128 * (tiled_grouped(F) || F == WeightFormat::Q8G32Fp16);
+    // Units per 128 bytes of multipliers (one uint4 per tile row pair): q4/q5/q6 4, q8 2.
+    static constexpr int kScaleUnits = F == WeightFormat::Q8G32Fp16 ? 2 : 4;
     static constexpr int kBytes = kCodeBytes + kScaleBytes;
 };
 constexpr int kPipeBarrierBytes = 128; // room for kGemvWarps x S (<= 4) mbarriers before the rings
 
+__host__ __device__ constexpr int pipe_stage_bytes(WeightFormat f) {
+    return f == WeightFormat::Q4G64Fp16   ? PipeStage<WeightFormat::Q4G64Fp16>::kBytes
+           : f == WeightFormat::Q5G64Fp16 ? PipeStage<WeightFormat::Q5G64Fp16>::kBytes
+           : f == WeightFormat::Q6G64Fp16 ? PipeStage<WeightFormat::Q6G64Fp16>::kBytes
+           : f == WeightFormat::Q8G32Fp16 ? PipeStage<WeightFormat::Q8G32Fp16>::kBytes
+                                          : PipeStage<WeightFormat::Bf16>::kBytes; // bf16 and fp8: 4 KB
+}
 __host__ __device__ constexpr size_t gemv_pipe_smem_bytes(WeightFormat f, int stages) {
-    return size_t(kPipeBarrierBytes) + size_t(kGemvWarps) * stages *
-           (f == WeightFormat::Q4G64Fp16 ? PipeStage<WeightFormat::Q4G64Fp16>::kBytes : PipeStage<WeightFormat::Bf16>::kBytes);
+    return size_t(kPipeBarrierBytes) + size_t(kGemvWarps) * stages * pipe_stage_bytes(f);
 }
 
 // Staged x: row r (x_lo given: token r / 2, high (even r) or low half; else token r) holds per unit
@@ -58,13 +66,18 @@ __device__ __forceinline__ void stage_x(const GemvParams& p, uint8_t* xs, int64_
     for (int idx = threadIdx.x; idx < rows * units * 4; idx += blockDim.x) {
         const int r = idx / (units * 4), ui = (idx >> 2) % units, c = idx & 3;
         const __nv_bfloat16* src = (lo && (r & 1) ? p.x_lo : p.x) + int64_t(lo ? r >> 1 : r) * p.ldx;
-        const int64_t kk = (u_begin + ui) * GemvTraits<F>::kUnit + c * 16; // k % 16 == 0: all or nothing
-        const uint4 v0 = kk < p.k ? load_cached16(src + kk) : make_uint4(0, 0, 0, 0);
-        const uint4 v1 = kk < p.k ? load_cached16(src + kk + 8) : make_uint4(0, 0, 0, 0);
-        const uint32_t xw[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
         uint32_t b[8];
-        if constexpr (F == WeightFormat::Fp8E4m3RowBf16) fp8_unit_b(b, xw);
-        else q4_unit_b(b, xw);
+        if constexpr (F == WeightFormat::Q8G32Fp16) {
+            const int64_t k0 = (u_begin + ui) * TiledTraits<F>::kUnit;
+            q8_unit_b<true>(b, src + k0, p.k - k0, c, true);
+        } else {
+            const int64_t kk = (u_begin + ui) * TiledTraits<F>::kUnit + c * 16; // k % 16 == 0: all or nothing
+            const uint4 v0 = kk < p.k ? load_cached16(src + kk) : make_uint4(0, 0, 0, 0);
+            const uint4 v1 = kk < p.k ? load_cached16(src + kk + 8) : make_uint4(0, 0, 0, 0);
+            const uint32_t xw[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
+            if constexpr (F == WeightFormat::Fp8E4m3RowBf16) fp8_unit_b(b, xw);
+            else q4_unit_b(b, xw);
+        }
         uint4* dst = reinterpret_cast<uint4*>(xs + r * row_bytes + ui * 128 + c * 32);
         dst[0] = make_uint4(b[0], b[1], b[2], b[3]);
         dst[1] = make_uint4(b[4], b[5], b[6], b[7]);
@@ -97,13 +110,21 @@ template <WeightFormat F>
 __device__ __forceinline__ void tiled_load_shared(TiledFrag<F>& f, const uint8_t* stage, int lane, int g) {
     constexpr int kBlock = tiled_block_bytes(F);
 #pragma unroll
-    for (int i = 0; i < GemvTraits<F>::kUnroll; ++i)
+    for (int i = 0; i < TiledTraits<F>::kUnroll; ++i)
 #pragma unroll
         for (int h = 0; h < TiledFrag<F>::kVecs; ++h)
             f.w[i][h] = *reinterpret_cast<const uint4*>(stage + i * kBlock + h * 512 + lane * 16);
-    if constexpr (F == WeightFormat::Q4G64Fp16) {
+    if constexpr (tiled_high_words(F) > 0) {
 #pragma unroll
-        for (int q = 0; q < GemvTraits<F>::kUnroll / 4; ++q)
+        for (int i = 0; i < TiledTraits<F>::kUnroll; ++i) tiled_load_high<F, true>(f.h[i], stage + i * kBlock, lane);
+    }
+    if constexpr (tiled_grouped(F)) {
+#pragma unroll
+        for (int q = 0; q < TiledTraits<F>::kUnroll / 4; ++q)
+            f.s[q] = *reinterpret_cast<const uint4*>(stage + PipeStage<F>::kCodeBytes + (q * 8 + g) * 16);
+    } else if constexpr (F == WeightFormat::Q8G32Fp16) {
+#pragma unroll
+        for (int q = 0; q < TiledTraits<F>::kUnroll / 2; ++q)
             f.s[q] = *reinterpret_cast<const uint4*>(stage + PipeStage<F>::kCodeBytes + (q * 8 + g) * 16);
     }
 }
@@ -111,9 +132,9 @@ __device__ __forceinline__ void tiled_load_shared(TiledFrag<F>& f, const uint8_t
 template <WeightFormat F, int P, int S, bool XS>
 __global__ void __launch_bounds__(kGemvWarps * 32, P == 1 ? 4 : 3) gemv_tiled_pipe_kernel(GemvParams p) {
     static_assert(S >= 2 && kGemvWarps * S * 8 <= kPipeBarrierBytes, "barrier area");
-    static_assert(!XS || (P == 1 && F != WeightFormat::Bf16), "x is staged for one-pass fp8/q4 only");
+    static_assert(!XS || (P == 1 && F != WeightFormat::Bf16), "x is staged for one-pass fp8/q4/q5/q6 only");
     extern __shared__ __align__(128) uint8_t smem[];
-    constexpr int kUnroll = GemvTraits<F>::kUnroll, kBlock = tiled_block_bytes(F);
+    constexpr int kUnroll = TiledTraits<F>::kUnroll, kBlock = tiled_block_bytes(F);
     using Stage = PipeStage<F>;
     const TiledWarp<F> wp(p);
     const int lane = wp.lane, warp = threadIdx.x >> 5;
@@ -131,7 +152,8 @@ __global__ void __launch_bounds__(kGemvWarps * 32, P == 1 ? 4 : 3) gemv_tiled_pi
         const uint32_t bar = bars + slot * 8, dst = ring_addr + slot * Stage::kBytes;
         mbar_arrive_expect_tx(bar, Stage::kBytes);
         bulk_load(dst, wp.wtile + u * kBlock, Stage::kCodeBytes, bar);
-        if constexpr (Stage::kScaleBytes > 0) bulk_load(dst + Stage::kCodeBytes, wp.stile + u / 4 * 128, Stage::kScaleBytes, bar);
+        if constexpr (Stage::kScaleBytes > 0)
+            bulk_load(dst + Stage::kCodeBytes, wp.stile + u / Stage::kScaleUnits * 128, Stage::kScaleBytes, bar);
     };
     if (lane == 0) {
 #pragma unroll
@@ -173,8 +195,8 @@ __global__ void __launch_bounds__(kGemvWarps * 32, P == 1 ? 4 : 3) gemv_tiled_pi
 }
 
 // Host side (gemv_pipe.cu): resident blocks per SM of the one-pass pipelined kernel, and the
-// launch of the one- or two-pass kernel; stages in 2..4, format Bf16/Fp8E4m3RowBf16/Q4G64Fp16.
-// stage_x: use the XS kernel where it applies (one pass, fp8/q4, x within kXStageMaxBytes).
+// launch of the one- or two-pass kernel; stages in 2..4, format Bf16/Fp8E4m3RowBf16/Q4G64Fp16/Q5G64Fp16/
+// Q6G64Fp16. stage_x: use the XS kernel where it applies (one pass, not bf16, x within kXStageMaxBytes).
 int gemv_pipe_resident_blocks(WeightFormat f, int stages);
 void gemv_pipe_set_carveout(int percent); // gemv_set_tiled_pipeline's carveout
 cudaError_t gemv_pipe_launch(WeightFormat f, int stages, bool stage_x, bool two_pass, const GemvParams& p,

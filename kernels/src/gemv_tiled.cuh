@@ -9,33 +9,133 @@
 #pragma once
 
 #include "gemv_kernel.cuh"
+#include "gemv_tiled_q56.h"
 
 namespace ninfer::kernels::detail {
 
 constexpr int kTiledUnitPad = 8; // units per row are padded to a multiple of this (zero codes)
 
+// The tiled layout's k unit (elements) and step (units loaded at once): the stored kernel's, but
+// q8's unit is two of its 32-code groups (64 codes, as fp8's) and a step is 4 units (4 KB).
+template <WeightFormat F> struct TiledTraits {
+    static constexpr int kUnit = F == WeightFormat::Q8G32Fp16 ? 64 : GemvTraits<F>::kUnit;
+    static constexpr int kUnroll = F == WeightFormat::Q8G32Fp16 ? 4 : GemvTraits<F>::kUnroll;
+};
+
+// q4/q5/q6: 64-code groups whose base nibbles use q4's 512-byte block and whose fp16 group
+// multipliers use q4's per-(tile, unit quad) layout; q5/q6 add a high block (gemv_tiled_q56.h).
+__host__ __device__ constexpr bool tiled_grouped(WeightFormat f) {
+    return f == WeightFormat::Q4G64Fp16 || f == WeightFormat::Q5G64Fp16 || f == WeightFormat::Q6G64Fp16;
+}
+__host__ __device__ constexpr int tiled_bits(WeightFormat f) {
+    return f == WeightFormat::Q5G64Fp16 ? 5 : f == WeightFormat::Q6G64Fp16 ? 6 : 4;
+}
+// u32 words of high bits per lane and unit (q5 1, q6 2, else 0).
+__host__ __device__ constexpr int tiled_high_words(WeightFormat f) { return tiled_grouped(f) ? tiled_bits(f) - 4 : 0; }
+
 // Bytes of one (16-row tile, unit) block of the code plane.
-__host__ __device__ constexpr int tiled_block_bytes(WeightFormat f) { return f == WeightFormat::Q4G64Fp16 ? 512 : 1024; }
+__host__ __device__ constexpr int tiled_block_bytes(WeightFormat f) {
+    return tiled_grouped(f) ? 512 + 128 * tiled_high_words(f) : 1024;
+}
 
 template <WeightFormat F> struct TiledFrag {
-    static constexpr int kVecs = F == WeightFormat::Q4G64Fp16 ? 1 : 2; // 16-byte vectors per lane per unit
-    uint4 w[GemvTraits<F>::kUnroll][kVecs];
-    uint4 s[F == WeightFormat::Q4G64Fp16 ? GemvTraits<F>::kUnroll / 4 : 1];
+    static constexpr int kVecs = tiled_grouped(F) ? 1 : 2; // 16-byte vectors per lane per unit
+    static constexpr int kHigh = tiled_high_words(F) > 0 ? tiled_high_words(F) : 1;
+    uint4 w[TiledTraits<F>::kUnroll][kVecs];
+    uint32_t h[tiled_high_words(F) > 0 ? TiledTraits<F>::kUnroll : 1][kHigh]; // q5/q6 only
+    // Group multipliers: q4/q5/q6 one uint4 per 4 units, q8 one per 2 units (two groups each).
+    static constexpr int kScaleVecs = tiled_grouped(F)                ? TiledTraits<F>::kUnroll / 4
+                                      : F == WeightFormat::Q8G32Fp16 ? TiledTraits<F>::kUnroll / 2
+                                                                      : 1;
+    uint4 s[kScaleVecs];
 };
+// Bytes of a tile's multipliers per unit (16 rows x groups per unit x fp16).
+__host__ __device__ constexpr int tiled_scale_unit_bytes(WeightFormat f) { return f == WeightFormat::Q8G32Fp16 ? 64 : 32; }
+
+// q8: lane (r, c)'s codes of a unit are, for mma step m = 0..3, the 4 bytes at k = 16m + 4c of rows r
+// (vector 0) and r + 8 (vector 1), one word per step; the step's A slots 2c, 2c+1, 2c+8, 2c+9 take
+// them in order, so x enters in memory order (B words: x[16m + 4c ..] in pairs). Signed byte b of
+// t = codes ^ 0x80808080 as fp32: 2^23 + (b ^ 128) - (2^23 + 128), exact; a bf16 pair is the top
+// halves of two such floats (exact: |code| <= 128 needs 8 bits).
+__device__ __forceinline__ float q8_code_f32(uint32_t t, int byte) {
+    return __uint_as_float(prmt(t, 0x4B000000u, 0x7440u | uint32_t(byte))) - 8388736.f;
+}
+__device__ __forceinline__ void q8_unit_a(uint32_t (&a)[4][4], const uint4& r0, const uint4& r8) {
+    const uint32_t w0[4] = {r0.x ^ 0x80808080u, r0.y ^ 0x80808080u, r0.z ^ 0x80808080u, r0.w ^ 0x80808080u};
+    const uint32_t w8[4] = {r8.x ^ 0x80808080u, r8.y ^ 0x80808080u, r8.z ^ 0x80808080u, r8.w ^ 0x80808080u};
+#pragma unroll
+    for (int m = 0; m < 4; ++m) {
+        a[m][0] = prmt(__float_as_uint(q8_code_f32(w0[m], 0)), __float_as_uint(q8_code_f32(w0[m], 1)), 0x7632);
+        a[m][1] = prmt(__float_as_uint(q8_code_f32(w8[m], 0)), __float_as_uint(q8_code_f32(w8[m], 1)), 0x7632);
+        a[m][2] = prmt(__float_as_uint(q8_code_f32(w0[m], 2)), __float_as_uint(q8_code_f32(w0[m], 3)), 0x7632);
+        a[m][3] = prmt(__float_as_uint(q8_code_f32(w8[m], 2)), __float_as_uint(q8_code_f32(w8[m], 3)), 0x7632);
+    }
+}
+// q8 B words of one unit for lane quad c from x at the unit's first element (guarded per step).
+template <bool GUARD>
+__device__ __forceinline__ void q8_unit_b(uint32_t (&b)[8], const __nv_bfloat16* x_unit, int64_t k_left, int c, bool has) {
+#pragma unroll
+    for (int m = 0; m < 4; ++m) {
+        const bool ok = has && (!GUARD || 16 * m < k_left);
+        const uint2 v = ok ? __ldg(reinterpret_cast<const uint2*>(x_unit + 16 * m + 4 * c)) : make_uint2(0, 0);
+        b[2 * m] = v.x;
+        b[2 * m + 1] = v.y;
+    }
+}
+
+
+// q5/q6 high words of one unit from a block at `block` (global: streamed; shared: plain loads).
+template <WeightFormat F, bool SHARED>
+__device__ __forceinline__ void tiled_load_high(uint32_t (&h)[TiledFrag<F>::kHigh], const uint8_t* block, int lane) {
+    const uint8_t* at = block + 512 + lane * 4 * tiled_high_words(F);
+    if constexpr (tiled_high_words(F) == 1) {
+        h[0] = SHARED ? *reinterpret_cast<const uint32_t*>(at) : __ldg(reinterpret_cast<const unsigned int*>(at));
+    } else if constexpr (tiled_high_words(F) == 2) {
+        const uint2 v = SHARED ? *reinterpret_cast<const uint2*>(at) : load_stream8(at);
+        h[0] = v.x;
+        h[1] = v.y;
+    }
+}
+
+// q5/q6: one unit's A fragments in q4_unit_a's order (the same code pairs, so x is permuted by
+// q4_unit_b): bf16 (128 + code + bias) from the nibble and its rotated high field, minus the bias.
+template <int BITS>
+__device__ __forceinline__ void q56_unit_a(uint32_t (&a)[4][4], const uint32_t (&wa)[2], const uint32_t (&wb)[2],
+                                           const uint32_t (&h)[BITS - 4]) {
+    constexpr uint32_t kBias = q56_bias_bf16x2(BITS);
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+            const uint32_t ha = h[q56_high_word(BITS, j)], hb = h[q56_high_word(BITS, 2 + j)];
+            a[2 * j + hh][0] = bf16x2_sub(q56_pair_word(BITS, wa[j] >> (8 * hh), ha, j, 2 * hh), kBias);
+            a[2 * j + hh][1] = bf16x2_sub(q56_pair_word(BITS, wb[j] >> (8 * hh), hb, 2 + j, 2 * hh), kBias);
+            a[2 * j + hh][2] = bf16x2_sub(q56_pair_word(BITS, wa[j] >> (8 * hh + 4), ha, j, 2 * hh + 1), kBias);
+            a[2 * j + hh][3] = bf16x2_sub(q56_pair_word(BITS, wb[j] >> (8 * hh + 4), hb, 2 + j, 2 * hh + 1), kBias);
+        }
+}
 
 template <WeightFormat F>
 __device__ __forceinline__ void tiled_load(TiledFrag<F>& f, const uint8_t* wtile, const uint8_t* stile, int64_t u,
                                            int lane, int g) {
-    constexpr int kUnroll = GemvTraits<F>::kUnroll, kBlock = tiled_block_bytes(F);
+    constexpr int kUnroll = TiledTraits<F>::kUnroll, kBlock = tiled_block_bytes(F);
 #pragma unroll
     for (int i = 0; i < kUnroll; ++i)
 #pragma unroll
         for (int h = 0; h < TiledFrag<F>::kVecs; ++h)
             f.w[i][h] = load_stream16(wtile + (u + i) * kBlock + h * 512 + lane * 16);
-    if constexpr (F == WeightFormat::Q4G64Fp16) {
+    if constexpr (tiled_high_words(F) > 0) {
+#pragma unroll
+        for (int i = 0; i < kUnroll; ++i) tiled_load_high<F, false>(f.h[i], wtile + (u + i) * kBlock, lane);
+    }
+    if constexpr (tiled_grouped(F)) {
 #pragma unroll
         for (int q = 0; q < kUnroll / 4; ++q)
             f.s[q] = load_stream16(stile + ((u / 4 + q) * 8 + g) * 16);
+    } else if constexpr (F == WeightFormat::Q8G32Fp16) {
+#pragma unroll
+        for (int q = 0; q < kUnroll / 2; ++q)
+            f.s[q] = load_stream16(stile + ((u / 2 + q) * 8 + g) * 16);
     }
 }
 
@@ -48,11 +148,16 @@ template <WeightFormat F, bool GUARD, int P> struct GlobalX {
     const bool (&has)[P];
     const __nv_bfloat16* const (&xg)[P];
     __device__ __forceinline__ uint4 bf16_words(int i, int q) const { // bf16: 8 columns, memory order
-        const int64_t kk = (u + i) * GemvTraits<F>::kUnit + c * 8;
+        const int64_t kk = (u + i) * TiledTraits<F>::kUnit + c * 8;
         return has[q] && (!GUARD || kk < p.k) ? load_cached16(xg[q] + kk) : make_uint4(0, 0, 0, 0);
     }
     __device__ __forceinline__ void words(int i, int q, uint32_t (&b)[8]) const {
-        const int64_t kk = (u + i) * GemvTraits<F>::kUnit + c * 16;
+        if constexpr (F == WeightFormat::Q8G32Fp16) {
+            const int64_t k0 = (u + i) * TiledTraits<F>::kUnit;
+            q8_unit_b<GUARD>(b, xg[q] + k0, p.k - k0, c, has[q]);
+            return;
+        }
+        const int64_t kk = (u + i) * TiledTraits<F>::kUnit + c * 16;
         const bool ok = has[q] && (!GUARD || kk < p.k);
         const uint4 b0 = ok ? load_cached16(xg[q] + kk) : make_uint4(0, 0, 0, 0);
         const uint4 b1 = ok ? load_cached16(xg[q] + kk + 8) : make_uint4(0, 0, 0, 0);
@@ -66,7 +171,7 @@ template <WeightFormat F, bool GUARD, int P> struct GlobalX {
 // multiplied with every pass's x (X: GlobalX, or the pipelined kernel's staged copy) into acc[q].
 template <WeightFormat F, int P, class X>
 __device__ __forceinline__ void tiled_compute(const TiledFrag<F>& f, const X& x, float (&acc)[P][4]) {
-    constexpr int kUnroll = GemvTraits<F>::kUnroll;
+    constexpr int kUnroll = TiledTraits<F>::kUnroll;
 #pragma unroll
     for (int i = 0; i < kUnroll; ++i) {
         if constexpr (F == WeightFormat::Bf16) {
@@ -77,6 +182,28 @@ __device__ __forceinline__ void tiled_compute(const TiledFrag<F>& f, const X& x,
                 mma_bf16_16816(acc[q], a0.x, a1.x, a0.y, a1.y, b.x, b.y);
                 mma_bf16_16816(acc[q], a0.z, a1.z, a0.w, a1.w, b.z, b.w);
             }
+        } else if constexpr (F == WeightFormat::Q8G32Fp16) {
+            // Steps 0, 1 are the unit's first 32-group, 2, 3 its second: a partial sum per group.
+            uint32_t a[4][4];
+            q8_unit_a(a, f.w[i][0], f.w[i][1]);
+            const uint4 sq = f.s[i / 2];
+            const uint32_t sw0 = i % 2 ? sq.z : sq.x, sw1 = i % 2 ? sq.w : sq.y; // {row g, row g + 8} per group
+            const float2 s0 = __half22float2(*reinterpret_cast<const __half2*>(&sw0));
+            const float2 s1 = __half22float2(*reinterpret_cast<const __half2*>(&sw1));
+#pragma unroll
+            for (int q = 0; q < P; ++q) {
+                uint32_t b[8];
+                x.words(i, q, b);
+                float p0[4] = {0.f, 0.f, 0.f, 0.f}, p1[4] = {0.f, 0.f, 0.f, 0.f};
+                mma_bf16_16816(p0, a[0][0], a[0][1], a[0][2], a[0][3], b[0], b[1]);
+                mma_bf16_16816(p0, a[1][0], a[1][1], a[1][2], a[1][3], b[2], b[3]);
+                mma_bf16_16816(p1, a[2][0], a[2][1], a[2][2], a[2][3], b[4], b[5]);
+                mma_bf16_16816(p1, a[3][0], a[3][1], a[3][2], a[3][3], b[6], b[7]);
+                acc[q][0] = fmaf(p1[0], s1.x, fmaf(p0[0], s0.x, acc[q][0]));
+                acc[q][1] = fmaf(p1[1], s1.x, fmaf(p0[1], s0.x, acc[q][1]));
+                acc[q][2] = fmaf(p1[2], s1.y, fmaf(p0[2], s0.y, acc[q][2]));
+                acc[q][3] = fmaf(p1[3], s1.y, fmaf(p0[3], s0.y, acc[q][3]));
+            }
         } else {
             uint32_t a[4][4];
             if constexpr (F == WeightFormat::Fp8E4m3RowBf16) {
@@ -86,10 +213,11 @@ __device__ __forceinline__ void tiled_compute(const TiledFrag<F>& f, const X& x,
             } else {
                 const uint32_t wa[2] = {f.w[i][0].x, f.w[i][0].y};
                 const uint32_t wb[2] = {f.w[i][0].z, f.w[i][0].w};
-                q4_unit_a(a, wa, wb);
+                if constexpr (tiled_high_words(F) > 0) q56_unit_a<tiled_bits(F)>(a, wa, wb, f.h[i]);
+                else q4_unit_a(a, wa, wb);
             }
             float2 s = make_float2(1.f, 1.f);
-            if constexpr (F == WeightFormat::Q4G64Fp16) {
+            if constexpr (tiled_grouped(F)) {
                 const uint4 sq = f.s[i / 4];
                 const uint32_t sw = (i % 4) == 0 ? sq.x : (i % 4) == 1 ? sq.y : (i % 4) == 2 ? sq.z : sq.w;
                 s = __half22float2(*reinterpret_cast<const __half2*>(&sw));
@@ -141,7 +269,7 @@ template <int P> __device__ __forceinline__ TiledColumns<P> tiled_columns(const 
 template <WeightFormat F, int P>
 __device__ __forceinline__ void tiled_step(const TiledFrag<F>& f, const GemvParams& p, int64_t u, int c,
                                            const TiledColumns<P>& cols, float (&acc)[P][4]) {
-    if ((u + GemvTraits<F>::kUnroll) * GemvTraits<F>::kUnit <= p.k)
+    if ((u + TiledTraits<F>::kUnroll) * TiledTraits<F>::kUnit <= p.k)
         tiled_compute<F, P>(f, GlobalX<F, false, P>{p, u, c, cols.has, cols.xg}, acc);
     else
         tiled_compute<F, P>(f, GlobalX<F, true, P>{p, u, c, cols.has, cols.xg}, acc);
@@ -181,7 +309,7 @@ template <WeightFormat F> struct TiledWarp {
         tile = int64_t(blockIdx.x) * kGemvWarps + (threadIdx.x >> 5);
         src_tile = min(tile, (p.n + 15) / 16 - 1);
         wtile = p.w + src_tile * p.tiled_units * tiled_block_bytes(F);
-        stile = p.scales + src_tile * p.tiled_units * 32;
+        stile = p.scales + src_tile * p.tiled_units * tiled_scale_unit_bytes(F);
         u_begin = int64_t(blockIdx.y) * p.units_per_split;
         u_end = min(p.tiled_units, u_begin + p.units_per_split);
     }
@@ -190,7 +318,7 @@ template <WeightFormat F> struct TiledWarp {
 // Register double buffer. PDL: the first weights are loaded before waiting for x.
 template <WeightFormat F, int P>
 __global__ void __launch_bounds__(kGemvWarps * 32, P == 1 ? 4 : 3) gemv_tiled_kernel(GemvParams p) {
-    constexpr int kUnroll = GemvTraits<F>::kUnroll;
+    constexpr int kUnroll = TiledTraits<F>::kUnroll;
     const TiledWarp<F> wp(p);
     const TiledColumns<P> cols = tiled_columns<P>(p, wp.g, wp.c);
     float acc[P][4] = {};

@@ -26,6 +26,9 @@ __device__ __forceinline__ void gate_up_warp(const MoeParams& p, const MoeRows& 
     switch (m.format) {
     case WeightFormat::Bf16: gate_up_dots<WeightFormat::Bf16, NT>(m, rows, xs, nt, acc); break;
     case WeightFormat::Fp8E4m3RowBf16: gate_up_dots<WeightFormat::Fp8E4m3RowBf16, NT>(m, rows, xs, nt, acc); break;
+    case WeightFormat::Q5G64Fp16: gate_up_dots<WeightFormat::Q5G64Fp16, NT>(m, rows, xs, nt, acc); break;
+    case WeightFormat::Q6G64Fp16: gate_up_dots<WeightFormat::Q6G64Fp16, NT>(m, rows, xs, nt, acc); break;
+    case WeightFormat::Q8G32Fp16: gate_up_dots<WeightFormat::Q8G32Fp16, NT>(m, rows, xs, nt, acc); break;
     default: gate_up_dots<WeightFormat::Q4G64Fp16, NT>(m, rows, xs, nt, acc); break;
     }
     float scale[4];
@@ -73,6 +76,9 @@ template <int NT> __device__ void route_block(const MoeParams& p) {
     switch (m.format) {
     case WeightFormat::Bf16: route_dots<WeightFormat::Bf16, NT>(m, rows, xs, p.n_tokens, acc); break;
     case WeightFormat::Fp8E4m3RowBf16: route_dots<WeightFormat::Fp8E4m3RowBf16, NT>(m, rows, xs, p.n_tokens, acc); break;
+    case WeightFormat::Q5G64Fp16: route_dots<WeightFormat::Q5G64Fp16, NT>(m, rows, xs, p.n_tokens, acc); break;
+    case WeightFormat::Q6G64Fp16: route_dots<WeightFormat::Q6G64Fp16, NT>(m, rows, xs, p.n_tokens, acc); break;
+    case WeightFormat::Q8G32Fp16: route_dots<WeightFormat::Q8G32Fp16, NT>(m, rows, xs, p.n_tokens, acc); break;
     default: route_dots<WeightFormat::Q4G64Fp16, NT>(m, rows, xs, p.n_tokens, acc); break;
     }
 #pragma unroll
@@ -212,6 +218,9 @@ __global__ void __maxnreg__(96) moe_down_kernel(MoeParams p) {
             switch (m.format) {
             case WeightFormat::Bf16: down_dots<WeightFormat::Bf16>(m, rows, x, lpr, acc); break;
             case WeightFormat::Fp8E4m3RowBf16: down_dots<WeightFormat::Fp8E4m3RowBf16>(m, rows, x, lpr, acc); break;
+            case WeightFormat::Q5G64Fp16: down_dots<WeightFormat::Q5G64Fp16>(m, rows, x, lpr, acc); break;
+            case WeightFormat::Q6G64Fp16: down_dots<WeightFormat::Q6G64Fp16>(m, rows, x, lpr, acc); break;
+            case WeightFormat::Q8G32Fp16: down_dots<WeightFormat::Q8G32Fp16>(m, rows, x, lpr, acc); break;
             default: down_dots<WeightFormat::Q4G64Fp16>(m, rows, x, lpr, acc); break;
             }
 #pragma unroll
@@ -234,8 +243,7 @@ __global__ void __maxnreg__(96) moe_down_kernel(MoeParams p) {
 bool view_ok(const WeightView& w, int64_t n, int64_t k) {
     return w.data && w.n == n && w.k == k && k % 16 == 0 && w.layout == WeightLayout::Artifact &&
            (reinterpret_cast<uintptr_t>(w.data) & 15u) == 0 &&
-           (w.format == WeightFormat::Bf16 || w.format == WeightFormat::Fp8E4m3RowBf16 ||
-            w.format == WeightFormat::Q4G64Fp16);
+           w.format != WeightFormat::Nvfp4;
 }
 
 } // namespace detail

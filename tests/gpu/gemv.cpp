@@ -185,14 +185,15 @@ TEST_CASE("gemv matches an fp64 reference on edge shapes", "[gemv]") {
             for (int tokens : {1, 3, 8})
                 for (bool split : {false, true})
                     for (bool tiled : {false, true})
-                        if (!tiled || !codec_format(f))
+                        if (!tiled || kernels::gemv_has_tiled_layout(f))
                             run_case({f, n, k, tokens, (seed % 2) == 0, (seed % 3) == 0, split, tiled}, seed++);
 }
 
 TEST_CASE("gemv: low halves of x and an f32 row tail, every tiled format, 1..8 tokens", "[gemv]") {
     require_gpu();
     uint64_t seed = 5000;
-    for (WeightFormat f : {WeightFormat::Bf16, WeightFormat::Fp8E4m3RowBf16, WeightFormat::Q4G64Fp16}) {
+    for (WeightFormat f : {WeightFormat::Bf16, WeightFormat::Fp8E4m3RowBf16, WeightFormat::Q4G64Fp16,
+                           WeightFormat::Q5G64Fp16, WeightFormat::Q6G64Fp16, WeightFormat::Q8G32Fp16}) {
         for (auto [n, k] : std::vector<std::pair<int64_t, int64_t>>{{17, 48}, {100, 1040}})
             for (int tokens : {1, 4, 5, 8})
                 for (bool split : {false, true}) {
@@ -200,8 +201,9 @@ TEST_CASE("gemv: low halves of x and an f32 row tail, every tiled format, 1..8 t
                     run_case({f, n, k, tokens, false, (seed % 2) == 0, split, true, true, false}, seed++);
                     run_case({f, n, k, tokens, false, false, split, true, (seed % 2) == 0, true}, seed++);
                 }
-        // The 27B GDN input projection [q; k; v; z] bf16 + [a; b] f32.
+        // The 27B GDN input projection [q; k; v; z] bf16 + [a; b] f32 (q5/q6/q8: their host encoder is slow).
         for (int tokens : {1, 8}) {
+            if (codec_format(f)) break;
             run_case({f, 16480, 5120, tokens, true, false, true, true, true, false}, seed++);
             run_case({f, 16480, 5120, tokens, false, false, true, true, true, true}, seed++);
         }
@@ -218,25 +220,32 @@ TEST_CASE("gemv: low halves of x and an f32 row tail, every tiled format, 1..8 t
     CHECK(kernels::gemv(a, nullptr) == cudaErrorInvalidValue);
 }
 
-TEST_CASE("gemv: q5/q6/q8 sizes follow spec §3.2; the tiled layout refuses them", "[gemv]") {
+TEST_CASE("gemv: q5/q6/q8 sizes follow spec §3.2, their tiled sizes; the tiled layout refuses nvfp4", "[gemv]") {
     require_gpu();
     CHECK(kernels::weight_bytes(WeightFormat::Q5G64Fp16, 2, 130) == 528);
     CHECK(kernels::weight_bytes(WeightFormat::Q5G64Fp16, 7168, 5120) == 24084480);
     CHECK(kernels::weight_bytes(WeightFormat::Q6G64Fp16, 524288, 512) == 0x0C000000 + 524288 * 16);
     CHECK(kernels::weight_bytes(WeightFormat::Q8G32Fp16, 262144, 2048) == 0x20000000 + 262144 * 128);
+    // 4 tiles x 8 units of 640 / 768-byte blocks, then 4 x 8 x 32 bytes of multipliers.
+    CHECK(kernels::tiled_weight_bytes(WeightFormat::Q5G64Fp16, 64, 128) == 4 * 8 * 640 + 1024);
+    CHECK(kernels::tiled_weight_bytes(WeightFormat::Q6G64Fp16, 50, 200) == 4 * 8 * 768 + 1024);
+    // q8: 128 codes a row are 2 units of two groups, padded to 8 units of 1024 bytes; 64 bytes of
+    // multipliers per tile and unit.
+    CHECK(kernels::tiled_weight_bytes(WeightFormat::Q8G32Fp16, 64, 128) == 4 * 8 * 1024 + 4 * 8 * 64);
     for (WeightFormat f : {WeightFormat::Q5G64Fp16, WeightFormat::Q6G64Fp16, WeightFormat::Q8G32Fp16}) {
         const uint64_t shape[2] = {3, 200};
         CHECK(core::encode(core_format(f), shape, std::vector<float>(600, 0.5f)).size() == kernels::weight_bytes(f, 3, 200));
-        CHECK(kernels::tiled_weight_bytes(f, 64, 128) == 0);
-        DeviceBuffer<uint8_t> w(kernels::weight_bytes(f, 64, 128), 0);
-        DeviceBuffer<bf16> x(128), y(64);
-        CHECK(kernels::gemv_pack_tiled({f, w.get(), 64, 128}, y.get(), nullptr) == cudaErrorInvalidValue);
-        kernels::GemvArgs a;
-        a.w = {f, w.get(), 64, 128, kernels::WeightLayout::Tiled};
-        a.x = x.get();
-        a.y = y.get();
-        CHECK(kernels::gemv(a, nullptr) == cudaErrorInvalidValue);
     }
+    const WeightFormat f = WeightFormat::Nvfp4;
+    CHECK(kernels::tiled_weight_bytes(f, 128, 128) == 0);
+    DeviceBuffer<uint8_t> w(kernels::weight_bytes(f, 128, 128), 0);
+    DeviceBuffer<bf16> x(128), y(128);
+    CHECK(kernels::gemv_pack_tiled({f, w.get(), 128, 128}, y.get(), nullptr) == cudaErrorInvalidValue);
+    kernels::GemvArgs a;
+    a.w = {f, w.get(), 128, 128, kernels::WeightLayout::Tiled};
+    a.x = x.get();
+    a.y = y.get();
+    CHECK(kernels::gemv(a, nullptr) == cudaErrorInvalidValue);
 }
 
 TEST_CASE("gemv matches an fp64 reference at the 27B and 35B-A3B layer shapes", "[gemv]") {
@@ -251,12 +260,17 @@ TEST_CASE("gemv matches an fp64 reference at the 27B and 35B-A3B layer shapes", 
                 run_case({f, n, k, 8, false, true, true, tiled}, seed++);
                 run_case({f, n, k, 1, true, false, true, tiled}, seed++);
             }
-    // q5/q6/q8 (stored layout only) on a subset of the shapes: their host encoder is slower.
+    // q5/q6/q8 on a subset of the shapes (their host encoder is slower): the 27B mix's q5 down, value/z,
+    // output and the q6 head's k, the 35B-A3B's; tiled as the runner calls it (x low halves).
     for (WeightFormat f : {WeightFormat::Q5G64Fp16, WeightFormat::Q6G64Fp16, WeightFormat::Q8G32Fp16})
-        for (auto [n, k] : std::vector<std::pair<int64_t, int64_t>>{{6144, 5120}, {5120, 17408}, {512, 2048}, {2048, 512}}) {
-            run_case({f, n, k, 8, false, true, true}, seed++);
-            run_case({f, n, k, 1, true, false, true}, seed++);
-        }
+        for (auto [n, k] : std::vector<std::pair<int64_t, int64_t>>{
+                 {6144, 5120}, {5120, 17408}, {5120, 6144}, {512, 2048}, {2048, 512}, {4096, 2048}, {2048, 4096}})
+            for (bool tiled : {false, true}) {
+                if (tiled && !kernels::gemv_has_tiled_layout(f)) continue;
+                run_case({f, n, k, 8, false, true, true, tiled, tiled}, seed++);
+                run_case({f, n, k, 1, true, false, true, tiled, tiled}, seed++);
+                if (tiled) run_case({f, n, k, 3, false, false, true, true}, seed++);
+            }
 }
 
 TEST_CASE("gemv: nvfp4 (per-row divisors) matches an fp64 reference of the CPU codec's decoding", "[gemv]") {
@@ -288,7 +302,7 @@ TEST_CASE("gemv: a batch of 8 equals 8 single-token calls bit for bit, graph rep
     for (int mode = 0; mode < 3; ++mode) // stored layout, tiled, tiled with low halves (2 passes at 8)
     for (const auto& [n, k] : {std::pair<int64_t, int64_t>{5120, 6144}, {2048, 4096}}) { // ring / register path (gemv.h)
         const bool tiled = mode > 0, lo = mode == 2;
-        if (tiled && codec_format(f)) continue;
+        if (tiled && !kernels::gemv_has_tiled_layout(f)) continue;
         Rng rng(7);
         CaseWeight w(random_weight(f, n, k, 7), f, n, k, tiled);
         DeviceBuffer<bf16> x(rng.bf16s(size_t(8 * k), -2.f, 2.f)), x_lo(rng.bf16s(size_t(8 * k), -0.01f, 0.01f));

@@ -70,7 +70,8 @@ TEST_CASE("gemv_pipe: every tiled weight path gives the register kernel's bits",
     kernels::gemv_set_tiled_target_blocks_per_sm(4);
     const std::vector<std::pair<int64_t, int64_t>> shapes = {{17, 48}, {100, 1040}, {129, 4112}, {5120, 6144}, {2048, 4096}};
     uint64_t seed = 40;
-    for (WeightFormat f : {WeightFormat::Bf16, WeightFormat::Fp8E4m3RowBf16, WeightFormat::Q4G64Fp16})
+    for (WeightFormat f : {WeightFormat::Bf16, WeightFormat::Fp8E4m3RowBf16, WeightFormat::Q4G64Fp16,
+                           WeightFormat::Q5G64Fp16, WeightFormat::Q6G64Fp16, WeightFormat::Q8G32Fp16})
         for (auto [n, k] : shapes) {
             const auto bytes = random_weight(f, n, k, seed++);
             DeviceBuffer<uint8_t> artifact(bytes), tiled(kernels::tiled_weight_bytes(f, n, k));

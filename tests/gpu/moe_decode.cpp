@@ -24,6 +24,7 @@ struct Shape {
 
 struct Formats {
     WeightFormat router, experts, shared;
+    int down = -1; // the experts' down rows when not experts' format (a WeightFormat)
 };
 
 // One random matrix on the host (stored bytes) and the device.
@@ -51,7 +52,8 @@ struct Moe {
     DeviceBuffer<uint32_t> counter;
     Moe(const Shape& sh, const Formats& f, uint64_t seed)
         : s(sh), router(f.router, sh.E, sh.H, seed), score(f.router, 1, sh.H, seed + 1),
-          gate_up(f.experts, sh.E * 2 * sh.I, sh.H, seed + 2), down(f.experts, sh.E * sh.H, sh.I, seed + 3),
+          gate_up(f.experts, sh.E * 2 * sh.I, sh.H, seed + 2),
+          down(f.down < 0 ? f.experts : WeightFormat(f.down), sh.E * sh.H, sh.I, seed + 3),
           shared_gate_up(f.shared, 2 * sh.Is, sh.H, seed + 4), shared_down(f.shared, sh.H, sh.Is, seed + 5),
           logits(kernels::moe_decode_logits_floats(sh.E)), weights(8 * size_t(sh.K + 1)),
           act(kernels::moe_decode_act_floats(sh.K, sh.I, sh.Is, sh.H)), ids(8 * size_t(sh.K)),
@@ -144,7 +146,7 @@ std::vector<float> run(const Moe& m, const std::vector<float>& xh, int n, cudaSt
 // Returns the number of tokens whose routing was clear and so compared.
 int check_case(const Shape& s, const Formats& f, int n, uint64_t seed) {
     INFO("H=" << s.H << " E=" << s.E << " K=" << s.K << " I=" << s.I << " Is=" << s.Is << " n=" << n << " formats "
-              << int(f.router) << "/" << int(f.experts) << "/" << int(f.shared));
+              << int(f.router) << "/" << int(f.experts) << "/" << int(f.shared) << " down " << f.down);
     Moe m(s, f, seed);
     const std::vector<float> xh = random_x(s, n, seed + 7);
     const std::vector<float> out = run(m, xh, n);
@@ -207,6 +209,31 @@ TEST_CASE("moe decode: the 35B-A3B widths in q4 (hidden 2048, top-8, experts 512
     require_gpu();
     const Formats q4{WeightFormat::Bf16, WeightFormat::Q4G64Fp16, WeightFormat::Q4G64Fp16};
     CHECK(check_case({2048, 64, 8, 512, 512}, q4, 8, 7) + check_case({2048, 64, 8, 512, 512}, q4, 1, 8) >= 7);
+}
+
+// The upstream groupwise-int mix (q4 expert gate/up, q5 expert down, q8 shared expert) and q5/q6/q8
+// everywhere else a view can take them.
+constexpr Formats kGrouped[] = {
+    {WeightFormat::Bf16, WeightFormat::Q4G64Fp16, WeightFormat::Q8G32Fp16, int(WeightFormat::Q5G64Fp16)},
+    {WeightFormat::Q8G32Fp16, WeightFormat::Q5G64Fp16, WeightFormat::Q6G64Fp16},
+    {WeightFormat::Q6G64Fp16, WeightFormat::Q6G64Fp16, WeightFormat::Q5G64Fp16, int(WeightFormat::Q8G32Fp16)},
+    {WeightFormat::Q5G64Fp16, WeightFormat::Q8G32Fp16, WeightFormat::Q4G64Fp16, int(WeightFormat::Q6G64Fp16)},
+};
+
+TEST_CASE("moe decode: q5/q6/q8 views and the upstream mix against the fp64 MoE", "[moe_decode]") {
+    require_gpu();
+    uint64_t seed = 900;
+    const Shape shapes[] = {{128, 16, 8, 32, 64}, {384, 40, 4, 80, 48}};
+    int tokens = 0, compared = 0;
+    for (const Shape& s : shapes)
+        for (const Formats& f : kGrouped)
+            for (int n : {1, 3, 8}) {
+                compared += check_case(s, f, n, seed++);
+                tokens += n;
+            }
+    CHECK(compared * 10 >= tokens * 8);
+    // The 35B-A3B widths in the mix.
+    CHECK(check_case({2048, 64, 8, 512, 512}, kGrouped[0], 8, 17) + check_case({2048, 64, 8, 512, 512}, kGrouped[0], 1, 18) >= 7);
 }
 
 TEST_CASE("moe decode: more than 256 experts; equal probabilities go to the lower id", "[moe_decode]") {

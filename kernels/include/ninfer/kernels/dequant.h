@@ -8,8 +8,8 @@
 //   (the fp8 NaN codes, which no encoder writes, decode to a NaN of unspecified payload).
 //   Elements j >= w.k of a dst row are not written.
 // - Accepted: every format and layout kernels::gemv accepts (gemv.h describes the bytes):
-//   Bf16, Fp8E4m3RowBf16, Q4G64Fp16 in WeightLayout::Artifact and WeightLayout::Tiled;
-//   Q5G64Fp16, Q6G64Fp16, Q8G32Fp16 and Nvfp4 (gemv.h's form, one divisor per row; value
+//   Bf16, Fp8E4m3RowBf16, Q4G64Fp16, Q5G64Fp16, Q6G64Fp16, Q8G32Fp16 in WeightLayout::Artifact
+//   and WeightLayout::Tiled; Nvfp4 (gemv.h's form, one divisor per row; value
 //   (e2m1 * e4m3 scale) / d_w as the codec computes it; n % 128 == 0, k % 64 == 0) in
 //   WeightLayout::Artifact.
 // - Requirements (else cudaErrorInvalidValue, nothing launched): w.data and dst 16-byte aligned,

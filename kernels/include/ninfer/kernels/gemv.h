@@ -43,15 +43,20 @@
 //   equals 8 single-token calls bit for bit. Counters are left at zero after each call.
 //   Calls that share one scratch must be ordered on one stream (graph capture is fine).
 // - Layouts: WeightLayout::Artifact is the stored layout above (every format). WeightLayout::Tiled
-//   (Bf16, Fp8E4m3RowBf16 and Q4G64Fp16 only: gemv, gemv_pack_tiled reject the others, whose
-//   tiled_weight_bytes is 0) is the decode
+//   (the formats gemv_has_tiled_layout names: all but Nvfp4, whose tiled_weight_bytes is 0 and which
+//   gemv and gemv_pack_tiled refuse tiled) is the decode
 //   layout the CUDA runner repacks to at upload (gemv_pack_tiled; tiled_weight_bytes() bytes):
-//   rows in tiles of 16 (padded with zero rows), k in units (bf16 32, fp8 64 elements, q4 one
-//   64-code group) padded with zero codes to tiled_units() per row, a multiple of 8. Code plane:
-//   one block per (tile, unit), tile-major; bf16/fp8 blocks are the tile's 16 rows x 64 bytes in
-//   row order; q4 blocks are 512 bytes where 16-byte vector l (= 4r + c) holds bytes c*8..c*8+7
-//   of rows r and r+8. Then, 256-byte aligned: fp8 one bf16 multiplier per padded row; q4, per
-//   (tile, unit quad, r < 8), 16 bytes = 4 x half2 {multiplier(row r), multiplier(row r+8)}.
+//   rows in tiles of 16 (padded with zero rows), k in units (bf16 32, fp8 64 elements, q4/q5/q6
+//   one 64-code group, q8 two 32-code groups) padded with zero codes to tiled_units() per row, a
+//   multiple of 8. Code plane: one block per (tile, unit), tile-major; bf16/fp8 blocks are the
+//   tile's 16 rows x 64 bytes in row order; q4 blocks are 512 bytes where 16-byte vector l
+//   (= 4r + c) holds base bytes c*8..c*8+7 of rows r and r+8; q5/q6 blocks are that q4 block
+//   followed by 128 / 256 bytes of high bits, 4 / 8 per lane l, placed and flipped as
+//   kernels/src/gemv_tiled_q56.h states (so a lane rotates them onto its nibbles); q8 blocks are
+//   1024 bytes where vector h*32 + l holds, for m = 0..3, the 4 codes at k = 16m + 4c of row r + 8h.
+//   Then, 256-byte aligned: fp8 one bf16 multiplier per padded row; q4/q5/q6, per (tile, unit
+//   quad, r < 8), 16 bytes = 4 x half2 {multiplier(row r), multiplier(row r+8)}; q8 the same per
+//   (tile, unit pair, r < 8) for the pair's four groups.
 //   Results are the same function (same products, fp32 sums; the split and so the summation
 //   order may differ from the artifact layout's).
 // Thread safety: stateless; any host thread, any stream.
@@ -65,7 +70,7 @@
 
 namespace ninfer::kernels {
 
-// Grouped integer formats are Q4G64Fp16..Q8G32Fp16; the tiled layout exists up to Q4G64Fp16.
+// Grouped integer formats are Q4G64Fp16..Q8G32Fp16; gemv_has_tiled_layout says which have a tiled layout.
 enum class WeightFormat : uint8_t { Bf16, Fp8E4m3RowBf16, Q4G64Fp16, Q5G64Fp16, Q6G64Fp16, Q8G32Fp16, Nvfp4 };
 enum class WeightLayout : uint8_t { Artifact, Tiled };
 
@@ -112,8 +117,10 @@ int gemv_split_count(const WeightView& w, const GemvScratch& scratch);
 
 cudaError_t gemv(const GemvArgs& args, cudaStream_t stream);
 
-// Tiled layout: units per row and bytes of an [n, k] weight; gemv_pack_tiled writes src (Artifact
-// layout, k % 16 == 0) into dst (16-byte aligned, tiled_weight_bytes() long) on stream.
+// Tiled layout: which formats have one, units per row and bytes of an [n, k] weight; gemv_pack_tiled
+// writes src (Artifact layout, k % 16 == 0) into dst (16-byte aligned, tiled_weight_bytes() long)
+// on stream.
+constexpr bool gemv_has_tiled_layout(WeightFormat f) { return f != WeightFormat::Nvfp4; }
 int64_t tiled_units(WeightFormat format, int64_t n, int64_t k);
 size_t tiled_weight_bytes(WeightFormat format, int64_t n, int64_t k);
 cudaError_t gemv_pack_tiled(const WeightView& src, void* dst, cudaStream_t stream);
@@ -141,5 +148,11 @@ constexpr int64_t kGemvRegisterMaxK = 4096;
 void gemv_set_tiled_pipeline(int stages, int carveout_percent, bool stage_x);
 // Back to the defaults above (the per-matrix choice included).
 void gemv_restore_tiled_pipeline();
+
+// The runner repacks q5/q6/q8 matrices into the tiled layout when gemv_tiled_q5_q8() (kGemvTiledQ5Q8
+// unless the environment sets NINFER_GEMV_TILED_Q5Q8=0|1, read once): A/B timing of whole models
+// against the stored-layout kernel. The kernels themselves take either layout regardless.
+constexpr bool kGemvTiledQ5Q8 = true;
+bool gemv_tiled_q5_q8();
 
 } // namespace ninfer::kernels

@@ -14,8 +14,9 @@
 // - For every (t, j), expert e = ids[t][j] (j = K: the shared expert):
 //   act[t][j][i] = silu(G_e.row(i) . x[t]) * (U_e.row(i) . x[t]), i < inter (f32), then
 //   out[t][h] = sum_{j = 0..K} w[t][j] * (D_e.row(h) . act[t][j]), in that order of j, f32.
-// - Weights (stored layout, WeightLayout::Artifact; each of bf16, fp8_e4m3fn_row_bf16, q4_g64_fp16,
-//   the six views may differ in format): router [E, H]; shared_score [1, H]; experts_gate_up [E * 2I, H] (expert e's gate rows at e*2I, its up rows at e*2I + I);
+// - Weights (stored layout, WeightLayout::Artifact; each of bf16, fp8_e4m3fn_row_bf16, q4/q5/q6_g64_fp16,
+//   q8_g32_fp16 (not nvfp4), the six views may differ in format, e.g. the upstream mix's q4 expert
+//   gate/up, q5 expert down and q8 shared expert): router [E, H]; shared_score [1, H]; experts_gate_up [E * 2I, H] (expert e's gate rows at e*2I, its up rows at e*2I + I);
 //   experts_down [E * H, I]; shared_gate_up [2Is, H] (gate rows, then up rows); shared_down [H, Is].
 // - Scratch (caller-allocated device memory, sizes from the functions below; counter zeroed once
 //   by the caller and left at zero by every call): logits [8][E + 1], ids [8][K] and weights
