@@ -12,6 +12,8 @@
 #   NINFER_GPU_BENCH_DECODE="args;args" bench_decode runs (default: 27B and 35B-A3B shapes, q4,
 #                        batch 1 and 8); shared libraries carried beside the binaries are used.
 #   NINFER_GPU_TAGS="a b" test tags to run (default: all of them, below).
+#   NINFER_GPU_JOBS=n    test cases run as n processes side by side (default 8; timing tags alone
+#                        afterwards); 1 = one process per tag, in order.
 #   NINFER_GPU_MICROBENCH=0 skip bench_gpu (GEMV) and bench_gemm (GEMM, dequant).
 #   NINFER_GPU_LOGDIR=dir per-test and per-bench logs there (default $OUT); summary.txt stays in
 #                        $OUT (the device tool brings back at most 8 files: tar the logs).
@@ -49,18 +51,65 @@ status=0
 ALL_TAGS="gemv gemv_pipe gemm rmsnorm gdn_decode attention_decode mixers_f32 gdn_prefill attention_prefill sample sample_timing cuda_sampling cuda_backend moe_prefill moe_decode prefill_runner weight_decode formats_e2e mixer_decode_timing"
 LOGS=${NINFER_GPU_LOGDIR:-$OUT}
 mkdir -p "$LOGS"
-for tag in ${NINFER_GPU_TAGS:-$ALL_TAGS}; do
+# report TAG RESULT SECONDS LOG: one tag's summary line, its failures and RESULT lines.
+report() {
+    say "test $1: $2 in $3 s; $(grep -E '^(All tests passed|test cases:)' "$4" | head -1)"
+    [ "$2" = FAIL ] && grep -E -B3 -A12 'FAILED|failed' "$4" | head -60
+    grep -E '^RESULT ' "$4" | tee -a "$SUMMARY"
+}
+run_tag() { # one whole tag in one process
+    local start result=PASS
     start=$(date +%s)
-    if timeout 300 "$BIN/test_gpu" "[$tag]" >"$LOGS/test_$tag.log" 2>&1; then
-        result=PASS
-    else
-        result=FAIL
-        status=1
-    fi
-    say "test $tag: $result in $(($(date +%s) - start)) s; $(grep -E '^(All tests passed|test cases:)' "$LOGS/test_$tag.log" | head -1)"
-    [ "$result" = FAIL ] && grep -E -B3 -A12 'FAILED|failed' "$LOGS/test_$tag.log" | head -60
-    grep -E '^RESULT ' "$LOGS/test_$tag.log" | tee -a "$SUMMARY"
-done
+    timeout 300 "$BIN/test_gpu" "[$1]" >"$LOGS/test_$1.log" 2>&1 || { result=FAIL; status=1; }
+    report "$1" $result $(($(date +%s) - start)) "$LOGS/test_$1.log"
+}
+# Tags whose RESULT lines are timings run alone, after everything else; the others are mostly host
+# work (encoding weights, fp64 references), so with NINFER_GPU_JOBS > 1 their test cases run as
+# separate processes side by side and each tag is summed up afterwards in ALL_TAGS order.
+TIMED_TAGS=" sample_timing mixer_decode_timing moe_decode "
+JOBS=${NINFER_GPU_JOBS:-8}
+TAGS=${NINFER_GPU_TAGS:-$ALL_TAGS}
+if [ "$JOBS" -gt 1 ]; then
+    start=$(date +%s)
+    for tag in $TAGS; do
+        [[ "$TIMED_TAGS" == *" $tag "* ]] && continue
+        i=0
+        while IFS= read -r name; do
+            [ -n "$name" ] || continue
+            i=$((i + 1))
+            # A test spec stops at a comma: match the name up to its first comma as a prefix.
+            spec=$name
+            [[ "$name" == *,* ]] && spec="${name%%,*}*"
+            while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
+            ( s0=$(date +%s); timeout 300 "$BIN/test_gpu" "$spec" >"$LOGS/case_${tag}_$i.log" 2>&1
+              echo "$? $(($(date +%s) - s0))" >"$LOGS/case_${tag}_$i.rc" ) &
+        done < <("$BIN/test_gpu" --list-test-names-only "[$tag]" 2>/dev/null)
+    done
+    wait
+    say "side by side ($JOBS jobs): $(($(date +%s) - start)) s"
+    for tag in $TAGS; do
+        [[ "$TIMED_TAGS" == *" $tag "* ]] && continue
+        log=$LOGS/test_$tag.log result=PASS longest=0 cases=0 asserts=0
+        : >"$log"
+        for rc in "$LOGS"/case_"${tag}"_*.rc; do
+            [ -e "$rc" ] || { result=FAIL; echo "no test case listed" >>"$log"; break; }
+            read -r code secs <"$rc"
+            cases=$((cases + 1))
+            [ "$secs" -gt "$longest" ] && longest=$secs
+            [ "$code" = 0 ] || result=FAIL
+            cat "${rc%.rc}.log" >>"$log"
+            n=$(grep -o -E '(All tests passed \(|^assertions: +)[0-9]+' "${rc%.rc}.log" | tail -1 | grep -o -E '[0-9]+$')
+            asserts=$((asserts + ${n:-0}))
+        done
+        [ "$result" = FAIL ] && status=1
+        say "test $tag: $result, $cases test cases side by side (longest $longest s), $asserts assertions"
+        [ "$result" = FAIL ] && grep -E -B3 -A12 'FAILED|failed' "$log" | head -60
+        grep -E '^RESULT ' "$log" | tee -a "$SUMMARY"
+    done
+    for tag in $TAGS; do [[ "$TIMED_TAGS" == *" $tag "* ]] && run_tag "$tag"; done
+else
+    for tag in $TAGS; do run_tag "$tag"; done
+fi
 
 if [ "${NINFER_GPU_SANITIZE:-0}" = 1 ] && command -v compute-sanitizer >/dev/null; then
     for tag in rmsnorm gdn_decode sample; do
