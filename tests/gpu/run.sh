@@ -71,6 +71,7 @@ JOBS=${NINFER_GPU_JOBS:-8}
 TAGS=${NINFER_GPU_TAGS:-$ALL_TAGS}
 if [ "$JOBS" -gt 1 ]; then
     start=$(date +%s)
+    rm -rf "$LOGS/cases" && mkdir -p "$LOGS/cases" # one log per test case; test_<tag>.log gathers them
     for tag in $TAGS; do
         [[ "$TIMED_TAGS" == *" $tag "* ]] && continue
         i=0
@@ -81,8 +82,8 @@ if [ "$JOBS" -gt 1 ]; then
             spec=$name
             [[ "$name" == *,* ]] && spec="${name%%,*}*"
             while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
-            ( s0=$(date +%s); timeout 300 "$BIN/test_gpu" "$spec" >"$LOGS/case_${tag}_$i.log" 2>&1
-              echo "$? $(($(date +%s) - s0))" >"$LOGS/case_${tag}_$i.rc" ) &
+            ( s0=$(date +%s); timeout 300 "$BIN/test_gpu" "$spec" >"$LOGS/cases/${tag}_$i.log" 2>&1
+              echo "$? $(($(date +%s) - s0))" >"$LOGS/cases/${tag}_$i.rc" ) &
         done < <("$BIN/test_gpu" --list-test-names-only "[$tag]" 2>/dev/null)
     done
     wait
@@ -91,7 +92,7 @@ if [ "$JOBS" -gt 1 ]; then
         [[ "$TIMED_TAGS" == *" $tag "* ]] && continue
         log=$LOGS/test_$tag.log result=PASS longest=0 cases=0 asserts=0
         : >"$log"
-        for rc in "$LOGS"/case_"${tag}"_*.rc; do
+        for rc in "$LOGS"/cases/"${tag}"_*.rc; do
             [ -e "$rc" ] || { result=FAIL; echo "no test case listed" >>"$log"; break; }
             read -r code secs <"$rc"
             cases=$((cases + 1))
