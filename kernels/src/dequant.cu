@@ -81,7 +81,9 @@ __device__ __forceinline__ void decode8(const DequantParams& p, int64_t row, int
             const int64_t unit = col / 64;
             const int within = int(col % 64), m = within / 16, c = (within % 16) / 4, grp = within / 32;
             const uint8_t* v = p.w + (tile * p.tiled_units + unit) * 1024 + (rr / 8) * 512 + (4 * (rr % 8) + c) * 16 + 4 * m;
-            codes = make_uint2(*reinterpret_cast<const uint32_t*>(v), *reinterpret_cast<const uint32_t*>(v + 16));
+            // Bytes of a word are stored as k, k + 2, k + 1, k + 3 (gemv_tiled.cuh): swap the middle two.
+            codes = make_uint2(__byte_perm(*reinterpret_cast<const uint32_t*>(v), 0u, 0x3120),
+                               __byte_perm(*reinterpret_cast<const uint32_t*>(v + 16), 0u, 0x3120));
             s = f16_bits_to_f32(p.scales + 2 * (((tile * (p.tiled_units / 2) + unit / 2) * 8 + rr % 8) * 8 +
                                                 ((unit % 2) * 2 + grp) * 2 + rr / 8));
         } else {
@@ -102,14 +104,16 @@ __device__ __forceinline__ void decode8(const DequantParams& p, int64_t row, int
             base = *reinterpret_cast<const uint32_t*>(block + lane * 16 + (rr / 8) * 8 + b % 8);
             s = f16_bits_to_f32(p.scales + 2 * (((tile * (p.tiled_units / 4) + grp / 4) * 8 + rr % 8) * 8 +
                                                 (grp % 4) * 2 + rr / 8));
-            if constexpr (kBits > 4) { // the 8 codes are nibble word wi of the lane (gemv_tiled_q56.h)
-                const uint32_t h = reinterpret_cast<const uint32_t*>(block + 512)[lane * (kBits - 4) +
-                                                                                 detail::q56_high_word(kBits, wi)];
+            if constexpr (kBits > 4) { // the 8 codes: pairs P = 4 wi + (i & 3) of the lane (gemv_tiled_q56.h)
+                uint32_t w[kBits];
 #pragma unroll
-                for (int i = 0; i < 8; ++i) {
-                    const uint32_t field = (h >> detail::q56_high_bit(kBits, wi, i)) & ((1u << (kBits - 4)) - 1u);
-                    v[i] = s * float(int((base >> (4 * i)) & 15u) + 16 * int(field) - detail::q56_bias(kBits));
-                }
+                for (int j = 0; j < 4; ++j) w[j] = reinterpret_cast<const uint32_t*>(block + lane * 16)[j];
+#pragma unroll
+                for (int j = 0; j < kBits - 4; ++j)
+                    w[4 + j] = reinterpret_cast<const uint32_t*>(block + 512)[lane * (kBits - 4) + j];
+#pragma unroll
+                for (int i = 0; i < 8; ++i)
+                    v[i] = s * float(int(detail::q56_value(kBits, w, 4 * wi + (i & 3), i >> 2)) - detail::q56_bias(kBits));
                 return;
             }
         } else {

@@ -57,37 +57,46 @@ __global__ void pack_codes_kernel(const uint8_t* src, uint8_t* dst, PackGeometry
         if (q4) { // 512 bytes of nibbles: lane l = 4*row + c holds row's bytes c*8.. and row+8's
             const int64_t block = v / 32, tile = block / g.units, unit = block % g.units;
             const int lane = int(v % 32), r = lane / 4, c = lane % 4;
-            const uint8_t* high[2] = {nullptr, nullptr};
+            uint8_t* out_block = dst + block * block_bytes;
+            if (g.bits > 4) { // q5/q6: the lane's words (gemv_tiled_q56.h)
+                uint8_t vals[32];
+                for (int h = 0; h < 2; ++h) {
+                    const int64_t row = tile * 16 + r + 8 * h;
+                    const bool real = row < g.n && unit < g.groups;
+                    const uint8_t* base = real ? src + row * g.row_bytes + unit * 32 : nullptr;
+                    const uint8_t* high = real ? src + g.src_high_off + row * g.high_row + unit * 8 * (g.bits - 4) : nullptr;
+                    for (int i = 0; i < 16; ++i)
+                        vals[16 * h + i] = uint8_t(detail::q56_artifact_value(g.bits, base, high, 16 * c + i));
+                }
+                uint32_t words[6];
+                detail::q56_pack_lane(g.bits, vals, words);
+                for (int i = 0; i < 4; ++i) reinterpret_cast<uint32_t*>(out_block + lane * 16)[i] = words[i];
+                for (int i = 0; i < g.bits - 4; ++i)
+                    reinterpret_cast<uint32_t*>(out_block + 512)[lane * (g.bits - 4) + i] = words[4 + i];
+                continue;
+            }
             for (int h = 0; h < 2; ++h) {
                 const int64_t row = tile * 16 + r + 8 * h, col = unit * 32 + c * 8;
                 for (int b = 0; b < 8; ++b)
                     out[h * 8 + b] = row < g.n && col + b < g.row_bytes ? src[row * g.row_bytes + col + b] : 0;
-                if (row < g.n && unit < g.groups)
-                    high[h] = src + g.src_high_off + row * g.high_row + unit * 8 * (g.bits - 4);
             }
-            uint8_t* out_block = dst + block * block_bytes;
             *reinterpret_cast<uint4*>(out_block + lane * 16) = *reinterpret_cast<const uint4*>(out);
-            if (g.bits > 4) {
-                uint32_t words[2];
-                detail::q56_pack_high(g.bits, high[0], high[1], c, words);
-                for (int i = 0; i < g.bits - 4; ++i)
-                    reinterpret_cast<uint32_t*>(out_block + 512)[lane * (g.bits - 4) + i] = words[i];
-            }
             continue;
         }
         if (g.q8) { // 1024 bytes: vector h * 32 + lane holds row r + 8h's words at k = 16m + 4c, m = 0..3
+            // (bytes in the order k, k + 2, k + 1, k + 3: gemv_tiled.cuh)
             const int64_t block = v / 64, tile = block / g.units, unit = block % g.units;
             const int lane = int(v % 32), h = int(v % 64) / 32, r = lane / 4, c = lane % 4;
             const int64_t row = tile * 16 + r + 8 * h;
             for (int m = 0; m < 4; ++m)
                 for (int b = 0; b < 4; ++b) {
                     const int64_t col = unit * 64 + 16 * m + 4 * c + b;
-                    out[4 * m + b] = row < g.n && col < g.row_bytes ? src[row * g.row_bytes + col] : 0;
+                    out[4 * m + detail::q8_byte_slot(b)] = row < g.n && col < g.row_bytes ? src[row * g.row_bytes + col] : 0;
                 }
             *reinterpret_cast<uint4*>(dst + v * 16) = *reinterpret_cast<const uint4*>(out);
             continue;
         }
-        // block of 1024 bytes: 16 rows x 64 bytes, row-major
+        // bf16/fp8 block of 1024 bytes: 16 rows x 64 bytes, row-major
         const int64_t block = v / 64, tile = block / g.units, unit = block % g.units;
         const int r = int(v % 64) / 4, c = int(v % 4);
         const int64_t row = tile * 16 + r, col = unit * 64 + c * 16;

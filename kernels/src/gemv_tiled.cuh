@@ -53,22 +53,35 @@ template <WeightFormat F> struct TiledFrag {
 __host__ __device__ constexpr int tiled_scale_unit_bytes(WeightFormat f) { return f == WeightFormat::Q8G32Fp16 ? 64 : 32; }
 
 // q8: lane (r, c)'s codes of a unit are, for mma step m = 0..3, the 4 bytes at k = 16m + 4c of rows r
-// (vector 0) and r + 8 (vector 1), one word per step; the step's A slots 2c, 2c+1, 2c+8, 2c+9 take
-// them in order, so x enters in memory order (B words: x[16m + 4c ..] in pairs). Signed byte b of
-// t = codes ^ 0x80808080 as fp32: 2^23 + (b ^ 128) - (2^23 + 128), exact; a bf16 pair is the top
-// halves of two such floats (exact: |code| <= 128 needs 8 bits).
-__device__ __forceinline__ float q8_code_f32(uint32_t t, int byte) {
-    return __uint_as_float(prmt(t, 0x4B000000u, 0x7440u | uint32_t(byte))) - 8388736.f;
+// (vector 0) and r + 8 (vector 1), one word per step, stored in the byte order k, k + 2, k + 1, k + 3
+// (q8_byte_slot); the step's A slots 2c, 2c+1, 2c+8, 2c+9 take k .. k + 3 in order, so x enters in
+// memory order (B words: x[16m + 4c ..] in pairs). Bytes 0 and 2 of a word (then 1 and 3 after >> 8)
+// become a bf16 pair without a conversion: bf16 (128 + (b & 127)) from one lop3 plus bf16 -128 or
+// -256 (b's sign bit lands on the exponent's lowest bit) from another, one bf16 add: exact.
+__host__ __device__ constexpr int q8_byte_slot(int b) { return ((b & 1) << 1) | (b >> 1); }
+__device__ __forceinline__ uint32_t bf16x2_add(uint32_t a, uint32_t b) {
+    __nv_bfloat162 r = __hadd2(*reinterpret_cast<__nv_bfloat162*>(&a), *reinterpret_cast<__nv_bfloat162*>(&b));
+    return *reinterpret_cast<uint32_t*>(&r);
+}
+// (a & b) | c in one lop3: constants passed as registers (hoisted) so that ptxas does not split a
+// two-constant expression into two immediate lop3s.
+__device__ __forceinline__ uint32_t and_or(uint32_t a, uint32_t b, uint32_t c) {
+    uint32_t d;
+    asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
+__device__ __forceinline__ uint32_t q8_pair_to_bf16(uint32_t w) {
+    return bf16x2_add(and_or(w, 0x007F007Fu, 0x43004300u), and_or(w, 0x00800080u, 0xC300C300u));
 }
 __device__ __forceinline__ void q8_unit_a(uint32_t (&a)[4][4], const uint4& r0, const uint4& r8) {
-    const uint32_t w0[4] = {r0.x ^ 0x80808080u, r0.y ^ 0x80808080u, r0.z ^ 0x80808080u, r0.w ^ 0x80808080u};
-    const uint32_t w8[4] = {r8.x ^ 0x80808080u, r8.y ^ 0x80808080u, r8.z ^ 0x80808080u, r8.w ^ 0x80808080u};
+    const uint32_t w0[4] = {r0.x, r0.y, r0.z, r0.w};
+    const uint32_t w8[4] = {r8.x, r8.y, r8.z, r8.w};
 #pragma unroll
     for (int m = 0; m < 4; ++m) {
-        a[m][0] = prmt(__float_as_uint(q8_code_f32(w0[m], 0)), __float_as_uint(q8_code_f32(w0[m], 1)), 0x7632);
-        a[m][1] = prmt(__float_as_uint(q8_code_f32(w8[m], 0)), __float_as_uint(q8_code_f32(w8[m], 1)), 0x7632);
-        a[m][2] = prmt(__float_as_uint(q8_code_f32(w0[m], 2)), __float_as_uint(q8_code_f32(w0[m], 3)), 0x7632);
-        a[m][3] = prmt(__float_as_uint(q8_code_f32(w8[m], 2)), __float_as_uint(q8_code_f32(w8[m], 3)), 0x7632);
+        a[m][0] = q8_pair_to_bf16(w0[m]);
+        a[m][1] = q8_pair_to_bf16(w8[m]);
+        a[m][2] = q8_pair_to_bf16(w0[m] >> 8);
+        a[m][3] = q8_pair_to_bf16(w8[m] >> 8);
     }
 }
 // q8 B words of one unit for lane quad c from x at the unit's first element (guarded per step).
@@ -98,20 +111,41 @@ __device__ __forceinline__ void tiled_load_high(uint32_t (&h)[TiledFrag<F>::kHig
 }
 
 // q5/q6: one unit's A fragments in q4_unit_a's order (the same code pairs, so x is permuted by
-// q4_unit_b): bf16 (128 + code + bias) from the nibble and its rotated high field, minus the bias.
+// q4_unit_b) from the lane's BITS words (gemv_tiled_q56.h): regular pairs one lop3 (after a shift
+// shared by both halves) and one bf16 subtraction; q5's pair 15 the sum of five signed powers of two,
+// q6's pairs 12..15 two shifts and two lop3. Exact, so the same bf16 values as any exact decoder.
 template <int BITS>
 __device__ __forceinline__ void q56_unit_a(uint32_t (&a)[4][4], const uint32_t (&wa)[2], const uint32_t (&wb)[2],
                                            const uint32_t (&h)[BITS - 4]) {
     constexpr uint32_t kBias = q56_bias_bf16x2(BITS);
+    uint32_t w[BITS];
+    w[0] = wa[0], w[1] = wa[1], w[2] = wb[0], w[3] = wb[1];
+#pragma unroll
+    for (int i = 0; i < BITS - 4; ++i) w[4 + i] = h[i];
+    uint32_t pw[16]; // pair P = 4 wi + si
+#pragma unroll
+    for (int P = 0; P < q56_regular_pairs(BITS); ++P)
+        pw[P] = bf16x2_sub(and_or(w[q56_word(BITS, P)] >> q56_shift(BITS, P), q56_field_mask(BITS), 0x43004300u), kBias);
+    if constexpr (BITS == 5) { // q5_sign_word
+        auto sign = [&](int b) { return and_or(w[b], 0x80008000u, 0x3F003F00u + 0x00800080u * uint32_t(b)); };
+        const uint32_t s01 = bf16x2_add(sign(0), sign(1)), s23 = bf16x2_add(sign(2), sign(3));
+        const uint32_t s4 = bf16x2_add(sign(4), 0xBF00BF00u); // +-2^3 - 0.5
+        pw[15] = bf16x2_add(bf16x2_add(s01, s23), s4);
+    } else { // q6_irregular_word
+#pragma unroll
+        for (int t = 0; t < 4; ++t) {
+            const uint32_t nib = and_or(w[t] >> 12, 0x000F000Fu, 0x43004300u);
+            pw[12 + t] = bf16x2_sub(and_or(w[4 + t / 2] >> (8 + 2 * (t & 1)), 0x00300030u, nib), kBias);
+        }
+    }
 #pragma unroll
     for (int j = 0; j < 2; ++j)
 #pragma unroll
         for (int hh = 0; hh < 2; ++hh) {
-            const uint32_t ha = h[q56_high_word(BITS, j)], hb = h[q56_high_word(BITS, 2 + j)];
-            a[2 * j + hh][0] = bf16x2_sub(q56_pair_word(BITS, wa[j] >> (8 * hh), ha, j, 2 * hh), kBias);
-            a[2 * j + hh][1] = bf16x2_sub(q56_pair_word(BITS, wb[j] >> (8 * hh), hb, 2 + j, 2 * hh), kBias);
-            a[2 * j + hh][2] = bf16x2_sub(q56_pair_word(BITS, wa[j] >> (8 * hh + 4), ha, j, 2 * hh + 1), kBias);
-            a[2 * j + hh][3] = bf16x2_sub(q56_pair_word(BITS, wb[j] >> (8 * hh + 4), hb, 2 + j, 2 * hh + 1), kBias);
+            a[2 * j + hh][0] = pw[4 * j + 2 * hh];
+            a[2 * j + hh][1] = pw[4 * (2 + j) + 2 * hh];
+            a[2 * j + hh][2] = pw[4 * j + 2 * hh + 1];
+            a[2 * j + hh][3] = pw[4 * (2 + j) + 2 * hh + 1];
         }
 }
 

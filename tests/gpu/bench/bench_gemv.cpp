@@ -1,7 +1,7 @@
 // ninfer bench - decode GEMV bandwidth against the measured device-to-device copy bandwidth.
 //
 // Usage: bench_gpu [summary_file [format]] (format: only that one, e.g. q4_g64_fp16). Prints (and appends to summary_file) the copy bandwidth
-// (best of 10 copies of 4 GiB, bytes read + written) and, for bf16 / fp8 / q4 weights at batch
+// (best of 10 copies of 4 GiB, bytes read + written) and, for bf16 / fp8 / q4 / q5 / q6 / q8 weights at batch
 // 1 and 8, the GB/s of each 27B decode GEMV shape in the tiled layout (the runner's) and of the
 // whole 27B layer mix in both layouts, with the fraction of the copy roofline, then the mix with
 // x low halves (gemv.h x_lo), the 35B-A3B (hidden 2048) mix, and the mixes for each tiled weight
@@ -188,7 +188,8 @@ int main(int argc, char** argv) {
 
     const struct { WeightFormat f; const char* name; } formats[] = {
         {WeightFormat::Q4G64Fp16, "q4_g64_fp16"}, {WeightFormat::Fp8E4m3RowBf16, "fp8_e4m3fn_row_bf16"},
-        {WeightFormat::Bf16, "bf16"}};
+        {WeightFormat::Bf16, "bf16"}, {WeightFormat::Q5G64Fp16, "q5_g64_fp16"}, {WeightFormat::Q6G64Fp16, "q6_g64_fp16"},
+        {WeightFormat::Q8G32Fp16, "q8_g32_fp16"}};
     report("%-20s %-16s %5s %6s %9s %9s   (tiled layout unless marked)\n", "format", "shape", "batch", "splits",
            "GB/s", "roofline");
     const std::string only = argc > 2 ? argv[2] : "";

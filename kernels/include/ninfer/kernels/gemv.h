@@ -50,10 +50,11 @@
 //   one 64-code group, q8 two 32-code groups) padded with zero codes to tiled_units() per row, a
 //   multiple of 8. Code plane: one block per (tile, unit), tile-major; bf16/fp8 blocks are the
 //   tile's 16 rows x 64 bytes in row order; q4 blocks are 512 bytes where 16-byte vector l
-//   (= 4r + c) holds base bytes c*8..c*8+7 of rows r and r+8; q5/q6 blocks are that q4 block
-//   followed by 128 / 256 bytes of high bits, 4 / 8 per lane l, placed and flipped as
-//   kernels/src/gemv_tiled_q56.h states (so a lane rotates them onto its nibbles); q8 blocks are
-//   1024 bytes where vector h*32 + l holds, for m = 0..3, the 4 codes at k = 16m + 4c of row r + 8h.
+//   (= 4r + c) holds base bytes c*8..c*8+7 of rows r and r+8; q5/q6 blocks are 640 / 768 bytes:
+//   lane l's 16-byte vector at 16 l and 4 / 8 more bytes at 512 + 4 l / 8 l hold its 32 codes (codes
+//   c*16.. of rows r and r+8) as offset binary in 5-/6-bit fields that kernels/src/gemv_tiled_q56.h
+//   places (one shift and one lop3 per code pair); q8 blocks are 1024 bytes where vector h*32 + l
+//   holds, for m = 0..3, the 4 codes at k = 16m + 4c of row r + 8h, stored in the order k, k+2, k+1, k+3.
 //   Then, 256-byte aligned: fp8 one bf16 multiplier per padded row; q4/q5/q6, per (tile, unit
 //   quad, r < 8), 16 bytes = 4 x half2 {multiplier(row r), multiplier(row r+8)}; q8 the same per
 //   (tile, unit pair, r < 8) for the pair's four groups.
