@@ -22,8 +22,9 @@ template <WeightFormat F> struct TiledTraits {
     static constexpr int kUnroll = F == WeightFormat::Q8G32Fp16 ? 4 : GemvTraits<F>::kUnroll;
 };
 
-// q4/q5/q6: 64-code groups whose base nibbles use q4's 512-byte block and whose fp16 group
-// multipliers use q4's per-(tile, unit quad) layout; q5/q6 add a high block (gemv_tiled_q56.h).
+// q4/q5/q6: 64-code groups whose fp16 group multipliers use q4's per-(tile, unit quad) layout;
+// codes in q4's 512-byte nibble block, q5/q6 in that block plus 128 / 256 bytes, as 5-/6-bit
+// fields of the lane's words (gemv_tiled_q56.h).
 __host__ __device__ constexpr bool tiled_grouped(WeightFormat f) {
     return f == WeightFormat::Q4G64Fp16 || f == WeightFormat::Q5G64Fp16 || f == WeightFormat::Q6G64Fp16;
 }
@@ -97,7 +98,7 @@ __device__ __forceinline__ void q8_unit_b(uint32_t (&b)[8], const __nv_bfloat16*
 }
 
 
-// q5/q6 high words of one unit from a block at `block` (global: streamed; shared: plain loads).
+// q5/q6 lane words 4.. (gemv_tiled_q56.h) of one unit at `block` (global: streamed; shared: plain loads).
 template <WeightFormat F, bool SHARED>
 __device__ __forceinline__ void tiled_load_high(uint32_t (&h)[TiledFrag<F>::kHigh], const uint8_t* block, int lane) {
     const uint8_t* at = block + 512 + lane * 4 * tiled_high_words(F);
