@@ -345,7 +345,11 @@ void Runner::gdn(const DeviceLayer& L, uint32_t gi, int n, bool one_lane) {
         r.n_v_heads = int(c.linear_num_value_heads);
         r.n_tokens = per;
         r.eps = c.rms_norm_eps;
-        cuda_check(kernels::gdn_decode_step(cv, r, stream_), "GDN conv + recurrence"); // one launch
+        // Two launches, not gdn_decode_step's one: the same bits, and faster at every batch size on the
+        // H200 (kernels/PERF_NOTES.md "Session 4 run 5": 27B q4 batch 8 depth 8192 13.32 vs 13.76 ms,
+        // batch 1 6.37 vs 6.41; the one launch's clusters span a QK head's 2 x n_v/n_k blocks).
+        cuda_check(kernels::gdn_conv_decode(cv, stream_), "GDN conv");
+        cuda_check(kernels::gdn_recurrent_decode(r, stream_), "GDN recurrence");
     }
     linear(w.output, y_, nullptr, nullptr, vd_w_, n, mix_, true, hs_);
 }

@@ -2,7 +2,6 @@
 #include "common.cuh"
 #include "ninfer/kernels/gdn_decode.h"
 
-#include <algorithm>
 #include <cooperative_groups.h>
 
 namespace cg = cooperative_groups;
@@ -49,34 +48,23 @@ __global__ void gdn_conv_decode_kernel(GdnConvArgs a) {
 // [32 kq, 32 kq + 32) of column 64 sr + v in registers; a warp reads 128 contiguous bytes per row.
 // The norm's sum of squares crosses the head's two blocks through distributed shared memory and is
 // added in rank order, the same in both.
-// kFused (gdn_decode_step): a cluster holds every block of one QK head (n_v / n_k heads x 2) and runs
-// the conv too: rank R convolves q|k channels R, R + size, ... of that QK head (it alone shifts their
-// state), each block its own 64 v channels; q|k then gather from the ranks' shared memory.
 constexpr int kGdnSplit = 2;
 constexpr int kGdnCols = kGdnHeadDim / kGdnSplit;
 constexpr int kGdnThreads = 256;
 
-template <bool kFused>
-__global__ void __launch_bounds__(kGdnThreads) gdn_recurrent_decode_kernel(GdnConvArgs c, GdnRecurrentArgs a) {
+__global__ void __launch_bounds__(kGdnThreads) gdn_recurrent_decode_kernel(GdnRecurrentArgs a) {
     constexpr int D = kGdnHeadDim;
     __shared__ float qs[D], ks[D], red[4][kGdnCols], nred[8], scal[2], norm_part;
-    __shared__ float qk_own[2 * D], v_own[kGdnCols]; // kFused: conv outputs this block computed
     ninfer_grid_launch_dependents();
     cg::cluster_group cluster = cg::this_cluster();
-    const int crank = int(cluster.block_rank()), csize = int(cluster.num_blocks());
+    const int crank = int(cluster.block_rank());
     const int h = blockIdx.x / kGdnSplit, sr = blockIdx.x % kGdnSplit, t = blockIdx.y, tid = threadIdx.x;
     const int v = tid % kGdnCols, kq = tid / kGdnCols, lane = tid & 31, warp = tid >> 5;
     const int col = sr * kGdnCols + v;
     const int r = h / (a.n_v_heads / a.n_k_heads);
     const int key_dim = a.n_k_heads * D;
-    // Weights before the wait (constant); the channels this block convolves (kFused): q|k channel
-    // crank + csize * tid of QK head r and v channel 64 sr + tid of head h.
+    // Weights before the wait (constant).
     const float a_log = a.a_log[h], dt_bias = a.dt_bias[h], norm_w = __bfloat162float(a.norm_w[col]);
-    const int j = crank + csize * tid, ch_qk = (j < D ? 0 : key_dim - D) + r * D + j;
-    const int ch_v = 2 * key_dim + h * D + sr * kGdnCols + tid;
-    float4 w_qk{}, w_v{};
-    if (kFused && j < 2 * D) w_qk = conv_taps(c, ch_qk);
-    if (kFused && tid < kGdnCols) w_v = conv_taps(c, ch_v);
     ninfer_grid_wait(); // PDL: inputs come from the previous kernel
     const int slot = a.slots[t];
     // The state's loads go first: they are most of the bytes and need only the slot.
@@ -87,20 +75,9 @@ __global__ void __launch_bounds__(kGdnThreads) gdn_recurrent_decode_kernel(GdnCo
     const float z = kq == 0 ? __bfloat162float(a.z[int64_t(t) * a.z_stride + h * D + col]) : 0.f; // output gate
 
     // u: q (tid < 128) or k (tid >= 128) of QK head r, dim tid % 128, after conv and SiLU.
-    float u, vv;
-    if constexpr (kFused) {
-        __nv_bfloat16* st = c.conv_state + int64_t(slot) * 3 * c.conv_dim;
-        const __nv_bfloat16* in = c.qkv + int64_t(t) * c.qkv_stride;
-        if (j < 2 * D) qk_own[tid] = bf16_round(conv_channel(c, w_qk, st, in, ch_qk));
-        if (tid < kGdnCols) v_own[tid] = bf16_round(conv_channel(c, w_v, st, in, ch_v));
-        cluster.sync(); // every rank's share is written
-        u = *cluster.map_shared_rank(&qk_own[tid / csize], tid % csize);
-        vv = v_own[v];
-    } else {
-        const __nv_bfloat16* row = a.conv_out + int64_t(t) * a.conv_stride;
-        u = __bfloat162float(row[(tid < D ? 0 : key_dim) + r * D + tid % D]);
-        vv = __bfloat162float(row[2 * key_dim + h * D + col]);
-    }
+    const __nv_bfloat16* row = a.conv_out + int64_t(t) * a.conv_stride;
+    const float u = __bfloat162float(row[(tid < D ? 0 : key_dim) + r * D + tid % D]);
+    const float vv = __bfloat162float(row[2 * key_dim + h * D + col]);
     const float ss = warp_sum(u * u);
     if (lane == 0) nred[warp] = ss; // warps 0-3: q, 4-7: k
     if (tid == 0) {
@@ -156,10 +133,8 @@ __global__ void __launch_bounds__(kGdnThreads) gdn_recurrent_decode_kernel(GdnCo
     cluster.sync(); // no block leaves while a peer may still read its shared memory
 }
 
-// launch_pdl with a cluster of cluster_x blocks along x (a launch attribute: the size depends on the
-// head counts).
-cudaError_t launch_recurrence(bool fused, dim3 grid, int cluster_x, cudaStream_t stream, const GdnConvArgs& c,
-                              const GdnRecurrentArgs& a) {
+// launch_pdl with thread-block clusters of the kGdnSplit blocks of one head (a launch attribute).
+cudaError_t launch_recurrence(dim3 grid, cudaStream_t stream, const GdnRecurrentArgs& a) {
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = grid;
     cfg.blockDim = dim3(kGdnThreads);
@@ -168,13 +143,12 @@ cudaError_t launch_recurrence(bool fused, dim3 grid, int cluster_x, cudaStream_t
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = pdl_enabled() ? 1 : 0;
     attr[1].id = cudaLaunchAttributeClusterDimension;
-    attr[1].val.clusterDim.x = unsigned(cluster_x);
+    attr[1].val.clusterDim.x = unsigned(kGdnSplit);
     attr[1].val.clusterDim.y = 1;
     attr[1].val.clusterDim.z = 1;
     cfg.attrs = attr;
     cfg.numAttrs = 2;
-    return fused ? cudaLaunchKernelEx(&cfg, gdn_recurrent_decode_kernel<true>, c, a)
-                 : cudaLaunchKernelEx(&cfg, gdn_recurrent_decode_kernel<false>, c, a);
+    return cudaLaunchKernelEx(&cfg, gdn_recurrent_decode_kernel, a);
 }
 
 bool recurrent_args_ok(const GdnRecurrentArgs& a) {
@@ -197,16 +171,7 @@ cudaError_t gdn_conv_decode(const GdnConvArgs& a, cudaStream_t stream) {
 cudaError_t gdn_recurrent_decode(const GdnRecurrentArgs& a, cudaStream_t stream) {
     if (!detail::recurrent_args_ok(a) || !a.conv_out) return cudaErrorInvalidValue;
     const dim3 grid(unsigned(a.n_v_heads * detail::kGdnSplit), unsigned(a.n_tokens));
-    return detail::launch_recurrence(false, grid, detail::kGdnSplit, stream, GdnConvArgs{}, a);
-}
-
-cudaError_t gdn_decode_step(const GdnConvArgs& c, const GdnRecurrentArgs& a, cudaStream_t stream) {
-    const int heads_per_group = a.n_v_heads / std::max(a.n_k_heads, 1);
-    if (!detail::recurrent_args_ok(a) || !detail::conv_args_ok(c) || c.n_tokens != a.n_tokens || c.slots != a.slots ||
-        heads_per_group > kGdnMaxHeadsPerGroup || c.conv_dim != (2 * a.n_k_heads + a.n_v_heads) * kGdnHeadDim)
-        return cudaErrorInvalidValue;
-    const dim3 grid(unsigned(a.n_v_heads * detail::kGdnSplit), unsigned(a.n_tokens));
-    return detail::launch_recurrence(true, grid, heads_per_group * detail::kGdnSplit, stream, c, a);
+    return detail::launch_recurrence(grid, stream, a);
 }
 
 } // namespace ninfer::kernels

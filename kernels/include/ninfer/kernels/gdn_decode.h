@@ -1,6 +1,6 @@
 // ninfer::kernels - Gated DeltaNet decode step (one new token per lane), model.md §6.
 //
-// Two launches per layer, in this order on one stream (or gdn_decode_step, 3.):
+// Two launches per layer, in this order on one stream:
 // 1. gdn_conv_decode: causal depthwise conv (kernel 4, no bias) over the in_proj_qkv output, then
 //    SiLU. c = bf16(silu(bf16(sum_j w[ch][j] * in[j]))), in = the 3 previous inputs of the channel
 //    (conv state, oldest first) and the new one. The state shifts in place: afterwards it holds
@@ -20,10 +20,8 @@
 // - exact / a_f32 / b_f32 (fields below) switch to the CPU reference's f32 math.
 // - Requirements: head dims are 128, n_v_heads % n_k_heads == 0, 1 <= n_tokens; 16-byte aligned
 //   rows for qkv/conv_out/z/y; else cudaErrorInvalidValue and nothing is launched.
-// 3. gdn_decode_step: 1 then 2 in one launch (the serving path), the same results bit for bit; the
-//    conv output goes to no buffer (conv.out and rec.conv_out are not used). Requires conv.slots ==
-//    rec.slots, equal n_tokens, conv_dim == (2 n_k_heads + n_v_heads) * 128 and n_v_heads /
-//    n_k_heads <= kGdnMaxHeadsPerGroup (one thread-block cluster holds a QK head's V heads).
+// - Two launches, not one: a fused conv + recurrence (clusters spanning a QK head's V heads) gave the
+//   same bits and was slower at every batch size (kernels/PERF_NOTES.md "Session 4 run 5").
 // - The recurrence runs as sm_90 thread-block clusters, two blocks per (V head, token), each owning
 //   64 state columns; the norm's sum of squares crosses blocks in rank order (deterministic).
 // - Kernels start by programmatic dependent launch (kernels/src/common.cuh launch_pdl) and wait
@@ -39,7 +37,6 @@
 namespace ninfer::kernels {
 
 constexpr int kGdnHeadDim = 128;
-constexpr int kGdnMaxHeadsPerGroup = 4;
 
 struct GdnConvArgs {
     const __nv_bfloat16* qkv = nullptr; // [t][conv_dim] in_proj_qkv output
@@ -83,6 +80,5 @@ struct GdnRecurrentArgs {
 
 cudaError_t gdn_conv_decode(const GdnConvArgs& args, cudaStream_t stream);
 cudaError_t gdn_recurrent_decode(const GdnRecurrentArgs& args, cudaStream_t stream);
-cudaError_t gdn_decode_step(const GdnConvArgs& conv, const GdnRecurrentArgs& rec, cudaStream_t stream);
 
 } // namespace ninfer::kernels
