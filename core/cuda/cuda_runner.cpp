@@ -12,8 +12,6 @@ namespace ninfer::core::cuda {
 
 namespace {
 
-int64_t pad8(int64_t v) { return (v + 7) / 8 * 8; }
-
 void require(bool ok, const std::string& what) {
     if (!ok)
         throw Error("cuda: the CUDA kernels do not cover this model: " + what);

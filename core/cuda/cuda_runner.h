@@ -33,6 +33,8 @@
 namespace ninfer::core::cuda {
 
 inline constexpr int kMaxStepTokens = 8;
+// Activation rows are padded to 8 elements (16 bytes of bf16: the kernels' vector loads).
+inline int64_t pad8(int64_t v) { return (v + 7) / 8 * 8; }
 
 // The attention kernels' geometry of a model, with the CPU reference's f32 math (exact).
 kernels::AttnGeometry attention_geometry(const ModelConfig& config);
@@ -100,6 +102,7 @@ class Runner {
     void alloc_generic_moe();
     void moe_generic(const DeviceLayer& L, int n);
     void query_gate_apart(const DeviceAttention& w, int n);
+    void interleave_query_gate(void* qg, const void* sep, size_t elem_bytes, int n);
     // cuda_runner_f32.cpp: the f32-activation mode's buffers and mixers (kernels/mixers_f32.h).
     void alloc_f32_mixers();
     void attention_f32(const DeviceLayer& L, uint32_t full_index, int n);

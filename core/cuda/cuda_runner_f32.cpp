@@ -6,12 +6,6 @@
 
 namespace ninfer::core::cuda {
 
-namespace {
-
-int64_t pad8(int64_t v) { return (v + 7) / 8 * 8; }
-
-} // namespace
-
 void Runner::alloc_f32_mixers() {
     const ModelConfig& c = config_;
     const int64_t B = kMaxStepTokens;
@@ -42,17 +36,10 @@ void Runner::attention_f32(const DeviceLayer& L, uint32_t fi, int n) {
     float* v = k + c.attn_kv_dim();
     if (w.query_gate.view.data) {
         linear(w.query_gate, nullptr, nullptr, xn32_, hs_, n, qg, true, qgkv_w_);
-    } else { // query and gate in two formats: each head's rows interleaved as query_gate_apart does
-        float* gate = f32m_.q_sep + kMaxStepTokens * q_w_;
+    } else { // query and gate in two formats, interleaved as query_gate_apart does
         linear(w.query, nullptr, nullptr, xn32_, hs_, n, f32m_.q_sep, true, q_w_);
-        linear(w.gate, nullptr, nullptr, xn32_, hs_, n, gate, true, q_w_);
-        const size_t head_bytes = size_t(c.head_dim) * 4;
-        for (int t = 0; t < n; ++t)
-            for (int half = 0; half < 2; ++half)
-                cuda_check(cudaMemcpy2DAsync(qg + t * qgkv_w_ + half * c.head_dim, 2 * head_bytes,
-                                             (half ? gate : f32m_.q_sep) + t * q_w_, head_bytes, head_bytes,
-                                             c.num_attention_heads, cudaMemcpyDeviceToDevice, stream_),
-                           "interleaving query and gate");
+        linear(w.gate, nullptr, nullptr, xn32_, hs_, n, f32m_.q_sep + kMaxStepTokens * q_w_, true, q_w_);
+        interleave_query_gate(qg, f32m_.q_sep, sizeof(*f32m_.q_sep), n);
     }
     linear(w.key, nullptr, nullptr, xn32_, hs_, n, k, true, qgkv_w_);
     linear(w.value, nullptr, nullptr, xn32_, hs_, n, v, true, qgkv_w_);

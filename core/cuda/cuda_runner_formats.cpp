@@ -9,8 +9,6 @@ namespace ninfer::core::cuda {
 
 namespace {
 
-int64_t pad8(int64_t v) { return (v + 7) / 8 * 8; }
-
 // The formats kernels::moe_decode reads (moe_decode.h: all but nvfp4); others take the launches below.
 bool fused_moe_format(const DeviceLinear& w) { return w.view.format != kernels::WeightFormat::Nvfp4; }
 
@@ -41,19 +39,27 @@ kernels::KvPages Runner::kv_pages(uint32_t full_layer) const {
     return kv;
 }
 
-// Query and gate in two formats (the upstream q4/q5 mix): two GEMVs into q_sep_, then per token
-// a 2D copy puts each head's query and gate rows where the attention kernels read them
-// ([query_h | gate_h] in qg_).
+// Query and gate in two formats (the upstream q4/q5 mix): two GEMVs into q_sep_, then
+// interleave_query_gate.
 void Runner::query_gate_apart(const DeviceAttention& w, int n) {
-    const ModelConfig& c = config_;
     linear(w.query, xn_, xn_lo_, xn32_, hs_, n, q_sep_, false, q_w_);
     linear(w.gate, xn_, xn_lo_, xn32_, hs_, n, q_sep_ + kMaxStepTokens * q_w_, false, q_w_);
-    const size_t head_bytes = size_t(c.head_dim) * 2;
+    interleave_query_gate(qg_, q_sep_, sizeof(*q_sep_), n);
+}
+
+// Per token, a 2D copy puts each head's query and gate rows from sep ([query rows of kMaxStepTokens
+// tokens][gate rows], stride q_w_) where the attention kernels read them ([query_h | gate_h] in qg,
+// stride qgkv_w_); elements of elem_bytes (bf16 rows, or f32 in the f32-activation mode).
+void Runner::interleave_query_gate(void* qg, const void* sep, size_t elem_bytes, int n) {
+    const ModelConfig& c = config_;
+    const size_t head_bytes = size_t(c.head_dim) * elem_bytes;
+    auto* dst = static_cast<char*>(qg);
+    const auto* src = static_cast<const char*>(sep);
     for (int t = 0; t < n; ++t)
         for (int half = 0; half < 2; ++half)
-            cuda_check(cudaMemcpy2DAsync(qg_ + t * qgkv_w_ + half * c.head_dim, 2 * head_bytes,
-                                         q_sep_ + (half * kMaxStepTokens + t) * q_w_, head_bytes, head_bytes,
-                                         c.num_attention_heads, cudaMemcpyDeviceToDevice, stream_),
+            cuda_check(cudaMemcpy2DAsync(dst + (t * qgkv_w_ + half * c.head_dim) * elem_bytes, 2 * head_bytes,
+                                         src + (half * kMaxStepTokens + t) * q_w_ * elem_bytes, head_bytes,
+                                         head_bytes, c.num_attention_heads, cudaMemcpyDeviceToDevice, stream_),
                        "interleaving query and gate");
 }
 
