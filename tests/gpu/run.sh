@@ -51,9 +51,9 @@ status=0
 ALL_TAGS="gemv gemv_pipe gemm rmsnorm gdn_decode attention_decode mixers_f32 gdn_prefill attention_prefill sample sample_timing cuda_sampling cuda_backend moe_prefill moe_decode prefill_runner weight_decode formats_e2e mixer_decode_timing"
 LOGS=${NINFER_GPU_LOGDIR:-$OUT}
 mkdir -p "$LOGS"
-# report TAG RESULT SECONDS LOG: one tag's summary line, its failures and RESULT lines.
+# report TAG RESULT DETAIL LOG: one tag's summary line, its failures and RESULT lines.
 report() {
-    say "test $1: $2 in $3 s; $(grep -E '^(All tests passed|test cases:)' "$4" | head -1)"
+    say "test $1: $2$3"
     [ "$2" = FAIL ] && grep -E -B3 -A12 'FAILED|failed' "$4" | head -60
     grep -E '^RESULT ' "$4" | tee -a "$SUMMARY"
 }
@@ -61,7 +61,8 @@ run_tag() { # one whole tag in one process
     local start result=PASS
     start=$(date +%s)
     timeout 300 "$BIN/test_gpu" "[$1]" >"$LOGS/test_$1.log" 2>&1 || { result=FAIL; status=1; }
-    report "$1" $result $(($(date +%s) - start)) "$LOGS/test_$1.log"
+    report "$1" $result " in $(($(date +%s) - start)) s; $(grep -E '^(All tests passed|test cases:)' "$LOGS/test_$1.log" | head -1)" \
+        "$LOGS/test_$1.log"
 }
 # Tags whose RESULT lines are timings run alone, after everything else; the others are mostly host
 # work (encoding weights, fp64 references), so with NINFER_GPU_JOBS > 1 their test cases run as
@@ -103,9 +104,7 @@ if [ "$JOBS" -gt 1 ]; then
             asserts=$((asserts + ${n:-0}))
         done
         [ "$result" = FAIL ] && status=1
-        say "test $tag: $result, $cases test cases side by side (longest $longest s), $asserts assertions"
-        [ "$result" = FAIL ] && grep -E -B3 -A12 'FAILED|failed' "$log" | head -60
-        grep -E '^RESULT ' "$log" | tee -a "$SUMMARY"
+        report "$tag" $result ", $cases test cases side by side (longest $longest s), $asserts assertions" "$log"
     done
     for tag in $TAGS; do [[ "$TIMED_TAGS" == *" $tag "* ]] && run_tag "$tag"; done
 else
