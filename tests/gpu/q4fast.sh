@@ -2,13 +2,14 @@
 # ninfer - q4fast device run (branch wip/q4fast: the tiled GEMV ring's per-step overhead cut, staged x
 # without null rows; kernels/PERF_NOTES.md "Cheaper q4 ring step (q4fast)"): the GEMV, ring, dequant,
 # MoE, end-to-end and runner tests side by side, then decode benches of this branch and of main's
-# binary alternated, then the q4 GEMV micro-bench of both, all under one deadline (LIMIT s, default 240).
-# Usage (repository root on the GPU machine): OUT=dir [NINFER_GPU_BIN=.deps/q4fast] [LIMIT=240]
+# binary alternated, then the q4 GEMV micro-bench of both, all under one deadline (LIMIT s, default 300).
+# Usage (repository root on the GPU machine): OUT=dir [NINFER_GPU_BIN=.deps/q4fast] [LIMIT=300]
 # bash tests/gpu/q4fast.sh, where $NINFER_GPU_BIN/bin.tar.xz holds stripped test_gpu, bench_decode,
-# bench_gpu (this branch), bench_decode_base, bench_gpu_base (main's) and libsimdjson.so.14.
+# bench_gpu (this branch), bench_decode_base, bench_gpu_base (main's), optionally bench_decode_imad
+# (this branch with -DNINFER_Q4_SHR_IMAD=1) and libsimdjson.so.14.
 set -uo pipefail
 T0=$(date +%s)
-LIMIT=${LIMIT:-240}
+LIMIT=${LIMIT:-300}
 D=${NINFER_GPU_BIN:-.deps/q4fast}
 mkdir -p "$D/bin" && tar xJf "$D/bin.tar.xz" -C "$D/bin"
 BIN=$D/bin
@@ -49,18 +50,23 @@ bench() { # cap seconds, binary, bench_decode arguments
     timeout "$t" "$BIN/$2" "${@:3}" >"$OUT/bench_$i.log" 2>&1 || say "bench ${*:2}: rc $?"
     say "bench ${*:2} ($(($(date +%s) - start)) s):"; grep -E '^(decode|weights|copy)' "$OUT/bench_$i.log" >>"$S"
 }
-# This branch and main's binary alternated (same machine, same minute).
-for b in bench_decode bench_decode_base; do
+# This branch, main's binary and (if packed) this branch built with -DNINFER_Q4_SHR_IMAD=1, alternated
+# (same machine, same minute); the most important comparison first.
+for b in bench_decode bench_decode_base bench_decode_imad; do
+    [ -x "$BIN/$b" ] || continue
     bench 40 $b --synthetic qwen3.6-27b --recipe q4 --batch 1,8 --prompt-len 512,8192 --gen 16 --decode-only
 done
+gpu_bench() { # binary: q4 rows (per-shape GB/s, the 27B / 35B-A3B mixes, every path)
+    local t; t=$(cap 35)
+    [ -x "$BIN/$1" ] || return
+    [ "$t" -lt 10 ] && { say "$1: SKIPPED (deadline)"; return; }
+    timeout "$t" "$BIN/$1" "$OUT/$1.txt" q4_g64_fp16 >"$OUT/$1.log" 2>&1
+    say "$1 q4_g64_fp16 (rc $?, limit $t s):"; grep -E 'q4_g64_fp16|copy' "$OUT/$1.log" | head -40 >>"$S"
+}
+gpu_bench bench_gpu
+gpu_bench bench_gpu_base
 for b in bench_decode bench_decode_base; do
     bench 40 $b --synthetic qwen3.6-35b-a3b --recipe q4 --batch 1,8 --prompt-len 512,8192 --gen 16 --decode-only
-done
-for b in bench_gpu bench_gpu_base; do # q4 rows: per-shape GB/s, the 27B / 35B-A3B mixes, every path
-    t=$(cap 35)
-    [ "$t" -lt 10 ] && { say "$b: SKIPPED (deadline)"; continue; }
-    timeout "$t" "$BIN/$b" "$OUT/$b.txt" q4_g64_fp16 >"$OUT/$b.log" 2>&1
-    say "$b q4_g64_fp16 (rc $?, limit $t s):"; grep -E 'q4_g64_fp16|copy' "$OUT/$b.log" | head -40 >>"$S"
 done
 say "done at $(($(date +%s) - T0)) s"
 (cd "$OUT" && tar czf logs.tgz ./*.log && rm -f ./*.log)
