@@ -174,12 +174,12 @@ __global__ void __launch_bounds__(kGemvWarps * 32, P == 1 ? 4 : 3) gemv_tiled_pi
     ninfer_grid_launch_dependents();
     ninfer_grid_wait(); // x, residual and the split-K scratch come from earlier kernels
 
-    const uint8_t* xrow = nullptr; // XS: this lane's staged row and quad at the current step's first unit
+    const uint8_t* xrow = nullptr; // XS: this lane's staged row and quad at the step's first unit
     if constexpr (XS) {
         uint8_t* xs = smem + kPipeBarrierBytes + size_t(kGemvWarps) * S * Stage::kBytes;
         stage_x<F>(p, xs, u_begin, int(u_end - u_begin));
         const bool lo = p.x_lo != nullptr;
-        const int g_token = lo ? (wp.g & 3) : wp.g, token = g_token < p.n_tokens ? g_token : 0; // SharedX
+        const int g_token = lo ? (wp.g & 3) : wp.g, token = g_token < p.n_tokens ? g_token : 0; // see SharedX
         const int r = lo ? 2 * token + (wp.g >> 2) : token;
         xrow = xs + r * xstage_row_bytes(p.units_per_split) + wp.c * 32;
     }
