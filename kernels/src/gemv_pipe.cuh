@@ -107,6 +107,13 @@ __device__ __forceinline__ void bulk_load(uint32_t dst, const void* src, uint32_
                  : "memory");
 }
 
+// Orders the generic-proxy shared-memory accesses that precede it (its own and, through a barrier
+// before it, those of the threads it synchronised with) before its later async-proxy ones: here
+// the lanes' ld.shared of a ring slot before lane 0's bulk copy that refills it.
+__device__ __forceinline__ void fence_proxy_async_shared() {
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
 // The stage in shared memory laid out as in global memory: TiledFrag as tiled_load would fill it.
 template <WeightFormat F>
 __device__ __forceinline__ void tiled_load_shared(TiledFrag<F>& f, const uint8_t* stage, int lane, int g) {
@@ -193,9 +200,16 @@ __global__ void __launch_bounds__(kGemvWarps * 32, P == 1 ? 4 : 3) gemv_tiled_pi
         TiledFrag<F> f;
         tiled_load_shared<F>(f, ring + slot * Stage::kBytes, lane, wp.g);
         // Every lane has read the slot (the loads are ordered before the warp barrier), so lane 0
-        // may refill it now: S steps stay in flight while this one is multiplied.
+        // may refill it now: S steps stay in flight while this one is multiplied. The refill is an
+        // async-proxy write after generic-proxy reads of the same bytes, which __syncwarp does not
+        // order (in SASS the copy is issued with the slot's last LDS still outstanding): without
+        // the proxy fence a late LDS can read step st + S's bytes (rare, nondeterministic
+        // mismatches of the q8 two-pass ring in [gemv_pipe] and [gemv]).
         __syncwarp();
-        if (lane == 0 && st + S < steps) request(slot);
+        if (lane == 0 && st + S < steps) {
+            fence_proxy_async_shared();
+            request(slot);
+        }
         if constexpr (XS) {
             tiled_compute<F, 1>(f, SharedX{xrow}, acc);
             xrow += kUnroll * 128;
