@@ -101,7 +101,7 @@ __device__ __forceinline__ void decode8(const DequantParams& p, int64_t row, int
         if constexpr (TILED) { // gemv.h: vector 4r + c of a block holds bytes c*8.. of rows r, r+8
             const int b = within / 2, lane = 4 * (rr % 8) + b / 8, wi = 2 * (rr / 8) + (b % 8) / 4;
             const uint8_t* block = p.w + (tile * p.tiled_units + grp) * detail::tiled_block_bytes(F);
-            base = *reinterpret_cast<const uint32_t*>(block + lane * 16 + (rr / 8) * 8 + b % 8);
+            base = *reinterpret_cast<const uint32_t*>(block + detail::q4_tiled_offset(rr, b)); // gemv_tiled_q4.h
             s = f16_bits_to_f32(p.scales + 2 * (((tile * (p.tiled_units / 4) + grp / 4) * 8 + rr % 8) * 8 +
                                                 (grp % 4) * 2 + rr / 8));
             if constexpr (kBits > 4) { // the 8 codes: pairs P = 4 wi + (i & 3) of the lane (gemv_tiled_q56.h)

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "common.cuh"
+#include "gemv_tiled_q4.h"
 #include "ninfer/kernels/gemv.h"
 
 namespace ninfer::kernels::detail {
@@ -55,13 +56,14 @@ template <> struct GemvTraits<WeightFormat::Q8G32Fp16> { static constexpr int kU
 __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) { return __byte_perm(a, b, sel); }
 
 // Signed nibbles i and i+4 of w (two's complement codes q, as stored) to a bf16 pair. One lop3
-// builds bf16 128 + (q + 8): bits 0-2 of the code pass, bit 3 is inverted (q + 8 = code ^ 8 in
-// 4 bits), 0x43 is the exponent of 128; truth table (b & c) | (b & ~c & a) | (~b & c & ~a) with
-// b = 0x43074307, c = 0x43084308 is 0xCA. Subtracting 136 leaves q exactly.
+// builds bf16 128 + (q + 8) (gemv_tiled_q4.h q4_pair_bits): bits 0-2 of the code pass, bit 3 is
+// inverted (q + 8 = code ^ 8 in 4 bits), 0x43 is the exponent of 128; truth table
+// (b & c) | (b & ~c & a) | (~b & c & ~a) with b = 0x43074307, c = 0x43084308 is 0xCA. Subtracting
+// 136 leaves q exactly.
 __device__ __forceinline__ uint32_t q4_pair_to_bf16(uint32_t w_shifted) {
     uint32_t t;
-    asm("lop3.b32 %0, %1, %2, %3, 0xCA;" : "=r"(t) : "r"(w_shifted), "r"(0x43074307u), "r"(0x43084308u));
-    return bf16x2_sub(t, 0x43084308u);
+    asm("lop3.b32 %0, %1, %2, %3, 0xCA;" : "=r"(t) : "r"(w_shifted), "r"(kQ4PairLop3B), "r"(kQ4PairLop3C));
+    return bf16x2_sub(t, kQ4PairBias);
 }
 
 // Codes 2m and 2m+1 of a lane's 16 q5/q6 codes to a bf16 pair: base_word holds codes 8(m/4)..,
@@ -132,16 +134,28 @@ __device__ __forceinline__ void mma_fp8_unit(float (&acc)[4], const uint32_t (&w
 }
 
 // q4: one group, word j holds codes 8j..8j+7 (nibble i = code i), paired (i, i+4).
+// Experiment switch (build with -DNINFER_Q4_SHR_IMAD=1; not a run-time option): the shifts by 8 and
+// 12 as IMAD.HI (w * 2^(32 - s)) >> 32 on the FMA pipe instead of SHF on the integer pipe, which
+// also carries the 16 lop3 per unit. Same values, same instruction count.
+#ifndef NINFER_Q4_SHR_IMAD
+#define NINFER_Q4_SHR_IMAD 0
+#endif
+template <int S> __device__ __forceinline__ uint32_t q4_shr(uint32_t w) {
+    if constexpr (NINFER_Q4_SHR_IMAD && S >= 8) return __umulhi(w, 1u << (32 - S));
+    else return w >> S;
+}
 __device__ __forceinline__ void q4_unit_a(uint32_t (&a)[4][4], const uint32_t (&wa)[2], const uint32_t (&wb)[2]) {
 #pragma unroll
-    for (int j = 0; j < 2; ++j)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            a[2 * j + h][0] = q4_pair_to_bf16(wa[j] >> (8 * h));
-            a[2 * j + h][1] = q4_pair_to_bf16(wb[j] >> (8 * h));
-            a[2 * j + h][2] = q4_pair_to_bf16(wa[j] >> (8 * h + 4));
-            a[2 * j + h][3] = q4_pair_to_bf16(wb[j] >> (8 * h + 4));
-        }
+    for (int j = 0; j < 2; ++j) {
+        a[2 * j][0] = q4_pair_to_bf16(wa[j]);
+        a[2 * j][1] = q4_pair_to_bf16(wb[j]);
+        a[2 * j][2] = q4_pair_to_bf16(q4_shr<4>(wa[j]));
+        a[2 * j][3] = q4_pair_to_bf16(q4_shr<4>(wb[j]));
+        a[2 * j + 1][0] = q4_pair_to_bf16(q4_shr<8>(wa[j]));
+        a[2 * j + 1][1] = q4_pair_to_bf16(q4_shr<8>(wb[j]));
+        a[2 * j + 1][2] = q4_pair_to_bf16(q4_shr<12>(wa[j]));
+        a[2 * j + 1][3] = q4_pair_to_bf16(q4_shr<12>(wb[j]));
+    }
 }
 __device__ __forceinline__ void q4_unit_mma(float (&part)[4], const uint32_t (&a)[4][4], const uint32_t (&xs)[8]) {
     uint32_t b[8];

@@ -75,10 +75,10 @@ __global__ void pack_codes_kernel(const uint8_t* src, uint8_t* dst, PackGeometry
                     reinterpret_cast<uint32_t*>(out_block + 512)[lane * (g.bits - 4) + i] = words[4 + i];
                 continue;
             }
-            for (int h = 0; h < 2; ++h) {
-                const int64_t row = tile * 16 + r + 8 * h, col = unit * 32 + c * 8;
-                for (int b = 0; b < 8; ++b)
-                    out[h * 8 + b] = row < g.n && col + b < g.row_bytes ? src[row * g.row_bytes + col + b] : 0;
+            for (int j = 0; j < 16; ++j) { // gemv_tiled_q4.h
+                const int64_t row = tile * 16 + detail::q4_lane_row(lane, j);
+                const int64_t col = unit * 32 + detail::q4_lane_group_byte(lane, j);
+                out[j] = row < g.n && col < g.row_bytes ? src[row * g.row_bytes + col] : 0;
             }
             *reinterpret_cast<uint4*>(out_block + lane * 16) = *reinterpret_cast<const uint4*>(out);
             continue;

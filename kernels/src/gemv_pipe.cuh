@@ -86,13 +86,15 @@ __device__ __forceinline__ void stage_x(const GemvParams& p, uint8_t* xs, int64_
 }
 
 // tiled_compute's x source for staged x (one pass): row points at the lane's row, quad and the
-// step's first unit, or is null for a column without a token (zeros, as GlobalX).
+// step's first unit. A column without a token reads token 0's row instead of zeros (no predicate,
+// no zeroing per load): mma columns are independent and gemv_store never stores such a column,
+// so the stored sums are the same bits.
 struct SharedX {
     const uint8_t* row;
     __device__ __forceinline__ uint4 bf16_words(int, int) const { return make_uint4(0, 0, 0, 0); } // not staged
     __device__ __forceinline__ void words(int i, int, uint32_t (&b)[8]) const {
-        const uint4 v0 = row ? *reinterpret_cast<const uint4*>(row + i * 128) : make_uint4(0, 0, 0, 0);
-        const uint4 v1 = row ? *reinterpret_cast<const uint4*>(row + i * 128 + 16) : make_uint4(0, 0, 0, 0);
+        const uint4 v0 = *reinterpret_cast<const uint4*>(row + i * 128);
+        const uint4 v1 = *reinterpret_cast<const uint4*>(row + i * 128 + 16);
         b[0] = v0.x, b[1] = v0.y, b[2] = v0.z, b[3] = v0.w, b[4] = v1.x, b[5] = v1.y, b[6] = v1.z, b[7] = v1.w;
     }
 };
@@ -103,6 +105,13 @@ __device__ __forceinline__ void bulk_load(uint32_t dst, const void* src, uint32_
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
                  ::"r"(dst), "l"(src), "r"(bytes), "r"(bar)
                  : "memory");
+}
+
+// Orders the generic-proxy shared-memory accesses that precede it (its own and, through a barrier
+// before it, those of the threads it synchronised with) before its later async-proxy ones: here
+// the lanes' ld.shared of a ring slot before lane 0's bulk copy that refills it.
+__device__ __forceinline__ void fence_proxy_async_shared() {
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
 
 // The stage in shared memory laid out as in global memory: TiledFrag as tiled_load would fill it.
@@ -145,15 +154,20 @@ __global__ void __launch_bounds__(kGemvWarps * 32, P == 1 ? 4 : 3) gemv_tiled_pi
     const uint32_t bars = smem_u32(smem) + warp * S * 8;
     const uint8_t* ring = smem + kPipeBarrierBytes + size_t(warp) * S * Stage::kBytes;
     const uint32_t ring_addr = smem_u32(ring);
-    // Step st into slot st % S; its barrier completes phase st / S when all bytes have landed.
-    auto request = [&](int st) {
-        const int slot = st % S;
-        const int64_t u = u_begin + int64_t(st) * kUnroll;
+    // Steps are requested in order (0 .. S - 1 up front, then st + S while step st is multiplied), so
+    // lane 0 walks the sources with two pointers. Step st goes into slot st % S; its barrier
+    // completes phase st / S when all bytes have landed.
+    const uint8_t* next_w = wp.wtile + u_begin * kBlock;
+    const uint8_t* next_s = wp.stile + u_begin / Stage::kScaleUnits * 128;
+    auto request = [&](int slot) {
         const uint32_t bar = bars + slot * 8, dst = ring_addr + slot * Stage::kBytes;
         mbar_arrive_expect_tx(bar, Stage::kBytes);
-        bulk_load(dst, wp.wtile + u * kBlock, Stage::kCodeBytes, bar);
-        if constexpr (Stage::kScaleBytes > 0)
-            bulk_load(dst + Stage::kCodeBytes, wp.stile + u / Stage::kScaleUnits * 128, Stage::kScaleBytes, bar);
+        bulk_load(dst, next_w, Stage::kCodeBytes, bar);
+        next_w += Stage::kCodeBytes;
+        if constexpr (Stage::kScaleBytes > 0) {
+            bulk_load(dst + Stage::kCodeBytes, next_s, Stage::kScaleBytes, bar);
+            next_s += Stage::kScaleBytes;
+        }
     };
     if (lane == 0) {
 #pragma unroll
@@ -167,29 +181,45 @@ __global__ void __launch_bounds__(kGemvWarps * 32, P == 1 ? 4 : 3) gemv_tiled_pi
     ninfer_grid_launch_dependents();
     ninfer_grid_wait(); // x, residual and the split-K scratch come from earlier kernels
 
-    const uint8_t* xrow = nullptr; // XS: this lane's staged row and quad at the split's first unit
+    const uint8_t* xrow = nullptr; // XS: this lane's staged row and quad at the step's first unit
     if constexpr (XS) {
         uint8_t* xs = smem + kPipeBarrierBytes + size_t(kGemvWarps) * S * Stage::kBytes;
         stage_x<F>(p, xs, u_begin, int(u_end - u_begin));
         const bool lo = p.x_lo != nullptr;
-        const int token = lo ? (wp.g & 3) : wp.g, r = lo ? 2 * token + (wp.g >> 2) : token;
-        if (token < p.n_tokens) xrow = xs + r * xstage_row_bytes(p.units_per_split) + wp.c * 32;
+        const int g_token = lo ? (wp.g & 3) : wp.g, token = g_token < p.n_tokens ? g_token : 0; // see SharedX
+        const int r = lo ? 2 * token + (wp.g >> 2) : token;
+        xrow = xs + r * xstage_row_bytes(p.units_per_split) + wp.c * 32;
     }
 
     float acc[P][4] = {};
+    int slot = 0;
+    uint32_t phase = 0;
+    int64_t u = u_begin; // the step's first unit (x from L1)
     for (int st = 0; st < steps; ++st) {
-        const int slot = st % S;
-        mbar_wait(bars + slot * 8, uint32_t(st / S) & 1u);
+        mbar_wait(bars + slot * 8, phase);
         TiledFrag<F> f;
         tiled_load_shared<F>(f, ring + slot * Stage::kBytes, lane, wp.g);
         // Every lane has read the slot (the loads are ordered before the warp barrier), so lane 0
-        // may refill it now: S steps stay in flight while this one is multiplied.
+        // may refill it now: S steps stay in flight while this one is multiplied. The refill is an
+        // async-proxy write after generic-proxy reads of the same bytes, which __syncwarp does not
+        // order (in SASS the copy is issued with the slot's last LDS still outstanding): without
+        // the proxy fence a late LDS can read step st + S's bytes (rare, nondeterministic
+        // mismatches of the q8 two-pass ring in [gemv_pipe] and [gemv]).
         __syncwarp();
-        if (lane == 0 && st + S < steps) request(st + S);
-        if constexpr (XS)
-            tiled_compute<F, 1>(f, SharedX{xrow ? xrow + st * kUnroll * 128 : nullptr}, acc);
-        else
-            tiled_step<F, P>(f, p, u_begin + int64_t(st) * kUnroll, wp.c, cols, acc);
+        if (lane == 0 && st + S < steps) {
+            fence_proxy_async_shared();
+            request(slot);
+        }
+        if constexpr (XS) {
+            tiled_compute<F, 1>(f, SharedX{xrow}, acc);
+            xrow += kUnroll * 128;
+        } else {
+            // GlobalX: columns without a token read token 0's x, except fp8 (ptxas schedules its
+            // two-pass step worse without the predicates: 926 -> 1066 SASS per step).
+            tiled_step<F, P, F == WeightFormat::Fp8E4m3RowBf16>(f, p, u, wp.c, cols, acc);
+        }
+        u += kUnroll;
+        if (++slot == S) slot = 0, phase ^= 1u;
     }
     tiled_finish<F, P>(p, acc, cols, wp.src_tile, wp.tile * 16, wp.g);
 }

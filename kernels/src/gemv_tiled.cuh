@@ -175,25 +175,31 @@ __device__ __forceinline__ void tiled_load(TiledFrag<F>& f, const uint8_t* wtile
 }
 
 // x of pass q at unit u + i for this lane, read from global memory (L1) and, for fp8/q4, permuted
-// into the B words of unit_mma_b; zero for columns without a token and (GUARD) past k.
-template <WeightFormat F, bool GUARD, int P> struct GlobalX {
+// into the B words of unit_mma_b; zero (GUARD) past k. A column without a token is zero (SKIP) or
+// reads token 0's x, where tiled_columns points it (!SKIP: no predicate or zeroing per load; mma
+// columns are independent and gemv_store never stores such a column, so the stored sums are the
+// same bits). The ring kernels take !SKIP (but fp8's); the register kernel keeps SKIP, whose
+// registers ptxas allocates better with it (q4 spills 12 -> 64 B and q8's two passes start to spill
+// without).
+template <WeightFormat F, bool GUARD, int P, bool SKIP = true> struct GlobalX {
     const GemvParams& p;
     int64_t u;
     int c;
     const bool (&has)[P];
     const __nv_bfloat16* const (&xg)[P];
+    __device__ __forceinline__ bool present(int q) const { return !SKIP || has[q]; }
     __device__ __forceinline__ uint4 bf16_words(int i, int q) const { // bf16: 8 columns, memory order
         const int64_t kk = (u + i) * TiledTraits<F>::kUnit + c * 8;
-        return has[q] && (!GUARD || kk < p.k) ? load_cached16(xg[q] + kk) : make_uint4(0, 0, 0, 0);
+        return present(q) && (!GUARD || kk < p.k) ? load_cached16(xg[q] + kk) : make_uint4(0, 0, 0, 0);
     }
     __device__ __forceinline__ void words(int i, int q, uint32_t (&b)[8]) const {
         if constexpr (F == WeightFormat::Q8G32Fp16) {
             const int64_t k0 = (u + i) * TiledTraits<F>::kUnit;
-            q8_unit_b<GUARD>(b, xg[q] + k0, p.k - k0, c, has[q]);
+            q8_unit_b<GUARD>(b, xg[q] + k0, p.k - k0, c, present(q));
             return;
         }
         const int64_t kk = (u + i) * TiledTraits<F>::kUnit + c * 16;
-        const bool ok = has[q] && (!GUARD || kk < p.k);
+        const bool ok = present(q) && (!GUARD || kk < p.k);
         const uint4 b0 = ok ? load_cached16(xg[q] + kk) : make_uint4(0, 0, 0, 0);
         const uint4 b1 = ok ? load_cached16(xg[q] + kk + 8) : make_uint4(0, 0, 0, 0);
         const uint32_t xs[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
@@ -282,7 +288,7 @@ __device__ __forceinline__ void tiled_compute(const TiledFrag<F>& f, const X& x,
 // is the same whatever the other columns hold, so the results do not depend on n_tokens.
 template <int P> struct TiledColumns {
     bool has[P];                   // pass q reads x for this thread's column
-    const __nv_bfloat16* xg[P];    // that column's x row
+    const __nv_bfloat16* xg[P];    // that column's x row (token 0's without a token: GlobalX)
     int tok[P];                    // first token of the thread's output pair in pass q
     bool active[P];                // the thread stores pass q's sums
 };
@@ -301,13 +307,13 @@ template <int P> __device__ __forceinline__ TiledColumns<P> tiled_columns(const 
 }
 
 // Step of kUnroll units at unit u, the guarded variant only where x ends inside the step.
-template <WeightFormat F, int P>
+template <WeightFormat F, int P, bool SKIP = true>
 __device__ __forceinline__ void tiled_step(const TiledFrag<F>& f, const GemvParams& p, int64_t u, int c,
                                            const TiledColumns<P>& cols, float (&acc)[P][4]) {
     if ((u + TiledTraits<F>::kUnroll) * TiledTraits<F>::kUnit <= p.k)
-        tiled_compute<F, P>(f, GlobalX<F, false, P>{p, u, c, cols.has, cols.xg}, acc);
+        tiled_compute<F, P>(f, GlobalX<F, false, P, SKIP>{p, u, c, cols.has, cols.xg}, acc);
     else
-        tiled_compute<F, P>(f, GlobalX<F, true, P>{p, u, c, cols.has, cols.xg}, acc);
+        tiled_compute<F, P>(f, GlobalX<F, true, P, SKIP>{p, u, c, cols.has, cols.xg}, acc);
 }
 
 // Epilogue of both tiled kernels: fp8 row multipliers, the low halves' sums into the high
