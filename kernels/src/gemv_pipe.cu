@@ -89,8 +89,10 @@ template <int S> cudaError_t launch_int8(const GemvParams& p, dim3 grid, cudaStr
 
 } // namespace
 
+// Decided for kGemvMaxTokens, not p.n_tokens: the route (and so a token's bits) must not depend on
+// the batch it came in.
 bool gemv_pipe_int8_fits(const GemvParams& p) {
-    return x8_stage_bytes(p.units_per_split, p.n_tokens) <= kXStageMaxBytes;
+    return x8_stage_bytes(p.units_per_split, kGemvMaxTokens) <= kXStageMaxBytes;
 }
 
 cudaError_t gemv_pipe_launch_int8(int stages, const GemvParams& p, dim3 grid, cudaStream_t stream) {

@@ -82,8 +82,9 @@ __device__ __forceinline__ void stage_x_int8(const GemvParams& p, uint8_t* xs, i
         for (int e = 0; e < 16; ++e) amax = fmaxf(amax, fabsf(xf[e]));
         amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
         amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
-        // |x * inv| <= 127 (1 + 2^-23)^2 < 127.5: the rounding never leaves -127..127.
-        const float inv = amax > 0.f ? __fdiv_rn(127.f, amax) : 0.f;
+        // |x * inv| <= 127 (1 + 2^-23)^2 < 127.5: the rounding never leaves -127..127. inv is kept
+        // finite (amax below 127 / FLT_MAX would make it inf); then |x * inv| < 127 as well.
+        const float inv = amax > 0.f ? fminf(__fdiv_rn(127.f, amax), 3.402823466e38f) : 0.f;
         int q[16];
 #pragma unroll
         for (int e = 0; e < 16; ++e) q[e] = __float2int_rn(__fmul_rn(xf[e], inv));

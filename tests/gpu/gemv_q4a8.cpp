@@ -53,8 +53,9 @@ struct Weight {
 };
 
 // tokens rows of k activations, stride ldx; the gap past k holds 1e4 (a partial group that read past
-// k would get another amax). special: per token three elements 50x larger, an all-zero group and a
-// group of exact rounding ties (amax 127 or 254, so x * inv lands on halves).
+// k would get another amax). special: per token three elements 50x larger, an all-zero group, a
+// group of exact rounding ties (amax 127 or 254, so x * inv lands on halves) and a group of ~1e-38
+// (127 / amax overflows fp32: the quantiser caps inv at FLT_MAX).
 std::vector<bf16> make_x(int tokens, int64_t k, int64_t ldx, uint64_t seed, bool special) {
     Rng rng(seed);
     std::vector<bf16> x(size_t(tokens) * size_t(ldx), to_bf16(1e4f));
@@ -64,10 +65,14 @@ std::vector<bf16> make_x(int tokens, int64_t k, int64_t ldx, uint64_t seed, bool
         for (int64_t i = 0; i < k; ++i) row[i] = to_bf16(rng.uniform(-2.f, 2.f));
         if (!special) continue;
         const int64_t zero = groups > 1 ? t % groups : (t == 1 ? 0 : -1), ties = groups > 2 ? (t + 1) % groups : -1;
+        const int64_t tiny = groups > 3 ? (t + 2) % groups : -1; // amax < 127 / FLT_MAX: inv capped
         for (int o = 0; o < 3; ++o) {
             const int64_t i = rng.integer(0, int(k - 1));
-            if (i / kQ4A8Group != zero && i / kQ4A8Group != ties) row[i] = to_bf16(50.f * to_f(row[i]));
+            if (i / kQ4A8Group != zero && i / kQ4A8Group != ties && i / kQ4A8Group != tiny)
+                row[i] = to_bf16(50.f * to_f(row[i]));
         }
+        for (int64_t i = tiny * kQ4A8Group; tiny >= 0 && i < std::min(k, (tiny + 1) * kQ4A8Group); ++i)
+            row[i] = to_bf16(to_f(row[i]) * 1e-38f);
         for (int64_t i = zero * kQ4A8Group; zero >= 0 && i < std::min(k, (zero + 1) * kQ4A8Group); ++i) row[i] = to_bf16(0.f);
         for (int64_t i = ties * kQ4A8Group; ties >= 0 && i < std::min(k, (ties + 1) * kQ4A8Group); ++i) {
             const int e = int(i % 16); // odd t: odd integers times inv 0.5; even t: halves times 1

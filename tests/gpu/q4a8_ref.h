@@ -3,7 +3,7 @@
 // sum, and the bounds a device result of that sum must meet.
 //
 // Contract: quantise_group() reproduces gemv.h's quantiser bit for bit: amax = max |x| over the
-// group's valid elements, inv = 127 / amax and x * inv rounded to fp32 (nearest), q = rint (ties to
+// group's valid elements, inv = min(127 / amax, FLT_MAX) and x * inv rounded to fp32 (nearest), q = rint (ties to
 // even) clamped to -127..127, d = amax / 127 in fp32; all zero when amax == 0. quantise_row() takes
 // x, or with low halves x + x_lo summed in fp32 (the value the route quantises then). Q4Row holds a
 // q4_g64_fp16 artifact row's signed codes and group multipliers (spec §3.2, as weights_util.h's
@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace ninfer::test {
@@ -41,7 +42,7 @@ inline QuantGroup quantise_group(const float* x, int count) {
     // Every operation in float: x86-64 evaluates float arithmetic in float (SSE, no x87 excess
     // precision), there is no add to contract into an fma, and std::rint rounds ties to even in
     // the default rounding mode.
-    const float inv = 127.0f / amax;
+    const float inv = std::min(127.0f / amax, std::numeric_limits<float>::max()); // finite for tiny amax
     for (int e = 0; e < kQ4A8Group; ++e) {
         const float scaled = v[e] * inv;
         g.q[e] = int8_t(std::clamp(std::rint(scaled), -127.0f, 127.0f));
