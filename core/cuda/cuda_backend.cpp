@@ -11,6 +11,8 @@
 #include "ninfer/kernels/runner_ops.h"
 #include "ninfer/kernels/sample.h"
 
+#include <cstdlib>
+
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -64,7 +66,7 @@ struct Lane {
 class CudaBackend final : public Backend {
   public:
     CudaBackend(const ModelWeights& w, const MemoryPlan& plan, const CudaBackendOptions& o)
-        : plan_(plan), options_(o), run_(w, plan, o.f32_activations), lanes_(size_t(plan.n_lanes)),
+        : plan_(plan), options_(o), run_(w, plan, o.f32_activations, o.q4_int8_activations), lanes_(size_t(plan.n_lanes)),
           sampler_(plan.n_lanes, run_.config().vocab_size, plan.max_context, run_.stream()) {
         for (uint32_t p = plan.kv_pages; p-- > 0;)
             free_.push_back(p);
@@ -368,6 +370,14 @@ void CudaBackend::restore_lane(int lane, const LaneImage& img) {
 }
 
 } // namespace
+
+bool default_q4_int8_activations() {
+    static const bool on = [] {
+        const char* v = std::getenv("NINFER_Q4_INT8_X");
+        return !v || v[0] != '0';
+    }();
+    return on;
+}
 
 std::unique_ptr<Backend> make_cuda_backend(const ModelWeights& weights, const MemoryPlan& plan,
                                            const CudaBackendOptions& options) {

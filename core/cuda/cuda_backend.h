@@ -37,12 +37,19 @@
 
 namespace ninfer::core {
 
+bool default_q4_int8_activations();
+
 struct CudaBackendOptions {
     bool graphs = true; // false: decode launches the kernels directly (tests compare both)
     // The check mode (cuda_runner.h): every activation the CPU reference keeps in f32 stays f32
     // (projections through a plain kernel, no tensor cores; f32 mixers): slow; it proves the runner
     // against the CPU reference to cosine 1e-4 where bf16 activations cannot.
     bool f32_activations = false;
+    // q4 projections on the decode ring multiply int8 activations (kernels/gemv.h GemvArgs::x_int8:
+    // W4A8, ~40% fewer instructions per weight byte; the q4 KL bounds of tests/gpu hold with it).
+    // Default on unless the environment sets NINFER_Q4_INT8_X=0 (read once; A/B timing). Ignored
+    // in the f32-activation mode.
+    bool q4_int8_activations = default_q4_int8_activations();
 };
 
 std::unique_ptr<Backend> make_cuda_backend(const ModelWeights& weights, const MemoryPlan& plan,

@@ -54,8 +54,8 @@ kernels::AttnGeometry attention_geometry(const ModelConfig& c) {
     return geo;
 }
 
-Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_activations)
-    : config_(weights.config), plan_(plan), f32_(f32_activations) {
+Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_activations, bool q4_int8_x)
+    : config_(weights.config), plan_(plan), f32_(f32_activations), q4_int8_x_(q4_int8_x && !f32_activations) {
     const ModelConfig& c = config_;
     check_geometry(c, plan);
     // The f32-activation check mode reads projections in the stored layout (gemv_f32x).
@@ -184,6 +184,7 @@ void Runner::linear(const DeviceLinear& w, const __nv_bfloat16* x, const __nv_bf
     a.tail_row0 = tail_row0;
     a.y_tail_stride = tail_stride;
     a.scratch = scratch_;
+    a.x_int8 = q4_int8_x_;
     cuda_check(kernels::gemv(a, stream_), "gemv");
 }
 

@@ -49,7 +49,8 @@ class Runner {
     // conv output and GDN output); only the KV pool keeps the plan's dtype, as the CPU's does. Slow,
     // for checking the runner against the CPU reference to the last digits: a near-tied MoE route
     // flips under any bf16 rounding of these (kernels/PERF_NOTES.md, "f32-activation check mode").
-    Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_activations = false);
+    // q4_int8_x: q4 projections take kernels::GemvArgs::x_int8 (off in the f32 mode).
+    Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_activations = false, bool q4_int8_x = true);
     ~Runner();
     Runner(const Runner&) = delete;
     Runner& operator=(const Runner&) = delete;
@@ -125,6 +126,7 @@ class Runner {
     int32_t* step_in_ = nullptr;
     int32_t* page_table_ = nullptr;
     bool f32_ = false;
+    bool q4_int8_x_ = true;
     float *x_ = nullptr, *mix_ = nullptr, *xn32_ = nullptr, *act32_ = nullptr; // f32 copies of xn_, act_
     __nv_bfloat16 *xn_ = nullptr, *xn_lo_ = nullptr, *act_lo_ = nullptr; // bf16 rows and their low halves
     // qg_, k_, v_: views into one [query+gate | key | value] row buffer (stride qgkv_w_).

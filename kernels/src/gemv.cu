@@ -104,7 +104,30 @@ cudaError_t launch_tiled_registers(bool two_pass, const detail::GemvParams& p, d
                     : launch_pdl(detail::gemv_tiled_kernel<F, 1>, grid, block, 0, stream, p);
 }
 
+// Units per split of the tiled kernels: whole steps, the same for every split but the last.
+int64_t tiled_units_per_split(const WeightView& w, int splits) {
+    const int64_t steps = tiled_units(w.format, w.n, w.k) / unroll_of(w.format);
+    return (steps + splits - 1) / splits * unroll_of(w.format);
+}
+
+// GemvArgs::x_int8 applies: q4 on the ring, one pass, the int8 copy of x within the stage limit.
+bool int8_route(const GemvArgs& a, const detail::GemvParams& p) {
+    return a.x_int8 && a.w.format == WeightFormat::Q4G64Fp16 && a.w.layout == WeightLayout::Tiled &&
+           stages_of(a.w) > 0 && detail::gemv_pipe_int8_fits(p);
+}
+
 } // namespace
+
+bool gemv_runs_int8_x(const GemvArgs& a) {
+    if (!a.x_int8 || a.w.layout != WeightLayout::Tiled || a.w.format != WeightFormat::Q4G64Fp16 || a.w.n < 1 ||
+        a.w.k < 16 || a.n_tokens < 1 || a.n_tokens > kGemvMaxTokens)
+        return false;
+    detail::GemvParams p{};
+    p.x_lo = a.x_lo;
+    p.n_tokens = a.n_tokens;
+    p.units_per_split = tiled_units_per_split(a.w, gemv_split_count(a.w, a.scratch));
+    return int8_route(a, p);
+}
 
 size_t weight_bytes(WeightFormat format, int64_t n, int64_t k) {
     switch (format) {
@@ -217,11 +240,11 @@ cudaError_t gemv(const GemvArgs& a, cudaStream_t stream) {
     const dim3 grid(unsigned((w.n + detail::kGemvRowsPerBlock - 1) / detail::kGemvRowsPerBlock), unsigned(p.splits));
     const dim3 block(detail::kGemvWarps * 32);
     if (w.layout == WeightLayout::Tiled) {
-        const int64_t steps = p.tiled_units / unroll_of(w.format);
-        p.units_per_split = (steps + p.splits - 1) / p.splits * unroll_of(w.format);
+        p.units_per_split = tiled_units_per_split(w, p.splits);
         const bool two_pass = a.x_lo && a.n_tokens > 4; // high and low halves of 8 tokens: 16 columns
         if (const int stages = stages_of(w); stages > 0)
-            return detail::gemv_pipe_launch(w.format, stages, g_stage_x, two_pass, p, grid, stream);
+            return int8_route(a, p) ? detail::gemv_pipe_launch_int8(stages, p, grid, stream)
+                                    : detail::gemv_pipe_launch(w.format, stages, g_stage_x, two_pass, p, grid, stream);
         switch (w.format) {
         case WeightFormat::Bf16: return launch_tiled_registers<WeightFormat::Bf16>(two_pass, p, grid, stream);
         case WeightFormat::Fp8E4m3RowBf16: return launch_tiled_registers<WeightFormat::Fp8E4m3RowBf16>(two_pass, p, grid, stream);

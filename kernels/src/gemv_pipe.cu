@@ -17,8 +17,8 @@ template <WeightFormat F, int S, bool XS> constexpr size_t smem_limit() {
 
 // The kernel may use more than the default 48 KB of dynamic shared memory; the carveout (when
 // set) trades shared memory, and so resident blocks, for L1, which holds x unless it is staged.
-template <WeightFormat F, int P, int S, bool XS> cudaError_t prepare() {
-    auto* kernel = gemv_tiled_pipe_kernel<F, P, S, XS>;
+template <WeightFormat F, int P, int S, bool XS, bool A8 = false> cudaError_t prepare() {
+    auto* kernel = gemv_tiled_pipe_kernel<F, P, S, XS, A8>;
     cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_limit<F, S, XS>()));
     if (e == cudaSuccess && g_carveout >= 0)
         e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, g_carveout);
@@ -50,14 +50,14 @@ template <WeightFormat F> int resident_blocks_of(int stages) {
     }
 }
 
-template <WeightFormat F, int P, int S, bool XS>
+template <WeightFormat F, int P, int S, bool XS, bool A8 = false>
 cudaError_t launch_kernel(const GemvParams& p, dim3 grid, size_t smem, cudaStream_t stream) {
     // Attributes are set once per kernel (thread-safe static), again for each launch under the
     // bench's carveout hook. cudaFuncSetAttribute is not a stream operation: safe during capture.
-    static const cudaError_t once = prepare<F, P, S, XS>();
-    const cudaError_t e = g_hooked ? prepare<F, P, S, XS>() : once;
+    static const cudaError_t once = prepare<F, P, S, XS, A8>();
+    const cudaError_t e = g_hooked ? prepare<F, P, S, XS, A8>() : once;
     if (e != cudaSuccess) return e;
-    return launch_pdl(gemv_tiled_pipe_kernel<F, P, S, XS>, grid, dim3(kGemvWarps * 32), smem, stream, p);
+    return launch_pdl(gemv_tiled_pipe_kernel<F, P, S, XS, A8>, grid, dim3(kGemvWarps * 32), smem, stream, p);
 }
 
 template <WeightFormat F, int S>
@@ -81,7 +81,29 @@ cudaError_t launch_format(int stages, bool stage_x, bool two_pass, const GemvPar
     }
 }
 
+template <int S> cudaError_t launch_int8(const GemvParams& p, dim3 grid, cudaStream_t stream) {
+    constexpr WeightFormat F = WeightFormat::Q4G64Fp16;
+    const size_t smem = gemv_pipe_smem_bytes(F, S) + size_t(x8_stage_bytes(p.units_per_split, p.n_tokens));
+    return launch_kernel<F, 1, S, true, true>(p, grid, smem, stream);
+}
+
 } // namespace
+
+// Decided for kGemvMaxTokens, not p.n_tokens: the route (and so a token's bits) must not depend on
+// the batch it came in.
+bool gemv_pipe_int8_fits(const GemvParams& p) {
+    return x8_stage_bytes(p.units_per_split, kGemvMaxTokens) <= kXStageMaxBytes;
+}
+
+cudaError_t gemv_pipe_launch_int8(int stages, const GemvParams& p, dim3 grid, cudaStream_t stream) {
+    if (!gemv_pipe_int8_fits(p)) return cudaErrorInvalidValue;
+    switch (stages) {
+    case 2: return launch_int8<2>(p, grid, stream);
+    case 3: return launch_int8<3>(p, grid, stream);
+    case 4: return launch_int8<4>(p, grid, stream);
+    default: return cudaErrorInvalidValue;
+    }
+}
 
 void gemv_pipe_set_carveout(int percent) {
     g_carveout = percent;

@@ -24,6 +24,7 @@
 #pragma once
 
 #include "gemm_sm90.cuh"
+#include "gemv_q4a8.cuh"
 #include "gemv_tiled.cuh"
 
 namespace ninfer::kernels::detail {
@@ -138,16 +139,20 @@ __device__ __forceinline__ void tiled_load_shared(TiledFrag<F>& f, const uint8_t
     }
 }
 
-template <WeightFormat F, int P, int S, bool XS>
+// A8 (with XS, q4 only): x staged as int8 (gemv_q4a8.cuh) and multiplied on int8 tensor cores.
+template <WeightFormat F, int P, int S, bool XS, bool A8 = false>
 __global__ void __launch_bounds__(kGemvWarps * 32, P == 1 ? 4 : 3) gemv_tiled_pipe_kernel(GemvParams p) {
     static_assert(S >= 2 && kGemvWarps * S * 8 <= kPipeBarrierBytes, "barrier area");
     static_assert(!XS || (P == 1 && F != WeightFormat::Bf16), "x is staged for one-pass fp8/q4/q5/q6 only");
+    static_assert(!A8 || (XS && F == WeightFormat::Q4G64Fp16), "int8 x is staged, for q4 only");
     extern __shared__ __align__(128) uint8_t smem[];
     constexpr int kUnroll = TiledTraits<F>::kUnroll, kBlock = tiled_block_bytes(F);
     using Stage = PipeStage<F>;
     const TiledWarp<F> wp(p);
     const int lane = wp.lane, warp = threadIdx.x >> 5;
-    const TiledColumns<P> cols = tiled_columns<P>(p, wp.g, wp.c);
+    GemvParams p_out = p; // the columns and the epilogue's view of p
+    if constexpr (A8) p_out.x_lo = nullptr; // int8 x holds x + x_lo: a column is a token
+    const TiledColumns<P> cols = tiled_columns<P>(p_out, wp.g, wp.c);
     const int64_t u_begin = wp.u_begin, u_end = wp.u_end;
     // units_per_split and tiled_units are multiples of kUnroll, so every step is whole.
     const int steps = u_begin < u_end ? int((u_end - u_begin) / kUnroll) : 0;
@@ -182,7 +187,15 @@ __global__ void __launch_bounds__(kGemvWarps * 32, P == 1 ? 4 : 3) gemv_tiled_pi
     ninfer_grid_wait(); // x, residual and the split-K scratch come from earlier kernels
 
     const uint8_t* xrow = nullptr; // XS: this lane's staged row and quad at the step's first unit
-    if constexpr (XS) {
+    const float* dsc = nullptr;    // A8: the step's first unit's token scales
+    if constexpr (A8) {
+        uint8_t* xs = smem + kPipeBarrierBytes + size_t(kGemvWarps) * S * Stage::kBytes;
+        stage_x_int8(p, xs, u_begin, int(u_end - u_begin));
+        // A column without a token multiplies token 0's row (valid bytes; its sums are not stored).
+        const int token = wp.g < p.n_tokens ? wp.g : 0;
+        xrow = xs + token * x8_row_bytes(p.units_per_split) + wp.c * 16;
+        dsc = reinterpret_cast<const float*>(xs + p.n_tokens * x8_row_bytes(p.units_per_split));
+    } else if constexpr (XS) {
         uint8_t* xs = smem + kPipeBarrierBytes + size_t(kGemvWarps) * S * Stage::kBytes;
         stage_x<F>(p, xs, u_begin, int(u_end - u_begin));
         const bool lo = p.x_lo != nullptr;
@@ -210,7 +223,11 @@ __global__ void __launch_bounds__(kGemvWarps * 32, P == 1 ? 4 : 3) gemv_tiled_pi
             fence_proxy_async_shared();
             request(slot);
         }
-        if constexpr (XS) {
+        if constexpr (A8) {
+            q4a8_compute(f, xrow, dsc, wp.c, acc);
+            xrow += kUnroll * 64;
+            dsc += kUnroll * 8;
+        } else if constexpr (XS) {
             tiled_compute<F, 1>(f, SharedX{xrow}, acc);
             xrow += kUnroll * 128;
         } else {
@@ -221,7 +238,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, P == 1 ? 4 : 3) gemv_tiled_pi
         u += kUnroll;
         if (++slot == S) slot = 0, phase ^= 1u;
     }
-    tiled_finish<F, P>(p, acc, cols, wp.src_tile, wp.tile * 16, wp.g);
+    tiled_finish<F, P>(p_out, acc, cols, wp.src_tile, wp.tile * 16, wp.g);
 }
 
 // Host side (gemv_pipe.cu): resident blocks per SM of the one-pass pipelined kernel, and the
@@ -231,5 +248,8 @@ int gemv_pipe_resident_blocks(WeightFormat f, int stages);
 void gemv_pipe_set_carveout(int percent); // gemv_set_tiled_pipeline's carveout
 cudaError_t gemv_pipe_launch(WeightFormat f, int stages, bool stage_x, bool two_pass, const GemvParams& p,
                              dim3 grid, cudaStream_t stream);
+// The int8-x launch (q4, one pass for up to 8 tokens, x_lo added to x; gemv_pipe_int8_fits(p) must hold).
+bool gemv_pipe_int8_fits(const GemvParams& p);
+cudaError_t gemv_pipe_launch_int8(int stages, const GemvParams& p, dim3 grid, cudaStream_t stream);
 
 } // namespace ninfer::kernels::detail

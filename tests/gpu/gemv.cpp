@@ -329,23 +329,11 @@ TEST_CASE("gemv: a batch of 8 equals 8 single-token calls bit for bit, graph rep
             a.y = y_single.get() + t * n;
             CUDA_OK(kernels::gemv(a, nullptr));
         }
-        cudaStream_t stream;
-        CUDA_OK(cudaStreamCreate(&stream));
-        cudaGraph_t graph;
-        cudaGraphExec_t exec;
         a.x = x.get();
         a.x_lo = lo ? x_lo.get() : nullptr;
         a.n_tokens = 8;
         a.y = y_graph.get();
-        CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-        CUDA_OK(kernels::gemv(a, stream));
-        CUDA_OK(cudaStreamEndCapture(stream, &graph));
-        CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-        for (int i = 0; i < 3; ++i) CUDA_OK(cudaGraphLaunch(exec, stream));
-        CUDA_OK(cudaStreamSynchronize(stream));
-        cudaGraphExecDestroy(exec);
-        cudaGraphDestroy(graph);
-        cudaStreamDestroy(stream);
+        replay_graph([&](cudaStream_t stream) { CUDA_OK(kernels::gemv(a, stream)); }, 3);
         const auto b = y_batch.download(), s = y_single.download(), g = y_graph.download();
         INFO(fmt_name(f) << " tiled " << tiled << " lo " << lo << " n " << n << " k " << k);
         CHECK(std::memcmp(b.data(), s.data(), b.size() * sizeof(bf16)) == 0);

@@ -4,7 +4,8 @@
 // copies the elements back and guards_intact() says whether a kernel wrote outside them. Every
 // CUDA call is checked with CUDA_OK (a Catch2 REQUIRE naming the call and the error string).
 // require_gpu() fails the test with cuda_probe()'s reason when no usable device is present.
-// graph_us() times a captured CUDA graph for the timing tests' RESULT lines (never asserted).
+// CapturedGraph records a CUDA graph from a callback; replay_graph() replays one (graph-vs-eager
+// tests), graph_us() times one for the timing tests' RESULT lines (never asserted).
 #pragma once
 
 #include "ninfer/kernels/device.h"
@@ -107,27 +108,49 @@ inline double rel_l2(const std::vector<double>& got, const std::vector<double>& 
     return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
+// A CUDA graph recorded from body(stream) on a fresh stream made with `flags`, released at scope end.
+struct CapturedGraph {
+    cudaStream_t stream = nullptr;
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    CapturedGraph(const std::function<void(cudaStream_t)>& body, unsigned flags) {
+        CUDA_OK(cudaStreamCreateWithFlags(&stream, flags));
+        CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+        body(stream);
+        CUDA_OK(cudaStreamEndCapture(stream, &graph));
+        CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+    }
+    ~CapturedGraph() {
+        cudaGraphExecDestroy(exec);
+        cudaGraphDestroy(graph);
+        cudaStreamDestroy(stream);
+    }
+    CapturedGraph(const CapturedGraph&) = delete;
+    CapturedGraph& operator=(const CapturedGraph&) = delete;
+};
+
+// Replays body's graph `replays` times and waits. The stream is a blocking one, so the replays
+// follow work on the legacy default stream (DeviceBuffer's memsets).
+inline void replay_graph(const std::function<void(cudaStream_t)>& body, int replays) {
+    CapturedGraph g(body, cudaStreamDefault);
+    for (int i = 0; i < replays; ++i) CUDA_OK(cudaGraphLaunch(g.exec, g.stream));
+    CUDA_OK(cudaStreamSynchronize(g.stream));
+}
+
 // Microseconds per replay of a graph that records body(stream) on a fresh non-blocking stream:
 // one warm-up replay, then `batches` event-timed batches of `reps` back-to-back replays each; the
 // median batch's mean (with one batch, simply the mean of its reps).
 inline double graph_us(const std::function<void(cudaStream_t)>& body, int batches, int reps) {
-    cudaStream_t stream;
-    CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-    body(stream);
-    CUDA_OK(cudaStreamEndCapture(stream, &graph));
-    CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-    CUDA_OK(cudaGraphLaunch(exec, stream)); // warm-up
+    CapturedGraph g(body, cudaStreamNonBlocking);
+    CUDA_OK(cudaGraphLaunch(g.exec, g.stream)); // warm-up
     cudaEvent_t t0, t1;
     CUDA_OK(cudaEventCreate(&t0));
     CUDA_OK(cudaEventCreate(&t1));
     std::vector<double> runs;
     for (int b = 0; b < batches; ++b) {
-        CUDA_OK(cudaEventRecord(t0, stream));
-        for (int r = 0; r < reps; ++r) CUDA_OK(cudaGraphLaunch(exec, stream));
-        CUDA_OK(cudaEventRecord(t1, stream));
+        CUDA_OK(cudaEventRecord(t0, g.stream));
+        for (int r = 0; r < reps; ++r) CUDA_OK(cudaGraphLaunch(g.exec, g.stream));
+        CUDA_OK(cudaEventRecord(t1, g.stream));
         CUDA_OK(cudaEventSynchronize(t1));
         float ms = 0;
         CUDA_OK(cudaEventElapsedTime(&ms, t0, t1));
@@ -136,9 +159,6 @@ inline double graph_us(const std::function<void(cudaStream_t)>& body, int batche
     std::sort(runs.begin(), runs.end());
     cudaEventDestroy(t0);
     cudaEventDestroy(t1);
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
-    cudaStreamDestroy(stream);
     return runs[runs.size() / 2];
 }
 

@@ -105,6 +105,19 @@ struct GemvArgs {
     int64_t tail_row0 = 0;
     int64_t y_tail_stride = 0;
     GemvScratch scratch;
+    // q4 activations in int8 (W4A8): for Q4G64Fp16 in the Tiled layout where the shared-memory
+    // ring runs (k > kGemvRegisterMaxK, or any k under gemv_set_tiled_pipeline with stages > 0)
+    // and the int8 copy of 8 tokens' x fits the stage (gemv_runs_int8_x says whether it does; the
+    // choice never depends on n_tokens, so a token's bits do not depend on its batch), each token's
+    // x (plus x_lo in fp32 when given) is quantised per 64-element group (the weight's group) and
+    // the group products are exact int32 sums on int8 tensor cores: amax = max |x| of the group, inv =
+    // min(127 / amax, FLT_MAX), q = rint(x * inv) (fp32, ties to even; all zero when amax = 0),
+    // d = amax / 127, y = sum over groups of float(sum q * code) * (multiplier * d) in fp32. Elsewhere the flag is
+    // ignored (bf16 x). Why: the bf16 route spends ~44 instructions per 1024 q4 weights turning
+    // nibbles into bf16 pairs and the GEMV is instruction-bound; the int8 route takes the signed
+    // nibbles as they are stored (one mask, or a shift and a mask, per 4 codes) at the cost of the
+    // activations' rounding (~0.5% relative per product; tests/gpu/gemv_q4a8.cpp bounds it).
+    bool x_int8 = false;
 };
 
 constexpr int kGemvMaxTokens = 8;
@@ -117,6 +130,8 @@ size_t gemv_scratch_counters(int64_t n_max);
 int gemv_split_count(const WeightView& w, const GemvScratch& scratch);
 
 cudaError_t gemv(const GemvArgs& args, cudaStream_t stream);
+// Whether gemv(args) takes the int8-activation route (GemvArgs::x_int8); same decision as gemv().
+bool gemv_runs_int8_x(const GemvArgs& args);
 
 // Tiled layout: which formats have one, units per row and bytes of an [n, k] weight; gemv_pack_tiled
 // writes src (Artifact layout, k % 16 == 0) into dst (16-byte aligned, tiled_weight_bytes() long)
