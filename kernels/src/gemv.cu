@@ -22,7 +22,14 @@ bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) ==
 int unroll_of(WeightFormat f) { return f == WeightFormat::Q4G64Fp16 ? 8 : 4; }
 bool tiled_format(WeightFormat f) { return gemv_has_tiled_layout(f); }
 
-int g_tiled_target = 0;
+// NINFER_GEMV_TARGET_BLOCKS=N (read once): the split choice aims at N resident blocks per SM
+// instead of the occupancy calculator's figure (A/B timing of whole models, as the bench hook).
+int default_tiled_target() {
+    const char* v = std::getenv("NINFER_GEMV_TARGET_BLOCKS");
+    const int b = v ? std::atoi(v) : 0;
+    return b > 0 && b <= 32 ? b : 0;
+}
+int g_tiled_target = default_tiled_target();
 // NINFER_GEMV_STAGES=0|2|3|4 and NINFER_GEMV_STAGE_X=0|1 override the defaults (A/B timing of
 // whole models).
 int default_tiled_stages() {

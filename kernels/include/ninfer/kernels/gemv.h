@@ -141,7 +141,8 @@ int64_t tiled_units(WeightFormat format, int64_t n, int64_t k);
 size_t tiled_weight_bytes(WeightFormat format, int64_t n, int64_t k);
 cudaError_t gemv_pack_tiled(const WeightView& src, void* dst, cudaStream_t stream);
 // Bench hook: blocks per multiprocessor the tiled split choice aims at (0: the default, one
-// resident wave as the occupancy calculator reports it).
+// resident wave as the occupancy calculator reports it; the environment's NINFER_GEMV_TARGET_BLOCKS
+// sets the starting value for A/B timing of whole models).
 void gemv_set_tiled_target_blocks_per_sm(int blocks);
 // Bench and test hook (not thread-safe: call between launches): how the tiled kernel brings
 // weights in. stages 0: a register double buffer per warp; 2..4: a ring of that many 4 KB steps
