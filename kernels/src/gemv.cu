@@ -82,25 +82,34 @@ int tiled_resident_blocks(WeightFormat f, int stages) {
 // 35B-A3B's 2048 x 4096 need for parallelism). Each block's warps stream at a latency-bound rate, so a launch
 // takes about (waves of resident blocks) x (steps per block + one step of first-load latency):
 // the split count minimises that (a grid of 1.03 waves costs two), ties to fewer splits.
-int tiled_split_count(const WeightView& w, const GemvScratch& scratch) {
+// x8_cap > 0 (the int8 route): only splits whose int8 copy of 8 tokens' x (x8_stage_bytes) is within
+// x8_cap bytes count; -1 when none is.
+int choose_tiled_split(const WeightView& w, const GemvScratch& scratch, int per_sm, int64_t x8_cap) {
     const int64_t blocks = (w.n + detail::kGemvRowsPerBlock - 1) / detail::kGemvRowsPerBlock;
-    const int64_t steps = tiled_units(w.format, w.n, w.k) / unroll_of(w.format);
-    if (!scratch.partials || !scratch.counters || size_t(blocks) > scratch.n_counters) return 1;
-    const int per_sm = g_tiled_target > 0 ? g_tiled_target : tiled_resident_blocks(w.format, stages_of(w));
+    const int unroll = unroll_of(w.format);
+    const int64_t steps = tiled_units(w.format, w.n, w.k) / unroll;
+    const auto allowed = [&](int64_t per) {
+        return x8_cap <= 0 || detail::x8_stage_bytes(per * unroll, kGemvMaxTokens) <= x8_cap;
+    };
+    if (!scratch.partials || !scratch.counters || size_t(blocks) > scratch.n_counters) return allowed(steps) ? 1 : -1;
     const int64_t slots = int64_t(per_sm) * (sm_count() > 0 ? sm_count() : 132);
     int64_t max_splits = std::min<int64_t>(kMaxSplits, steps);
     max_splits = std::min<int64_t>(max_splits, int64_t(scratch.n_floats / (size_t(kGemvMaxTokens) * size_t(w.n))));
-    int best = 1;
-    int64_t best_cost = (blocks + slots - 1) / slots * (steps + 1);
-    for (int64_t s = 2; s <= max_splits; ++s) {
+    int best = -1;
+    int64_t best_cost = 0;
+    for (int64_t s = 1; s <= std::max<int64_t>(max_splits, 1); ++s) {
         const int64_t per = (steps + s - 1) / s, used = (steps + per - 1) / per; // drop empty splits
         const int64_t cost = (blocks * used + slots - 1) / slots * (per + 1);
-        if (cost < best_cost) {
+        if (allowed(per) && (best < 0 || cost < best_cost)) {
             best_cost = cost;
             best = int(used);
         }
     }
     return best;
+}
+int tiled_split_count(const WeightView& w, const GemvScratch& scratch) {
+    const int per_sm = g_tiled_target > 0 ? g_tiled_target : tiled_resident_blocks(w.format, stages_of(w));
+    return choose_tiled_split(w, scratch, per_sm, 0);
 }
 
 // The register double-buffer kernel, one pass (x and, with x_lo, its low halves of <= 4 tokens) or two.
@@ -117,23 +126,36 @@ int64_t tiled_units_per_split(const WeightView& w, int splits) {
     return (steps + splits - 1) / splits * unroll_of(w.format);
 }
 
-// GemvArgs::x_int8 applies: q4 on the ring, one pass, the int8 copy of x within the stage limit.
-bool int8_route(const GemvArgs& a, const detail::GemvParams& p) {
-    return a.x_int8 && a.w.format == WeightFormat::Q4G64Fp16 && a.w.layout == WeightLayout::Tiled &&
-           stages_of(a.w) > 0 && detail::gemv_pipe_int8_fits(p);
+// The int8 route's split: it aims at kGemvInt8TargetBlocks blocks per SM (the hook's figure when
+// set; NINFER_GEMV_INT8_TARGET for A/B) among the splits whose int8 x of 8 tokens stays within
+// NINFER_GEMV_INT8_XCAP bytes (default kXStageMaxBytes), so neither depends on n_tokens.
+int env_int(const char* name, int fallback, int lo, int hi) {
+    const char* v = std::getenv(name);
+    const int i = v ? std::atoi(v) : fallback;
+    return i >= lo && i <= hi ? i : fallback;
+}
+const int g_int8_target = env_int("NINFER_GEMV_INT8_TARGET", kGemvInt8TargetBlocks, 1, 32);
+const int64_t g_int8_xcap = env_int("NINFER_GEMV_INT8_XCAP", int(detail::kXStageMaxBytes), 4096, int(detail::kXStageMaxBytes));
+
+// GemvArgs::x_int8 may apply (q4, tiled, on the ring); then the split of the route, -1 for none.
+bool int8_candidate(const GemvArgs& a) {
+    return a.x_int8 && a.w.format == WeightFormat::Q4G64Fp16 && a.w.layout == WeightLayout::Tiled && stages_of(a.w) > 0;
+}
+int int8_split(const GemvArgs& a) {
+    return choose_tiled_split(a.w, a.scratch, g_tiled_target > 0 ? g_tiled_target : g_int8_target, g_int8_xcap);
 }
 
 } // namespace
 
 bool gemv_runs_int8_x(const GemvArgs& a) {
-    if (!a.x_int8 || a.w.layout != WeightLayout::Tiled || a.w.format != WeightFormat::Q4G64Fp16 || a.w.n < 1 ||
-        a.w.k < 16 || a.n_tokens < 1 || a.n_tokens > kGemvMaxTokens)
-        return false;
-    detail::GemvParams p{};
-    p.x_lo = a.x_lo;
-    p.n_tokens = a.n_tokens;
-    p.units_per_split = tiled_units_per_split(a.w, gemv_split_count(a.w, a.scratch));
-    return int8_route(a, p);
+    if (a.w.n < 1 || a.w.k < 16 || a.n_tokens < 1 || a.n_tokens > kGemvMaxTokens) return false;
+    return int8_candidate(a) && int8_split(a) > 0;
+}
+
+int gemv_split_count(const GemvArgs& a) {
+    if (int8_candidate(a))
+        if (const int s = int8_split(a); s > 0) return s;
+    return gemv_split_count(a.w, a.scratch);
 }
 
 size_t weight_bytes(WeightFormat format, int64_t n, int64_t k) {
@@ -243,15 +265,16 @@ cudaError_t gemv(const GemvArgs& a, cudaStream_t stream) {
     p.y_fp32 = a.y_fp32;
     p.partials = a.scratch.partials;
     p.counters = a.scratch.counters;
-    p.splits = gemv_split_count(w, a.scratch);
+    const bool int8 = int8_candidate(a) && int8_split(a) > 0;
+    p.splits = gemv_split_count(a);
     const dim3 grid(unsigned((w.n + detail::kGemvRowsPerBlock - 1) / detail::kGemvRowsPerBlock), unsigned(p.splits));
     const dim3 block(detail::kGemvWarps * 32);
     if (w.layout == WeightLayout::Tiled) {
         p.units_per_split = tiled_units_per_split(w, p.splits);
         const bool two_pass = a.x_lo && a.n_tokens > 4; // high and low halves of 8 tokens: 16 columns
         if (const int stages = stages_of(w); stages > 0)
-            return int8_route(a, p) ? detail::gemv_pipe_launch_int8(stages, p, grid, stream)
-                                    : detail::gemv_pipe_launch(w.format, stages, g_stage_x, two_pass, p, grid, stream);
+            return int8 ? detail::gemv_pipe_launch_int8(stages, p, grid, stream)
+                        : detail::gemv_pipe_launch(w.format, stages, g_stage_x, two_pass, p, grid, stream);
         switch (w.format) {
         case WeightFormat::Bf16: return launch_tiled_registers<WeightFormat::Bf16>(two_pass, p, grid, stream);
         case WeightFormat::Fp8E4m3RowBf16: return launch_tiled_registers<WeightFormat::Fp8E4m3RowBf16>(two_pass, p, grid, stream);

@@ -156,7 +156,7 @@ Output run(const kernels::WeightView& w, Inputs& in, const Call& c) {
     a.x_int8 = c.int8;
     Output o;
     o.int8 = kernels::gemv_runs_int8_x(a);
-    o.split = kernels::gemv_split_count(w, a.scratch);
+    o.split = kernels::gemv_split_count(a);
     if (c.graph)
         replay_graph([&](cudaStream_t stream) { CUDA_OK(kernels::gemv(a, stream)); }, 3);
     else

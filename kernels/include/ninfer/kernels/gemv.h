@@ -126,8 +126,14 @@ size_t weight_bytes(WeightFormat format, int64_t n, int64_t k);
 // Scratch that lets every layer up to [n_max, any k] use its preferred split.
 size_t gemv_scratch_floats(int64_t n_max);
 size_t gemv_scratch_counters(int64_t n_max);
-// The split count gemv() will use for this weight and scratch (exposed for tests and the bench).
+// The split count gemv() will use for this weight and scratch on the bf16-x routes (exposed for
+// tests and the bench), and for these arguments (the int8 route has its own, gemv_runs_int8_x).
 int gemv_split_count(const WeightView& w, const GemvScratch& scratch);
+int gemv_split_count(const GemvArgs& args);
+// The int8 route's split choice aims at this many blocks per SM (more than are resident: finer
+// work per block; measured 27B q4 batch 1 depth 8192 5.76 ms at 6 vs 5.98 at the occupancy's 4,
+// kernels/PERF_NOTES.md "W4A8").
+constexpr int kGemvInt8TargetBlocks = 6;
 
 cudaError_t gemv(const GemvArgs& args, cudaStream_t stream);
 // Whether gemv(args) takes the int8-activation route (GemvArgs::x_int8); same decision as gemv().
