@@ -7,6 +7,7 @@
 #include "ninfer/kernels/runner_ops.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace ninfer::core::cuda {
 
@@ -53,6 +54,23 @@ kernels::AttnGeometry attention_geometry(const ModelConfig& c) {
     geo.exact = true;
     return geo;
 }
+
+namespace {
+// Who quantises x for the int8 route (the same bytes either way, so a token's bits do not depend
+// on it): the GEMV blocks at batch 1, where it hides in the weights' first-load latency; the norm
+// and SwiGLU kernels, once, at batch 2..8, where every GEMV block quantising 8 tokens' x cost more
+// than the int8 route saved (27B q4 batch 8 depth 8192 14.9 vs 10.1 ms; PERF_NOTES "W4A8").
+// NINFER_Q4_INT8_PRODUCER=0 / 1 (read once; A/B timing) makes it the GEMVs / the producers always.
+int producer_mode() {
+    static const int mode = [] {
+        const char* v = std::getenv("NINFER_Q4_INT8_PRODUCER");
+        return v && (v[0] == '0' || v[0] == '1') ? v[0] - '0' : -1;
+    }();
+    return mode;
+}
+bool producer_int8_x() { return producer_mode() != 0; }
+bool producer_writes_int8_x(int n_tokens) { return producer_mode() < 0 ? n_tokens >= 2 : producer_mode() == 1; }
+} // namespace
 
 Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_activations, bool q4_int8_x)
     : config_(weights.config), plan_(plan), f32_(f32_activations), q4_int8_x_(q4_int8_x && !f32_activations) {
@@ -106,6 +124,20 @@ Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_act
     act_ = arena_.alloc_n<__nv_bfloat16>(B * act_w_, "SwiGLU output");
     act32_ = arena_.alloc_n<float>(B * act_w_, "SwiGLU output (f32)");
     act_lo_ = arena_.alloc_n<__nv_bfloat16>(B * act_w_, "SwiGLU output (low halves)");
+    if (q4_int8_x_ && B <= kernels::kGemvMaxTokens && producer_int8_x()) {
+        auto int8_rows = [&](int64_t k, const char* what) {
+            kernels::Int8X r;
+            r.row_bytes = kernels::int8_x_units(k) * 64;
+            r.q = arena_.alloc_n<uint8_t>(size_t(kernels::kGemvMaxTokens * r.row_bytes), what);
+            r.d = arena_.alloc_n<float>(size_t(kernels::int8_x_units(k) * 8), what);
+            return r;
+        };
+        // The normed rows' consumers (k = hidden_size) are on the ring, so on the int8 route, only
+        // above kGemvRegisterMaxK (the 27B's 5120, not the 35B-A3B's 2048).
+        if (c.hidden_size % 16 == 0 && int64_t(c.hidden_size) > kernels::kGemvRegisterMaxK)
+            xn8_ = int8_rows(c.hidden_size, "normed rows (int8)");
+        if (inter % 16 == 0) act8_ = int8_rows(inter, "SwiGLU output (int8)");
+    }
     if (c.is_moe()) {
         if (!model_.layers.empty() && !model_.layers[0].moe.shared.gate_up.view.data)
             throw Error("cuda: the CUDA kernels do not cover this model: the shared expert's gate and up must share "
@@ -185,26 +217,40 @@ void Runner::linear(const DeviceLinear& w, const __nv_bfloat16* x, const __nv_bf
     a.y_tail_stride = tail_stride;
     a.scratch = scratch_;
     a.x_int8 = q4_int8_x_;
+    if (x8_now_ && x == xn_ && x_lo == xn_lo_) a.x8 = xn8_; // written by the norm that wrote x
+    else if (act8_live_ && x == act_ && x_lo == act_lo_) a.x8 = act8_;
     cuda_check(kernels::gemv(a, stream_), "gemv");
+}
+
+bool Runner::runs_int8(const DeviceLinear& w, int n) const {
+    kernels::GemvArgs a;
+    a.w = w.view;
+    a.n_tokens = n;
+    a.scratch = scratch_;
+    a.x_int8 = q4_int8_x_;
+    return kernels::gemv_runs_int8_x(a);
 }
 
 void Runner::enqueue_forward(int n, bool one_lane) {
     const ModelConfig& c = config_;
     const float eps = c.rms_norm_eps;
+    x8_now_ = xn8_.q && producer_writes_int8_x(n);
+    const kernels::Int8X xn8 = x8_now_ ? xn8_ : kernels::Int8X{};
     cuda_check(kernels::embed_rows(model_.embedding.view, step_in_, n, x_, hs_, stream_), "embedding");
     uint32_t full = 0, gdn_index = 0;
     for (uint32_t l = 0; l < c.num_hidden_layers; ++l) {
         const DeviceLayer& L = model_.layers[l];
         cuda_check(kernels::add_rmsnorm(x_, hs_, l == 0 ? nullptr : mix_, hs_, L.input_norm, xn_, hs_, xn32_, n,
-                                        int(c.hidden_size), eps, stream_, xn_lo_), "input norm");
+                                        int(c.hidden_size), eps, stream_, xn_lo_, xn8), "input norm");
         if (L.kind == LayerKind::FullAttention)
             attention(L, full++, n);
         else
             gdn(L, gdn_index++, n, one_lane);
         cuda_check(kernels::add_rmsnorm(x_, hs_, mix_, hs_, L.post_attention_norm, xn_, hs_, xn32_, n,
-                                        int(c.hidden_size), eps, stream_, xn_lo_), "post-attention norm");
+                                        int(c.hidden_size), eps, stream_, xn_lo_, xn8), "post-attention norm");
         ffn(L, n);
     }
+    x8_now_ = false; // the head (enqueue_head) may read rows that another path wrote into xn_
     cuda_check(kernels::add_rmsnorm(x_, hs_, mix_, hs_, model_.final_norm, xn_, hs_, xn32_, n, int(c.hidden_size), eps,
                                     stream_, xn_lo_), "final norm");
 }
@@ -367,8 +413,12 @@ void Runner::ffn(const DeviceLayer& L, int n) {
         linear(mlp.gate, xn_, xn_lo_, xn32_, hs_, n, gate_up_, true, gu_w_);
         linear(mlp.up, xn_, xn_lo_, xn32_, hs_, n, gate_up_ + inter, true, gu_w_);
     }
-    cuda_check(kernels::swiglu(gate_up_, gu_w_, int(inter), act_, act32_, act_w_, n, stream_, act_lo_), "SwiGLU");
+    // SwiGLU writes the int8 rows only for a down projection on the int8 route (one block per row then).
+    const kernels::Int8X act8 = x8_now_ && act8_.q && runs_int8(mlp.down, n) ? act8_ : kernels::Int8X{};
+    cuda_check(kernels::swiglu(gate_up_, gu_w_, int(inter), act_, act32_, act_w_, n, stream_, act_lo_, act8), "SwiGLU");
+    act8_live_ = act8.q != nullptr;
     linear(mlp.down, act_, act_lo_, act32_, act_w_, n, mix_, true, hs_);
+    act8_live_ = false;
 }
 
 // Router, experts and shared expert from the f32 normed rows in three launches (moe_decode.h).

@@ -111,6 +111,8 @@ class Runner {
     // y = w . x for n rows of x (stride x_stride). x_lo: the low bf16 halves of x (kernels/gemv.h),
     // used when w is tiled; x32: the same rows in f32, read instead in the f32-activation mode.
     // y_tail: rows >= tail_row0 go there as f32 (gemv.h).
+    // Whether linear() of w over n tokens takes the q4 int8 route (kernels::gemv_runs_int8_x).
+    bool runs_int8(const DeviceLinear& w, int n) const;
     void linear(const DeviceLinear& w, const __nv_bfloat16* x, const __nv_bfloat16* x_lo, const float* x32,
                 int64_t x_stride, int n, void* y, bool y_fp32, int64_t y_stride, float* y_tail = nullptr,
                 int64_t tail_row0 = 0, int64_t tail_stride = 0);
@@ -127,6 +129,12 @@ class Runner {
     int32_t* page_table_ = nullptr;
     bool f32_ = false;
     bool q4_int8_x_ = true;
+    // The int8 route's x written by its producers (gemv.h Int8X; cuda_runner.cpp producer_mode):
+    // the normed rows (the layers' add_rmsnorm into xn_ while x8_now_, i.e. within enqueue_forward at
+    // batch >= 2) and the dense MLP's SwiGLU rows (act8_live_ while its down projection is
+    // enqueued); q null when never used (f32 mode, NINFER_Q4_INT8_PRODUCER=0, hidden <= 4096).
+    kernels::Int8X xn8_, act8_;
+    bool x8_now_ = false, act8_live_ = false;
     float *x_ = nullptr, *mix_ = nullptr, *xn32_ = nullptr, *act32_ = nullptr; // f32 copies of xn_, act_
     __nv_bfloat16 *xn_ = nullptr, *xn_lo_ = nullptr, *act_lo_ = nullptr; // bf16 rows and their low halves
     // qg_, k_, v_: views into one [query+gate | key | value] row buffer (stride qgkv_w_).

@@ -141,9 +141,13 @@ double prefill_flops(const ModelConfig& c, uint32_t len) {
 } // namespace
 
 std::unique_ptr<SyntheticWeights> synthetic_device_weights(const std::string& shape, const std::string& recipe,
-                                                           uint64_t seed) {
+                                                           uint64_t seed, uint32_t layers) {
     ModelConfig c = synthetic_shape_config(shape);
     c.vocab_size = 248320;
+    if (layers > 0 && layers < c.num_hidden_layers) {
+        c.num_hidden_layers = layers;
+        if (c.layer_types.size() > layers) c.layer_types.resize(layers);
+    }
     matrix_format(recipe, "", {128, 64}); // an unknown recipe fails before the buffers are made
     auto sw = std::make_unique<SyntheticWeights>();
     const std::vector<ParameterSpec> specs = text_parameter_specs(c);

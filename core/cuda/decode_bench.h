@@ -48,8 +48,9 @@ struct SyntheticWeights {
     std::vector<StoredTensor> tensors;
     ModelWeights weights;
 };
+// layers > 0: only the first `layers` layers of the shape (tests at real widths).
 std::unique_ptr<SyntheticWeights> synthetic_device_weights(const std::string& shape, const std::string& recipe,
-                                                           uint64_t seed);
+                                                           uint64_t seed, uint32_t layers = 0);
 
 struct DecodeBenchRequest {
     std::string shape = "qwen3.6-27b";

@@ -1,5 +1,6 @@
 // ninfer::kernels - the CUDA runner's f32 residual stream: residual add + offset RMSNorm (runner_ops.h).
 #include "common.cuh"
+#include "int8_x.cuh"
 #include "ninfer/kernels/runner_ops.h"
 
 namespace ninfer::kernels {
@@ -7,9 +8,21 @@ namespace ninfer::kernels {
 namespace detail {
 
 // One block per row, strided over dim (the fallback for dims the register path does not take).
+// y8.q given: the block also keeps its row's y and y_lo in shared memory (row_copy: dim + dim bf16,
+// the launch's dynamic shared memory) and quantises them into y8 once the row is complete.
+extern __shared__ __align__(16) __nv_bfloat16 row_copy[];
+__device__ __forceinline__ void norm_rows_int8(bool with_lo, int dim, const Int8X& y8) {
+    if (!y8.q) return;
+    __syncthreads();
+    const int t = blockIdx.x, units = int(int8_x_units(dim));
+    quantise_rows_to<false>(row_copy, with_lo ? row_copy + dim : nullptr, 0, 1, t, dim, 0, units, y8, threadIdx.x,
+                            blockDim.x);
+    if (t == 0) zero_int8_slots(y8, gridDim.x, 0, units, threadIdx.x, blockDim.x);
+}
+
 __global__ void add_rmsnorm_kernel(float* x, int64_t x_stride, const float* add, int64_t add_stride,
                                    const float* w, __nv_bfloat16* y, int64_t y_stride, float* y32,
-                                   __nv_bfloat16* y_lo, int dim, float eps) {
+                                   __nv_bfloat16* y_lo, int dim, float eps, Int8X y8) {
     __shared__ float red[32];
     ninfer_grid_launch_dependents(); // the next GEMV may start streaming its weights
     ninfer_grid_wait();
@@ -30,8 +43,11 @@ __global__ void add_rmsnorm_kernel(float* x, int64_t x_stride, const float* add,
         const __nv_bfloat16 hi = __float2bfloat16(v);
         y[t * y_stride + c] = hi;
         if (y32) y32[t * y_stride + c] = v;
-        if (y_lo) y_lo[t * y_stride + c] = __float2bfloat16(v - __bfloat162float(hi));
+        const __nv_bfloat16 lo = __float2bfloat16(v - __bfloat162float(hi));
+        if (y_lo) y_lo[t * y_stride + c] = lo;
+        if (y8.q) row_copy[c] = hi, row_copy[dim + c] = lo;
     }
+    norm_rows_int8(y_lo != nullptr, dim, y8);
 }
 
 // One block per row, the row in registers (kNormVecs float4 per thread): one read of x (and add),
@@ -39,7 +55,7 @@ __global__ void add_rmsnorm_kernel(float* x, int64_t x_stride, const float* add,
 constexpr int kNormVecs = 4, kNormMaxThreads = 1024;
 __global__ void __launch_bounds__(kNormMaxThreads) add_rmsnorm_vec_kernel(
     float* x, int64_t x_stride, const float* add, int64_t add_stride, const float* w, __nv_bfloat16* y,
-    int64_t y_stride, float* y32, __nv_bfloat16* y_lo, int dim, float eps) {
+    int64_t y_stride, float* y32, __nv_bfloat16* y_lo, int dim, float eps, Int8X y8) {
     __shared__ float red[32];
     ninfer_grid_launch_dependents(); // the next GEMV may start streaming its weights
     ninfer_grid_wait();
@@ -78,27 +94,37 @@ __global__ void __launch_bounds__(kNormMaxThreads) add_rmsnorm_vec_kernel(
         *reinterpret_cast<uint2*>(y + at) = *reinterpret_cast<const uint2*>(hi);
         if (y32) *reinterpret_cast<float4*>(y32 + at) = make_float4(o[0], o[1], o[2], o[3]);
         if (y_lo) *reinterpret_cast<uint2*>(y_lo + at) = *reinterpret_cast<const uint2*>(lo);
+        if (y8.q) {
+            *reinterpret_cast<uint2*>(row_copy + 4 * c) = *reinterpret_cast<const uint2*>(hi);
+            *reinterpret_cast<uint2*>(row_copy + dim + 4 * c) = *reinterpret_cast<const uint2*>(lo);
+        }
     }
+    norm_rows_int8(y_lo != nullptr, dim, y8);
 }
 
 } // namespace detail
 
 cudaError_t add_rmsnorm(float* x, int64_t x_stride, const float* add, int64_t add_stride, const float* w,
                         __nv_bfloat16* y, int64_t y_stride, float* y32, int n_tokens, int dim, float eps,
-                        cudaStream_t stream, __nv_bfloat16* y_lo) {
+                        cudaStream_t stream, __nv_bfloat16* y_lo, const Int8X& y8) {
     if (!x || !w || !y || n_tokens < 1 || n_tokens > 65535 || dim < 1) return cudaErrorInvalidValue;
+    if (y8.q && (n_tokens > kGemvMaxTokens || dim % 16 != 0 || dim > 12288 || y_stride % 8 != 0 || (reinterpret_cast<uintptr_t>(y) & 15u) ||
+                 (reinterpret_cast<uintptr_t>(y_lo) & 15u) || (reinterpret_cast<uintptr_t>(y8.q) & 15u) || !y8.d ||
+                 (reinterpret_cast<uintptr_t>(y8.d) & 7u) || y8.row_bytes % 16 != 0 || y8.row_bytes < int8_x_units(dim) * 64))
+        return cudaErrorInvalidValue;
     auto aligned = [](const void* p, uintptr_t a) { return (reinterpret_cast<uintptr_t>(p) & (a - 1)) == 0; };
     const int nv = dim / 4;
+    const size_t row_copy_bytes = y8.q ? size_t(dim) * 4 : 0; // y and y_lo of the row (norm_rows_int8)
     if (dim % 4 == 0 && nv <= detail::kNormVecs * detail::kNormMaxThreads && x_stride % 4 == 0 &&
         add_stride % 4 == 0 && y_stride % 4 == 0 && aligned(x, 16) && aligned(add, 16) && aligned(w, 16) &&
         aligned(y32, 16) && aligned(y, 8) && aligned(y_lo, 8)) {
         const int per = (nv + detail::kNormMaxThreads - 1) / detail::kNormMaxThreads;
         const int threads = ((nv + per - 1) / per + 31) / 32 * 32;
-        return launch_pdl(detail::add_rmsnorm_vec_kernel, dim3(n_tokens), dim3(threads), 0, stream, x, x_stride, add,
-                          add_stride, w, y, y_stride, y32, y_lo, dim, eps);
+        return launch_pdl(detail::add_rmsnorm_vec_kernel, dim3(n_tokens), dim3(threads), row_copy_bytes, stream, x, x_stride, add,
+                          add_stride, w, y, y_stride, y32, y_lo, dim, eps, y8);
     }
-    return launch_pdl(detail::add_rmsnorm_kernel, dim3(n_tokens), dim3(256), 0, stream, x, x_stride, add, add_stride,
-                      w, y, y_stride, y32, y_lo, dim, eps);
+    return launch_pdl(detail::add_rmsnorm_kernel, dim3(n_tokens), dim3(256), row_copy_bytes, stream, x, x_stride, add, add_stride,
+                      w, y, y_stride, y32, y_lo, dim, eps, y8);
 }
 
 } // namespace ninfer::kernels

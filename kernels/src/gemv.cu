@@ -223,7 +223,9 @@ cudaError_t gemv(const GemvArgs& a, cudaStream_t stream) {
         (a.x_lo && (w.layout != WeightLayout::Tiled || !aligned16(a.x_lo))) ||
         (a.y_tail && (a.residual || a.tail_row0 < 0 || a.tail_row0 >= w.n ||
                       (a.n_tokens > 1 && a.y_tail_stride < w.n - a.tail_row0))) ||
-        (w.format == WeightFormat::Nvfp4 && (w.n % 128 != 0 || w.k % 64 != 0)))
+        (w.format == WeightFormat::Nvfp4 && (w.n % 128 != 0 || w.k % 64 != 0)) ||
+        (a.x8.q && (!aligned16(a.x8.q) || !a.x8.d || (reinterpret_cast<uintptr_t>(a.x8.d) & 7u) ||
+                    a.x8.row_bytes % 16 != 0 || a.x8.row_bytes < int8_x_units(w.k) * 64)))
         return cudaErrorInvalidValue;
 
     detail::GemvParams p{};
@@ -266,6 +268,7 @@ cudaError_t gemv(const GemvArgs& a, cudaStream_t stream) {
     p.partials = a.scratch.partials;
     p.counters = a.scratch.counters;
     const bool int8 = int8_candidate(a) && int8_split(a) > 0;
+    if (int8) p.x8 = a.x8;
     p.splits = gemv_split_count(a);
     const dim3 grid(unsigned((w.n + detail::kGemvRowsPerBlock - 1) / detail::kGemvRowsPerBlock), unsigned(p.splits));
     const dim3 block(detail::kGemvWarps * 32);

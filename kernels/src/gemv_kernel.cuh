@@ -43,6 +43,7 @@ struct GemvParams {
     int splits;
     int64_t units_per_split; // k units (32 for bf16, 64 for fp8/q4) per split
     int64_t tiled_units;     // tiled layout: units per row, padded to a multiple of kTiledUnitPad
+    Int8X x8;                // q4 int8 route: x already quantised (gemv.h GemvArgs::x8), or q null
 };
 
 template <WeightFormat F> struct GemvTraits;

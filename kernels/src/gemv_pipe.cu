@@ -17,8 +17,8 @@ template <WeightFormat F, int S, bool XS> constexpr size_t smem_limit() {
 
 // The kernel may use more than the default 48 KB of dynamic shared memory; the carveout (when
 // set) trades shared memory, and so resident blocks, for L1, which holds x unless it is staged.
-template <WeightFormat F, int P, int S, bool XS, bool A8 = false> cudaError_t prepare() {
-    auto* kernel = gemv_tiled_pipe_kernel<F, P, S, XS, A8>;
+template <WeightFormat F, int P, int S, bool XS, bool A8 = false, bool A8G = false> cudaError_t prepare() {
+    auto* kernel = gemv_tiled_pipe_kernel<F, P, S, XS, A8, A8G>;
     cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_limit<F, S, XS>()));
     if (e == cudaSuccess && g_carveout >= 0)
         e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, g_carveout);
@@ -50,14 +50,14 @@ template <WeightFormat F> int resident_blocks_of(int stages) {
     }
 }
 
-template <WeightFormat F, int P, int S, bool XS, bool A8 = false>
+template <WeightFormat F, int P, int S, bool XS, bool A8 = false, bool A8G = false>
 cudaError_t launch_kernel(const GemvParams& p, dim3 grid, size_t smem, cudaStream_t stream) {
     // Attributes are set once per kernel (thread-safe static), again for each launch under the
     // bench's carveout hook. cudaFuncSetAttribute is not a stream operation: safe during capture.
-    static const cudaError_t once = prepare<F, P, S, XS, A8>();
-    const cudaError_t e = g_hooked ? prepare<F, P, S, XS, A8>() : once;
+    static const cudaError_t once = prepare<F, P, S, XS, A8, A8G>();
+    const cudaError_t e = g_hooked ? prepare<F, P, S, XS, A8, A8G>() : once;
     if (e != cudaSuccess) return e;
-    return launch_pdl(gemv_tiled_pipe_kernel<F, P, S, XS, A8>, grid, dim3(kGemvWarps * 32), smem, stream, p);
+    return launch_pdl(gemv_tiled_pipe_kernel<F, P, S, XS, A8, A8G>, grid, dim3(kGemvWarps * 32), smem, stream, p);
 }
 
 template <WeightFormat F, int S>
@@ -83,8 +83,20 @@ cudaError_t launch_format(int stages, bool stage_x, bool two_pass, const GemvPar
 
 template <int S> cudaError_t launch_int8(const GemvParams& p, dim3 grid, cudaStream_t stream) {
     constexpr WeightFormat F = WeightFormat::Q4G64Fp16;
+    if (p.x8.q) return launch_kernel<F, 1, S, true, true, true>(p, grid, gemv_pipe_smem_bytes(F, S), stream);
     const size_t smem = gemv_pipe_smem_bytes(F, S) + size_t(x8_stage_bytes(p.units_per_split, p.n_tokens));
     return launch_kernel<F, 1, S, true, true>(p, grid, smem, stream);
+}
+
+// quantise_int8_x: block b quantises units [8b, 8b + 8) of every row.
+__global__ void __launch_bounds__(256) quantise_int8_x_kernel(const __nv_bfloat16* x, const __nv_bfloat16* lo,
+                                                              int64_t ldx, int rows, int64_t k, Int8X out) {
+    ninfer_grid_launch_dependents();
+    ninfer_grid_wait();
+    const int64_t u_begin = int64_t(blockIdx.x) * 8;
+    const int units = int(min(int64_t(8), int8_x_units(k) - u_begin));
+    quantise_rows_to<true>(x, lo, ldx, rows, 0, k, u_begin, units, out, threadIdx.x, blockDim.x);
+    zero_int8_slots(out, rows, u_begin, units, threadIdx.x, blockDim.x);
 }
 
 } // namespace
@@ -137,3 +149,18 @@ cudaError_t gemv_pipe_launch(WeightFormat f, int stages, bool stage_x, bool two_
 }
 
 } // namespace ninfer::kernels::detail
+
+namespace ninfer::kernels {
+
+cudaError_t quantise_int8_x(const __nv_bfloat16* x, const __nv_bfloat16* x_lo, int64_t x_stride, int n_tokens,
+                            int64_t k, const Int8X& out, cudaStream_t stream) {
+    auto aligned = [](const void* p, uintptr_t a) { return (reinterpret_cast<uintptr_t>(p) & (a - 1)) == 0; };
+    if (!x || !out.q || !out.d || n_tokens < 1 || n_tokens > kGemvMaxTokens || k < 16 || k % 16 != 0 ||
+        (n_tokens > 1 && x_stride < k) || x_stride % 8 != 0 || !aligned(x, 16) || !aligned(x_lo, 16) ||
+        !aligned(out.q, 16) || !aligned(out.d, 8) || out.row_bytes % 16 != 0 || out.row_bytes < int8_x_units(k) * 64)
+        return cudaErrorInvalidValue;
+    const dim3 grid(unsigned((int8_x_units(k) + 7) / 8));
+    return launch_pdl(detail::quantise_int8_x_kernel, grid, dim3(256), 0, stream, x, x_lo, x_stride, n_tokens, k, out);
+}
+
+} // namespace ninfer::kernels

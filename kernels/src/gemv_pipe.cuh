@@ -139,12 +139,14 @@ __device__ __forceinline__ void tiled_load_shared(TiledFrag<F>& f, const uint8_t
     }
 }
 
-// A8 (with XS, q4 only): x staged as int8 (gemv_q4a8.cuh) and multiplied on int8 tensor cores.
-template <WeightFormat F, int P, int S, bool XS, bool A8 = false>
+// A8 (with XS, q4 only): x staged as int8 (gemv_q4a8.cuh) and multiplied on int8 tensor cores;
+// A8G: the int8 x read from p.x8 in global memory (L1) instead, nothing staged.
+template <WeightFormat F, int P, int S, bool XS, bool A8 = false, bool A8G = false>
 __global__ void __launch_bounds__(kGemvWarps * 32, P == 1 ? 4 : 3) gemv_tiled_pipe_kernel(GemvParams p) {
     static_assert(S >= 2 && kGemvWarps * S * 8 <= kPipeBarrierBytes, "barrier area");
     static_assert(!XS || (P == 1 && F != WeightFormat::Bf16), "x is staged for one-pass fp8/q4/q5/q6 only");
     static_assert(!A8 || (XS && F == WeightFormat::Q4G64Fp16), "int8 x is staged, for q4 only");
+    static_assert(!A8G || A8, "int8 x from global memory is a form of the int8 route");
     extern __shared__ __align__(128) uint8_t smem[];
     constexpr int kUnroll = TiledTraits<F>::kUnroll, kBlock = tiled_block_bytes(F);
     using Stage = PipeStage<F>;
@@ -188,7 +190,12 @@ __global__ void __launch_bounds__(kGemvWarps * 32, P == 1 ? 4 : 3) gemv_tiled_pi
 
     const uint8_t* xrow = nullptr; // XS: this lane's staged row and quad at the step's first unit
     const float* dsc = nullptr;    // A8: the step's first unit's token scales
-    if constexpr (A8) {
+    if constexpr (A8G) {
+        // A column without a token multiplies token 0's row (valid bytes; its sums are not stored).
+        const int token = wp.g < p.n_tokens ? wp.g : 0;
+        xrow = p.x8.q + token * p.x8.row_bytes + u_begin * 64 + wp.c * 16;
+        dsc = p.x8.d + u_begin * 8;
+    } else if constexpr (A8) {
         uint8_t* xs = smem + kPipeBarrierBytes + size_t(kGemvWarps) * S * Stage::kBytes;
         stage_x_int8(p, xs, u_begin, int(u_end - u_begin));
         // A column without a token multiplies token 0's row (valid bytes; its sums are not stored).
@@ -224,7 +231,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, P == 1 ? 4 : 3) gemv_tiled_pi
             request(slot);
         }
         if constexpr (A8) {
-            q4a8_compute(f, xrow, dsc, wp.c, acc);
+            q4a8_compute<A8G>(f, xrow, dsc, wp.c, acc);
             xrow += kUnroll * 64;
             dsc += kUnroll * 8;
         } else if constexpr (XS) {
@@ -248,7 +255,8 @@ int gemv_pipe_resident_blocks(WeightFormat f, int stages);
 void gemv_pipe_set_carveout(int percent); // gemv_set_tiled_pipeline's carveout
 cudaError_t gemv_pipe_launch(WeightFormat f, int stages, bool stage_x, bool two_pass, const GemvParams& p,
                              dim3 grid, cudaStream_t stream);
-// The int8-x launch (q4, one pass for up to 8 tokens, x_lo added to x; gemv_pipe_int8_fits(p) must hold).
+// The int8-x launch (q4, one pass for up to 8 tokens, x_lo added to x; gemv_pipe_int8_fits(p) must
+// hold; p.x8.q given: the int8 x read from there).
 bool gemv_pipe_int8_fits(const GemvParams& p);
 cudaError_t gemv_pipe_launch_int8(int stages, const GemvParams& p, dim3 grid, cudaStream_t stream);
 

@@ -14,6 +14,7 @@
 #pragma once
 
 #include "gemv_tiled.cuh"
+#include "int8_x.cuh"
 
 namespace ninfer::kernels::detail {
 
@@ -34,65 +35,16 @@ __device__ __forceinline__ void mma_s8_16832(int (&d)[4], uint32_t a0, uint32_t 
         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-// The low bytes of four words as the bytes of one word, first in byte 0.
-__device__ __forceinline__ uint32_t pack_s8x4(int a, int b, int c, int d) {
-    return __byte_perm(__byte_perm(a, b, 0x0040), __byte_perm(c, d, 0x0040), 0x5410);
-}
-
-// The B words of a lane's 16 codes k0 .. k0 + 15 from their quantised values q[0..15]: step t's
-// b0 takes the even codes of k0 + 8t .. + 7 (the A fragment's even-code word), b1 the odd ones.
-__device__ __forceinline__ uint4 q4a8_pack_b(const int (&q)[16]) {
-    return make_uint4(pack_s8x4(q[0], q[2], q[4], q[6]), pack_s8x4(q[1], q[3], q[5], q[7]),
-                      pack_s8x4(q[8], q[10], q[12], q[14]), pack_s8x4(q[9], q[11], q[13], q[15]));
-}
-
 // Quantise units [u_begin, u_begin + units) of every token into xs (x8_stage_bytes(p.units_per_split,
-// n_tokens) bytes). Four consecutive threads own one (token, unit), 16 values each; units is a
-// multiple of kUnroll (8), so every warp runs whole iterations and the group's amax is a 4-lane
-// shuffle reduction.
+// n_tokens) bytes), all threads of the block.
 __device__ __forceinline__ void stage_x_int8(const GemvParams& p, uint8_t* xs, int64_t u_begin, int units) {
     const int64_t row_bytes = x8_row_bytes(p.units_per_split);
     float* dsc = reinterpret_cast<float*>(xs + p.n_tokens * row_bytes);
-    for (int idx = threadIdx.x; idx < p.n_tokens * units * 4; idx += blockDim.x) {
-        const int r = idx / (units * 4), ui = (idx >> 2) % units, c = idx & 3;
-        const int64_t kk = (u_begin + ui) * 64 + c * 16; // k % 16 == 0: all or nothing
-        const __nv_bfloat16* src = p.x + int64_t(r) * p.ldx + kk;
-        const uint4 v0 = kk < p.k ? load_cached16(src) : make_uint4(0, 0, 0, 0);
-        const uint4 v1 = kk < p.k ? load_cached16(src + 8) : make_uint4(0, 0, 0, 0);
-        const uint32_t xw[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
-        float xf[16];
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-            xf[2 * j] = __uint_as_float(xw[j] << 16);
-            xf[2 * j + 1] = __uint_as_float(xw[j] & 0xFFFF0000u);
-        }
-        if (p.x_lo) { // x + its low halves in fp32, the value the bf16 route multiplies
-            const __nv_bfloat16* lo = p.x_lo + int64_t(r) * p.ldx + kk;
-            const uint4 l0 = kk < p.k ? load_cached16(lo) : make_uint4(0, 0, 0, 0);
-            const uint4 l1 = kk < p.k ? load_cached16(lo + 8) : make_uint4(0, 0, 0, 0);
-            const uint32_t lw[8] = {l0.x, l0.y, l0.z, l0.w, l1.x, l1.y, l1.z, l1.w};
-#pragma unroll
-            for (int j = 0; j < 8; ++j) {
-                xf[2 * j] = __fadd_rn(xf[2 * j], __uint_as_float(lw[j] << 16));
-                xf[2 * j + 1] = __fadd_rn(xf[2 * j + 1], __uint_as_float(lw[j] & 0xFFFF0000u));
-            }
-        }
-        float amax = 0.f;
-#pragma unroll
-        for (int e = 0; e < 16; ++e) amax = fmaxf(amax, fabsf(xf[e]));
-        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
-        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
-        // |x * inv| <= 127 (1 + 2^-23)^2 < 127.5: the rounding never leaves -127..127. inv is kept
-        // finite (amax below 127 / FLT_MAX would make it inf); then |x * inv| < 127 as well.
-        const float inv = amax > 0.f ? fminf(__fdiv_rn(127.f, amax), 3.402823466e38f) : 0.f;
-        // rint by the fp32 adder: x * inv + 1.5 * 2^23 has ulp 1, so its low byte is rint(x * inv)
-        // (ties to even) as an int8; F2I would run on the quarter-rate conversion pipe.
-        int q[16];
-#pragma unroll
-        for (int e = 0; e < 16; ++e) q[e] = __float_as_int(__fadd_rn(__fmul_rn(xf[e], inv), 12582912.f));
-        *reinterpret_cast<uint4*>(xs + r * row_bytes + ui * 64 + c * 16) = q4a8_pack_b(q);
-        if (c == 0) dsc[ui * 8 + r] = __fdiv_rn(amax, 127.f) * 0.0625f;
-    }
+    q4a8_quantise_rows<true>(p.x, p.x_lo, p.ldx, p.n_tokens, p.k, u_begin, units, threadIdx.x, blockDim.x,
+                       [&](int r, int ui, int c, const uint4& words, float d16) {
+                           *reinterpret_cast<uint4*>(xs + r * row_bytes + ui * 64 + c * 16) = words;
+                           if (c == 0) dsc[ui * 8 + r] = d16;
+                       });
     for (int idx = threadIdx.x; idx < units * 8; idx += blockDim.x)
         if ((idx & 7) >= p.n_tokens) dsc[idx] = 0.f;
     __syncthreads();
@@ -105,6 +57,8 @@ __device__ __forceinline__ uint32_t q4a8_even(uint32_t w, uint32_t mask) { retur
 // One ring step (kUnroll units) of the q4 tile times the staged int8 x. xrow: the lane's token row
 // (token 0's for a column without a token: its sums are never stored) at quad c and the step's
 // first unit; dsc: the step's first unit's 8 scales, the lane reads tokens 2c, 2c + 1.
+// GLOBAL: xrow and dsc point into an Int8X (read through L1) instead of the shared stage.
+template <bool GLOBAL = false>
 __device__ __forceinline__ void q4a8_compute(const TiledFrag<WeightFormat::Q4G64Fp16>& f, const uint8_t* xrow,
                                              const float* dsc, int c, float (&acc)[1][4]) {
     constexpr int kUnroll = TiledTraits<WeightFormat::Q4G64Fp16>::kUnroll;
@@ -112,14 +66,15 @@ __device__ __forceinline__ void q4a8_compute(const TiledFrag<WeightFormat::Q4G64
 #pragma unroll
     for (int i = 0; i < kUnroll; ++i) {
         const uint4 w = f.w[i][0]; // x, y: row g words 0, 1; z, w: row g + 8
-        const uint4 b = *reinterpret_cast<const uint4*>(xrow + i * 64);
+        const uint4 b = GLOBAL ? load_cached16(xrow + i * 64) : *reinterpret_cast<const uint4*>(xrow + i * 64);
         int d[4] = {0, 0, 0, 0};
         mma_s8_16832(d, q4a8_even(w.x, mask), q4a8_even(w.z, mask), q4a8_odd(w.x, mask), q4a8_odd(w.z, mask), b.x, b.y);
         mma_s8_16832(d, q4a8_even(w.y, mask), q4a8_even(w.w, mask), q4a8_odd(w.y, mask), q4a8_odd(w.w, mask), b.z, b.w);
         const uint4 sq = f.s[i / 4];
         const uint32_t sw = (i % 4) == 0 ? sq.x : (i % 4) == 1 ? sq.y : (i % 4) == 2 ? sq.z : sq.w;
         const float2 s = __half22float2(*reinterpret_cast<const __half2*>(&sw)); // rows g, g + 8
-        const float2 t = *reinterpret_cast<const float2*>(dsc + i * 8 + 2 * c);  // tokens 2c, 2c + 1
+        const float2 t = GLOBAL ? __ldg(reinterpret_cast<const float2*>(dsc + i * 8 + 2 * c)) // tokens 2c, 2c + 1
+                                : *reinterpret_cast<const float2*>(dsc + i * 8 + 2 * c);
         acc[0][0] = fmaf(float(d[0]), s.x * t.x, acc[0][0]);
         acc[0][1] = fmaf(float(d[1]), s.x * t.y, acc[0][1]);
         acc[0][2] = fmaf(float(d[2]), s.y * t.x, acc[0][2]);

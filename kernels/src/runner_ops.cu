@@ -1,6 +1,7 @@
 // ninfer::kernels - glue kernels of the CUDA model runner: embedding, SwiGLU, MoE, logits scatter
 // (the residual + RMSNorm is in add_rmsnorm.cu).
 #include "common.cuh"
+#include "int8_x.cuh"
 #include "moe_combine.cuh"
 #include "moe_route_warp.cuh"
 #include "ninfer/kernels/runner_ops.h"
@@ -46,6 +47,41 @@ __global__ void swiglu_kernel(const float* in, int64_t in_stride, int inter, __n
         if (out32) out32[t * out_stride + i] = v;
         if (out_lo) out_lo[t * out_stride + i] = __float2bfloat16(v - __bfloat162float(hi));
     }
+}
+
+// swiglu with int8 rows: block (b, t) owns elements [512 b, 512 b + 512) of row t (8 whole units):
+// it writes them as swiglu_kernel does, keeps hi / lo in shared memory, then its first warp
+// quantises the 8 units into out8.
+constexpr int kSwigluChunk = 512;
+__global__ void __launch_bounds__(256) swiglu_int8_kernel(const float* in, int64_t in_stride, int inter,
+                                                          __nv_bfloat16* out, float* out32, __nv_bfloat16* out_lo,
+                                                          int64_t out_stride, Int8X out8) {
+    __shared__ __align__(16) __nv_bfloat16 hi_lo[2 * kSwigluChunk];
+    ninfer_grid_launch_dependents();
+    ninfer_grid_wait();
+    const int t = blockIdx.y, i0 = blockIdx.x * kSwigluChunk, len = min(kSwigluChunk, inter - i0);
+    for (int j = threadIdx.x; j < len; j += blockDim.x) {
+        const int i = i0 + j;
+        const float g = in[t * in_stride + i], u = in[t * in_stride + inter + i];
+        const float v = silu(g) * u;
+        const __nv_bfloat16 hi = __float2bfloat16(v), lo = __float2bfloat16(v - __bfloat162float(hi));
+        out[t * out_stride + i] = hi;
+        if (out32) out32[t * out_stride + i] = v;
+        if (out_lo) out_lo[t * out_stride + i] = lo;
+        hi_lo[j] = hi;
+        hi_lo[kSwigluChunk + j] = lo;
+    }
+    __syncthreads();
+    const int units = (len + 63) / 64;
+    const int64_t u0 = blockIdx.x * int64_t(kSwigluChunk / 64);
+    if (threadIdx.x < 32)
+        q4a8_quantise_rows<false>(hi_lo, out_lo ? hi_lo + kSwigluChunk : nullptr, 0, 1, len, 0, units, threadIdx.x, 32,
+                                  [&](int, int ui, int c, const uint4& words, float d16) {
+                                      const int64_t u = u0 + ui;
+                                      *reinterpret_cast<uint4*>(out8.q + t * out8.row_bytes + u * 64 + c * 16) = words;
+                                      if (c == 0) out8.d[u * 8 + t] = d16;
+                                  });
+    if (t == 0) zero_int8_slots(out8, gridDim.y, u0, units, threadIdx.x, blockDim.x);
 }
 
 // One warp per token (moe_route_warp.cuh).
@@ -266,8 +302,16 @@ cudaError_t gemv_f32x(const WeightView& w, const float* x, int64_t x_stride, int
 }
 
 cudaError_t swiglu(const float* in, int64_t in_stride, int inter, __nv_bfloat16* out, float* out32,
-                   int64_t out_stride, int n_rows, cudaStream_t stream, __nv_bfloat16* out_lo) {
+                   int64_t out_stride, int n_rows, cudaStream_t stream, __nv_bfloat16* out_lo, const Int8X& out8) {
     if (!in || (!out && !out32) || inter < 1 || n_rows < 1 || n_rows > 65535) return cudaErrorInvalidValue;
+    if (out8.q && (!out || n_rows > kGemvMaxTokens || inter % 16 != 0 || out_stride % 8 != 0 ||
+                   (reinterpret_cast<uintptr_t>(out) & 15u) || (reinterpret_cast<uintptr_t>(out_lo) & 15u) ||
+                   (reinterpret_cast<uintptr_t>(out8.q) & 15u) || !out8.d || (reinterpret_cast<uintptr_t>(out8.d) & 7u) ||
+                   out8.row_bytes % 16 != 0 || out8.row_bytes < int8_x_units(inter) * 64))
+        return cudaErrorInvalidValue;
+    if (out8.q)
+        return launch_pdl(detail::swiglu_int8_kernel, dim3(unsigned((inter + detail::kSwigluChunk - 1) / detail::kSwigluChunk), unsigned(n_rows)),
+                          dim3(256), 0, stream, in, in_stride, inter, out, out32, out_lo, out_stride, out8);
     const dim3 grid(unsigned(std::min(64, (inter + 255) / 256)), unsigned(n_rows));
     return launch_pdl(detail::swiglu_kernel, grid, dim3(256), 0, stream, in, in_stride, inter, out, out32, out_lo,
                       out_stride);

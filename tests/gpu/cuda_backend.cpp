@@ -172,32 +172,6 @@ std::vector<std::vector<int32_t>> lane_prompts(const FixtureRefs& refs) {
     return out;
 }
 
-// Prefills 8 lanes, then decodes `steps` greedy steps with `batch` lanes per call; returns every
-// lane's logits after every step.
-std::vector<std::vector<float>> run_lanes(Backend& b, const std::vector<std::vector<int32_t>>& prompts, int steps,
-                                          int batch) {
-    std::vector<int32_t> next(8);
-    for (int l = 0; l < 8; ++l) {
-        b.reset_lane(l);
-        std::vector<float> lg;
-        b.prefill(l, prompts[size_t(l)], LogitsOut::Last, &lg);
-        next[size_t(l)] = argmax(lg);
-    }
-    std::vector<std::vector<float>> out;
-    for (int s = 0; s < steps; ++s)
-        for (int l0 = 0; l0 < 8; l0 += batch) {
-            std::vector<DecodeStep> st;
-            for (int l = l0; l < l0 + batch; ++l) st.push_back(step(l, next[size_t(l)]));
-            const auto res = b.decode(st);
-            for (int i = 0; i < batch; ++i) {
-                next[size_t(l0 + i)] = res[size_t(i)].token;
-                out.push_back(b.last_logits(l0 + i));
-                CHECK(res[size_t(i)].token == argmax(out.back()));
-            }
-        }
-    return out;
-}
-
 TEST_CASE("cuda backend: graph replay equals eager, a batch of 8 equals 8 single lanes", "[cuda_backend]") {
     ninfer::test::require_gpu();
     for (const std::string& fixture : kKernelFixtures) {

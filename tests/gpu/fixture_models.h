@@ -6,7 +6,8 @@
 // tests/fixtures/model/FIXTURE/hf with the recipe ("q4" = every matrix q4_g64_fp16, the formats the
 // CUDA kernels take) into /tmp/ninfer-gpu-fixtures/ and plans 8 lanes of 512 tokens (load_recipe:
 // any Recipe, e.g. with --format overrides, and a KV dtype); cosine() and kl() compare logit rows
-// (kl in nats, softmax of each row); step() builds a DecodeStep with default (greedy) sampling.
+// (kl in nats, softmax of each row); step() builds a DecodeStep with default (greedy) sampling;
+// run_lanes() prefills 8 lanes and decodes them greedily in batches, returning every step's logits.
 #pragma once
 
 #include "core/artifact/artifact.h"
@@ -16,6 +17,8 @@
 #include "core/model/memory_plan.h"
 #include "core/model/weights.h"
 #include "tests/unit/model/oracle_support.h"
+
+#include <catch2/catch.hpp>
 
 #include <simdjson.h>
 
@@ -113,6 +116,32 @@ inline DecodeStep step(int lane, int32_t token) {
     s.lane = lane;
     s.token = token;
     return s;
+}
+
+// Prefills 8 lanes, then decodes `steps` greedy steps with `batch` lanes per call; returns every
+// lane's logits after every step.
+inline std::vector<std::vector<float>> run_lanes(Backend& b, const std::vector<std::vector<int32_t>>& prompts, int steps,
+                                          int batch) {
+    std::vector<int32_t> next(8);
+    for (int l = 0; l < 8; ++l) {
+        b.reset_lane(l);
+        std::vector<float> lg;
+        b.prefill(l, prompts[size_t(l)], LogitsOut::Last, &lg);
+        next[size_t(l)] = argmax(lg);
+    }
+    std::vector<std::vector<float>> out;
+    for (int s = 0; s < steps; ++s)
+        for (int l0 = 0; l0 < 8; l0 += batch) {
+            std::vector<DecodeStep> st;
+            for (int l = l0; l < l0 + batch; ++l) st.push_back(step(l, next[size_t(l)]));
+            const auto res = b.decode(st);
+            for (int i = 0; i < batch; ++i) {
+                next[size_t(l0 + i)] = res[size_t(i)].token;
+                out.push_back(b.last_logits(l0 + i));
+                CHECK(res[size_t(i)].token == argmax(out.back()));
+            }
+        }
+    return out;
 }
 
 } // namespace ninfer::test

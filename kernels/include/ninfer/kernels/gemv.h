@@ -90,6 +90,18 @@ struct GemvScratch {
     size_t n_counters = 0;
 };
 
+// x already quantised for the q4 int8 route (GemvArgs::x_int8), written once by the producer of x
+// (add_rmsnorm, swiglu, quantise_int8_x) so that no GEMV block quantises it: per token row
+// (row_bytes apart, a multiple of 16, >= 64 * units) and 64-element unit u the 64 bytes of the
+// route's B words, and per unit the 8 token slots' d / 16 (float d[u * 8 + t]). Same values, so the
+// same bits, as the GEMV's own quantisation of x (+ x_lo). units = ceil(k / 64).
+struct Int8X {
+    uint8_t* q = nullptr;
+    float* d = nullptr;
+    int64_t row_bytes = 0;
+};
+constexpr int64_t int8_x_units(int64_t k) { return (k + 63) / 64; }
+
 struct GemvArgs {
     WeightView w;
     const __nv_bfloat16* x = nullptr;
@@ -118,6 +130,10 @@ struct GemvArgs {
     // nibbles as they are stored (one mask, or a shift and a mask, per 4 codes) at the cost of the
     // activations' rounding (~0.5% relative per product; tests/gpu/gemv_q4a8.cpp bounds it).
     bool x_int8 = false;
+    // Optional, with x_int8: x (+ x_lo) already quantised (Int8X); the int8 route then reads it from
+    // global memory (L1) instead of quantising into shared memory. Ignored by the bf16 routes,
+    // which read x and x_lo as always (the producer writes both).
+    Int8X x8;
 };
 
 constexpr int kGemvMaxTokens = 8;
@@ -138,6 +154,9 @@ constexpr int kGemvInt8TargetBlocks = 6;
 cudaError_t gemv(const GemvArgs& args, cudaStream_t stream);
 // Whether gemv(args) takes the int8-activation route (GemvArgs::x_int8); same decision as gemv().
 bool gemv_runs_int8_x(const GemvArgs& args);
+// out (Int8X for k, n_tokens <= kGemvMaxTokens rows) = the int8 route's quantisation of x (+ x_lo).
+cudaError_t quantise_int8_x(const __nv_bfloat16* x, const __nv_bfloat16* x_lo, int64_t x_stride, int n_tokens,
+                            int64_t k, const Int8X& out, cudaStream_t stream);
 
 // Tiled layout: which formats have one, units per row and bytes of an [n, k] weight; gemv_pack_tiled
 // writes src (Artifact layout, k % 16 == 0) into dst (16-byte aligned, tiled_weight_bytes() long)

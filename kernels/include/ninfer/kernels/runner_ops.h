@@ -9,13 +9,16 @@
 // - add_rmsnorm: x[t] += add[t] (when add is given, f32 in place); then
 //   y[t] = bf16(x * rsqrt(mean(x^2) + eps) * (1 + w)), w f32 [dim] (model.md §4, offset form);
 //   y32 (optional, stride y_stride) gets the same values unrounded, y_lo (optional, same stride)
-//   the low halves bf16(v - float(bf16(v))) for gemv's x_lo.
+//   the low halves bf16(v - float(bf16(v))) for gemv's x_lo; y8 (optional; n_tokens <= 8, dim % 16
+//   == 0, dim <= 12288, y 16-byte aligned) the q4 int8 route's quantisation of y (+ y_lo) (gemv.h
+//   Int8X), from a copy of the row in shared memory.
 // - gemv_f32x: y[t][r] = W.row(r) . x[t] with f32 x (the router and the shared-expert score,
 //   whose top-k choice and gate must not see x rounded to bf16; every projection in the runner's
 //   f32-activation mode); one warp per row, f32 sums; y f32 or bf16(sum).
 // - swiglu: out[t][i] = bf16(silu(in[t][i]) * in[t][inter + i]), in f32 rows [gate | up]; out32
 //   (optional; out may then be null) gets the f32 value, out_lo (optional) the low half
-//   bf16(v - float(out)), same stride.
+//   bf16(v - float(out)), same stride; out8 (optional; out given, n_rows <= 8, inter % 16 == 0) the
+//   int8 route's quantisation of out (+ out_lo) (gemv.h Int8X), by blocks of 512 columns then.
 // - embed_rows, add_rmsnorm, swiglu and scatter_rows start by programmatic dependent launch
 //   (common.cuh launch_pdl): they wait for the previous kernel before touching memory.
 // - moe_route: per token, softmax (f32) over n_experts router logits, top_k largest (ties to the
@@ -48,13 +51,15 @@ cudaError_t embed_rows(const WeightView& w, const int32_t* ids, int n_tokens, fl
 
 cudaError_t add_rmsnorm(float* x, int64_t x_stride, const float* add, int64_t add_stride,
                         const float* w, __nv_bfloat16* y, int64_t y_stride, float* y32, int n_tokens,
-                        int dim, float eps, cudaStream_t stream, __nv_bfloat16* y_lo = nullptr);
+                        int dim, float eps, cudaStream_t stream, __nv_bfloat16* y_lo = nullptr,
+                        const Int8X& y8 = {});
 
 cudaError_t gemv_f32x(const WeightView& w, const float* x, int64_t x_stride, int n_tokens, void* y, bool y_fp32,
                       int64_t y_stride, cudaStream_t stream);
 
 cudaError_t swiglu(const float* in, int64_t in_stride, int inter, __nv_bfloat16* out, float* out32,
-                   int64_t out_stride, int n_rows, cudaStream_t stream, __nv_bfloat16* out_lo = nullptr);
+                   int64_t out_stride, int n_rows, cudaStream_t stream, __nv_bfloat16* out_lo = nullptr,
+                   const Int8X& out8 = {});
 
 cudaError_t moe_route(const float* logits, int64_t logits_stride, int n_experts, int top_k,
                       int32_t* ids, float* weights, int n_tokens, cudaStream_t stream);

@@ -1,0 +1,122 @@
+// ninfer::kernels - the q4 int8 route's quantisation of x (gemv.h GemvArgs::x_int8, Int8X), shared
+// by the GEMV's own staging (gemv_q4a8.cuh) and by the producers of x that write an Int8X
+// (add_rmsnorm, swiglu, quantise_int8_x), so that every path computes the same bytes.
+//
+// Contract: q4a8_quantise16 is gemv.h's quantiser for one 64-element unit held by a lane quad (16
+// values a lane, four consecutive lanes of a warp, every lane of the warp calling); the B-word
+// order of the bytes is q4a8_pack_b's. q4a8_quantise_rows walks (row, unit, quad) items over a
+// block's threads. NC: x read through the non-coherent path (x written by an earlier kernel);
+// a producer that wrote x itself in this kernel (after __syncthreads) reads with NC = false.
+#pragma once
+
+#include "common.cuh"
+#include "ninfer/kernels/gemv.h"
+
+namespace ninfer::kernels::detail {
+
+// The low bytes of four words as the bytes of one word, first in byte 0.
+__device__ __forceinline__ uint32_t pack_s8x4(int a, int b, int c, int d) {
+    return __byte_perm(__byte_perm(a, b, 0x0040), __byte_perm(c, d, 0x0040), 0x5410);
+}
+
+// The B words of a lane's 16 codes k0 .. k0 + 15 from their quantised values q[0..15]: step t's
+// b0 takes the even codes of k0 + 8t .. + 7 (the A fragment's even-code word), b1 the odd ones.
+__device__ __forceinline__ uint4 q4a8_pack_b(const int (&q)[16]) {
+    return make_uint4(pack_s8x4(q[0], q[2], q[4], q[6]), pack_s8x4(q[1], q[3], q[5], q[7]),
+                      pack_s8x4(q[8], q[10], q[12], q[14]), pack_s8x4(q[9], q[11], q[13], q[15]));
+}
+
+// The 16 values of lane quad c of one 64-element unit, k0 = 64 u + 16 c, as fp32: x, or x + x_lo
+// (fp32 add) when lo is given; zeros past k (k % 16 == 0: all or nothing).
+template <bool NC>
+__device__ __forceinline__ uint4 q4a8_load_vec(const __nv_bfloat16* p) {
+    if constexpr (NC) return load_cached16(p);
+    else return *reinterpret_cast<const uint4*>(p);
+}
+template <bool NC>
+__device__ __forceinline__ void q4a8_load16(const __nv_bfloat16* x, const __nv_bfloat16* lo, int64_t k0, int64_t k,
+                                            float (&xf)[16]) {
+    const bool in = k0 < k;
+    const uint4 v0 = in ? q4a8_load_vec<NC>(x + k0) : make_uint4(0, 0, 0, 0);
+    const uint4 v1 = in ? q4a8_load_vec<NC>(x + k0 + 8) : make_uint4(0, 0, 0, 0);
+    const uint32_t xw[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+        xf[2 * j] = __uint_as_float(xw[j] << 16);
+        xf[2 * j + 1] = __uint_as_float(xw[j] & 0xFFFF0000u);
+    }
+    if (lo) { // x + its low halves in fp32, the value the bf16 route multiplies
+        const uint4 l0 = in ? q4a8_load_vec<NC>(lo + k0) : make_uint4(0, 0, 0, 0);
+        const uint4 l1 = in ? q4a8_load_vec<NC>(lo + k0 + 8) : make_uint4(0, 0, 0, 0);
+        const uint32_t lw[8] = {l0.x, l0.y, l0.z, l0.w, l1.x, l1.y, l1.z, l1.w};
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+            xf[2 * j] = __fadd_rn(xf[2 * j], __uint_as_float(lw[j] << 16));
+            xf[2 * j + 1] = __fadd_rn(xf[2 * j + 1], __uint_as_float(lw[j] & 0xFFFF0000u));
+        }
+    }
+}
+
+// gemv.h's quantisation of one unit, lane quad c holding its 16 values xf: the lane's 16 B of B words
+// and the unit's d / 16 (every lane of the quad). The four lanes of a quad are consecutive lanes
+// of one warp, and every lane of the warp must call (the amax is a shuffle reduction).
+__device__ __forceinline__ void q4a8_quantise16(const float (&xf)[16], uint4& words, float& d16) {
+    float amax = 0.f;
+#pragma unroll
+    for (int e = 0; e < 16; ++e) amax = fmaxf(amax, fabsf(xf[e]));
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+    // |x * inv| <= 127 (1 + 2^-23)^2 < 127.5: the rounding never leaves -127..127. inv is kept
+    // finite (amax below 127 / FLT_MAX would make it inf); then |x * inv| < 127 as well.
+    const float inv = amax > 0.f ? fminf(__fdiv_rn(127.f, amax), 3.402823466e38f) : 0.f;
+    // rint by the fp32 adder: x * inv + 1.5 * 2^23 has ulp 1, so its low byte is rint(x * inv)
+    // (ties to even) as an int8; F2I would run on the quarter-rate conversion pipe.
+    int q[16];
+#pragma unroll
+    for (int e = 0; e < 16; ++e) q[e] = __float_as_int(__fadd_rn(__fmul_rn(xf[e], inv), 12582912.f));
+    words = q4a8_pack_b(q);
+    d16 = __fdiv_rn(amax, 127.f) * 0.0625f;
+}
+
+// Every (row, unit, quad) item of rows x rows x units x 4, by the calling threads (thread tid of
+// nthreads, nthreads a multiple of 32): item(r, u, c, words, d16) receives each result; a warp
+// runs whole iterations (items past the end compute zeros and are not passed on).
+template <bool NC, class Item>
+__device__ __forceinline__ void q4a8_quantise_rows(const __nv_bfloat16* x, const __nv_bfloat16* lo, int64_t ldx,
+                                                   int rows, int64_t k, int64_t u_begin, int units, int tid,
+                                                   int nthreads, Item item) {
+    const int total = rows * units * 4, padded = (total + 31) / 32 * 32;
+    for (int idx = tid; idx < padded; idx += nthreads) {
+        const bool valid = idx < total;
+        const int r = valid ? idx / (units * 4) : 0, ui = (idx >> 2) % units, c = idx & 3;
+        const int64_t k0 = valid ? (u_begin + ui) * 64 + c * 16 : k;
+        float xf[16];
+        q4a8_load16<NC>(x + int64_t(r) * ldx, lo ? lo + int64_t(r) * ldx : nullptr, k0, k, xf);
+        uint4 words;
+        float d16;
+        q4a8_quantise16(xf, words, d16);
+        if (valid) item(r, ui, c, words, d16);
+    }
+}
+
+// The same into an Int8X in global memory (the producers' side of GemvArgs::x8): rows x (token
+// slots token0 ..), units [u_begin, u_begin + units). The caller zeroes d of slots without a token.
+template <bool NC>
+__device__ __forceinline__ void quantise_rows_to(const __nv_bfloat16* x, const __nv_bfloat16* lo, int64_t ldx,
+                                                 int rows, int token0, int64_t k, int64_t u_begin, int units,
+                                                 const Int8X& out, int tid, int nthreads) {
+    q4a8_quantise_rows<NC>(x, lo, ldx, rows, k, u_begin, units, tid, nthreads,
+                       [&](int r, int ui, int c, const uint4& words, float d16) {
+                           const int64_t u = u_begin + ui;
+                           *reinterpret_cast<uint4*>(out.q + (token0 + r) * out.row_bytes + u * 64 + c * 16) = words;
+                           if (c == 0) out.d[u * 8 + token0 + r] = d16;
+                       });
+}
+// d of token slots n_tokens .. 7 of units [u_begin, u_begin + units) set to 0.
+__device__ __forceinline__ void zero_int8_slots(const Int8X& out, int n_tokens, int64_t u_begin, int units, int tid,
+                                                int nthreads) {
+    for (int idx = tid; idx < units * 8; idx += nthreads)
+        if ((idx & 7) >= n_tokens) out.d[u_begin * 8 + idx] = 0.f;
+}
+
+} // namespace ninfer::kernels::detail
