@@ -23,6 +23,10 @@ namespace ninfer::kernels::detail {
 // period apart (conflict-free 16-byte loads at batch 8). After the n_tokens rows, per unit the 8
 // tokens' d / 16 as float (zero for tokens >= n_tokens).
 __host__ __device__ constexpr int64_t x8_row_bytes(int64_t units) { return units * 64 + 64; }
+// An Int8X (gemv.h) covers every unit the ring reads from it: the q4 tiled units of a row.
+static_assert(kTiledUnitPad == TiledTraits<WeightFormat::Q4G64Fp16>::kUnroll && int8_x_units(64) == kTiledUnitPad &&
+                  int8_x_units(512) == kTiledUnitPad && int8_x_units(528) == 2 * kTiledUnitPad,
+              "int8_x_units(k) must be the q4 tiled layout's units per row (gemv_pack.cu geometry)");
 __host__ __device__ constexpr int64_t x8_stage_bytes(int64_t units, int n_tokens) {
     return n_tokens * x8_row_bytes(units) + units * 8 * int64_t(sizeof(float));
 }

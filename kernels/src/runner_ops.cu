@@ -72,8 +72,10 @@ __global__ void __launch_bounds__(256) swiglu_int8_kernel(const float* in, int64
         hi_lo[kSwigluChunk + j] = lo;
     }
     __syncthreads();
-    const int units = (len + 63) / 64;
-    const int64_t u0 = blockIdx.x * int64_t(kSwigluChunk / 64);
+    // All 8 units, also past inter in the last block: they are the Int8X's zero padding (gemv.h
+    // int8_x_units), which the GEMV reads in its last step (the quantiser gives q 0, d 0 past len).
+    constexpr int units = kSwigluChunk / 64;
+    const int64_t u0 = blockIdx.x * int64_t(units);
     if (threadIdx.x < 32)
         q4a8_quantise_rows<false>(hi_lo, out_lo ? hi_lo + kSwigluChunk : nullptr, 0, 1, len, 0, units, threadIdx.x, 32,
                                   [&](int, int ui, int c, const uint4& words, float d16) {

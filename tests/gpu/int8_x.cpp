@@ -12,14 +12,18 @@ using kernels::WeightFormat;
 
 namespace {
 
-// An Int8X for k and 8 token slots, its contents downloaded as they are laid out.
+// An Int8X for k and 8 token slots, its contents downloaded as they are laid out. d starts as NaN
+// (0xFF bytes) and runs kSlackUnits units past the Int8X's units: a producer that leaves a unit the
+// GEMV reads unwritten (the zero padding up to int8_x_units included), or a GEMV that reads past
+// them, gets NaN sums (0 codes x 0 multiplier x NaN), not the bits of the GEMV that quantises.
+constexpr int64_t kSlackUnits = 8;
 struct Int8Rows {
     int64_t k, units, row_bytes;
     DeviceBuffer<uint8_t> q;
     DeviceBuffer<float> d;
     explicit Int8Rows(int64_t k_)
         : k(k_), units(kernels::int8_x_units(k_)), row_bytes(units * 64 + 32),
-          q(size_t(kernels::kGemvMaxTokens * row_bytes), 0xAB), d(size_t(units * 8), 0xCD) {}
+          q(size_t(kernels::kGemvMaxTokens * row_bytes), 0xAB), d(size_t((units + kSlackUnits) * 8), 0xFF) {}
     kernels::Int8X view() { return {q.get(), d.get(), row_bytes}; }
 };
 
@@ -31,23 +35,32 @@ uint8_t model_byte(const QuantGroup& g, int c, int b) {
 }
 
 // The device rows against quantise_row(x, lo) of every token: q bytes of the rows, d / 16 per (unit,
-// token slot), zero for slots without a token. Returns the number of mismatching bytes / values.
+// token slot), zero for slots without a token; the units past ceil(k / 64) (int8_x_units' padding)
+// q 0 and d 0; d past the Int8X's units untouched. Returns the number of mismatching bytes / values.
 int check_rows(Int8Rows& r, const std::vector<bf16>& x, const std::vector<bf16>* lo, int64_t ldx, int tokens) {
     const auto q = r.q.download();
     const auto d = r.d.download();
+    REQUIRE(r.units % 8 == 0);
+    REQUIRE(r.units >= (r.k + 63) / 64);
     int bad = 0;
     for (int t = 0; t < kernels::kGemvMaxTokens; ++t) {
         std::vector<QuantGroup> groups;
         if (t < tokens)
             groups = quantise_row(x.data() + size_t(t) * size_t(ldx), lo ? lo->data() + size_t(t) * size_t(ldx) : nullptr, r.k);
         for (int64_t u = 0; u < r.units; ++u) {
-            const float want = t < tokens ? groups[size_t(u)].d * 0.0625f : 0.f;
+            const bool real = t < tokens && u < int64_t(groups.size());
+            const float want = real ? groups[size_t(u)].d * 0.0625f : 0.f;
             if (std::memcmp(&d[size_t(u * 8 + t)], &want, 4) != 0) ++bad;
             if (t >= tokens) continue;
             for (int c = 0; c < 4; ++c)
                 for (int b = 0; b < 16; ++b)
-                    bad += q[size_t(t * r.row_bytes + u * 64 + c * 16 + b)] != model_byte(groups[size_t(u)], c, b);
+                    bad += q[size_t(t * r.row_bytes + u * 64 + c * 16 + b)] != (real ? model_byte(groups[size_t(u)], c, b) : 0);
         }
+    }
+    for (size_t i = size_t(r.units * 8); i < d.size(); ++i) {
+        uint32_t bits;
+        std::memcpy(&bits, &d[i], 4);
+        bad += bits != 0xFFFFFFFFu;
     }
     return bad;
 }
@@ -95,8 +108,10 @@ TEST_CASE("int8_x: quantise_int8_x writes the host model's bytes", "[int8_x]") {
 
 TEST_CASE("int8_x: add_rmsnorm's and swiglu's int8 rows are the quantisation of what they wrote", "[int8_x]") {
     require_gpu();
+    // The 27B's widths, and widths whose last 512 columns are partly past the end (int8_x_units' zero
+    // padding; inter 4112: a last group of 16 columns).
+    for (auto [dim, inter] : std::vector<std::pair<int, int>>{{5120, 17408}, {4160, 4112}})
     for (int tokens : {1, 3, 8}) {
-        const int dim = 5120, inter = 17408;
         const int64_t ys = dim + 8, gs = 2 * inter + 8, os = inter + 8;
         Rng rng{uint64_t(tokens)};
         DeviceBuffer<float> x(floats(rng, size_t(tokens) * ys, -2.f, 2.f)), add(floats(rng, size_t(tokens) * ys, -1.f, 1.f)),
@@ -109,7 +124,7 @@ TEST_CASE("int8_x: add_rmsnorm's and swiglu's int8 rows are the quantisation of 
         CUDA_OK(kernels::swiglu(gu.get(), gs, inter, out.get(), out32.get(), os, tokens, nullptr, out_lo.get(), ar.view()));
         CUDA_OK(cudaDeviceSynchronize());
         const auto yh = y.download(), yl = y_lo.download(), oh = out.download(), ol = out_lo.download();
-        INFO("tokens " << tokens);
+        INFO("dim " << dim << " inter " << inter << " tokens " << tokens);
         CHECK(check_rows(yr, yh, &yl, ys, tokens) == 0);
         CHECK(check_rows(ar, oh, &ol, os, tokens) == 0);
         // The bf16 / f32 outputs are those of the launches without int8 rows (one block per row for swiglu then).
@@ -126,7 +141,10 @@ TEST_CASE("int8_x: add_rmsnorm's and swiglu's int8 rows are the quantisation of 
 TEST_CASE("int8_x: a GEMV reading the producer's int8 rows gives the bits of the GEMV that quantises", "[int8_x]") {
     require_gpu();
     uint64_t seed = 77;
-    for (auto [n, k] : std::vector<std::pair<int64_t, int64_t>>{{5120, 6144}, {6144, 5120}, {34816, 5120}, {5120, 17408}}) {
+    // The 27B's q4 shapes, and k whose 64-column units do not fill the last 8-unit step (4112: 65 units,
+    // the last partial; 5184: 81), so the GEMV's last step reads int8_x_units' padding.
+    for (auto [n, k] : std::vector<std::pair<int64_t, int64_t>>{
+             {5120, 6144}, {6144, 5120}, {34816, 5120}, {5120, 17408}, {1000, 4112}, {5120, 5184}}) {
         const auto wbytes = random_weight(WeightFormat::Q4G64Fp16, n, k, seed++);
         DeviceBuffer<uint8_t> artifact(wbytes), tiled(kernels::tiled_weight_bytes(WeightFormat::Q4G64Fp16, n, k));
         CUDA_OK(kernels::gemv_pack_tiled({WeightFormat::Q4G64Fp16, artifact.get(), n, k}, tiled.get(), nullptr));
@@ -163,6 +181,11 @@ TEST_CASE("int8_x: a GEMV reading the producer's int8 rows gives the bits of the
                 bad.row_bytes = 16; // shorter than a row
                 a.x8 = bad;
                 CHECK(kernels::gemv(a, nullptr) == cudaErrorInvalidValue);
+                bad.row_bytes = (k + 63) / 64 * 64; // without the padding to whole 8-unit steps
+                if (bad.row_bytes < r.row_bytes - 32) {
+                    a.x8 = bad;
+                    CHECK(kernels::gemv(a, nullptr) == cudaErrorInvalidValue);
+                }
             }
     }
 }

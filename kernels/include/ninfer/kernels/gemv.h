@@ -93,14 +93,18 @@ struct GemvScratch {
 // x already quantised for the q4 int8 route (GemvArgs::x_int8), written once by the producer of x
 // (add_rmsnorm, swiglu, quantise_int8_x) so that no GEMV block quantises it: per token row
 // (row_bytes apart, a multiple of 16, >= 64 * units) and 64-element unit u the 64 bytes of the
-// route's B words, and per unit the 8 token slots' d / 16 (float d[u * 8 + t]). Same values, so the
-// same bits, as the GEMV's own quantisation of x (+ x_lo). units = ceil(k / 64).
+// route's B words, and per unit the 8 token slots' d / 16 (float d[u * 8 + t], units * 8 floats).
+// Same values, so the same bits, as the GEMV's own quantisation of x (+ x_lo).
+// units = int8_x_units(k): ceil(k / 64) rounded up to a multiple of 8, the tiled q4 layout's units
+// per row, because the GEMV reads whole 8-unit steps; the units past ceil(k / 64) hold the
+// quantisation of zeros (q 0, d 0), as the GEMV's own staging of the padding (d must be finite
+// there: the padding's zero codes and multipliers would turn an inf or NaN d into a NaN sum).
 struct Int8X {
     uint8_t* q = nullptr;
     float* d = nullptr;
     int64_t row_bytes = 0;
 };
-constexpr int64_t int8_x_units(int64_t k) { return (k + 63) / 64; }
+constexpr int64_t int8_x_units(int64_t k) { return (k + 511) / 512 * 8; }
 
 struct GemvArgs {
     WeightView w;
