@@ -133,8 +133,10 @@ Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_act
             return r;
         };
         // The normed rows' consumers (k = hidden_size) are on the ring, so on the int8 route, only
-        // above kGemvRegisterMaxK (the 27B's 5120, not the 35B-A3B's 2048).
-        if (c.hidden_size % 16 == 0 && int64_t(c.hidden_size) > kernels::kGemvRegisterMaxK)
+        // above kGemvRegisterMaxK (the 27B's 5120, not the 35B-A3B's 2048); add_rmsnorm writes int8
+        // rows up to kAddRmsnormInt8MaxDim wide (wider: the GEMVs quantise, as at batch 1).
+        if (c.hidden_size % 16 == 0 && int64_t(c.hidden_size) > kernels::kGemvRegisterMaxK &&
+            c.hidden_size <= uint32_t(kernels::kAddRmsnormInt8MaxDim))
             xn8_ = int8_rows(c.hidden_size, "normed rows (int8)");
         if (inter % 16 == 0) act8_ = int8_rows(inter, "SwiGLU output (int8)");
     }

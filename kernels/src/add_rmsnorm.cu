@@ -108,7 +108,7 @@ cudaError_t add_rmsnorm(float* x, int64_t x_stride, const float* add, int64_t ad
                         __nv_bfloat16* y, int64_t y_stride, float* y32, int n_tokens, int dim, float eps,
                         cudaStream_t stream, __nv_bfloat16* y_lo, const Int8X& y8) {
     if (!x || !w || !y || n_tokens < 1 || n_tokens > 65535 || dim < 1) return cudaErrorInvalidValue;
-    if (y8.q && (n_tokens > kGemvMaxTokens || dim % 16 != 0 || dim > 12288 || y_stride % 8 != 0 || (reinterpret_cast<uintptr_t>(y) & 15u) ||
+    if (y8.q && (n_tokens > kGemvMaxTokens || dim % 16 != 0 || dim > kAddRmsnormInt8MaxDim || y_stride % 8 != 0 || (reinterpret_cast<uintptr_t>(y) & 15u) ||
                  (reinterpret_cast<uintptr_t>(y_lo) & 15u) || (reinterpret_cast<uintptr_t>(y8.q) & 15u) || !y8.d ||
                  (reinterpret_cast<uintptr_t>(y8.d) & 7u) || y8.row_bytes % 16 != 0 || y8.row_bytes < int8_x_units(dim) * 64))
         return cudaErrorInvalidValue;

@@ -10,7 +10,7 @@
 //   y[t] = bf16(x * rsqrt(mean(x^2) + eps) * (1 + w)), w f32 [dim] (model.md §4, offset form);
 //   y32 (optional, stride y_stride) gets the same values unrounded, y_lo (optional, same stride)
 //   the low halves bf16(v - float(bf16(v))) for gemv's x_lo; y8 (optional; n_tokens <= 8, dim % 16
-//   == 0, dim <= 12288, y 16-byte aligned) the q4 int8 route's quantisation of y (+ y_lo) (gemv.h
+//   == 0, dim <= kAddRmsnormInt8MaxDim, y 16-byte aligned) the q4 int8 route's quantisation of y (+ y_lo) (gemv.h
 //   Int8X), from a copy of the row in shared memory.
 // - gemv_f32x: y[t][r] = W.row(r) . x[t] with f32 x (the router and the shared-expert score,
 //   whose top-k choice and gate must not see x rounded to bf16; every projection in the runner's
@@ -48,6 +48,11 @@ namespace ninfer::kernels {
 
 cudaError_t embed_rows(const WeightView& w, const int32_t* ids, int n_tokens, float* out,
                        int64_t out_stride, cudaStream_t stream);
+
+// Widest row add_rmsnorm quantises into y8: its row copy (4 bytes a column) and the kernels' static
+// shared memory (128 bytes) must fit the 48 KB a block gets without opting in (dim 12288 would ask
+// 49280 bytes and fail to launch); 1 KB is left for the static part.
+constexpr int kAddRmsnormInt8MaxDim = (48 * 1024 - 1024) / 4;
 
 cudaError_t add_rmsnorm(float* x, int64_t x_stride, const float* add, int64_t add_stride,
                         const float* w, __nv_bfloat16* y, int64_t y_stride, float* y32, int n_tokens,
