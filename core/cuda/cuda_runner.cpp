@@ -70,6 +70,13 @@ int producer_mode() {
 }
 bool producer_int8_x() { return producer_mode() != 0; }
 bool producer_writes_int8_x(int n_tokens) { return producer_mode() < 0 ? n_tokens >= 2 : producer_mode() == 1; }
+// Clears a flag however the scope ends: a cuda_check that throws inside enqueue_forward or ffn must
+// not leave x8_now_ / act8_live_ set, or a later linear() (the head after a prefill's stage_rows,
+// the MoE shared expert's down projection) would attach int8 rows written for other x.
+struct ClearOnExit {
+    bool& flag;
+    ~ClearOnExit() { flag = false; }
+};
 } // namespace
 
 Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_activations, bool q4_int8_x)
@@ -237,6 +244,7 @@ void Runner::enqueue_forward(int n, bool one_lane) {
     const ModelConfig& c = config_;
     const float eps = c.rms_norm_eps;
     x8_now_ = xn8_.q && producer_writes_int8_x(n);
+    const ClearOnExit clear_x8{x8_now_};
     const kernels::Int8X xn8 = x8_now_ ? xn8_ : kernels::Int8X{};
     cuda_check(kernels::embed_rows(model_.embedding.view, step_in_, n, x_, hs_, stream_), "embedding");
     uint32_t full = 0, gdn_index = 0;
@@ -419,8 +427,8 @@ void Runner::ffn(const DeviceLayer& L, int n) {
     const kernels::Int8X act8 = x8_now_ && act8_.q && runs_int8(mlp.down, n) ? act8_ : kernels::Int8X{};
     cuda_check(kernels::swiglu(gate_up_, gu_w_, int(inter), act_, act32_, act_w_, n, stream_, act_lo_, act8), "SwiGLU");
     act8_live_ = act8.q != nullptr;
+    const ClearOnExit clear_act8{act8_live_};
     linear(mlp.down, act_, act_lo_, act32_, act_w_, n, mix_, true, hs_);
-    act8_live_ = false;
 }
 
 // Router, experts and shared expert from the f32 normed rows in three launches (moe_decode.h).
