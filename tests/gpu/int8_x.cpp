@@ -109,8 +109,9 @@ TEST_CASE("int8_x: quantise_int8_x writes the host model's bytes", "[int8_x]") {
 TEST_CASE("int8_x: add_rmsnorm's and swiglu's int8 rows are the quantisation of what they wrote", "[int8_x]") {
     require_gpu();
     // The 27B's widths, and widths whose last 512 columns are partly past the end (int8_x_units' zero
-    // padding; inter 4112: a last group of 16 columns).
-    for (auto [dim, inter] : std::vector<std::pair<int, int>>{{5120, 17408}, {4160, 4112}})
+    // padding; inter 4112: a last group of 16 columns); the widest norm row with int8 rows (its row
+    // copy and static shared memory at the 48 KB a block gets without opting in).
+    for (auto [dim, inter] : std::vector<std::pair<int, int>>{{5120, 17408}, {4160, 4112}, {kernels::kAddRmsnormInt8MaxDim, 4112}})
     for (int tokens : {1, 3, 8}) {
         const int64_t ys = dim + 8, gs = 2 * inter + 8, os = inter + 8;
         Rng rng{uint64_t(tokens)};
@@ -136,6 +137,13 @@ TEST_CASE("int8_x: add_rmsnorm's and swiglu's int8 rows are the quantisation of 
         CHECK(out_lo_b.download() == ol);
         CHECK(out32_b.download() == out32.download());
     }
+    // One column group wider than kAddRmsnormInt8MaxDim: refused, nothing launched.
+    const int wide = kernels::kAddRmsnormInt8MaxDim + 16;
+    DeviceBuffer<float> x{size_t(wide)}, w{size_t(wide)};
+    DeviceBuffer<bf16> y{size_t(wide)}, y_lo{size_t(wide)};
+    Int8Rows yr(wide);
+    CHECK(kernels::add_rmsnorm(x.get(), wide, nullptr, wide, w.get(), y.get(), wide, nullptr, 1, wide, 1e-6f, nullptr, y_lo.get(),
+                               yr.view()) == cudaErrorInvalidValue);
 }
 
 TEST_CASE("int8_x: a GEMV reading the producer's int8 rows gives the bits of the GEMV that quantises", "[int8_x]") {
