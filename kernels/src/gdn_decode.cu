@@ -1,8 +1,10 @@
-// ninfer::kernels - Gated DeltaNet decode: conv+SiLU kernel and the fp32 delta-rule step (apart or fused).
+// ninfer::kernels - Gated DeltaNet decode: conv+SiLU kernel, the fp32 delta-rule step (Split2) and the path switch.
 #include "common.cuh"
+#include "gdn_decode_v4.cuh"
 #include "ninfer/kernels/gdn_decode.h"
 
 #include <cooperative_groups.h>
+#include <cstdlib>
 
 namespace cg = cooperative_groups;
 
@@ -133,22 +135,23 @@ __global__ void __launch_bounds__(kGdnThreads) gdn_recurrent_decode_kernel(GdnRe
     cluster.sync(); // no block leaves while a peer may still read its shared memory
 }
 
-// launch_pdl with thread-block clusters of the kGdnSplit blocks of one head (a launch attribute).
-cudaError_t launch_recurrence(dim3 grid, cudaStream_t stream, const GdnRecurrentArgs& a) {
+// launch_pdl with thread-block clusters of the `split` blocks of one head (a launch attribute).
+cudaError_t launch_recurrence(GdnRecurrentKernel kernel, int split, int threads, cudaStream_t stream,
+                              const GdnRecurrentArgs& a) {
     cudaLaunchConfig_t cfg{};
-    cfg.gridDim = grid;
-    cfg.blockDim = dim3(kGdnThreads);
+    cfg.gridDim = dim3(unsigned(a.n_v_heads * split), unsigned(a.n_tokens));
+    cfg.blockDim = dim3(unsigned(threads));
     cfg.stream = stream;
     cudaLaunchAttribute attr[2];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = pdl_enabled() ? 1 : 0;
     attr[1].id = cudaLaunchAttributeClusterDimension;
-    attr[1].val.clusterDim.x = unsigned(kGdnSplit);
+    attr[1].val.clusterDim.x = unsigned(split);
     attr[1].val.clusterDim.y = 1;
     attr[1].val.clusterDim.z = 1;
     cfg.attrs = attr;
     cfg.numAttrs = 2;
-    return cudaLaunchKernelEx(&cfg, gdn_recurrent_decode_kernel, a);
+    return cudaLaunchKernelEx(&cfg, kernel, a);
 }
 
 bool recurrent_args_ok(const GdnRecurrentArgs& a) {
@@ -168,10 +171,24 @@ cudaError_t gdn_conv_decode(const GdnConvArgs& a, cudaStream_t stream) {
     return launch_pdl(detail::gdn_conv_decode_kernel, grid, dim3(256), 0, stream, a);
 }
 
-cudaError_t gdn_recurrent_decode(const GdnRecurrentArgs& a, cudaStream_t stream) {
+GdnDecodePath gdn_decode_default_path() {
+    static const GdnDecodePath path = [] {
+        const char* v = std::getenv("NINFER_GDN_DECODE");
+        return v && v[0] == '2' && v[1] == 0 ? GdnDecodePath::Wide4 : GdnDecodePath::Split2;
+    }();
+    return path;
+}
+
+cudaError_t gdn_recurrent_decode_with(const GdnRecurrentArgs& a, GdnDecodePath path, cudaStream_t stream) {
     if (!detail::recurrent_args_ok(a) || !a.conv_out) return cudaErrorInvalidValue;
-    const dim3 grid(unsigned(a.n_v_heads * detail::kGdnSplit), unsigned(a.n_tokens));
-    return detail::launch_recurrence(grid, stream, a);
+    if (path == GdnDecodePath::Wide4)
+        return detail::launch_recurrence(detail::gdn_recurrent_v4_kernel(a.state_settled), detail::kGdnV4Split,
+                                         detail::kGdnV4Threads, stream, a);
+    return detail::launch_recurrence(detail::gdn_recurrent_decode_kernel, detail::kGdnSplit, detail::kGdnThreads, stream, a);
+}
+
+cudaError_t gdn_recurrent_decode(const GdnRecurrentArgs& a, cudaStream_t stream) {
+    return gdn_recurrent_decode_with(a, gdn_decode_default_path(), stream);
 }
 
 } // namespace ninfer::kernels
