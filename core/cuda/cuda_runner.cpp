@@ -379,6 +379,7 @@ void Runner::gdn(const DeviceLayer& L, uint32_t gi, int n, bool one_lane) {
         cv.conv_dim = int(c.gdn_conv_dim());
         cv.n_tokens = per;
         cv.exact = true;
+        cv.state_settled = i == 0; // as r.state_settled below
         kernels::GdnRecurrentArgs r;
         r.conv_out = conv_out_ + i * cd_w_;
         r.conv_stride = cd_w_;

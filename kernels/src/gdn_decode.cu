@@ -12,20 +12,12 @@ namespace ninfer::kernels {
 
 namespace detail {
 
-// A conv channel's 4 taps (weights: constant, so they may be read before the PDL wait).
-__device__ __forceinline__ float4 conv_taps(const GdnConvArgs& c, int ch) {
-    const __nv_bfloat16* w = c.conv_w + int64_t(ch) * 4;
-    return make_float4(__bfloat162float(w[0]), __bfloat162float(w[1]), __bfloat162float(w[2]), __bfloat162float(w[3]));
-}
 // One conv channel of token row `in` on the lane's conv state st: returns silu(conv) and shifts the
 // state. Each channel must have exactly one caller per step (the shift is in place).
 __device__ __forceinline__ float conv_channel(const GdnConvArgs& c, float4 w, __nv_bfloat16* st, const __nv_bfloat16* in,
                                               int ch) {
     const __nv_bfloat16 x[4] = {st[ch], st[c.conv_dim + ch], st[2 * c.conv_dim + ch], in[ch]};
-    float acc = fmaf(w.x, __bfloat162float(x[0]), 0.f);
-    acc = fmaf(w.y, __bfloat162float(x[1]), acc);
-    acc = fmaf(w.z, __bfloat162float(x[2]), acc);
-    acc = fmaf(w.w, __bfloat162float(x[3]), acc);
+    const float acc = conv_sum(w, x);
     st[ch] = x[1];
     st[c.conv_dim + ch] = x[2];
     st[2 * c.conv_dim + ch] = x[3];
@@ -165,18 +157,23 @@ bool conv_args_ok(const GdnConvArgs& a) {
 
 } // namespace detail
 
-cudaError_t gdn_conv_decode(const GdnConvArgs& a, cudaStream_t stream) {
-    if (!detail::conv_args_ok(a) || !a.out) return cudaErrorInvalidValue;
-    const dim3 grid(unsigned((a.conv_dim + 255) / 256), unsigned(a.n_tokens));
-    return launch_pdl(detail::gdn_conv_decode_kernel, grid, dim3(256), 0, stream, a);
-}
-
 GdnDecodePath gdn_decode_default_path() {
     static const GdnDecodePath path = [] {
         const char* v = std::getenv("NINFER_GDN_DECODE");
         return v && v[0] == '2' && v[1] == 0 ? GdnDecodePath::Wide4 : GdnDecodePath::Split2;
     }();
     return path;
+}
+
+cudaError_t gdn_conv_decode_with(const GdnConvArgs& a, GdnDecodePath path, cudaStream_t stream) {
+    if (!detail::conv_args_ok(a) || !a.out) return cudaErrorInvalidValue;
+    const dim3 grid(unsigned((a.conv_dim + 255) / 256), unsigned(a.n_tokens));
+    return launch_pdl(path == GdnDecodePath::Wide4 ? detail::gdn_conv_v4_kernel(a.state_settled) : detail::gdn_conv_decode_kernel,
+                      grid, dim3(256), 0, stream, a);
+}
+
+cudaError_t gdn_conv_decode(const GdnConvArgs& a, cudaStream_t stream) {
+    return gdn_conv_decode_with(a, gdn_decode_default_path(), stream);
 }
 
 cudaError_t gdn_recurrent_decode_with(const GdnRecurrentArgs& a, GdnDecodePath path, cudaStream_t stream) {

@@ -1,4 +1,4 @@
-// ninfer::kernels - Gated DeltaNet recurrent decode, Wide4 path (NINFER_GDN_DECODE=2): 4 blocks per V head, early state loads.
+// ninfer::kernels - Gated DeltaNet decode, Wide4 path (NINFER_GDN_DECODE=2): early state loads, 4 recurrence blocks per V head.
 #include "common.cuh"
 #include "gdn_decode_v4.cuh"
 
@@ -35,6 +35,39 @@ __device__ __forceinline__ void store_to_rank(const void* local, uint32_t rank, 
 //   barrier (release / acquire); the barrier's first phase is arrived at the start and waited just
 //   before the stores, so every peer has started and the exchange needs no second barrier: after it
 //   no block touches a peer's shared memory, so blocks may leave in any order.
+// Split2's conv (gdn_decode.cu gdn_conv_decode_kernel) with, when kSettled, the constant taps, the slot
+// and the 3 conv-state inputs read before the PDL wait: only the new input row waits for the in_proj.
+template <bool kSettled>
+__global__ void gdn_conv_v4_kernel_t(GdnConvArgs a) {
+    ninfer_grid_launch_dependents();
+    const int t = blockIdx.y;
+    const int ch = blockIdx.x * blockDim.x + threadIdx.x;
+    const bool live = ch < a.conv_dim;
+    float4 w = make_float4(0.f, 0.f, 0.f, 0.f);
+    __nv_bfloat16* st = nullptr;
+    __nv_bfloat16 x[4];
+    auto read_state = [&] {
+        st = a.conv_state + int64_t(a.slots[t]) * 3 * a.conv_dim;
+        x[0] = st[ch], x[1] = st[a.conv_dim + ch], x[2] = st[2 * a.conv_dim + ch];
+    };
+    if (kSettled && live) {
+        w = conv_taps(a, ch);
+        read_state();
+    }
+    ninfer_grid_wait(); // PDL: the input row comes from the previous kernel
+    if (!live) return;
+    if (!kSettled) {
+        w = conv_taps(a, ch);
+        read_state();
+    }
+    x[3] = a.qkv[int64_t(t) * a.qkv_stride + ch];
+    const float acc = conv_sum(w, x);
+    st[ch] = x[1];
+    st[a.conv_dim + ch] = x[2];
+    st[2 * a.conv_dim + ch] = x[3];
+    a.out[int64_t(t) * a.out_stride + ch] = __float2bfloat16(silu(a.exact ? acc : bf16_round(acc)));
+}
+
 static_assert(kGdnV4Split == 4 && kGdnV4Cols == 32, "the output's sum of squares adds Split2's two pairs of warp sums");
 
 template <bool kSettled>
@@ -130,6 +163,10 @@ __global__ void __launch_bounds__(kGdnV4Threads) gdn_recurrent_v4_kernel_t(GdnRe
         const float wn = a.exact ? norm_w * nrm : bf16_round(norm_w * nrm);
         a.y[int64_t(t) * a.y_stride + h * D + col] = __float2bfloat16(wn * silu(z));
     }
+}
+
+GdnConvKernel gdn_conv_v4_kernel(bool state_settled) {
+    return state_settled ? gdn_conv_v4_kernel_t<true> : gdn_conv_v4_kernel_t<false>;
 }
 
 GdnRecurrentKernel gdn_recurrent_v4_kernel(bool state_settled) {
