@@ -243,7 +243,7 @@ void compare_paths(int hk, int hv, int n_tokens, bool exact, bool settled, uint6
 
 } // namespace
 
-TEST_CASE("gdn recurrence Wide4 (NINFER_GDN_DECODE=2) matches fp64 (27B and 35B-A3B head counts, batches 1..8)",
+TEST_CASE("gdn decode Wide4 (NINFER_GDN_DECODE=2) matches fp64 (27B and 35B-A3B head counts, batches 1..8)",
           "[gdn_decode]") {
     require_gpu();
     for (int n = 1; n <= 8; ++n) {
@@ -254,7 +254,7 @@ TEST_CASE("gdn recurrence Wide4 (NINFER_GDN_DECODE=2) matches fp64 (27B and 35B-
     run_gdn(1, 1, 2, 3, 14, kernels::GdnDecodePath::Wide4, false); // one head
 }
 
-TEST_CASE("gdn recurrence Wide4 equals Split2 bit for bit (y and state; bf16 / f32 a, b; early state)",
+TEST_CASE("gdn decode Wide4 equals Split2 bit for bit (conv output and state, y, recurrent state; bf16 / f32 a, b)",
           "[gdn_decode]") {
     require_gpu();
     for (int n = 1; n <= 8; ++n)
