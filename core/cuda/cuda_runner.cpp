@@ -379,6 +379,7 @@ void Runner::gdn(const DeviceLayer& L, uint32_t gi, int n, bool one_lane) {
         cv.conv_dim = int(c.gdn_conv_dim());
         cv.n_tokens = per;
         cv.exact = true;
+        cv.state_settled = i == 0; // as r.state_settled below
         kernels::GdnRecurrentArgs r;
         r.conv_out = conv_out_ + i * cd_w_;
         r.conv_stride = cd_w_;
@@ -400,6 +401,9 @@ void Runner::gdn(const DeviceLayer& L, uint32_t gi, int n, bool one_lane) {
         r.n_v_heads = int(c.linear_num_value_heads);
         r.n_tokens = per;
         r.eps = c.rms_norm_eps;
+        // Step 0's slots and state were last written by an earlier, synchronised forward (or a host
+        // copy / memset before upload_step's sync); step i > 0 reads what step i - 1 writes.
+        r.state_settled = i == 0;
         // Two launches, not gdn_decode_step's one: the same bits, and faster at every batch size on the
         // H200 (kernels/PERF_NOTES.md "Session 4 run 5": 27B q4 batch 8 depth 8192 13.32 vs 13.76 ms,
         // batch 1 6.37 vs 6.41; the one launch's clusters span a QK head's 2 x n_v/n_k blocks).

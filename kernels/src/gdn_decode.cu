@@ -1,8 +1,10 @@
-// ninfer::kernels - Gated DeltaNet decode: conv+SiLU kernel and the fp32 delta-rule step (apart or fused).
+// ninfer::kernels - Gated DeltaNet decode: conv+SiLU kernel, the fp32 delta-rule step (Split2) and the path switch.
 #include "common.cuh"
+#include "gdn_decode_v4.cuh"
 #include "ninfer/kernels/gdn_decode.h"
 
 #include <cooperative_groups.h>
+#include <cstdlib>
 
 namespace cg = cooperative_groups;
 
@@ -10,20 +12,12 @@ namespace ninfer::kernels {
 
 namespace detail {
 
-// A conv channel's 4 taps (weights: constant, so they may be read before the PDL wait).
-__device__ __forceinline__ float4 conv_taps(const GdnConvArgs& c, int ch) {
-    const __nv_bfloat16* w = c.conv_w + int64_t(ch) * 4;
-    return make_float4(__bfloat162float(w[0]), __bfloat162float(w[1]), __bfloat162float(w[2]), __bfloat162float(w[3]));
-}
 // One conv channel of token row `in` on the lane's conv state st: returns silu(conv) and shifts the
 // state. Each channel must have exactly one caller per step (the shift is in place).
 __device__ __forceinline__ float conv_channel(const GdnConvArgs& c, float4 w, __nv_bfloat16* st, const __nv_bfloat16* in,
                                               int ch) {
     const __nv_bfloat16 x[4] = {st[ch], st[c.conv_dim + ch], st[2 * c.conv_dim + ch], in[ch]};
-    float acc = fmaf(w.x, __bfloat162float(x[0]), 0.f);
-    acc = fmaf(w.y, __bfloat162float(x[1]), acc);
-    acc = fmaf(w.z, __bfloat162float(x[2]), acc);
-    acc = fmaf(w.w, __bfloat162float(x[3]), acc);
+    const float acc = conv_sum(w, x);
     st[ch] = x[1];
     st[c.conv_dim + ch] = x[2];
     st[2 * c.conv_dim + ch] = x[3];
@@ -133,22 +127,23 @@ __global__ void __launch_bounds__(kGdnThreads) gdn_recurrent_decode_kernel(GdnRe
     cluster.sync(); // no block leaves while a peer may still read its shared memory
 }
 
-// launch_pdl with thread-block clusters of the kGdnSplit blocks of one head (a launch attribute).
-cudaError_t launch_recurrence(dim3 grid, cudaStream_t stream, const GdnRecurrentArgs& a) {
+// launch_pdl with thread-block clusters of the `split` blocks of one head (a launch attribute).
+cudaError_t launch_recurrence(GdnRecurrentKernel kernel, int split, int threads, cudaStream_t stream,
+                              const GdnRecurrentArgs& a) {
     cudaLaunchConfig_t cfg{};
-    cfg.gridDim = grid;
-    cfg.blockDim = dim3(kGdnThreads);
+    cfg.gridDim = dim3(unsigned(a.n_v_heads * split), unsigned(a.n_tokens));
+    cfg.blockDim = dim3(unsigned(threads));
     cfg.stream = stream;
     cudaLaunchAttribute attr[2];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = pdl_enabled() ? 1 : 0;
     attr[1].id = cudaLaunchAttributeClusterDimension;
-    attr[1].val.clusterDim.x = unsigned(kGdnSplit);
+    attr[1].val.clusterDim.x = unsigned(split);
     attr[1].val.clusterDim.y = 1;
     attr[1].val.clusterDim.z = 1;
     cfg.attrs = attr;
     cfg.numAttrs = 2;
-    return cudaLaunchKernelEx(&cfg, gdn_recurrent_decode_kernel, a);
+    return cudaLaunchKernelEx(&cfg, kernel, a);
 }
 
 bool recurrent_args_ok(const GdnRecurrentArgs& a) {
@@ -162,16 +157,35 @@ bool conv_args_ok(const GdnConvArgs& a) {
 
 } // namespace detail
 
-cudaError_t gdn_conv_decode(const GdnConvArgs& a, cudaStream_t stream) {
+GdnDecodePath gdn_decode_default_path() {
+    static const GdnDecodePath path = [] {
+        const char* v = std::getenv("NINFER_GDN_DECODE");
+        return v && v[0] == '2' && v[1] == 0 ? GdnDecodePath::Wide4 : GdnDecodePath::Split2;
+    }();
+    return path;
+}
+
+cudaError_t gdn_conv_decode_with(const GdnConvArgs& a, GdnDecodePath path, cudaStream_t stream) {
     if (!detail::conv_args_ok(a) || !a.out) return cudaErrorInvalidValue;
     const dim3 grid(unsigned((a.conv_dim + 255) / 256), unsigned(a.n_tokens));
-    return launch_pdl(detail::gdn_conv_decode_kernel, grid, dim3(256), 0, stream, a);
+    return launch_pdl(path == GdnDecodePath::Wide4 ? detail::gdn_conv_v4_kernel(a.state_settled) : detail::gdn_conv_decode_kernel,
+                      grid, dim3(256), 0, stream, a);
+}
+
+cudaError_t gdn_conv_decode(const GdnConvArgs& a, cudaStream_t stream) {
+    return gdn_conv_decode_with(a, gdn_decode_default_path(), stream);
+}
+
+cudaError_t gdn_recurrent_decode_with(const GdnRecurrentArgs& a, GdnDecodePath path, cudaStream_t stream) {
+    if (!detail::recurrent_args_ok(a) || !a.conv_out) return cudaErrorInvalidValue;
+    if (path == GdnDecodePath::Wide4)
+        return detail::launch_recurrence(detail::gdn_recurrent_v4_kernel(a.state_settled), detail::kGdnV4Split,
+                                         detail::kGdnV4Threads, stream, a);
+    return detail::launch_recurrence(detail::gdn_recurrent_decode_kernel, detail::kGdnSplit, detail::kGdnThreads, stream, a);
 }
 
 cudaError_t gdn_recurrent_decode(const GdnRecurrentArgs& a, cudaStream_t stream) {
-    if (!detail::recurrent_args_ok(a) || !a.conv_out) return cudaErrorInvalidValue;
-    const dim3 grid(unsigned(a.n_v_heads * detail::kGdnSplit), unsigned(a.n_tokens));
-    return detail::launch_recurrence(grid, stream, a);
+    return gdn_recurrent_decode_with(a, gdn_decode_default_path(), stream);
 }
 
 } // namespace ninfer::kernels

@@ -65,7 +65,8 @@ void time_attention(const char* model, int nh, int nkv, int depth, int batch, ke
                 batch, us, layers, kv_bytes / 1e6, kv_bytes / us / 1e3);
 }
 
-void time_gdn(const char* model, int hk, int hv, int batch) {
+// path Wide4 with settled = false: the early loads off, to tell them from the layout's share.
+void time_gdn(const char* model, int hk, int hv, int batch, kernels::GdnDecodePath path, bool settled = true) {
     constexpr int D = kernels::kGdnHeadDim;
     const int conv_dim = 2 * hk * D + hv * D;
     const double state_bytes = double(batch) * hv * D * D * 4;
@@ -85,9 +86,10 @@ void time_gdn(const char* model, int hk, int hv, int batch) {
         conv_states.push_back(std::make_unique<DeviceBuffer<bf16>>(size_t(batch) * 3 * conv_dim, 0));
     }
     auto conv = [&](int l, cudaStream_t s) {
-        const kernels::GdnConvArgs ca{qkv.get(), conv_dim, conv_w.get(), conv_states[size_t(l)]->get(), slots.get(),
-                                      conv_out.get(), conv_dim, conv_dim, batch, true};
-        CUDA_OK(kernels::gdn_conv_decode(ca, s));
+        kernels::GdnConvArgs ca{qkv.get(), conv_dim, conv_w.get(), conv_states[size_t(l)]->get(), slots.get(),
+                                conv_out.get(), conv_dim, conv_dim, batch, true};
+        ca.state_settled = settled; // as the recurrence's below
+        CUDA_OK(kernels::gdn_conv_decode_with(ca, path, s));
     };
     auto recur = [&](int l, cudaStream_t s) {
         kernels::GdnRecurrentArgs ra;
@@ -95,7 +97,8 @@ void time_gdn(const char* model, int hk, int hv, int batch) {
         ra.a = ab.get(), ra.a_stride = hv, ra.b = ab.get(), ra.b_stride = hv, ra.a_log = a_log.get();
         ra.dt_bias = dt_bias.get(), ra.norm_w = norm_w.get(), ra.state = states[size_t(l)]->get(), ra.slots = slots.get();
         ra.y = y.get(), ra.y_stride = hv * D, ra.n_k_heads = hk, ra.n_v_heads = hv, ra.n_tokens = batch, ra.exact = true;
-        CUDA_OK(kernels::gdn_recurrent_decode(ra, s));
+        ra.state_settled = settled; // a layer's state is written only by its own launch, in an earlier replay
+        CUDA_OK(kernels::gdn_recurrent_decode_with(ra, path, s));
     };
     auto pair = [&](int l, cudaStream_t s) { // as the runner runs a layer
         conv(l, s);
@@ -104,9 +107,11 @@ void time_gdn(const char* model, int hk, int hv, int batch) {
     const double conv_us = per_layer_us(layers, conv);
     const double rec_us = per_layer_us(layers, recur);
     const double pair_us = per_layer_us(layers, pair);
-    std::printf("RESULT mixer_decode gdn %s batch %d: conv %.2f us/layer, recurrence %.2f us/layer, conv + recurrence "
-                "%.2f us/layer (graphs of %d layers), %.1f MB state read + written, %.0f GB/s in the pair\n",
-                model, batch, conv_us, rec_us, pair_us, layers, 2 * state_bytes / 1e6, 2 * state_bytes / pair_us / 1e3);
+    std::printf("RESULT mixer_decode gdn %s batch %d path %s: conv %.2f us/layer, recurrence %.2f us/layer, conv + "
+                "recurrence %.2f us/layer (graphs of %d layers), %.1f MB state read + written, %.0f GB/s in the pair\n",
+                model, batch, path == kernels::GdnDecodePath::Split2 ? "split2" : settled ? "wide4" : "wide4-late", conv_us,
+                rec_us, pair_us, layers,
+                2 * state_bytes / 1e6, 2 * state_bytes / pair_us / 1e3);
 }
 
 } // namespace
@@ -121,8 +126,18 @@ TEST_CASE("decode mixers: time per layer at the 27B and 35B-A3B shapes (RESULT l
         }
         time_attention("27B", 24, 4, 8192, batch, kernels::KvDtype::Fp8);
         time_attention("27B", 24, 4, 8192, batch, kernels::KvDtype::Int8);
-        time_gdn("27B", 16, 48, batch);
-        time_gdn("35B-A3B", 16, 32, batch);
     }
+    CUDA_OK(cudaGetLastError());
+}
+
+TEST_CASE("decode mixers: GDN time per layer of Split2 and Wide4 (RESULT lines; speed is not asserted)",
+          "[mixer_decode_timing]") {
+    require_gpu();
+    for (int batch : {1, 8})
+        for (kernels::GdnDecodePath path : {kernels::GdnDecodePath::Split2, kernels::GdnDecodePath::Wide4}) {
+            time_gdn("27B", 16, 48, batch, path);
+            time_gdn("35B-A3B", 16, 32, batch, path);
+            if (path == kernels::GdnDecodePath::Wide4) time_gdn("27B", 16, 48, batch, path, false);
+        }
     CUDA_OK(cudaGetLastError());
 }

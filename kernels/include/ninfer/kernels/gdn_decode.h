@@ -22,10 +22,19 @@
 //   rows for qkv/conv_out/z/y; else cudaErrorInvalidValue and nothing is launched.
 // - Two launches, not one: a fused conv + recurrence (clusters spanning a QK head's V heads) gave the
 //   same bits and was slower at every batch size (kernels/PERF_NOTES.md "Session 4 run 5").
-// - The recurrence runs as sm_90 thread-block clusters, two blocks per (V head, token), each owning
-//   64 state columns; the norm's sum of squares crosses blocks in rank order (deterministic).
+// - The recurrence runs as sm_90 thread-block clusters; the norm's sum of squares crosses blocks in
+//   rank order (deterministic). Two paths, the same arithmetic in the same order (the same bits:
+//   [gdn_decode] checks it):
+//   - GdnDecodePath::Split2 (default): two blocks of 256 threads per (V head, token), 64 state
+//     columns each; slot and state read after the PDL wait; two cluster barriers at the end.
+//   - GdnDecodePath::Wide4 (NINFER_GDN_DECODE=2): with state_settled the conv reads its taps, the
+//     slot and the conv state before the PDL wait (same grid). The recurrence runs four blocks of
+//     128 threads per (V head, token), 32 columns each (a warp per 32 rows); with state_settled
+//     the slot and the block's 16 KB of state are read BEFORE the PDL wait; the norm's partial sums
+//     are pushed into every peer's shared memory and cross one cluster barrier.
 // - Kernels start by programmatic dependent launch (kernels/src/common.cuh launch_pdl) and wait
-//   for the previous kernel on the stream before touching memory.
+//   for the previous kernel on the stream before touching memory (Wide4 with state_settled: before
+//   touching anything but the weights, slots and states named above).
 // Thread safety: stateless apart from the caller's state buffers; graph-capturable.
 #pragma once
 
@@ -49,6 +58,9 @@ struct GdnConvArgs {
     int conv_dim = 0;
     int n_tokens = 0;
     bool exact = false; // CPU-reference math: no bf16 rounding of the pre-activation
+    // As GdnRecurrentArgs::state_settled, for slots and the conv state: Wide4 then reads the taps,
+    // the slot and the 3 stored inputs before the PDL wait; Split2 ignores it.
+    bool state_settled = false;
 };
 
 struct GdnRecurrentArgs {
@@ -76,9 +88,19 @@ struct GdnRecurrentArgs {
     const float* a_f32 = nullptr;
     const float* b_f32 = nullptr;
     bool exact = false;
+    // The caller's promise that no kernel still running on the stream writes slots or the state of
+    // these slots (the runner: a layer's first step of a forward; a one-lane forward's next step
+    // reads what this one writes). Wide4 then reads them before the PDL wait; Split2 ignores it.
+    bool state_settled = false;
 };
 
-cudaError_t gdn_conv_decode(const GdnConvArgs& args, cudaStream_t stream);
-cudaError_t gdn_recurrent_decode(const GdnRecurrentArgs& args, cudaStream_t stream);
+enum class GdnDecodePath : uint8_t { Split2 = 0, Wide4 = 2 };
+// NINFER_GDN_DECODE=2 -> Wide4, otherwise Split2; read once per process.
+GdnDecodePath gdn_decode_default_path();
+
+cudaError_t gdn_conv_decode(const GdnConvArgs& args, cudaStream_t stream); // gdn_decode_default_path()
+cudaError_t gdn_conv_decode_with(const GdnConvArgs& args, GdnDecodePath path, cudaStream_t stream);
+cudaError_t gdn_recurrent_decode(const GdnRecurrentArgs& args, cudaStream_t stream); // gdn_decode_default_path()
+cudaError_t gdn_recurrent_decode_with(const GdnRecurrentArgs& args, GdnDecodePath path, cudaStream_t stream);
 
 } // namespace ninfer::kernels
