@@ -81,9 +81,14 @@ struct Pool {
     }
 };
 
+// Prep, then the staged path (right behind the prep, so that its loads before the PDL wait race the
+// new rows if they could), then the split path; both outputs against fp64, and against each other
+// bit for bit. one_lane: every token in one lane (positions consecutive, as the runner's prefill
+// blocks), so the rows of earlier tokens of the call are written by the same prep.
 void run_attention(int nh, int nkv, std::vector<int> positions, uint64_t seed,
-                   kernels::KvDtype dtype = kernels::KvDtype::Bf16) {
-    INFO("heads " << nh << "/" << nkv << " tokens " << positions.size() << " kv dtype " << int(dtype));
+                   kernels::KvDtype dtype = kernels::KvDtype::Bf16, bool one_lane = false) {
+    INFO("heads " << nh << "/" << nkv << " tokens " << positions.size() << " kv dtype " << int(dtype)
+                  << " one lane " << one_lane << " first position " << positions[0]);
     Rng rng(seed);
     const int T = int(positions.size()), n_lanes = T + 2;
     const int max_context = *std::max_element(positions.begin(), positions.end()) + 1 + rng.integer(0, 300);
@@ -95,6 +100,7 @@ void run_attention(int nh, int nkv, std::vector<int> positions, uint64_t seed,
     std::iota(lanes.begin(), lanes.end(), 0);
     std::shuffle(lanes.begin(), lanes.end(), rng.gen);
     lanes.resize(T);
+    if (one_lane) std::fill(lanes.begin(), lanes.end(), lanes[0]);
     Pool kp(dtype, nkv, n_pages, 1.5f, rng), vp(dtype, nkv, n_pages, 2.f, rng);
     DeviceBuffer<uint8_t> kd(kp.bytes), vd(vp.bytes);
     DeviceBuffer<int32_t> table_d(table), lanes_d(lanes), pos_d(std::vector<int32_t>(positions.begin(), positions.end()));
@@ -102,7 +108,7 @@ void run_attention(int nh, int nkv, std::vector<int> positions, uint64_t seed,
     const auto kn = rng.bf16s(size_t(T) * nkv * HD, -3.f, 3.f), vn = rng.bf16s(size_t(T) * nkv * HD, -2.f, 2.f);
     const auto qw = rng.bf16s(HD, -0.3f, 0.3f), kw = rng.bf16s(HD, -0.3f, 0.3f);
     DeviceBuffer<bf16> qg_d(qg), k_d(kn), v_d(vn), qw_d(qw), kw_d(kw);
-    DeviceBuffer<bf16> q_out(size_t(T) * nh * HD, 0xff), out(size_t(T) * nh * HD, 0xff);
+    DeviceBuffer<bf16> q_out(size_t(T) * nh * HD, 0xff), out(size_t(T) * nh * HD, 0xff), out_staged(size_t(T) * nh * HD, 0xff);
     DeviceBuffer<float> scratch(kernels::attn_decode_scratch_floats(T, nh, max_context));
 
     kernels::AttnGeometry geo{nh, nkv, HD, 64, 1e7f, 1e-6f};
@@ -122,19 +128,24 @@ void run_attention(int nh, int nkv, std::vector<int> positions, uint64_t seed,
     CUDA_OK(kernels::attn_decode_prep(pa, nullptr));
     kernels::AttnDecodeArgs da{geo, q_out.get(), nh * HD, qg_d.get(), nh * 2 * HD, lanes_d.get(), pos_d.get(), kv,
                                out.get(), nh * HD, T, max_context, scratch.get(), scratch.size()};
-    CUDA_OK(kernels::attn_decode(da, nullptr));
+    kernels::AttnDecodeArgs ds = da;
+    ds.out = out_staged.get();
+    CUDA_OK(kernels::attn_decode_with(ds, kernels::AttnDecodePath::Staged, nullptr));
+    CUDA_OK(kernels::attn_decode_with(da, kernels::AttnDecodePath::Split, nullptr));
     CUDA_OK(cudaDeviceSynchronize());
     CHECK(out.guards_intact());
+    CHECK(out_staged.guards_intact());
     CHECK(kd.guards_intact());
     CHECK(vd.guards_intact());
-    const auto og = out.download();
+    const auto og = out.download(), og_staged = out_staged.download();
+    CHECK(std::memcmp(og.data(), og_staged.data(), og.size() * sizeof(bf16)) == 0);
     const auto kg = kd.download(), vg = vd.download();
 
     auto vrow = [&](int lane, int kvh, int pos) { // offset of a row in Pool::values
         const int page = table[size_t(lane) * max_pages + pos / 64];
         return ((size_t(page) * nkv + kvh) * 64 + pos % 64) * HD;
     };
-    std::vector<double> got, want;
+    std::vector<double> got, got_staged, want;
     int k_bad = 0, v_bad = 0;
     for (int t = 0; t < T; ++t) {
         const int lane = lanes[t], pos = positions[t], group = nh / nkv;
@@ -181,12 +192,14 @@ void run_attention(int nh, int nkv, std::vector<int> positions, uint64_t seed,
                 const double gate = to_f(qg[size_t(t) * nh * 2 * HD + h * 2 * HD + HD + d]);
                 want.push_back(round_bf16(double(round_bf16(o / l)) * round_bf16(1 / (1 + std::exp(-gate)))));
                 got.push_back(to_f(og[size_t(t) * nh * HD + h * HD + d]));
+                got_staged.push_back(to_f(og_staged[size_t(t) * nh * HD + h * HD + d]));
             }
         }
     }
     CHECK(k_bad == 0);
     CHECK(v_bad == 0);
     CHECK(rel_l2(got, want) < 5e-3);
+    CHECK(rel_l2(got_staged, want) < 5e-3);
     CHECK(std::none_of(got.begin(), got.end(), [](double v) { return std::isnan(v); }));
 }
 
@@ -200,6 +213,30 @@ TEST_CASE("attention decode matches fp64 for lanes of different lengths", "[atte
     run_attention(2, 2, {5, 17, 129, 511, 512, 513, 2, 70}, 24); // group 1, batch of 8
     run_attention(2, 1, {40000, 33000, 64}, 25); // past 32K: chunks of several pages
     run_attention(24, 4, {9000, 70}, 26);         // 27B past 66 pages: 3 pages per chunk, loads one slice ahead
+}
+
+TEST_CASE("staged attention decode (NINFER_ATTN_DECODE=2) equals the split path at the model shapes", "[attention_decode]") {
+    require_gpu();
+    // 27B (24/4) and 35B-A3B (16/2): one token, the bench depths, pages split over chunks.
+    for (int pos : {0, 1, 63, 64, 8191, 8192})
+        run_attention(24, 4, {pos}, 51 + uint64_t(pos));
+    run_attention(16, 2, {8191}, 52);
+    run_attention(24, 4, {32767}, 53); // 8 pages per chunk: the stage carries slices 2..7 of a warp
+    run_attention(16, 2, {32768}, 54);
+    // Batches 1..8, lanes of different lengths around page boundaries.
+    const std::vector<int> mixed{8191, 63, 64, 65, 127, 128, 1, 4095};
+    for (size_t b = 1; b <= mixed.size(); ++b)
+        run_attention(24, 4, std::vector<int>(mixed.begin(), mixed.begin() + b), 60 + b);
+    run_attention(16, 2, mixed, 70);
+    // One lane's consecutive tokens (the runner's prefill blocks): the rows of earlier tokens come from
+    // the same prep, so the staged path must load them after the wait (across a page and a slice).
+    std::vector<int> block(8);
+    for (int start : {0, 57, 8185}) {
+        std::iota(block.begin(), block.end(), start);
+        run_attention(24, 4, block, 80 + uint64_t(start), kernels::KvDtype::Bf16, true);
+    }
+    std::iota(block.begin(), block.end(), 4093);
+    run_attention(16, 2, block, 90, kernels::KvDtype::Bf16, true);
 }
 
 TEST_CASE("attention decode with fp8 and int8 KV writes the codec's rows and matches fp64", "[attention_decode]") {

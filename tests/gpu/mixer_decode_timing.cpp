@@ -25,7 +25,8 @@ double per_layer_us(int layers, const std::function<void(int, cudaStream_t)>& la
 
 int layers_for(double bytes_per_layer) { return std::clamp(int(128e6 / bytes_per_layer) + 1, 4, 64); }
 
-void time_attention(const char* model, int nh, int nkv, int depth, int batch, kernels::KvDtype dtype) {
+void time_attention(const char* model, int nh, int nkv, int depth, int batch, kernels::KvDtype dtype,
+                    kernels::AttnDecodePath path = kernels::AttnDecodePath::Split) {
     const int max_context = depth + 64, max_pages = (max_context + 63) / 64, hd = 256;
     const size_t page_bytes = kernels::kv_page_bytes(dtype, nkv, hd);
     const double kv_bytes = 2.0 * batch * (double(depth) / 64) * double(page_bytes); // K and V read per layer
@@ -57,12 +58,13 @@ void time_attention(const char* model, int nh, int nkv, int depth, int batch, ke
         const kernels::AttnDecodeArgs da{{nh, nkv, hd, 64, 1e7f, 1e-6f, true}, q.get(), nh * hd, qg.get(), nh * 2 * hd,
                                          lanes_d.get(), pos_d.get(), kv, out.get(), nh * hd, batch, max_context,
                                          scratch.get(), scratch_floats};
-        CUDA_OK(kernels::attn_decode(da, s));
+        CUDA_OK(kernels::attn_decode_with(da, path, s));
     });
-    std::printf("RESULT mixer_decode attention %s kv %s depth %d batch %d: %.2f us/layer (partial + combine, graph of "
-                "%d layers), %.1f MB KV, %.0f GB/s\n",
+    std::printf("RESULT mixer_decode attention %s kv %s depth %d batch %d path %s: %.2f us/layer (partial + combine, "
+                "graph of %d layers), %.1f MB KV, %.0f GB/s\n",
                 model, dtype == kernels::KvDtype::Bf16 ? "bf16" : dtype == kernels::KvDtype::Fp8 ? "fp8" : "int8", depth,
-                batch, us, layers, kv_bytes / 1e6, kv_bytes / us / 1e3);
+                batch, path == kernels::AttnDecodePath::Staged ? "staged" : "split", us, layers, kv_bytes / 1e6,
+                kv_bytes / us / 1e3);
 }
 
 // path Wide4 with settled = false: the early loads off, to tell them from the layout's share.
@@ -120,10 +122,11 @@ TEST_CASE("decode mixers: time per layer at the 27B and 35B-A3B shapes (RESULT l
           "[mixer_decode_timing]") {
     require_gpu();
     for (int batch : {1, 8}) {
-        for (int depth : {512, 8192, 32768}) {
-            time_attention("27B", 24, 4, depth, batch, kernels::KvDtype::Bf16);
-            time_attention("35B-A3B", 16, 2, depth, batch, kernels::KvDtype::Bf16);
-        }
+        for (int depth : {512, 8192, 32768})
+            for (kernels::AttnDecodePath path : {kernels::AttnDecodePath::Split, kernels::AttnDecodePath::Staged}) {
+                time_attention("27B", 24, 4, depth, batch, kernels::KvDtype::Bf16, path);
+                time_attention("35B-A3B", 16, 2, depth, batch, kernels::KvDtype::Bf16, path);
+            }
         time_attention("27B", 24, 4, 8192, batch, kernels::KvDtype::Fp8);
         time_attention("27B", 24, 4, 8192, batch, kernels::KvDtype::Int8);
     }

@@ -28,6 +28,19 @@
 //    codes widened exactly with their scales applied in f32, P as a bf16 high + low pair; f32
 //    accumulators), an online softmax per warp; a second kernel merges the ranges and applies the
 //    gate. scratch must hold attn_decode_scratch_floats(n_tokens, n_heads, max_context) floats.
+//    Two paths, the same arithmetic (the same output bits: [attention_decode] checks it):
+//    - AttnDecodePath::Split (default): the partial kernel waits for the previous kernel, then loads
+//      one 16-token slice ahead per warp in registers; the combine reads the partials in rounds.
+//    - AttnDecodePath::Staged (NINFER_ATTN_DECODE=2; bf16 pools only, fp8 / int8 take Split): the
+//      partial kernel reads positions, lanes, the page table and every KV row below
+//      positions[t] - (n_tokens - 1) BEFORE the PDL wait (a warp's first slice into registers, its
+//      second through cp.async into shared memory, so a block of up to 8 slices has all its bytes
+//      in flight before its predecessor ends), reloads the rows at and above that bound after the
+//      wait, and keeps a second slice in flight per warp through shared memory; the combine reads
+//      the positions before the wait and issues every load (m, l, all partials, the gate) at once.
+//      Extra requirement: nothing still running on the stream writes positions, lanes, the page
+//      table or pool rows below positions[t] - (n_tokens - 1) (the runner: host copies and
+//      synchronised forwards; a lane's tokens in one call hold consecutive positions).
 // - Requirements: head_dim == 256, rotary_dim even and <= head_dim, n_heads % n_kv_heads == 0,
 //   n_heads / n_kv_heads <= 8, positions[t] < max_context, 16-byte aligned rows; lanes distinct.
 //   Violations the host can see return cudaErrorInvalidValue; device-side indices are trusted.
@@ -114,8 +127,13 @@ struct AttnDecodeArgs {
     size_t scratch_floats = 0;
 };
 
+enum class AttnDecodePath : uint8_t { Split = 0, Staged = 2 };
+
 size_t attn_decode_scratch_floats(int n_tokens, int n_heads, int max_context);
+// NINFER_ATTN_DECODE=2 -> Staged, otherwise Split; read once per process.
+AttnDecodePath attn_decode_default_path();
 cudaError_t attn_decode_prep(const AttnPrepArgs& args, cudaStream_t stream);
-cudaError_t attn_decode(const AttnDecodeArgs& args, cudaStream_t stream);
+cudaError_t attn_decode(const AttnDecodeArgs& args, cudaStream_t stream); // attn_decode_default_path()
+cudaError_t attn_decode_with(const AttnDecodeArgs& args, AttnDecodePath path, cudaStream_t stream);
 
 } // namespace ninfer::kernels
