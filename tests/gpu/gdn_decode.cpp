@@ -174,7 +174,7 @@ void compare_paths(int hk, int hv, int n_tokens, bool exact, bool settled, uint6
     const int conv_dim = 2 * hk * D + hv * D, n_slots = n_tokens + 2;
     const int64_t z_ld = int64_t(hv) * D, ab_ld = hv + 4;
     std::vector<int32_t> slots_h;
-    for (int t = 0; t < n_tokens; ++t) slots_h.push_back((3 * t + 1) % n_slots); // distinct, not the token index
+    for (int t = 0; t < n_tokens; ++t) slots_h.push_back(n_tokens - t); // distinct (one state each), not the token index
     DeviceBuffer<int32_t> slots(slots_h);
     std::vector<float> a_log_h, dt_h, s0(size_t(n_slots) * hv * D * D);
     for (int h = 0; h < hv; ++h) {
