@@ -25,16 +25,21 @@ t() { # name, filter, settings...
     env "$@" timeout 150 "$BIN/test_gpu" "$f" >"$OUT/t_$n.log" 2>&1
     say "test $n ($*) rc $? $(($(date +%s) - s)) s: $(grep -E '^(All tests passed|test cases:)' "$OUT/t_$n.log" | head -1)"
 }
-t attn "[attention_decode]" & t gdn "[gdn_decode]" & t cb "[cuda_backend]" NINFER_ATTN_DECODE=2 NINFER_GDN_DECODE=2 &
+if [ -z "${ONLY_GDN:-}" ]; then t attn "[attention_decode]" & t gdn "[gdn_decode]" & t cb "[cuda_backend]" NINFER_ATTN_DECODE=2 NINFER_GDN_DECODE=2 &
 t fe "[formats_e2e]" NINFER_ATTN_DECODE=2 NINFER_GDN_DECODE=2 & t real "[real_shape]" NINFER_ATTN_DECODE=2 NINFER_GDN_DECODE=2 &
+t i8 "[int8_x]" & t a8 "[gemv_q4a8]" &
+else t gdn "[gdn_decode]" & fi
 wait
 t timing "[mixer_decode_timing]"
 for f in "$OUT"/t_*.log; do grep -B3 -A14 FAILED "$f" | head -30 >>"$S"; done
 grep -h RESULT "$OUT/t_timing.log" | grep -E "8192 batch 1|gdn 27B batch 1|path" | head -20 >>"$S"
+NB=0
 bd() { # label, settings..., then bench arguments after --
     local label=$1; shift; local env=(); while [ "$1" != -- ]; do env+=("$1"); shift; done; shift
     [ "$(left)" -lt 20 ] && { say "bench $label: SKIPPED (deadline)"; return; }
-    say "bench $label:"; env "${env[@]}" timeout 60 "$BIN/bench_decode" "$@" 2>&1 | grep -E '^decode' | tee -a "$S" >/dev/null
+    local log=$OUT/b_$((++NB)).log
+    say "bench $label:"; env "${env[@]}" timeout 90 "$BIN/bench_decode" "$@" >"$log" 2>&1
+    say "  rc $?"; grep -E '^(decode|bench_decode|prefill)' "$log" | tee -a "$S" >/dev/null
 }
 A=(--synthetic qwen3.6-27b --recipe q4 --batch 1,8 --prompt-len 512,8192 --gen 16 --decode-only)
 for r in 1 2; do
@@ -44,4 +49,4 @@ done
 B=(--synthetic qwen3.6-35b-a3b --recipe q4 --batch 1,8 --prompt-len 8192 --gen 16 --decode-only)
 bd "35B neither" X=0 -- "${B[@]}"; bd "35B both" NINFER_ATTN_DECODE=2 NINFER_GDN_DECODE=2 -- "${B[@]}"
 say "done at $(($(date +%s) - T0)) s"
-(cd "$OUT" && tar czf logs.tgz ./t_*.log && rm -f ./t_*.log)
+(cd "$OUT" && tar czf logs.tgz ./t_*.log ./b_*.log && rm -f ./t_*.log ./b_*.log)
