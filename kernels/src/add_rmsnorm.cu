@@ -17,7 +17,7 @@ __device__ __forceinline__ void norm_rows_int8(bool with_lo, int dim, const Int8
     const int t = blockIdx.x, units = int(int8_x_units(dim));
     quantise_rows_to<false>(row_copy, with_lo ? row_copy + dim : nullptr, 0, 1, t, dim, 0, units, y8, threadIdx.x,
                             blockDim.x);
-    if (t == 0) zero_int8_slots(y8, gridDim.x, 0, units, threadIdx.x, blockDim.x);
+    if (t == 0) zero_int8_slots(y8.d, gridDim.x, units, threadIdx.x, blockDim.x);
 }
 
 __global__ void add_rmsnorm_kernel(float* x, int64_t x_stride, const float* add, int64_t add_stride,

@@ -22,14 +22,16 @@ bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) ==
 int unroll_of(WeightFormat f) { return f == WeightFormat::Q4G64Fp16 ? 8 : 4; }
 bool tiled_format(WeightFormat f) { return gemv_has_tiled_layout(f); }
 
+// An integer setting from the environment (read by the callers once), fallback unless in [lo, hi].
+int env_int(const char* name, int fallback, int lo, int hi) {
+    const char* v = std::getenv(name);
+    const int i = v ? std::atoi(v) : fallback;
+    return i >= lo && i <= hi ? i : fallback;
+}
+
 // NINFER_GEMV_TARGET_BLOCKS=N (read once): the split choice aims at N resident blocks per SM
 // instead of the occupancy calculator's figure (A/B timing of whole models, as the bench hook).
-int default_tiled_target() {
-    const char* v = std::getenv("NINFER_GEMV_TARGET_BLOCKS");
-    const int b = v ? std::atoi(v) : 0;
-    return b > 0 && b <= 32 ? b : 0;
-}
-int g_tiled_target = default_tiled_target();
+int g_tiled_target = env_int("NINFER_GEMV_TARGET_BLOCKS", 0, 1, 32);
 // NINFER_GEMV_STAGES=0|2|3|4 and NINFER_GEMV_STAGE_X=0|1 override the defaults (A/B timing of
 // whole models).
 int default_tiled_stages() {
@@ -129,19 +131,14 @@ int64_t tiled_units_per_split(const WeightView& w, int splits) {
 // The int8 route's split: it aims at kGemvInt8TargetBlocks blocks per SM (the hook's figure when
 // set; NINFER_GEMV_INT8_TARGET for A/B) among the splits whose int8 x of 8 tokens stays within
 // NINFER_GEMV_INT8_XCAP bytes (default kXStageMaxBytes), so neither depends on n_tokens.
-int env_int(const char* name, int fallback, int lo, int hi) {
-    const char* v = std::getenv(name);
-    const int i = v ? std::atoi(v) : fallback;
-    return i >= lo && i <= hi ? i : fallback;
-}
 const int g_int8_target = env_int("NINFER_GEMV_INT8_TARGET", kGemvInt8TargetBlocks, 1, 32);
 const int64_t g_int8_xcap = env_int("NINFER_GEMV_INT8_XCAP", int(detail::kXStageMaxBytes), 4096, int(detail::kXStageMaxBytes));
 
-// GemvArgs::x_int8 may apply (q4, tiled, on the ring); then the split of the route, -1 for none.
-bool int8_candidate(const GemvArgs& a) {
-    return a.x_int8 && a.w.format == WeightFormat::Q4G64Fp16 && a.w.layout == WeightLayout::Tiled && stages_of(a.w) > 0;
-}
+// The int8 route's split when it runs (GemvArgs::x_int8 on q4, tiled, on the ring, and a split within
+// the x cap), else -1.
 int int8_split(const GemvArgs& a) {
+    if (!a.x_int8 || a.w.format != WeightFormat::Q4G64Fp16 || a.w.layout != WeightLayout::Tiled || stages_of(a.w) <= 0)
+        return -1;
     return choose_tiled_split(a.w, a.scratch, g_tiled_target > 0 ? g_tiled_target : g_int8_target, g_int8_xcap);
 }
 
@@ -149,13 +146,12 @@ int int8_split(const GemvArgs& a) {
 
 bool gemv_runs_int8_x(const GemvArgs& a) {
     if (a.w.n < 1 || a.w.k < 16 || a.n_tokens < 1 || a.n_tokens > kGemvMaxTokens) return false;
-    return int8_candidate(a) && int8_split(a) > 0;
+    return int8_split(a) > 0;
 }
 
 int gemv_split_count(const GemvArgs& a) {
-    if (int8_candidate(a))
-        if (const int s = int8_split(a); s > 0) return s;
-    return gemv_split_count(a.w, a.scratch);
+    const int s = int8_split(a);
+    return s > 0 ? s : gemv_split_count(a.w, a.scratch);
 }
 
 size_t weight_bytes(WeightFormat format, int64_t n, int64_t k) {
@@ -267,9 +263,10 @@ cudaError_t gemv(const GemvArgs& a, cudaStream_t stream) {
     p.y_fp32 = a.y_fp32;
     p.partials = a.scratch.partials;
     p.counters = a.scratch.counters;
-    const bool int8 = int8_candidate(a) && int8_split(a) > 0;
+    const int int8_splits = int8_split(a); // the route's split is chosen once
+    const bool int8 = int8_splits > 0;
     if (int8) p.x8 = a.x8;
-    p.splits = gemv_split_count(a);
+    p.splits = int8 ? int8_splits : gemv_split_count(w, a.scratch);
     const dim3 grid(unsigned((w.n + detail::kGemvRowsPerBlock - 1) / detail::kGemvRowsPerBlock), unsigned(p.splits));
     const dim3 block(detail::kGemvWarps * 32);
     if (w.layout == WeightLayout::Tiled) {

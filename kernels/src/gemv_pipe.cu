@@ -96,7 +96,7 @@ __global__ void __launch_bounds__(256) quantise_int8_x_kernel(const __nv_bfloat1
     const int64_t u_begin = int64_t(blockIdx.x) * 8;
     const int units = int(min(int64_t(8), int8_x_units(k) - u_begin));
     quantise_rows_to<true>(x, lo, ldx, rows, 0, k, u_begin, units, out, threadIdx.x, blockDim.x);
-    zero_int8_slots(out, rows, u_begin, units, threadIdx.x, blockDim.x);
+    zero_int8_slots(out.d + u_begin * 8, rows, units, threadIdx.x, blockDim.x);
 }
 
 } // namespace

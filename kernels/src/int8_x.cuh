@@ -112,11 +112,11 @@ __device__ __forceinline__ void quantise_rows_to(const __nv_bfloat16* x, const _
                            if (c == 0) out.d[u * 8 + token0 + r] = d16;
                        });
 }
-// d of token slots n_tokens .. 7 of units [u_begin, u_begin + units) set to 0.
-__device__ __forceinline__ void zero_int8_slots(const Int8X& out, int n_tokens, int64_t u_begin, int units, int tid,
-                                                int nthreads) {
+// d[u * 8 + t] = 0 for the token slots t = n_tokens .. 7 of units u < units (d: an Int8X's at its
+// first unit).
+__device__ __forceinline__ void zero_int8_slots(float* d, int n_tokens, int units, int tid, int nthreads) {
     for (int idx = tid; idx < units * 8; idx += nthreads)
-        if ((idx & 7) >= n_tokens) out.d[u_begin * 8 + idx] = 0.f;
+        if ((idx & 7) >= n_tokens) d[idx] = 0.f;
 }
 
 } // namespace ninfer::kernels::detail

@@ -34,19 +34,30 @@ __global__ void gemv_f32x_kernel(RowDecoder d, const float* x, int64_t x_stride,
     }
 }
 
+// Element i of row t of both swiglu kernels: v = silu(gate) * up stored as out (bf16), out32 and
+// out_lo (the low half) where given; returns the bf16 value and its low half.
+struct SwigluHiLo {
+    __nv_bfloat16 hi, lo;
+};
+__device__ __forceinline__ SwigluHiLo swiglu_element(const float* in, int64_t in_stride, int inter, int t, int i,
+                                                     __nv_bfloat16* out, float* out32, __nv_bfloat16* out_lo,
+                                                     int64_t out_stride) {
+    const float g = in[t * in_stride + i], u = in[t * in_stride + inter + i];
+    const float v = silu(g) * u;
+    const __nv_bfloat16 hi = __float2bfloat16(v), lo = __float2bfloat16(v - __bfloat162float(hi));
+    if (out) out[t * out_stride + i] = hi;
+    if (out32) out32[t * out_stride + i] = v;
+    if (out_lo) out_lo[t * out_stride + i] = lo;
+    return {hi, lo};
+}
+
 __global__ void swiglu_kernel(const float* in, int64_t in_stride, int inter, __nv_bfloat16* out, float* out32,
                               __nv_bfloat16* out_lo, int64_t out_stride) {
     ninfer_grid_launch_dependents();
     ninfer_grid_wait();
     const int t = blockIdx.y;
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < inter; i += gridDim.x * blockDim.x) {
-        const float g = in[t * in_stride + i], u = in[t * in_stride + inter + i];
-        const float v = silu(g) * u;
-        const __nv_bfloat16 hi = __float2bfloat16(v);
-        if (out) out[t * out_stride + i] = hi;
-        if (out32) out32[t * out_stride + i] = v;
-        if (out_lo) out_lo[t * out_stride + i] = __float2bfloat16(v - __bfloat162float(hi));
-    }
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < inter; i += gridDim.x * blockDim.x)
+        swiglu_element(in, in_stride, inter, t, i, out, out32, out_lo, out_stride);
 }
 
 // swiglu with int8 rows: block (b, t) owns elements [512 b, 512 b + 512) of row t (8 whole units):
@@ -61,15 +72,9 @@ __global__ void __launch_bounds__(256) swiglu_int8_kernel(const float* in, int64
     ninfer_grid_wait();
     const int t = blockIdx.y, i0 = blockIdx.x * kSwigluChunk, len = min(kSwigluChunk, inter - i0);
     for (int j = threadIdx.x; j < len; j += blockDim.x) {
-        const int i = i0 + j;
-        const float g = in[t * in_stride + i], u = in[t * in_stride + inter + i];
-        const float v = silu(g) * u;
-        const __nv_bfloat16 hi = __float2bfloat16(v), lo = __float2bfloat16(v - __bfloat162float(hi));
-        out[t * out_stride + i] = hi;
-        if (out32) out32[t * out_stride + i] = v;
-        if (out_lo) out_lo[t * out_stride + i] = lo;
-        hi_lo[j] = hi;
-        hi_lo[kSwigluChunk + j] = lo;
+        const SwigluHiLo e = swiglu_element(in, in_stride, inter, t, i0 + j, out, out32, out_lo, out_stride);
+        hi_lo[j] = e.hi;
+        hi_lo[kSwigluChunk + j] = e.lo;
     }
     __syncthreads();
     // All 8 units, also past inter in the last block: they are the Int8X's zero padding (gemv.h
@@ -83,7 +88,7 @@ __global__ void __launch_bounds__(256) swiglu_int8_kernel(const float* in, int64
                                       *reinterpret_cast<uint4*>(out8.q + t * out8.row_bytes + u * 64 + c * 16) = words;
                                       if (c == 0) out8.d[u * 8 + t] = d16;
                                   });
-    if (t == 0) zero_int8_slots(out8, gridDim.y, u0, units, threadIdx.x, blockDim.x);
+    if (t == 0) zero_int8_slots(out8.d + u0 * 8, gridDim.y, units, threadIdx.x, blockDim.x);
 }
 
 // One warp per token (moe_route_warp.cuh).

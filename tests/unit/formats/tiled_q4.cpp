@@ -1,20 +1,19 @@
 // ninfer tests - the q4 tiled GEMV layout (kernels/src/gemv_tiled_q4.h) decodes to the CPU codec's
 // values: the GPU pack's byte mapping, the GEMV's pair arithmetic (its lop3 emulated bit by bit)
 // and dequant's addressing, checked on the host.
-#include "core/formats/codec.h"
-#include "core/formats/layout.h"
 #include "kernels/src/gemv_tiled_q4.h"
 #include "kernels/src/gemv_tiled_q56.h"
+#include "tests/unit/formats/tiled_test_matrix.h"
 
 #include <catch2/catch.hpp>
 
-#include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
 
 using namespace ninfer;
 using namespace ninfer::kernels::detail;
+using ninfer::test::bf16_bits;
 
 namespace {
 
@@ -27,8 +26,6 @@ uint32_t lop3(uint32_t a, uint32_t b, uint32_t c, uint32_t imm) {
     }
     return d;
 }
-
-float bf16_bits(uint32_t w) { return core::bf16_to_f32(uint16_t(w)); }
 
 // The GEMV's code for pair P's half `up` (gemv_kernel.cuh q4_pair_to_bf16 on the word shifted as
 // q4_unit_a shifts it), in float: bf16 136 + q minus 136 is exact.
@@ -54,33 +51,10 @@ std::vector<uint8_t> pack_block(const std::vector<uint8_t> &bytes, const core::R
 
 void check_matrix(uint64_t n, uint64_t k, uint64_t seed) {
     INFO("n " << n << " k " << k);
-    const core::TensorFormat f = core::TensorFormat::Q4G64Fp16;
-    std::mt19937_64 rng(seed);
-    std::uniform_real_distribution<float> u(-1.f, 1.f);
-    std::vector<float> v(n * k);
-    for (uint64_t i = 0; i < v.size(); ++i)
-        v[i] = u(rng) * std::ldexp(1.f, -int((i / 64) % 4));
-    if (n > 2) // an all-zero row (zero multipliers) and extreme codes in another
-        for (uint64_t j = 0; j < k; ++j)
-            v[k + j] = 0.f, v[2 * k + j] = j % 2 ? 1.f : -1.f;
-    const uint64_t shape[2] = {n, k};
-    const std::vector<uint8_t> bytes = core::encode(f, shape, v);
-    const core::RowSplitGeometry g = core::row_split_geometry(f, n, k);
-    core::StoredTensor t;
-    t.format = f;
-    t.shape = {n, k};
-    t.data = bytes.data();
-    t.bytes = bytes.size();
-    std::vector<float> want(n * k);
-    core::decode_rows(t, 0, n, want.data());
-
-    const int64_t units =
-        (int64_t(g.groups_per_row) + 7) / 8 * 8; // padded as the tiled layout pads
-    int bad = 0;
-    uint64_t seen = 0;
+    test::TiledTestMatrix m = test::make_tiled_test_matrix(core::TensorFormat::Q4G64Fp16, n, k, seed);
     for (int64_t tile = 0; tile < int64_t(n + 15) / 16; ++tile)
-        for (int64_t grp = 0; grp < units; ++grp) {
-            const std::vector<uint8_t> block = pack_block(bytes, g, tile, grp);
+        for (int64_t grp = 0; grp < m.units; ++grp) {
+            const std::vector<uint8_t> block = pack_block(m.bytes, m.g, tile, grp);
             for (int lane = 0; lane < 32; ++lane) {
                 uint32_t w[4];
                 std::memcpy(w, block.data() + lane * 16, 16);
@@ -95,27 +69,14 @@ void check_matrix(uint64_t n, uint64_t k, uint64_t seed) {
                         const uint8_t byte = block[size_t(q4_tiled_offset(rr, gi / 2))];
                         const int nib = (byte >> (4 * (gi & 1))) & 15;
                         const int code2 = (nib ^ 8) - 8;
-                        if ((code != float(code2) || q4_value(w, P, up) != code2) && bad++ < 5)
+                        if ((code != float(code2) || q4_value(w, P, up) != code2) && m.bad++ < 5)
                             FAIL_CHECK("gemv/dequant decoders differ: lane " << lane << " P " << P
                                                                              << " up " << up);
-                        if (row >= n || col >= k) { // padding decodes to code 0
-                            if (code != 0.f && bad++ < 5)
-                                FAIL_CHECK("padding row " << row << " col " << col);
-                            continue;
-                        }
-                        uint16_t sw;
-                        std::memcpy(&sw, bytes.data() + g.scale_off + row * g.scale_row + 2 * grp,
-                                    2);
-                        const float got = core::f16_to_f32(sw) * code;
-                        ++seen;
-                        if (got != want[row * k + col] && bad++ < 5)
-                            FAIL_CHECK("row " << row << " col " << col << " got " << got << " want "
-                                              << want[row * k + col]);
+                        m.check_code(row, col, grp, code);
                     }
             }
         }
-    CHECK(bad == 0);
-    CHECK(seen == n * k); // every element decoded exactly once
+    m.finish();
 }
 
 } // namespace

@@ -1,18 +1,16 @@
 // ninfer tests - the q5/q6 tiled GEMV layout's high-bit words (kernels/src/gemv_tiled_q56.h) decode
 // to the CPU codec's values: the GPU pack's and decoders' shared bit arithmetic, checked on the host.
-#include "core/formats/codec.h"
-#include "core/formats/layout.h"
 #include "kernels/src/gemv_tiled_q56.h"
+#include "tests/unit/formats/tiled_test_matrix.h"
 
 #include <catch2/catch.hpp>
 
-#include <cmath>
-#include <cstring>
 #include <random>
 #include <vector>
 
 using namespace ninfer;
 using namespace ninfer::kernels::detail;
+using ninfer::test::bf16_bits;
 
 namespace {
 
@@ -37,8 +35,6 @@ LaneBlock pack_lane(const std::vector<uint8_t>& bytes, const core::RowSplitGeome
     return lb;
 }
 
-float bf16_bits(uint32_t w) { return core::bf16_to_f32(uint16_t(w)); }
-
 // The GEMV decoder's arithmetic for pair P's half `up` (gemv_tiled.cuh q56_unit_a), in float: every
 // step is exact in bf16 (small integers and halves), so float gives the same values.
 float gemv_pair_code(int bits, const uint32_t* w, int P, int up) {
@@ -60,34 +56,17 @@ float gemv_pair_code(int bits, const uint32_t* w, int P, int up) {
 void check_matrix(core::TensorFormat f, uint64_t n, uint64_t k, uint64_t seed) {
     const int bits = f == core::TensorFormat::Q5G64Fp16 ? 5 : 6;
     INFO("bits " << bits << " n " << n << " k " << k);
-    std::mt19937_64 rng(seed);
-    std::uniform_real_distribution<float> u(-1.f, 1.f);
-    std::vector<float> v(n * k);
-    for (uint64_t i = 0; i < v.size(); ++i) v[i] = u(rng) * std::ldexp(1.f, -int((i / 64) % 4));
-    if (n > 2) // an all-zero row (zero multipliers) and extreme codes in another
-        for (uint64_t j = 0; j < k; ++j) v[k + j] = 0.f, v[2 * k + j] = j % 2 ? 1.f : -1.f;
-    const uint64_t shape[2] = {n, k};
-    const std::vector<uint8_t> bytes = core::encode(f, shape, v);
-    const core::RowSplitGeometry g = core::row_split_geometry(f, n, k);
-    core::StoredTensor t;
-    t.format = f;
-    t.shape = {n, k};
-    t.data = bytes.data();
-    t.bytes = bytes.size();
-    std::vector<float> want(n * k);
-    core::decode_rows(t, 0, n, want.data());
+    test::TiledTestMatrix m = test::make_tiled_test_matrix(f, n, k, seed);
 
     const uint32_t bias = q56_bias_bf16x2(bits);
     const float bias_value = 128.f + float(q56_bias(bits));
     REQUIRE(bf16_bits(bias) == bias_value);
     REQUIRE(bf16_bits(bias >> 16) == bias_value);
-    const int64_t units = (int64_t(g.groups_per_row) + 7) / 8 * 8; // padded as the tiled layout pads
-    int bad = 0, seen = 0;
     for (int64_t tile = 0; tile < int64_t(n + 15) / 16; ++tile)
-        for (int64_t grp = 0; grp < units; ++grp)
+        for (int64_t grp = 0; grp < m.units; ++grp)
             for (int r = 0; r < 8; ++r)
                 for (int c = 0; c < 4; ++c) {
-                    const LaneBlock lb = pack_lane(bytes, g, bits, tile, grp, r, c);
+                    const LaneBlock lb = pack_lane(m.bytes, m.g, bits, tile, grp, r, c);
                     for (int P = 0; P < 16; ++P)
                         for (int up = 0; up < 2; ++up) {
                             const int idx = q56_pair_code(P, up);
@@ -96,23 +75,12 @@ void check_matrix(core::TensorFormat f, uint64_t n, uint64_t k, uint64_t seed) {
                             // The GEMV's pair arithmetic and dequant's field read agree.
                             const float code = gemv_pair_code(bits, lb.w, P, up);
                             const int code2 = int(q56_value(bits, lb.w, P, up)) - q56_bias(bits);
-                            if (code != float(code2) && bad++ < 5)
+                            if (code != float(code2) && m.bad++ < 5)
                                 FAIL_CHECK("gemv/dequant decoders differ: P " << P << " up " << up);
-                            if (row >= n || col >= k) { // padding decodes to code 0
-                                if (code != 0.f && bad++ < 5) FAIL_CHECK("padding row " << row << " col " << col);
-                                continue;
-                            }
-                            uint16_t sw;
-                            std::memcpy(&sw, bytes.data() + g.scale_off + row * g.scale_row + 2 * grp, 2);
-                            const float got = core::f16_to_f32(sw) * code;
-                            ++seen;
-                            if (got != want[row * k + col] && bad++ < 5)
-                                FAIL_CHECK("row " << row << " col " << col << " got " << got << " want "
-                                                  << want[row * k + col]);
+                            m.check_code(row, col, grp, code);
                         }
                 }
-    CHECK(bad == 0);
-    CHECK(uint64_t(seen) == n * k); // every element decoded exactly once
+    m.finish();
 }
 
 } // namespace
