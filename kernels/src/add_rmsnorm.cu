@@ -58,8 +58,16 @@ __global__ void __launch_bounds__(kNormMaxThreads) add_rmsnorm_vec_kernel(
     int64_t y_stride, float* y32, __nv_bfloat16* y_lo, int dim, float eps, Int8X y8) {
     __shared__ float red[32];
     ninfer_grid_launch_dependents(); // the next GEMV may start streaming its weights
-    ninfer_grid_wait();
     const int t = blockIdx.x, nv = dim / 4;
+    // The norm weights are constant: read before the wait, so their HBM round trip overlaps the
+    // previous kernel instead of following the sum of squares.
+    float4 wv[kNormVecs];
+#pragma unroll
+    for (int i = 0; i < kNormVecs; ++i) {
+        const int c = threadIdx.x + i * blockDim.x;
+        if (c < nv) wv[i] = reinterpret_cast<const float4*>(w)[c];
+    }
+    ninfer_grid_wait();
     float4* xr = reinterpret_cast<float4*>(x + t * x_stride);
     const float4* ar = add ? reinterpret_cast<const float4*>(add + t * add_stride) : nullptr;
     float4 v[kNormVecs];
@@ -81,9 +89,8 @@ __global__ void __launch_bounds__(kNormMaxThreads) add_rmsnorm_vec_kernel(
     for (int i = 0; i < kNormVecs; ++i) {
         const int c = threadIdx.x + i * blockDim.x;
         if (c >= nv) break;
-        const float4 wv = reinterpret_cast<const float4*>(w)[c];
-        const float o[4] = {v[i].x * inv * (1.f + wv.x), v[i].y * inv * (1.f + wv.y), v[i].z * inv * (1.f + wv.z),
-                            v[i].w * inv * (1.f + wv.w)};
+        const float o[4] = {v[i].x * inv * (1.f + wv[i].x), v[i].y * inv * (1.f + wv[i].y), v[i].z * inv * (1.f + wv[i].z),
+                            v[i].w * inv * (1.f + wv[i].w)};
         const int64_t at = t * y_stride + 4 * c;
         __nv_bfloat16 hi[4], lo[4];
 #pragma unroll

@@ -160,7 +160,7 @@ bool conv_args_ok(const GdnConvArgs& a) {
 GdnDecodePath gdn_decode_default_path() {
     static const GdnDecodePath path = [] {
         const char* v = std::getenv("NINFER_GDN_DECODE");
-        return v && v[0] == '2' && v[1] == 0 ? GdnDecodePath::Wide4 : GdnDecodePath::Split2;
+        return v && (v[0] == '0' || v[0] == '1') && v[1] == 0 ? GdnDecodePath::Split2 : GdnDecodePath::Wide4;
     }();
     return path;
 }

@@ -108,7 +108,8 @@ void run_attention(int nh, int nkv, std::vector<int> positions, uint64_t seed,
     const auto kn = rng.bf16s(size_t(T) * nkv * HD, -3.f, 3.f), vn = rng.bf16s(size_t(T) * nkv * HD, -2.f, 2.f);
     const auto qw = rng.bf16s(HD, -0.3f, 0.3f), kw = rng.bf16s(HD, -0.3f, 0.3f);
     DeviceBuffer<bf16> qg_d(qg), k_d(kn), v_d(vn), qw_d(qw), kw_d(kw);
-    DeviceBuffer<bf16> q_out(size_t(T) * nh * HD, 0xff), out(size_t(T) * nh * HD, 0xff), out_staged(size_t(T) * nh * HD, 0xff);
+    DeviceBuffer<bf16> q_out(size_t(T) * nh * HD, 0xff), out(size_t(T) * nh * HD, 0xff), out_staged(size_t(T) * nh * HD, 0xff),
+        out_auto(size_t(T) * nh * HD, 0xff);
     DeviceBuffer<float> scratch(kernels::attn_decode_scratch_floats(T, nh, max_context));
 
     kernels::AttnGeometry geo{nh, nkv, HD, 64, 1e7f, 1e-6f};
@@ -131,14 +132,19 @@ void run_attention(int nh, int nkv, std::vector<int> positions, uint64_t seed,
     kernels::AttnDecodeArgs ds = da;
     ds.out = out_staged.get();
     CUDA_OK(kernels::attn_decode_with(ds, kernels::AttnDecodePath::Staged, nullptr));
+    kernels::AttnDecodeArgs dauto = da; // staged blocks and split ones in one launch (chunk length)
+    dauto.out = out_auto.get();
+    CUDA_OK(kernels::attn_decode_with(dauto, kernels::AttnDecodePath::Auto, nullptr));
     CUDA_OK(kernels::attn_decode_with(da, kernels::AttnDecodePath::Split, nullptr));
     CUDA_OK(cudaDeviceSynchronize());
     CHECK(out.guards_intact());
     CHECK(out_staged.guards_intact());
+    CHECK(out_auto.guards_intact());
     CHECK(kd.guards_intact());
     CHECK(vd.guards_intact());
-    const auto og = out.download(), og_staged = out_staged.download();
+    const auto og = out.download(), og_staged = out_staged.download(), og_auto = out_auto.download();
     CHECK(std::memcmp(og.data(), og_staged.data(), og.size() * sizeof(bf16)) == 0);
+    CHECK(std::memcmp(og.data(), og_auto.data(), og.size() * sizeof(bf16)) == 0);
     const auto kg = kd.download(), vg = vd.download();
 
     auto vrow = [&](int lane, int kvh, int pos) { // offset of a row in Pool::values
@@ -215,7 +221,11 @@ TEST_CASE("attention decode matches fp64 for lanes of different lengths", "[atte
     run_attention(24, 4, {9000, 70}, 26);         // 27B past 66 pages: 3 pages per chunk, loads one slice ahead
 }
 
-TEST_CASE("staged attention decode (NINFER_ATTN_DECODE=2) equals the split path at the model shapes", "[attention_decode]") {
+TEST_CASE("staged and auto attention decode equal the split path at the model shapes", "[attention_decode]") {
+    // Auto's staged limit: 128 tokens at batch 1, 64 above (the cases below take both sides of it).
+    CHECK(kernels::attn_decode_staged_tokens(kernels::AttnDecodePath::Auto, 1) == 128);
+    CHECK(kernels::attn_decode_staged_tokens(kernels::AttnDecodePath::Auto, 2) == 64);
+    CHECK(kernels::attn_decode_staged_tokens(kernels::AttnDecodePath::Split, 1) == 0);
     require_gpu();
     // 27B (24/4) and 35B-A3B (16/2): one token, the bench depths, pages split over chunks.
     for (int pos : {0, 1, 63, 64, 8191, 8192})
