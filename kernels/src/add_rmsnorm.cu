@@ -70,16 +70,24 @@ __global__ void __launch_bounds__(kNormMaxThreads) add_rmsnorm_vec_kernel(
     ninfer_grid_wait();
     float4* xr = reinterpret_cast<float4*>(x + t * x_stride);
     const float4* ar = add ? reinterpret_cast<const float4*>(add + t * add_stride) : nullptr;
-    float4 v[kNormVecs];
+    // Every load before the first store: the compiler cannot move a load of x or add above a store
+    // to x (they might alias), so a load-add-store loop took one round trip per vector.
+    float4 v[kNormVecs], b[kNormVecs];
+#pragma unroll
+    for (int i = 0; i < kNormVecs; ++i) {
+        const int c = threadIdx.x + i * blockDim.x;
+        if (c < nv) {
+            v[i] = xr[c];
+            if (ar) b[i] = ar[c];
+        }
+    }
     float ss = 0.f;
 #pragma unroll
     for (int i = 0; i < kNormVecs; ++i) {
         const int c = threadIdx.x + i * blockDim.x;
         if (c >= nv) break;
-        v[i] = xr[c];
         if (ar) {
-            const float4 b = ar[c];
-            v[i] = make_float4(v[i].x + b.x, v[i].y + b.y, v[i].z + b.z, v[i].w + b.w);
+            v[i] = make_float4(v[i].x + b[i].x, v[i].y + b[i].y, v[i].z + b[i].z, v[i].w + b[i].w);
             xr[c] = v[i];
         }
         ss += v[i].x * v[i].x + v[i].y * v[i].y + v[i].z * v[i].z + v[i].w * v[i].w;

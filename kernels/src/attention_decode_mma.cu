@@ -31,8 +31,63 @@ __global__ void __launch_bounds__(kWarps * 32, 2) attn_mma_partial_kernel(AttnDe
     __shared__ __align__(16) uint32_t q_sh[kGroupMax][kQWords];
     ninfer_grid_launch_dependents();
     ninfer_grid_wait(); // PDL: q and the new KV row come from the previous kernel
-    split_partial<D>(a, n_chunks, o_sh, m_sh, l_sh, q_sh);
+    const AttnGeometry& geo = a.geo;
+    const int chunk = blockIdx.x, kvh = blockIdx.y, t = blockIdx.z;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, gid = lane >> 2, tig = lane & 3;
+    const auto [len, c0, c1] = chunk_span(a, n_chunks, chunk, t);
+    if (c0 >= len) return;
+    const int group = geo.n_heads / geo.n_kv_heads, lane_id = a.lanes[t];
+    const int tb0 = c0 + warp * kSlice;
+    Slice<D> cur{};
+    KRegs<D> k;
+    VRegs<D> v;
+    if (tb0 < c1) { // first loads before the Q staging below
+        cur = slice_at<D>(a, lane_id, kvh, tb0, c1);
+        load_k(k, cur, gid, tig);
+        load_v(v, cur, gid, tig);
+    }
+    stage_q<D>(q_sh, a, t, kvh, group, tid);
+    __syncthreads();
+    float acc[4][4][4] = {};
+    float m_run = -INFINITY, l_run = 0.f; // head gid; l_run sums this thread's tokens only
+    for (int tb = tb0; tb < c1; tb += kWarps * kSlice) {
+        const int tn = tb + kWarps * kSlice;
+        const bool more = tn < c1; // warp-uniform
+        Slice<D> nxt{};
+        if (more) nxt = slice_at<D>(a, lane_id, kvh, tn, c1);
+        float sc[2][2];
+        slice_scores<D>(sc, k, q_sh[gid], tig);
+        if (more) load_k(k, nxt, gid, tig);
+        float p[4];
+        online_softmax(p, m_run, l_run, acc, sc, cur.n, tig);
+        slice_pv<D>(acc, v, p);
+        if (more) load_v(v, nxt, gid, tig);
+        cur = nxt;
+    }
+    // ---- merge the four warps: o = sum_w exp(m_w - M) o_w (warps without a slice have m = -inf).
+    publish_warp(o_sh[warp], m_sh[warp], l_sh[warp], acc, m_run, l_run, gid, tig, group);
+    __syncthreads();
+    for (int i = tid; i < group * kDim; i += kWarps * 32) {
+        const int h = i / kDim, d = i % kDim;
+        float m = m_sh[0][h];
+#pragma unroll
+        for (int w = 1; w < kWarps; ++w) m = fmaxf(m, m_sh[w][h]);
+        float o = 0.f, l = 0.f;
+#pragma unroll
+        for (int w = 0; w < kWarps; ++w) {
+            const float f = expf(m_sh[w][h] - m); // 0 for an idle warp; m is finite (warp 0 had a slice)
+            o = fmaf(f, o_sh[w][h][d], o);
+            l = fmaf(f, l_sh[w][h], l);
+        }
+        float* part = partial_at(a, t, kvh, group, h, chunk, n_chunks);
+        part[d] = o;
+        if (d == 0) {
+            part[kDim] = m;
+            part[kDim + 1] = l;
+        }
+    }
 }
+
 
 // grid (n_heads, n_tokens), 1024 threads: merge the used chunks, apply the output gate. Thread
 // c < used reads chunk c's (m, l); then thread (d = tid % 256, q = tid / 256) sums w_c o_c[d] over
@@ -90,14 +145,13 @@ AttnDecodePath attn_decode_default_path() {
     return path;
 }
 
-int attn_decode_staged_tokens(AttnDecodePath path, int n_tokens) {
-    if (path == AttnDecodePath::Split) return 0;
-    if (path == AttnDecodePath::Staged) return 1 << 30;
-    // Auto (kernels/PERF_NOTES.md "Session 6"): the staged schedule gains by the loads it issues before
-    // the PDL wait, which only the first wave of blocks can use, and its loop is slower than the split
-    // loop once a warp has more than two slices. Batch 1 (one wave of <= 264 blocks): up to two
-    // slices a warp; larger batches: one.
-    return (n_tokens == 1 ? 2 : 1) * detail::kWarps * detail::kSlice;
+AttnDecodePath attn_decode_schedule(AttnDecodePath path, int n_tokens) {
+    if (path != AttnDecodePath::Auto) return path;
+    // Measured in the whole 27B step (kernels/PERF_NOTES.md "Session 6"): at batch 1 the staged
+    // schedule's early loads overlap the qkv GEMV and it wins at every depth (8192: -33 us, 32768:
+    // -89 us a step against split); at batch 8 its loop loses once the grid is more than one wave
+    // (27B depth 8192: +100 us a step).
+    return n_tokens == 1 ? AttnDecodePath::Staged : AttnDecodePath::Split;
 }
 
 cudaError_t attn_decode(const AttnDecodeArgs& a, cudaStream_t stream) {
@@ -112,8 +166,8 @@ cudaError_t attn_decode_with(const AttnDecodeArgs& a, AttnDecodePath path, cudaS
         a.scratch_floats < attn_decode_scratch_floats(a.n_tokens, a.geo.n_heads, a.max_context))
         return cudaErrorInvalidValue;
     const int n_chunks = detail::n_chunks_for(a.geo.n_kv_heads, a.max_context);
-    const int staged_tokens = attn_decode_staged_tokens(path, a.n_tokens);
-    if (staged_tokens > 0 && a.kv.dtype == KvDtype::Bf16) return detail::attn_decode_staged(a, n_chunks, staged_tokens, stream);
+    if (attn_decode_schedule(path, a.n_tokens) == AttnDecodePath::Staged && a.kv.dtype == KvDtype::Bf16)
+        return detail::attn_decode_staged(a, n_chunks, stream);
     const dim3 grid(unsigned(n_chunks), unsigned(a.geo.n_kv_heads), unsigned(a.n_tokens)), block(detail::kWarps * 32);
     const cudaError_t err =
         a.kv.dtype == KvDtype::Fp8    ? launch_pdl(detail::attn_mma_partial_kernel<KvDtype::Fp8>, grid, block, 0, stream, a, n_chunks)

@@ -341,75 +341,8 @@ __device__ __forceinline__ float gate_of(const AttnDecodeArgs& a, int t, int h, 
     return __bfloat162float(a.qg[int64_t(t) * a.qg_stride + int64_t(h) * 2 * kDim + kDim + d]);
 }
 
-// The split path's partial for block (chunk, kvh, t), after the PDL wait (attention_decode_mma.cu
-// attn_mma_partial_kernel says how; the staged kernel runs it for chunks longer than its schedule
-// pays for). Warp w takes the chunk's 16-token slices w, w + 4, ... with its own online softmax, the
-// next slice's K in flight during this slice's softmax and P V, its V during its scores; the four
-// warps merge through o_sh / m_sh / l_sh (q_sh: the staged Q). 128 threads.
-template <KvDtype D>
-__device__ __forceinline__ void split_partial(const AttnDecodeArgs& a, int n_chunks, float (*o_sh)[kGroupMax][kDim],
-                                              float (*m_sh)[kGroupMax], float (*l_sh)[kGroupMax],
-                                              uint32_t (*q_sh)[kQWords]) {
-    const AttnGeometry& geo = a.geo;
-    const int chunk = blockIdx.x, kvh = blockIdx.y, t = blockIdx.z;
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, gid = lane >> 2, tig = lane & 3;
-    const auto [len, c0, c1] = chunk_span(a, n_chunks, chunk, t);
-    if (c0 >= len) return;
-    const int group = geo.n_heads / geo.n_kv_heads, lane_id = a.lanes[t];
-    const int tb0 = c0 + warp * kSlice;
-    Slice<D> cur{};
-    KRegs<D> k;
-    VRegs<D> v;
-    if (tb0 < c1) { // first loads before the Q staging below
-        cur = slice_at<D>(a, lane_id, kvh, tb0, c1);
-        load_k(k, cur, gid, tig);
-        load_v(v, cur, gid, tig);
-    }
-    stage_q<D>(q_sh, a, t, kvh, group, tid);
-    __syncthreads();
-    float acc[4][4][4] = {};
-    float m_run = -INFINITY, l_run = 0.f; // head gid; l_run sums this thread's tokens only
-    for (int tb = tb0; tb < c1; tb += kWarps * kSlice) {
-        const int tn = tb + kWarps * kSlice;
-        const bool more = tn < c1; // warp-uniform
-        Slice<D> nxt{};
-        if (more) nxt = slice_at<D>(a, lane_id, kvh, tn, c1);
-        float sc[2][2];
-        slice_scores<D>(sc, k, q_sh[gid], tig);
-        if (more) load_k(k, nxt, gid, tig);
-        float p[4];
-        online_softmax(p, m_run, l_run, acc, sc, cur.n, tig);
-        slice_pv<D>(acc, v, p);
-        if (more) load_v(v, nxt, gid, tig);
-        cur = nxt;
-    }
-    // ---- merge the four warps: o = sum_w exp(m_w - M) o_w (warps without a slice have m = -inf).
-    publish_warp(o_sh[warp], m_sh[warp], l_sh[warp], acc, m_run, l_run, gid, tig, group);
-    __syncthreads();
-    for (int i = tid; i < group * kDim; i += kWarps * 32) {
-        const int h = i / kDim, d = i % kDim;
-        float m = m_sh[0][h];
-#pragma unroll
-        for (int w = 1; w < kWarps; ++w) m = fmaxf(m, m_sh[w][h]);
-        float o = 0.f, l = 0.f;
-#pragma unroll
-        for (int w = 0; w < kWarps; ++w) {
-            const float f = expf(m_sh[w][h] - m); // 0 for an idle warp; m is finite (warp 0 had a slice)
-            o = fmaf(f, o_sh[w][h][d], o);
-            l = fmaf(f, l_sh[w][h], l);
-        }
-        float* part = partial_at(a, t, kvh, group, h, chunk, n_chunks);
-        part[d] = o;
-        if (d == 0) {
-            part[kDim] = m;
-            part[kDim + 1] = l;
-        }
-    }
-}
-
-// The staged path (attention_decode_v4.cu): same arithmetic, loads issued before the PDL wait and
-// one more slice in flight per warp through shared memory, for blocks whose chunk holds at most
-// staged_tokens tokens; longer chunks run split_partial in the same launch (same bits either way).
-cudaError_t attn_decode_staged(const AttnDecodeArgs& a, int n_chunks, int staged_tokens, cudaStream_t stream);
+// The staged path (attention_decode_v4.cu, AttnDecodePath::Staged): same arithmetic, loads issued
+// before the PDL wait and one more slice in flight per warp through shared memory.
+cudaError_t attn_decode_staged(const AttnDecodeArgs& a, int n_chunks, cudaStream_t stream);
 
 } // namespace ninfer::kernels::detail

@@ -16,7 +16,6 @@ constexpr int kStageWords = 32;
 constexpr int kStageBytes = kStageWords * 32 * 16;
 constexpr int kPartialSmem = kWarps * kStageBytes;
 static_assert(kGroupMax * kDim * int(sizeof(float)) <= kStageBytes, "a warp's o rows fit its stage");
-static_assert(kWarps * kGroupMax * kDim * int(sizeof(float)) <= kPartialSmem, "split_partial's o rows fit the stages");
 
 __device__ __forceinline__ int k_row(int j, int gid) { return 8 * j + gid; }
 __device__ __forceinline__ int v_row(int i, int tig) { return 2 * tig + (i & 1) + 8 * (i >> 1); }
@@ -80,8 +79,7 @@ __device__ __forceinline__ void reload_v(VRegs<KvDtype::Bf16>& v, const BfSlice&
 //   slice i's scores and P V) and slice i + 2 is copied in behind it: two slices ahead (Split: one).
 // - The merge takes the warps' weights exp(m_w - M) from shared memory instead of computing them
 //   for every output (the same expf of the same operands).
-// - A chunk longer than staged_tokens runs split_partial instead (after the wait, its schedule).
-__global__ void __launch_bounds__(kWarps * 32, 2) attn_staged_partial_kernel(AttnDecodeArgs a, int n_chunks, int staged_tokens) {
+__global__ void __launch_bounds__(kWarps * 32, 2) attn_staged_partial_kernel(AttnDecodeArgs a, int n_chunks) {
     extern __shared__ __align__(16) uint4 stage_all[];
     __shared__ float m_sh[kWarps][kGroupMax], l_sh[kWarps][kGroupMax], f_sh[kWarps][kGroupMax];
     __shared__ __align__(16) uint32_t q_sh[kGroupMax][kQWords];
@@ -90,11 +88,6 @@ __global__ void __launch_bounds__(kWarps * 32, 2) attn_staged_partial_kernel(Att
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, gid = lane >> 2, tig = lane & 3;
     const auto [len, c0, c1] = chunk_span(a, n_chunks, chunk, t);
     if (c0 >= len) return;
-    if (c1 - c0 > staged_tokens) { // block-uniform
-        ninfer_grid_wait(); // PDL: as the split kernel
-        split_partial<KvDtype::Bf16>(a, n_chunks, reinterpret_cast<float(*)[kGroupMax][kDim]>(stage_all), m_sh, l_sh, q_sh);
-        return;
-    }
     const int group = a.geo.n_heads / a.geo.n_kv_heads, lane_id = a.lanes[t];
     const int settled = len - a.n_tokens;
     uint4* st = stage_all + warp * kStageWords * 32;
@@ -229,13 +222,12 @@ __global__ void __launch_bounds__(kCombineThreads) attn_staged_combine_kernel(At
 
 } // namespace
 
-cudaError_t attn_decode_staged(const AttnDecodeArgs& a, int n_chunks, int staged_tokens, cudaStream_t stream) {
+cudaError_t attn_decode_staged(const AttnDecodeArgs& a, int n_chunks, cudaStream_t stream) {
     static const cudaError_t smem_ok =
         cudaFuncSetAttribute(attn_staged_partial_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kPartialSmem);
     if (smem_ok != cudaSuccess) return smem_ok;
     const dim3 grid(unsigned(n_chunks), unsigned(a.geo.n_kv_heads), unsigned(a.n_tokens));
-    const cudaError_t err = launch_pdl(attn_staged_partial_kernel, grid, dim3(kWarps * 32), kPartialSmem, stream, a, n_chunks,
-                                           staged_tokens);
+    const cudaError_t err = launch_pdl(attn_staged_partial_kernel, grid, dim3(kWarps * 32), kPartialSmem, stream, a, n_chunks);
     if (err != cudaSuccess) return err;
     return launch_pdl(attn_staged_combine_kernel, dim3(unsigned(a.geo.n_heads), unsigned(a.n_tokens)),
                       dim3(kCombineThreads), 0, stream, a, n_chunks);

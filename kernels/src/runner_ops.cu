@@ -319,7 +319,9 @@ cudaError_t swiglu(const float* in, int64_t in_stride, int inter, __nv_bfloat16*
     if (out8.q)
         return launch_pdl(detail::swiglu_int8_kernel, dim3(unsigned((inter + detail::kSwigluChunk - 1) / detail::kSwigluChunk), unsigned(n_rows)),
                           dim3(256), 0, stream, in, in_stride, inter, out, out32, out_lo, out_stride, out8);
-    const dim3 grid(unsigned(std::min(64, (inter + 255) / 256)), unsigned(n_rows));
+    // One element a thread: a thread's second element would wait for its first one's store (the
+    // compiler cannot hoist the loads above it), a second dependent round trip.
+    const dim3 grid(unsigned((inter + 255) / 256), unsigned(n_rows));
     return launch_pdl(detail::swiglu_kernel, grid, dim3(256), 0, stream, in, in_stride, inter, out, out32, out_lo,
                       out_stride);
 }

@@ -132,7 +132,7 @@ void run_attention(int nh, int nkv, std::vector<int> positions, uint64_t seed,
     kernels::AttnDecodeArgs ds = da;
     ds.out = out_staged.get();
     CUDA_OK(kernels::attn_decode_with(ds, kernels::AttnDecodePath::Staged, nullptr));
-    kernels::AttnDecodeArgs dauto = da; // staged blocks and split ones in one launch (chunk length)
+    kernels::AttnDecodeArgs dauto = da; // the default: staged for one token, split for more
     dauto.out = out_auto.get();
     CUDA_OK(kernels::attn_decode_with(dauto, kernels::AttnDecodePath::Auto, nullptr));
     CUDA_OK(kernels::attn_decode_with(da, kernels::AttnDecodePath::Split, nullptr));
@@ -222,10 +222,10 @@ TEST_CASE("attention decode matches fp64 for lanes of different lengths", "[atte
 }
 
 TEST_CASE("staged and auto attention decode equal the split path at the model shapes", "[attention_decode]") {
-    // Auto's staged limit: 128 tokens at batch 1, 64 above (the cases below take both sides of it).
-    CHECK(kernels::attn_decode_staged_tokens(kernels::AttnDecodePath::Auto, 1) == 128);
-    CHECK(kernels::attn_decode_staged_tokens(kernels::AttnDecodePath::Auto, 2) == 64);
-    CHECK(kernels::attn_decode_staged_tokens(kernels::AttnDecodePath::Split, 1) == 0);
+    CHECK(kernels::attn_decode_schedule(kernels::AttnDecodePath::Auto, 1) == kernels::AttnDecodePath::Staged);
+    CHECK(kernels::attn_decode_schedule(kernels::AttnDecodePath::Auto, 2) == kernels::AttnDecodePath::Split);
+    CHECK(kernels::attn_decode_schedule(kernels::AttnDecodePath::Split, 1) == kernels::AttnDecodePath::Split);
+    CHECK(kernels::attn_decode_schedule(kernels::AttnDecodePath::Staged, 8) == kernels::AttnDecodePath::Staged);
     require_gpu();
     // 27B (24/4) and 35B-A3B (16/2): one token, the bench depths, pages split over chunks.
     for (int pos : {0, 1, 63, 64, 8191, 8192})

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # ninfer - session 6 device run (carried binaries): every GPU test and the validation benches through
 # tests/gpu/run.sh (defaults: attention Auto, GDN Wide4, norm weights read before the PDL wait), then
-# A/B benches of the attention schedule (NINFER_ATTN_DECODE unset / 0 split / 2 staged) at 27B q4
-# batch 1 depth 8192 and 32768, two rounds, and the q4 e2e tests with every launch on the ring.
+# A/B benches of the attention schedule (NINFER_ATTN_DECODE unset = Auto / 0 = split) at 27B q4
+# batch 1 and 8, depth 8192 and 32768, two rounds, and the q4 e2e tests with every launch on the ring.
 # Usage (repository root on the GPU machine): OUT=dir [NINFER_GPU_BIN=.deps/s6] bash tests/gpu/s6.sh,
 # where $NINFER_GPU_BIN/bin.tar.xz holds stripped test_gpu, bench_decode and libsimdjson.so.14.
 set -uo pipefail
@@ -24,8 +24,8 @@ ab() { # label, NINFER_ATTN_DECODE value ("" = unset), bench arguments
     else timeout 120 "$D/bin/bench_decode" "$@" >$L/ab.log 2>&1; fi
     echo "  rc $?" >>"$S"; grep -E '^decode|bench_decode' $L/ab.log >>"$S"
 }
-A=(--synthetic qwen3.6-27b --recipe q4 --batch 1 --prompt-len 8192,32768 --gen 16 --decode-only)
-for r in 1 2; do ab auto "" "${A[@]}"; ab split 0 "${A[@]}"; ab staged 2 "${A[@]}"; done
+A=(--synthetic qwen3.6-27b --recipe q4 --batch 1,8 --prompt-len 8192,32768 --gen 16 --decode-only)
+for r in 1 2; do ab auto "" "${A[@]}"; ab split 0 "${A[@]}"; done
 for tag in "[cuda_backend]" "[formats_e2e]"; do
     NINFER_GEMV_STAGES=2 timeout 120 "$D/bin/test_gpu" "$tag" >"$L/ring_$tag.log" 2>&1
     echo "NINFER_GEMV_STAGES=2 $tag rc $?: $(grep -E '^(All tests passed|test cases:)' "$L/ring_$tag.log" | head -1)" >>"$S"

@@ -41,12 +41,10 @@
 //      Extra requirement: nothing still running on the stream writes positions, lanes, the page
 //      table or pool rows below positions[t] - (n_tokens - 1) (the runner: host copies and
 //      synchronised forwards; a lane's tokens in one call hold consecutive positions).
-//    - AttnDecodePath::Auto (the default; bf16 pools): Staged's kernels, but a block whose chunk is
-//      longer than attn_decode_staged_tokens() runs the split schedule after the wait. Measured
-//      (kernels/PERF_NOTES.md, session 6): Staged gains by its early loads, which only the first
-//      wave of blocks can use, and loses once a warp has more than two slices (27B depth 32768
-//      batch 1: 43 -> 50 us a layer) or beyond one wave with two (27B depth 8192 batch 8: 94 -> 106).
-//      Same extra requirement as Staged.
+//    - AttnDecodePath::Auto (the default): Staged for one token, Split for more
+//      (attn_decode_schedule). Measured in the whole 27B step (kernels/PERF_NOTES.md, session 6):
+//      Staged's early loads win at batch 1 at every depth; at batch 8 its loop loses once the grid
+//      is more than one wave. Same extra requirement as Staged when it takes it.
 // - Requirements: head_dim == 256, rotary_dim even and <= head_dim, n_heads % n_kv_heads == 0,
 //   n_heads / n_kv_heads <= 8, positions[t] < max_context, 16-byte aligned rows; lanes distinct.
 //   Violations the host can see return cudaErrorInvalidValue; device-side indices are trusted.
@@ -133,17 +131,15 @@ struct AttnDecodeArgs {
     size_t scratch_floats = 0;
 };
 
-// Split: every block on the split schedule. Staged: every block staged (bf16 pools). Auto (the
-// default): staged for blocks whose chunk holds at most attn_decode_staged_tokens(Auto, n_tokens)
-// tokens, split for longer chunks, in one launch (bf16 pools; fp8 / int8 take Split).
+// Auto (the default) picks Split or Staged by the token count (attn_decode_schedule); fp8 / int8
+// pools always take Split.
 enum class AttnDecodePath : uint8_t { Split = 0, Auto = 1, Staged = 2 };
 
 size_t attn_decode_scratch_floats(int n_tokens, int n_heads, int max_context);
 // NINFER_ATTN_DECODE=0 or 1 -> Split, =2 -> Staged, unset (or anything else) -> Auto; read once per process.
 AttnDecodePath attn_decode_default_path();
-// The longest chunk (tokens) a block of `path` runs staged: 0 (Split), 2^30 (Staged), Auto: 128 at
-// batch 1 (two 16-token slices per warp), 64 above it.
-int attn_decode_staged_tokens(AttnDecodePath path, int n_tokens);
+// The schedule `path` runs for n_tokens tokens: Auto -> Staged for 1, Split above; others unchanged.
+AttnDecodePath attn_decode_schedule(AttnDecodePath path, int n_tokens);
 cudaError_t attn_decode_prep(const AttnPrepArgs& args, cudaStream_t stream);
 cudaError_t attn_decode(const AttnDecodeArgs& args, cudaStream_t stream); // attn_decode_default_path()
 cudaError_t attn_decode_with(const AttnDecodeArgs& args, AttnDecodePath path, cudaStream_t stream);
