@@ -33,28 +33,39 @@ __device__ __forceinline__ uint4 q4a8_load_vec(const __nv_bfloat16* p) {
     if constexpr (NC) return load_cached16(p);
     else return *reinterpret_cast<const uint4*>(p);
 }
+// A lane quad's raw bf16 words of one unit: x's 16 values, then lo's (zero without lo); zeros
+// past k. Separate from the widening so that a thread can issue several units' loads at once.
+struct Q4a8Raw {
+    uint4 x0, x1, l0, l1;
+};
 template <bool NC>
-__device__ __forceinline__ void q4a8_load16(const __nv_bfloat16* x, const __nv_bfloat16* lo, int64_t k0, int64_t k,
-                                            float (&xf)[16]) {
-    const bool in = k0 < k;
-    const uint4 v0 = in ? q4a8_load_vec<NC>(x + k0) : make_uint4(0, 0, 0, 0);
-    const uint4 v1 = in ? q4a8_load_vec<NC>(x + k0 + 8) : make_uint4(0, 0, 0, 0);
-    const uint32_t xw[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
+__device__ __forceinline__ Q4a8Raw q4a8_fetch16(const __nv_bfloat16* x, const __nv_bfloat16* lo, int64_t k0, int64_t k) {
+    const bool in = k0 < k, with_lo = in && lo;
+    const uint4 z = make_uint4(0, 0, 0, 0);
+    return {in ? q4a8_load_vec<NC>(x + k0) : z, in ? q4a8_load_vec<NC>(x + k0 + 8) : z,
+            with_lo ? q4a8_load_vec<NC>(lo + k0) : z, with_lo ? q4a8_load_vec<NC>(lo + k0 + 8) : z};
+}
+// The 16 fp32 values: x, or x + lo (fp32 add, the value the bf16 route multiplies) when has_lo.
+__device__ __forceinline__ void q4a8_widen16(const Q4a8Raw& w, bool has_lo, float (&xf)[16]) {
+    const uint32_t xw[8] = {w.x0.x, w.x0.y, w.x0.z, w.x0.w, w.x1.x, w.x1.y, w.x1.z, w.x1.w};
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
         xf[2 * j] = __uint_as_float(xw[j] << 16);
         xf[2 * j + 1] = __uint_as_float(xw[j] & 0xFFFF0000u);
     }
-    if (lo) { // x + its low halves in fp32, the value the bf16 route multiplies
-        const uint4 l0 = in ? q4a8_load_vec<NC>(lo + k0) : make_uint4(0, 0, 0, 0);
-        const uint4 l1 = in ? q4a8_load_vec<NC>(lo + k0 + 8) : make_uint4(0, 0, 0, 0);
-        const uint32_t lw[8] = {l0.x, l0.y, l0.z, l0.w, l1.x, l1.y, l1.z, l1.w};
+    if (has_lo) {
+        const uint32_t lw[8] = {w.l0.x, w.l0.y, w.l0.z, w.l0.w, w.l1.x, w.l1.y, w.l1.z, w.l1.w};
 #pragma unroll
         for (int j = 0; j < 8; ++j) {
             xf[2 * j] = __fadd_rn(xf[2 * j], __uint_as_float(lw[j] << 16));
             xf[2 * j + 1] = __fadd_rn(xf[2 * j + 1], __uint_as_float(lw[j] & 0xFFFF0000u));
         }
     }
+}
+template <bool NC>
+__device__ __forceinline__ void q4a8_load16(const __nv_bfloat16* x, const __nv_bfloat16* lo, int64_t k0, int64_t k,
+                                            float (&xf)[16]) {
+    q4a8_widen16(q4a8_fetch16<NC>(x, lo, k0, k), lo != nullptr, xf);
 }
 
 // gemv.h's quantisation of one unit, lane quad c holding its 16 values xf: the lane's 16 B of B words
@@ -86,16 +97,33 @@ __device__ __forceinline__ void q4a8_quantise_rows(const __nv_bfloat16* x, const
                                                    int rows, int64_t k, int64_t u_begin, int units, int tid,
                                                    int nthreads, Item item) {
     const int total = rows * units * 4, padded = (total + 31) / 32 * 32;
-    for (int idx = tid; idx < padded; idx += nthreads) {
-        const bool valid = idx < total;
-        const int r = valid ? idx / (units * 4) : 0, ui = (idx >> 2) % units, c = idx & 3;
-        const int64_t k0 = valid ? (u_begin + ui) * 64 + c * 16 : k;
-        float xf[16];
-        q4a8_load16<NC>(x + int64_t(r) * ldx, lo ? lo + int64_t(r) * ldx : nullptr, k0, k, xf);
-        uint4 words;
-        float d16;
-        q4a8_quantise16(xf, words, d16);
-        if (valid) item(r, ui, c, words, d16);
+    // A thread loads kBatch items before it quantises any: a loop of load, quantise, store took one
+    // dependent round trip per item (the loads of item i + 1 issued after item i's store), and the
+    // GEMVs quantise at batch 1 on their critical path (27B gate/up: 3 items a thread).
+    constexpr int kBatch = 3;
+    for (int base = tid; base < padded; base += kBatch * nthreads) {
+        Q4a8Raw raw[kBatch]; // every load of the batch in flight before the first use
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+            const int idx = base + b * nthreads; // idx < padded is warp-uniform (both multiples of 32)
+            const bool valid = idx < total;
+            const int r = valid ? idx / (units * 4) : 0, ui = (idx >> 2) % units, c = idx & 3;
+            const int64_t k0 = valid ? (u_begin + ui) * 64 + c * 16 : k; // past k: zeros, no load
+            raw[b] = q4a8_fetch16<NC>(x + int64_t(r) * ldx, lo ? lo + int64_t(r) * ldx : nullptr, k0, k);
+        }
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+            const int idx = base + b * nthreads;
+            if (idx >= padded) break;
+            const bool valid = idx < total;
+            const int r = valid ? idx / (units * 4) : 0, ui = (idx >> 2) % units, c = idx & 3;
+            float xf[16];
+            q4a8_widen16(raw[b], lo != nullptr, xf);
+            uint4 words;
+            float d16;
+            q4a8_quantise16(xf, words, d16);
+            if (valid) item(r, ui, c, words, d16);
+        }
     }
 }
 
