@@ -98,6 +98,10 @@ __global__ void __launch_bounds__(kGdnV4Threads) gdn_recurrent_v4_kernel_t(GdnRe
 #pragma unroll
         for (int i = 0; i < R; ++i) s[i] = S[(kq * R + i) * D];
     }
+    // beta's and the decay's inputs with the row's loads, not after the norms' shuffles (one round trip).
+    float b_in = 0.f, a_in = 0.f;
+    if (tid == 0) b_in = a.b_f32 ? a.b_f32[int64_t(t) * a.b_stride + h] : __bfloat162float(a.b[int64_t(t) * a.b_stride + h]);
+    else if (tid == 32) a_in = a.a_f32 ? a.a_f32[int64_t(t) * a.a_stride + h] : __bfloat162float(a.a[int64_t(t) * a.a_stride + h]);
     const float z = kq == 0 ? __bfloat162float(a.z[int64_t(t) * a.z_stride + h * D + col]) : 0.f; // output gate
     // q and k dim tid of QK head r (after conv and SiLU), and this column's v.
     const __nv_bfloat16* row = a.conv_out + int64_t(t) * a.conv_stride;
@@ -110,12 +114,10 @@ __global__ void __launch_bounds__(kGdnV4Threads) gdn_recurrent_v4_kernel_t(GdnRe
         nred[4 + kq] = ssk; // ... and 4-7 (k)
     }
     if (tid == 0) {
-        const float bb = a.b_f32 ? a.b_f32[int64_t(t) * a.b_stride + h] : __bfloat162float(a.b[int64_t(t) * a.b_stride + h]);
-        const float sig = 1.f / (1.f + expf(-bb));
+        const float sig = 1.f / (1.f + expf(-b_in));
         scal[0] = a.exact ? sig : bf16_round(sig);
     } else if (tid == 32) {
-        const float x = (a.a_f32 ? a.a_f32[int64_t(t) * a.a_stride + h] : __bfloat162float(a.a[int64_t(t) * a.a_stride + h])) +
-                        dt_bias;
+        const float x = a_in + dt_bias;
         const float softplus = x > 20.f ? x : log1pf(expf(x));
         scal[1] = expf(-expf(a_log) * softplus);
     }
