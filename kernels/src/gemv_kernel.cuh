@@ -318,7 +318,7 @@ __device__ __forceinline__ void gemv_units(const GemvParams& p, int64_t u, int64
 // Pass q of a thread holds rows (tile_row+g, tile_row+g+8) x tokens (tok[q], tok[q]+1) when
 // active[q]: store them, or (split-K) write fp32 partials[(split * 8 + t) * n + row] and let the
 // last block of this 64-row tile reduce them in split order.
-template <int P>
+template <int P, int kPartBatch = 1>
 __device__ __forceinline__ void gemv_store(const GemvParams& p, int64_t tile_row, int g, const float (&acc)[P][4],
                                            const int (&tok)[P], const bool (&active)[P]) {
     auto store = [&](int64_t row, int t, float v) {
@@ -359,17 +359,23 @@ __device__ __forceinline__ void gemv_store(const GemvParams& p, int64_t tile_row
         const int t = idx / kGemvRowsPerBlock;
         const int64_t row = row0 + idx % kGemvRowsPerBlock;
         if (row >= p.n) continue;
-        // Up to 8 partials loaded before the first add (a runtime-count loop of load + add waited
-        // one L2 round trip per split on the GEMV's critical path); added in split order as before.
+        // kPartBatch partials loaded before the first add, added in split order (the same bits for
+        // any kPartBatch). The pipe kernels take 8: a load + add loop waited one L2 round trip per
+        // split on their critical path (27B batch 8: -1.3% a step). The register kernels keep 1:
+        // with 8 the 35B-A3B's step was 1.5% slower (session 6 run 7).
         float v = 0.f;
-        for (int s0 = 0; s0 < p.splits; s0 += 8) {
-            float part[8];
+        if constexpr (kPartBatch == 1) {
+            for (int sp = 0; sp < p.splits; ++sp) v += __ldcg(p.partials + (int64_t(sp) * kGemvMaxTokens + t) * p.n + row);
+        } else {
+            for (int s0 = 0; s0 < p.splits; s0 += kPartBatch) {
+                float part[kPartBatch];
 #pragma unroll
-            for (int j = 0; j < 8; ++j)
-                part[j] = s0 + j < p.splits ? __ldcg(p.partials + (int64_t(s0 + j) * kGemvMaxTokens + t) * p.n + row) : 0.f;
+                for (int j = 0; j < kPartBatch; ++j)
+                    part[j] = s0 + j < p.splits ? __ldcg(p.partials + (int64_t(s0 + j) * kGemvMaxTokens + t) * p.n + row) : 0.f;
 #pragma unroll
-            for (int j = 0; j < 8; ++j)
-                if (s0 + j < p.splits) v += part[j];
+                for (int j = 0; j < kPartBatch; ++j)
+                    if (s0 + j < p.splits) v += part[j];
+            }
         }
         store(row, t, v);
     }
