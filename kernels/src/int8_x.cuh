@@ -71,12 +71,21 @@ __device__ __forceinline__ void q4a8_load16(const __nv_bfloat16* x, const __nv_b
 // gemv.h's quantisation of one unit, lane quad c holding its 16 values xf: the lane's 16 B of B words
 // and the unit's d / 16 (every lane of the quad). The four lanes of a quad are consecutive lanes
 // of one warp, and every lane of the warp must call (the amax is a shuffle reduction).
+// max that returns NaN when either input is NaN (fmaxf returns the other one).
+__device__ __forceinline__ float fmax_nan(float a, float b) {
+    float r;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+// A group holding a NaN or an infinity gets q 0 and d / 16 = NaN or inf (amax / 127 / 16), so its
+// products are 0 x NaN or 0 x inf = NaN: the output is NaN as on the bf16 route, not a finite value.
 __device__ __forceinline__ void q4a8_quantise16(const float (&xf)[16], uint4& words, float& d16) {
     float amax = 0.f;
 #pragma unroll
-    for (int e = 0; e < 16; ++e) amax = fmaxf(amax, fabsf(xf[e]));
-    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
-    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+    for (int e = 0; e < 16; ++e) amax = fmax_nan(amax, fabsf(xf[e]));
+    amax = fmax_nan(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+    amax = fmax_nan(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+    const bool finite = amax <= 3.402823466e38f; // false for NaN and inf
     // |x * inv| <= 127 (1 + 2^-23)^2 < 127.5: the rounding never leaves -127..127. inv is kept
     // finite (amax below 127 / FLT_MAX would make it inf); then |x * inv| < 127 as well.
     const float inv = amax > 0.f ? fminf(__fdiv_rn(127.f, amax), 3.402823466e38f) : 0.f;
@@ -84,7 +93,7 @@ __device__ __forceinline__ void q4a8_quantise16(const float (&xf)[16], uint4& wo
     // (ties to even) as an int8; F2I would run on the quarter-rate conversion pipe.
     int q[16];
 #pragma unroll
-    for (int e = 0; e < 16; ++e) q[e] = __float_as_int(__fadd_rn(__fmul_rn(xf[e], inv), 12582912.f));
+    for (int e = 0; e < 16; ++e) q[e] = finite ? __float_as_int(__fadd_rn(__fmul_rn(xf[e], inv), 12582912.f)) : 0;
     words = q4a8_pack_b(q);
     d16 = __fdiv_rn(amax, 127.f) * 0.0625f;
 }

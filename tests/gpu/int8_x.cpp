@@ -4,6 +4,7 @@
 #include "ninfer/kernels/runner_ops.h"
 #include "q4a8_ref.h"
 
+#include <cmath>
 #include <cstring>
 
 using namespace ninfer;
@@ -49,8 +50,8 @@ int check_rows(Int8Rows& r, const std::vector<bf16>& x, const std::vector<bf16>*
             groups = quantise_row(x.data() + size_t(t) * size_t(ldx), lo ? lo->data() + size_t(t) * size_t(ldx) : nullptr, r.k);
         for (int64_t u = 0; u < r.units; ++u) {
             const bool real = t < tokens && u < int64_t(groups.size());
-            const float want = real ? groups[size_t(u)].d * 0.0625f : 0.f;
-            if (std::memcmp(&d[size_t(u * 8 + t)], &want, 4) != 0) ++bad;
+            const float want = real ? groups[size_t(u)].d * 0.0625f : 0.f, got = d[size_t(u * 8 + t)];
+            if (std::isnan(want) ? !std::isnan(got) : std::memcmp(&got, &want, 4) != 0) ++bad; // NaN payloads may differ
             if (t >= tokens) continue;
             for (int c = 0; c < 4; ++c)
                 for (int b = 0; b < 16; ++b)
@@ -97,6 +98,24 @@ TEST_CASE("int8_x: quantise_int8_x writes the host model's bytes", "[int8_x]") {
                 CHECK(check_rows(r, x, with_lo ? &lo : nullptr, ldx, tokens) == 0);
                 CHECK(r.q.guards_intact());
             }
+    { // A NaN (token 0, group 1) and an infinity (token 2, group 3): those groups q 0, d NaN / inf.
+        const int64_t k = 320, ldx = k;
+        auto x = rows_of(3, k, ldx, 5, 3.f), lo = rows_of(3, k, ldx, 6, 0.001f);
+        x[70] = to_bf16(std::nanf(""));
+        x[size_t(2 * ldx + 200)] = to_bf16(-INFINITY);
+        for (bool with_lo : {false, true}) {
+            DeviceBuffer<bf16> dx(x), dlo(lo);
+            Int8Rows r(k);
+            CUDA_OK(kernels::quantise_int8_x(dx.get(), with_lo ? dlo.get() : nullptr, ldx, 3, k, r.view(), nullptr));
+            CUDA_OK(cudaDeviceSynchronize());
+            INFO("non-finite x, lo " << with_lo);
+            const auto d = r.d.download();
+            CHECK(std::isnan(d[1 * 8 + 0]));
+            CHECK(std::isinf(d[3 * 8 + 2]));
+            CHECK((std::isfinite(d[0]) && std::isfinite(d[1 * 8 + 1]) && std::isfinite(d[3 * 8 + 0])));
+            CHECK(check_rows(r, x, with_lo ? &lo : nullptr, ldx, 3) == 0);
+        }
+    }
     DeviceBuffer<bf16> x(64);
     Int8Rows r(64);
     CHECK(kernels::quantise_int8_x(x.get(), nullptr, 64, 9, 64, r.view(), nullptr) == cudaErrorInvalidValue);
@@ -184,7 +203,8 @@ TEST_CASE("int8_x: a GEMV reading the producer's int8 rows gives the bits of the
                 CUDA_OK(kernels::gemv(a, nullptr));
                 CUDA_OK(cudaDeviceSynchronize());
                 INFO("n " << n << " k " << k << " tokens " << tokens << " lo " << with_lo);
-                CHECK(own.download() == read.download());
+                const auto own_h = own.download();
+                CHECK(std::memcmp(own_h.data(), read.download().data(), own_h.size() * 4) == 0);
                 kernels::Int8X bad = r.view();
                 bad.row_bytes = 16; // shorter than a row
                 a.x8 = bad;
@@ -195,5 +215,50 @@ TEST_CASE("int8_x: a GEMV reading the producer's int8 rows gives the bits of the
                     CHECK(kernels::gemv(a, nullptr) == cudaErrorInvalidValue);
                 }
             }
+    }
+}
+
+TEST_CASE("int8_x: a NaN or an infinity in x makes its token's outputs NaN on the int8 route, as on the bf16 one",
+          "[int8_x]") {
+    require_gpu();
+    const int64_t n = 5120, k = 6144, ldx = k;
+    const auto wbytes = random_weight(WeightFormat::Q4G64Fp16, n, k, 91);
+    DeviceBuffer<uint8_t> artifact(wbytes), tiled(kernels::tiled_weight_bytes(WeightFormat::Q4G64Fp16, n, k));
+    CUDA_OK(kernels::gemv_pack_tiled({WeightFormat::Q4G64Fp16, artifact.get(), n, k}, tiled.get(), nullptr));
+    DeviceBuffer<float> partials(kernels::gemv_scratch_floats(n));
+    DeviceBuffer<uint32_t> counters(kernels::gemv_scratch_counters(n), 0);
+    for (int tokens : {1, 4}) {
+        auto xh = rows_of(tokens, k, ldx, 92, 2.f);
+        xh[1000] = to_bf16(std::nanf("")); // token 0
+        if (tokens > 1) xh[size_t(2 * ldx + 4000)] = to_bf16(INFINITY); // token 2
+        DeviceBuffer<bf16> x(xh);
+        Int8Rows r(k);
+        CUDA_OK(kernels::quantise_int8_x(x.get(), nullptr, ldx, tokens, k, r.view(), nullptr));
+        kernels::GemvArgs a;
+        a.w = {WeightFormat::Q4G64Fp16, tiled.get(), n, k, kernels::WeightLayout::Tiled};
+        a.x = x.get();
+        a.n_tokens = tokens;
+        a.x_stride = ldx;
+        a.y_fp32 = true;
+        a.y_stride = n;
+        a.scratch = {partials.get(), partials.size(), counters.get(), counters.size()};
+        a.x_int8 = true;
+        REQUIRE(kernels::gemv_runs_int8_x(a));
+        for (bool producer : {false, true}) {
+            a.x8 = producer ? r.view() : kernels::Int8X{};
+            DeviceBuffer<float> y(size_t(tokens) * size_t(n));
+            a.y = y.get();
+            CUDA_OK(kernels::gemv(a, nullptr));
+            CUDA_OK(cudaDeviceSynchronize());
+            const auto yh = y.download();
+            INFO("tokens " << tokens << " producer rows " << producer);
+            int wrong = 0;
+            for (int t = 0; t < tokens; ++t)
+                for (int64_t i = 0; i < n; ++i) {
+                    const float v = yh[size_t(t) * size_t(n) + size_t(i)];
+                    wrong += (t == 0 || t == 2) ? !std::isnan(v) : !std::isfinite(v);
+                }
+            CHECK(wrong == 0);
+        }
     }
 }

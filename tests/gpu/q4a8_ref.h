@@ -4,7 +4,8 @@
 //
 // Contract: quantise_group() reproduces gemv.h's quantiser bit for bit: amax = max |x| over the
 // group's valid elements, inv = min(127 / amax, FLT_MAX) and x * inv rounded to fp32 (nearest), q = rint (ties to
-// even) clamped to -127..127, d = amax / 127 in fp32; all zero when amax == 0. quantise_row() takes
+// even) clamped to -127..127, d = amax / 127 in fp32; all zero when amax == 0; a group with a NaN
+// (amax NaN) or an infinity (amax inf) has q 0 and d = amax / 127. quantise_row() takes
 // x, or with low halves x + x_lo summed in fp32 (the value the route quantises then). Q4Row holds a
 // q4_g64_fp16 artifact row's signed codes and group multipliers (spec §3.2, as weights_util.h's
 // random_weight writes it). w4a8_dot() is the route's formula sum_j dot_j * s_j * d_j evaluated
@@ -36,9 +37,13 @@ inline QuantGroup quantise_group(const float* x, int count) {
     float amax = 0.f;
     for (int e = 0; e < count; ++e) {
         v[e] = x[e];
-        amax = std::max(amax, std::fabs(v[e]));
+        if (std::isnan(v[e]) || std::fabs(v[e]) > amax) amax = std::isnan(amax) ? amax : std::fabs(v[e]); // NaN sticks
     }
     if (amax == 0.f) return g;
+    if (!(amax <= std::numeric_limits<float>::max())) { // NaN or inf: q 0, d NaN or inf
+        g.d = amax / 127.0f;
+        return g;
+    }
     // Every operation in float: x86-64 evaluates float arithmetic in float (SSE, no x87 excess
     // precision), there is no add to contract into an fma, and std::rint rounds ties to even in
     // the default rounding mode.

@@ -128,7 +128,9 @@ struct GemvArgs {
     // x (plus x_lo in fp32 when given) is quantised per 64-element group (the weight's group) and
     // the group products are exact int32 sums on int8 tensor cores: amax = max |x| of the group, inv =
     // min(127 / amax, FLT_MAX), q = rint(x * inv) (fp32, ties to even; all zero when amax = 0),
-    // d = amax / 127, y = sum over groups of float(sum q * code) * (multiplier * d) in fp32. Elsewhere the flag is
+    // d = amax / 127, y = sum over groups of float(sum q * code) * (multiplier * d) in fp32; a group
+    // holding a NaN or an infinity has q = 0 and d = NaN or inf, so its token's outputs are NaN as on
+    // the bf16 route (amax propagates NaN). Elsewhere the flag is
     // ignored (bf16 x). Why: the bf16 route spends ~44 instructions per 1024 q4 weights turning
     // nibbles into bf16 pairs and the GEMV is instruction-bound; the int8 route takes the signed
     // nibbles as they are stored (one mask, or a shift and a mask, per 4 codes) at the cost of the
