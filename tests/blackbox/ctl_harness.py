@@ -51,6 +51,17 @@ class Harness:
             time.sleep(0.1)
         self.fail(f"{name} not ready")
 
+    # Whether a line of p's log contains text within `timeout` seconds: the log arrives through a
+    # pipe and a reader thread, so a line the daemon wrote before answering may not be read yet.
+    def logged(self, p, text, timeout=10):
+        deadline = time.time() + timeout
+        while True:
+            if any(text in l for l in list(p.lines)):
+                return True
+            if time.time() >= deadline:
+                return False
+            time.sleep(0.05)
+
     def ctl(self, p, *args, rc=0, user=None):
         cmd = [self.ctl_bin, "--socket", p.sock, "--timeout", "20", *args]
         if user:

@@ -56,7 +56,7 @@ check(len(history) == n_held and history[:len(prompt)] == prompt, "the lane file
 # Restart: the lane is back, and the next turn extending it is served from it.
 a = start("persist", "--persist-slots")
 check(lane_tokens(a)[lane] == n_held, f"lane {lane} not restored: {lane_tokens(a)}")
-check(any("restored 1 lane" in l for l in a.lines), "no restore summary in the log")
+check(h.logged(a, "restored 1 lane"), "no restore summary in the log")
 follow = history + post(a, "/tokenize", {"content": " Then the night came."})["tokens"]
 after_restart, cached = complete(a, follow)
 check(cached == len(history), f"after the restart: cached {cached}, wanted {len(history)}")
@@ -101,7 +101,7 @@ stop(c)
 # --offline or no daemon ninferctl does it itself.
 r = ctl(b, "artifact", "upgrade", ARTIFACT, os.path.join(T, "out.ninfer"), rc=1)
 check("ninferd: artifact upgrade" in r.stderr and "offline" not in r.stderr, f"daemon upgrade: {r.stderr}")
-check(any("artifact upgrade " + ARTIFACT in l for l in b.lines), "the daemon did not log the upgrade")
+check(h.logged(b, "artifact upgrade " + ARTIFACT), "the daemon did not log the upgrade")
 r = ctl(b, "artifact", "upgrade", "--offline", ARTIFACT, os.path.join(T, "out.ninfer"), rc=1)
 check(r.stderr.startswith("ninferctl: artifact upgrade"), f"--offline upgrade: {r.stderr}")
 r = subprocess.run([CTL, "--socket", os.path.join(T, "none.sock"), "artifact", "upgrade", ARTIFACT], capture_output=True,
