@@ -29,8 +29,9 @@
 //    accumulators), an online softmax per warp; a second kernel merges the ranges and applies the
 //    gate. scratch must hold attn_decode_scratch_floats(n_tokens, n_heads, max_context) floats.
 //    Two schedules, the same arithmetic (the same output bits: [attention_decode] checks it):
-//    - AttnDecodePath::Split (NINFER_ATTN_DECODE=0 or 1): the partial kernel waits for the previous kernel, then loads
-//      one 16-token slice ahead per warp in registers; the combine reads the partials in rounds.
+//    - AttnDecodePath::Split (NINFER_ATTN_DECODE=0 or 1): the partial kernel waits for the previous
+//      kernel, then loads one 16-token slice ahead per warp in registers; the combine reads the
+//      partials in rounds.
 //    - AttnDecodePath::Staged (NINFER_ATTN_DECODE=2; bf16 pools only, fp8 / int8 take Split): the
 //      partial kernel reads positions, lanes, the page table and every KV row below
 //      positions[t] - (n_tokens - 1) BEFORE the PDL wait (a warp's first slice into registers, its
