@@ -65,7 +65,7 @@ TEST_CASE("gemv_q4a8: the int8 route matches the host model of its quantisation 
     int ring_calls = 0, int8_calls = 0;
     std::set<std::string> fallbacks; // ring calls that kept bf16 x (the int8 copy did not fit)
     for (auto [n, k] : kShapes) {
-        const Weight w(WeightFormat::Q4G64Fp16, n, k, seed++);
+        const TiledWeight w(WeightFormat::Q4G64Fp16, n, k, seed++);
         for (int tokens : {1, 3, 5, 8}) {
             Inputs in(n, k, tokens, seed++);
             const Model models[2] = {model_of(w, in, seed, false), model_of(w, in, seed, true)};
@@ -110,7 +110,7 @@ TEST_CASE("gemv_q4a8: the int8 route is within 2% relative L2 (per token) of the
     HookReset reset;
     uint64_t seed = 1000;
     for (auto [n, k] : kShapes) {
-        const Weight w(WeightFormat::Q4G64Fp16, n, k, seed++);
+        const TiledWeight w(WeightFormat::Q4G64Fp16, n, k, seed++);
         for (bool special : {false, true}) {
             Inputs in(n, k, kernels::kGemvMaxTokens, seed++, special);
             std::vector<double> ref(size_t(in.tokens) * size_t(n)), model(ref.size()), xd(size_t(in.tokens) * size_t(k));
@@ -160,7 +160,7 @@ TEST_CASE("gemv_q4a8: batch of 8 equals 8 single-token calls bit for bit, graph 
     for (auto [n, k, path] : std::vector<std::tuple<int64_t, int64_t, int>>{
              {5120, 6144, kDefaultPath}, {5120, 17408, kDefaultPath}, {129, 4112, kDefaultPath}, {2048, 4096, 3},
              {6144, 5120, 4}}) {
-        const Weight w(WeightFormat::Q4G64Fp16, n, k, seed++);
+        const TiledWeight w(WeightFormat::Q4G64Fp16, n, k, seed++);
         Inputs in(n, k, kernels::kGemvMaxTokens, seed++);
         set_path(path);
         for (bool split : {true, false})
@@ -193,7 +193,7 @@ TEST_CASE("gemv_q4a8: every split count meets the model; the same split gives th
     HookReset reset;
     uint64_t seed = 3000;
     for (auto [n, k] : std::vector<Shape>{{129, 4112}, {5120, 6144}, {5120, 17408}}) {
-        const Weight w(WeightFormat::Q4G64Fp16, n, k, seed++);
+        const TiledWeight w(WeightFormat::Q4G64Fp16, n, k, seed++);
         for (int tokens : {1, 5}) {
             Inputs in(n, k, tokens, seed++);
             const bool lo = tokens > 1; // 5 tokens with x_lo
@@ -240,7 +240,7 @@ TEST_CASE("gemv_q4a8: x_int8 is ignored for other formats, the register kernel, 
         {"q4 stored layout", WeightFormat::Q4G64Fp16, 5120, 6144, kDefaultPath, false},
     };
     for (const Ignored& ic : cases) {
-        const Weight w(ic.f, ic.n, ic.k, seed++);
+        const TiledWeight w(ic.f, ic.n, ic.k, seed++);
         Inputs in(ic.n, ic.k, kernels::kGemvMaxTokens, seed++);
         set_path(ic.path);
         for (int tokens : {1, 3, 8})

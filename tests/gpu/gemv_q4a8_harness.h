@@ -50,19 +50,6 @@ struct HookReset {
     }
 };
 
-struct Weight {
-    std::vector<uint8_t> bytes; // artifact layout
-    DeviceBuffer<uint8_t> artifact, tiled;
-    kernels::WeightView stored, view; // view: the tiled copy
-    Weight(WeightFormat f, int64_t n, int64_t k, uint64_t seed)
-        : bytes(random_weight(f, n, k, seed)), artifact(bytes), tiled(kernels::tiled_weight_bytes(f, n, k)) {
-        stored = {f, artifact.get(), n, k};
-        CUDA_OK(kernels::gemv_pack_tiled(stored, tiled.get(), nullptr));
-        CUDA_OK(cudaDeviceSynchronize());
-        view = {f, tiled.get(), n, k, kernels::WeightLayout::Tiled};
-    }
-};
-
 // tokens rows of k activations, stride ldx; the gap past k holds 1e4 (a partial group that read past
 // k would get another amax). special: per token three elements 50x larger, an all-zero group, a
 // group of exact rounding ties (amax 127 or 254, so x * inv lands on halves) and a group of ~1e-38
@@ -110,12 +97,11 @@ struct Inputs {
     int tokens;
     std::vector<bf16> x, lo, res;
     DeviceBuffer<bf16> dx, dlo, dres;
-    DeviceBuffer<float> partials;
-    DeviceBuffer<uint32_t> counters;
+    DeviceGemvScratch scratch;
     Inputs(int64_t n_, int64_t k_, int tokens_, uint64_t seed, bool special = true)
         : n(n_), k(k_), ldx(k_ + 8), ldy((n_ + 7) / 8 * 8 + 8), tokens(tokens_),
           x(make_x(tokens_, k_, ldx, seed, special)), lo(make_lo(x, k_, ldx, seed + 2)),
-          res(Rng(seed + 1).bf16s(size_t(tokens_) * size_t(ldy), -4.f, 4.f)), dx(x), dlo(lo), dres(res), partials(kernels::gemv_scratch_floats(n_)), counters(kernels::gemv_scratch_counters(n_), 0) {}
+          res(Rng(seed + 1).bf16s(size_t(tokens_) * size_t(ldy), -4.f, 4.f)), dx(x), dlo(lo), dres(res), scratch(n_) {}
     const bf16* x_row(int t) const { return x.data() + size_t(t) * size_t(ldx); }
     const bf16* lo_row(int t) const { return lo.data() + size_t(t) * size_t(ldx); }
     double resid(int t, int64_t r) const { return to_f(res[size_t(t) * size_t(ldy) + size_t(r)]); }
@@ -156,7 +142,7 @@ Output run(const kernels::WeightView& w, Inputs& in, const Call& c) {
         a.tail_row0 = tail0;
         a.y_tail_stride = ldt;
     }
-    if (c.split) a.scratch = {in.partials.get(), in.partials.size(), in.counters.get(), in.counters.size()};
+    if (c.split) a.scratch = in.scratch.view();
     a.x_int8 = c.int8;
     Output o;
     o.int8 = kernels::gemv_runs_int8_x(a);
@@ -168,7 +154,7 @@ Output run(const kernels::WeightView& w, Inputs& in, const Call& c) {
     CUDA_OK(cudaDeviceSynchronize());
     CHECK(y.guards_intact());
     CHECK(yt.guards_intact());
-    const auto cnt = in.counters.download();
+    const auto cnt = in.scratch.counters.download();
     CHECK(std::all_of(cnt.begin(), cnt.end(), [](uint32_t v) { return v == 0; }));
     const auto yb = y.download();
     const auto tb = yt.download();
@@ -218,7 +204,7 @@ struct Model {
     int64_t groups = 0;
 };
 
-Model model_of(const Weight& w, const Inputs& in, uint64_t seed, bool lo) {
+Model model_of(const TiledWeight& w, const Inputs& in, uint64_t seed, bool lo) {
     Model m;
     const int64_t n = in.n;
     m.groups = (in.k + kQ4A8Group - 1) / kQ4A8Group;

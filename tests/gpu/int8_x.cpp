@@ -80,6 +80,24 @@ std::vector<bf16> rows_of(int tokens, int64_t k, int64_t ldx, uint64_t seed, flo
     return x;
 }
 
+// The int8-route GEMV of q4 weight w (tiled) over tokens rows of x (+ lo), fp32 y of stride n; y and
+// x8 are the caller's.
+kernels::GemvArgs int8_gemv_args(const TiledWeight& w, DeviceGemvScratch& scratch, const bf16* x, const bf16* lo,
+                                 int tokens, int64_t ldx) {
+    kernels::GemvArgs a;
+    a.w = w.view;
+    a.x = x;
+    a.x_lo = lo;
+    a.n_tokens = tokens;
+    a.x_stride = ldx;
+    a.y_fp32 = true;
+    a.y_stride = w.view.n;
+    a.scratch = scratch.view();
+    a.x_int8 = true;
+    REQUIRE(kernels::gemv_runs_int8_x(a));
+    return a;
+}
+
 } // namespace
 
 TEST_CASE("int8_x: quantise_int8_x writes the host model's bytes", "[int8_x]") {
@@ -172,29 +190,15 @@ TEST_CASE("int8_x: a GEMV reading the producer's int8 rows gives the bits of the
     // the last partial; 5184: 81), so the GEMV's last step reads int8_x_units' padding.
     for (auto [n, k] : std::vector<std::pair<int64_t, int64_t>>{
              {5120, 6144}, {6144, 5120}, {34816, 5120}, {5120, 17408}, {1000, 4112}, {5120, 5184}}) {
-        const auto wbytes = random_weight(WeightFormat::Q4G64Fp16, n, k, seed++);
-        DeviceBuffer<uint8_t> artifact(wbytes), tiled(kernels::tiled_weight_bytes(WeightFormat::Q4G64Fp16, n, k));
-        CUDA_OK(kernels::gemv_pack_tiled({WeightFormat::Q4G64Fp16, artifact.get(), n, k}, tiled.get(), nullptr));
-        const kernels::WeightView view{WeightFormat::Q4G64Fp16, tiled.get(), n, k, kernels::WeightLayout::Tiled};
-        DeviceBuffer<float> partials(kernels::gemv_scratch_floats(n));
-        DeviceBuffer<uint32_t> counters(kernels::gemv_scratch_counters(n), 0);
+        const TiledWeight w(WeightFormat::Q4G64Fp16, n, k, seed++);
+        DeviceGemvScratch scratch(n);
         for (int tokens : {1, 4, 8})
             for (bool with_lo : {false, true}) {
                 const int64_t ldx = k + 8;
                 DeviceBuffer<bf16> x(rows_of(tokens, k, ldx, seed++, 2.f)), lo(rows_of(tokens, k, ldx, seed++, 0.004f));
                 Int8Rows r(k);
                 CUDA_OK(kernels::quantise_int8_x(x.get(), with_lo ? lo.get() : nullptr, ldx, tokens, k, r.view(), nullptr));
-                kernels::GemvArgs a;
-                a.w = view;
-                a.x = x.get();
-                a.x_lo = with_lo ? lo.get() : nullptr;
-                a.n_tokens = tokens;
-                a.x_stride = ldx;
-                a.y_fp32 = true;
-                a.y_stride = n;
-                a.scratch = {partials.get(), partials.size(), counters.get(), counters.size()};
-                a.x_int8 = true;
-                REQUIRE(kernels::gemv_runs_int8_x(a));
+                kernels::GemvArgs a = int8_gemv_args(w, scratch, x.get(), with_lo ? lo.get() : nullptr, tokens, ldx);
                 DeviceBuffer<float> own(size_t(tokens) * size_t(n)), read(size_t(tokens) * size_t(n));
                 a.y = own.get();
                 CUDA_OK(kernels::gemv(a, nullptr));
@@ -222,11 +226,8 @@ TEST_CASE("int8_x: a NaN or an infinity in x makes its token's outputs NaN on th
           "[int8_x]") {
     require_gpu();
     const int64_t n = 5120, k = 6144, ldx = k;
-    const auto wbytes = random_weight(WeightFormat::Q4G64Fp16, n, k, 91);
-    DeviceBuffer<uint8_t> artifact(wbytes), tiled(kernels::tiled_weight_bytes(WeightFormat::Q4G64Fp16, n, k));
-    CUDA_OK(kernels::gemv_pack_tiled({WeightFormat::Q4G64Fp16, artifact.get(), n, k}, tiled.get(), nullptr));
-    DeviceBuffer<float> partials(kernels::gemv_scratch_floats(n));
-    DeviceBuffer<uint32_t> counters(kernels::gemv_scratch_counters(n), 0);
+    const TiledWeight w(WeightFormat::Q4G64Fp16, n, k, 91);
+    DeviceGemvScratch scratch(n);
     for (int tokens : {1, 4}) {
         auto xh = rows_of(tokens, k, ldx, 92, 2.f);
         xh[1000] = to_bf16(std::nanf("")); // token 0
@@ -234,16 +235,7 @@ TEST_CASE("int8_x: a NaN or an infinity in x makes its token's outputs NaN on th
         DeviceBuffer<bf16> x(xh);
         Int8Rows r(k);
         CUDA_OK(kernels::quantise_int8_x(x.get(), nullptr, ldx, tokens, k, r.view(), nullptr));
-        kernels::GemvArgs a;
-        a.w = {WeightFormat::Q4G64Fp16, tiled.get(), n, k, kernels::WeightLayout::Tiled};
-        a.x = x.get();
-        a.n_tokens = tokens;
-        a.x_stride = ldx;
-        a.y_fp32 = true;
-        a.y_stride = n;
-        a.scratch = {partials.get(), partials.size(), counters.get(), counters.size()};
-        a.x_int8 = true;
-        REQUIRE(kernels::gemv_runs_int8_x(a));
+        kernels::GemvArgs a = int8_gemv_args(w, scratch, x.get(), nullptr, tokens, ldx);
         for (bool producer : {false, true}) {
             a.x8 = producer ? r.view() : kernels::Int8X{};
             DeviceBuffer<float> y(size_t(tokens) * size_t(n));

@@ -7,6 +7,8 @@
 // and decoded by the CPU codec (core/formats/codec.h); bf16, fp8 and q4 by the code here. nvfp4
 // bytes are in gemv.h's device form (one divisor per row): row r's divisor is the encoder's d_w
 // times 2^(r % 3 - 1), so rows of different divisors are covered and the values stay exact.
+// TiledWeight holds random_weight()'s bytes, their device copy (stored) and the tiled decode layout
+// made from it by gemv_pack_tiled (view); DeviceGemvScratch the split-K scratch of a GEMV of n rows.
 #pragma once
 
 #include "core/formats/codec.h"
@@ -144,5 +146,28 @@ inline std::vector<double> decode_row(kernels::WeightFormat f, const std::vector
     }
     return w;
 }
+
+// A random weight on the device, in the artifact layout (stored) and the tiled decode layout (view).
+struct TiledWeight {
+    std::vector<uint8_t> bytes; // artifact layout
+    DeviceBuffer<uint8_t> artifact, tiled;
+    kernels::WeightView stored, view;
+    TiledWeight(kernels::WeightFormat f, int64_t n, int64_t k, uint64_t seed)
+        : bytes(random_weight(f, n, k, seed)), artifact(bytes), tiled(kernels::tiled_weight_bytes(f, n, k)) {
+        stored = {f, artifact.get(), n, k};
+        CUDA_OK(kernels::gemv_pack_tiled(stored, tiled.get(), nullptr));
+        CUDA_OK(cudaDeviceSynchronize());
+        view = {f, tiled.get(), n, k, kernels::WeightLayout::Tiled};
+    }
+};
+
+// Split-K scratch for GEMVs of up to n rows (counters start at zero, as gemv.h requires).
+struct DeviceGemvScratch {
+    DeviceBuffer<float> partials;
+    DeviceBuffer<uint32_t> counters;
+    explicit DeviceGemvScratch(int64_t n)
+        : partials(kernels::gemv_scratch_floats(n)), counters(kernels::gemv_scratch_counters(n), 0) {}
+    kernels::GemvScratch view() { return {partials.get(), partials.size(), counters.get(), counters.size()}; }
+};
 
 } // namespace ninfer::test
