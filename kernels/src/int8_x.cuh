@@ -26,8 +26,8 @@ __device__ __forceinline__ uint4 q4a8_pack_b(const int (&q)[16]) {
                       pack_s8x4(q[8], q[10], q[12], q[14]), pack_s8x4(q[9], q[11], q[13], q[15]));
 }
 
-// The 16 values of lane quad c of one 64-element unit, k0 = 64 u + 16 c, as fp32: x, or x + x_lo
-// (fp32 add) when lo is given; zeros past k (k % 16 == 0: all or nothing).
+// 8 bf16 at p, through the non-coherent path when NC. A lane quad c of a 64-element unit u reads
+// k0 = 64 u + 16 c .. + 15; k % 16 == 0, so a quad's 16 values are all in k or all past it.
 template <bool NC>
 __device__ __forceinline__ uint4 q4a8_load_vec(const __nv_bfloat16* p) {
     if constexpr (NC) return load_cached16(p);
@@ -61,11 +61,6 @@ __device__ __forceinline__ void q4a8_widen16(const Q4a8Raw& w, bool has_lo, floa
             xf[2 * j + 1] = __fadd_rn(xf[2 * j + 1], __uint_as_float(lw[j] & 0xFFFF0000u));
         }
     }
-}
-template <bool NC>
-__device__ __forceinline__ void q4a8_load16(const __nv_bfloat16* x, const __nv_bfloat16* lo, int64_t k0, int64_t k,
-                                            float (&xf)[16]) {
-    q4a8_widen16(q4a8_fetch16<NC>(x, lo, k0, k), lo != nullptr, xf);
 }
 
 // gemv.h's quantisation of one unit, lane quad c holding its 16 values xf: the lane's 16 B of B words

@@ -63,7 +63,7 @@ void time_attention(const char* model, int nh, int nkv, int depth, int batch, ke
     std::printf("RESULT mixer_decode attention %s kv %s depth %d batch %d path %s: %.2f us/layer (partial + combine, "
                 "graph of %d layers), %.1f MB KV, %.0f GB/s\n",
                 model, dtype == kernels::KvDtype::Bf16 ? "bf16" : dtype == kernels::KvDtype::Fp8 ? "fp8" : "int8", depth,
-                batch, path == kernels::AttnDecodePath::Staged ? "staged" : path == kernels::AttnDecodePath::Auto ? "auto" : "split", us, layers, kv_bytes / 1e6,
+                batch, path == kernels::AttnDecodePath::Staged ? "staged" : "split", us, layers, kv_bytes / 1e6,
                 kv_bytes / us / 1e3);
 }
 
@@ -123,8 +123,7 @@ TEST_CASE("decode mixers: time per layer at the 27B and 35B-A3B shapes (RESULT l
     require_gpu();
     for (int batch : {1, 8}) {
         for (int depth : {512, 8192, 32768})
-            for (kernels::AttnDecodePath path :
-                 {kernels::AttnDecodePath::Split, kernels::AttnDecodePath::Staged, kernels::AttnDecodePath::Auto}) {
+            for (kernels::AttnDecodePath path : {kernels::AttnDecodePath::Split, kernels::AttnDecodePath::Staged}) {
                 time_attention("27B", 24, 4, depth, batch, kernels::KvDtype::Bf16, path);
                 time_attention("35B-A3B", 16, 2, depth, batch, kernels::KvDtype::Bf16, path);
             }
