@@ -30,20 +30,42 @@ inline bool pdl_enabled() {
     return on;
 }
 
-// kernel<<<grid, block, smem, stream>>>(args...) with the PDL attribute (graph-capturable).
-template <class... Params, class... Args>
-cudaError_t launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                       Args&&... args) {
+// The launch configuration of launch_pdl(_cluster): PDL attribute, and the grid's y dimension in
+// clusters of cluster_y blocks when cluster_y > 1. attr must outlive the launch.
+inline cudaLaunchConfig_t pdl_config(dim3 grid, dim3 block, size_t smem, cudaStream_t stream, int cluster_y,
+                                     cudaLaunchAttribute (&attr)[2]) {
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = grid;
     cfg.blockDim = block;
     cfg.dynamicSmemBytes = smem;
     cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = pdl_enabled() ? 1 : 0;
+    attr[1].id = cudaLaunchAttributeClusterDimension;
+    attr[1].val.clusterDim.x = 1;
+    attr[1].val.clusterDim.y = unsigned(cluster_y);
+    attr[1].val.clusterDim.z = 1;
     cfg.attrs = attr;
-    cfg.numAttrs = 1;
+    cfg.numAttrs = cluster_y > 1 ? 2 : 1;
+    return cfg;
+}
+
+// kernel<<<grid, block, smem, stream>>>(args...) with the PDL attribute (graph-capturable).
+template <class... Params, class... Args>
+cudaError_t launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                       Args&&... args) {
+    cudaLaunchAttribute attr[2];
+    const cudaLaunchConfig_t cfg = pdl_config(grid, block, smem, stream, 1, attr);
+    return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
+
+// launch_pdl with clusters of cluster_y blocks along y (grid.y a multiple of it; above 8, the
+// kernel must allow non-portable cluster sizes: cudaFuncAttributeNonPortableClusterSizeAllowed).
+template <class... Params, class... Args>
+cudaError_t launch_pdl_cluster(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                               int cluster_y, Args&&... args) {
+    cudaLaunchAttribute attr[2];
+    const cudaLaunchConfig_t cfg = pdl_config(grid, block, smem, stream, cluster_y, attr);
     return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
 }
 

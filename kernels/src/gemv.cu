@@ -1,7 +1,12 @@
 // ninfer::kernels - decode GEMV launcher: argument checks, split-K choice, format dispatch.
+#include "gemv_launch.cuh"
 #include "gemv_nvfp4.cuh"
 #include "gemv_pipe.cuh"
 #include "ninfer/kernels/device.h"
+
+#include <map>
+#include <mutex>
+#include <tuple>
 
 namespace ninfer::kernels {
 
@@ -118,8 +123,8 @@ int tiled_split_count(const WeightView& w, const GemvScratch& scratch) {
 template <WeightFormat F>
 cudaError_t launch_tiled_registers(bool two_pass, const detail::GemvParams& p, dim3 grid, cudaStream_t stream) {
     const dim3 block(detail::kGemvWarps * 32);
-    return two_pass ? launch_pdl(detail::gemv_tiled_kernel<F, 2>, grid, block, 0, stream, p)
-                    : launch_pdl(detail::gemv_tiled_kernel<F, 1>, grid, block, 0, stream, p);
+    return two_pass ? detail::launch_gemv(detail::gemv_tiled_kernel<F, 2>, grid, block, 0, stream, p)
+                    : detail::launch_gemv(detail::gemv_tiled_kernel<F, 1>, grid, block, 0, stream, p);
 }
 
 // Units per split of the tiled kernels: whole steps, the same for every split but the last.
@@ -170,6 +175,39 @@ size_t gemv_scratch_floats(int64_t n_max) { return size_t(kMaxSplits) * kGemvMax
 size_t gemv_scratch_counters(int64_t n_max) {
     return size_t((n_max + detail::kGemvRowsPerBlock - 1) / detail::kGemvRowsPerBlock);
 }
+
+namespace {
+// NINFER_GEMV_CLUSTER=0 (read once) starts with the counter path; gemv_set_cluster_reduce flips it.
+bool g_cluster_reduce = [] {
+    const char* v = std::getenv("NINFER_GEMV_CLUSTER");
+    return !(v && v[0] == '0');
+}();
+} // namespace
+
+void gemv_set_cluster_reduce(bool on) { g_cluster_reduce = on; }
+
+namespace detail {
+bool gemv_cluster_reduce_on() { return g_cluster_reduce; }
+
+bool gemv_cluster_fits(const void* kernel, dim3 grid, dim3 block, size_t smem) {
+    static std::mutex mutex;
+    static std::map<std::tuple<const void*, unsigned, unsigned, size_t>, bool> known;
+    const std::lock_guard<std::mutex> lock(mutex);
+    const auto key = std::make_tuple(kernel, grid.y, block.x, smem);
+    if (const auto it = known.find(key); it != known.end()) return it->second;
+    // Neither call is a stream operation: safe during graph capture.
+    bool fits = grid.y <= 8 || cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess;
+    if (fits) {
+        cudaLaunchAttribute attr[2];
+        const cudaLaunchConfig_t cfg = pdl_config(grid, block, smem, nullptr, int(grid.y), attr);
+        int clusters = 0;
+        fits = cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) == cudaSuccess && clusters > 0;
+    }
+    (void)cudaGetLastError(); // a refused size is an answer, not an error for the next launch
+    known.emplace(key, fits);
+    return fits;
+}
+} // namespace detail
 
 void gemv_set_tiled_target_blocks_per_sm(int blocks) { g_tiled_target = blocks; }
 void gemv_set_tiled_pipeline(int stages, int carveout_percent, bool stage_x) {
@@ -288,13 +326,13 @@ cudaError_t gemv(const GemvArgs& a, cudaStream_t stream) {
     const int64_t units = (w.k + unit_of(w.format) - 1) / unit_of(w.format);
     p.units_per_split = (units + p.splits - 1) / p.splits;
     switch (w.format) {
-    case WeightFormat::Bf16: return launch_pdl(detail::gemv_kernel<WeightFormat::Bf16>, grid, block, 0, stream, p);
+    case WeightFormat::Bf16: return detail::launch_gemv(detail::gemv_kernel<WeightFormat::Bf16>, grid, block, 0, stream, p);
     case WeightFormat::Fp8E4m3RowBf16:
-        return launch_pdl(detail::gemv_kernel<WeightFormat::Fp8E4m3RowBf16>, grid, block, 0, stream, p);
-    case WeightFormat::Q4G64Fp16: return launch_pdl(detail::gemv_kernel<WeightFormat::Q4G64Fp16>, grid, block, 0, stream, p);
-    case WeightFormat::Q5G64Fp16: return launch_pdl(detail::gemv_kernel<WeightFormat::Q5G64Fp16>, grid, block, 0, stream, p);
-    case WeightFormat::Q6G64Fp16: return launch_pdl(detail::gemv_kernel<WeightFormat::Q6G64Fp16>, grid, block, 0, stream, p);
-    case WeightFormat::Q8G32Fp16: return launch_pdl(detail::gemv_kernel<WeightFormat::Q8G32Fp16>, grid, block, 0, stream, p);
+        return detail::launch_gemv(detail::gemv_kernel<WeightFormat::Fp8E4m3RowBf16>, grid, block, 0, stream, p);
+    case WeightFormat::Q4G64Fp16: return detail::launch_gemv(detail::gemv_kernel<WeightFormat::Q4G64Fp16>, grid, block, 0, stream, p);
+    case WeightFormat::Q5G64Fp16: return detail::launch_gemv(detail::gemv_kernel<WeightFormat::Q5G64Fp16>, grid, block, 0, stream, p);
+    case WeightFormat::Q6G64Fp16: return detail::launch_gemv(detail::gemv_kernel<WeightFormat::Q6G64Fp16>, grid, block, 0, stream, p);
+    case WeightFormat::Q8G32Fp16: return detail::launch_gemv(detail::gemv_kernel<WeightFormat::Q8G32Fp16>, grid, block, 0, stream, p);
     case WeightFormat::Nvfp4: return detail::gemv_nvfp4_launch(p, grid, block, stream);
     }
     return cudaErrorInvalidValue;

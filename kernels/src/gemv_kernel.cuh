@@ -13,7 +13,11 @@
 #include "gemv_tiled_q4.h"
 #include "ninfer/kernels/gemv.h"
 
+#include <cooperative_groups.h>
+
 namespace ninfer::kernels::detail {
+
+namespace cg = cooperative_groups;
 
 constexpr int kGemvWarps = 4;
 constexpr int kGemvRowsPerBlock = 16 * kGemvWarps;
@@ -44,6 +48,7 @@ struct GemvParams {
     int64_t units_per_split; // k units (32 for bf16, 64 for fp8/q4) per split
     int64_t tiled_units;     // tiled layout: units per row, padded to a multiple of kTiledUnitPad
     Int8X x8;                // q4 int8 route: x already quantised (gemv.h GemvArgs::x8), or q null
+    bool cluster_reduce;     // the splits of a row tile are one cluster: partials meet in shared memory
 };
 
 template <WeightFormat F> struct GemvTraits;
@@ -315,10 +320,17 @@ __device__ __forceinline__ void gemv_units(const GemvParams& p, int64_t u, int64
     }
 }
 
+constexpr int kGemvMaxClusterSplits = 16; // the largest (non-portable) cluster
+
 // Pass q of a thread holds rows (tile_row+g, tile_row+g+8) x tokens (tok[q], tok[q]+1) when
 // active[q]: store them, or (split-K) write fp32 partials[(split * 8 + t) * n + row] and let the
-// last block of this 64-row tile reduce them in split order.
-template <int P, int kPartBatch = 1>
+// last block of this 64-row tile reduce them in split order. With p.cluster_reduce the tile's
+// splits are one cluster (rank = split = blockIdx.y): the partials stay in each block's shared
+// memory, and after a cluster barrier block r sums items r, r + S, ... of the tile's (token, row)
+// items from every rank, in split order (the same bits as the counter path), with no global
+// fence, atomic or L2 round trip on the way. kCluster false compiles that path out (the ring
+// kernels: with it their 27B step was 5% slower even with clusters off, session 7 run 4).
+template <int P, int kPartBatch = 1, bool kCluster = true>
 __device__ __forceinline__ void gemv_store(const GemvParams& p, int64_t tile_row, int g, const float (&acc)[P][4],
                                            const int (&tok)[P], const bool (&active)[P]) {
     auto store = [&](int64_t row, int t, float v) {
@@ -335,6 +347,37 @@ __device__ __forceinline__ void gemv_store(const GemvParams& p, int64_t tile_row
         }
     };
 
+    if (kCluster && p.cluster_reduce) {
+        __shared__ float part[kGemvMaxTokens][kGemvRowsPerBlock];
+        const int64_t row0 = int64_t(blockIdx.x) * kGemvRowsPerBlock;
+#pragma unroll
+        for (int q = 0; q < P; ++q)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int64_t row = tile_row + g + (e >= 2 ? 8 : 0);
+                const int t = tok[q] + (e & 1);
+                if (active[q] && row < p.n && t < p.n_tokens) part[t][row - row0] = acc[q][e];
+            }
+        cg::cluster_group cluster = cg::this_cluster();
+        cluster.sync(); // every rank's partials written (release / acquire at cluster scope)
+        const int S = p.splits;
+        for (int idx = int(blockIdx.y) * blockDim.x + threadIdx.x; idx < kGemvRowsPerBlock * p.n_tokens;
+             idx += S * blockDim.x) {
+            const int t = idx / kGemvRowsPerBlock, local = idx % kGemvRowsPerBlock;
+            if (row0 + local >= p.n) continue;
+            float v[kGemvMaxClusterSplits];
+#pragma unroll
+            for (int r = 0; r < kGemvMaxClusterSplits; ++r)
+                if (r < S) v[r] = cluster.map_shared_rank(&part[0][0], r)[t * kGemvRowsPerBlock + local];
+            float sum = 0.f;
+#pragma unroll
+            for (int r = 0; r < kGemvMaxClusterSplits; ++r)
+                if (r < S) sum += v[r];
+            store(row0 + local, t, sum);
+        }
+        cluster.sync(); // no block leaves while another still reads its shared memory
+        return;
+    }
 #pragma unroll
     for (int q = 0; q < P; ++q) {
 #pragma unroll

@@ -92,7 +92,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_nvfp4_kernel(GemvParams 
 } // namespace
 
 cudaError_t gemv_nvfp4_launch(const GemvParams& p, dim3 grid, dim3 block, cudaStream_t stream) {
-    return launch_pdl(gemv_nvfp4_kernel, grid, block, 0, stream, p);
+    return launch_gemv(gemv_nvfp4_kernel, grid, block, 0, stream, p);
 }
 
 } // namespace ninfer::kernels::detail

@@ -2,7 +2,7 @@
 // gemv.h): launcher shared by gemv.cu's format dispatch.
 #pragma once
 
-#include "gemv_kernel.cuh"
+#include "gemv_launch.cuh"
 
 namespace ninfer::kernels::detail {
 

@@ -245,7 +245,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, P == 1 ? 4 : 3) gemv_tiled_pi
         u += kUnroll;
         if (++slot == S) slot = 0, phase ^= 1u;
     }
-    tiled_finish<F, P, 8>(p_out, acc, cols, wp.src_tile, wp.tile * 16, wp.g); // split-K partials in one round trip
+    tiled_finish<F, P, 8, false>(p_out, acc, cols, wp.src_tile, wp.tile * 16, wp.g); // split-K partials in one round trip
 }
 
 // Host side (gemv_pipe.cu): resident blocks per SM of the one-pass pipelined kernel, and the

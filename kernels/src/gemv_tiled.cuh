@@ -318,7 +318,7 @@ __device__ __forceinline__ void tiled_step(const TiledFrag<F>& f, const GemvPara
 
 // Epilogue of both tiled kernels: fp8 row multipliers, the low halves' sums into the high
 // halves' lanes, then gemv_store (split-K partials or y).
-template <WeightFormat F, int P, int kPartBatch = 1>
+template <WeightFormat F, int P, int kPartBatch = 1, bool kCluster = true>
 __device__ __forceinline__ void tiled_finish(const GemvParams& p, float (&acc)[P][4], const TiledColumns<P>& cols,
                                              int64_t src_tile, int64_t tile_row, int g) {
 #pragma unroll
@@ -331,7 +331,7 @@ __device__ __forceinline__ void tiled_finish(const GemvParams& p, float (&acc)[P
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc[q][e] += __shfl_down_sync(0xffffffffu, acc[q][e], 2);
     }
-    gemv_store<P, kPartBatch>(p, tile_row, g, acc, cols.tok, cols.active);
+    gemv_store<P, kPartBatch, kCluster>(p, tile_row, g, acc, cols.tok, cols.active);
 }
 
 // What one warp of either tiled kernel works on: grid (ceil(n / 64), splits), 128 threads, warp w

@@ -1,6 +1,6 @@
 // ninfer tests - the tiled GEMV's weight paths (register double buffer, 2..4 shared-memory stages,
 // x staged in shared memory or not) give the same bits for the same split count, with and without
-// split-K, x low halves, tails.
+// split-K, x low halves, tails; the split-K reduction in a cluster gives the counter path's bits.
 //
 // The default path is checked against an fp64 reference by tests/gpu/gemv.cpp; here every other
 // path must reproduce the register-buffer kernel's output byte for byte (same mma sequence per
@@ -117,4 +117,60 @@ TEST_CASE("gemv_pipe: a smaller shared-memory carveout changes occupancy, not re
         CHECK(std::memcmp(got.data(), want.data(), want.size()) == 0);
     }
     kernels::gemv_restore_tiled_pipeline();
+}
+
+// Split-K partials summed in a cluster through distributed shared memory (the default for the
+// register kernels) against the last block's sum through L2: the same bits for the tiled register
+// kernel, the artifact-layout kernel and nvfp4, split counts 2..16 (above 8 the cluster size is
+// non-portable), 1..8 tokens, with residual, f32 output and a tail. (The ring kernels keep the
+// counter path: gemv_kernel.cuh gemv_store.)
+TEST_CASE("gemv_pipe: split-K reduced in a cluster gives the counter path's bits", "[gemv_pipe]") {
+    require_gpu();
+    struct Shape {
+        WeightFormat f;
+        int64_t n, k;
+        int target; // blocks per SM the split choice aims at: more blocks, more splits
+    };
+    const Shape shapes[] = {{WeightFormat::Q4G64Fp16, 2048, 4096, 0},  {WeightFormat::Q4G64Fp16, 129, 17408, 16},
+                            {WeightFormat::Q4G64Fp16, 5120, 6144, 4},  {WeightFormat::Bf16, 100, 1040, 8},
+                            {WeightFormat::Fp8E4m3RowBf16, 200, 4096, 16}, {WeightFormat::Q8G32Fp16, 300, 5120, 8},
+                            {WeightFormat::Nvfp4, 256, 4096, 8}};
+    uint64_t seed = 700;
+    int max_splits = 0;
+    for (const Shape& sh : shapes) {
+        kernels::gemv_set_tiled_target_blocks_per_sm(sh.target);
+        const auto bytes = random_weight(sh.f, sh.n, sh.k, seed++);
+        DeviceBuffer<uint8_t> artifact(bytes);
+        std::vector<kernels::WeightView> views = {{sh.f, artifact.get(), sh.n, sh.k}};
+        std::unique_ptr<DeviceBuffer<uint8_t>> tiled;
+        if (kernels::gemv_has_tiled_layout(sh.f)) {
+            tiled = std::make_unique<DeviceBuffer<uint8_t>>(kernels::tiled_weight_bytes(sh.f, sh.n, sh.k));
+            CUDA_OK(kernels::gemv_pack_tiled(views[0], tiled->get(), nullptr));
+            views.push_back({sh.f, tiled->get(), sh.n, sh.k, kernels::WeightLayout::Tiled});
+        }
+        for (const kernels::WeightView& w : views)
+            {
+                const int stages = 0; // the register kernel for every tiled shape
+                kernels::gemv_set_tiled_pipeline(stages, -1, false);
+                DeviceGemvScratch scratch(sh.n);
+                const int splits = kernels::gemv_split_count(w, scratch.view());
+                max_splits = std::max(max_splits, splits);
+                for (int tokens : {1, 3, 8})
+                    for (int variant = 0; variant < 3; ++variant) {
+                        INFO("format " << int(sh.f) << " n=" << sh.n << " k=" << sh.k << " layout " << int(w.layout)
+                                       << " stages " << stages << " splits " << splits << " tokens " << tokens
+                                       << " variant " << variant);
+                        const PathCase c{sh.f, sh.n, sh.k, tokens, true, false, variant == 1, variant == 2, variant == 1};
+                        kernels::gemv_set_cluster_reduce(false);
+                        const auto want = run_path(c, w, stages, false);
+                        kernels::gemv_set_cluster_reduce(true);
+                        const auto got = run_path(c, w, stages, false);
+                        CHECK(std::memcmp(got.data(), want.data(), want.size()) == 0);
+                    }
+            }
+    }
+    CHECK(max_splits > 8); // a non-portable cluster size was among them
+    kernels::gemv_set_tiled_target_blocks_per_sm(0);
+    kernels::gemv_restore_tiled_pipeline();
+    kernels::gemv_set_cluster_reduce(true);
 }

@@ -42,6 +42,11 @@
 //   depends on (n, k, the scratch size and the device) only, never on n_tokens, so a batch of 8
 //   equals 8 single-token calls bit for bit. Counters are left at zero after each call.
 //   Calls that share one scratch must be ordered on one stream (graph capture is fine).
+//   The register kernels (every artifact-layout and nvfp4 launch, tiled ones with k <=
+//   kGemvRegisterMaxK) launch a row tile's splits as one thread-block cluster when that cluster
+//   can be resident (up to 16 splits), and sum the partials through distributed shared memory
+//   instead of the scratch (no global fence, atomic or L2 round trip); the sum order, and so
+//   every bit, is the counter path's. The ring kernels keep the counter path.
 // - Layouts: WeightLayout::Artifact is the stored layout above (every format). WeightLayout::Tiled
 //   (the formats gemv_has_tiled_layout names: all but Nvfp4, whose tiled_weight_bytes is 0 and which
 //   gemv and gemv_pack_tiled refuse tiled) is the decode
@@ -175,6 +180,10 @@ cudaError_t gemv_pack_tiled(const WeightView& src, void* dst, cudaStream_t strea
 // resident wave as the occupancy calculator reports it; the environment's NINFER_GEMV_TARGET_BLOCKS
 // sets the starting value for A/B timing of whole models).
 void gemv_set_tiled_target_blocks_per_sm(int blocks);
+// Test and bench hook (not thread-safe: call between launches): split-K partials summed within a
+// cluster of the tile's splits through distributed shared memory (true: the default, unless the
+// environment says NINFER_GEMV_CLUSTER=0) or through L2 by the last block (false). Same bits.
+void gemv_set_cluster_reduce(bool on);
 // Bench and test hook (not thread-safe: call between launches): how the tiled kernel brings
 // weights in. stages 0: a register double buffer per warp; 2..4: a ring of that many 4 KB steps
 // per warp in shared memory, filled by bulk copies. stage_x (pipelined, one pass, fp8/q4): x is

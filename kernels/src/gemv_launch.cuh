@@ -1,0 +1,27 @@
+// ninfer::kernels - launching a decode GEMV kernel: with split-K, the splits of each row tile as one
+// cluster (gemv_store reduces their partials through distributed shared memory) when clusters of
+// that size can be resident, else the counter path (partials through L2, the last block sums).
+// Both give the same bits. NINFER_GEMV_CLUSTER=0 (read once) or gemv_set_cluster_reduce(false)
+// keep the counter path everywhere.
+#pragma once
+
+#include "gemv_kernel.cuh"
+
+namespace ninfer::kernels::detail {
+
+// gemv.cu: the switch, and whether clusters of grid.y blocks of `kernel` (block threads, smem
+// dynamic bytes) can be resident at all (asked once per shape; sets the non-portable cluster
+// attribute for sizes above 8).
+bool gemv_cluster_reduce_on();
+bool gemv_cluster_fits(const void* kernel, dim3 grid, dim3 block, size_t smem);
+
+template <class... Params>
+cudaError_t launch_gemv(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                        GemvParams p) {
+    p.cluster_reduce = p.splits > 1 && p.splits <= kGemvMaxClusterSplits && gemv_cluster_reduce_on() &&
+                       gemv_cluster_fits(reinterpret_cast<const void*>(kernel), grid, block, smem);
+    return p.cluster_reduce ? launch_pdl_cluster(kernel, grid, block, smem, stream, p.splits, p)
+                            : launch_pdl(kernel, grid, block, smem, stream, p);
+}
+
+} // namespace ninfer::kernels::detail
