@@ -56,7 +56,10 @@ __device__ __forceinline__ void route_dots(const MoeRows& m, const int64_t (&row
 }
 
 // Router block b < route_blocks - 1: router rows 4b..4b+3 for every token; b = route_blocks - 1:
-// the score row. The last router block to finish routes (the counter counts router blocks only).
+// the score row. The last router block to finish routes (the counter counts router blocks only),
+// except for one token (NT 1): then every block of the gate/up launch routes it from the logits,
+// so the launch boundary replaces this launch's fence, counter and the logits' reload, and the
+// gate/up blocks' read of the work list (session 7: a shorter chain per MoE layer).
 template <int NT> __device__ void route_block(const MoeParams& p) {
     __shared__ float part[kRouteWarps][NT][kRouteRows];
     __shared__ int32_t chosen[kMoeDecodeMaxTokens][kMoeMaxTopK];
@@ -96,8 +99,9 @@ template <int NT> __device__ void route_block(const MoeParams& p) {
         float s = 0.f;
         for (int w = 0; w < kRouteWarps; ++w) s += part[w][t][j];
         p.logits[int64_t(t) * (E + 1) + (score_block ? E : row0 + j)] = s * fp8_row_scale(m, rows[j]);
-        __threadfence(); // the last block reads these
+        if constexpr (NT != 1) __threadfence(); // the last block reads these
     }
+    if constexpr (NT == 1) return;
     clear_choices(p, tok_mask); // every block: free work beside the counter's round trip
     __syncthreads();
     if (threadIdx.x == 0) is_last = atomicAdd(p.counter, 1u) == unsigned(p.route_blocks - 1);
@@ -151,26 +155,41 @@ template <int NT> __global__ void __launch_bounds__(kRouteWarps * 32, 2) moe_rou
 
 // Launch 2: grid (ceil(I / 16), min(n_tokens * K, E)), 256 threads: warp w of block (b, entry)
 // computes intermediate rows 16b + 2w, +1 of the entry's expert for every token of the entry
-// (q4 on tensor cores: the block's 16 rows, k split over the warps, moe_decode_mma.cuh).
+// (q4 on tensor cores: the block's 16 rows, k split over the warps, moe_decode_mma.cuh). One
+// token: each block first routes it from the logits (block (0, 0) publishes the routing).
 // 2 blocks per SM (<= 128 registers): the 8 entries x 32 blocks of a 35B-A3B step fit in one wave.
 template <int NT>
 __global__ void __launch_bounds__(kExpertWarps * 32, 2) moe_gate_up_kernel(MoeParams p) {
     ninfer_grid_launch_dependents();
-    ninfer_grid_wait(); // PDL: the work list comes from the previous kernel
+    ninfer_grid_wait(); // PDL: the logits or the work list come from the previous kernel
     const int entry = blockIdx.y, warp = threadIdx.x >> 5;
-    // The entry is read with the count (one round trip; entries past the count are in bounds).
-    const int32_t* en = p.work + 1 + entry * kMoeEntryInts;
-    const int n_entries = p.work[0], expert = en[0], nt = en[1];
-    if (entry >= n_entries) return;
+    int n_entries, expert, nt;
+    int32_t pair[NT];
+    if constexpr (NT == 1) { // route the token here (route_one_token); entry j: expert of rank j, pair j
+        __shared__ int32_t chosen[kMoeMaxTopK];
+        route_one_token(p, chosen, blockIdx.x == 0 && blockIdx.y == 0);
+        __syncthreads();
+        n_entries = p.top_k;
+        if (entry >= n_entries) return;
+        expert = chosen[entry];
+        nt = 1;
+        pair[0] = entry;
+    } else {
+        // The entry is read with the count (one round trip; entries past the count are in bounds).
+        const int32_t* en = p.work + 1 + entry * kMoeEntryInts;
+        n_entries = p.work[0];
+        expert = en[0];
+        nt = en[1];
+        if (entry >= n_entries) return;
+#pragma unroll
+        for (int t = 0; t < NT; ++t) pair[t] = en[2 + min(t, nt - 1)];
+    }
     // The third launch's rows of this expert, a slice per block: they load from L2 there, and their
     // HBM time overlaps this launch's dots and the launch boundary.
     // Only while the prefetched rows and this launch's stream fit L2 together (batch 1-2: <= 16
     // experts); at batch 8 (~50 experts) they would evict each other (measured: batch 8 slower).
     if (threadIdx.x == 0 && n_entries <= kPrefetchMaxEntries)
         prefetch_rows_l2(p.down, int64_t(expert) * p.hidden, p.hidden, blockIdx.x, gridDim.x);
-    int32_t pair[NT];
-#pragma unroll
-    for (int t = 0; t < NT; ++t) pair[t] = en[2 + min(t, nt - 1)];
     if (p.mma) { // block-uniform: every warp takes part (shared-memory reduction)
         gate_up_mma<NT>(p, expert, pair, nt, int64_t(blockIdx.x) * kGateUpRowsPerBlock);
         return;

@@ -47,26 +47,63 @@ __device__ __forceinline__ void clear_choices(const MoeParams& p, uint32_t* tok_
     for (int e = threadIdx.x; e < p.n_experts; e += blockDim.x) tok_mask[e] = 0;
 }
 
-// The last block: warp t routes token t (moe_route_warp.cuh, core/cpu order), then lists its choices
-// in ascending id (the order core/cpu adds the experts' outputs in: the combine's j order), lane j
-// writing the choice of rank j. Needs a __syncthreads() after clear_choices() and before plan_work().
-__device__ void route_tokens(const MoeParams& p, int32_t (*chosen)[kMoeMaxTopK], uint32_t* tok_mask) {
-    const int t = threadIdx.x >> 5, lane = threadIdx.x & 31, E = p.n_experts, K = p.top_k;
-    if (t >= p.n_tokens) return;
+// One warp's routing of token t (moe_route_warp.cuh, core/cpu order): lane j < K returns the choice
+// it selected j-th, with its rank among the K choices by id (the order core/cpu adds the experts'
+// outputs in: the combine's j order), its renormalised weight and the shared expert's gate.
+struct TokenChoice {
+    int id, rank;
+    float weight, shared_weight;
+};
+__device__ __forceinline__ TokenChoice choose_experts(const MoeParams& p, int t) {
+    const int E = p.n_experts, K = p.top_k;
     const float* l = p.logits + int64_t(t) * (E + 1);
     const float score = __ldcg(l + E); // issued before the routing so its latency hides there
     int id;
     float pr, sum;
     route_token_warp_any(l, E, K, id, pr, sum);
-    int rank = 0; // among the K choices, by id
+    int rank = 0;
     for (int i = 0; i < K; ++i) rank += __shfl_sync(0xffffffffu, id, i) < id;
+    return {id, rank, pr / sum, 1.f / (1.f + expf(-score))};
+}
+
+// The last block: warp t routes token t, then lists its choices in ascending id, lane j writing the
+// choice of rank j. Needs a __syncthreads() after clear_choices() and before plan_work().
+__device__ void route_tokens(const MoeParams& p, int32_t (*chosen)[kMoeMaxTopK], uint32_t* tok_mask) {
+    const int t = threadIdx.x >> 5, lane = threadIdx.x & 31, K = p.top_k;
+    if (t >= p.n_tokens) return;
+    const TokenChoice c = choose_experts(p, t);
     if (lane < K) {
-        chosen[t][rank] = id;
-        p.ids[t * K + rank] = id;
-        p.weights[t * (K + 1) + rank] = pr / sum;
-        atomicOr(tok_mask + id, 1u << t);
+        chosen[t][c.rank] = c.id;
+        p.ids[t * K + c.rank] = c.id;
+        p.weights[t * (K + 1) + c.rank] = c.weight;
+        atomicOr(tok_mask + c.id, 1u << t);
     }
-    if (lane == 0) p.weights[t * (K + 1) + K] = 1.f / (1.f + expf(-score));
+    if (lane == 0) p.weights[t * (K + 1) + K] = c.shared_weight;
+}
+
+// One token (the gate/up launch at batch 1, every block): warp 0 routes it from the logits into
+// chosen[rank] (shared memory), so entry j is expert chosen[j] with pair j, as plan_work would list
+// them. publish: also the scratch's ids, weights and work list (one block of the launch).
+// Needs a __syncthreads() before chosen is read.
+__device__ __forceinline__ void route_one_token(const MoeParams& p, int32_t* chosen, bool publish) {
+    if (threadIdx.x >= 32) return;
+    const int lane = threadIdx.x, K = p.top_k;
+    const TokenChoice c = choose_experts(p, 0);
+    if (lane < K) {
+        chosen[c.rank] = c.id;
+        if (publish) {
+            p.ids[c.rank] = c.id;
+            p.weights[c.rank] = c.weight;
+            int32_t* en = p.work + 1 + c.rank * kMoeEntryInts;
+            en[0] = c.id;
+            en[1] = 1;
+            en[2] = c.rank;
+        }
+    }
+    if (publish && lane == 0) {
+        p.weights[K] = c.shared_weight;
+        p.work[0] = K;
+    }
 }
 
 // The last block, all threads: entries for the experts any token chose, in ascending id (a block

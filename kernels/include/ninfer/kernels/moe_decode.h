@@ -3,6 +3,8 @@
 // the last router block, beside them the shared expert's gate/up + SwiGLU (it needs no routing);
 // (2) every chosen expert's gate/up + SwiGLU, each expert's rows read from memory once for all tokens that
 // chose it; (3) every (token, choice)'s down rows with the weighted combine, shared expert included.
+// For one token the routing moves to (2): every block routes the token from the logits itself (a
+// shorter dependent chain: no counter, no work-list round trip); the results are the same bits.
 //
 // Contract (model.md §6, core/cpu/forward.cpp ModelRunner::ffn):
 // - x: n_tokens f32 rows (stride x_stride elements) of the post-attention-normed hidden state.
