@@ -75,8 +75,7 @@ void run_case(const Case& c, uint64_t seed) {
     DeviceBuffer<bf16> res(rh);
     DeviceBuffer<float> y32(size_t(c.tokens * ldy), 0xff); // NaN poison
     DeviceBuffer<bf16> y16(size_t(c.tokens * ldy), 0xff);
-    DeviceBuffer<float> partials(kernels::gemv_scratch_floats(c.n));
-    DeviceBuffer<uint32_t> counters(kernels::gemv_scratch_counters(c.n), 0);
+    DeviceGemvScratch scratch(c.n);
 
     kernels::GemvArgs a;
     a.w = w.view;
@@ -94,7 +93,7 @@ void run_case(const Case& c, uint64_t seed) {
     a.y_fp32 = c.fp32_out;
     a.y = c.fp32_out ? static_cast<void*>(y32.get()) : static_cast<void*>(y16.get());
     a.y_stride = ldy;
-    if (c.split) a.scratch = {partials.get(), partials.size(), counters.get(), counters.size()};
+    if (c.split) a.scratch = scratch.view();
     CUDA_OK(kernels::gemv(a, nullptr));
     CUDA_OK(cudaDeviceSynchronize());
     CHECK(y32.guards_intact());
@@ -104,7 +103,7 @@ void run_case(const Case& c, uint64_t seed) {
     const auto got16 = y16.download();
     const auto got_tail = yt.download();
     if (c.split) {
-        const auto cnt = counters.download();
+        const auto cnt = scratch.counters.download();
         CHECK(std::all_of(cnt.begin(), cnt.end(), [](uint32_t v) { return v == 0; }));
     }
 
@@ -309,13 +308,12 @@ TEST_CASE("gemv: a batch of 8 equals 8 single-token calls bit for bit, graph rep
         CaseWeight w(random_weight(f, n, k, 7), f, n, k, tiled);
         DeviceBuffer<bf16> x(rng.bf16s(size_t(8 * k), -2.f, 2.f)), x_lo(rng.bf16s(size_t(8 * k), -0.01f, 0.01f));
         DeviceBuffer<bf16> y_batch(size_t(8 * n)), y_single(size_t(8 * n)), y_graph(size_t(8 * n));
-        DeviceBuffer<float> partials(kernels::gemv_scratch_floats(n));
-        DeviceBuffer<uint32_t> counters(kernels::gemv_scratch_counters(n), 0);
+        DeviceGemvScratch scratch(n);
         kernels::GemvArgs a;
         a.w = w.view;
         a.x_stride = k;
         a.y_stride = n;
-        a.scratch = {partials.get(), partials.size(), counters.get(), counters.size()};
+        a.scratch = scratch.view();
         REQUIRE(kernels::gemv_split_count(a.w, a.scratch) > 1);
         a.x = x.get();
         a.x_lo = lo ? x_lo.get() : nullptr;

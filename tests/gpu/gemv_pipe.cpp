@@ -32,8 +32,7 @@ std::vector<uint8_t> run_path(const PathCase& c, const kernels::WeightView& w, i
     DeviceBuffer<bf16> res(rng.bf16s(size_t(c.tokens * ldy), -4.f, 4.f));
     DeviceBuffer<uint8_t> y(size_t(c.tokens * ldy * 4), 0);
     DeviceBuffer<float> yt(size_t(c.tokens * ldt), 0);
-    DeviceBuffer<float> partials(kernels::gemv_scratch_floats(c.n));
-    DeviceBuffer<uint32_t> counters(kernels::gemv_scratch_counters(c.n), 0);
+    DeviceGemvScratch scratch(c.n);
     kernels::GemvArgs a;
     a.w = w;
     a.x = x.get();
@@ -50,7 +49,7 @@ std::vector<uint8_t> run_path(const PathCase& c, const kernels::WeightView& w, i
         a.tail_row0 = tail0;
         a.y_tail_stride = ldt;
     }
-    if (c.split) a.scratch = {partials.get(), partials.size(), counters.get(), counters.size()};
+    if (c.split) a.scratch = scratch.view();
     CUDA_OK(kernels::gemv(a, nullptr));
     CUDA_OK(cudaDeviceSynchronize());
     CHECK(y.guards_intact());
