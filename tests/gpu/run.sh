@@ -83,8 +83,10 @@ if [ "$JOBS" -gt 1 ]; then
             spec=$name
             [[ "$name" == *,* ]] && spec="${name%%,*}*"
             while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
-            ( s0=$(date +%s); timeout 300 "$BIN/test_gpu" "$spec" >"$LOGS/cases/${tag}_$i.log" 2>&1
-              echo "$? $(($(date +%s) - s0))" >"$LOGS/cases/${tag}_$i.rc" ) &
+            # <tag>.<i>: a dot, never part of a tag, so one tag's glob cannot take another's cases
+            # (gemv_* matched gemv_pipe's and gemv_q4a8's logs, counting them twice).
+            ( s0=$(date +%s); timeout 300 "$BIN/test_gpu" "$spec" >"$LOGS/cases/${tag}.$i.log" 2>&1
+              echo "$? $(($(date +%s) - s0))" >"$LOGS/cases/${tag}.$i.rc" ) &
         done < <("$BIN/test_gpu" --list-test-names-only "[$tag]" 2>/dev/null)
     done
     wait
@@ -93,7 +95,7 @@ if [ "$JOBS" -gt 1 ]; then
         [[ "$TIMED_TAGS" == *" $tag "* ]] && continue
         log=$LOGS/test_$tag.log result=PASS longest=0 cases=0 asserts=0
         : >"$log"
-        for rc in "$LOGS"/cases/"${tag}"_*.rc; do
+        for rc in "$LOGS"/cases/"${tag}".*.rc; do
             [ -e "$rc" ] || { result=FAIL; echo "no test case listed" >>"$log"; break; }
             read -r code secs <"$rc"
             cases=$((cases + 1))
