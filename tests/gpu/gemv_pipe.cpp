@@ -21,9 +21,11 @@ struct PathCase {
     bool split, lo, fp32_out, residual, tail;
 };
 
-// y (bf16 or f32 bytes) followed by the f32 tail, for one weight path.
+// y (bf16 or f32 bytes) followed by the f32 tail, for one weight path. partials_written (when
+// given): whether the call wrote into the split-K scratch's partials (the counter path does, a
+// reduction within a cluster does not).
 std::vector<uint8_t> run_path(const PathCase& c, const kernels::WeightView& w, int stages, bool stage_x,
-                              int carveout = -1) {
+                              int carveout = -1, bool* partials_written = nullptr) {
     kernels::gemv_set_tiled_pipeline(stages, carveout, stage_x);
     Rng rng(uint64_t(c.n * 31 + c.k));
     const int64_t ldx = c.k + 8, tail0 = c.tail ? c.n / 2 : c.n, ldy = (tail0 + 7) / 8 * 8 + 8, ldt = c.n - tail0 + 3;
@@ -54,6 +56,14 @@ std::vector<uint8_t> run_path(const PathCase& c, const kernels::WeightView& w, i
     CUDA_OK(cudaDeviceSynchronize());
     CHECK(y.guards_intact());
     CHECK(yt.guards_intact());
+    if (partials_written) { // DeviceBuffer fills new memory with 0xa5 bytes
+        const std::vector<float> partials = scratch.partials.download();
+        *partials_written = std::any_of(partials.begin(), partials.end(), [](float v) {
+            uint32_t bits;
+            std::memcpy(&bits, &v, 4);
+            return bits != 0xa5a5a5a5u;
+        });
+    }
     auto out = y.download();
     const auto tail = yt.download();
     out.insert(out.end(), reinterpret_cast<const uint8_t*>(tail.data()),
@@ -121,7 +131,8 @@ TEST_CASE("gemv_pipe: a smaller shared-memory carveout changes occupancy, not re
 // Split-K partials summed in a cluster through distributed shared memory (the default for the
 // register kernels) against the last block's sum through L2: the same bits for the tiled register
 // kernel, the artifact-layout kernel and nvfp4, split counts 2..16 (above 8 the cluster size is
-// non-portable), 1..8 tokens, with residual, f32 output and a tail. (The ring kernels keep the
+// non-portable), 1..8 tokens, with residual, f32 output and a tail; the cluster runs leave the L2
+// scratch untouched, so the cluster path did run at every size. (The ring kernels keep the
 // counter path: gemv_kernel.cuh gemv_store.)
 TEST_CASE("gemv_pipe: split-K reduced in a cluster gives the counter path's bits", "[gemv_pipe]") {
     require_gpu();
@@ -147,26 +158,26 @@ TEST_CASE("gemv_pipe: split-K reduced in a cluster gives the counter path's bits
             CUDA_OK(kernels::gemv_pack_tiled(views[0], tiled->get(), nullptr));
             views.push_back({sh.f, tiled->get(), sh.n, sh.k, kernels::WeightLayout::Tiled});
         }
-        for (const kernels::WeightView& w : views)
-            {
-                const int stages = 0; // the register kernel for every tiled shape
-                kernels::gemv_set_tiled_pipeline(stages, -1, false);
-                DeviceGemvScratch scratch(sh.n);
-                const int splits = kernels::gemv_split_count(w, scratch.view());
-                max_splits = std::max(max_splits, splits);
-                for (int tokens : {1, 3, 8})
-                    for (int variant = 0; variant < 3; ++variant) {
-                        INFO("format " << int(sh.f) << " n=" << sh.n << " k=" << sh.k << " layout " << int(w.layout)
-                                       << " stages " << stages << " splits " << splits << " tokens " << tokens
-                                       << " variant " << variant);
-                        const PathCase c{sh.f, sh.n, sh.k, tokens, true, false, variant == 1, variant == 2, variant == 1};
-                        kernels::gemv_set_cluster_reduce(false);
-                        const auto want = run_path(c, w, stages, false);
-                        kernels::gemv_set_cluster_reduce(true);
-                        const auto got = run_path(c, w, stages, false);
-                        CHECK(std::memcmp(got.data(), want.data(), want.size()) == 0);
-                    }
-            }
+        for (const kernels::WeightView& w : views) {
+            kernels::gemv_set_tiled_pipeline(0, -1, false); // the register kernel for every tiled shape
+            DeviceGemvScratch scratch(sh.n);
+            const int splits = kernels::gemv_split_count(w, scratch.view());
+            max_splits = std::max(max_splits, splits);
+            for (int tokens : {1, 3, 8})
+                for (int variant = 0; variant < 3; ++variant) {
+                    INFO("format " << int(sh.f) << " n=" << sh.n << " k=" << sh.k << " layout " << int(w.layout)
+                                   << " splits " << splits << " tokens " << tokens << " variant " << variant);
+                    const PathCase c{sh.f, sh.n, sh.k, tokens, true, false, variant == 1, variant == 2, variant == 1};
+                    bool counter_wrote = false, cluster_wrote = true;
+                    kernels::gemv_set_cluster_reduce(false);
+                    const auto want = run_path(c, w, 0, false, -1, &counter_wrote);
+                    kernels::gemv_set_cluster_reduce(true);
+                    const auto got = run_path(c, w, 0, false, -1, &cluster_wrote);
+                    CHECK(std::memcmp(got.data(), want.data(), want.size()) == 0);
+                    CHECK(counter_wrote == (splits > 1));
+                    CHECK(!cluster_wrote);
+                }
+        }
     }
     CHECK(max_splits > 8); // a non-portable cluster size was among them
     kernels::gemv_set_tiled_target_blocks_per_sm(0);
