@@ -329,7 +329,8 @@ constexpr int kGemvMaxClusterSplits = 16; // the largest (non-portable) cluster
 // memory, and after a cluster barrier block r sums items r, r + S, ... of the tile's (token, row)
 // items from every rank, in split order (the same bits as the counter path), with no global
 // fence, atomic or L2 round trip on the way. kCluster false compiles that path out (the ring
-// kernels: with it their 27B step was 5% slower even with clusters off, session 7 run 4).
+// kernels but the batch-2..8 int8 ones: with it the 27B batch-1 step was 5% slower even with
+// clusters off, session 7 run 4).
 template <int P, int kPartBatch = 1, bool kCluster = true>
 __device__ __forceinline__ void gemv_store(const GemvParams& p, int64_t tile_row, int g, const float (&acc)[P][4],
                                            const int (&tok)[P], const bool (&active)[P]) {

@@ -15,11 +15,16 @@ namespace ninfer::kernels::detail {
 bool gemv_cluster_reduce_on();
 bool gemv_cluster_fits(const void* kernel, dim3 grid, dim3 block, size_t smem);
 
+// Whether a launch of `kernel` for p will reduce its splits in clusters.
+inline bool gemv_cluster_wanted(const void* kernel, dim3 grid, dim3 block, size_t smem, const GemvParams& p) {
+    return p.splits > 1 && p.splits <= kGemvMaxClusterSplits && gemv_cluster_reduce_on() &&
+           gemv_cluster_fits(kernel, grid, block, smem);
+}
+
 template <class... Params>
 cudaError_t launch_gemv(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                         GemvParams p) {
-    p.cluster_reduce = p.splits > 1 && p.splits <= kGemvMaxClusterSplits && gemv_cluster_reduce_on() &&
-                       gemv_cluster_fits(reinterpret_cast<const void*>(kernel), grid, block, smem);
+    p.cluster_reduce = gemv_cluster_wanted(reinterpret_cast<const void*>(kernel), grid, block, smem, p);
     return p.cluster_reduce ? launch_pdl_cluster(kernel, grid, block, smem, stream, p.splits, p)
                             : launch_pdl(kernel, grid, block, smem, stream, p);
 }

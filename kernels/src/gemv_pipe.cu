@@ -1,4 +1,5 @@
 // ninfer::kernels - host side of the pipelined tiled GEMV: shared-memory attributes, occupancy, launch.
+#include "gemv_launch.cuh"
 #include "gemv_pipe.cuh"
 
 namespace ninfer::kernels::detail {
@@ -17,8 +18,8 @@ template <WeightFormat F, int S, bool XS> constexpr size_t smem_limit() {
 
 // The kernel may use more than the default 48 KB of dynamic shared memory; the carveout (when
 // set) trades shared memory, and so resident blocks, for L1, which holds x unless it is staged.
-template <WeightFormat F, int P, int S, bool XS, bool A8 = false, bool A8G = false> cudaError_t prepare() {
-    auto* kernel = gemv_tiled_pipe_kernel<F, P, S, XS, A8, A8G>;
+template <WeightFormat F, int P, int S, bool XS, bool A8 = false, bool A8G = false, bool C = false> cudaError_t prepare() {
+    auto* kernel = gemv_tiled_pipe_kernel<F, P, S, XS, A8, A8G, C>;
     cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_limit<F, S, XS>()));
     if (e == cudaSuccess && g_carveout >= 0)
         e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, g_carveout);
@@ -50,14 +51,15 @@ template <WeightFormat F> int resident_blocks_of(int stages) {
     }
 }
 
-template <WeightFormat F, int P, int S, bool XS, bool A8 = false, bool A8G = false>
+template <WeightFormat F, int P, int S, bool XS, bool A8 = false, bool A8G = false, bool C = false>
 cudaError_t launch_kernel(const GemvParams& p, dim3 grid, size_t smem, cudaStream_t stream) {
     // Attributes are set once per kernel (thread-safe static), again for each launch under the
     // bench's carveout hook. cudaFuncSetAttribute is not a stream operation: safe during capture.
-    static const cudaError_t once = prepare<F, P, S, XS, A8, A8G>();
-    const cudaError_t e = g_hooked ? prepare<F, P, S, XS, A8, A8G>() : once;
+    static const cudaError_t once = prepare<F, P, S, XS, A8, A8G, C>();
+    const cudaError_t e = g_hooked ? prepare<F, P, S, XS, A8, A8G, C>() : once;
     if (e != cudaSuccess) return e;
-    return launch_pdl(gemv_tiled_pipe_kernel<F, P, S, XS, A8, A8G>, grid, dim3(kGemvWarps * 32), smem, stream, p);
+    if constexpr (C) return launch_gemv(gemv_tiled_pipe_kernel<F, P, S, XS, A8, A8G, C>, grid, dim3(kGemvWarps * 32), smem, stream, p);
+    else return launch_pdl(gemv_tiled_pipe_kernel<F, P, S, XS, A8, A8G, C>, grid, dim3(kGemvWarps * 32), smem, stream, p);
 }
 
 template <WeightFormat F, int S>
@@ -83,7 +85,13 @@ cudaError_t launch_format(int stages, bool stage_x, bool two_pass, const GemvPar
 
 template <int S> cudaError_t launch_int8(const GemvParams& p, dim3 grid, cudaStream_t stream) {
     constexpr WeightFormat F = WeightFormat::Q4G64Fp16;
-    if (p.x8.q) return launch_kernel<F, 1, S, true, true, true>(p, grid, gemv_pipe_smem_bytes(F, S), stream);
+    if (p.x8.q) { // batch 2..8: the instance with the cluster reduction when it will run
+        const size_t smem = gemv_pipe_smem_bytes(F, S);
+        if (gemv_cluster_wanted(reinterpret_cast<const void*>(gemv_tiled_pipe_kernel<F, 1, S, true, true, true, true>),
+                                grid, dim3(kGemvWarps * 32), smem, p))
+            return launch_kernel<F, 1, S, true, true, true, true>(p, grid, smem, stream);
+        return launch_kernel<F, 1, S, true, true, true>(p, grid, smem, stream);
+    }
     const size_t smem = gemv_pipe_smem_bytes(F, S) + size_t(x8_stage_bytes(p.units_per_split, p.n_tokens));
     return launch_kernel<F, 1, S, true, true>(p, grid, smem, stream);
 }

@@ -141,12 +141,15 @@ __device__ __forceinline__ void tiled_load_shared(TiledFrag<F>& f, const uint8_t
 
 // A8 (with XS, q4 only): x staged as int8 (gemv_q4a8.cuh) and multiplied on int8 tensor cores;
 // A8G: the int8 x read from p.x8 in global memory (L1) instead, nothing staged.
-template <WeightFormat F, int P, int S, bool XS, bool A8 = false, bool A8G = false>
+// C: the split-K partials may meet in a cluster (gemv_store; only A8G instances have it: the
+// others, batch 1 among them, were slower with that path compiled in, session 7 run 4).
+template <WeightFormat F, int P, int S, bool XS, bool A8 = false, bool A8G = false, bool C = false>
 __global__ void __launch_bounds__(kGemvWarps * 32, P == 1 ? 4 : 3) gemv_tiled_pipe_kernel(GemvParams p) {
     static_assert(S >= 2 && kGemvWarps * S * 8 <= kPipeBarrierBytes, "barrier area");
     static_assert(!XS || (P == 1 && F != WeightFormat::Bf16), "x is staged for one-pass fp8/q4/q5/q6 only");
     static_assert(!A8 || (XS && F == WeightFormat::Q4G64Fp16), "int8 x is staged, for q4 only");
     static_assert(!A8G || A8, "int8 x from global memory is a form of the int8 route");
+    static_assert(!C || A8G, "clusters for the batch-2..8 int8 route only");
     extern __shared__ __align__(128) uint8_t smem[];
     constexpr int kUnroll = TiledTraits<F>::kUnroll, kBlock = tiled_block_bytes(F);
     using Stage = PipeStage<F>;
@@ -245,7 +248,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, P == 1 ? 4 : 3) gemv_tiled_pi
         u += kUnroll;
         if (++slot == S) slot = 0, phase ^= 1u;
     }
-    tiled_finish<F, P, 8, false>(p_out, acc, cols, wp.src_tile, wp.tile * 16, wp.g); // split-K partials in one round trip
+    tiled_finish<F, P, 8, C>(p_out, acc, cols, wp.src_tile, wp.tile * 16, wp.g); // split-K partials in one round trip
 }
 
 // Host side (gemv_pipe.cu): resident blocks per SM of the one-pass pipelined kernel, and the

@@ -46,7 +46,8 @@
 //   kGemvRegisterMaxK) launch a row tile's splits as one thread-block cluster when that cluster
 //   can be resident (up to 16 splits), and sum the partials through distributed shared memory
 //   instead of the scratch (no global fence, atomic or L2 round trip); the sum order, and so
-//   every bit, is the counter path's. The ring kernels keep the counter path.
+//   every bit, is the counter path's. On the ring only the batch-2..8 int8 route (x8 given) does
+//   the same; the other ring launches, batch 1 included, keep the counter path.
 // - Layouts: WeightLayout::Artifact is the stored layout above (every format). WeightLayout::Tiled
 //   (the formats gemv_has_tiled_layout names: all but Nvfp4, whose tiled_weight_bytes is 0 and which
 //   gemv and gemv_pack_tiled refuse tiled) is the decode
