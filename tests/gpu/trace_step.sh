@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# ninfer - where the decode step's time goes inside the graph, with PDL overlap (prepared in session
+# 7, not yet run): nsys traces bench_decode's graph nodes, tests/gpu/trace_step.py attributes each
+# step's span to its kernels (kernels/PERF_NOTES.md "Where session 7 leaves decode"). Node-level
+# graph tracing slows the steps somewhat (the bench lines printed under it show by how much): read
+# the shares, not the absolute times. About 2 minutes warm.
+# Usage (repository root on the GPU machine): OUT=dir [NINFER_GPU_BIN=dir with bench_decode and
+# libsimdjson.so.14] bash tests/gpu/trace_step.sh
+set -uo pipefail
+BIN=${NINFER_GPU_BIN:-build-gpu/tests}
+export LD_LIBRARY_PATH="$PWD/$BIN:${LD_LIBRARY_PATH:-}"
+mkdir -p "$OUT"
+S=$OUT/summary.txt; : >"$S"
+NSYS=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems*/bin/nsys /usr/local/cuda/nsight-systems*/bin/nsys 2>/dev/null | head -1)
+if [ -z "$NSYS" ]; then echo "nsys: not found" | tee -a "$S"; exit 1; fi
+echo "nsys: $NSYS ($("$NSYS" --version 2>&1 | head -1))" >>"$S"
+trace() { # label, model, pdl
+    local label=$1 model=$2 pdl=$3 rep=/tmp/trace_$1
+    NINFER_PDL=$pdl timeout 240 "$NSYS" profile --cuda-graph-trace=node -t cuda --sample=none --cpuctxsw=none \
+        -o "$rep" -f true "$BIN/bench_decode" --synthetic "$model" --recipe q4 --batch 1,8 --prompt-len 8192 \
+        --gen 8 --decode-only >/tmp/trace_$1.log 2>&1
+    echo "== $label ($model, NINFER_PDL=$pdl): nsys rc $?" >>"$S"
+    grep -E '^decode' /tmp/trace_$1.log >>"$S"
+    "$NSYS" stats --report cuda_gpu_trace --format csv -o "$rep" "$rep.nsys-rep" >/dev/null 2>&1
+    python3 tests/gpu/trace_step.py "${rep}_cuda_gpu_trace.csv" >>"$S" 2>&1
+}
+trace moe35 qwen3.6-35b-a3b 1
+trace moe35_nopdl qwen3.6-35b-a3b 0
+trace dense27 qwen3.6-27b 1
+cat "$S"
