@@ -21,12 +21,21 @@ inline bool gemv_cluster_wanted(const void* kernel, dim3 grid, dim3 block, size_
            gemv_cluster_fits(kernel, grid, block, smem);
 }
 
+// p launched with its splits as clusters (cluster true: the caller asked gemv_cluster_wanted) or
+// as a plain PDL launch.
+template <class... Params>
+cudaError_t launch_gemv_as(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                           GemvParams p, bool cluster) {
+    p.cluster_reduce = cluster;
+    return cluster ? launch_pdl_cluster(kernel, grid, block, smem, stream, p.splits, p)
+                   : launch_pdl(kernel, grid, block, smem, stream, p);
+}
+
 template <class... Params>
 cudaError_t launch_gemv(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                        GemvParams p) {
-    p.cluster_reduce = gemv_cluster_wanted(reinterpret_cast<const void*>(kernel), grid, block, smem, p);
-    return p.cluster_reduce ? launch_pdl_cluster(kernel, grid, block, smem, stream, p.splits, p)
-                            : launch_pdl(kernel, grid, block, smem, stream, p);
+                        const GemvParams& p) {
+    return launch_gemv_as(kernel, grid, block, smem, stream, p,
+                          gemv_cluster_wanted(reinterpret_cast<const void*>(kernel), grid, block, smem, p));
 }
 
 } // namespace ninfer::kernels::detail

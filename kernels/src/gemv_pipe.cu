@@ -58,8 +58,9 @@ cudaError_t launch_kernel(const GemvParams& p, dim3 grid, size_t smem, cudaStrea
     static const cudaError_t once = prepare<F, P, S, XS, A8, A8G, C>();
     const cudaError_t e = g_hooked ? prepare<F, P, S, XS, A8, A8G, C>() : once;
     if (e != cudaSuccess) return e;
-    if constexpr (C) return launch_gemv(gemv_tiled_pipe_kernel<F, P, S, XS, A8, A8G, C>, grid, dim3(kGemvWarps * 32), smem, stream, p);
-    else return launch_pdl(gemv_tiled_pipe_kernel<F, P, S, XS, A8, A8G, C>, grid, dim3(kGemvWarps * 32), smem, stream, p);
+    // C: launch_int8 takes this instance only once gemv_cluster_wanted said the cluster path runs.
+    return launch_gemv_as(gemv_tiled_pipe_kernel<F, P, S, XS, A8, A8G, C>, grid, dim3(kGemvWarps * 32), smem, stream,
+                          p, C);
 }
 
 template <WeightFormat F, int S>

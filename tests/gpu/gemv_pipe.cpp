@@ -132,8 +132,9 @@ TEST_CASE("gemv_pipe: a smaller shared-memory carveout changes occupancy, not re
 // register kernels) against the last block's sum through L2: the same bits for the tiled register
 // kernel, the artifact-layout kernel and nvfp4, split counts 2..16 (above 8 the cluster size is
 // non-portable), 1..8 tokens, with residual, f32 output and a tail; the cluster runs leave the L2
-// scratch untouched, so the cluster path did run at every size. (The ring kernels keep the
-// counter path: gemv_kernel.cuh gemv_store.)
+// scratch untouched, so the cluster path did run at every size. (The ring's batch-2..8 int8
+// launches, the only ring launches with clusters, are compared with the counter path by
+// [int8_x]; the other ring launches keep the counter path: gemv_pipe.cuh.)
 TEST_CASE("gemv_pipe: split-K reduced in a cluster gives the counter path's bits", "[gemv_pipe]") {
     require_gpu();
     struct Shape {
