@@ -12,16 +12,24 @@ export LD_LIBRARY_PATH="$PWD/$BIN:${LD_LIBRARY_PATH:-}"
 mkdir -p "$OUT"
 S=$OUT/summary.txt; : >"$S"
 NSYS=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems*/bin/nsys /usr/local/cuda/nsight-systems*/bin/nsys 2>/dev/null | head -1)
-if [ -z "$NSYS" ]; then echo "nsys: not found" | tee -a "$S"; exit 1; fi
-echo "nsys: $NSYS ($("$NSYS" --version 2>&1 | head -1))" >>"$S"
+CUPTI=$PWD/$BIN/libninfer_cupti_trace.so # tests/gpu/build_cupti_trace.sh: the fallback without nsys
+if [ -n "$NSYS" ]; then echo "nsys: $NSYS ($("$NSYS" --version 2>&1 | head -1))" >>"$S"
+elif [ -e "$CUPTI" ]; then echo "nsys: not found, tracing with $CUPTI" >>"$S"
+else echo "nsys: not found, and no $CUPTI" | tee -a "$S"; exit 1; fi
 trace() { # label, model, pdl
     local label=$1 model=$2 pdl=$3 rep=/tmp/trace_$1
-    NINFER_PDL=$pdl timeout 240 "$NSYS" profile --cuda-graph-trace=node -t cuda --sample=none --cpuctxsw=none \
-        -o "$rep" -f true "$BIN/bench_decode" --synthetic "$model" --recipe q4 --batch 1,8 --prompt-len 8192 \
-        --gen 8 --decode-only >/tmp/trace_$1.log 2>&1
-    echo "== $label ($model, NINFER_PDL=$pdl): nsys rc $?" >>"$S"
-    grep -E '^decode' /tmp/trace_$1.log >>"$S"
-    "$NSYS" stats --report cuda_gpu_trace --format csv -o "$rep" "$rep.nsys-rep" >/dev/null 2>&1
+    local args=(--synthetic "$model" --recipe q4 --batch 1,8 --prompt-len 8192 --gen 8 --decode-only)
+    if [ -n "$NSYS" ]; then
+        NINFER_PDL=$pdl timeout 240 "$NSYS" profile --cuda-graph-trace=node -t cuda --sample=none --cpuctxsw=none \
+            -o "$rep" -f true "$BIN/bench_decode" "${args[@]}" >/tmp/trace_$1.log 2>&1
+        echo "== $label ($model, NINFER_PDL=$pdl): nsys rc $?" >>"$S"
+        "$NSYS" stats --report cuda_gpu_trace --format csv -o "$rep" "$rep.nsys-rep" >/dev/null 2>&1
+    else
+        NINFER_PDL=$pdl CUDA_INJECTION64_PATH=$CUPTI NINFER_TRACE_OUT=${rep}_cuda_gpu_trace.csv timeout 240 \
+            "$BIN/bench_decode" "${args[@]}" >/tmp/trace_$1.log 2>&1
+        echo "== $label ($model, NINFER_PDL=$pdl): CUPTI rc $?" >>"$S"
+    fi
+    grep -E '^decode|cupti_trace' /tmp/trace_$1.log >>"$S"
     python3 tests/gpu/trace_step.py "${rep}_cuda_gpu_trace.csv" >>"$S" 2>&1
 }
 trace moe35 qwen3.6-35b-a3b 1
