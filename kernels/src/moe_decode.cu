@@ -118,7 +118,10 @@ template <int NT> __device__ void route_block(const MoeParams& p) {
 // registers), else kMoeDecodeMaxTokens.
 // Under PDL this kernel may start while the previous one (the norm that writes x) still runs: it
 // first pulls its weight rows towards L2, then waits.
-template <int NT> __global__ void __launch_bounds__(kRouteWarps * 32, 2) moe_route_shared_kernel(MoeParams p) {
+// NT 8 at one block an SM: at two (<= 128 registers) it spilled 480 bytes in its 8-token dots; its
+// 97 blocks fit one wave either way.
+template <int NT>
+__global__ void __launch_bounds__(kRouteWarps * 32, NT == 1 ? 2 : 1) moe_route_shared_kernel(MoeParams p) {
     const bool router = int(blockIdx.x) < p.route_blocks;
     const int64_t i = int64_t(blockIdx.x - p.route_blocks) * kGateUpRowsPerBlock + (threadIdx.x >> 5) * kGateUpRowsPerWarp;
     if (router) { // the block's 4 router (or the score) rows, one 128-byte line per thread at a time
@@ -199,6 +202,9 @@ __global__ void __launch_bounds__(kExpertWarps * 32, 2) moe_gate_up_kernel(MoePa
     gate_up_warp<NT>(p, p.gate_up, I, int64_t(expert) * 2 * I, pair, nt, i);
 }
 
+// Lanes per row of the down launch: enough for the row's 16-byte chunks, 8 to 32.
+__host__ __device__ inline int down_lanes_per_row(int64_t chunks) { return chunks >= 32 ? 32 : chunks >= 16 ? 16 : 8; }
+
 template <WeightFormat F>
 __device__ __forceinline__ void down_dots(const MoeRows& m, const int64_t (&rows)[4], const float* x, int lpr,
                                           float (&acc)[1][4]) {
@@ -210,52 +216,54 @@ __device__ __forceinline__ void down_dots(const MoeRows& m, const int64_t (&rows
 // registers only one fits: ncu, Block Limit Registers 1, two waves at batch 1).
 constexpr int kDownMaxWarps = 16;
 
-// Lanes per row of the down launch: enough for the row's 16-byte chunks, 8 to 32.
-__host__ __device__ inline int down_lanes_per_row(int64_t chunks) { return chunks >= 32 ? 32 : chunks >= 16 ? 16 : 8; }
-
-// Launch 3: grid (H / T, n_tokens), min(K + 1, 16) warps, T = down_tile: block (b, t) computes
-// out[t][bT, bT + T). Warp j takes choice j (then j + 16): lpr lanes per row, 4 rows per lane
-// group, so a pass covers 128 / lpr rows (T for the routed experts: one pass); the dots go to
-// shared memory and are combined in j order.
+// Launch 3: grid (H / T), min(K + 1, 16) warps, T = down_tile: block b computes out[t][bT, bT + T)
+// for every token. Warp j takes choice j (then j + 16) of each token in turn: lpr lanes per row, 4
+// rows per lane group, so a pass covers 128 / lpr rows (T for the routed experts: one pass); the
+// dots go to shared memory ([t][j][T], n (K + 1) T floats, dynamic) and are combined in j order.
+// Why one block for all tokens: at batch 8 a block per (tile, token) made 2048 small blocks, eight
+// waves of latency-bound work (42 us a layer in session 8's trace).
 __global__ void __maxnreg__(96) moe_down_kernel(MoeParams p) {
-    __shared__ float dots[kMoeMaxTopK + 1][kDownMaxTile];
+    extern __shared__ float dots[];
     ninfer_grid_launch_dependents();
     ninfer_grid_wait(); // PDL: routes and SwiGLU rows come from the previous kernels
-    const int t = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, K = p.top_k, T = p.down_tile;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, K = p.top_k, T = p.down_tile, n = p.n_tokens;
     const int64_t h0 = int64_t(blockIdx.x) * T;
     for (int j = warp; j <= K; j += int(blockDim.x >> 5)) {
         const bool shared = j == K;
         const MoeRows& m = shared ? p.shared_down : p.down;
         const int lpr = down_lanes_per_row(m.chunks), group = lane / lpr;
-        const int64_t base = (shared ? 0 : int64_t(p.ids[t * K + j]) * p.hidden) + h0;
-        const float* x = p.act + int64_t(t * (K + 1) + j) * p.act_stride;
-        for (int r0 = 0; r0 < T; r0 += 128 / lpr) {
-            int64_t rows[4];
+        for (int t = 0; t < n; ++t) {
+            const int64_t base = (shared ? 0 : int64_t(p.ids[t * K + j]) * p.hidden) + h0;
+            const float* x = p.act + int64_t(t * (K + 1) + j) * p.act_stride;
+            for (int r0 = 0; r0 < T; r0 += 128 / lpr) {
+                int64_t rows[4];
 #pragma unroll
-            for (int r = 0; r < 4; ++r) rows[r] = base + min(r0 + group * 4 + r, T - 1);
-            float acc[1][4] = {};
-            switch (m.format) {
-            case WeightFormat::Bf16: down_dots<WeightFormat::Bf16>(m, rows, x, lpr, acc); break;
-            case WeightFormat::Fp8E4m3RowBf16: down_dots<WeightFormat::Fp8E4m3RowBf16>(m, rows, x, lpr, acc); break;
-            case WeightFormat::Q5G64Fp16: down_dots<WeightFormat::Q5G64Fp16>(m, rows, x, lpr, acc); break;
-            case WeightFormat::Q6G64Fp16: down_dots<WeightFormat::Q6G64Fp16>(m, rows, x, lpr, acc); break;
-            case WeightFormat::Q8G32Fp16: down_dots<WeightFormat::Q8G32Fp16>(m, rows, x, lpr, acc); break;
-            default: down_dots<WeightFormat::Q4G64Fp16>(m, rows, x, lpr, acc); break;
-            }
+                for (int r = 0; r < 4; ++r) rows[r] = base + min(r0 + group * 4 + r, T - 1);
+                float acc[1][4] = {};
+                switch (m.format) {
+                case WeightFormat::Bf16: down_dots<WeightFormat::Bf16>(m, rows, x, lpr, acc); break;
+                case WeightFormat::Fp8E4m3RowBf16: down_dots<WeightFormat::Fp8E4m3RowBf16>(m, rows, x, lpr, acc); break;
+                case WeightFormat::Q5G64Fp16: down_dots<WeightFormat::Q5G64Fp16>(m, rows, x, lpr, acc); break;
+                case WeightFormat::Q6G64Fp16: down_dots<WeightFormat::Q6G64Fp16>(m, rows, x, lpr, acc); break;
+                case WeightFormat::Q8G32Fp16: down_dots<WeightFormat::Q8G32Fp16>(m, rows, x, lpr, acc); break;
+                default: down_dots<WeightFormat::Q4G64Fp16>(m, rows, x, lpr, acc); break;
+                }
 #pragma unroll
-            for (int r = 0; r < 4; ++r) {
-                for (int o = lpr / 2; o > 0; o >>= 1) acc[0][r] += __shfl_xor_sync(0xffffffffu, acc[0][r], o);
-                const int local = r0 + group * 4 + r;
-                if (lane % lpr == 0 && local < T) dots[j][local] = acc[0][r] * fp8_row_scale(m, rows[r]);
+                for (int r = 0; r < 4; ++r) {
+                    for (int o = lpr / 2; o > 0; o >>= 1) acc[0][r] += __shfl_xor_sync(0xffffffffu, acc[0][r], o);
+                    const int local = r0 + group * 4 + r;
+                    if (lane % lpr == 0 && local < T) dots[(t * (K + 1) + j) * T + local] = acc[0][r] * fp8_row_scale(m, rows[r]);
+                }
             }
         }
     }
     __syncthreads();
-    if (int(threadIdx.x) < T) {
+    for (int idx = threadIdx.x; idx < n * T; idx += blockDim.x) {
+        const int t = idx / T, h = idx % T;
         const float* w = p.weights + t * (K + 1);
         float s = 0.f;
-        for (int j = 0; j <= K; ++j) s = fmaf(w[j], dots[j][threadIdx.x], s);
-        p.out[int64_t(t) * p.out_stride + h0 + threadIdx.x] = s;
+        for (int j = 0; j <= K; ++j) s = fmaf(w[j], dots[(t * (K + 1) + j) * T + h], s);
+        p.out[int64_t(t) * p.out_stride + h0 + h] = s;
     }
 }
 
@@ -335,14 +343,15 @@ cudaError_t moe_decode(const MoeDecodeArgs& a, cudaStream_t stream) {
 
     const unsigned first = unsigned(p.route_blocks + (Is + kGateUpRowsPerBlock - 1) / kGateUpRowsPerBlock);
     const dim3 gate_up_grid(unsigned((I + kGateUpRowsPerBlock - 1) / kGateUpRowsPerBlock), unsigned(std::min(n * K, E)));
-    const dim3 block(kRouteWarps * 32), down_grid(unsigned(H / p.down_tile), unsigned(n));
+    const dim3 block(kRouteWarps * 32), down_grid(unsigned(H / p.down_tile));
+    const size_t down_smem = size_t(n) * size_t(K + 1) * size_t(p.down_tile) * sizeof(float); // <= 16.9 KB
     const dim3 down_block(unsigned(std::min(K + 1, kDownMaxWarps)) * 32);
     cudaError_t err = n == 1 ? launch_pdl(moe_route_shared_kernel<1>, dim3(first), block, 0, stream, p)
                              : launch_pdl(moe_route_shared_kernel<kMoeDecodeMaxTokens>, dim3(first), block, 0, stream, p);
     if (err == cudaSuccess)
         err = n == 1 ? launch_pdl(moe_gate_up_kernel<1>, gate_up_grid, block, 0, stream, p)
                      : launch_pdl(moe_gate_up_kernel<kMoeDecodeMaxTokens>, gate_up_grid, block, 0, stream, p);
-    if (err == cudaSuccess) err = launch_pdl(moe_down_kernel, down_grid, down_block, 0, stream, p);
+    if (err == cudaSuccess) err = launch_pdl(moe_down_kernel, down_grid, down_block, down_smem, stream, p);
     return err;
 }
 
