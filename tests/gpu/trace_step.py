@@ -24,9 +24,10 @@ for r in reader:
         start, dur = float(r[i_start]), float(r[i_dur])
     except ValueError:
         continue
-    short = name.split("(")[0].replace("ninfer::kernels::detail::", "").replace("void ", "")
-    short = short.replace("(anonymous namespace)::", "").split("<")[0]
-    kernels.append((start, start + dur, short))
+    full = name.replace("(anonymous namespace)::", "").split("(")[0].replace("ninfer::kernels::detail::", "")
+    full = full.replace("ninfer::kernels::", "").replace("void ", "")
+    short = full.split("<")[0]
+    kernels.append((start, start + dur, short, full))
 kernels.sort()
 steps, cur = [], None
 for k in kernels:
@@ -35,16 +36,18 @@ for k in kernels:
         steps.append(cur)
     if cur is not None:
         cur.append(k)
+# Steps group by their kernels' full names (template arguments included: batch 1 and batch 8 steps
+# may launch as many kernels, e.g. moe_route_shared_kernel<1> vs <8>).
 by_count = collections.defaultdict(list)
 for s in steps:
-    by_count[len(s)].append(s)
-for count, group in sorted(by_count.items(), key=lambda g: -len(g[1])):
+    by_count[(len(s), hash(tuple(k[3] for k in s)))].append(s)
+for (count, _), group in sorted(by_count.items(), key=lambda g: g[1][0][0][0]):
     if len(group) < 3: continue  # prefill chunks and one-offs
     spans, idles, per = [], [], collections.defaultdict(lambda: collections.defaultdict(list))
     for s in group:
         frontier, idle = s[0][0], 0.0
         acc = collections.defaultdict(lambda: [0, 0.0, 0.0])
-        for start, end, name in s:
+        for start, end, name, _ in s:
             idle += max(0.0, start - frontier)
             a = acc[name]
             a[0] += 1
