@@ -356,21 +356,32 @@ template <WeightFormat F> struct TiledWarp {
     }
 };
 
-// Register double buffer. PDL: the first weights are loaded before waiting for x.
+// Register double buffer. PDL: the first two steps' weights are loaded before waiting for x (a
+// split of two steps, the 35B-A3B's GDN in_proj, then has nothing left to fetch after the wait);
+// three blocks an SM so that both steps stay in registers.
 template <WeightFormat F, int P>
-__global__ void __launch_bounds__(kGemvWarps * 32, P == 1 ? 4 : 3) gemv_tiled_kernel(GemvParams p) {
+__global__ void __launch_bounds__(kGemvWarps * 32, 3) gemv_tiled_kernel(GemvParams p) {
     constexpr int kUnroll = TiledTraits<F>::kUnroll;
     const TiledWarp<F> wp(p);
     const TiledColumns<P> cols = tiled_columns<P>(p, wp.g, wp.c);
     float acc[P][4] = {};
     TiledFrag<F> cur, nxt;
     if (wp.u_begin < wp.u_end) tiled_load<F>(cur, wp.wtile, wp.stile, wp.u_begin, wp.lane, wp.g);
+    if constexpr (P == 1) { // two passes (batch 5..8) would spill with both steps in registers
+        if (wp.u_begin + kUnroll < wp.u_end) tiled_load<F>(nxt, wp.wtile, wp.stile, wp.u_begin + kUnroll, wp.lane, wp.g);
+    }
     ninfer_grid_launch_dependents();
     ninfer_grid_wait(); // x, residual and the split-K scratch come from earlier kernels
     for (int64_t u = wp.u_begin; u < wp.u_end; u += kUnroll) {
-        if (u + kUnroll < wp.u_end) tiled_load<F>(nxt, wp.wtile, wp.stile, u + kUnroll, wp.lane, wp.g);
-        tiled_step<F, P>(cur, p, u, wp.c, cols, acc);
-        cur = nxt;
+        if constexpr (P == 1) {
+            tiled_step<F, P>(cur, p, u, wp.c, cols, acc);
+            cur = nxt;
+            if (u + 2 * kUnroll < wp.u_end) tiled_load<F>(nxt, wp.wtile, wp.stile, u + 2 * kUnroll, wp.lane, wp.g);
+        } else {
+            if (u + kUnroll < wp.u_end) tiled_load<F>(nxt, wp.wtile, wp.stile, u + kUnroll, wp.lane, wp.g);
+            tiled_step<F, P>(cur, p, u, wp.c, cols, acc);
+            cur = nxt;
+        }
     }
     tiled_finish<F, P>(p, acc, cols, wp.src_tile, wp.tile * 16, wp.g);
 }
