@@ -344,7 +344,8 @@ cudaError_t moe_decode(const MoeDecodeArgs& a, cudaStream_t stream) {
     const unsigned first = unsigned(p.route_blocks + (Is + kGateUpRowsPerBlock - 1) / kGateUpRowsPerBlock);
     const dim3 gate_up_grid(unsigned((I + kGateUpRowsPerBlock - 1) / kGateUpRowsPerBlock), unsigned(std::min(n * K, E)));
     const dim3 block(kRouteWarps * 32), down_grid(unsigned(H / p.down_tile));
-    const size_t down_smem = size_t(n) * size_t(K + 1) * size_t(p.down_tile) * sizeof(float); // <= 16.9 KB
+    // The down launch's dots: at most 8 x 33 x kDownMaxTile floats (16.9 KB, no opt-in needed).
+    const size_t down_smem = size_t(n) * size_t(K + 1) * size_t(p.down_tile) * sizeof(float);
     const dim3 down_block(unsigned(std::min(K + 1, kDownMaxWarps)) * 32);
     cudaError_t err = n == 1 ? launch_pdl(moe_route_shared_kernel<1>, dim3(first), block, 0, stream, p)
                              : launch_pdl(moe_route_shared_kernel<kMoeDecodeMaxTokens>, dim3(first), block, 0, stream, p);
