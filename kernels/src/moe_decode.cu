@@ -19,31 +19,62 @@ template <int NT>
 __device__ __forceinline__ void gate_up_warp(const MoeParams& p, const MoeRows& m, int64_t I, int64_t base,
                                              const int32_t (&pair)[NT], int nt, int64_t i) {
     const int64_t rows[4] = {base + i, base + i + 1, base + I + i, base + I + i + 1};
-    const float* xs[NT];
+    if constexpr (NT > 1) {
+        // One token at a time in a real loop: the dots unrolled over 8 tokens (and six formats) made
+        // a kernel too large for the instruction cache (session 8 run 12). rows_dot adds a token's
+        // chunks in the same order either way: the same bits.
+        float scale[4];
 #pragma unroll
-    for (int t = 0; t < NT; ++t) xs[t] = p.x + int64_t(pair[t] / (p.top_k + 1)) * p.x_stride;
-    float acc[NT][4] = {};
-    switch (m.format) {
-    case WeightFormat::Bf16: gate_up_dots<WeightFormat::Bf16, NT>(m, rows, xs, nt, acc); break;
-    case WeightFormat::Fp8E4m3RowBf16: gate_up_dots<WeightFormat::Fp8E4m3RowBf16, NT>(m, rows, xs, nt, acc); break;
-    case WeightFormat::Q5G64Fp16: gate_up_dots<WeightFormat::Q5G64Fp16, NT>(m, rows, xs, nt, acc); break;
-    case WeightFormat::Q6G64Fp16: gate_up_dots<WeightFormat::Q6G64Fp16, NT>(m, rows, xs, nt, acc); break;
-    case WeightFormat::Q8G32Fp16: gate_up_dots<WeightFormat::Q8G32Fp16, NT>(m, rows, xs, nt, acc); break;
-    default: gate_up_dots<WeightFormat::Q4G64Fp16, NT>(m, rows, xs, nt, acc); break;
-    }
-    float scale[4];
+        for (int j = 0; j < 4; ++j) scale[j] = fp8_row_scale(m, rows[j]);
+#pragma unroll 1
+        for (int t = 0; t < nt; ++t) {
+            const int32_t pr = pick(pair, t);
+            const float* const x1[1] = {p.x + int64_t(pr / (p.top_k + 1)) * p.x_stride};
+            float acc1[1][4] = {};
+            switch (m.format) {
+            case WeightFormat::Bf16: gate_up_dots<WeightFormat::Bf16, 1>(m, rows, x1, 1, acc1); break;
+            case WeightFormat::Fp8E4m3RowBf16: gate_up_dots<WeightFormat::Fp8E4m3RowBf16, 1>(m, rows, x1, 1, acc1); break;
+            case WeightFormat::Q5G64Fp16: gate_up_dots<WeightFormat::Q5G64Fp16, 1>(m, rows, x1, 1, acc1); break;
+            case WeightFormat::Q6G64Fp16: gate_up_dots<WeightFormat::Q6G64Fp16, 1>(m, rows, x1, 1, acc1); break;
+            case WeightFormat::Q8G32Fp16: gate_up_dots<WeightFormat::Q8G32Fp16, 1>(m, rows, x1, 1, acc1); break;
+            default: gate_up_dots<WeightFormat::Q4G64Fp16, 1>(m, rows, x1, 1, acc1); break;
+            }
+            float v[4];
 #pragma unroll
-    for (int j = 0; j < 4; ++j) scale[j] = fp8_row_scale(m, rows[j]);
+            for (int j = 0; j < 4; ++j) v[j] = warp_sum(acc1[0][j]) * scale[j];
+            if ((threadIdx.x & 31) == 0) {
+                float* a = p.act + int64_t(pr) * p.act_stride + i;
+                a[0] = silu(v[0]) * v[2];
+                a[1] = silu(v[1]) * v[3];
+            }
+        }
+    } else {
+        const float* xs[NT];
 #pragma unroll
-    for (int t = 0; t < NT; ++t) {
-        if (t >= nt) break;
-        float v[4];
+        for (int t = 0; t < NT; ++t) xs[t] = p.x + int64_t(pair[t] / (p.top_k + 1)) * p.x_stride;
+        float acc[NT][4] = {};
+        switch (m.format) {
+        case WeightFormat::Bf16: gate_up_dots<WeightFormat::Bf16, NT>(m, rows, xs, nt, acc); break;
+        case WeightFormat::Fp8E4m3RowBf16: gate_up_dots<WeightFormat::Fp8E4m3RowBf16, NT>(m, rows, xs, nt, acc); break;
+        case WeightFormat::Q5G64Fp16: gate_up_dots<WeightFormat::Q5G64Fp16, NT>(m, rows, xs, nt, acc); break;
+        case WeightFormat::Q6G64Fp16: gate_up_dots<WeightFormat::Q6G64Fp16, NT>(m, rows, xs, nt, acc); break;
+        case WeightFormat::Q8G32Fp16: gate_up_dots<WeightFormat::Q8G32Fp16, NT>(m, rows, xs, nt, acc); break;
+        default: gate_up_dots<WeightFormat::Q4G64Fp16, NT>(m, rows, xs, nt, acc); break;
+        }
+        float scale[4];
 #pragma unroll
-        for (int j = 0; j < 4; ++j) v[j] = warp_sum(acc[t][j]) * scale[j];
-        if ((threadIdx.x & 31) == 0) {
-            float* a = p.act + int64_t(pair[t]) * p.act_stride + i;
-            a[0] = silu(v[0]) * v[2];
-            a[1] = silu(v[1]) * v[3];
+        for (int j = 0; j < 4; ++j) scale[j] = fp8_row_scale(m, rows[j]);
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+            if (t >= nt) break;
+            float v[4];
+#pragma unroll
+            for (int j = 0; j < 4; ++j) v[j] = warp_sum(acc[t][j]) * scale[j];
+            if ((threadIdx.x & 31) == 0) {
+                float* a = p.act + int64_t(pair[t]) * p.act_stride + i;
+                a[0] = silu(v[0]) * v[2];
+                a[1] = silu(v[1]) * v[3];
+            }
         }
     }
 }
@@ -72,24 +103,46 @@ template <int NT> __device__ void route_block(const MoeParams& p) {
     int64_t rows[kRouteRows];
 #pragma unroll
     for (int j = 0; j < kRouteRows; ++j) rows[j] = min(row0 + j, n_rows - 1);
-    const float* xs[NT];
+    if constexpr (NT == 1) { // the kernel of one token, as it was before the loop below
+        const float* xs[NT];
 #pragma unroll
-    for (int t = 0; t < NT; ++t) xs[t] = p.x + int64_t(min(t, p.n_tokens - 1)) * p.x_stride;
-    float acc[NT][kRouteRows] = {};
-    switch (m.format) {
-    case WeightFormat::Bf16: route_dots<WeightFormat::Bf16, NT>(m, rows, xs, p.n_tokens, acc); break;
-    case WeightFormat::Fp8E4m3RowBf16: route_dots<WeightFormat::Fp8E4m3RowBf16, NT>(m, rows, xs, p.n_tokens, acc); break;
-    case WeightFormat::Q5G64Fp16: route_dots<WeightFormat::Q5G64Fp16, NT>(m, rows, xs, p.n_tokens, acc); break;
-    case WeightFormat::Q6G64Fp16: route_dots<WeightFormat::Q6G64Fp16, NT>(m, rows, xs, p.n_tokens, acc); break;
-    case WeightFormat::Q8G32Fp16: route_dots<WeightFormat::Q8G32Fp16, NT>(m, rows, xs, p.n_tokens, acc); break;
-    default: route_dots<WeightFormat::Q4G64Fp16, NT>(m, rows, xs, p.n_tokens, acc); break;
+        for (int t = 0; t < NT; ++t) xs[t] = p.x + int64_t(min(t, p.n_tokens - 1)) * p.x_stride;
+        float acc[NT][kRouteRows] = {};
+        switch (m.format) {
+        case WeightFormat::Bf16: route_dots<WeightFormat::Bf16, NT>(m, rows, xs, p.n_tokens, acc); break;
+        case WeightFormat::Fp8E4m3RowBf16: route_dots<WeightFormat::Fp8E4m3RowBf16, NT>(m, rows, xs, p.n_tokens, acc); break;
+        case WeightFormat::Q5G64Fp16: route_dots<WeightFormat::Q5G64Fp16, NT>(m, rows, xs, p.n_tokens, acc); break;
+        case WeightFormat::Q6G64Fp16: route_dots<WeightFormat::Q6G64Fp16, NT>(m, rows, xs, p.n_tokens, acc); break;
+        case WeightFormat::Q8G32Fp16: route_dots<WeightFormat::Q8G32Fp16, NT>(m, rows, xs, p.n_tokens, acc); break;
+        default: route_dots<WeightFormat::Q4G64Fp16, NT>(m, rows, xs, p.n_tokens, acc); break;
+        }
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+            if (t >= p.n_tokens) break;
+#pragma unroll
+            for (int j = 0; j < kRouteRows; ++j) {
+                const float v = warp_sum(acc[t][j]);
+                if (lane == 0) part[warp][t][j] = v;
+            }
+        }
     }
-#pragma unroll
-    for (int t = 0; t < NT; ++t) {
-        if (t >= p.n_tokens) break;
+    // More tokens: one at a time (a real loop; as gate_up_warp, the same bits): unrolled over 8
+    // tokens, the dots missed the instruction cache.
+#pragma unroll 1
+    for (int t = 0; NT > 1 && t < p.n_tokens; ++t) {
+        const float* const x1[1] = {p.x + int64_t(t) * p.x_stride};
+        float acc[1][kRouteRows] = {};
+        switch (m.format) {
+        case WeightFormat::Bf16: route_dots<WeightFormat::Bf16, 1>(m, rows, x1, 1, acc); break;
+        case WeightFormat::Fp8E4m3RowBf16: route_dots<WeightFormat::Fp8E4m3RowBf16, 1>(m, rows, x1, 1, acc); break;
+        case WeightFormat::Q5G64Fp16: route_dots<WeightFormat::Q5G64Fp16, 1>(m, rows, x1, 1, acc); break;
+        case WeightFormat::Q6G64Fp16: route_dots<WeightFormat::Q6G64Fp16, 1>(m, rows, x1, 1, acc); break;
+        case WeightFormat::Q8G32Fp16: route_dots<WeightFormat::Q8G32Fp16, 1>(m, rows, x1, 1, acc); break;
+        default: route_dots<WeightFormat::Q4G64Fp16, 1>(m, rows, x1, 1, acc); break;
+        }
 #pragma unroll
         for (int j = 0; j < kRouteRows; ++j) {
-            const float v = warp_sum(acc[t][j]);
+            const float v = warp_sum(acc[0][j]);
             if (lane == 0) part[warp][t][j] = v;
         }
     }
