@@ -2,10 +2,23 @@
 #include "moe_decode_mma.cuh"
 
 #include <cstdlib>
+#include <type_traits>
 
 namespace ninfer::kernels {
 
 namespace detail {
+
+// fn(std::integral_constant<WeightFormat, F>{}) for the stored format f of a MoE view (not nvfp4).
+template <class Fn> __device__ __forceinline__ void with_format(WeightFormat f, Fn&& fn) {
+    switch (f) {
+    case WeightFormat::Bf16: fn(std::integral_constant<WeightFormat, WeightFormat::Bf16>{}); break;
+    case WeightFormat::Fp8E4m3RowBf16: fn(std::integral_constant<WeightFormat, WeightFormat::Fp8E4m3RowBf16>{}); break;
+    case WeightFormat::Q5G64Fp16: fn(std::integral_constant<WeightFormat, WeightFormat::Q5G64Fp16>{}); break;
+    case WeightFormat::Q6G64Fp16: fn(std::integral_constant<WeightFormat, WeightFormat::Q6G64Fp16>{}); break;
+    case WeightFormat::Q8G32Fp16: fn(std::integral_constant<WeightFormat, WeightFormat::Q8G32Fp16>{}); break;
+    default: fn(std::integral_constant<WeightFormat, WeightFormat::Q4G64Fp16>{}); break;
+    }
+}
 
 template <WeightFormat F, int NT>
 __device__ __forceinline__ void gate_up_dots(const MoeRows& m, const int64_t (&rows)[4], const float* const (&xs)[NT],
@@ -31,14 +44,7 @@ __device__ __forceinline__ void gate_up_warp(const MoeParams& p, const MoeRows& 
             const int32_t pr = pick(pair, t);
             const float* const x1[1] = {p.x + int64_t(pr / (p.top_k + 1)) * p.x_stride};
             float acc1[1][4] = {};
-            switch (m.format) {
-            case WeightFormat::Bf16: gate_up_dots<WeightFormat::Bf16, 1>(m, rows, x1, 1, acc1); break;
-            case WeightFormat::Fp8E4m3RowBf16: gate_up_dots<WeightFormat::Fp8E4m3RowBf16, 1>(m, rows, x1, 1, acc1); break;
-            case WeightFormat::Q5G64Fp16: gate_up_dots<WeightFormat::Q5G64Fp16, 1>(m, rows, x1, 1, acc1); break;
-            case WeightFormat::Q6G64Fp16: gate_up_dots<WeightFormat::Q6G64Fp16, 1>(m, rows, x1, 1, acc1); break;
-            case WeightFormat::Q8G32Fp16: gate_up_dots<WeightFormat::Q8G32Fp16, 1>(m, rows, x1, 1, acc1); break;
-            default: gate_up_dots<WeightFormat::Q4G64Fp16, 1>(m, rows, x1, 1, acc1); break;
-            }
+            with_format(m.format, [&](auto f) { gate_up_dots<decltype(f)::value, 1>(m, rows, x1, 1, acc1); });
             float v[4];
 #pragma unroll
             for (int j = 0; j < 4; ++j) v[j] = warp_sum(acc1[0][j]) * scale[j];
@@ -132,14 +138,7 @@ template <int NT> __device__ void route_block(const MoeParams& p) {
     for (int t = 0; NT > 1 && t < p.n_tokens; ++t) {
         const float* const x1[1] = {p.x + int64_t(t) * p.x_stride};
         float acc[1][kRouteRows] = {};
-        switch (m.format) {
-        case WeightFormat::Bf16: route_dots<WeightFormat::Bf16, 1>(m, rows, x1, 1, acc); break;
-        case WeightFormat::Fp8E4m3RowBf16: route_dots<WeightFormat::Fp8E4m3RowBf16, 1>(m, rows, x1, 1, acc); break;
-        case WeightFormat::Q5G64Fp16: route_dots<WeightFormat::Q5G64Fp16, 1>(m, rows, x1, 1, acc); break;
-        case WeightFormat::Q6G64Fp16: route_dots<WeightFormat::Q6G64Fp16, 1>(m, rows, x1, 1, acc); break;
-        case WeightFormat::Q8G32Fp16: route_dots<WeightFormat::Q8G32Fp16, 1>(m, rows, x1, 1, acc); break;
-        default: route_dots<WeightFormat::Q4G64Fp16, 1>(m, rows, x1, 1, acc); break;
-        }
+        with_format(m.format, [&](auto f) { route_dots<decltype(f)::value, 1>(m, rows, x1, 1, acc); });
 #pragma unroll
         for (int j = 0; j < kRouteRows; ++j) {
             const float v = warp_sum(acc[0][j]);
