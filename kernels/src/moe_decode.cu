@@ -59,14 +59,7 @@ __device__ __forceinline__ void gate_up_warp(const MoeParams& p, const MoeRows& 
 #pragma unroll
         for (int t = 0; t < NT; ++t) xs[t] = p.x + int64_t(pair[t] / (p.top_k + 1)) * p.x_stride;
         float acc[NT][4] = {};
-        switch (m.format) {
-        case WeightFormat::Bf16: gate_up_dots<WeightFormat::Bf16, NT>(m, rows, xs, nt, acc); break;
-        case WeightFormat::Fp8E4m3RowBf16: gate_up_dots<WeightFormat::Fp8E4m3RowBf16, NT>(m, rows, xs, nt, acc); break;
-        case WeightFormat::Q5G64Fp16: gate_up_dots<WeightFormat::Q5G64Fp16, NT>(m, rows, xs, nt, acc); break;
-        case WeightFormat::Q6G64Fp16: gate_up_dots<WeightFormat::Q6G64Fp16, NT>(m, rows, xs, nt, acc); break;
-        case WeightFormat::Q8G32Fp16: gate_up_dots<WeightFormat::Q8G32Fp16, NT>(m, rows, xs, nt, acc); break;
-        default: gate_up_dots<WeightFormat::Q4G64Fp16, NT>(m, rows, xs, nt, acc); break;
-        }
+        with_format(m.format, [&](auto f) { gate_up_dots<decltype(f)::value, NT>(m, rows, xs, nt, acc); });
         float scale[4];
 #pragma unroll
         for (int j = 0; j < 4; ++j) scale[j] = fp8_row_scale(m, rows[j]);
@@ -116,14 +109,7 @@ template <int NT> __device__ void route_block(const MoeParams& p) {
 #pragma unroll
         for (int t = 0; t < NT; ++t) xs[t] = p.x + int64_t(min(t, p.n_tokens - 1)) * p.x_stride;
         float acc[NT][kRouteRows] = {};
-        switch (m.format) {
-        case WeightFormat::Bf16: route_dots<WeightFormat::Bf16, NT>(m, rows, xs, p.n_tokens, acc); break;
-        case WeightFormat::Fp8E4m3RowBf16: route_dots<WeightFormat::Fp8E4m3RowBf16, NT>(m, rows, xs, p.n_tokens, acc); break;
-        case WeightFormat::Q5G64Fp16: route_dots<WeightFormat::Q5G64Fp16, NT>(m, rows, xs, p.n_tokens, acc); break;
-        case WeightFormat::Q6G64Fp16: route_dots<WeightFormat::Q6G64Fp16, NT>(m, rows, xs, p.n_tokens, acc); break;
-        case WeightFormat::Q8G32Fp16: route_dots<WeightFormat::Q8G32Fp16, NT>(m, rows, xs, p.n_tokens, acc); break;
-        default: route_dots<WeightFormat::Q4G64Fp16, NT>(m, rows, xs, p.n_tokens, acc); break;
-        }
+        with_format(m.format, [&](auto f) { route_dots<decltype(f)::value, NT>(m, rows, xs, p.n_tokens, acc); });
 #pragma unroll
         for (int t = 0; t < NT; ++t) {
             if (t >= p.n_tokens) break;
@@ -294,14 +280,7 @@ __global__ void __maxnreg__(96) moe_down_kernel(MoeParams p) {
 #pragma unroll
                 for (int r = 0; r < 4; ++r) rows[r] = base + min(r0 + group * 4 + r, T - 1);
                 float acc[1][4] = {};
-                switch (m.format) {
-                case WeightFormat::Bf16: down_dots<WeightFormat::Bf16>(m, rows, x, lpr, acc); break;
-                case WeightFormat::Fp8E4m3RowBf16: down_dots<WeightFormat::Fp8E4m3RowBf16>(m, rows, x, lpr, acc); break;
-                case WeightFormat::Q5G64Fp16: down_dots<WeightFormat::Q5G64Fp16>(m, rows, x, lpr, acc); break;
-                case WeightFormat::Q6G64Fp16: down_dots<WeightFormat::Q6G64Fp16>(m, rows, x, lpr, acc); break;
-                case WeightFormat::Q8G32Fp16: down_dots<WeightFormat::Q8G32Fp16>(m, rows, x, lpr, acc); break;
-                default: down_dots<WeightFormat::Q4G64Fp16>(m, rows, x, lpr, acc); break;
-                }
+                with_format(m.format, [&](auto f) { down_dots<decltype(f)::value>(m, rows, x, lpr, acc); });
 #pragma unroll
                 for (int r = 0; r < 4; ++r) {
                     for (int o = lpr / 2; o > 0; o >>= 1) acc[0][r] += __shfl_xor_sync(0xffffffffu, acc[0][r], o);
@@ -398,7 +377,8 @@ cudaError_t moe_decode(const MoeDecodeArgs& a, cudaStream_t stream) {
     const unsigned first = unsigned(p.route_blocks + (Is + kGateUpRowsPerBlock - 1) / kGateUpRowsPerBlock);
     const dim3 gate_up_grid(unsigned((I + kGateUpRowsPerBlock - 1) / kGateUpRowsPerBlock), unsigned(std::min(n * K, E)));
     const dim3 block(kRouteWarps * 32), down_grid(unsigned(H / p.down_tile));
-    // The down launch's dots: at most 8 x 33 x kDownMaxTile floats (16.9 KB, no opt-in needed).
+    // The down launch's dots (n (K + 1) T floats) need no shared-memory opt-in.
+    static_assert(sizeof(float) * kMoeDecodeMaxTokens * (kMoeMaxTopK + 1) * kDownMaxTile <= 48 * 1024);
     const size_t down_smem = size_t(n) * size_t(K + 1) * size_t(p.down_tile) * sizeof(float);
     const dim3 down_block(unsigned(std::min(K + 1, kDownMaxWarps)) * 32);
     cudaError_t err = n == 1 ? launch_pdl(moe_route_shared_kernel<1>, dim3(first), block, 0, stream, p)
