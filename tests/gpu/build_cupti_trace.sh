@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds tests/gpu/cupti_trace.cpp into $1/libninfer_cupti_trace.so and copies libcupti.so.13 beside
+# Builds tests/gpu/cupti/cupti_trace.cpp into $1/libninfer_cupti_trace.so and copies libcupti.so.13 beside
 # it (the GPU machine's toolkit may not ship CUPTI where the loader finds it).
 # Usage: bash tests/gpu/build_cupti_trace.sh OUT_DIR [CUDA_ROOT=/usr/local/cuda]
 set -euo pipefail

@@ -1,6 +1,7 @@
 # Where a decode step's time goes in the real graph (PDL overlap included): reads an `nsys stats
-# --report cuda_gpu_trace --format csv` table of a bench_decode run, cuts it into steps at each
-# embedding kernel, groups the steps by kernel count (batch 1 and batch 8 differ), and prints per
+# --report cuda_gpu_trace --format csv` table of a bench_decode run (or cupti/cupti_trace.cpp's CSV,
+# the same columns), cuts it into steps at each embedding kernel, groups the steps by their kernels'
+# names (batch 1 and batch 8 steps differ), and prints per
 # kernel name, medians over the steps of one group: launches per step, summed duration, and the
 # critical-path share: how far each kernel moves the step's end (end minus the latest end before it;
 # overlapped time counts for nobody), plus the idle time in which no kernel of the step ran.

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# ninfer - where the decode step's time goes inside the graph, with PDL overlap (prepared in session
-# 7, not yet run): nsys traces bench_decode's graph nodes, tests/gpu/trace_step.py attributes each
-# step's span to its kernels (kernels/PERF_NOTES.md "Where session 7 leaves decode"). Node-level
-# graph tracing slows the steps somewhat (the bench lines printed under it show by how much): read
-# the shares, not the absolute times. About 2 minutes warm.
-# Usage (repository root on the GPU machine): OUT=dir [NINFER_GPU_BIN=dir with bench_decode and
-# libsimdjson.so.14] bash tests/gpu/trace_step.sh
+# ninfer - where the decode step's time goes inside the graph, with PDL overlap: nsys (or, where the
+# machine has none, the CUPTI library of tests/gpu/build_cupti_trace.sh) traces bench_decode's graph
+# nodes, tests/gpu/trace_step.py attributes each step's span to its kernels (kernels/PERF_NOTES.md
+# "Session 8"). The bench's own host-timed figures rise under tracing; the traced GPU spans do not
+# (session 8 run 1). About a minute warm.
+# Usage (repository root on the GPU machine): OUT=dir [NINFER_GPU_BIN=dir with bench_decode,
+# libsimdjson.so.14 and, without nsys, libninfer_cupti_trace.so] bash tests/gpu/trace_step.sh
 set -uo pipefail
 BIN=${NINFER_GPU_BIN:-build-gpu/tests}
 export LD_LIBRARY_PATH="$PWD/$BIN:${LD_LIBRARY_PATH:-}"
