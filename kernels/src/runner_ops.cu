@@ -1,6 +1,7 @@
 // ninfer::kernels - glue kernels of the CUDA model runner: embedding, SwiGLU, MoE, logits scatter
 // (the residual + RMSNorm is in add_rmsnorm.cu).
 #include "common.cuh"
+#include "gemv_f32x_tokens.cuh"
 #include "int8_x.cuh"
 #include "moe_combine.cuh"
 #include "moe_route_warp.cuh"
@@ -301,6 +302,8 @@ cudaError_t embed_rows(const WeightView& w, const int32_t* ids, int n_tokens, fl
 cudaError_t gemv_f32x(const WeightView& w, const float* x, int64_t x_stride, int n_tokens, void* y, bool y_fp32,
                       int64_t y_stride, cudaStream_t stream) {
     if (!detail::format_ok(w) || !x || !y || n_tokens < 1 || n_tokens > 65535) return cudaErrorInvalidValue;
+    if (n_tokens >= detail::kF32xTokensMinTokens && w.n >= detail::kF32xTokensMinRows)
+        return detail::launch_gemv_f32x_tokens(detail::make_decoder(w), x, x_stride, n_tokens, y, y_fp32, y_stride, stream);
     if (detail::try_rows_f32x(w, nullptr, int(w.n), 1, x, x_stride, false, y, y_fp32, y_stride, n_tokens, stream))
         return cudaGetLastError();
     const dim3 grid(unsigned((w.n + 7) / 8), unsigned(n_tokens));

@@ -3,6 +3,9 @@
 #include "ninfer/kernels/runner_ops.h"
 #include "weights_util.h"
 
+#include <algorithm>
+#include <cstring>
+
 using namespace ninfer;
 using namespace ninfer::test;
 using kernels::WeightFormat;
@@ -105,5 +108,67 @@ TEST_CASE("runner decoders: embedding, f32-x and expert GEMV equal the CPU codec
         check_format(f, 256, 192, seed++);  // k not a multiple of 128: padded groups
         check_format(f, 512, 1024, seed++);
         if (f != WeightFormat::Nvfp4) check_format(f, 384, 200, seed++); // k % 16 != 0: the scalar kernels
+    }
+}
+
+namespace {
+
+// gemv_f32x from 32 tokens and rows (gemv_f32x_tokens.cuh): against fp64 in every format, shapes
+// with partial row and token tiles and k past a slab; a token's sums the same bits whatever other
+// tokens share the call (each output one chain in column order); bf16 output = bf16(f32 output).
+void check_many_tokens(WeightFormat f, int64_t n, int64_t k, int T, uint64_t seed) {
+    INFO("format " << int(f) << " n=" << n << " k=" << k << " tokens=" << T);
+    Rng rng(seed);
+    const auto bytes = random_weight(f, n, k, seed);
+    DeviceBuffer<uint8_t> w(bytes);
+    const kernels::WeightView view{f, w.get(), n, k};
+    const int64_t xs = k + 3; // an odd stride: the kernel reads x element by element
+    std::vector<float> x(size_t(T) * xs);
+    for (auto& v : x) v = rng.uniform(-2.f, 2.f);
+    const int64_t ys = n + 5;
+    DeviceBuffer<float> x_d(x), y(size_t(T) * ys, 0xff), y_part(size_t(T) * ys, 0xff);
+    DeviceBuffer<__nv_bfloat16> yb(size_t(T) * ys, 0xff);
+    CUDA_OK(kernels::gemv_f32x(view, x_d.get(), xs, T, y.get(), true, ys, nullptr));
+    CUDA_OK(kernels::gemv_f32x(view, x_d.get(), xs, T, yb.get(), false, ys, nullptr));
+    // Tokens [t1, T) alone (still >= 32 tokens: the same kernel).
+    const int t1 = std::max(0, T - 32 - int(seed % 7));
+    CUDA_OK(kernels::gemv_f32x(view, x_d.get() + int64_t(t1) * xs, xs, T - t1, y_part.get() + int64_t(t1) * ys, true,
+                               ys, nullptr));
+    CUDA_OK(cudaDeviceSynchronize());
+    const auto yg = y.download(), yp = y_part.download();
+    const auto ybg = yb.download();
+    int bad = 0;
+    for (int64_t r = 0; r < n; ++r) {
+        const auto row = decode_row(f, bytes, n, k, r);
+        for (int t = 0; t < T; ++t) {
+            const size_t at = size_t(t * ys + r);
+            double dot, mag;
+            ref_dot(row, x.data() + t * xs, dot, mag);
+            if (!(std::fabs(yg[at] - dot) <= 1e-5 * mag + 1e-30) && bad++ < 5)
+                FAIL_CHECK("row " << r << " token " << t << " got " << yg[at] << " want " << dot);
+            if (__bfloat16_as_ushort(ybg[at]) != __bfloat16_as_ushort(__float2bfloat16(yg[at])) && bad++ < 5)
+                FAIL_CHECK("bf16 output row " << r << " token " << t);
+            if (t >= t1 && std::memcmp(&yg[at], &yp[at], 4) != 0 && bad++ < 5)
+                FAIL_CHECK("token " << t << " row " << r << " differs when computed with fewer tokens");
+        }
+    }
+    CHECK(bad == 0);
+    CHECK(y.guards_intact());
+    CHECK(y_part.guards_intact());
+    CHECK(yb.guards_intact());
+}
+
+} // namespace
+
+TEST_CASE("runner decoders: f32-x GEMV over many tokens (router, score, f32 mode) equals fp64 in every format",
+          "[weight_decode]") {
+    require_gpu();
+    uint64_t seed = 900;
+    for (WeightFormat f : kFormats) {
+        check_many_tokens(f, 256, 2048, 300, seed++); // the 35B-A3B router's shape, a partial token tile
+        const bool fp4 = f == WeightFormat::Nvfp4; // rows a multiple of 128 there
+        check_many_tokens(f, fp4 ? 128 : 45, 192, 33, seed++); // partial row tile, k not a multiple of 128
+        check_many_tokens(f, fp4 ? 128 : 32, 320, 129, seed++); // k past a 128-column slab, not a multiple of it
+        if (!fp4) check_many_tokens(f, 40, 200, 64, seed++); // k % 16 != 0: the generic staging
     }
 }

@@ -14,7 +14,9 @@
 //   Int8X), from a copy of the row in shared memory.
 // - gemv_f32x: y[t][r] = W.row(r) . x[t] with f32 x (the router and the shared-expert score,
 //   whose top-k choice and gate must not see x rounded to bf16; every projection in the runner's
-//   f32-activation mode); one warp per row, f32 sums; y f32 or bf16(sum).
+//   f32-activation mode); f32 sums; y f32 or bf16(sum). From 32 tokens and 32 rows one f32 fmaf
+//   chain per output in column order (gemv_f32x_tokens.cuh: a token's sums do not depend on the
+//   other tokens of the call), else one warp per row.
 // - swiglu: out[t][i] = bf16(silu(in[t][i]) * in[t][inter + i]), in f32 rows [gate | up]; out32
 //   (optional; out may then be null) gets the f32 value, out_lo (optional) the low half
 //   bf16(v - float(out)), same stride; out8 (optional; out given, n_rows <= 8, inter % 16 == 0) the
@@ -29,7 +31,7 @@
 //   x_row = x + (x_per_slot ? t*top_k + j : t) * x_stride (f32), f32 sums; W any of the
 //   gemv.h formats with n = n_experts * rows_per_expert rows. Only the chosen experts' rows are
 //   read: for bf16, fp8 and q4 16-byte vectors per lane, 4 rows per lane in flight, when k % 16 == 0 and x and its
-//   stride are 16-byte aligned (a scalar kernel otherwise); gemv_f32x takes the same path.
+//   stride are 16-byte aligned (a scalar kernel otherwise); gemv_f32x below 32 tokens or rows takes the same path.
 // - Every WeightView here is in the stored layout (WeightLayout::Artifact), else InvalidValue.
 // - moe_combine: out[t][h] = sum_j weights[t][j] * y[t*top_k + j][h] + sigmoid(score[t*score_stride])
 //   * shared[t][h], f32.
