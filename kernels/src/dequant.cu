@@ -1,7 +1,7 @@
 // ninfer::kernels - expands stored weights (every gemv format and layout, nvfp4 included) to bf16 rows for prefill.
 //
-// One thread per 8 consecutive outputs of a row (one 16-byte store); blockIdx.x is the row, so no
-// 64-bit division is needed per element. The decoders mirror core/formats (codec_fp.cpp,
+// A thread expands 4 vectors of 8 consecutive outputs of a row (16-byte stores; dequant_kernel).
+// The decoders mirror core/formats (codec_fp.cpp,
 // codec_grouped.cpp): value = multiplier * code in fp32, then one bf16 rounding.
 #include "ninfer/kernels/dequant.h"
 
@@ -15,7 +15,7 @@ struct DequantParams {
     const uint8_t* w;       // codes (or bf16 words)
     const uint8_t* high;    // q5/q6 high-bit plane
     const uint8_t* scales;  // fp8: bf16 per row; grouped: fp16 per (row, group)
-    int64_t k, row0, ld_dst;
+    int64_t k, row0, n_rows, ld_dst;
     int64_t row_bytes;      // artifact: bytes per row of the code plane
     int64_t high_row_bytes; // q5/q6
     int64_t groups;         // grouped artifact: groups per row
@@ -134,31 +134,48 @@ __device__ __forceinline__ void decode8(const DequantParams& p, int64_t row, int
     }
 }
 
+// Each thread expands kVecs vectors of 8 outputs of one row, blockDim.x apart (a warp's stores of
+// one vector are contiguous): their loads are all in flight before the first store, where one
+// vector a thread left one load in flight. A block takes blockDim.y rows (row = blockIdx.x *
+// blockDim.y + threadIdx.y): no 64-bit division per element.
+constexpr int kVecs = 4;
+
 template <WeightFormat F, bool TILED> __global__ void dequant_kernel(DequantParams p) {
-    const int64_t col = (int64_t(blockIdx.y) * blockDim.x + threadIdx.x) * 8;
-    if (col >= p.k) return;
-    const int64_t r = blockIdx.x, row = p.row0 + r;
-    uint4 out;
-    if constexpr (F == WeightFormat::Bf16) {
-        out = TILED ? *reinterpret_cast<const uint4*>(p.w + (row / 16 * p.tiled_units + col / 32) * 1024 + (row % 16) * 64 +
-                                                     (col % 32) * 2)
-                    : *reinterpret_cast<const uint4*>(p.w + row * p.row_bytes + col * 2);
-    } else {
-        float v[8];
-        decode8<F, TILED>(p, row, col, v);
-        __nv_bfloat162 h[4];
+    const int64_t r = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
+    if (r >= p.n_rows) return;
+    const int64_t row = p.row0 + r;
+    const int64_t col0 = (int64_t(blockIdx.y) * blockDim.x * kVecs + threadIdx.x) * 8;
+    uint4 out[kVecs];
 #pragma unroll
-        for (int i = 0; i < 4; ++i) h[i] = __floats2bfloat162_rn(v[2 * i], v[2 * i + 1]);
-        out = *reinterpret_cast<const uint4*>(h);
+    for (int i = 0; i < kVecs; ++i) {
+        const int64_t col = col0 + int64_t(i) * blockDim.x * 8;
+        if (col >= p.k) break;
+        if constexpr (F == WeightFormat::Bf16) {
+            out[i] = TILED ? *reinterpret_cast<const uint4*>(p.w + (row / 16 * p.tiled_units + col / 32) * 1024 +
+                                                            (row % 16) * 64 + (col % 32) * 2)
+                           : *reinterpret_cast<const uint4*>(p.w + row * p.row_bytes + col * 2);
+        } else {
+            float v[8];
+            decode8<F, TILED>(p, row, col, v);
+            __nv_bfloat162 h[4];
+#pragma unroll
+            for (int j = 0; j < 4; ++j) h[j] = __floats2bfloat162_rn(v[2 * j], v[2 * j + 1]);
+            out[i] = *reinterpret_cast<const uint4*>(h);
+        }
     }
-    *reinterpret_cast<uint4*>(p.dst + r * p.ld_dst + col) = out;
+#pragma unroll
+    for (int i = 0; i < kVecs; ++i) {
+        const int64_t col = col0 + int64_t(i) * blockDim.x * 8;
+        if (col >= p.k) break;
+        *reinterpret_cast<uint4*>(p.dst + r * p.ld_dst + col) = out[i];
+    }
 }
 
 template <WeightFormat F, bool TILED> void launch(const DequantParams& p, int64_t n_rows, cudaStream_t stream) {
-    const int64_t vecs = p.k / 8;
-    const int threads = int(std::min<int64_t>(256, align_up(vecs, 32)));
-    const dim3 grid(unsigned(n_rows), unsigned((vecs + threads - 1) / threads));
-    dequant_kernel<F, TILED><<<grid, threads, 0, stream>>>(p);
+    const int64_t vecs = p.k / 8, per_thread_row = (vecs + kVecs - 1) / kVecs;
+    const int tx = int(std::min<int64_t>(256, align_up(per_thread_row, 32))), ty = 256 / tx;
+    const dim3 grid(unsigned((n_rows + ty - 1) / ty), unsigned((vecs + int64_t(tx) * kVecs - 1) / (int64_t(tx) * kVecs)));
+    dequant_kernel<F, TILED><<<grid, dim3(tx, ty), 0, stream>>>(p);
 }
 
 } // namespace
@@ -176,6 +193,7 @@ cudaError_t dequant_bf16(const WeightView& w, int64_t row0, int64_t n_rows, __nv
     p.w = static_cast<const uint8_t*>(w.data);
     p.k = w.k;
     p.row0 = row0;
+    p.n_rows = n_rows;
     p.ld_dst = ld_dst;
     p.dst = dst;
     if (tiled) {

@@ -339,6 +339,7 @@ TEST_CASE("dequant_bf16 equals the CPU codec decode rounded to bf16, every forma
             run_dequant(f, tiled, 50, 1088, 19, 31, seed++); // through the last row
             run_dequant(f, tiled, 20, 16, 5, 3, seed++);
             run_dequant(f, tiled, 20, 64, 4, 0, seed++); // nothing to do
+            run_dequant(f, tiled, 18, 8320, 1, 17, seed++); // two column blocks, the second one partial
         }
     // nvfp4 (per-row divisors, gemv.h): against weights_util's decode of the CPU codec, bit for bit.
     for (auto [n, k, row0, n_rows] : std::vector<std::array<int64_t, 4>>{{128, 64, 0, 128}, {384, 1088, 100, 284}}) {
