@@ -52,6 +52,8 @@ __device__ __forceinline__ void gate_up_warp(const MoeParams& p, const MoeRows& 
                 float* a = p.act + int64_t(pr) * p.act_stride + i;
                 a[0] = silu(v[0]) * v[2];
                 a[1] = silu(v[1]) * v[3];
+                store_act_parts(p, pr, i, a[0]);
+                store_act_parts(p, pr, i + 1, a[1]);
             }
         }
     } else {
@@ -73,6 +75,8 @@ __device__ __forceinline__ void gate_up_warp(const MoeParams& p, const MoeRows& 
                 float* a = p.act + int64_t(pair[t]) * p.act_stride + i;
                 a[0] = silu(v[0]) * v[2];
                 a[1] = silu(v[1]) * v[3];
+                store_act_parts(p, pair[t], i, a[0]);
+                store_act_parts(p, pair[t], i + 1, a[1]);
             }
         }
     }
@@ -256,23 +260,39 @@ __device__ __forceinline__ void down_dots(const MoeRows& m, const int64_t (&rows
 // registers only one fits: ncu, Block Limit Registers 1, two waves at batch 1).
 constexpr int kDownMaxWarps = 16;
 
-// Launch 3: grid (H / T), min(K + 1, 16) warps, T = down_tile: block b computes out[t][bT, bT + T)
-// for every token. Warp j takes choice j (then j + 16) of each token in turn: lpr lanes per row, 4
+// Launch 3: grid (H / T, token groups), min(K + 1, 16) warps, T = down_tile: block (b, g) computes
+// out[t][bT, bT + T) for the down_tokens tokens of group g. Warp j takes choice j (then j + 16) of
+// each of them in turn: q4 rows as one 16-row mma tile (down_mma_tile), else lpr lanes per row, 4
 // rows per lane group, so a pass covers 128 / lpr rows (T for the routed experts: one pass); the
-// dots go to shared memory ([t][j][T], n (K + 1) T floats, dynamic) and are combined in j order.
-// Why one block for all tokens: at batch 8 a block per (tile, token) made 2048 small blocks, eight
-// waves of latency-bound work (42 us a layer in session 8's trace).
+// dots go to shared memory ([t][j][T], down_tokens (K + 1) T floats, dynamic) and are combined in j
+// order. Why not a block per (tile, token): at batch 8 that made 2048 small blocks, eight waves of
+// latency-bound work (42 us a layer in session 8's trace); two token groups keep one wave.
 __global__ void __maxnreg__(96) moe_down_kernel(MoeParams p) {
     extern __shared__ float dots[];
     ninfer_grid_launch_dependents();
     ninfer_grid_wait(); // PDL: routes and SwiGLU rows come from the previous kernels
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, K = p.top_k, T = p.down_tile, n = p.n_tokens;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, K = p.top_k, T = p.down_tile;
+    // Tokens [t0, t1) of this block (blockIdx.y: a group of down_tokens); dots indexed from t0.
+    const int t0 = int(blockIdx.y) * p.down_tokens, t1 = min(p.n_tokens, t0 + p.down_tokens), n = t1 - t0;
     const int64_t h0 = int64_t(blockIdx.x) * T;
     for (int j = warp; j <= K; j += int(blockDim.x >> 5)) {
         const bool shared = j == K;
         const MoeRows& m = shared ? p.shared_down : p.down;
+        if (p.down_mma) { // q4 on tensor cores: T = 16, one tile a (token, choice)
+            for (int t = t0; t < t1; ++t) {
+                const int64_t base = (shared ? 0 : int64_t(p.ids[t * K + j]) * p.hidden) + h0;
+                float v_r, v_r8;
+                down_mma_tile(p, m, base, t * (K + 1) + j, v_r, v_r8);
+                if ((lane & 3) == 0) {
+                    float* d = dots + ((t - t0) * (K + 1) + j) * T + (lane >> 2);
+                    d[0] = v_r;
+                    d[8] = v_r8;
+                }
+            }
+            continue;
+        }
         const int lpr = down_lanes_per_row(m.chunks), group = lane / lpr;
-        for (int t = 0; t < n; ++t) {
+        for (int t = t0; t < t1; ++t) {
             const int64_t base = (shared ? 0 : int64_t(p.ids[t * K + j]) * p.hidden) + h0;
             const float* x = p.act + int64_t(t * (K + 1) + j) * p.act_stride;
             for (int r0 = 0; r0 < T; r0 += 128 / lpr) {
@@ -285,17 +305,18 @@ __global__ void __maxnreg__(96) moe_down_kernel(MoeParams p) {
                 for (int r = 0; r < 4; ++r) {
                     for (int o = lpr / 2; o > 0; o >>= 1) acc[0][r] += __shfl_xor_sync(0xffffffffu, acc[0][r], o);
                     const int local = r0 + group * 4 + r;
-                    if (lane % lpr == 0 && local < T) dots[(t * (K + 1) + j) * T + local] = acc[0][r] * fp8_row_scale(m, rows[r]);
+                    if (lane % lpr == 0 && local < T)
+                        dots[((t - t0) * (K + 1) + j) * T + local] = acc[0][r] * fp8_row_scale(m, rows[r]);
                 }
             }
         }
     }
     __syncthreads();
     for (int idx = threadIdx.x; idx < n * T; idx += blockDim.x) {
-        const int t = idx / T, h = idx % T;
+        const int tl = idx / T, h = idx % T, t = t0 + tl;
         const float* w = p.weights + t * (K + 1);
         float s = 0.f;
-        for (int j = 0; j <= K; ++j) s = fmaf(w[j], dots[(t * (K + 1) + j) * T + h], s);
+        for (int j = 0; j <= K; ++j) s = fmaf(w[j], dots[(tl * (K + 1) + j) * T + h], s);
         p.out[int64_t(t) * p.out_stride + h0 + h] = s;
     }
 }
@@ -313,10 +334,17 @@ size_t moe_decode_work_ints(int n_experts, int top_k) {
     const int entries = std::min(kMoeDecodeMaxTokens * top_k, n_experts);
     return 1 + size_t(entries) * detail::kMoeEntryInts;
 }
+namespace {
+int64_t act_groups(int64_t inter, int64_t shared_inter) { // 64-element groups of a pair's act parts
+    return detail::moe_align_up(std::max(inter, shared_inter), 128) / 64;
+}
+} // namespace
+
 size_t moe_decode_act_floats(int top_k, int64_t inter, int64_t shared_inter, int64_t hidden) {
     const int64_t groups = detail::moe_align_up(hidden, 128) / 64; // q4 groups of a gate/up row
     return size_t(kMoeDecodeMaxTokens) * size_t(top_k + 1) * size_t(detail::moe_align_up(std::max(inter, shared_inter), 4)) +
-           size_t(kMoeDecodeMaxTokens) * size_t(groups) * detail::kXPartWords;
+           size_t(kMoeDecodeMaxTokens) * size_t(groups) * detail::kXPartWords +
+           size_t(kMoeDecodeMaxTokens) * size_t(top_k + 1) * size_t(act_groups(inter, shared_inter)) * detail::kXPartWords;
 }
 
 namespace {
@@ -359,7 +387,6 @@ cudaError_t moe_decode(const MoeDecodeArgs& a, cudaStream_t stream) {
     p.shared_inter = Is;
     p.hidden = H;
     p.route_blocks = (E + kRouteRows - 1) / kRouteRows + 1;
-    p.down_tile = 128 / down_lanes_per_row(p.down.chunks); // 4, 8 or 16: divides H
     p.x = a.x;
     p.x_stride = a.x_stride;
     p.logits = s.logits;
@@ -371,15 +398,26 @@ cudaError_t moe_decode(const MoeDecodeArgs& a, cudaStream_t stream) {
     p.act_stride = moe_align_up(std::max(I, Is), 4);
     p.x_parts = reinterpret_cast<uint32_t*>(s.act + size_t(kMoeDecodeMaxTokens) * size_t(K + 1) * size_t(p.act_stride));
     p.mma = w.experts_gate_up.format == WeightFormat::Q4G64Fp16 && moe_mma_enabled();
+    p.down_mma = w.experts_down.format == WeightFormat::Q4G64Fp16 && w.shared_down.format == WeightFormat::Q4G64Fp16 &&
+                 I % 128 == 0 && Is % 128 == 0 && moe_mma_enabled();
+    p.act_groups = act_groups(I, Is);
+    p.act_parts = p.x_parts + size_t(kMoeDecodeMaxTokens) * size_t(moe_align_up(H, 128) / 64) * kXPartWords;
+    // Output rows per down block: one 16-row mma tile, else 128 / lanes per routed row (4, 8 or 16);
+    // each divides H.
+    p.down_tile = p.down_mma ? 16 : 128 / down_lanes_per_row(p.down.chunks);
+    // Above 4 tokens two blocks per row tile, each half of the tokens: a warp's tokens run one after
+    // another, each waiting for its rows (batch 8: 33.7 us in one block per tile, ncu, session 9 run 7).
+    p.down_tokens = n > 4 ? (n + 1) / 2 : n;
     p.out = a.out;
     p.out_stride = a.out_stride;
 
     const unsigned first = unsigned(p.route_blocks + (Is + kGateUpRowsPerBlock - 1) / kGateUpRowsPerBlock);
     const dim3 gate_up_grid(unsigned((I + kGateUpRowsPerBlock - 1) / kGateUpRowsPerBlock), unsigned(std::min(n * K, E)));
-    const dim3 block(kRouteWarps * 32), down_grid(unsigned(H / p.down_tile));
+    const dim3 block(kRouteWarps * 32),
+        down_grid(unsigned(H / p.down_tile), unsigned((n + p.down_tokens - 1) / p.down_tokens));
     // The down launch's dots (n (K + 1) T floats) need no shared-memory opt-in.
     static_assert(sizeof(float) * kMoeDecodeMaxTokens * (kMoeMaxTopK + 1) * kDownMaxTile <= 48 * 1024);
-    const size_t down_smem = size_t(n) * size_t(K + 1) * size_t(p.down_tile) * sizeof(float);
+    const size_t down_smem = size_t(p.down_tokens) * size_t(K + 1) * size_t(p.down_tile) * sizeof(float);
     const dim3 down_block(unsigned(std::min(K + 1, kDownMaxWarps)) * 32);
     cudaError_t err = n == 1 ? launch_pdl(moe_route_shared_kernel<1>, dim3(first), block, 0, stream, p)
                              : launch_pdl(moe_route_shared_kernel<kMoeDecodeMaxTokens>, dim3(first), block, 0, stream, p);

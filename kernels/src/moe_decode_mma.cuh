@@ -66,6 +66,22 @@ template <int N> __device__ __forceinline__ int32_t pick(const int32_t (&v)[N], 
     return r;
 }
 
+// Where the SwiGLU value act[pair][i] is made: its three bf16 parts into act_parts in x_parts'
+// fragment order, for the down launch's tensor cores. Element o of a group sits in quarter o / 16,
+// mma i = 2 ((o % 16) / 8) + ((o % 8) / 2) % 2, word 2i + o % 2, half (o % 8) / 4 (write_x_parts'
+// e, e + 1, e + 4, e + 5).
+__device__ __forceinline__ void store_act_parts(const MoeParams& p, int pair, int64_t i, float v) {
+    if (!p.down_mma) return;
+    __nv_bfloat16 part[3];
+    split3(v, part);
+    const int o = int(i % 64), rem = o % 16, r2 = rem % 8;
+    const int word = 2 * (2 * (rem / 8) + ((r2 >> 1) & 1)) + (r2 & 1);
+    __nv_bfloat16* at = reinterpret_cast<__nv_bfloat16*>(p.act_parts + (int64_t(pair) * p.act_groups + i / 64) * kXPartWords +
+                                                         (o / 16) * 24 + word) + (r2 >> 2);
+#pragma unroll
+    for (int pp = 0; pp < 3; ++pp) at[pp * 16] = part[pp];
+}
+
 // Nibbles j and j + 4 of the xor-ed word (t = word ^ 0x88888888 is implied by the lop3 constant)
 // to a bf16 pair of signed codes: (128 + (u ^ 8)) - 136.
 __device__ __forceinline__ uint32_t q4_pair(uint32_t word, int j) {
@@ -166,8 +182,64 @@ __device__ void gate_up_mma(const MoeParams& p, int expert, const int32_t (&pair
             g += part[w][0][row][t];
             u += part[w][1][row][t];
         }
-        p.act[int64_t(pick(pair, t)) * p.act_stride + i0 + row] = silu(g) * u;
+        const float v = silu(g) * u;
+        p.act[int64_t(pick(pair, t)) * p.act_stride + i0 + row] = v;
+        store_act_parts(p, pick(pair, t), i0 + row, v);
     }
+}
+
+// Down launch, q4 rows [base, base + 16) of m (k = the act width) dotted with pair's act parts on
+// tensor cores, the whole k in one warp: gate_up_mma's arithmetic for one tile (a group's four mma
+// into d, then acc += d * the row's group multiplier; (hi + mid) + lo). Lane q == 0 of row group r
+// returns rows r (v_r) and r + 8 (v_r8).
+__device__ __forceinline__ void down_mma_tile(const MoeParams& p, const MoeRows& m, int64_t base, int pair, float& v_r,
+                                              float& v_r8) {
+    constexpr int U = 4; // groups per load round
+    const int lane = threadIdx.x & 31, r = lane >> 2, q = lane & 3, G = int(m.groups);
+    const int64_t rows[2] = {base + r, base + r + 8};
+    const __half* scales = reinterpret_cast<const __half*>(m.scales);
+    const uint32_t* xp = p.act_parts + int64_t(pair) * p.act_groups * kXPartWords + q * 24 + r * 8;
+    float acc[4] = {};
+    for (int gb = 0; gb < G; gb += U) {
+        uint2 w[U][2];
+        float s[U][2];
+        uint4 b0[U], b1[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const bool in = gb + u < G;
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+                w[u][j] = in ? load_stream8(m.data + rows[j] * m.row_bytes + (gb + u) * 32 + 8 * q) : make_uint2(0, 0);
+                s[u][j] = in ? __half2float(scales[rows[j] * G + gb + u]) : 0.f;
+            }
+            b0[u] = b1[u] = make_uint4(0, 0, 0, 0);
+            if (r < 3 && in) {
+                const uint4* src = reinterpret_cast<const uint4*>(xp + int64_t(gb + u) * kXPartWords);
+                b0[u] = __ldg(src);
+                b1[u] = __ldg(src + 1);
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            if (gb + u >= G) break;
+            const uint32_t b[8] = {b0[u].x, b0[u].y, b0[u].z, b0[u].w, b1[u].x, b1[u].y, b1[u].z, b1[u].w};
+            float d[4] = {};
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const uint32_t wl = i < 2 ? w[u][0].x : w[u][0].y, wh = i < 2 ? w[u][1].x : w[u][1].y;
+                const int j = 2 * (i & 1);
+                mma_bf16_16816(d, q4_pair(wl, j), q4_pair(wh, j), q4_pair(wl, j + 1), q4_pair(wh, j + 1), b[2 * i],
+                               b[2 * i + 1]);
+            }
+            acc[0] = fmaf(d[0], s[u][0], acc[0]);
+            acc[1] = fmaf(d[1], s[u][0], acc[1]);
+            acc[2] = fmaf(d[2], s[u][1], acc[2]);
+            acc[3] = fmaf(d[3], s[u][1], acc[3]);
+        }
+    }
+    const float lo_r = __shfl_down_sync(0xffffffffu, acc[0], 1), lo_r8 = __shfl_down_sync(0xffffffffu, acc[2], 1);
+    v_r = (acc[0] + acc[1]) + lo_r;
+    v_r8 = (acc[2] + acc[3]) + lo_r8;
 }
 
 } // namespace ninfer::kernels::detail

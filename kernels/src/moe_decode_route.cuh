@@ -27,6 +27,7 @@ struct MoeParams {
     int64_t inter, shared_inter, hidden;
     int route_blocks; // first launch: blocks [0, route_blocks) router/score rows, then shared gate/up
     int down_tile;    // output rows per block of the down launch (128 / lanes per routed down row)
+    int down_tokens;  // tokens per block of the down launch (blockIdx.y: a group of them)
     const float* x;
     int64_t x_stride;
     float* logits; // [t][E + 1]: router logits, then the score
@@ -38,6 +39,11 @@ struct MoeParams {
     int64_t act_stride;
     uint32_t* x_parts; // after act's rows: x as three bf16 parts for the mma gate/up (moe_decode_mma.cuh)
     bool mma;          // routed gate/up on tensor cores (q4 experts)
+    // Down rows on tensor cores (routed and shared down q4, I and Is multiples of 128): the gate/up
+    // launches also write each act row as three bf16 parts (act_groups 64-element groups a pair).
+    bool down_mma;
+    uint32_t* act_parts; // after x_parts
+    int64_t act_groups;
     float* out;
     int64_t out_stride;
 };
