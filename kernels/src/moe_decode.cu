@@ -158,8 +158,8 @@ template <int NT> __device__ void route_block(const MoeParams& p) {
 }
 
 // Launch 1, 256 threads: route_blocks router blocks, then ceil(Is / 16) blocks of the shared
-// expert's gate/up (it needs no routing, so it runs beside it). NT: 1 for one token (fewer
-// registers), else kMoeDecodeMaxTokens.
+// expert's gate/up for each token group (it needs no routing, so it runs beside it). NT: 1 for one
+// token (fewer registers), else kMoeDecodeMaxTokens.
 // Under PDL this kernel may start while the previous one (the norm that writes x) still runs: it
 // first pulls its weight rows towards L2, then waits.
 // NT 8 at one block an SM: at two (<= 128 registers) it spilled 480 bytes in its 8-token dots; its
@@ -167,7 +167,10 @@ template <int NT> __device__ void route_block(const MoeParams& p) {
 template <int NT>
 __global__ void __launch_bounds__(kRouteWarps * 32, NT == 1 ? 2 : 1) moe_route_shared_kernel(MoeParams p) {
     const bool router = int(blockIdx.x) < p.route_blocks;
-    const int64_t i = int64_t(blockIdx.x - p.route_blocks) * kGateUpRowsPerBlock + (threadIdx.x >> 5) * kGateUpRowsPerWarp;
+    // Shared-expert block sb = blockIdx.x - route_blocks: row block sb % shared_row_blocks for the
+    // tokens of group sb / shared_row_blocks (one group at one token).
+    const int sb = int(blockIdx.x) - p.route_blocks, rb = NT == 1 ? sb : sb % p.shared_row_blocks;
+    const int64_t i = int64_t(rb) * kGateUpRowsPerBlock + (threadIdx.x >> 5) * kGateUpRowsPerWarp;
     if (router) { // the block's 4 router (or the score) rows, one 128-byte line per thread at a time
         const bool score_block = int(blockIdx.x) == p.route_blocks - 1;
         const MoeRows& m = score_block ? p.score : p.router;
@@ -194,10 +197,12 @@ __global__ void __launch_bounds__(kRouteWarps * 32, NT == 1 ? 2 : 1) moe_route_s
         return;
     }
     if (i >= p.shared_inter) return; // Is is a multiple of 16: a warp has both of its rows or none
+    const int t0 = NT == 1 ? 0 : sb / p.shared_row_blocks * p.shared_tokens;
+    const int nt = NT == 1 ? p.n_tokens : min(p.n_tokens - t0, p.shared_tokens);
     int32_t pair[NT];
 #pragma unroll
-    for (int t = 0; t < NT; ++t) pair[t] = min(t, p.n_tokens - 1) * (p.top_k + 1) + p.top_k;
-    gate_up_warp<NT>(p, p.shared_gate_up, p.shared_inter, 0, pair, p.n_tokens, i);
+    for (int t = 0; t < NT; ++t) pair[t] = (t0 + min(t, nt - 1)) * (p.top_k + 1) + p.top_k;
+    gate_up_warp<NT>(p, p.shared_gate_up, p.shared_inter, 0, pair, nt, i);
 }
 
 // Launch 2: grid (ceil(I / 16), min(n_tokens * K, E)), 256 threads: warp w of block (b, entry)
@@ -411,7 +416,13 @@ cudaError_t moe_decode(const MoeDecodeArgs& a, cudaStream_t stream) {
     p.out = a.out;
     p.out_stride = a.out_stride;
 
-    const unsigned first = unsigned(p.route_blocks + (Is + kGateUpRowsPerBlock - 1) / kGateUpRowsPerBlock);
+    // The shared expert's gate/up blocks: above 4 tokens two groups of tokens, each its own blocks
+    // (at one block an SM the 65 router blocks and 2 x 32 shared blocks are still one wave; a
+    // warp's tokens run one after another).
+    p.shared_row_blocks = int((Is + kGateUpRowsPerBlock - 1) / kGateUpRowsPerBlock);
+    p.shared_tokens = n > 4 ? (n + 1) / 2 : n;
+    const unsigned first =
+        unsigned(p.route_blocks + p.shared_row_blocks * ((n + p.shared_tokens - 1) / p.shared_tokens));
     const dim3 gate_up_grid(unsigned((I + kGateUpRowsPerBlock - 1) / kGateUpRowsPerBlock), unsigned(std::min(n * K, E)));
     const dim3 block(kRouteWarps * 32),
         down_grid(unsigned(H / p.down_tile), unsigned((n + p.down_tokens - 1) / p.down_tokens));
