@@ -20,63 +20,72 @@ template <class Fn> __device__ __forceinline__ void with_format(WeightFormat f, 
     }
 }
 
-template <WeightFormat F, int NT>
-__device__ __forceinline__ void gate_up_dots(const MoeRows& m, const int64_t (&rows)[4], const float* const (&xs)[NT],
-                                             int nt, float (&acc)[NT][4]) {
-    rows_dot<F, 4, NT>(m, rows, xs, nt, threadIdx.x & 31, 32, acc);
+template <WeightFormat F, int NT, int NR>
+__device__ __forceinline__ void gate_up_dots(const MoeRows& m, const int64_t (&rows)[NR], const float* const (&xs)[NT],
+                                             int nt, float (&acc)[NT][NR]) {
+    rows_dot<F, NR, NT>(m, rows, xs, nt, threadIdx.x & 31, 32, acc);
 }
 
-// One warp: intermediate rows i, i + 1 of an expert (gate rows at base, up rows at base + I) for
-// the tokens of pair[0..nt): act[pair][i] = silu(gate . x) * (up . x).
-template <int NT>
+// One warp: intermediate rows i .. i + R - 1 of an expert (gate rows at base, up rows at base + I)
+// for the tokens of pair[0..nt): act[pair][i] = silu(gate . x) * (up . x). A row's dot does not
+// depend on R (rows_dot keeps each row's sum apart), so R = 1 and 2 give the same bits.
+template <int NT, int R = kGateUpRowsPerWarp>
 __device__ __forceinline__ void gate_up_warp(const MoeParams& p, const MoeRows& m, int64_t I, int64_t base,
                                              const int32_t (&pair)[NT], int nt, int64_t i) {
-    const int64_t rows[4] = {base + i, base + i + 1, base + I + i, base + I + i + 1};
+    static_assert(R == 1 || R == 2);
+    int64_t rows[2 * R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        rows[r] = base + i + r;
+        rows[R + r] = base + I + i + r;
+    }
     if constexpr (NT > 1) {
         // One token at a time in a real loop: the dots unrolled over 8 tokens (and six formats) made
         // a kernel too large for the instruction cache (session 8 run 12). rows_dot adds a token's
         // chunks in the same order either way: the same bits.
-        float scale[4];
+        float scale[2 * R];
 #pragma unroll
-        for (int j = 0; j < 4; ++j) scale[j] = fp8_row_scale(m, rows[j]);
+        for (int j = 0; j < 2 * R; ++j) scale[j] = fp8_row_scale(m, rows[j]);
 #pragma unroll 1
         for (int t = 0; t < nt; ++t) {
             const int32_t pr = pick(pair, t);
             const float* const x1[1] = {p.x + int64_t(pr / (p.top_k + 1)) * p.x_stride};
-            float acc1[1][4] = {};
-            with_format(m.format, [&](auto f) { gate_up_dots<decltype(f)::value, 1>(m, rows, x1, 1, acc1); });
-            float v[4];
+            float acc1[1][2 * R] = {};
+            with_format(m.format, [&](auto f) { gate_up_dots<decltype(f)::value, 1, 2 * R>(m, rows, x1, 1, acc1); });
+            float v[2 * R];
 #pragma unroll
-            for (int j = 0; j < 4; ++j) v[j] = warp_sum(acc1[0][j]) * scale[j];
+            for (int j = 0; j < 2 * R; ++j) v[j] = warp_sum(acc1[0][j]) * scale[j];
             if ((threadIdx.x & 31) == 0) {
                 float* a = p.act + int64_t(pr) * p.act_stride + i;
-                a[0] = silu(v[0]) * v[2];
-                a[1] = silu(v[1]) * v[3];
-                store_act_parts(p, pr, i, a[0]);
-                store_act_parts(p, pr, i + 1, a[1]);
+#pragma unroll
+                for (int r = 0; r < R; ++r) {
+                    a[r] = silu(v[r]) * v[R + r];
+                    store_act_parts(p, pr, i + r, a[r]);
+                }
             }
         }
     } else {
         const float* xs[NT];
 #pragma unroll
         for (int t = 0; t < NT; ++t) xs[t] = p.x + int64_t(pair[t] / (p.top_k + 1)) * p.x_stride;
-        float acc[NT][4] = {};
-        with_format(m.format, [&](auto f) { gate_up_dots<decltype(f)::value, NT>(m, rows, xs, nt, acc); });
-        float scale[4];
+        float acc[NT][2 * R] = {};
+        with_format(m.format, [&](auto f) { gate_up_dots<decltype(f)::value, NT, 2 * R>(m, rows, xs, nt, acc); });
+        float scale[2 * R];
 #pragma unroll
-        for (int j = 0; j < 4; ++j) scale[j] = fp8_row_scale(m, rows[j]);
+        for (int j = 0; j < 2 * R; ++j) scale[j] = fp8_row_scale(m, rows[j]);
 #pragma unroll
         for (int t = 0; t < NT; ++t) {
             if (t >= nt) break;
-            float v[4];
+            float v[2 * R];
 #pragma unroll
-            for (int j = 0; j < 4; ++j) v[j] = warp_sum(acc[t][j]) * scale[j];
+            for (int j = 0; j < 2 * R; ++j) v[j] = warp_sum(acc[t][j]) * scale[j];
             if ((threadIdx.x & 31) == 0) {
                 float* a = p.act + int64_t(pair[t]) * p.act_stride + i;
-                a[0] = silu(v[0]) * v[2];
-                a[1] = silu(v[1]) * v[3];
-                store_act_parts(p, pair[t], i, a[0]);
-                store_act_parts(p, pair[t], i + 1, a[1]);
+#pragma unroll
+                for (int r = 0; r < R; ++r) {
+                    a[r] = silu(v[r]) * v[R + r];
+                    store_act_parts(p, pair[t], i + r, a[r]);
+                }
             }
         }
     }
@@ -169,8 +178,11 @@ __global__ void __launch_bounds__(kRouteWarps * 32, NT == 1 ? 2 : 1) moe_route_s
     const bool router = int(blockIdx.x) < p.route_blocks;
     // Shared-expert block sb = blockIdx.x - route_blocks: row block sb % shared_row_blocks for the
     // tokens of group sb / shared_row_blocks (one group at one token).
+    // One token: a row per warp (twice the blocks, half the chain a warp; 129 blocks at two an SM);
+    // more tokens: two rows per warp, so the two token groups stay one wave at one block an SM.
+    constexpr int kSharedRows = NT == 1 ? 1 : kGateUpRowsPerWarp;
     const int sb = int(blockIdx.x) - p.route_blocks, rb = NT == 1 ? sb : sb % p.shared_row_blocks;
-    const int64_t i = int64_t(rb) * kGateUpRowsPerBlock + (threadIdx.x >> 5) * kGateUpRowsPerWarp;
+    const int64_t i = int64_t(rb) * kSharedRows * kRouteWarps + (threadIdx.x >> 5) * kSharedRows;
     if (router) { // the block's 4 router (or the score) rows, one 128-byte line per thread at a time
         const bool score_block = int(blockIdx.x) == p.route_blocks - 1;
         const MoeRows& m = score_block ? p.score : p.router;
@@ -181,9 +193,10 @@ __global__ void __launch_bounds__(kRouteWarps * 32, NT == 1 ? 2 : 1) moe_route_s
     } else {
         if (i < p.shared_inter) { // the warp's gate and up rows
             const MoeRows& m = p.shared_gate_up;
-            for (const int64_t r : {i, i + 1, p.shared_inter + i, p.shared_inter + i + 1})
-                for (int64_t at = (threadIdx.x & 31) * 128; at < m.row_bytes; at += 32 * 128)
-                    prefetch_l2(m.data + r * m.row_bytes + at);
+            for (int r = 0; r < kSharedRows; ++r)
+                for (const int64_t row : {i + r, p.shared_inter + i + r})
+                    for (int64_t at = (threadIdx.x & 31) * 128; at < m.row_bytes; at += 32 * 128)
+                        prefetch_l2(m.data + row * m.row_bytes + at);
         }
         // The third launch's shared down rows, a slice per block: they are L2 hits there.
         if (threadIdx.x == 0)
@@ -202,7 +215,7 @@ __global__ void __launch_bounds__(kRouteWarps * 32, NT == 1 ? 2 : 1) moe_route_s
     int32_t pair[NT];
 #pragma unroll
     for (int t = 0; t < NT; ++t) pair[t] = (t0 + min(t, nt - 1)) * (p.top_k + 1) + p.top_k;
-    gate_up_warp<NT>(p, p.shared_gate_up, p.shared_inter, 0, pair, nt, i);
+    gate_up_warp<NT, kSharedRows>(p, p.shared_gate_up, p.shared_inter, 0, pair, nt, i);
 }
 
 // Launch 2: grid (ceil(I / 16), min(n_tokens * K, E)), 256 threads: warp w of block (b, entry)
@@ -419,7 +432,8 @@ cudaError_t moe_decode(const MoeDecodeArgs& a, cudaStream_t stream) {
     // The shared expert's gate/up blocks: above 4 tokens two groups of tokens, each its own blocks
     // (at one block an SM the 65 router blocks and 2 x 32 shared blocks are still one wave; a
     // warp's tokens run one after another).
-    p.shared_row_blocks = int((Is + kGateUpRowsPerBlock - 1) / kGateUpRowsPerBlock);
+    const int shared_rows_per_block = (n == 1 ? 1 : kGateUpRowsPerWarp) * kRouteWarps; // kSharedRows warps
+    p.shared_row_blocks = int((Is + shared_rows_per_block - 1) / shared_rows_per_block);
     p.shared_tokens = n > 4 ? (n + 1) / 2 : n;
     const unsigned first =
         unsigned(p.route_blocks + p.shared_row_blocks * ((n + p.shared_tokens - 1) / p.shared_tokens));
