@@ -8,7 +8,8 @@
 // Why: runner_ops' per-token kernels read every weight row once per token. At 2048 tokens the
 // 35B-A3B router (256 x 2048, q4) took ~1 ms a call there and 36% of the whole prefill (session 9
 // run 2); here a block decodes a 32-row slab once into shared memory for 128 tokens.
-// Worth it from gemv_f32x_tokens_min tokens and rows (below, the tile would be mostly padding).
+// Worth it from kF32xTokensMinTokens tokens and kF32xTokensMinRows rows (below, the tile would be
+// mostly padding; gemv_f32x keeps its per-token kernels there).
 #pragma once
 
 #include "row_decoder.cuh"

@@ -166,9 +166,9 @@ template <int NT> __device__ void route_block(const MoeParams& p) {
     plan_work(p, chosen, tok_mask);
 }
 
-// Launch 1, 256 threads: route_blocks router blocks, then ceil(Is / 16) blocks of the shared
-// expert's gate/up for each token group (it needs no routing, so it runs beside it). NT: 1 for one
-// token (fewer registers), else kMoeDecodeMaxTokens.
+// Launch 1, 256 threads: route_blocks router blocks, then shared_row_blocks blocks of the shared
+// expert's gate/up (ceil(Is / 8) at one token, ceil(Is / 16) above) for each token group (it needs
+// no routing, so it runs beside it). NT: 1 for one token (fewer registers), else kMoeDecodeMaxTokens.
 // Under PDL this kernel may start while the previous one (the norm that writes x) still runs: it
 // first pulls its weight rows towards L2, then waits.
 // NT 8 at one block an SM: at two (<= 128 registers) it spilled 480 bytes in its 8-token dots; its
