@@ -1,8 +1,8 @@
 // ninfer::kernels - expands stored weights (every gemv format and layout, nvfp4 included) to bf16 rows for prefill.
 //
 // A thread expands 4 vectors of 8 consecutive outputs of a row (16-byte stores; dequant_kernel).
-// The decoders mirror core/formats (codec_fp.cpp,
-// codec_grouped.cpp): value = multiplier * code in fp32, then one bf16 rounding.
+// The decoders mirror core/formats (codec_fp.cpp, codec_grouped.cpp): value = multiplier * code in
+// fp32, then one bf16 rounding.
 #include "ninfer/kernels/dequant.h"
 
 #include "gemv_tiled.cuh"
