@@ -353,15 +353,17 @@ size_t moe_decode_work_ints(int n_experts, int top_k) {
     return 1 + size_t(entries) * detail::kMoeEntryInts;
 }
 namespace {
-int64_t act_groups(int64_t inter, int64_t shared_inter) { // 64-element groups of a pair's act parts
+// 64-element groups of a token's x parts (a q4 gate/up row's groups) and of a pair's act parts: the
+// scratch's sizes below and moe_decode's pointers into it.
+int64_t x_part_groups(int64_t hidden) { return detail::moe_align_up(hidden, 128) / 64; }
+int64_t act_groups(int64_t inter, int64_t shared_inter) {
     return detail::moe_align_up(std::max(inter, shared_inter), 128) / 64;
 }
 } // namespace
 
 size_t moe_decode_act_floats(int top_k, int64_t inter, int64_t shared_inter, int64_t hidden) {
-    const int64_t groups = detail::moe_align_up(hidden, 128) / 64; // q4 groups of a gate/up row
     return size_t(kMoeDecodeMaxTokens) * size_t(top_k + 1) * size_t(detail::moe_align_up(std::max(inter, shared_inter), 4)) +
-           size_t(kMoeDecodeMaxTokens) * size_t(groups) * detail::kXPartWords +
+           size_t(kMoeDecodeMaxTokens) * size_t(x_part_groups(hidden)) * detail::kXPartWords +
            size_t(kMoeDecodeMaxTokens) * size_t(top_k + 1) * size_t(act_groups(inter, shared_inter)) * detail::kXPartWords;
 }
 
@@ -419,22 +421,24 @@ cudaError_t moe_decode(const MoeDecodeArgs& a, cudaStream_t stream) {
     p.down_mma = w.experts_down.format == WeightFormat::Q4G64Fp16 && w.shared_down.format == WeightFormat::Q4G64Fp16 &&
                  I % 128 == 0 && Is % 128 == 0 && moe_mma_enabled();
     p.act_groups = act_groups(I, Is);
-    p.act_parts = p.x_parts + size_t(kMoeDecodeMaxTokens) * size_t(moe_align_up(H, 128) / 64) * kXPartWords;
+    p.act_parts = p.x_parts + size_t(kMoeDecodeMaxTokens) * size_t(x_part_groups(H)) * kXPartWords;
     // Output rows per down block: one 16-row mma tile, else 128 / lanes per routed row (4, 8 or 16);
     // each divides H.
     p.down_tile = p.down_mma ? 16 : 128 / down_lanes_per_row(p.down.chunks);
-    // Above 4 tokens two blocks per row tile, each half of the tokens: a warp's tokens run one after
-    // another, each waiting for its rows (batch 8: 33.7 us in one block per tile, ncu, session 9 run 7).
-    p.down_tokens = n > 4 ? (n + 1) / 2 : n;
+    // Above 4 tokens the down launch and the shared expert's gate/up blocks take the tokens in two
+    // groups, each its own blocks: a warp's tokens run one after another, each waiting for its rows
+    // (batch 8 down: 33.7 us in one block per tile, ncu, session 9 run 7; groups from 2 tokens did not
+    // pay, run 10).
+    const int group_tokens = n > 4 ? (n + 1) / 2 : n;
+    p.down_tokens = group_tokens;
     p.out = a.out;
     p.out_stride = a.out_stride;
 
-    // The shared expert's gate/up blocks: above 4 tokens two groups of tokens, each its own blocks
-    // (at one block an SM the 65 router blocks and 2 x 32 shared blocks are still one wave; a
-    // warp's tokens run one after another).
+    // The shared expert's gate/up blocks (at one block an SM the 65 router blocks and 2 x 32 shared
+    // blocks of batch 8 are still one wave).
     const int shared_rows_per_block = (n == 1 ? 1 : kGateUpRowsPerWarp) * kRouteWarps; // kSharedRows warps
     p.shared_row_blocks = int((Is + shared_rows_per_block - 1) / shared_rows_per_block);
-    p.shared_tokens = n > 4 ? (n + 1) / 2 : n;
+    p.shared_tokens = group_tokens;
     const unsigned first =
         unsigned(p.route_blocks + p.shared_row_blocks * ((n + p.shared_tokens - 1) / p.shared_tokens));
     const dim3 gate_up_grid(unsigned((I + kGateUpRowsPerBlock - 1) / kGateUpRowsPerBlock), unsigned(std::min(n * K, E)));

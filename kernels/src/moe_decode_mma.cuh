@@ -89,6 +89,17 @@ __device__ __forceinline__ uint32_t q4_pair(uint32_t word, int j) {
     return bf16x2_sub(v, 0x43084308u);
 }
 
+// A fragment of mma i of one 64-code group (the k-slot order above): lo, hi = the 8 code bytes of
+// this lane's rows r and r + 8 (bytes 8q .. 8q + 7 of the group).
+__device__ __forceinline__ void q4_a_fragment(uint2 lo, uint2 hi, int i, uint32_t (&a)[4]) {
+    const uint32_t wl = i < 2 ? lo.x : lo.y, wh = i < 2 ? hi.x : hi.y;
+    const int j = 2 * (i & 1);
+    a[0] = q4_pair(wl, j);
+    a[1] = q4_pair(wh, j);
+    a[2] = q4_pair(wl, j + 1);
+    a[3] = q4_pair(wh, j + 1);
+}
+
 // Second launch, q4 experts: block (b, entry), 8 warps: gate rows i0 .. i0 + 15 (tile 0) and up
 // rows (tile 1) of the entry's expert for its tokens, k split over the warps by whole groups, the
 // warps' sums added in warp order in shared memory. Tokens in chunks of TC (registers).
@@ -126,15 +137,7 @@ __device__ void gate_up_mma(const MoeParams& p, int expert, const int32_t (&pair
 #pragma unroll
                 for (int tile = 0; tile < 2; ++tile)
 #pragma unroll
-                    for (int i = 0; i < 4; ++i) {
-                        const uint2 lo = w[u][2 * tile], hi = w[u][2 * tile + 1];
-                        const uint32_t wl = i < 2 ? lo.x : lo.y, wh = i < 2 ? hi.x : hi.y;
-                        const int j = 2 * (i & 1);
-                        a[tile][i][0] = q4_pair(wl, j);
-                        a[tile][i][1] = q4_pair(wh, j);
-                        a[tile][i][2] = q4_pair(wl, j + 1);
-                        a[tile][i][3] = q4_pair(wh, j + 1);
-                    }
+                    for (int i = 0; i < 4; ++i) q4_a_fragment(w[u][2 * tile], w[u][2 * tile + 1], i, a[tile][i]);
 #pragma unroll
                 for (int c = 0; c < TC; ++c) {
                     if (t0 + c >= nt) break;
@@ -226,10 +229,9 @@ __device__ __forceinline__ void down_mma_tile(const MoeParams& p, const MoeRows&
             float d[4] = {};
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
-                const uint32_t wl = i < 2 ? w[u][0].x : w[u][0].y, wh = i < 2 ? w[u][1].x : w[u][1].y;
-                const int j = 2 * (i & 1);
-                mma_bf16_16816(d, q4_pair(wl, j), q4_pair(wh, j), q4_pair(wl, j + 1), q4_pair(wh, j + 1), b[2 * i],
-                               b[2 * i + 1]);
+                uint32_t a[4];
+                q4_a_fragment(w[u][0], w[u][1], i, a);
+                mma_bf16_16816(d, a[0], a[1], a[2], a[3], b[2 * i], b[2 * i + 1]);
             }
             acc[0] = fmaf(d[0], s[u][0], acc[0]);
             acc[1] = fmaf(d[1], s[u][0], acc[1]);

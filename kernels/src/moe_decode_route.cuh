@@ -18,7 +18,7 @@ constexpr int kRouteWarps = 8, kRouteRows = 4; // router blocks: 4 rows each, k 
 constexpr int kGateUpRowsPerWarp = 2;          // intermediate rows i, i+1: gate and up = 4 row dots
 constexpr int kExpertWarps = 8;
 constexpr int kGateUpRowsPerBlock = kGateUpRowsPerWarp * kExpertWarps;
-constexpr int kDownMaxTile = 16; // down_tile = 128 / lanes per row <= 16
+constexpr int kDownMaxTile = 16; // down_tile = 128 / lanes per row <= 16, or the 16-row mma tile
 constexpr int kPrefetchMaxEntries = 16; // the gate/up launch prefetches down rows up to this many experts
 
 struct MoeParams {
