@@ -1,5 +1,5 @@
 // ninfer::kernels - MoE decode: routing + shared gate/up, routed gate/up + SwiGLU, down + combine.
-#include "moe_decode_mma.cuh"
+#include "moe_shared_mma.cuh"
 
 #include <cstdlib>
 #include <type_traits>
@@ -167,8 +167,11 @@ template <int NT> __device__ void route_block(const MoeParams& p) {
 }
 
 // Launch 1, 256 threads: route_blocks router blocks, then shared_row_blocks blocks of the shared
-// expert's gate/up (ceil(Is / 8) at one token, ceil(Is / 16) above) for each token group (it needs
-// no routing, so it runs beside it). NT: 1 for one token (fewer registers), else kMoeDecodeMaxTokens.
+// expert's gate/up for each token group (it needs no routing, so it runs beside it): a q4 shared
+// expert on tensor cores, 16 rows a block (shared_gate_up_mma: at one token these blocks were the
+// launch's critical path in FMA dots, session 10 run 2); other formats in FMA dots, ceil(Is / 8)
+// blocks at one token, ceil(Is / 16) above. NT: 1 for one token (fewer registers), else
+// kMoeDecodeMaxTokens.
 // Under PDL this kernel may start while the previous one (the norm that writes x) still runs: it
 // first pulls its weight rows towards L2, then waits.
 // NT 8 at one block an SM: at two (<= 128 registers) it spilled 480 bytes in its 8-token dots; its
@@ -182,6 +185,12 @@ __global__ void __launch_bounds__(kRouteWarps * 32, NT == 1 ? 2 : 1) moe_route_s
     // more tokens: two rows per warp, so the two token groups stay one wave at one block an SM.
     constexpr int kSharedRows = NT == 1 ? 1 : kGateUpRowsPerWarp;
     const int sb = int(blockIdx.x) - p.route_blocks, rb = NT == 1 ? sb : sb % p.shared_row_blocks;
+    if (!router && p.shared_mma) { // q4 shared expert on tensor cores (moe_shared_mma.cuh), its own PDL wait
+        if (threadIdx.x == 0) // the third launch's shared down rows, a slice per block (L2 hits there)
+            prefetch_rows_l2(p.shared_down, 0, p.hidden, sb, int(gridDim.x) - p.route_blocks);
+        shared_gate_up_mma<NT>(p, sb);
+        return;
+    }
     const int64_t i = int64_t(rb) * kSharedRows * kRouteWarps + (threadIdx.x >> 5) * kSharedRows;
     if (router) { // the block's 4 router (or the score) rows, one 128-byte line per thread at a time
         const bool score_block = int(blockIdx.x) == p.route_blocks - 1;
@@ -420,6 +429,8 @@ cudaError_t moe_decode(const MoeDecodeArgs& a, cudaStream_t stream) {
     p.mma = w.experts_gate_up.format == WeightFormat::Q4G64Fp16 && moe_mma_enabled();
     p.down_mma = w.experts_down.format == WeightFormat::Q4G64Fp16 && w.shared_down.format == WeightFormat::Q4G64Fp16 &&
                  I % 128 == 0 && Is % 128 == 0 && moe_mma_enabled();
+    p.shared_mma = w.shared_gate_up.format == WeightFormat::Q4G64Fp16 && p.shared_gate_up.groups <= kSharedMmaMaxGroups &&
+                   moe_mma_enabled();
     p.act_groups = act_groups(I, Is);
     p.act_parts = p.x_parts + size_t(kMoeDecodeMaxTokens) * size_t(x_part_groups(H)) * kXPartWords;
     // Output rows per down block: one 16-row mma tile, else 128 / lanes per routed row (4, 8 or 16);
@@ -436,9 +447,10 @@ cudaError_t moe_decode(const MoeDecodeArgs& a, cudaStream_t stream) {
 
     // The shared expert's gate/up blocks (at one block an SM the 65 router blocks and 2 x 32 shared
     // blocks of batch 8 are still one wave).
-    const int shared_rows_per_block = (n == 1 ? 1 : kGateUpRowsPerWarp) * kRouteWarps; // kSharedRows warps
+    // On tensor cores (shared_mma): 16 rows a block.
+    const int shared_rows_per_block = p.shared_mma ? kSharedMmaRows : (n == 1 ? 1 : kGateUpRowsPerWarp) * kRouteWarps;
     p.shared_row_blocks = int((Is + shared_rows_per_block - 1) / shared_rows_per_block);
-    p.shared_tokens = group_tokens;
+    p.shared_tokens = group_tokens; // <= 4 (shared_gate_up_mma's bound)
     const unsigned first =
         unsigned(p.route_blocks + p.shared_row_blocks * ((n + p.shared_tokens - 1) / p.shared_tokens));
     const dim3 gate_up_grid(unsigned((I + kGateUpRowsPerBlock - 1) / kGateUpRowsPerBlock), unsigned(std::min(n * K, E)));

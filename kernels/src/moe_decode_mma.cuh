@@ -36,24 +36,29 @@ __device__ __forceinline__ uint32_t pack_bf16(__nv_bfloat16 lo, __nv_bfloat16 hi
     return uint32_t(__bfloat16_as_ushort(lo)) | uint32_t(__bfloat16_as_ushort(hi)) << 16;
 }
 
+// Item (group g, quarter q, mma i) of one token's x parts: out = the token's parts + ((g * 4 + q) *
+// 3) * 8 + 2 i.
+__device__ __forceinline__ void write_x_part_item(const float* xt, int64_t hidden, int g, int q, int i, uint32_t* out) {
+    const int64_t e = int64_t(g) * 64 + 16 * q + 8 * (i >> 1) + 2 * (i & 1);
+    __nv_bfloat16 v[4][3]; // elements e, e + 1, e + 4, e + 5
+    const int64_t at[4] = {e, e + 1, e + 4, e + 5};
+#pragma unroll
+    for (int c = 0; c < 4; ++c) split3(at[c] < hidden ? xt[at[c]] : 0.f, v[c]);
+#pragma unroll
+    for (int pp = 0; pp < 3; ++pp) {
+        out[pp * 8] = pack_bf16(v[0][pp], v[2][pp]);
+        out[pp * 8 + 1] = pack_bf16(v[1][pp], v[3][pp]);
+    }
+}
+
 // First launch, router blocks after the wait: every (token, group, quarter, mma) item once.
 __device__ void write_x_parts(const MoeParams& p) {
     const int G = int(p.gate_up.groups);
     const int total = p.n_tokens * G * 16;
     for (int it = blockIdx.x * blockDim.x + threadIdx.x; it < total; it += p.route_blocks * blockDim.x) {
         const int i = it & 3, q = (it >> 2) & 3, g = (it >> 4) % G, t = (it >> 4) / G;
-        const int64_t e = int64_t(g) * 64 + 16 * q + 8 * (i >> 1) + 2 * (i & 1);
-        const float* xt = p.x + int64_t(t) * p.x_stride;
-        __nv_bfloat16 v[4][3]; // elements e, e + 1, e + 4, e + 5
-        const int64_t at[4] = {e, e + 1, e + 4, e + 5};
-#pragma unroll
-        for (int c = 0; c < 4; ++c) split3(at[c] < p.hidden ? xt[at[c]] : 0.f, v[c]);
-        uint32_t* out = p.x_parts + (int64_t(t) * G + g) * kXPartWords + q * 24 + 2 * i;
-#pragma unroll
-        for (int pp = 0; pp < 3; ++pp) {
-            out[pp * 8] = pack_bf16(v[0][pp], v[2][pp]);
-            out[pp * 8 + 1] = pack_bf16(v[1][pp], v[3][pp]);
-        }
+        write_x_part_item(p.x + int64_t(t) * p.x_stride, p.hidden, g, q, i,
+                          p.x_parts + (int64_t(t) * G + g) * kXPartWords + q * 24 + 2 * i);
     }
 }
 
@@ -98,6 +103,34 @@ __device__ __forceinline__ void q4_a_fragment(uint2 lo, uint2 hi, int i, uint32_
     a[1] = q4_pair(wh, j);
     a[2] = q4_pair(wl, j + 1);
     a[3] = q4_pair(wh, j + 1);
+}
+
+// acc += d * the group multipliers of the lane's rows (r: elements 0, 1; r + 8: elements 2, 3).
+__device__ __forceinline__ void add_scaled(float (&acc)[4], const float (&d)[4], float s_r, float s_r8) {
+    acc[0] = fmaf(d[0], s_r, acc[0]);
+    acc[1] = fmaf(d[1], s_r, acc[1]);
+    acc[2] = fmaf(d[2], s_r8, acc[2]);
+    acc[3] = fmaf(d[3], s_r8, acc[3]);
+}
+
+// The end of a 16-row gate/up block (after a __syncthreads): thread (row = tid % 16, t = tid / 16)
+// adds the warps' gate and up sums of its row in warp order, act[pair_of(t)][i0 + row] = silu(gate)
+// * up, and its parts.
+template <int T, class PairOf>
+__device__ __forceinline__ void store_swiglu_rows(const MoeParams& p, const float (&part)[kExpertWarps][2][16][T], int nt,
+                                                  int64_t i0, PairOf pair_of) {
+    const int row = threadIdx.x & 15, t = threadIdx.x >> 4;
+    if (t < nt) {
+        float g = 0.f, u = 0.f;
+        for (int w = 0; w < kExpertWarps; ++w) {
+            g += part[w][0][row][t];
+            u += part[w][1][row][t];
+        }
+        const float v = silu(g) * u;
+        const int pair = pair_of(t);
+        p.act[int64_t(pair) * p.act_stride + i0 + row] = v;
+        store_act_parts(p, pair, i0 + row, v);
+    }
 }
 
 // Second launch, q4 experts: block (b, entry), 8 warps: gate rows i0 .. i0 + 15 (tile 0) and up
@@ -155,11 +188,7 @@ __device__ void gate_up_mma(const MoeParams& p, int expert, const int32_t (&pair
                         for (int i = 0; i < 4; ++i)
                             mma_bf16_16816(d, a[tile][i][0], a[tile][i][1], a[tile][i][2], a[tile][i][3], b[2 * i],
                                            b[2 * i + 1]);
-                        const float sr = s[u][2 * tile], sr8 = s[u][2 * tile + 1];
-                        acc[c][tile][0] = fmaf(d[0], sr, acc[c][tile][0]);
-                        acc[c][tile][1] = fmaf(d[1], sr, acc[c][tile][1]);
-                        acc[c][tile][2] = fmaf(d[2], sr8, acc[c][tile][2]);
-                        acc[c][tile][3] = fmaf(d[3], sr8, acc[c][tile][3]);
+                        add_scaled(acc[c][tile], d, s[u][2 * tile], s[u][2 * tile + 1]);
                     }
                 }
             }
@@ -178,17 +207,7 @@ __device__ void gate_up_mma(const MoeParams& p, int expert, const int32_t (&pair
             }
     }
     __syncthreads();
-    const int row = threadIdx.x & 15, t = threadIdx.x >> 4;
-    if (t < nt) {
-        float g = 0.f, u = 0.f;
-        for (int w = 0; w < kExpertWarps; ++w) {
-            g += part[w][0][row][t];
-            u += part[w][1][row][t];
-        }
-        const float v = silu(g) * u;
-        p.act[int64_t(pick(pair, t)) * p.act_stride + i0 + row] = v;
-        store_act_parts(p, pick(pair, t), i0 + row, v);
-    }
+    store_swiglu_rows(p, part, nt, i0, [&](int t) { return pick(pair, t); });
 }
 
 // Down launch, q4 rows [base, base + 16) of m (k = the act width) dotted with pair's act parts on
@@ -233,10 +252,7 @@ __device__ __forceinline__ void down_mma_tile(const MoeParams& p, const MoeRows&
                 q4_a_fragment(w[u][0], w[u][1], i, a);
                 mma_bf16_16816(d, a[0], a[1], a[2], a[3], b[2 * i], b[2 * i + 1]);
             }
-            acc[0] = fmaf(d[0], s[u][0], acc[0]);
-            acc[1] = fmaf(d[1], s[u][0], acc[1]);
-            acc[2] = fmaf(d[2], s[u][1], acc[2]);
-            acc[3] = fmaf(d[3], s[u][1], acc[3]);
+            add_scaled(acc, d, s[u][0], s[u][1]);
         }
     }
     const float lo_r = __shfl_down_sync(0xffffffffu, acc[0], 1), lo_r8 = __shfl_down_sync(0xffffffffu, acc[2], 1);

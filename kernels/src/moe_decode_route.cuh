@@ -43,6 +43,7 @@ struct MoeParams {
     // Down rows on tensor cores (routed and shared down q4, I and Is multiples of 128): the gate/up
     // launches also write each act row as three bf16 parts (act_groups 64-element groups a pair).
     bool down_mma;
+    bool shared_mma; // the shared expert's gate/up (q4) on tensor cores in the first launch
     uint32_t* act_parts; // after x_parts
     int64_t act_groups;
     float* out;

@@ -211,6 +211,18 @@ TEST_CASE("moe decode: the 35B-A3B widths in q4 (hidden 2048, top-8, experts 512
     CHECK(check_case({2048, 64, 8, 512, 512}, q4, 8, 7) + check_case({2048, 64, 8, 512, 512}, q4, 1, 8) >= 7);
 }
 
+TEST_CASE("moe decode: the q4 shared expert on tensor cores over two rounds of groups a warp, and past its bound", "[moe_decode]") {
+    require_gpu();
+    // H 4096: 64 groups, 8 a warp (two rounds, the first loaded before the PDL wait) and the largest
+    // x-part copy in shared memory at one token; H 4160: 66 groups, the FMA path. Both against fp64,
+    // batch = singles bit for bit.
+    const Formats q4{WeightFormat::Bf16, WeightFormat::Q4G64Fp16, WeightFormat::Q4G64Fp16};
+    int compared = 0;
+    for (int64_t H : {4096, 4160})
+        for (int n : {1, 5, 8}) compared += check_case({H, 32, 4, 64, 128}, q4, n, uint64_t(40 + H + n));
+    CHECK(compared >= 12);
+}
+
 // The upstream groupwise-int mix (q4 expert gate/up, q5 expert down, q8 shared expert) and q5/q6/q8
 // everywhere else a view can take them.
 constexpr Formats kGrouped[] = {
