@@ -21,11 +21,13 @@
 //   first, tc_peak.h); then per
 //   prompt length as context depth: every lane restored from a synthetic lane image of `depth`
 //   tokens (KV in request.kv_dtype),
-//   then per batch: warm-up (graph capture), `steps` timed greedy decode calls (host clock around
+//   then per batch: lane l's first token (l * 7919 + 101) mod the vocabulary (distinct lanes, so a
+//   MoE batch routes like independent requests), warm-up (graph capture), `steps` timed greedy decode calls (host clock around
 //   each call, which waits for the sampled ids); step_ms = the median call (min / max beside it),
 //   decode tok/s = batch / median; bytes per
 //   step = weight bytes read (all matrices except the embedding, MoE: the router, shared expert
-//   and top_k experts' share of the expert bytes) + K/V read for batch * depth tokens + GDN state
+//   and the expected share of distinct experts that batch independent tokens choose, E (1 - (1 -
+//   K / E)^batch)) + K/V read for batch * depth tokens + GDN state
 //   read and written once per lane; roofline fraction = bytes / time / copy bandwidth. The last
 //   timed step of each row runs between cudaProfilerStart/Stop, so a profiler started with
 //   profiling off (ncu --profile-from-start off) sees exactly one decode step per row.
