@@ -133,19 +133,32 @@ template <int NT> __device__ void route_block(const MoeParams& p) {
             }
         }
     }
-    // More tokens: one at a time (a real loop; as gate_up_warp, the same bits): unrolled over 8
-    // tokens, the dots missed the instruction cache.
+    // More tokens: one at a time a warp group (a real loop; as gate_up_warp, the same bits): unrolled
+    // over 8 tokens, the dots missed the instruction cache. Where a row has at most 128 chunks only
+    // the first `used` warps hold one (chunk 32 w + lane, as threadIdx.x in route_dots), so the block
+    // runs 8 / used tokens at once, warp w acting as warp w % used for token w / used: every token's
+    // chunk partials, warp sums and zeros of the idle warps are those of the one-token loop, bit for
+    // bit (q4 router rows of the 35B-A3B: 64 chunks, 4 tokens a round instead of 1).
+    const int used = NT > 1 ? int(min(int64_t(kRouteWarps), (m.chunks + 31) / 32)) : kRouteWarps;
+    const int per_round = kRouteWarps / used, vwarp = warp % used, slot = warp / used;
+    if (NT > 1 && slot < per_round) {
 #pragma unroll 1
-    for (int t = 0; NT > 1 && t < p.n_tokens; ++t) {
-        const float* const x1[1] = {p.x + int64_t(t) * p.x_stride};
-        float acc[1][kRouteRows] = {};
-        with_format(m.format, [&](auto f) { route_dots<decltype(f)::value, 1>(m, rows, x1, 1, acc); });
+        for (int t = slot; t < p.n_tokens; t += per_round) {
+            const float* const x1[1] = {p.x + int64_t(t) * p.x_stride};
+            float acc[1][kRouteRows] = {};
+            with_format(m.format, [&](auto f) {
+                rows_dot<decltype(f)::value, kRouteRows, 1>(m, rows, x1, 1, vwarp * 32 + lane, kRouteWarps * 32, acc);
+            });
 #pragma unroll
-        for (int j = 0; j < kRouteRows; ++j) {
-            const float v = warp_sum(acc[0][j]);
-            if (lane == 0) part[warp][t][j] = v;
+            for (int j = 0; j < kRouteRows; ++j) {
+                const float v = warp_sum(acc[0][j]);
+                if (lane == 0) part[vwarp][t][j] = v;
+            }
         }
     }
+    if (NT > 1) // the warps past `used` held no chunk: their sums are +0, as the loop above gave them
+        for (int i = threadIdx.x; i < (kRouteWarps - used) * p.n_tokens * kRouteRows; i += blockDim.x)
+            part[used + i / (p.n_tokens * kRouteRows)][i / kRouteRows % p.n_tokens][i % kRouteRows] = 0.f;
     __syncthreads();
     const int t = threadIdx.x / kRouteRows, j = threadIdx.x % kRouteRows;
     if (t < p.n_tokens && row0 + j < n_rows) {
