@@ -449,12 +449,13 @@ cudaError_t moe_decode(const MoeDecodeArgs& a, cudaStream_t stream) {
     // Output rows per down block: one 16-row mma tile, else 128 / lanes per routed row (4, 8 or 16);
     // each divides H.
     p.down_tile = p.down_mma ? 16 : 128 / down_lanes_per_row(p.down.chunks);
-    // Above 4 tokens the down launch and the shared expert's gate/up blocks take the tokens in two
-    // groups, each its own blocks: a warp's tokens run one after another, each waiting for its rows
-    // (batch 8 down: 33.7 us in one block per tile, ncu, session 9 run 7; groups from 2 tokens did not
-    // pay, run 10).
+    // Above 4 tokens the shared expert's gate/up blocks, and from 2 tokens the down launch, take the
+    // tokens in two groups, each its own blocks: a warp's tokens run one after another, each waiting
+    // for its rows (batch 8 down: 33.7 us in one block per tile, ncu, session 9 run 7). The down's
+    // groups from 2 tokens: session 10 run 9, with every lane routed apart (session 9 run 10 had
+    // measured no gain on lanes that all chose the same experts).
     const int group_tokens = n > 4 ? (n + 1) / 2 : n;
-    p.down_tokens = group_tokens;
+    p.down_tokens = (n + 1) / 2;
     p.out = a.out;
     p.out_stride = a.out_stride;
 
