@@ -271,12 +271,8 @@ __global__ void __launch_bounds__(kExpertWarps * 32, 2) moe_gate_up_kernel(MoePa
 #pragma unroll
         for (int t = 0; t < NT; ++t) pair[t] = en[2 + min(t, nt - 1)];
     }
-    // The third launch's rows of this expert, a slice per block: they load from L2 there, and their
-    // HBM time overlaps this launch's dots and the launch boundary.
-    // Only while the prefetched rows and this launch's stream fit L2 together (batch 1-2: <= 16
-    // experts); at batch 8 (~50 experts) they would evict each other (measured: batch 8 slower).
-    if (threadIdx.x == 0 && n_entries <= kPrefetchMaxEntries)
-        prefetch_rows_l2(p.down, int64_t(expert) * p.hidden, p.hidden, blockIdx.x, gridDim.x);
+    // No L2 prefetch of the third launch's rows of this expert here: with it (up to 16 experts) the
+    // step was 0.9% slower at batch 1 and 2 (session 10 runs 10-11).
     if (p.mma) { // block-uniform: every warp takes part (shared-memory reduction)
         gate_up_mma<NT>(p, expert, pair, nt, int64_t(blockIdx.x) * kGateUpRowsPerBlock);
         return;

@@ -19,7 +19,6 @@ constexpr int kGateUpRowsPerWarp = 2;          // intermediate rows i, i+1: gate
 constexpr int kExpertWarps = 8;
 constexpr int kGateUpRowsPerBlock = kGateUpRowsPerWarp * kExpertWarps;
 constexpr int kDownMaxTile = 16; // down_tile = 128 / lanes per row <= 16, or the 16-row mma tile
-constexpr int kPrefetchMaxEntries = 16; // the gate/up launch prefetches down rows up to this many experts
 
 struct MoeParams {
     MoeRows router, score, gate_up, shared_gate_up, down, shared_down;
