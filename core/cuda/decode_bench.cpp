@@ -206,8 +206,9 @@ DecodeBenchReport run_decode_bench(const DecodeBenchRequest& r) {
     const MemoryPlan plan = MemoryPlan::make(w.config, mr);
     auto b = make_cuda_backend(w, plan);
 
+    const uint32_t token_ids = std::min(151000u, w.config.vocab_size); // prompt and first tokens: ids below this
     std::vector<int32_t> prompt(depth_max);
-    for (uint32_t i = 0; i < depth_max; ++i) prompt[i] = int32_t((i * 7919u) % std::min(151000u, w.config.vocab_size));
+    for (uint32_t i = 0; i < depth_max; ++i) prompt[i] = int32_t((i * 7919u) % token_ids);
     b->prefill(0, std::span(prompt).first(8), LogitsOut::Last, nullptr); // warm-up
     for (uint32_t len : r.prefill ? r.prompt_lens : std::vector<uint32_t>{}) {
         b->reset_lane(0);
@@ -237,7 +238,7 @@ DecodeBenchReport run_decode_bench(const DecodeBenchRequest& r) {
             std::vector<DecodeStep> steps(static_cast<size_t>(batch));
             for (int l = 0; l < batch; ++l) {
                 steps[size_t(l)].lane = l;
-                steps[size_t(l)].token = int32_t((uint32_t(l) * 7919u + 101u) % std::min(151000u, w.config.vocab_size));
+                steps[size_t(l)].token = int32_t((uint32_t(l) * 7919u + 101u) % token_ids);
             }
             for (int i = 0; i < 2; ++i) b->decode(steps);
             std::vector<double> step_s;

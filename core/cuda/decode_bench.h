@@ -21,9 +21,10 @@
 //   first, tc_peak.h); then per
 //   prompt length as context depth: every lane restored from a synthetic lane image of `depth`
 //   tokens (KV in request.kv_dtype),
-//   then per batch: lane l's first token (l * 7919 + 101) mod the vocabulary (distinct lanes, so a
-//   MoE batch routes like independent requests), warm-up (graph capture), `steps` timed greedy decode calls (host clock around
-//   each call, which waits for the sampled ids); step_ms = the median call (min / max beside it),
+//   then per batch: lane l's first token (l * 7919 + 101) mod min(151000, vocabulary) (distinct
+//   lanes, so a MoE batch routes like independent requests), warm-up (graph capture), `steps` timed
+//   greedy decode calls (host clock around each call, which waits for the sampled ids); step_ms =
+//   the median call (min / max beside it),
 //   decode tok/s = batch / median; bytes per
 //   step = weight bytes read (all matrices except the embedding, MoE: the router, shared expert
 //   and the expected share of distinct experts that batch independent tokens choose, E (1 - (1 -

@@ -91,10 +91,11 @@ __device__ __forceinline__ void gate_up_warp(const MoeParams& p, const MoeRows& 
     }
 }
 
+// Router rows of a block: warp w, lane l takes chunk c0 = 32 w + l, then every 256th (w may be a
+// virtual warp: route_block above one token).
 template <WeightFormat F, int NT>
 __device__ __forceinline__ void route_dots(const MoeRows& m, const int64_t (&rows)[kRouteRows], const float* const (&xs)[NT],
-                                           int nt, float (&acc)[NT][kRouteRows]) {
-    const int c0 = threadIdx.x; // warp w, lane l: chunk 32w + l, then every 256th
+                                           int nt, int c0, float (&acc)[NT][kRouteRows]) {
     rows_dot<F, kRouteRows, NT>(m, rows, xs, nt, c0, kRouteWarps * 32, acc);
 }
 
@@ -122,7 +123,7 @@ template <int NT> __device__ void route_block(const MoeParams& p) {
 #pragma unroll
         for (int t = 0; t < NT; ++t) xs[t] = p.x + int64_t(min(t, p.n_tokens - 1)) * p.x_stride;
         float acc[NT][kRouteRows] = {};
-        with_format(m.format, [&](auto f) { route_dots<decltype(f)::value, NT>(m, rows, xs, p.n_tokens, acc); });
+        with_format(m.format, [&](auto f) { route_dots<decltype(f)::value, NT>(m, rows, xs, p.n_tokens, threadIdx.x, acc); });
 #pragma unroll
         for (int t = 0; t < NT; ++t) {
             if (t >= p.n_tokens) break;
@@ -135,7 +136,7 @@ template <int NT> __device__ void route_block(const MoeParams& p) {
     }
     // More tokens: one at a time a warp group (a real loop; as gate_up_warp, the same bits): unrolled
     // over 8 tokens, the dots missed the instruction cache. Where a row has at most 128 chunks only
-    // the first `used` warps hold one (chunk 32 w + lane, as threadIdx.x in route_dots), so the block
+    // the first `used` warps hold one (route_dots' chunk 32 w + lane), so the block
     // runs 8 / used tokens at once, warp w acting as warp w % used for token w / used: every token's
     // chunk partials, warp sums and zeros of the idle warps are those of the one-token loop, bit for
     // bit (q4 router rows of the 35B-A3B: 64 chunks, 4 tokens a round instead of 1).
@@ -146,9 +147,7 @@ template <int NT> __device__ void route_block(const MoeParams& p) {
         for (int t = slot; t < p.n_tokens; t += per_round) {
             const float* const x1[1] = {p.x + int64_t(t) * p.x_stride};
             float acc[1][kRouteRows] = {};
-            with_format(m.format, [&](auto f) {
-                rows_dot<decltype(f)::value, kRouteRows, 1>(m, rows, x1, 1, vwarp * 32 + lane, kRouteWarps * 32, acc);
-            });
+            with_format(m.format, [&](auto f) { route_dots<decltype(f)::value, 1>(m, rows, x1, 1, vwarp * 32 + lane, acc); });
 #pragma unroll
             for (int j = 0; j < kRouteRows; ++j) {
                 const float v = warp_sum(acc[0][j]);

@@ -105,6 +105,23 @@ __device__ __forceinline__ void q4_a_fragment(uint2 lo, uint2 hi, int i, uint32_
     a[3] = q4_pair(wh, j + 1);
 }
 
+// Codes and multipliers of groups [gb, gb + U) (none at or past g1) of the four rows this lane holds
+// for a gate/up tile pair (gate r, r + 8, up r, r + 8): bytes 8q .. 8q + 7 of each group's row slice.
+template <int U>
+__device__ __forceinline__ void load_gate_up_groups(const MoeRows& m, const int64_t (&rows)[4], int gb, int g1, int q,
+                                                    uint2 (&w)[U][4], float (&s)[U][4]) {
+    const __half* scales = reinterpret_cast<const __half*>(m.scales);
+    const int G = int(m.groups);
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const bool in = gb + u < g1;
+            w[u][j] = in ? load_stream8(m.data + rows[j] * m.row_bytes + (gb + u) * 32 + 8 * q) : make_uint2(0, 0);
+            s[u][j] = in ? __half2float(scales[rows[j] * G + gb + u]) : 0.f;
+        }
+}
+
 // acc += d * the group multipliers of the lane's rows (r: elements 0, 1; r + 8: elements 2, 3).
 __device__ __forceinline__ void add_scaled(float (&acc)[4], const float (&d)[4], float s_r, float s_r8) {
     acc[0] = fmaf(d[0], s_r, acc[0]);
@@ -145,7 +162,6 @@ __device__ void gate_up_mma(const MoeParams& p, int expert, const int32_t (&pair
     const int G = int(m.groups), g0 = warp * G / kExpertWarps, g1 = (warp + 1) * G / kExpertWarps;
     const int64_t gate = int64_t(expert) * 2 * p.inter + i0, rows[4] = {gate + r, gate + r + 8, gate + p.inter + r,
                                                                         gate + p.inter + r + 8};
-    const __half* scales = reinterpret_cast<const __half*>(m.scales);
     for (int t0 = 0; t0 < nt; t0 += TC) {
         const uint32_t* xp[TC];
 #pragma unroll
@@ -155,14 +171,7 @@ __device__ void gate_up_mma(const MoeParams& p, int expert, const int32_t (&pair
         for (int gb = g0; gb < g1; gb += U) {
             uint2 w[U][4];
             float s[U][4];
-#pragma unroll
-            for (int u = 0; u < U; ++u)
-#pragma unroll
-                for (int j = 0; j < 4; ++j) {
-                    const bool in = gb + u < g1;
-                    w[u][j] = in ? load_stream8(m.data + rows[j] * m.row_bytes + (gb + u) * 32 + 8 * q) : make_uint2(0, 0);
-                    s[u][j] = in ? __half2float(scales[rows[j] * G + gb + u]) : 0.f;
-                }
+            load_gate_up_groups<U>(m, rows, gb, g1, q, w, s);
 #pragma unroll
             for (int u = 0; u < U; ++u) {
                 if (gb + u >= g1) break;

@@ -26,7 +26,7 @@ struct MoeParams {
     int64_t inter, shared_inter, hidden;
     int route_blocks; // first launch: blocks [0, route_blocks) router/score rows, then shared gate/up
     int shared_row_blocks, shared_tokens; // first launch: shared gate/up row blocks a token group, its tokens
-    int down_tile;    // output rows per block of the down launch (128 / lanes per routed down row)
+    int down_tile;    // output rows per block of the down launch (16 on tensor cores, else 128 / lanes per routed down row)
     int down_tokens;  // tokens per block of the down launch (blockIdx.y: a group of them)
     const float* x;
     int64_t x_stride;

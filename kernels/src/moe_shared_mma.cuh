@@ -45,24 +45,11 @@ __device__ __forceinline__ void shared_b_words(const float4 (&xv)[4], int pp, ui
 }
 
 // One round of up to kSharedMmaGroups groups: this lane's codes and multipliers of its four rows
-// (gate r, r + 8, up r, r + 8), as gate_up_mma loads them.
+// (gate r, r + 8, up r, r + 8), as gate_up_mma loads them (load_gate_up_groups).
 struct SharedMmaRound {
     uint2 w[kSharedMmaGroups][4];
     float s[kSharedMmaGroups][4];
 };
-__device__ __forceinline__ void shared_mma_load(const MoeRows& m, const int64_t (&rows)[4], int gb, int g1, int q,
-                                                SharedMmaRound& rd) {
-    const __half* scales = reinterpret_cast<const __half*>(m.scales);
-    const int G = int(m.groups);
-#pragma unroll
-    for (int u = 0; u < kSharedMmaGroups; ++u)
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            const bool in = gb + u < g1;
-            rd.w[u][j] = in ? load_stream8(m.data + rows[j] * m.row_bytes + (gb + u) * 32 + 8 * q) : make_uint2(0, 0);
-            rd.s[u][j] = in ? __half2float(scales[rows[j] * G + gb + u]) : 0.f;
-        }
-}
 
 // First launch, shared-expert block sb (all 8 warps): shared gate rows 16 rb .. 16 rb + 15 and their
 // up rows (rb = sb % shared_row_blocks) for the tokens of group sb / shared_row_blocks (at most 4:
@@ -83,7 +70,7 @@ __device__ void shared_gate_up_mma(const MoeParams& p, int sb) {
     const int64_t i0 = int64_t(rb) * kSharedMmaRows, up = p.shared_inter + i0;
     const int64_t rows[4] = {i0 + r, i0 + r + 8, up + r, up + r + 8};
     SharedMmaRound rd;
-    shared_mma_load(m, rows, g0, g1, q, rd);
+    load_gate_up_groups<kSharedMmaGroups>(m, rows, g0, g1, q, rd.w, rd.s);
     ninfer_grid_launch_dependents();
     ninfer_grid_wait(); // x comes from the norm before this launch
     const int nt = min(p.n_tokens - t0, p.shared_tokens), pp = r % 3; // nt <= kTokens (host)
@@ -94,7 +81,7 @@ __device__ void shared_gate_up_mma(const MoeParams& p, int sb) {
     }
     float acc[kChunks][2][4] = {};
     for (int gb = g0; gb < g1; gb += kSharedMmaGroups) {
-        if (gb != g0) shared_mma_load(m, rows, gb, g1, q, rd);
+        if (gb != g0) load_gate_up_groups<kSharedMmaGroups>(m, rows, gb, g1, q, rd.w, rd.s);
         // Above one token: every x load of the round first, both column triples, then the parts.
         float4 xv[NT == 1 ? 1 : kChunks][NT == 1 ? 1 : kSharedMmaGroups][4];
         if constexpr (NT > 1) {

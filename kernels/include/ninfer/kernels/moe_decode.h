@@ -25,9 +25,10 @@
 //   [8][K + 1] (readable after the call: the routing it used), work (the expert work list), act
 //   (the SwiGLU rows, then x and the SwiGLU rows split into bf16 parts for the tensor cores).
 // - q4 experts' gate/up run on tensor cores (x = hi + mid + lo bf16 parts, exact products, f32
-//   sums), so does a q4 shared expert's gate/up (in the first launch, H <= 4096), and so do the down rows when the routed and shared down are q4 and I, Is are multiples
-//   of 128 (act split the same way where it is made), unless the environment says NINFER_MOE_MMA=0
-//   (the FMA path of every other format).
+//   sums), so does a q4 shared expert's gate/up (in the first launch, H <= 4096), and so do the
+//   down rows when the routed and shared down are q4 and I, Is are multiples of 128 (act split the
+//   same way where it is made), unless the environment says NINFER_MOE_MMA=0 (the FMA path of
+//   every other format).
 // - Determinism: every dot product's summation order depends on (format, k, the row) only, never
 //   on n_tokens or on which tokens share an expert, so a batch equals its tokens run alone, bit for
 //   bit, and a graph replay equals the eager call.
