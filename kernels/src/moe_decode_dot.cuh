@@ -185,17 +185,22 @@ __device__ __forceinline__ void prefetch_bulk_l2(const uint8_t* at, int64_t size
     if (size > 0) asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(at), "r"(uint32_t(size)) : "memory");
 }
 
+// Slice `part` of `parts` of bytes [base, base + bytes) towards L2 (slices of 16-byte multiples).
+// 32-bit arithmetic (one expert's rows are far below 4 GB): a 64-bit division is a called routine
+// whose stack frame the calling kernel then carries.
+__device__ __forceinline__ void prefetch_slice_l2(const uint8_t* base, int64_t bytes, int part, int parts) {
+    const uint32_t n = uint32_t(bytes), step = ((n + uint32_t(parts) - 1) / uint32_t(parts) + 15) & ~15u;
+    const uint32_t at = uint32_t(part) * step;
+    if (at < n) prefetch_bulk_l2(base + at, min(step, n - at));
+}
+
 // Slice `part` of `parts` of rows [row0, row0 + n_rows) of m (codes and multipliers) towards L2.
 // Every stored row and multiplier run is a multiple of 16 bytes (k % 16 == 0, H % 16 == 0).
 __device__ __forceinline__ void prefetch_rows_l2(const MoeRows& m, int64_t row0, int64_t n_rows, int part, int parts) {
-    auto slice = [&](const uint8_t* base, int64_t bytes) {
-        const int64_t step = ((bytes + parts - 1) / parts + 15) & ~int64_t(15), at = part * step;
-        prefetch_bulk_l2(base + at, min(step, bytes - at));
-    };
-    slice(m.data + row0 * m.row_bytes, n_rows * m.row_bytes);
-    if (m.groups) slice(m.scales + row0 * m.groups * 2, n_rows * m.groups * 2);
-    else if (m.format == WeightFormat::Fp8E4m3RowBf16) slice(m.scales + row0 * 2, n_rows * 2);
-    if (m.high_row) slice(m.high + row0 * m.high_row, n_rows * m.high_row);
+    prefetch_slice_l2(m.data + row0 * m.row_bytes, n_rows * m.row_bytes, part, parts);
+    if (m.groups) prefetch_slice_l2(m.scales + row0 * m.groups * 2, n_rows * m.groups * 2, part, parts);
+    else if (m.format == WeightFormat::Fp8E4m3RowBf16) prefetch_slice_l2(m.scales + row0 * 2, n_rows * 2, part, parts);
+    if (m.high_row) prefetch_slice_l2(m.high + row0 * m.high_row, n_rows * m.high_row, part, parts);
 }
 
 __device__ __forceinline__ float fp8_row_scale(const MoeRows& m, int64_t row) {

@@ -217,6 +217,12 @@ __device__ void gate_up_mma(const MoeParams& p, int expert, const int32_t (&pair
     }
     __syncthreads();
     store_swiglu_rows(p, part, nt, i0, [&](int t) { return pick(pair, t); });
+    // One token: the expert's down rows towards L2, slice blockIdx.x of gridDim.x, once this block's
+    // own codes have landed and been used. The down launch then reads them from L2, and the pull does
+    // not compete with this launch's own burst of expert codes after routing (issued at this
+    // launch's start it made the step 0.9% slower, session 10 run 11; here 1.6% faster, session 11
+    // run 6). Not above one token: there it was slower (run 6).
+    if (NT == 1 && threadIdx.x == 0) prefetch_rows_l2(p.down, int64_t(expert) * p.hidden, p.hidden, blockIdx.x, gridDim.x);
 }
 
 // Down launch, q4 rows [base, base + 16) of m (k = the act width) dotted with pair's act parts on
