@@ -310,6 +310,12 @@ __global__ void __maxnreg__(96) moe_down_kernel(MoeParams p) {
     // Tokens [t0, t1) of this block (blockIdx.y: a group of down_tokens); dots indexed from t0.
     const int t0 = int(blockIdx.y) * p.down_tokens, t1 = min(p.n_tokens, t0 + p.down_tokens), n = t1 - t0;
     const int64_t h0 = int64_t(blockIdx.x) * T;
+    // The combine's route weights, loaded now beside the expert ids and kept in a register until the
+    // dots are done (not one more L2 round trip after them): thread i < n (K + 1) <= blockDim.x takes
+    // weight i of the group's tokens.
+    __shared__ float route_w[kMoeDecodeMaxTokens * (kMoeMaxTopK + 1)];
+    const bool has_w = int(threadIdx.x) < n * (K + 1);
+    const float w_mine = has_w ? p.weights[t0 * (K + 1) + threadIdx.x] : 0.f;
     for (int j = warp; j <= K; j += int(blockDim.x >> 5)) {
         const bool shared = j == K;
         const MoeRows& m = shared ? p.shared_down : p.down;
@@ -346,10 +352,11 @@ __global__ void __maxnreg__(96) moe_down_kernel(MoeParams p) {
             }
         }
     }
+    if (has_w) route_w[threadIdx.x] = w_mine;
     __syncthreads();
     for (int idx = threadIdx.x; idx < n * T; idx += blockDim.x) {
         const int tl = idx / T, h = idx % T, t = t0 + tl;
-        const float* w = p.weights + t * (K + 1);
+        const float* w = route_w + tl * (K + 1);
         float s = 0.f;
         for (int j = 0; j <= K; ++j) s = fmaf(w[j], dots[(tl * (K + 1) + j) * T + h], s);
         p.out[int64_t(t) * p.out_stride + h0 + h] = s;
