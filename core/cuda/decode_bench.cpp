@@ -9,6 +9,7 @@
 #include "core/formats/format.h"
 #include "core/model/memory_plan.h"
 #include "core/util/error.h"
+#include "ninfer/kernels/probe.h"
 
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
@@ -17,6 +18,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 
 namespace ninfer::core {
@@ -222,6 +224,9 @@ DecodeBenchReport run_decode_bench(const DecodeBenchRequest& r) {
         rep.prefill.push_back(row);
     }
 
+    const char* probe_out = std::getenv("NINFER_PROBE_OUT");
+    if (probe_out && !kernels::probe_built())
+        std::fprintf(stderr, "probe: NINFER_PROBE_OUT is set but this build has no probe (cmake -DNINFER_GPU_PROBE=ON)\n");
     for (uint32_t depth : r.prompt_lens) {
         LaneImage img;
         img.tokens.assign(depth, 1);
@@ -244,11 +249,23 @@ DecodeBenchReport run_decode_bench(const DecodeBenchRequest& r) {
             std::vector<double> step_s;
             for (int s = 0; s < r.steps; ++s) {
                 const bool profiled = s + 1 == r.steps; // `ncu --profile-from-start off` sees this step only
+                // The step timeline probe (ninfer/kernels/probe.h) records the ninth step; its
+                // synchronisations fall outside the timed region.
+                const bool probed = s == 8 && probe_out && kernels::probe_built();
+                if (probed) kernels::probe_arm(true);
                 if (profiled) cudaProfilerStart();
                 const auto ts = Clock::now();
                 const auto res = b->decode(steps);
                 step_s.push_back(seconds_since(ts));
                 if (profiled) cudaProfilerStop();
+                if (probed) {
+                    kernels::probe_arm(false);
+                    const std::string path =
+                        std::string(probe_out) + "_b" + std::to_string(batch) + "_d" + std::to_string(depth) + ".csv";
+                    const int64_t events = kernels::probe_dump(path.c_str());
+                    std::fprintf(stderr, "probe: %lld events of one step to %s\n", static_cast<long long>(events),
+                                 path.c_str());
+                }
                 for (int l = 0; l < batch; ++l) steps[size_t(l)].token = res[size_t(l)].token;
             }
             DecodeBenchRow row;

@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <utility>
 
+#include "probe.cuh"
+
 namespace ninfer::kernels {
 
 // Programmatic dependent launch (PDL, sm_90). A kernel started by launch_pdl() may begin while its
@@ -18,8 +20,16 @@ namespace ninfer::kernels {
 // only read constant data (weights). ninfer_grid_launch_dependents() lets the next PDL kernel
 // start (its blocks take SM slots as this kernel's blocks retire and prefetch their weights);
 // without it the next one starts when this one ends. Both are no-ops for a normal launch.
-__device__ __forceinline__ void ninfer_grid_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
-__device__ __forceinline__ void ninfer_grid_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;"); }
+// Both carry the step timeline probe's hooks (probe.cuh), empty unless built with NINFER_PROBE.
+__device__ __forceinline__ void ninfer_grid_wait() {
+    const unsigned long long t_wait = probe_wait_begin();
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    probe_wait_end(t_wait);
+}
+__device__ __forceinline__ void ninfer_grid_launch_dependents() {
+    probe_block_start();
+    asm volatile("griddepcontrol.launch_dependents;");
+}
 
 // PDL on unless the environment says NINFER_PDL=0 (read once; for A/B timing).
 inline bool pdl_enabled() {
