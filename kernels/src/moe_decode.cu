@@ -163,8 +163,14 @@ template <int NT> __device__ void route_block(const MoeParams& p) {
     if (t < p.n_tokens && row0 + j < n_rows) {
         float s = 0.f;
         for (int w = 0; w < kRouteWarps; ++w) s += part[w][t][j];
-        p.logits[int64_t(t) * (E + 1) + (score_block ? E : row0 + j)] = s * fp8_row_scale(m, rows[j]);
-        if constexpr (NT != 1) __threadfence(); // the last block reads these
+        const float v = s * fp8_row_scale(m, rows[j]);
+        if constexpr (NT == 1) { // kLogitCopies copies (route_one_token)
+#pragma unroll
+            for (int c = 0; c < kLogitCopies; ++c) p.logits[int64_t(c) * (E + 1) + (score_block ? E : row0 + j)] = v;
+        } else {
+            p.logits[int64_t(t) * (E + 1) + (score_block ? E : row0 + j)] = v;
+            __threadfence(); // the last block reads these
+        }
     }
     if constexpr (NT == 1) return;
     clear_choices(p, tok_mask); // every block: free work beside the counter's round trip

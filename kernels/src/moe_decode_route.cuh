@@ -18,6 +18,11 @@ constexpr int kRouteWarps = 8, kRouteRows = 4; // router blocks: 4 rows each, k 
 constexpr int kGateUpRowsPerWarp = 2;          // intermediate rows i, i+1: gate and up = 4 row dots
 constexpr int kExpertWarps = 8;
 constexpr int kGateUpRowsPerBlock = kGateUpRowsPerWarp * kExpertWarps;
+// One token: the first launch writes the logits kLogitCopies times (the scratch's rows for tokens
+// 0..7), and gate/up block b routes from copy b % kLogitCopies, so the launch's 256 blocks do not
+// all read the same nine L2 lines at the same moment.
+constexpr int kLogitCopies = 8;
+static_assert(kLogitCopies <= kMoeDecodeMaxTokens, "the copies take the scratch's token rows");
 constexpr int kDownMaxTile = 16; // down_tile = 128 / lanes per row <= 16, or the 16-row mma tile
 
 struct MoeParams {
@@ -95,7 +100,8 @@ __device__ void route_tokens(const MoeParams& p, int32_t (*chosen)[kMoeMaxTopK],
 __device__ __forceinline__ void route_one_token(const MoeParams& p, int32_t* chosen, bool publish) {
     if (threadIdx.x >= 32) return;
     const int lane = threadIdx.x, K = p.top_k;
-    const TokenChoice c = choose_experts(p, 0);
+    // Copy (b % kLogitCopies) of the logits (rows 1.. of the scratch are free at one token).
+    const TokenChoice c = choose_experts(p, int(blockIdx.x + blockIdx.y * gridDim.x) % kLogitCopies);
     if (lane < K) {
         chosen[c.rank] = c.id;
         if (publish) {
