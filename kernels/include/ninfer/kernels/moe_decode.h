@@ -21,7 +21,8 @@
 //   gate/up, q5 expert down and q8 shared expert): router [E, H]; shared_score [1, H]; experts_gate_up [E * 2I, H] (expert e's gate rows at e*2I, its up rows at e*2I + I);
 //   experts_down [E * H, I]; shared_gate_up [2Is, H] (gate rows, then up rows); shared_down [H, Is].
 // - Scratch (caller-allocated device memory, sizes from the functions below; counter zeroed once
-//   by the caller and left at zero by every call): logits [8][E + 1], ids [8][K] and weights
+//   by the caller and left at zero by every call): logits [8][E + 1] (at one token every row holds
+//   token 0's logits: the gate/up blocks read eight copies), ids [8][K] and weights
 //   [8][K + 1] (readable after the call: the routing it used), work (the expert work list), act
 //   (the SwiGLU rows, then x and the SwiGLU rows split into bf16 parts for the tensor cores).
 // - q4 experts' gate/up run on tensor cores (x = hi + mid + lo bf16 parts, exact products, f32
