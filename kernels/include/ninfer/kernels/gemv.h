@@ -158,10 +158,12 @@ size_t gemv_scratch_counters(int64_t n_max);
 // tests and the bench), and for these arguments (the int8 route has its own, gemv_runs_int8_x).
 int gemv_split_count(const WeightView& w, const GemvScratch& scratch);
 int gemv_split_count(const GemvArgs& args);
-// The int8 route's split choice aims at this many blocks per SM (more than are resident: finer
-// work per block; measured 27B q4 batch 1 depth 8192 5.76 ms at 6 vs 5.98 at the occupancy's 4,
-// kernels/PERF_NOTES.md "W4A8").
-constexpr int kGemvInt8TargetBlocks = 6;
+// The int8 route's split choice aims at this many blocks per SM, the int8 ring kernel's residency
+// (kernels/PERF_NOTES.md "W4A8"): aiming at 6 sized the 27B's down projection and GDN in_proj for
+// one wave more than fits, and ~116 of their blocks started only after the wait (session 11 run
+// 10's probe). 27B q4 depth 8192: batch 1 5.417 ms at 5 vs 5.545-5.584 at 6 and 5.55 at 4, batch 8
+// 8.93-8.95 vs 9.10 (PERF_NOTES "Session 12" run 1).
+constexpr int kGemvInt8TargetBlocks = 5;
 
 cudaError_t gemv(const GemvArgs& args, cudaStream_t stream);
 // Whether gemv(args) takes the int8-activation route (GemvArgs::x_int8); same decision as gemv().
