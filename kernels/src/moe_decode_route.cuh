@@ -70,11 +70,9 @@ __device__ __forceinline__ TokenChoice choose_experts(const MoeParams& p, int t)
     const int E = p.n_experts, K = p.top_k;
     const float* l = p.logits + int64_t(t) * (E + 1);
     const float score = __ldcg(l + E); // issued before the routing so its latency hides there
-    int id;
+    int id, rank;
     float pr, sum;
-    route_token_warp_any(l, E, K, id, pr, sum);
-    int rank = 0;
-    for (int i = 0; i < K; ++i) rank += __shfl_sync(0xffffffffu, id, i) < id;
+    route_token_warp_any(l, E, K, id, pr, sum, rank);
     return {id, rank, pr / sum, 1.f / (1.f + expf(-score))};
 }
 

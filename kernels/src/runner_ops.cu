@@ -96,9 +96,9 @@ __global__ void __launch_bounds__(256) swiglu_int8_kernel(const float* in, int64
 __global__ void moe_route_kernel(const float* logits, int64_t stride, int n_experts, int top_k, int32_t* ids,
                                  float* weights) {
     const int t = blockIdx.x, lane = threadIdx.x;
-    int id;
+    int id, rank;
     float p, sum;
-    route_token_warp_any(logits + t * stride, n_experts, top_k, id, p, sum);
+    route_token_warp_any(logits + t * stride, n_experts, top_k, id, p, sum, rank);
     if (lane < top_k) {
         ids[t * top_k + lane] = id;
         weights[t * top_k + lane] = p / sum;
