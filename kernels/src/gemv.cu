@@ -54,9 +54,13 @@ bool g_stage_x = default_stage_x();
 bool default_path_per_matrix() { return std::getenv("NINFER_GEMV_STAGES") == nullptr; }
 bool g_path_per_matrix = default_path_per_matrix();
 
+// Matrices of this many rows or more take the ring whatever their k (gemv.h kGemvRingMinRows;
+// NINFER_GEMV_RING_ROWS=n, read once, for A/B timing).
+const int64_t g_ring_rows = env_int("NINFER_GEMV_RING_ROWS", int(kGemvRingMinRows), 1, 1 << 30);
+
 // Ring stages of a one-pass launch over w (0: the register kernel); the split count follows it.
 int stages_of(const WeightView& w) {
-    return g_path_per_matrix && w.k <= kGemvRegisterMaxK ? 0 : g_tiled_stages;
+    return g_path_per_matrix && w.k <= kGemvRegisterMaxK && w.n < g_ring_rows ? 0 : g_tiled_stages;
 }
 
 // The one-pass kernel's occupancy sets the split for every n_tokens (the split must not depend on it).

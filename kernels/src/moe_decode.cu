@@ -232,6 +232,16 @@ __global__ void __launch_bounds__(kRouteWarps * 32, NT == 1 ? 2 : 1) moe_route_s
     ninfer_grid_launch_dependents();
     ninfer_grid_wait();
     if (router) {
+        // One token with every x-parts item on a thread of its own (the 35B-A3B: 512 items, blocks 0
+        // and 1): the item's x is loaded before the block's dots and split and stored after them, so
+        // its L2 round trip overlaps theirs instead of preceding it (NINFER_MOE_XPARTS_EARLY=0: before
+        // the dots, as above one token; read once by the host).
+        if (NT == 1 && p.x_parts_early && p.mma) {
+            const XPartItem item = load_x_part_item(p, int(blockIdx.x * blockDim.x + threadIdx.x));
+            route_block<NT>(p);
+            store_x_part_item(p, item);
+            return;
+        }
         if (p.mma) write_x_parts(p);
         route_block<NT>(p);
         return;
@@ -406,6 +416,14 @@ bool moe_mma_enabled() {
     }();
     return on;
 }
+// MoeParams::x_parts_early unless NINFER_MOE_XPARTS_EARLY=0 (read once; A/B timing).
+bool moe_x_parts_early() {
+    static const bool on = [] {
+        const char* v = std::getenv("NINFER_MOE_XPARTS_EARLY");
+        return !(v && v[0] == '0');
+    }();
+    return on;
+}
 } // namespace
 
 cudaError_t moe_decode(const MoeDecodeArgs& a, cudaStream_t stream) {
@@ -466,6 +484,7 @@ cudaError_t moe_decode(const MoeDecodeArgs& a, cudaStream_t stream) {
     p.down_tokens = (n + 1) / 2;
     p.out = a.out;
     p.out_stride = a.out_stride;
+    p.x_parts_early = moe_x_parts_early() && int64_t(n) * p.gate_up.groups * 16 <= int64_t(p.route_blocks) * kRouteWarps * 32;
 
     // The shared expert's gate/up blocks (at one block an SM the 65 router blocks and 2 x 32 shared
     // blocks of batch 8 are still one wave).

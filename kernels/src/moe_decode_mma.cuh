@@ -36,30 +36,57 @@ __device__ __forceinline__ uint32_t pack_bf16(__nv_bfloat16 lo, __nv_bfloat16 hi
     return uint32_t(__bfloat16_as_ushort(lo)) | uint32_t(__bfloat16_as_ushort(hi)) << 16;
 }
 
-// Item (group g, quarter q, mma i) of one token's x parts: out = the token's parts + ((g * 4 + q) *
-// 3) * 8 + 2 i.
-__device__ __forceinline__ void write_x_part_item(const float* xt, int64_t hidden, int g, int q, int i, uint32_t* out) {
-    const int64_t e = int64_t(g) * 64 + 16 * q + 8 * (i >> 1) + 2 * (i & 1);
-    __nv_bfloat16 v[4][3]; // elements e, e + 1, e + 4, e + 5
-    const int64_t at[4] = {e, e + 1, e + 4, e + 5};
+// Item (group g, quarter q, mma i) of one token's x parts: elements e, e + 1, e + 4, e + 5 of x from
+// e = x_part_first(g, q, i), their three bf16 parts packed into out = the token's parts + ((g * 4 + q)
+// * 3) * 8 + 2 i (pack_x_part).
+__device__ __forceinline__ int64_t x_part_first(int g, int q, int i) { return int64_t(g) * 64 + 16 * q + 8 * (i >> 1) + 2 * (i & 1); }
+__device__ __forceinline__ void pack_x_part(const float (&x)[4], uint32_t* out) {
+    __nv_bfloat16 v[4][3];
 #pragma unroll
-    for (int c = 0; c < 4; ++c) split3(at[c] < hidden ? xt[at[c]] : 0.f, v[c]);
+    for (int c = 0; c < 4; ++c) split3(x[c], v[c]);
 #pragma unroll
     for (int pp = 0; pp < 3; ++pp) {
         out[pp * 8] = pack_bf16(v[0][pp], v[2][pp]);
         out[pp * 8 + 1] = pack_bf16(v[1][pp], v[3][pp]);
     }
 }
+__device__ __forceinline__ void write_x_part_item(const float* xt, int64_t hidden, int g, int q, int i, uint32_t* out) {
+    const int64_t e = x_part_first(g, q, i), at[4] = {e, e + 1, e + 4, e + 5};
+    float x[4];
+#pragma unroll
+    for (int c = 0; c < 4; ++c) x[c] = at[c] < hidden ? xt[at[c]] : 0.f;
+    pack_x_part(x, out);
+}
+
+// Item `it` of the scratch's x parts (it = ((t G + g) 4 + q) 4 + i, G = the gate/up rows' groups),
+// loaded and stored apart so that a caller may put other loads between (moe_route_shared_kernel at
+// one token); it < 0 or past the last item: nothing.
+struct XPartItem {
+    int it;
+    float v[4];
+};
+__device__ __forceinline__ XPartItem load_x_part_item(const MoeParams& p, int it) {
+    XPartItem x{it, {0.f, 0.f, 0.f, 0.f}};
+    const int G = int(p.gate_up.groups);
+    if (it < 0 || it >= p.n_tokens * G * 16) {
+        x.it = -1;
+        return x;
+    }
+    const float* xt = p.x + int64_t((it >> 4) / G) * p.x_stride;
+    const int64_t e = x_part_first((it >> 4) % G, (it >> 2) & 3, it & 3), at[4] = {e, e + 1, e + 4, e + 5};
+#pragma unroll
+    for (int c = 0; c < 4; ++c) x.v[c] = at[c] < p.hidden ? xt[at[c]] : 0.f;
+    return x;
+}
+__device__ __forceinline__ void store_x_part_item(const MoeParams& p, const XPartItem& x) {
+    if (x.it >= 0) pack_x_part(x.v, p.x_parts + int64_t(x.it >> 4) * kXPartWords + ((x.it >> 2) & 3) * 24 + 2 * (x.it & 3));
+}
 
 // First launch, router blocks after the wait: every (token, group, quarter, mma) item once.
 __device__ void write_x_parts(const MoeParams& p) {
-    const int G = int(p.gate_up.groups);
-    const int total = p.n_tokens * G * 16;
-    for (int it = blockIdx.x * blockDim.x + threadIdx.x; it < total; it += p.route_blocks * blockDim.x) {
-        const int i = it & 3, q = (it >> 2) & 3, g = (it >> 4) % G, t = (it >> 4) / G;
-        write_x_part_item(p.x + int64_t(t) * p.x_stride, p.hidden, g, q, i,
-                          p.x_parts + (int64_t(t) * G + g) * kXPartWords + q * 24 + 2 * i);
-    }
+    const int total = p.n_tokens * int(p.gate_up.groups) * 16;
+    for (int it = blockIdx.x * blockDim.x + threadIdx.x; it < total; it += p.route_blocks * blockDim.x)
+        store_x_part_item(p, load_x_part_item(p, it));
 }
 
 // v[i] for a runtime i < N without a local-memory copy of v.

@@ -48,6 +48,9 @@ struct MoeParams {
     // launches also write each act row as three bf16 parts (act_groups 64-element groups a pair).
     bool down_mma;
     bool shared_mma; // the shared expert's gate/up (q4) on tensor cores in the first launch
+    // One token: each x-parts item has a router-block thread of its own, which loads it before the
+    // block's dots and stores it after them (moe_route_shared_kernel).
+    bool x_parts_early;
     uint32_t* act_parts; // after x_parts
     int64_t act_groups;
     float* out;

@@ -76,14 +76,14 @@ TEST_CASE("gemv_q4a8: the int8 route matches the host model of its quantisation 
                     const Call& c = variants[vi];
                     INFO("n=" << n << " k=" << k << " tokens=" << tokens << " path " << path << " variant " << vi);
                     const Output o = run(w.view, in, c);
-                    REQUIRE(o.int8 == (ring_runs(path, k) && int8_expected(n, k, o.split)));
-                    ring_calls += ring_runs(path, k);
+                    REQUIRE(o.int8 == (ring_runs(path, n, k) && int8_expected(n, k, o.split)));
+                    ring_calls += ring_runs(path, n, k);
                     if (o.int8) {
                         ++int8_calls;
                         CHECK(check_model(o, in, c, models[c.lo]) == 0);
                         continue;
                     }
-                    if (ring_runs(path, k))
+                    if (ring_runs(path, n, k))
                         fallbacks.insert(shape_name(n, k) + "/" + std::to_string(tokens) + "/" + std::to_string(o.split));
                     Call plain = c;
                     plain.int8 = false;
@@ -129,7 +129,7 @@ TEST_CASE("gemv_q4a8: the int8 route is within 2% relative L2 (per token) of the
                 }
             }
             for (int path : {kDefaultPath, 3}) {
-                if (!ring_runs(path, k)) continue;
+                if (!ring_runs(path, n, k)) continue;
                 set_path(path);
                 double worst = 0, worst_model = 0;
                 for (int t = 0; t < in.tokens; ++t) {
@@ -177,7 +177,7 @@ TEST_CASE("gemv_q4a8: batch of 8 equals 8 single-token calls bit for bit, graph 
                     one.count = 1;
                     const Output single = run(w.view, in, one);
                     INFO("token " << t << ": the route (int8 or bf16 x) must not depend on n_tokens");
-                    REQUIRE(single.int8 == (ring_runs(path, k) && int8_expected(n, k, single.split)));
+                    REQUIRE(single.int8 == (ring_runs(path, n, k) && int8_expected(n, k, single.split)));
                     CHECK(batch.int8 == single.int8);
                     int8_batches += single.int8;
                     const auto at = batch.bits.begin() + t * n;
@@ -253,5 +253,21 @@ TEST_CASE("gemv_q4a8: x_int8 is ignored for other formats, the register kernel, 
                 c.int8 = false;
                 CHECK(run(ic.tiled ? w.view : w.stored, in, c).bits == with.bits);
             }
+    }
+}
+
+TEST_CASE("gemv_q4a8: a matrix of kGemvRingMinRows rows or more takes the ring, so the int8 route, at any k", "[gemv_q4a8]") {
+    require_gpu();
+    HookReset reset;
+    for (const int64_t n : {kernels::kGemvRingMinRows - 64, kernels::kGemvRingMinRows, int64_t(248320)}) {
+        DeviceGemvScratch scratch(n);
+        kernels::GemvArgs a;
+        a.w = {WeightFormat::Q4G64Fp16, nullptr, n, 2048}; // the 35B-A3B's LM head is 248,320 x 2048
+        a.w.layout = kernels::WeightLayout::Tiled;
+        a.n_tokens = 1;
+        a.x_int8 = true;
+        a.scratch = scratch.view();
+        INFO("n " << n);
+        CHECK(kernels::gemv_runs_int8_x(a) == (n >= kernels::kGemvRingMinRows));
     }
 }

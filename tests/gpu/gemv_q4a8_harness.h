@@ -33,7 +33,9 @@ void set_path(int path, bool stage_x = true) {
     else
         kernels::gemv_set_tiled_pipeline(path, -1, stage_x);
 }
-bool ring_runs(int path, int64_t k) { return path == kDefaultPath ? k > kernels::kGemvRegisterMaxK : path > 0; }
+bool ring_runs(int path, int64_t n, int64_t k) {
+    return path == kDefaultPath ? k > kernels::kGemvRegisterMaxK || n >= kernels::kGemvRingMinRows : path > 0;
+}
 // On the ring the route is int8 when 8 tokens' int8 copy of a split's x fits the 48 KB stage, whatever
 // n_tokens (kernels/src/gemv_q4a8.cuh x8_stage_bytes: per token 64 bytes a unit + 64, 32 bytes of
 // scales a unit; a split is a whole number of 8-unit steps).

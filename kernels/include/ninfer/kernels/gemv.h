@@ -128,7 +128,8 @@ struct GemvArgs {
     int64_t y_tail_stride = 0;
     GemvScratch scratch;
     // q4 activations in int8 (W4A8): for Q4G64Fp16 in the Tiled layout where the shared-memory
-    // ring runs (k > kGemvRegisterMaxK, or any k under gemv_set_tiled_pipeline with stages > 0)
+    // ring runs (k > kGemvRegisterMaxK or n >= kGemvRingMinRows, or any k under
+    // gemv_set_tiled_pipeline with stages > 0)
     // and the int8 copy of 8 tokens' x fits the stage (gemv_runs_int8_x says whether it does; the
     // choice never depends on n_tokens, so a token's bits do not depend on its batch), each token's
     // x (plus x_lo in fp32 when given) is quantised per 64-element group (the weight's group) and
@@ -196,7 +197,8 @@ void gemv_set_cluster_reduce(bool on);
 // 0|2|3|4, NINFER_GEMV_STAGE_X=0|1 (read once; A/B timing of whole models). Every setting computes
 // the same bits for the same split count (the split may follow the setting's occupancy).
 // By default the path is chosen per matrix, never per batch (so a token's bits do not depend on
-// its batch): the ring for k > kGemvRegisterMaxK, the register kernel for smaller k (the 35B-A3B's
+// its batch): the ring for k > kGemvRegisterMaxK or n >= kGemvRingMinRows, the register kernel for
+// other matrices (the 35B-A3B's
 // hidden-2048 shapes are latency bound: its whole step took 3.31 ms on the register kernel vs 3.41
 // on the ring, PERF_NOTES "Decode GEMV v4"; at batch 8 7.13 vs 8.17 ms). The split count follows
 // the one-pass kernel of the matrix's path. An explicit setting (this hook or NINFER_GEMV_STAGES)
@@ -205,6 +207,11 @@ void gemv_set_cluster_reduce(bool on);
 constexpr int kGemvTiledStages = 2;
 constexpr bool kGemvStageX = true;
 constexpr int64_t kGemvRegisterMaxK = 4096;
+// A matrix this tall takes the ring whatever its k: the 35B-A3B's LM head (248,320 x 2048) spans ~10
+// waves of register-kernel blocks, and on the ring (q4: the int8 route) its step at batch 1 was
+// 1.878-1.887 vs 1.898-1.899 ms (PERF_NOTES "Session 12" run 5). NINFER_GEMV_RING_ROWS=n (read once)
+// moves the bound for A/B timing.
+constexpr int64_t kGemvRingMinRows = 65536;
 void gemv_set_tiled_pipeline(int stages, int carveout_percent, bool stage_x);
 // Back to the defaults above (the per-matrix choice included).
 void gemv_restore_tiled_pipeline();
