@@ -257,15 +257,17 @@ TEST_CASE("moe decode: more than 256 experts; equal probabilities go to the lowe
         INFO("E=" << s.E << " K=" << s.K);
         Moe m(s, mixed, 303);
         m.router.dev.upload(std::vector<uint8_t>(m.router.bytes.size(), 0)); // every logit 0: all tie
-        const int n = 8;
-        run(m, random_x(s, n, 304), n);
-        const std::vector<int32_t> ids = m.ids.download();
-        const std::vector<float> w = m.weights.download();
-        for (int t = 0; t < n; ++t)
-            for (int j = 0; j < s.K; ++j) {
-                CHECK(ids[size_t(t * s.K + j)] == j);
-                CHECK(std::abs(w[size_t(t * (s.K + 1) + j)] - 1.f / float(s.K)) < 1e-6f);
-            }
+        for (const int n : {8, 1}) { // the last router block routes / every gate/up block routes
+            INFO("tokens " << n);
+            run(m, random_x(s, n, 304), n);
+            const std::vector<int32_t> ids = m.ids.download();
+            const std::vector<float> w = m.weights.download();
+            for (int t = 0; t < n; ++t)
+                for (int j = 0; j < s.K; ++j) {
+                    CHECK(ids[size_t(t * s.K + j)] == j);
+                    CHECK(std::abs(w[size_t(t * (s.K + 1) + j)] - 1.f / float(s.K)) < 1e-6f);
+                }
+        }
     }
 }
 
