@@ -416,6 +416,14 @@ bool moe_mma_enabled() {
     }();
     return on;
 }
+// MoeParams::act_pairs unless NINFER_MOE_ACT_PAIRS=0 (read once; A/B timing).
+bool moe_act_pairs() {
+    static const bool on = [] {
+        const char* v = std::getenv("NINFER_MOE_ACT_PAIRS");
+        return !(v && v[0] == '0');
+    }();
+    return on;
+}
 // MoeParams::x_parts_early unless NINFER_MOE_XPARTS_EARLY=0 (read once; A/B timing).
 bool moe_x_parts_early() {
     static const bool on = [] {
@@ -484,6 +492,7 @@ cudaError_t moe_decode(const MoeDecodeArgs& a, cudaStream_t stream) {
     p.down_tokens = (n + 1) / 2;
     p.out = a.out;
     p.out_stride = a.out_stride;
+    p.act_pairs = moe_act_pairs();
     p.x_parts_early = moe_x_parts_early() && int64_t(n) * p.gate_up.groups * 16 <= int64_t(p.route_blocks) * kRouteWarps * 32;
 
     // The shared expert's gate/up blocks (at one block an SM the 65 router blocks and 2 x 32 shared

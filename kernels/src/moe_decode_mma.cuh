@@ -160,10 +160,16 @@ __device__ __forceinline__ void add_scaled(float (&acc)[4], const float (&d)[4],
 // The end of a 16-row gate/up block (after a __syncthreads): thread (row = tid % 16, t = tid / 16)
 // adds the warps' gate and up sums of its row in warp order, act[pair_of(t)][i0 + row] = silu(gate)
 // * up, and its parts.
+// With the down on tensor cores only the parts are stored (the down reads nothing else), and rows r
+// and r + 4 of each 8 share their parts' words (half 0 and 1): the half-0 thread stores the three
+// words whole, the partner's halves taken by a shuffle (3 four-byte stores a row pair instead of 6
+// two-byte ones; the same bytes). i0 is a multiple of 16. Every thread of the block calls it.
 template <int T, class PairOf>
 __device__ __forceinline__ void store_swiglu_rows(const MoeParams& p, const float (&part)[kExpertWarps][2][16][T], int nt,
                                                   int64_t i0, PairOf pair_of) {
     const int row = threadIdx.x & 15, t = threadIdx.x >> 4;
+    const bool paired = p.down_mma && p.act_pairs;
+    const unsigned live = __ballot_sync(0xffffffffu, t < nt); // a row's partner (lane ^ 4) has its t
     if (t < nt) {
         float g = 0.f, u = 0.f;
         for (int w = 0; w < kExpertWarps; ++w) {
@@ -172,8 +178,24 @@ __device__ __forceinline__ void store_swiglu_rows(const MoeParams& p, const floa
         }
         const float v = silu(g) * u;
         const int pair = pair_of(t);
-        p.act[int64_t(pair) * p.act_stride + i0 + row] = v;
-        store_act_parts(p, pair, i0 + row, v);
+        if (!paired) {
+            p.act[int64_t(pair) * p.act_stride + i0 + row] = v;
+            store_act_parts(p, pair, i0 + row, v);
+            return;
+        }
+        __nv_bfloat16 pt[3];
+        split3(v, pt);
+        uint32_t other[3];
+#pragma unroll
+        for (int pp = 0; pp < 3; ++pp) other[pp] = __shfl_xor_sync(live, uint32_t(__bfloat16_as_ushort(pt[pp])), 4);
+        const int r2 = row % 8;
+        if (r2 < 4) { // half 0 of the word (store_act_parts' layout)
+            const int word = 2 * (2 * (row / 8) + ((r2 >> 1) & 1)) + (r2 & 1);
+            const int64_t i = i0 + row;
+            uint32_t* at = p.act_parts + (int64_t(pair) * p.act_groups + i / 64) * kXPartWords + (i % 64 / 16) * 24 + word;
+#pragma unroll
+            for (int pp = 0; pp < 3; ++pp) at[pp * 8] = uint32_t(__bfloat16_as_ushort(pt[pp])) | other[pp] << 16;
+        }
     }
 }
 
