@@ -24,7 +24,8 @@
 //   by the caller and left at zero by every call): logits [8][E + 1] (at one token every row holds
 //   token 0's logits: the gate/up blocks read eight copies), ids [8][K] and weights
 //   [8][K + 1] (readable after the call: the routing it used), work (the expert work list), act
-//   (the SwiGLU rows, then x and the SwiGLU rows split into bf16 parts for the tensor cores).
+//   (the SwiGLU rows in f32 where the down rows run FMA dots, then x and the SwiGLU rows split into
+//   bf16 parts for the tensor cores).
 // - q4 experts' gate/up run on tensor cores (x = hi + mid + lo bf16 parts, exact products, f32
 //   sums), so does a q4 shared expert's gate/up (in the first launch, H <= 4096), and so do the
 //   down rows when the routed and shared down are q4 and I, Is are multiples of 128 (act split the
