@@ -408,28 +408,24 @@ size_t moe_decode_act_floats(int top_k, int64_t inter, int64_t shared_inter, int
 }
 
 namespace {
-// Tensor-core gate/up unless NINFER_MOE_MMA=0 (read once; for A/B timing and as a fallback).
+// A switch that is on unless the environment variable starts with '0'.
+bool env_not_zero(const char* name) {
+    const char* v = std::getenv(name);
+    return !(v && v[0] == '0');
+}
+// Each read once (A/B timing). Tensor-core gate/up unless NINFER_MOE_MMA=0 (also a fallback).
 bool moe_mma_enabled() {
-    static const bool on = [] {
-        const char* v = std::getenv("NINFER_MOE_MMA");
-        return !(v && v[0] == '0');
-    }();
+    static const bool on = env_not_zero("NINFER_MOE_MMA");
     return on;
 }
-// MoeParams::act_pairs unless NINFER_MOE_ACT_PAIRS=0 (read once; A/B timing).
+// MoeParams::act_pairs unless NINFER_MOE_ACT_PAIRS=0.
 bool moe_act_pairs() {
-    static const bool on = [] {
-        const char* v = std::getenv("NINFER_MOE_ACT_PAIRS");
-        return !(v && v[0] == '0');
-    }();
+    static const bool on = env_not_zero("NINFER_MOE_ACT_PAIRS");
     return on;
 }
-// MoeParams::x_parts_early unless NINFER_MOE_XPARTS_EARLY=0 (read once; A/B timing).
+// MoeParams::x_parts_early unless NINFER_MOE_XPARTS_EARLY=0.
 bool moe_x_parts_early() {
-    static const bool on = [] {
-        const char* v = std::getenv("NINFER_MOE_XPARTS_EARLY");
-        return !(v && v[0] == '0');
-    }();
+    static const bool on = env_not_zero("NINFER_MOE_XPARTS_EARLY");
     return on;
 }
 } // namespace

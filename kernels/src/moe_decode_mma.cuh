@@ -50,11 +50,15 @@ __device__ __forceinline__ void pack_x_part(const float (&x)[4], uint32_t* out) 
         out[pp * 8 + 1] = pack_bf16(v[1][pp], v[3][pp]);
     }
 }
-__device__ __forceinline__ void write_x_part_item(const float* xt, int64_t hidden, int g, int q, int i, uint32_t* out) {
+// The item's four elements of token row xt (0 past hidden).
+__device__ __forceinline__ void load_x_part(const float* xt, int64_t hidden, int g, int q, int i, float (&x)[4]) {
     const int64_t e = x_part_first(g, q, i), at[4] = {e, e + 1, e + 4, e + 5};
-    float x[4];
 #pragma unroll
     for (int c = 0; c < 4; ++c) x[c] = at[c] < hidden ? xt[at[c]] : 0.f;
+}
+__device__ __forceinline__ void write_x_part_item(const float* xt, int64_t hidden, int g, int q, int i, uint32_t* out) {
+    float x[4];
+    load_x_part(xt, hidden, g, q, i, x);
     pack_x_part(x, out);
 }
 
@@ -72,10 +76,7 @@ __device__ __forceinline__ XPartItem load_x_part_item(const MoeParams& p, int it
         x.it = -1;
         return x;
     }
-    const float* xt = p.x + int64_t((it >> 4) / G) * p.x_stride;
-    const int64_t e = x_part_first((it >> 4) % G, (it >> 2) & 3, it & 3), at[4] = {e, e + 1, e + 4, e + 5};
-#pragma unroll
-    for (int c = 0; c < 4; ++c) x.v[c] = at[c] < p.hidden ? xt[at[c]] : 0.f;
+    load_x_part(p.x + int64_t((it >> 4) / G) * p.x_stride, p.hidden, (it >> 4) % G, (it >> 2) & 3, it & 3, x.v);
     return x;
 }
 __device__ __forceinline__ void store_x_part_item(const MoeParams& p, const XPartItem& x) {
@@ -102,14 +103,17 @@ template <int N> __device__ __forceinline__ int32_t pick(const int32_t (&v)[N], 
 // fragment order, for the down launch's tensor cores. Element o of a group sits in quarter o / 16,
 // mma i = 2 ((o % 16) / 8) + ((o % 8) / 2) % 2, word 2i + o % 2, half (o % 8) / 4 (write_x_parts'
 // e, e + 1, e + 4, e + 5).
+// The word of part 0 that holds act[pair][i] (its half: (i % 8) / 4; parts 1, 2 are 8 and 16 words on).
+__device__ __forceinline__ uint32_t* act_part_word(const MoeParams& p, int pair, int64_t i) {
+    const int o = int(i % 64), rem = o % 16, r2 = rem % 8;
+    const int word = 2 * (2 * (rem / 8) + ((r2 >> 1) & 1)) + (r2 & 1);
+    return p.act_parts + (int64_t(pair) * p.act_groups + i / 64) * kXPartWords + (o / 16) * 24 + word;
+}
 __device__ __forceinline__ void store_act_parts(const MoeParams& p, int pair, int64_t i, float v) {
     if (!p.down_mma) return;
     __nv_bfloat16 part[3];
     split3(v, part);
-    const int o = int(i % 64), rem = o % 16, r2 = rem % 8;
-    const int word = 2 * (2 * (rem / 8) + ((r2 >> 1) & 1)) + (r2 & 1);
-    __nv_bfloat16* at = reinterpret_cast<__nv_bfloat16*>(p.act_parts + (int64_t(pair) * p.act_groups + i / 64) * kXPartWords +
-                                                         (o / 16) * 24 + word) + (r2 >> 2);
+    __nv_bfloat16* at = reinterpret_cast<__nv_bfloat16*>(act_part_word(p, pair, i)) + (int(i % 64) % 8 >> 2);
 #pragma unroll
     for (int pp = 0; pp < 3; ++pp) at[pp * 16] = part[pp];
 }
@@ -188,11 +192,8 @@ __device__ __forceinline__ void store_swiglu_rows(const MoeParams& p, const floa
         uint32_t other[3];
 #pragma unroll
         for (int pp = 0; pp < 3; ++pp) other[pp] = __shfl_xor_sync(live, uint32_t(__bfloat16_as_ushort(pt[pp])), 4);
-        const int r2 = row % 8;
-        if (r2 < 4) { // half 0 of the word (store_act_parts' layout)
-            const int word = 2 * (2 * (row / 8) + ((r2 >> 1) & 1)) + (r2 & 1);
-            const int64_t i = i0 + row;
-            uint32_t* at = p.act_parts + (int64_t(pair) * p.act_groups + i / 64) * kXPartWords + (i % 64 / 16) * 24 + word;
+        if (row % 8 < 4) { // half 0 of the word
+            uint32_t* at = act_part_word(p, pair, i0 + row);
 #pragma unroll
             for (int pp = 0; pp < 3; ++pp) at[pp * 8] = uint32_t(__bfloat16_as_ushort(pt[pp])) | other[pp] << 16;
         }
