@@ -136,6 +136,26 @@ __device__ __forceinline__ void q4_a_fragment(uint2 lo, uint2 hi, int i, uint32_
     a[3] = q4_pair(wh, j + 1);
 }
 
+#ifndef NINFER_MOE_L2_FETCH
+#define NINFER_MOE_L2_FETCH 1
+#endif
+// A lane's 8 code bytes of a q4 row slice, streamed (as load_stream8), with an L2 fetch-size hint
+// (NINFER_MOE_L2_FETCH at compile time: 0 none, 1 128 bytes, 2 256 bytes). A warp's load covers 8
+// rows x 32 bytes; the other 96 bytes of each row's line come with the next 3 groups' loads, which
+// with the 128-byte hint find the line on its way instead of each missing on its own sector.
+// Session 13 run 3, three rounds: 128 bytes -0.8 to -1.1% at every batch and depth of the 35B-A3B,
+// 256 bytes -0.0 to -0.7%. Compile time: the same choice as a kernel parameter cost 11% (run 1).
+__device__ __forceinline__ uint2 load_codes8(const void* ptr) {
+    uint2 v;
+    if constexpr (NINFER_MOE_L2_FETCH == 2)
+        asm("ld.global.nc.L1::no_allocate.L2::256B.v2.u32 {%0,%1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(ptr));
+    else if constexpr (NINFER_MOE_L2_FETCH == 1)
+        asm("ld.global.nc.L1::no_allocate.L2::128B.v2.u32 {%0,%1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(ptr));
+    else
+        v = load_stream8(ptr);
+    return v;
+}
+
 // Codes and multipliers of groups [gb, gb + U) (none at or past g1) of the four rows this lane holds
 // for a gate/up tile pair (gate r, r + 8, up r, r + 8): bytes 8q .. 8q + 7 of each group's row slice.
 template <int U>
@@ -148,7 +168,7 @@ __device__ __forceinline__ void load_gate_up_groups(const MoeRows& m, const int6
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
             const bool in = gb + u < g1;
-            w[u][j] = in ? load_stream8(m.data + rows[j] * m.row_bytes + (gb + u) * 32 + 8 * q) : make_uint2(0, 0);
+            w[u][j] = in ? load_codes8(m.data + rows[j] * m.row_bytes + (gb + u) * 32 + 8 * q) : make_uint2(0, 0);
             s[u][j] = in ? __half2float(scales[rows[j] * G + gb + u]) : 0.f;
         }
 }
@@ -296,7 +316,7 @@ __device__ __forceinline__ void down_mma_tile(const MoeParams& p, const MoeRows&
             const bool in = gb + u < G;
 #pragma unroll
             for (int j = 0; j < 2; ++j) {
-                w[u][j] = in ? load_stream8(m.data + rows[j] * m.row_bytes + (gb + u) * 32 + 8 * q) : make_uint2(0, 0);
+                w[u][j] = in ? load_codes8(m.data + rows[j] * m.row_bytes + (gb + u) * 32 + 8 * q) : make_uint2(0, 0);
                 s[u][j] = in ? __half2float(scales[rows[j] * G + gb + u]) : 0.f;
             }
             b0[u] = b1[u] = make_uint4(0, 0, 0, 0);
