@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <memory>
 #include <numeric>
+#include <set>
 
 using namespace ninfer;
 using namespace ninfer::test;
@@ -268,6 +269,45 @@ TEST_CASE("moe decode: more than 256 experts; equal probabilities go to the lowe
                     CHECK(std::abs(w[size_t(t * (s.K + 1) + j)] - 1.f / float(s.K)) < 1e-6f);
                 }
         }
+    }
+}
+
+TEST_CASE("moe decode: one token routes as a batch does; a tie at the K-th choice goes to the lower id", "[moe_decode]") {
+    require_gpu();
+    const Formats f{WeightFormat::Bf16, WeightFormat::Q4G64Fp16, WeightFormat::Q4G64Fp16};
+    // Router rows in equal pairs (row 2i + 1 a copy of 2i, so the two logits are the same bits): with
+    // odd K the K-th choice splits a pair. One token is routed in every gate/up block, a batch by the
+    // first launch's last router block; both must choose the same experts with the same weights.
+    for (const Shape& s : {Shape{128, 256, 7, 32, 32}, Shape{128, 256, 8, 32, 32}, Shape{128, 200, 5, 32, 32},
+                           Shape{128, 256, 11, 32, 32}, Shape{128, 96, 7, 32, 32}}) {
+        INFO("E=" << s.E << " K=" << s.K);
+        Moe m(s, f, uint64_t(311 + s.E + s.K));
+        const size_t row = size_t(s.H) * 2;
+        for (int e = 0; e + 1 < s.E; e += 2)
+            std::memcpy(m.router.bytes.data() + size_t(e + 1) * row, m.router.bytes.data() + size_t(e) * row, row);
+        m.router.dev.upload(m.router.bytes);
+        const int n = 8, K = s.K;
+        const int64_t ld = s.H + 4;
+        const std::vector<float> xh = random_x(s, n, 312);
+        run(m, xh, n);
+        const std::vector<int32_t> ids8 = m.ids.download();
+        const std::vector<float> w8 = m.weights.download();
+        int split = 0;
+        for (int t = 0; t < n; ++t) {
+            INFO("token " << t);
+            run(m, std::vector<float>(xh.begin() + t * ld, xh.begin() + (t + 1) * ld), 1);
+            const std::vector<int32_t> ids1 = m.ids.download();
+            const std::vector<float> w1 = m.weights.download();
+            for (int j = 0; j < K; ++j) CHECK(ids1[size_t(j)] == ids8[size_t(t * K + j)]);
+            CHECK(std::memcmp(w1.data(), w8.data() + t * (K + 1), size_t(K + 1) * 4) == 0);
+            const std::set<int32_t> chosen(ids1.begin(), ids1.begin() + K);
+            CHECK(int(chosen.size()) == K);
+            for (const int32_t id : chosen) {
+                if (id % 2 == 1) CHECK(chosen.count(id - 1) == 1); // a partner alone is the lower one
+                if (id % 2 == 0 && chosen.count(id + 1) == 0) ++split;
+            }
+        }
+        CHECK(split == (K % 2 == 1 ? n : 0));
     }
 }
 
