@@ -1,5 +1,5 @@
 // ninfer GPU microbenchmark - what a burst of expert-sized reads costs on an idle GPU, by access
-// pattern, from DRAM and from L2, and what a TLB miss adds to a read. It measures the hardware, not
+// pattern, from DRAM and from L2, and a read's latency with its TLB entry thrashed or warm. It measures the hardware, not
 // our kernels: the numbers behind kernels/PERF_NOTES.md "Session 13" runs 3-5.
 //
 // Usage: bench_mem [SUMMARY_FILE]   (RESULT lines on stdout, appended to SUMMARY_FILE if given)
@@ -131,6 +131,10 @@ struct Out {
 
 int main(int argc, char** argv) {
     Out out{argc > 1 ? std::fopen(argv[1], "a") : nullptr};
+    if (argc > 1 && !out.summary) {
+        std::fprintf(stderr, "bench_mem: cannot append to %s\n", argv[1]);
+        return 1;
+    }
     char* buf = nullptr;
     CHECK_CUDA(cudaMalloc(&buf, kBuf));
     CHECK_CUDA(cudaMemset(buf, 1, kBuf));
@@ -197,7 +201,8 @@ int main(int argc, char** argv) {
         for (long long& o : v) o = (long long)(rng() % uint64_t(kBuf / kPage)) * kPage + in_page;
     };
     std::vector<long long> offsets(kSms), thrash(kThrash), cycles(kSms), warm(kSms);
-    const char* cases[] = {"DRAM, TLB cold", "L2 hit, TLB cold", "L2 hit, TLB warm", "DRAM, TLB warm (page touched before)"};
+    // "thrashed": after the 16,384-page touch (whether that empties the TLB is the question asked).
+    const char* cases[] = {"DRAM, TLB thrashed", "L2 hit, TLB thrashed", "L2 hit, TLB warm", "DRAM, TLB warm (page touched before)"};
     long long* d_read = d_offsets + kThrash - kSms; // the last kSms slots: the timed reads' offsets
     for (int c = 0; c < 4; ++c) {
         std::vector<double> us;
