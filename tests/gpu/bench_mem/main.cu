@@ -1,6 +1,7 @@
 // ninfer GPU microbenchmark - what a burst of expert-sized reads costs on an idle GPU, by access
-// pattern, from DRAM and from L2, and a read's latency with its TLB entry thrashed or warm. It measures the hardware, not
-// our kernels: the numbers behind kernels/PERF_NOTES.md "Session 13" runs 3-5.
+// pattern, from DRAM and from L2, and a read's latency with its TLB entry thrashed or warm. It
+// measures the hardware, not our kernels: the numbers behind kernels/PERF_NOTES.md "Session 13"
+// runs 3-5 and 14.
 //
 // Usage: bench_mem [SUMMARY_FILE]   (RESULT lines on stdout, appended to SUMMARY_FILE if given)
 // Needs a GPU with 64 GB free (the reads land at random places of a 64 GB buffer, so each
