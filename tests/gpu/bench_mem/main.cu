@@ -27,13 +27,13 @@ namespace {
 
 constexpr long long kBuf = 64ll << 30, kPage = 2ll << 20, kBlockBytes = 32768;
 
-#define CHECK_CUDA(x)                                                                                                   \
-    do {                                                                                                                \
-        const cudaError_t e_ = (x);                                                                                     \
-        if (e_ != cudaSuccess) {                                                                                        \
-            std::fprintf(stderr, "bench_mem: %s: %s\n", #x, cudaGetErrorString(e_));                                    \
-            std::exit(1);                                                                                               \
-        }                                                                                                               \
+#define CHECK_CUDA(x)                                                                              \
+    do {                                                                                           \
+        const cudaError_t e_ = (x);                                                                \
+        if (e_ != cudaSuccess) {                                                                   \
+            std::fprintf(stderr, "bench_mem: %s: %s\n", #x, cudaGetErrorString(e_));               \
+            std::exit(1);                                                                          \
+        }                                                                                          \
     } while (0)
 
 __device__ __forceinline__ unsigned long long global_ns() {
@@ -44,16 +44,16 @@ __device__ __forceinline__ unsigned long long global_ns() {
 
 // Patterns of a block's 32 KB (rows of 1 KB, 8 warps):
 //   kContiguous16: 16-byte loads, a warp load 512 contiguous bytes;
-//   kRows8x32 / kRows8x32Hint: the MoE q4 code loads (lane r, q: bytes 8q of 32-byte group g of rows
-//   r, r + 8, r + 16, r + 24; warp w groups 4w .. 4w + 3), without / with the .L2::128B hint;
+//   kRows8x32 / kRows8x32Hint: the MoE q4 code loads (lane r, q: bytes 8q of 32-byte group g of
+//   rows r, r + 8, r + 16, r + 24; warp w groups 4w .. 4w + 3), without / with the .L2::128B hint;
 //   kRows2x128: 8-byte loads, a warp load 2 rows x 128 bytes.
 enum Pattern { kContiguous16, kRows8x32, kRows8x32Hint, kRows2x128 };
 
 template <Pattern P>
-__global__ void burst_kernel(const char* base, const long long* region, int per, unsigned long long* stamps,
-                             unsigned* sink) {
+__global__ void burst_kernel(const char *base, const long long *region, int per,
+                             unsigned long long *stamps, unsigned *sink) {
     __shared__ unsigned lane_sums[256];
-    const char* p = base + region[blockIdx.x / per] + (blockIdx.x % per) * kBlockBytes;
+    const char *p = base + region[blockIdx.x / per] + (blockIdx.x % per) * kBlockBytes;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, r = lane >> 2, q = lane & 3;
     __syncthreads();
     const unsigned long long t0 = global_ns();
@@ -66,20 +66,27 @@ __global__ void burst_kernel(const char* base, const long long* region, int per,
                          : "=r"(v[i].x), "=r"(v[i].y), "=r"(v[i].z), "=r"(v[i].w)
                          : "l"(p + (i * 256 + threadIdx.x) * 16));
 #pragma unroll
-        for (int i = 0; i < 8; ++i) x ^= v[i].x ^ v[i].y ^ v[i].z ^ v[i].w;
+        for (int i = 0; i < 8; ++i)
+            x ^= v[i].x ^ v[i].y ^ v[i].z ^ v[i].w;
     } else {
         uint2 v[16];
 #pragma unroll
         for (int i = 0; i < 16; ++i) {
-            const char* a = P == kRows2x128 ? p + (2 * i + (lane >> 4)) * 1024 + warp * 128 + 8 * (lane & 15)
-                                            : p + (r + 8 * (i & 3)) * 1024 + (4 * warp + (i >> 2)) * 32 + 8 * q;
+            const char *a = P == kRows2x128
+                                ? p + (2 * i + (lane >> 4)) * 1024 + warp * 128 + 8 * (lane & 15)
+                                : p + (r + 8 * (i & 3)) * 1024 + (4 * warp + (i >> 2)) * 32 + 8 * q;
             if constexpr (P == kRows8x32Hint)
-                asm volatile("ld.global.nc.L1::no_allocate.L2::128B.v2.u32 {%0,%1}, [%2];" : "=r"(v[i].x), "=r"(v[i].y) : "l"(a));
+                asm volatile("ld.global.nc.L1::no_allocate.L2::128B.v2.u32 {%0,%1}, [%2];"
+                             : "=r"(v[i].x), "=r"(v[i].y)
+                             : "l"(a));
             else
-                asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0,%1}, [%2];" : "=r"(v[i].x), "=r"(v[i].y) : "l"(a));
+                asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0,%1}, [%2];"
+                             : "=r"(v[i].x), "=r"(v[i].y)
+                             : "l"(a));
         }
 #pragma unroll
-        for (int i = 0; i < 16; ++i) x ^= v[i].x ^ v[i].y;
+        for (int i = 0; i < 16; ++i)
+            x ^= v[i].x ^ v[i].y;
     }
     lane_sums[threadIdx.x] = x;
     __syncthreads(); // every lane's loads have landed
@@ -87,32 +94,39 @@ __global__ void burst_kernel(const char* base, const long long* region, int per,
     if (threadIdx.x == 0) {
         stamps[2 * blockIdx.x] = t0;
         stamps[2 * blockIdx.x + 1] = t1;
-        if (lane_sums[0] == 0x9e3779b9u) *sink = lane_sums[1]; // keeps the loads
+        if (lane_sums[0] == 0x9e3779b9u)
+            *sink = lane_sums[1]; // keeps the loads
     }
 }
 
-__global__ void tlb_read_kernel(const char* base, const long long* offset, long long* cycles, unsigned* sink) {
+__global__ void tlb_read_kernel(const char *base, const long long *offset, long long *cycles,
+                                unsigned *sink) {
     __shared__ unsigned lane_sums[256];
-    const char* p = base + offset[blockIdx.x] + threadIdx.x * 16;
+    const char *p = base + offset[blockIdx.x] + threadIdx.x * 16;
     __syncthreads();
     const long long c0 = clock64();
     unsigned a, b, c, d;
-    asm volatile("ld.global.cg.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "l"(p));
+    asm volatile("ld.global.cg.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(a), "=r"(b), "=r"(c), "=r"(d)
+                 : "l"(p));
     lane_sums[threadIdx.x] = a ^ b ^ c ^ d;
     __syncthreads();
     const long long c1 = clock64();
     if (threadIdx.x == 0) {
         cycles[blockIdx.x] = c1 - c0;
-        if (lane_sums[0] == 0x9e3779b9u) *sink = lane_sums[1];
+        if (lane_sums[0] == 0x9e3779b9u)
+            *sink = lane_sums[1];
     }
 }
 
-__global__ void touch_kernel(const char* base, const long long* offset, int n, unsigned* sink) {
+__global__ void touch_kernel(const char *base, const long long *offset, int n, unsigned *sink) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
+    if (i >= n)
+        return;
     unsigned v;
     asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(v) : "l"(base + offset[i]));
-    if (v == 0x9e3779b9u) *sink = v;
+    if (v == 0x9e3779b9u)
+        *sink = v;
 }
 
 double median(std::vector<double> v) {
@@ -121,27 +135,28 @@ double median(std::vector<double> v) {
 }
 
 struct Out {
-    FILE* summary;
-    void result(const char* line) {
+    FILE *summary;
+    void result(const char *line) {
         std::printf("%s\n", line);
-        if (summary) std::fprintf(summary, "%s\n", line);
+        if (summary)
+            std::fprintf(summary, "%s\n", line);
     }
 };
 
 } // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char **argv) {
     Out out{argc > 1 ? std::fopen(argv[1], "a") : nullptr};
     if (argc > 1 && !out.summary) {
         std::fprintf(stderr, "bench_mem: cannot append to %s\n", argv[1]);
         return 1;
     }
-    char* buf = nullptr;
+    char *buf = nullptr;
     CHECK_CUDA(cudaMalloc(&buf, kBuf));
     CHECK_CUDA(cudaMemset(buf, 1, kBuf));
     long long *d_offsets, *d_cycles;
-    unsigned long long* d_stamps;
-    unsigned* d_sink;
+    unsigned long long *d_stamps;
+    unsigned *d_sink;
     constexpr int kThrash = 16384, kSms = 132, kBlocks = 256;
     CHECK_CUDA(cudaMalloc(&d_offsets, kThrash * sizeof(long long)));
     CHECK_CUDA(cudaMalloc(&d_cycles, kSms * sizeof(long long)));
@@ -152,13 +167,14 @@ int main(int argc, char** argv) {
 
     // Bursts.
     struct Burst {
-        const char* name;
+        const char *name;
         Pattern pattern;
         int per; // blocks a region
         bool l2; // read once before, so the timed launch hits L2
     };
     const Burst bursts[] = {
-        {"8 regions, 16-byte loads, 512 contiguous bytes a warp load, DRAM", kContiguous16, 32, false},
+        {"8 regions, 16-byte loads, 512 contiguous bytes a warp load, DRAM", kContiguous16, 32,
+         false},
         {"8 regions, MoE code pattern (8 rows x 32 bytes a warp load), DRAM", kRows8x32, 32, false},
         {"8 regions, MoE code pattern with .L2::128B, DRAM", kRows8x32Hint, 32, false},
         {"8 regions, 8-byte loads, 2 rows x 128 bytes a warp load, DRAM", kRows2x128, 32, false},
@@ -168,70 +184,105 @@ int main(int argc, char** argv) {
         {"8 regions, 8-byte loads, 2 rows x 128 bytes a warp load, L2 hits", kRows2x128, 32, true},
     };
     std::vector<unsigned long long> stamps(2 * kBlocks);
-    for (const Burst& b : bursts) {
+    for (const Burst &b : bursts) {
         const long long region_bytes = b.per * kBlockBytes;
         const int regions = kBlocks / b.per;
         std::vector<double> spans;
         for (int it = 0; it < 30; ++it) {
             std::vector<long long> region(static_cast<size_t>(regions));
-            for (long long& r : region) r = (long long)(rng() % uint64_t(kBuf / region_bytes - 1)) * region_bytes;
-            CHECK_CUDA(cudaMemcpy(d_offsets, region.data(), regions * sizeof(long long), cudaMemcpyHostToDevice));
+            for (long long &r : region)
+                r = (long long)(rng() % uint64_t(kBuf / region_bytes - 1)) * region_bytes;
+            CHECK_CUDA(cudaMemcpy(d_offsets, region.data(), regions * sizeof(long long),
+                                  cudaMemcpyHostToDevice));
             for (int pass = b.l2 ? 0 : 1; pass < 2; ++pass) {
                 switch (b.pattern) {
-                case kContiguous16: burst_kernel<kContiguous16><<<kBlocks, 256>>>(buf, d_offsets, b.per, d_stamps, d_sink); break;
-                case kRows8x32: burst_kernel<kRows8x32><<<kBlocks, 256>>>(buf, d_offsets, b.per, d_stamps, d_sink); break;
-                case kRows8x32Hint: burst_kernel<kRows8x32Hint><<<kBlocks, 256>>>(buf, d_offsets, b.per, d_stamps, d_sink); break;
-                case kRows2x128: burst_kernel<kRows2x128><<<kBlocks, 256>>>(buf, d_offsets, b.per, d_stamps, d_sink); break;
+                case kContiguous16:
+                    burst_kernel<kContiguous16>
+                        <<<kBlocks, 256>>>(buf, d_offsets, b.per, d_stamps, d_sink);
+                    break;
+                case kRows8x32:
+                    burst_kernel<kRows8x32>
+                        <<<kBlocks, 256>>>(buf, d_offsets, b.per, d_stamps, d_sink);
+                    break;
+                case kRows8x32Hint:
+                    burst_kernel<kRows8x32Hint>
+                        <<<kBlocks, 256>>>(buf, d_offsets, b.per, d_stamps, d_sink);
+                    break;
+                case kRows2x128:
+                    burst_kernel<kRows2x128>
+                        <<<kBlocks, 256>>>(buf, d_offsets, b.per, d_stamps, d_sink);
+                    break;
                 }
                 CHECK_CUDA(cudaGetLastError());
             }
-            CHECK_CUDA(cudaMemcpy(stamps.data(), d_stamps, stamps.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+            CHECK_CUDA(cudaMemcpy(stamps.data(), d_stamps,
+                                  stamps.size() * sizeof(unsigned long long),
+                                  cudaMemcpyDeviceToHost));
             unsigned long long first = ~0ull, last = 0;
-            for (int k = 0; k < kBlocks; ++k) first = std::min(first, stamps[2 * k]), last = std::max(last, stamps[2 * k + 1]);
+            for (int k = 0; k < kBlocks; ++k)
+                first = std::min(first, stamps[2 * k]), last = std::max(last, stamps[2 * k + 1]);
             spans.push_back(double(last - first) * 1e-3);
         }
         const double us = median(spans), mb = kBlocks * kBlockBytes / 1e6;
-        std::snprintf(line, sizeof line, "RESULT bench_mem burst 8.4 MB, %s: %.2f us, %.2f TB/s", b.name, us, mb / us); // MB/us = TB/s
+        std::snprintf(line, sizeof line, "RESULT bench_mem burst 8.4 MB, %s: %.2f us, %.2f TB/s",
+                      b.name, us, mb / us); // MB/us = TB/s
         out.result(line);
     }
 
-    // TLB: each launch reads fresh random pages; the thrash launch evicts TLB entries, not L2 lines.
+    // TLB: each launch reads fresh random pages; the thrash launch evicts TLB entries, not L2
+    // lines.
     int clock_khz = 0;
     CHECK_CUDA(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
-    auto random_offsets = [&](std::vector<long long>& v, long long in_page) {
-        for (long long& o : v) o = (long long)(rng() % uint64_t(kBuf / kPage)) * kPage + in_page;
+    auto random_offsets = [&](std::vector<long long> &v, long long in_page) {
+        for (long long &o : v)
+            o = (long long)(rng() % uint64_t(kBuf / kPage)) * kPage + in_page;
     };
     std::vector<long long> offsets(kSms), thrash(kThrash), cycles(kSms), warm(kSms);
     // "thrashed": after the 16,384-page touch (whether that empties the TLB is the question asked).
-    const char* cases[] = {"DRAM, TLB thrashed", "L2 hit, TLB thrashed", "L2 hit, TLB warm", "DRAM, TLB warm (page touched before)"};
-    long long* d_read = d_offsets + kThrash - kSms; // the last kSms slots: the timed reads' offsets
+    const char *cases[] = {"DRAM, TLB thrashed", "L2 hit, TLB thrashed", "L2 hit, TLB warm",
+                           "DRAM, TLB warm (page touched before)"};
+    long long *d_read = d_offsets + kThrash - kSms; // the last kSms slots: the timed reads' offsets
     for (int c = 0; c < 4; ++c) {
         std::vector<double> us;
         for (int it = 0; it < 40; ++it) {
             random_offsets(offsets, 4096 * (1 + (long long)(rng() % 200)));
             random_offsets(thrash, 0);
-            CHECK_CUDA(cudaMemcpy(d_offsets, thrash.data(), (kThrash - kSms) * sizeof(long long), cudaMemcpyHostToDevice));
-            CHECK_CUDA(cudaMemcpy(d_read, offsets.data(), kSms * sizeof(long long), cudaMemcpyHostToDevice));
-            touch_kernel<<<(kThrash - kSms + 255) / 256, 256>>>(buf, d_offsets, kThrash - kSms, d_sink);
-            if (c == 1 || c == 2) tlb_read_kernel<<<kSms, 256>>>(buf, d_read, d_cycles, d_sink); // into L2 and the TLB
-            if (c == 1) touch_kernel<<<(kThrash - kSms + 255) / 256, 256>>>(buf, d_offsets, kThrash - kSms, d_sink);
+            CHECK_CUDA(cudaMemcpy(d_offsets, thrash.data(), (kThrash - kSms) * sizeof(long long),
+                                  cudaMemcpyHostToDevice));
+            CHECK_CUDA(cudaMemcpy(d_read, offsets.data(), kSms * sizeof(long long),
+                                  cudaMemcpyHostToDevice));
+            touch_kernel<<<(kThrash - kSms + 255) / 256, 256>>>(buf, d_offsets, kThrash - kSms,
+                                                                d_sink);
+            if (c == 1 || c == 2)
+                tlb_read_kernel<<<kSms, 256>>>(buf, d_read, d_cycles,
+                                               d_sink); // into L2 and the TLB
+            if (c == 1)
+                touch_kernel<<<(kThrash - kSms + 255) / 256, 256>>>(buf, d_offsets, kThrash - kSms,
+                                                                    d_sink);
             if (c == 3) { // one word 1 MB into each page: its TLB entry, not the timed lines
-                for (int b = 0; b < kSms; ++b) warm[size_t(b)] = offsets[size_t(b)] - offsets[size_t(b)] % kPage + (1 << 20);
-                CHECK_CUDA(cudaMemcpy(d_offsets, warm.data(), kSms * sizeof(long long), cudaMemcpyHostToDevice));
+                for (int b = 0; b < kSms; ++b)
+                    warm[size_t(b)] = offsets[size_t(b)] - offsets[size_t(b)] % kPage + (1 << 20);
+                CHECK_CUDA(cudaMemcpy(d_offsets, warm.data(), kSms * sizeof(long long),
+                                      cudaMemcpyHostToDevice));
                 touch_kernel<<<1, kSms>>>(buf, d_offsets, kSms, d_sink);
             }
             tlb_read_kernel<<<kSms, 256>>>(buf, d_read, d_cycles, d_sink);
             CHECK_CUDA(cudaGetLastError());
-            CHECK_CUDA(cudaMemcpy(cycles.data(), d_cycles, kSms * sizeof(long long), cudaMemcpyDeviceToHost));
+            CHECK_CUDA(cudaMemcpy(cycles.data(), d_cycles, kSms * sizeof(long long),
+                                  cudaMemcpyDeviceToHost));
             std::vector<double> block_us;
-            for (long long cy : cycles) block_us.push_back(double(cy) * 1e3 / clock_khz);
+            for (long long cy : cycles)
+                block_us.push_back(double(cy) * 1e3 / clock_khz);
             us.push_back(median(block_us));
         }
-        std::snprintf(line, sizeof line, "RESULT bench_mem 4 KB read a block, %s: %.3f us (median block, median of 40)", cases[c],
-                      median(us));
+        std::snprintf(
+            line, sizeof line,
+            "RESULT bench_mem 4 KB read a block, %s: %.3f us (median block, median of 40)",
+            cases[c], median(us));
         out.result(line);
     }
     CHECK_CUDA(cudaDeviceSynchronize());
-    if (out.summary) std::fclose(out.summary);
+    if (out.summary)
+        std::fclose(out.summary);
     return 0;
 }
