@@ -65,7 +65,51 @@ __device__ __forceinline__ void probe_wait_end(unsigned long long t_wait) {
     e.threads = blockDim.x * blockDim.y * blockDim.z;
     g_probe_state.events[i] = e;
 }
+// Marks inside a kernel, for a scratch probe build that places them (none are placed in the repo):
+// thread 0 of a block keeps up to kProbeMarks stamps in shared memory and writes them as events at
+// the block's end, so a mark costs a clock read and a shared store on the way, not an atomic.
+// A mark event has threads = 0, t_wait = its tag (base + k), t_go = its stamp, t_start = 0;
+// tests/gpu/probe_report.py gives each (launch shape, tag) its times after the launch's first wait
+// return. probe_mark(k, dep) stamps once `dep` has arrived: the and-with-zero must wait for it, and
+// the clock is read after that.
+constexpr int kProbeMarks = 32;
+__device__ __forceinline__ unsigned long long* probe_mark_slots() {
+    __shared__ unsigned long long slots[kProbeMarks];
+    return slots;
+}
+__device__ __forceinline__ void probe_marks_clear() {
+    if (probe_thread())
+        for (int k = 0; k < kProbeMarks; ++k) probe_mark_slots()[k] = 0;
+}
+__device__ __forceinline__ void probe_mark(int k, uint32_t dep) {
+    if (!probe_thread() || k < 0 || k >= kProbeMarks) return;
+    uint32_t zero;
+    asm volatile("and.b32 %0, %1, 0;" : "=r"(zero) : "r"(dep));
+    probe_mark_slots()[k] = probe_now() + zero;
+}
+__device__ __forceinline__ void probe_marks_emit(uint32_t base) {
+    if (!g_probe_state.on || !probe_thread()) return;
+    for (int k = 0; k < kProbeMarks; ++k) {
+        const unsigned long long t = probe_mark_slots()[k];
+        if (t == 0) continue;
+        const uint32_t i = atomicAdd(g_probe_state.count, 1u);
+        if (i >= g_probe_state.capacity) return;
+        ProbeEvent e;
+        asm volatile("mov.u64 %0, %%gridid;" : "=l"(e.grid));
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(e.smid));
+        e.t_start = 0;
+        e.t_wait = base + uint32_t(k);
+        e.t_go = t;
+        e.block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+        e.n_blocks = gridDim.x * gridDim.y * gridDim.z;
+        e.threads = 0;
+        g_probe_state.events[i] = e;
+    }
+}
 #else
+__device__ __forceinline__ void probe_marks_clear() {}
+__device__ __forceinline__ void probe_mark(int, uint32_t) {}
+__device__ __forceinline__ void probe_marks_emit(uint32_t) {}
 __device__ __forceinline__ void probe_block_start() {}
 __device__ __forceinline__ unsigned long long probe_wait_begin() { return 0; }
 __device__ __forceinline__ void probe_wait_end(unsigned long long) {}

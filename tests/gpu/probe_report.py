@@ -7,19 +7,24 @@
 # the step's chain: from when its predecessor ended to when it ended, give or take the boundary),
 # and its late blocks = blocks that started only after its wait had returned (their loads before the
 # wait then sit on the chain). Then per launch shape (blocks x threads): count, mean gap, total.
-# Times in us from the step's first wait return.
+# Times in us from the step's first wait return. Marks (events with threads = 0, probe.cuh's
+# probe_mark in a scratch build; their tag in t_wait) are kept apart: per launch shape and tag, the
+# min / median / max over a launch's blocks of the mark's time after that launch's first wait
+# return, averaged over the launches of that shape.
 #
 # Usage: python3 probe_report.py step.csv [rows=40]    |    python3 probe_report.py --selftest
 import collections
 import csv
 import io
+import statistics
 import sys
 
 
 def launches(rows):
     by_grid = collections.defaultdict(list)
     for r in rows:
-        by_grid[int(r["grid"])].append({k: int(v) for k, v in r.items()})
+        if int(r["threads"]) != 0:  # marks (threads 0) are not block starts
+            by_grid[int(r["grid"])].append({k: int(v) for k, v in r.items()})
     out = []
     for gid, blocks in by_grid.items():
         go = [b["t_go"] for b in blocks]
@@ -32,6 +37,24 @@ def launches(rows):
         late = [b["t_start"] - x["go_first"] for b in x["blocks"] if b["t_start"] > x["go_first"]]
         x["late"] = len(late)
         x["late_mean"] = sum(late) / len(late) if late else 0
+    return out
+
+
+def marks(rows, ls):
+    """{(shape, tag): (mean min, mean median, mean max, launches)} in ns after each launch's first wait return."""
+    by_launch = {x["grid"]: x for x in ls}
+    per = collections.defaultdict(lambda: collections.defaultdict(list))  # (shape, tag) -> grid -> times
+    for r in rows:
+        if int(r["threads"]) == 0 and int(r["grid"]) in by_launch:
+            x = by_launch[int(r["grid"])]
+            per[(x["shape"], int(r["t_wait"]))][x["grid"]].append(int(r["t_go"]) - x["go_first"])
+    out = {}
+    for key, grids in per.items():
+        stats = []
+        for ts in grids.values():
+            ts.sort()
+            stats.append((ts[0], statistics.median(ts), ts[-1]))
+        out[key] = tuple(sum(s[i] for s in stats) / len(stats) for i in range(3)) + (len(stats),)
     return out
 
 
@@ -56,6 +79,12 @@ def report(rows, limit, out):
         total = sum(x["gap"] for x in xs)
         print(f"  {shape:12s} {len(xs):4d} {total / len(xs) / 1e3:7.2f} {total / 1e3:8.1f} "
               f"{sum(x['late'] for x in xs) / len(xs):6.1f}", file=out)
+    ms = marks(rows, ls)
+    if ms:
+        print("marks: shape, tag, launches, us after the launch's first wait return (min median max over its blocks)",
+              file=out)
+        for (shape, tag), (lo, med, hi, n) in sorted(ms.items()):
+            print(f"  {shape:12s} {tag:4d} {n:4d} {lo / 1e3:7.2f} {med / 1e3:7.2f} {hi / 1e3:7.2f}", file=out)
     return ls
 
 
@@ -69,13 +98,19 @@ def selftest():
 9,1,3,128,3,520,610,4100
 9,2,3,128,4,4300,4310,4400
 11,0,1,512,5,3000,3100,4500
+9,0,3,0,2,0,5,4300
+9,2,3,0,4,0,5,4900
+9,1,3,0,3,0,5,4600
 """
     ls = launches(list(csv.DictReader(io.StringIO(table))))
     got = [(x["shape"], x["gap"], x["late"], x["late_mean"]) for x in ls]
     want = [("2x256", 3000, 0, 0), ("3x128", 500, 1, 300), ("1x512", 0, 0, 0)]
     buf = io.StringIO()
     report(list(csv.DictReader(io.StringIO(table))), 10, buf)
-    ok = got == want and "launches 3, first to last wait return 3.5 us" in buf.getvalue()
+    # Launch 9's tag 5 marks: 300, 600, 900 ns after its first wait return (4000).
+    ms = marks(list(csv.DictReader(io.StringIO(table))), ls)
+    ok = (got == want and "launches 3, first to last wait return 3.5 us" in buf.getvalue() and
+          ms == {("3x128", 5): (300, 600, 900, 1)} and "3x128           5    1    0.30    0.60    0.90" in buf.getvalue())
     print("probe_report selftest:", "ok" if ok else f"FAILED: {got} vs {want}\n{buf.getvalue()}")
     return ok
 

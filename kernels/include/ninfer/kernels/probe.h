@@ -3,8 +3,9 @@
 // around their wait (ninfer_grid_wait), with the grid's %gridid, the block and its SM, into a device
 // buffer while the probe is armed. bench_decode writes one decode step's stamps when the
 // environment names NINFER_PROBE_OUT; tests/gpu/probe_report.py turns them into each launch's share
-// of the chain (kernels/PERF_NOTES.md, session 11 run 4). In a normal build the kernels carry none of
-// it and these functions do nothing.
+// of the chain (kernels/PERF_NOTES.md, session 11 run 4). A scratch probe build may also place marks
+// inside kernels (probe.cuh: probe_mark; events with threads = 0, their tag in t_wait; session 13
+// run 9). In a normal build the kernels carry none of it and these functions do nothing.
 //
 // Contract: probe_arm(true) clears the buffer (1M events, 48 bytes each) and starts recording;
 // probe_arm(false) stops it; both synchronise the device and must not run inside a graph capture.
