@@ -50,19 +50,24 @@ __device__ __forceinline__ void probe_block_start() {
     if (probe_thread()) probe_start_slot() = probe_now();
 }
 __device__ __forceinline__ unsigned long long probe_wait_begin() { return probe_now(); }
+// An event of this block (grid, SM, block, grid size, `threads`); the caller sets its times.
+__device__ __forceinline__ ProbeEvent probe_event_here(uint32_t threads) {
+    ProbeEvent e;
+    asm volatile("mov.u64 %0, %%gridid;" : "=l"(e.grid));
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(e.smid));
+    e.block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    e.n_blocks = gridDim.x * gridDim.y * gridDim.z;
+    e.threads = threads;
+    return e;
+}
 __device__ __forceinline__ void probe_wait_end(unsigned long long t_wait) {
     if (!g_probe_state.on || !probe_thread()) return;
     const uint32_t i = atomicAdd(g_probe_state.count, 1u);
     if (i >= g_probe_state.capacity) return;
-    ProbeEvent e;
-    asm volatile("mov.u64 %0, %%gridid;" : "=l"(e.grid));
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(e.smid));
+    ProbeEvent e = probe_event_here(blockDim.x * blockDim.y * blockDim.z);
     e.t_start = probe_start_slot(); // a kernel that waits without calling launch_dependents first: 0 or stale
     e.t_wait = t_wait;
     e.t_go = probe_now();
-    e.block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-    e.n_blocks = gridDim.x * gridDim.y * gridDim.z;
-    e.threads = blockDim.x * blockDim.y * blockDim.z;
     g_probe_state.events[i] = e;
 }
 // Marks inside a kernel, for a scratch probe build that places them (none are placed in the repo):
@@ -94,15 +99,10 @@ __device__ __forceinline__ void probe_marks_emit(uint32_t base) {
         if (t == 0) continue;
         const uint32_t i = atomicAdd(g_probe_state.count, 1u);
         if (i >= g_probe_state.capacity) return;
-        ProbeEvent e;
-        asm volatile("mov.u64 %0, %%gridid;" : "=l"(e.grid));
-        asm volatile("mov.u32 %0, %%smid;" : "=r"(e.smid));
+        ProbeEvent e = probe_event_here(0);
         e.t_start = 0;
         e.t_wait = base + uint32_t(k);
         e.t_go = t;
-        e.block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-        e.n_blocks = gridDim.x * gridDim.y * gridDim.z;
-        e.threads = 0;
         g_probe_state.events[i] = e;
     }
 }

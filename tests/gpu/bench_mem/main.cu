@@ -99,6 +99,12 @@ __global__ void burst_kernel(const char *base, const long long *region, int per,
     }
 }
 
+// burst_kernel by Pattern (the enum's order).
+using BurstKernel = void (*)(const char *, const long long *, int, unsigned long long *,
+                             unsigned *);
+constexpr BurstKernel kBurstKernels[] = {burst_kernel<kContiguous16>, burst_kernel<kRows8x32>,
+                                         burst_kernel<kRows8x32Hint>, burst_kernel<kRows2x128>};
+
 __global__ void tlb_read_kernel(const char *base, const long long *offset, long long *cycles,
                                 unsigned *sink) {
     __shared__ unsigned lane_sums[256];
@@ -195,24 +201,7 @@ int main(int argc, char **argv) {
             CHECK_CUDA(cudaMemcpy(d_offsets, region.data(), regions * sizeof(long long),
                                   cudaMemcpyHostToDevice));
             for (int pass = b.l2 ? 0 : 1; pass < 2; ++pass) {
-                switch (b.pattern) {
-                case kContiguous16:
-                    burst_kernel<kContiguous16>
-                        <<<kBlocks, 256>>>(buf, d_offsets, b.per, d_stamps, d_sink);
-                    break;
-                case kRows8x32:
-                    burst_kernel<kRows8x32>
-                        <<<kBlocks, 256>>>(buf, d_offsets, b.per, d_stamps, d_sink);
-                    break;
-                case kRows8x32Hint:
-                    burst_kernel<kRows8x32Hint>
-                        <<<kBlocks, 256>>>(buf, d_offsets, b.per, d_stamps, d_sink);
-                    break;
-                case kRows2x128:
-                    burst_kernel<kRows2x128>
-                        <<<kBlocks, 256>>>(buf, d_offsets, b.per, d_stamps, d_sink);
-                    break;
-                }
+                kBurstKernels[b.pattern]<<<kBlocks, 256>>>(buf, d_offsets, b.per, d_stamps, d_sink);
                 CHECK_CUDA(cudaGetLastError());
             }
             CHECK_CUDA(cudaMemcpy(stamps.data(), d_stamps,
