@@ -14,8 +14,9 @@
 #   NINFER_GPU_TAGS="a b" test tags to run (default: all of them, below).
 #   NINFER_GPU_JOBS=n    test cases run as n processes side by side (default 8; timing tags alone
 #                        afterwards); 1 = one process per tag, in order.
-#   NINFER_GPU_MICROBENCH=0 skip bench_gpu (GEMV), bench_gemm (GEMM, dequant) and bench_mem
-#                        (memory bursts by access pattern, TLB misses).
+#   NINFER_GPU_MICROBENCH=0 skip bench_gpu (GEMV), bench_gemm (GEMM, dequant), bench_mem
+#                        (memory bursts by access pattern, TLB misses) and bench_chain (a
+#                        dependent stage's hand-off: PDL launches vs flags in one kernel).
 #   NINFER_GPU_LOGDIR=dir per-test and per-bench logs there (default $OUT); summary.txt stays in
 #                        $OUT (the device tool brings back at most 8 files: tar the logs).
 set -uo pipefail
@@ -36,7 +37,7 @@ if [ "${NINFER_GPU_REBUILD:-0}" = 1 ] || [ ! -x "$BIN/test_gpu" ]; then
     start=$(date +%s)
     if ! { cmake -S . -B build-gpu-device -G Ninja -DNINFER_CUDA=ON -DNINFER_CUDA_ARCH=90a \
             -DNINFER_ONLY_GPU_TESTS=ON -DNINFER_DEPS_ROOT="$PWD/.deps/root" -DCMAKE_BUILD_TYPE=Release &&
-           cmake --build build-gpu-device --target test_gpu bench_gpu bench_gemm bench_mem bench_decode -j16; } >"$OUT/build.log" 2>&1; then
+           cmake --build build-gpu-device --target test_gpu bench_gpu bench_gemm bench_mem bench_chain bench_decode -j16; } >"$OUT/build.log" 2>&1; then
         say "build: FAILED (see build.log)"
         tail -30 "$OUT/build.log"
         exit 1
@@ -130,6 +131,9 @@ if [ "${NINFER_GPU_MICROBENCH:-1}" != 0 ] && [ -x "$BIN/bench_gemm" ]; then # pr
 fi
 if [ "${NINFER_GPU_MICROBENCH:-1}" != 0 ] && [ -x "$BIN/bench_mem" ]; then # what the memory system gives a burst
     timeout 120 "$BIN/bench_mem" "$SUMMARY" >"$LOGS/bench_mem.log" 2>&1 || { status=1; say "bench_mem: FAILED"; tail -5 "$LOGS/bench_mem.log"; }
+fi
+if [ "${NINFER_GPU_MICROBENCH:-1}" != 0 ] && [ -x "$BIN/bench_chain" ]; then # a dependent stage's hand-off
+    timeout 120 "$BIN/bench_chain" "$SUMMARY" >"$LOGS/bench_chain.log" 2>&1 || { status=1; say "bench_chain: FAILED"; tail -5 "$LOGS/bench_chain.log"; }
 fi
 if [ -x "$BIN/bench_decode" ]; then
     sets=${NINFER_GPU_BENCH_DECODE:---synthetic qwen3.6-27b --recipe q4 --batch 1,8 --prompt-len 512,8192 --gen 16;--synthetic qwen3.6-35b-a3b --recipe q4 --batch 1,8 --prompt-len 8192 --gen 8}

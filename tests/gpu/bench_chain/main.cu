@@ -1,0 +1,212 @@
+// ninfer GPU microbenchmark - what one dependent stage of a decode step costs at the least, handed
+// on by a PDL launch boundary in a CUDA graph or by flags inside one persistent kernel. It measures
+// the hardware's hand-off, not our kernels: the numbers behind kernels/PERF_NOTES.md "Session 14".
+//
+// Usage: bench_chain [SUMMARY_FILE]   (RESULT lines on stdout, appended to SUMMARY_FILE if given)
+//
+// A chain is kStages stages (a 35B-A3B batch-1 step has ~374 launches). In every stage each of G
+// blocks of 256 threads needs the whole previous vector (kWidth f32, as a GEMV needs all of x):
+//   - before the hand-off it loads its 8 weights a thread of this stage (constant data; a PDL
+//     kernel loads them before griddepcontrol.wait, the persistent kernel before it polls);
+//   - after it, it reads the 8 KB vector from L2 (two 16-byte loads a thread), forms the dot with
+//     its weights (fmaf chain, butterfly over the warp, warp sums in order), and writes its rows
+//     i = b, b + G, ...: out[i] = 0.5 * dot * (1 + b / 1024) + c(s, i).
+// "sync only" stages skip the vector (a block writes its rows from its own weights): the hand-off
+// alone.
+// Hand-offs:
+//   graph+PDL   one launch a stage, captured in a graph, programmatic stream serialisation;
+//   graph       the same without the PDL attribute (the kernels still call the PDL instructions,
+//               which are then no-ops);
+//   counter     one persistent launch; a block's thread 0 adds 1 to the stage's counter after a
+//               fence (all threads' stores ordered by the barrier before it); thread 0 of every
+//               block polls that counter with ld.acquire until it reaches G x (run + 1);
+//   flags       one persistent launch; a block's thread 0 stores its stage number to its own flag
+//               with st.release; warp 0 of every block polls all G flags (a lane per flag, at most
+//               5 loads a lane) with ld.acquire until each has reached the stage.
+// Every variant's final vector must equal the graph+PDL one bit for bit (the same arithmetic in the
+// same order), and all must match a host f64 reference to 1e-5 relative: a stale read anywhere in
+// a chain changes the result, so a broken hand-off fails the run (exit status 1).
+// Time: cudaEvent around one graph replay or one persistent launch, median of 25 runs, per stage.
+// Then step_shape.cu: the same stage at the block counts of a 35B-A3B step's launches, with the
+// step's data-dependent reads, as the step is and as a fully folded one would be.
+#include "chain.cuh"
+
+#include <cstring>
+
+namespace {
+
+using namespace bench_chain;
+
+enum Handoff { kCounter, kFlags };
+
+// Every stage in one launch (all blocks resident). counters: kStages words; flags: one per block.
+// Both only grow across runs: stage s of run r is complete when its counter reaches
+// gridDim.x * (r + 1), or when every flag reaches r * kStages + s + 1.
+template <Handoff H, bool kWork>
+__global__ void __launch_bounds__(kThreads)
+    persistent_kernel(float *buf, const float *weights, unsigned *counters, unsigned *flags,
+                      int run, int *error) {
+    __shared__ float warp_sums[kThreads / 32];
+    __shared__ int failed;
+    const int b = blockIdx.x, blocks = gridDim.x;
+    if (threadIdx.x == 0)
+        failed = 0;
+    const unsigned long long t0 = global_ns();
+    for (int s = 0; s < kStages; ++s) {
+        const Weights wt = load_weights(weights, s); // before the wait, as a PDL kernel does
+        if (s > 0) {
+            if constexpr (H == kCounter) {
+                if (threadIdx.x == 0) {
+                    const unsigned want = unsigned(blocks) * unsigned(run + 1);
+                    for (int spin = 0; load_acquire(counters + s - 1) < want; ++spin)
+                        if ((spin & 1023) == 1023 && global_ns() - t0 > kTimeoutNs) {
+                            failed = 1;
+                            break;
+                        }
+                }
+            } else if (threadIdx.x < 32) {
+                const unsigned want = unsigned(run * kStages + s); // stage s - 1 done
+                for (int spin = 0;; ++spin) {
+                    bool ready = true;
+                    for (int f = threadIdx.x; f < blocks; f += 32)
+                        ready = ready && load_acquire(flags + f) >= want;
+                    if (__all_sync(0xffffffffu, ready))
+                        break;
+                    if ((spin & 1023) == 1023 && global_ns() - t0 > kTimeoutNs) {
+                        failed = 1;
+                        break;
+                    }
+                }
+            }
+            __syncthreads();
+            if (failed) {
+                if (threadIdx.x == 0)
+                    atomicExch(error, 1);
+                return;
+            }
+        }
+        stage_body<kWork>(buf + (s & 1) * kWidth, buf + ((s + 1) & 1) * kWidth, wt, s, b, blocks,
+                          warp_sums);
+        __syncthreads(); // every thread's rows stored (and warp_sums free again)
+        if (threadIdx.x == 0) {
+            if constexpr (H == kCounter) {
+                __threadfence();
+                atomicAdd(counters + s, 1u);
+            } else {
+                store_release(flags + b, unsigned(run * kStages + s + 1));
+            }
+        }
+    }
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    static_assert(kStages % 2 == 0, "the result lands in buf[0]");
+    Out out{argc > 1 ? std::fopen(argv[1], "a") : nullptr};
+    if (argc > 1 && !out.summary) {
+        std::fprintf(stderr, "bench_chain: cannot append to %s\n", argv[1]);
+        return 1;
+    }
+    int sms = 0;
+    CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    std::vector<float> weights(size_t(kStages) * kWidth), start(kWidth);
+    for (int s = 0; s < kStages; ++s)
+        for (int k = 0; k < kWidth; ++k)
+            weights[size_t(s) * kWidth + size_t(k)] = stage_weight(s, k);
+    for (int k = 0; k < kWidth; ++k)
+        start[size_t(k)] = float(k % 97) / 97.0f;
+    float *d_buf, *d_weights;
+    unsigned *d_counters, *d_flags;
+    int *d_error;
+    CHECK_CUDA(cudaMalloc(&d_buf, 2 * kWidth * sizeof(float)));
+    CHECK_CUDA(cudaMalloc(&d_weights, weights.size() * sizeof(float)));
+    CHECK_CUDA(cudaMalloc(&d_counters, kStages * sizeof(unsigned)));
+    CHECK_CUDA(cudaMalloc(&d_flags, 4 * size_t(sms) * sizeof(unsigned)));
+    CHECK_CUDA(cudaMalloc(&d_error, sizeof(int)));
+    CHECK_CUDA(cudaMemcpy(d_weights, weights.data(), weights.size() * sizeof(float),
+                          cudaMemcpyHostToDevice));
+    cudaStream_t stream;
+    CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    bool ok = true;
+    char line[320];
+
+    for (const bool work : {true, false}) {
+        for (const int blocks : {sms / 2, sms, 2 * sms}) {
+            const std::vector<double> ref =
+                reference_chain(start, std::vector<int>(kStages, blocks), work);
+            std::vector<float> first_result;
+            for (int variant = 0; variant < 4; ++variant) {
+                static const char *names[] = {"graph+PDL", "graph", "counter", "flags"};
+                int per_sm = 0;
+                CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                    &per_sm,
+                    work ? persistent_kernel<kFlags, true> : persistent_kernel<kFlags, false>,
+                    kThreads, 0));
+                if (variant >= 2 && blocks > per_sm * sms)
+                    continue; // a persistent launch needs every block resident
+                cudaGraphExec_t exec = nullptr;
+                if (variant < 2) {
+                    cudaGraph_t graph;
+                    CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+                    for (int s = 0; s < kStages; ++s) {
+                        const StageLaunch launch(blocks, stream, variant == 0);
+                        CHECK_CUDA(cudaLaunchKernelEx(
+                            &launch.cfg, work ? stage_kernel<true> : stage_kernel<false>, d_buf,
+                            static_cast<const float *>(d_weights), s));
+                    }
+                    CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
+                    CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+                    CHECK_CUDA(cudaGraphDestroy(graph));
+                }
+                CHECK_CUDA(cudaMemset(d_counters, 0, kStages * sizeof(unsigned)));
+                CHECK_CUDA(cudaMemset(d_flags, 0, 4 * size_t(sms) * sizeof(unsigned)));
+                CHECK_CUDA(cudaMemset(d_error, 0, sizeof(int)));
+                const std::vector<double> us = time_chain(stream, d_buf, start, [&](int run) {
+                    if (variant < 2)
+                        CHECK_CUDA(cudaGraphLaunch(exec, stream));
+                    else if (variant == 2)
+                        (work
+                             ? persistent_kernel<kCounter, true>
+                             : persistent_kernel<kCounter, false>)<<<blocks, kThreads, 0, stream>>>(
+                            d_buf, d_weights, d_counters, d_flags, run, d_error);
+                    else
+                        (work ? persistent_kernel<kFlags, true>
+                              : persistent_kernel<kFlags, false>)<<<blocks, kThreads, 0, stream>>>(
+                            d_buf, d_weights, d_counters, d_flags, run, d_error);
+                });
+                int error = 0;
+                std::vector<float> result(kWidth);
+                CHECK_CUDA(cudaMemcpy(&error, d_error, sizeof(int), cudaMemcpyDeviceToHost));
+                CHECK_CUDA(cudaMemcpy(result.data(), d_buf, kWidth * sizeof(float),
+                                      cudaMemcpyDeviceToHost));
+                const double worst = worst_rel_error(result, ref);
+                if (first_result.empty())
+                    first_result = result;
+                const bool same =
+                    std::memcmp(first_result.data(), result.data(), kWidth * sizeof(float)) == 0;
+                const bool good = error == 0 && same && worst < 1e-5;
+                ok = ok && good;
+                if (exec)
+                    CHECK_CUDA(cudaGraphExecDestroy(exec));
+                const double step = median(us);
+                std::snprintf(line, sizeof line,
+                              "RESULT bench_chain %s, %s, %d blocks: %.3f us a stage (%d stages "
+                              "in %.1f us, median of %d)%s",
+                              work ? "8 KB vector a stage" : "sync only", names[variant], blocks,
+                              step / kStages, kStages, step, kRuns, good ? "" : " WRONG RESULT");
+                out.result(line);
+                if (!good)
+                    std::fprintf(stderr,
+                                 "bench_chain: %s %d blocks: error flag %d, bits equal to "
+                                 "graph+PDL: %d, worst rel err vs f64 %.3g\n",
+                                 names[variant], blocks, error, same, worst);
+            }
+        }
+    }
+    ok = run_step_shapes(out, d_weights, start) && ok;
+    CHECK_CUDA(cudaDeviceSynchronize());
+    if (out.summary)
+        std::fclose(out.summary);
+    return ok ? 0 : 1;
+}
