@@ -3,9 +3,13 @@
 //
 // Contract: a stage s of G blocks reads the whole previous vector buf[s & 1] (kWidth f32) after
 // its hand-off and writes rows i = b, b + G, ... of buf[(s + 1) & 1]:
-//   out[i] = 0.5 * dot(in, weights of stage s) * (1 + b / 1024) + c(s, i)
-// (sync only: the sum of its weights instead of the dot). reference_chain() computes the same in
-// f64 for any list of per-stage block counts; the device result lands in buf[stages & 1].
+//   out[i] = (s + 1) + 0.5 * dot(in - s, weights of stage s) * (1 + b / 1024) + c(s, i)
+// (sync only: the sum of its weights instead of the dot). The integer part is the stage's tag:
+// every thread checks that the 8 values it read carry tag s (their fraction in (-0.25, 0.75)) and
+// sets *error otherwise, so a stale vector (tag s - 1), a half-written one (tag s + 1 mixed in) or
+// garbage is caught at the stage that read it. reference_chain() computes the same in f64 for any
+// list of per-stage block counts; the device result lands in buf[stages & 1]. The start vector
+// carries tag 0 (values in [0, 0.5)).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -36,8 +40,11 @@ __host__ __device__ inline float stage_constant(int s, int i) {
     return float((s * 131 + i * 7) % 1024) * (1.0f / 4096.0f);
 }
 // Weight k of stage s (values in [-1/2048, 1/2048), exact in f32).
+// (The hash is unsigned; the offset is taken in int, so the values are signed and small: a chain of
+// these stays bounded, |out| < 1.)
 __host__ __device__ inline float stage_weight(int s, int k) {
-    return float(((s * 2654435761u + k * 40503u) >> 12) % 2048 - 1024) * (1.0f / (1 << 21));
+    const int h = int(((unsigned(s) * 2654435761u + unsigned(k) * 40503u) >> 12) % 2048u);
+    return float(h - 1024) * (1.0f / (1 << 21));
 }
 
 __device__ __forceinline__ unsigned long long global_ns() {
@@ -71,15 +78,21 @@ __device__ __forceinline__ Weights load_weights(const float *weights, int s) {
 // only, of its weights alone), then its rows of out.
 template <bool kWork>
 __device__ __forceinline__ void stage_body(const float *in, float *out, const Weights &wt, int s,
-                                           int b, int blocks, float *warp_sums) {
+                                           int b, int blocks, float *warp_sums, int *error) {
     float acc = 0.f;
     if constexpr (kWork) {
         const float4 *p = reinterpret_cast<const float4 *>(in) + 2 * threadIdx.x;
         const float4 x0 = __ldcg(p), x1 = __ldcg(p + 1);
         const float x[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+        bool tagged = true; // false for NaN too
 #pragma unroll
-        for (int k = 0; k < 8; ++k)
-            acc = fmaf(x[k], wt.w[k], acc);
+        for (int k = 0; k < 8; ++k) {
+            const float frac = x[k] - float(s); // exact: x is within a factor 2 of s (or s = 0)
+            tagged = tagged && frac > -0.25f && frac < 0.75f;
+            acc = fmaf(frac, wt.w[k], acc);
+        }
+        if (!tagged)
+            atomicOr(error, 2); // (1: a persistent kernel's poll timed out)
     } else {
 #pragma unroll
         for (int k = 0; k < 8; ++k)
@@ -98,18 +111,19 @@ __device__ __forceinline__ void stage_body(const float *in, float *out, const We
     // _rn: no contraction, so every kernel instance rounds alike (the variants compare bits).
     const float scaled = __fmul_rn(__fmul_rn(0.5f, dot), 1.0f + float(b) * (1.0f / 1024.0f));
     for (int i = b + blocks * int(threadIdx.x); i < kWidth; i += blocks * kThreads)
-        out[i] = __fadd_rn(scaled, stage_constant(s, i));
+        out[i] = __fadd_rn(float(s + 1), __fadd_rn(scaled, stage_constant(s, i)));
 }
 
 // One stage as its own launch: buffers alternate by stage (stage s reads buf[s & 1]).
 template <bool kWork>
-__global__ void __launch_bounds__(kThreads) stage_kernel(float *buf, const float *weights, int s) {
+__global__ void __launch_bounds__(kThreads)
+    stage_kernel(float *buf, const float *weights, int s, int *error) {
     __shared__ float warp_sums[kThreads / 32];
     const Weights wt = load_weights(weights, s);
     asm volatile("griddepcontrol.launch_dependents;");
     asm volatile("griddepcontrol.wait;" ::: "memory");
     stage_body<kWork>(buf + (s & 1) * kWidth, buf + ((s + 1) & 1) * kWidth, wt, s, blockIdx.x,
-                      gridDim.x, warp_sums);
+                      gridDim.x, warp_sums, error);
 }
 
 inline double median(std::vector<double> v) {
@@ -125,11 +139,12 @@ inline std::vector<double> reference_chain(const std::vector<float> &start,
     for (size_t s = 0; s < blocks.size(); ++s) {
         double dot = 0, wsum = 0;
         for (int k = 0; k < kWidth; ++k)
-            dot += in[size_t(k)] * stage_weight(int(s), k), wsum += stage_weight(int(s), k);
+            dot += (in[size_t(k)] - double(s)) * stage_weight(int(s), k),
+                wsum += stage_weight(int(s), k);
         for (int i = 0; i < kWidth; ++i) {
             const int b = i % blocks[s];
-            out[size_t(i)] =
-                0.5 * (work ? dot : wsum) * (1.0 + b / 1024.0) + stage_constant(int(s), i);
+            out[size_t(i)] = double(s + 1) + 0.5 * (work ? dot : wsum) * (1.0 + b / 1024.0) +
+                             stage_constant(int(s), i);
         }
         in.swap(out);
     }
@@ -137,10 +152,14 @@ inline std::vector<double> reference_chain(const std::vector<float> &start,
 }
 
 // Worst relative error of a device result against the reference (relative to max(1e-3, |ref|)).
+// A value that is not finite on either side is an infinite error (a NaN would slip through max()).
 inline double worst_rel_error(const std::vector<float> &got, const std::vector<double> &ref) {
     double worst = 0;
-    for (size_t i = 0; i < ref.size(); ++i)
+    for (size_t i = 0; i < ref.size(); ++i) {
+        if (!std::isfinite(got[i]) || !std::isfinite(ref[i]))
+            return INFINITY;
         worst = std::max(worst, std::fabs(got[i] - ref[i]) / std::max(1e-3, std::fabs(ref[i])));
+    }
     return worst;
 }
 

@@ -10,7 +10,7 @@
 //     kernel loads them before griddepcontrol.wait, the persistent kernel before it polls);
 //   - after it, it reads the 8 KB vector from L2 (two 16-byte loads a thread), forms the dot with
 //     its weights (fmaf chain, butterfly over the warp, warp sums in order), and writes its rows
-//     i = b, b + G, ...: out[i] = 0.5 * dot * (1 + b / 1024) + c(s, i).
+//     i = b, b + G, ... (the formula, with its stage tag, in chain.cuh).
 // "sync only" stages skip the vector (a block writes its rows from its own weights): the hand-off
 // alone.
 // Hand-offs:
@@ -23,9 +23,11 @@
 //   flags       one persistent launch; a block's thread 0 stores its stage number to its own flag
 //               with st.release; warp 0 of every block polls all G flags (a lane per flag, at most
 //               5 loads a lane) with ld.acquire until each has reached the stage.
-// Every variant's final vector must equal the graph+PDL one bit for bit (the same arithmetic in the
-// same order), and all must match a host f64 reference to 1e-5 relative: a stale read anywhere in
-// a chain changes the result, so a broken hand-off fails the run (exit status 1).
+// Checks (any failure: exit status 1): every value carries its stage's tag and each reader checks
+// the tags of what it read (chain.cuh), so a broken hand-off is caught at the stage it misleads;
+// before timing, a chain that skips a stage must raise that flag and a whole one must not. Every
+// variant's final vector must equal the graph+PDL one bit for bit (the same arithmetic in the same
+// order) and a host f64 reference to 1e-5 relative.
 // Time: cudaEvent around one graph replay or one persistent launch, median of 25 runs, per stage.
 // Then step_shape.cu: the same stage at the block counts of a 35B-A3B step's launches, with the
 // step's data-dependent reads, as the step is and as a fully folded one would be.
@@ -81,12 +83,12 @@ __global__ void __launch_bounds__(kThreads)
             __syncthreads();
             if (failed) {
                 if (threadIdx.x == 0)
-                    atomicExch(error, 1);
+                    atomicOr(error, 1);
                 return;
             }
         }
         stage_body<kWork>(buf + (s & 1) * kWidth, buf + ((s + 1) & 1) * kWidth, wt, s, b, blocks,
-                          warp_sums);
+                          warp_sums, error);
         __syncthreads(); // every thread's rows stored (and warp_sums free again)
         if (threadIdx.x == 0) {
             if constexpr (H == kCounter) {
@@ -115,7 +117,7 @@ int main(int argc, char **argv) {
         for (int k = 0; k < kWidth; ++k)
             weights[size_t(s) * kWidth + size_t(k)] = stage_weight(s, k);
     for (int k = 0; k < kWidth; ++k)
-        start[size_t(k)] = float(k % 97) / 97.0f;
+        start[size_t(k)] = float(k % 97) / 194.0f; // tag 0: values in [0, 0.5)
     float *d_buf, *d_weights;
     unsigned *d_counters, *d_flags;
     int *d_error;
@@ -130,6 +132,25 @@ int main(int argc, char **argv) {
     CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     bool ok = true;
     char line[320];
+
+    // The tag check fires on a stale read, and only then: stages 0, 1, 2, 3 in order leave the
+    // flag clear; 0, 1, 3 make stage 3 read stage 0's output (tag 1 where it wants 3).
+    for (const bool skip : {false, true}) {
+        CHECK_CUDA(cudaMemcpy(d_buf, start.data(), kWidth * sizeof(float), cudaMemcpyHostToDevice));
+        CHECK_CUDA(cudaMemset(d_error, 0, sizeof(int)));
+        for (int s = 0; s < 4; ++s)
+            if (!(skip && s == 2))
+                stage_kernel<true><<<sms, kThreads>>>(d_buf, d_weights, s, d_error);
+        CHECK_CUDA(cudaGetLastError());
+        int error = 0;
+        CHECK_CUDA(cudaMemcpy(&error, d_error, sizeof(int), cudaMemcpyDeviceToHost));
+        if (error != (skip ? 2 : 0)) {
+            std::fprintf(stderr,
+                         "bench_chain: the tag check gave %d on a chain %s a skipped stage\n",
+                         error, skip ? "with" : "without");
+            ok = false;
+        }
+    }
 
     for (const bool work : {true, false}) {
         for (const int blocks : {sms / 2, sms, 2 * sms}) {
@@ -153,15 +174,16 @@ int main(int argc, char **argv) {
                         const StageLaunch launch(blocks, stream, variant == 0);
                         CHECK_CUDA(cudaLaunchKernelEx(
                             &launch.cfg, work ? stage_kernel<true> : stage_kernel<false>, d_buf,
-                            static_cast<const float *>(d_weights), s));
+                            static_cast<const float *>(d_weights), s, d_error));
                     }
                     CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
                     CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
                     CHECK_CUDA(cudaGraphDestroy(graph));
                 }
-                CHECK_CUDA(cudaMemset(d_counters, 0, kStages * sizeof(unsigned)));
-                CHECK_CUDA(cudaMemset(d_flags, 0, 4 * size_t(sms) * sizeof(unsigned)));
-                CHECK_CUDA(cudaMemset(d_error, 0, sizeof(int)));
+                // On the chain's stream: it does not wait for the legacy default stream.
+                CHECK_CUDA(cudaMemsetAsync(d_counters, 0, kStages * sizeof(unsigned), stream));
+                CHECK_CUDA(cudaMemsetAsync(d_flags, 0, 4 * size_t(sms) * sizeof(unsigned), stream));
+                CHECK_CUDA(cudaMemsetAsync(d_error, 0, sizeof(int), stream));
                 const std::vector<double> us = time_chain(stream, d_buf, start, [&](int run) {
                     if (variant < 2)
                         CHECK_CUDA(cudaGraphLaunch(exec, stream));

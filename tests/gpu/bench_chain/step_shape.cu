@@ -14,13 +14,17 @@
 // "folded" is the least a layer could have if every norm, the conv and the attention prep were
 // folded into a neighbour at no cost (6 a GDN layer, 7 an attention layer). Each shape also runs
 // with the routed reads only and with no reads ("hand-offs only"). Results are checked against the
-// f64 reference.
+// f64 reference. A second replay, with each stage's first wait return stamped (one atomicMin a
+// block), gives each launch kind's mean gap: the trivial counterpart of probe_report.py's gaps.
 #include "chain.cuh"
+
+#include <string>
 
 namespace bench_chain {
 namespace {
 
 struct ShapedStage {
+    const char *name; // the launch it stands for
     int blocks;
     long long pre_bytes, pre_offset;   // read before the wait (0: none), where in the buffer
     long long post_bytes, post_offset; // read after the wait
@@ -53,18 +57,20 @@ __device__ __forceinline__ unsigned burst_read(const char *base, long long bytes
 __global__ void __launch_bounds__(kThreads)
     shaped_stage_kernel(float *buf, const float *weights, int s, const char *pre,
                         long long pre_bytes, const char *post, long long post_bytes,
-                        unsigned *sink) {
+                        unsigned long long *first_wait, int *error, unsigned *sink) {
     __shared__ float warp_sums[kThreads / 32];
-    const Weights wt = load_weights(weights, s % kStages);
+    const Weights wt = load_weights(weights, s);
     unsigned x = 0;
     if (pre_bytes > 0)
         x = burst_read(pre, pre_bytes);
     asm volatile("griddepcontrol.launch_dependents;");
     asm volatile("griddepcontrol.wait;" ::: "memory");
+    if (first_wait && threadIdx.x == 0) // when the stage's first block was released (ns)
+        atomicMin(first_wait + s, global_ns());
     if (post_bytes > 0)
         x ^= burst_read(post, post_bytes);
-    stage_body<true>(buf + (s & 1) * kWidth, buf + ((s + 1) & 1) * kWidth, wt, s % kStages,
-                     blockIdx.x, gridDim.x, warp_sums);
+    stage_body<true>(buf + (s & 1) * kWidth, buf + ((s + 1) & 1) * kWidth, wt, s, blockIdx.x,
+                     gridDim.x, warp_sums, error);
     if (x == 0x9e3779b9u)
         *sink = x; // keeps the loads
 }
@@ -74,43 +80,70 @@ __global__ void __launch_bounds__(kThreads)
 std::vector<ShapedStage> step_shape(bool folded, long long &buffer_bytes) {
     std::vector<ShapedStage> st;
     long long at = 0;
-    auto stage = [&](int blocks, long long pre, long long post = 0) {
-        st.push_back({blocks, pre, at, post, at + pre});
+    auto stage = [&](const char *name, int blocks, long long pre, long long post = 0) {
+        st.push_back({name, blocks, pre, at, post, at + pre});
         at += pre + post;
     };
     for (int layer = 0; layer < 40; ++layer) {
         const bool attention = layer % 4 == 3;
         if (!folded)
-            stage(1, 0); // input norm
+            stage("norm", 1, 0); // input norm
         if (attention) {
-            stage(288, kQgkv);
+            stage("attention q/gate/k/v", 288, kQgkv);
             if (!folded)
-                stage(8, 0); // prep: RoPE, q/k norm, KV write
-            stage(258, kKv); // partial attention over the KV pages
-            stage(16, 0);    // combine
+                stage("attention prep", 8, 0);    // RoPE, q/k norm, KV write
+            stage("attention partial", 258, kKv); // over the KV pages
+            stage("attention combine", 16, 0);
         } else {
-            stage(386, kInProj);
+            stage("GDN in_proj", 386, kInProj);
             if (!folded)
-                stage(32, 0);   // conv
-            stage(128, kState); // recurrence + gated norm
+                stage("GDN conv", 32, 0);
+            stage("GDN recurrence", 128, kState); // + gated norm
         }
-        stage(256, kOut);
+        stage("out projection", 256, kOut);
         if (!folded)
-            stage(1, 0);        // post-mixer norm
-        stage(97, kFirst);      // router + shared expert gate/up
-        stage(256, 0, kGateUp); // routed gate/up
+            stage("norm", 1, 0); // post-mixer norm
+        stage("MoE router + shared", 97, kFirst);
+        stage("MoE gate/up", 256, 0, kGateUp);
         const long long gate_up_rows = st.back().post_offset;
-        stage(128, kSharedDown);      // down: the shared rows before the wait,
-        st.back().post_bytes = kDown; // the routed rows after it, from the gate/up's region
+        stage("MoE down", 128, kSharedDown); // the shared rows before the wait,
+        st.back().post_bytes = kDown;        // the routed rows after it, from the gate/up's region
         st.back().post_offset = gate_up_rows;
     }
     if (!folded)
-        stage(1, 0); // final norm
-    stage(3880, kLmHead);
+        stage("norm", 1, 0); // final norm
+    stage("LM head", 3880, kLmHead);
     if (!folded)
-        stage(1, 0); // sampler
+        stage("sampler", 1, 0);
     buffer_bytes = at;
     return st;
+}
+
+// "RESULT ... gap a launch": per launch name, in order of first appearance, the mean of its stages'
+// gaps (us) and their count; the last stage has no successor and is left out.
+std::string gaps_line(const std::vector<ShapedStage> &stages,
+                      const std::vector<unsigned long long> &first_wait, bool folded,
+                      const char *what) {
+    std::vector<std::string> names;
+    std::vector<double> sum;
+    std::vector<int> count;
+    for (size_t i = 0; i + 1 < stages.size(); ++i) {
+        const size_t k =
+            size_t(std::find(names.begin(), names.end(), stages[i].name) - names.begin());
+        if (k == names.size())
+            names.push_back(stages[i].name), sum.push_back(0), count.push_back(0);
+        sum[k] += double(first_wait[i + 1] - first_wait[i]) * 1e-3; // ns -> us
+        ++count[k];
+    }
+    std::string line = std::string("RESULT bench_chain 35B-A3B b1 step shape, ") +
+                       (folded ? "folded" : "present") + ", " + what + ", gap a launch (us):";
+    char item[96];
+    for (size_t k = 0; k < names.size(); ++k) {
+        std::snprintf(item, sizeof item, "%s %s %.2f x%d", k ? ";" : "", names[k].c_str(),
+                      sum[k] / count[k], count[k]);
+        line += item;
+    }
+    return line;
 }
 
 } // namespace
@@ -120,47 +153,79 @@ bool run_step_shapes(Out &out, const float *d_weights, const std::vector<float> 
     char line[320];
     float *d_buf;
     unsigned *d_sink;
+    int *d_error;                     // stage_body's tag check (2)
+    unsigned long long *d_first_wait; // a stage's first wait return (ns, %globaltimer)
     CHECK_CUDA(cudaMalloc(&d_buf, 2 * kWidth * sizeof(float)));
     CHECK_CUDA(cudaMalloc(&d_sink, sizeof(unsigned)));
+    CHECK_CUDA(cudaMalloc(&d_error, sizeof(int)));
+    CHECK_CUDA(cudaMalloc(&d_first_wait, kStages * sizeof(unsigned long long)));
     cudaStream_t stream;
     CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     for (const bool folded : {false, true}) {
         long long bytes = 0, read = 0, routed = 0; // buffer size, bytes read a step, of them routed
         const std::vector<ShapedStage> stages = step_shape(folded, bytes);
+        if (stages.size() > size_t(kStages)) { // the weights and stamps hold kStages stages
+            std::fprintf(stderr, "bench_chain: a step shape of %zu stages\n", stages.size());
+            std::exit(1);
+        }
         for (const ShapedStage &s : stages)
             read += s.pre_bytes + s.post_bytes, routed += s.post_bytes;
         char *d_burst;
         CHECK_CUDA(cudaMalloc(&d_burst, size_t(bytes)));
-        CHECK_CUDA(cudaMemset(d_burst, 1, size_t(bytes)));
+        CHECK_CUDA(cudaMemsetAsync(d_burst, 1, size_t(bytes), stream));
         std::vector<int> blocks;
         for (const ShapedStage &s : stages)
             blocks.push_back(s.blocks);
         const std::vector<double> ref = reference_chain(start, blocks, true);
         for (const int reads : {2, 1, 0}) { // 2: all, 1: routed only, 0: none
-            cudaGraph_t graph;
-            cudaGraphExec_t exec;
-            CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-            for (size_t i = 0; i < stages.size(); ++i) {
-                const ShapedStage &s = stages[i];
-                const StageLaunch launch(s.blocks, stream, true);
-                CHECK_CUDA(cudaLaunchKernelEx(&launch.cfg, shaped_stage_kernel, d_buf, d_weights,
-                                              int(i),
-                                              static_cast<const char *>(d_burst + s.pre_offset),
-                                              reads == 2 ? s.pre_bytes : 0ll,
-                                              static_cast<const char *>(d_burst + s.post_offset),
-                                              reads >= 1 ? s.post_bytes : 0ll, d_sink));
-            }
-            CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
-            CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-            CHECK_CUDA(cudaGraphDestroy(graph));
+            // The timed graph has no stamps (their atomics cost ~0.1 us a stage); a second one
+            // with them gives each stage's gap: its first wait return to the next stage's.
+            auto capture = [&](unsigned long long *stamps) {
+                cudaGraph_t graph;
+                cudaGraphExec_t exec;
+                CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+                for (size_t i = 0; i < stages.size(); ++i) {
+                    const ShapedStage &s = stages[i];
+                    const StageLaunch launch(s.blocks, stream, true);
+                    CHECK_CUDA(cudaLaunchKernelEx(
+                        &launch.cfg, shaped_stage_kernel, d_buf, d_weights, int(i),
+                        static_cast<const char *>(d_burst + s.pre_offset),
+                        reads == 2 ? s.pre_bytes : 0ll,
+                        static_cast<const char *>(d_burst + s.post_offset),
+                        reads >= 1 ? s.post_bytes : 0ll, stamps, d_error, d_sink));
+                }
+                CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
+                CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+                CHECK_CUDA(cudaGraphDestroy(graph));
+                return exec;
+            };
+            CHECK_CUDA(cudaMemsetAsync(d_error, 0, sizeof(int), stream));
+            cudaGraphExec_t exec = capture(nullptr);
             const std::vector<double> us = time_chain(
                 stream, d_buf, start, [&](int) { CHECK_CUDA(cudaGraphLaunch(exec, stream)); });
             CHECK_CUDA(cudaGraphExecDestroy(exec));
-            std::vector<float> result(kWidth);
-            CHECK_CUDA(cudaMemcpy(result.data(), d_buf + (stages.size() & 1) * kWidth,
-                                  kWidth * sizeof(float), cudaMemcpyDeviceToHost));
+            const size_t last = (stages.size() & 1) * kWidth; // where the chain's result lands
+            std::vector<float> result(kWidth), stamped_result(kWidth);
+            CHECK_CUDA(cudaMemcpy(result.data(), d_buf + last, kWidth * sizeof(float),
+                                  cudaMemcpyDeviceToHost));
+            exec = capture(d_first_wait);
+            CHECK_CUDA(
+                cudaMemsetAsync(d_first_wait, 0xFF, kStages * sizeof(unsigned long long), stream));
+            CHECK_CUDA(cudaMemcpyAsync(d_buf, start.data(), kWidth * sizeof(float),
+                                       cudaMemcpyHostToDevice, stream));
+            CHECK_CUDA(cudaGraphLaunch(exec, stream));
+            CHECK_CUDA(cudaStreamSynchronize(stream));
+            CHECK_CUDA(cudaGraphExecDestroy(exec));
+            std::vector<unsigned long long> first_wait(stages.size());
+            CHECK_CUDA(cudaMemcpy(first_wait.data(), d_first_wait,
+                                  stages.size() * sizeof(unsigned long long),
+                                  cudaMemcpyDeviceToHost));
+            CHECK_CUDA(cudaMemcpy(stamped_result.data(), d_buf + last, kWidth * sizeof(float),
+                                  cudaMemcpyDeviceToHost));
             const double worst = worst_rel_error(result, ref);
-            const bool good = worst < 1e-5;
+            int error = 0;
+            CHECK_CUDA(cudaMemcpy(&error, d_error, sizeof(int), cudaMemcpyDeviceToHost));
+            const bool good = error == 0 && worst < 1e-5 && stamped_result == result;
             ok = ok && good;
             char what[96] = "hand-offs only"; // GB: bytes read a step / 1e9
             if (reads == 2)
@@ -173,14 +238,20 @@ bool run_step_shapes(Out &out, const float *d_weights, const std::vector<float> 
                           folded ? "folded" : "present", stages.size(), what, median(us), kRuns,
                           good ? "" : " WRONG RESULT");
             out.result(line);
+            out.result(gaps_line(stages, first_wait, folded, what).c_str());
             if (!good)
-                std::fprintf(stderr, "bench_chain: step shape: worst rel err vs f64 %.3g\n", worst);
+                std::fprintf(stderr,
+                             "bench_chain: step shape: error flags %d, worst rel err vs f64 %.3g, "
+                             "the stamped replay's result equal: %d\n",
+                             error, worst, int(stamped_result == result));
         }
         CHECK_CUDA(cudaFree(d_burst));
     }
     CHECK_CUDA(cudaStreamDestroy(stream));
     CHECK_CUDA(cudaFree(d_buf));
     CHECK_CUDA(cudaFree(d_sink));
+    CHECK_CUDA(cudaFree(d_error));
+    CHECK_CUDA(cudaFree(d_first_wait));
     return ok;
 }
 
