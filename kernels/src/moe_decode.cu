@@ -8,15 +8,44 @@ namespace ninfer::kernels {
 
 namespace detail {
 
-// fn(std::integral_constant<WeightFormat, F>{}) for the stored format f of a MoE view (not nvfp4).
-template <class Fn> __device__ __forceinline__ void with_format(WeightFormat f, Fn&& fn) {
-    switch (f) {
-    case WeightFormat::Bf16: fn(std::integral_constant<WeightFormat, WeightFormat::Bf16>{}); break;
-    case WeightFormat::Fp8E4m3RowBf16: fn(std::integral_constant<WeightFormat, WeightFormat::Fp8E4m3RowBf16>{}); break;
-    case WeightFormat::Q5G64Fp16: fn(std::integral_constant<WeightFormat, WeightFormat::Q5G64Fp16>{}); break;
-    case WeightFormat::Q6G64Fp16: fn(std::integral_constant<WeightFormat, WeightFormat::Q6G64Fp16>{}); break;
-    case WeightFormat::Q8G32Fp16: fn(std::integral_constant<WeightFormat, WeightFormat::Q8G32Fp16>{}); break;
-    default: fn(std::integral_constant<WeightFormat, WeightFormat::Q4G64Fp16>{}); break;
+// The weight formats a MoE kernel instance is compiled for (bit 1 << format). moe_decode launches
+// the smallest instance covering the layer's six views. Why: the code for every format made the
+// three kernels 79-352 KB of SASS, and a launch's warps then stall on instruction fetch (ncu of the
+// first launch at one token: 41% of PC samples "no instruction"); the step with the kernels built
+// for q4 alone ran 2.8-3.0% faster at batch 1 (kernels/PERF_NOTES.md session 14 runs 8-9). Every
+// instance runs the same arithmetic for a format, so the bits do not depend on the instance.
+constexpr unsigned format_bit(WeightFormat f) { return 1u << unsigned(f); }
+constexpr unsigned kMoeFormatsQ4 = format_bit(WeightFormat::Q4G64Fp16);
+// The converter's q4 recipe (bf16 router, q4 expert gate/up, q5 expert down, q8 shared expert).
+constexpr unsigned kMoeFormatsMix = kMoeFormatsQ4 | format_bit(WeightFormat::Bf16) |
+                                    format_bit(WeightFormat::Q5G64Fp16) | format_bit(WeightFormat::Q8G32Fp16);
+constexpr unsigned kMoeFormatsAll = kMoeFormatsMix | format_bit(WeightFormat::Fp8E4m3RowBf16) |
+                                    format_bit(WeightFormat::Q6G64Fp16);
+
+// fn(std::integral_constant<WeightFormat, F>{}) for the stored format f of a MoE view (not nvfp4),
+// f in FS (the host picks an instance whose FS holds every view's format; q4 is the default case).
+template <unsigned FS, class Fn> __device__ __forceinline__ void with_format(WeightFormat f, Fn&& fn) {
+    static_assert((FS & kMoeFormatsQ4) != 0 && (FS & ~kMoeFormatsAll) == 0);
+    using F = WeightFormat;
+    if constexpr (FS == kMoeFormatsAll) { // (the form every instance had before the sets)
+        switch (f) {
+        case F::Bf16: fn(std::integral_constant<F, F::Bf16>{}); break;
+        case F::Fp8E4m3RowBf16: fn(std::integral_constant<F, F::Fp8E4m3RowBf16>{}); break;
+        case F::Q5G64Fp16: fn(std::integral_constant<F, F::Q5G64Fp16>{}); break;
+        case F::Q6G64Fp16: fn(std::integral_constant<F, F::Q6G64Fp16>{}); break;
+        case F::Q8G32Fp16: fn(std::integral_constant<F, F::Q8G32Fp16>{}); break;
+        default: fn(std::integral_constant<F, F::Q4G64Fp16>{}); break;
+        }
+    } else if constexpr (FS == kMoeFormatsQ4) {
+        fn(std::integral_constant<F, F::Q4G64Fp16>{});
+    } else {
+        static_assert(FS == kMoeFormatsMix);
+        switch (f) {
+        case F::Bf16: fn(std::integral_constant<F, F::Bf16>{}); break;
+        case F::Q5G64Fp16: fn(std::integral_constant<F, F::Q5G64Fp16>{}); break;
+        case F::Q8G32Fp16: fn(std::integral_constant<F, F::Q8G32Fp16>{}); break;
+        default: fn(std::integral_constant<F, F::Q4G64Fp16>{}); break;
+        }
     }
 }
 
@@ -29,7 +58,7 @@ __device__ __forceinline__ void gate_up_dots(const MoeRows& m, const int64_t (&r
 // One warp: intermediate rows i .. i + R - 1 of an expert (gate rows at base, up rows at base + I)
 // for the tokens of pair[0..nt): act[pair][i] = silu(gate . x) * (up . x). A row's dot does not
 // depend on R (rows_dot keeps each row's sum apart), so R = 1 and 2 give the same bits.
-template <int NT, int R = kGateUpRowsPerWarp>
+template <unsigned FS, int NT, int R = kGateUpRowsPerWarp>
 __device__ __forceinline__ void gate_up_warp(const MoeParams& p, const MoeRows& m, int64_t I, int64_t base,
                                              const int32_t (&pair)[NT], int nt, int64_t i) {
     static_assert(R == 1 || R == 2);
@@ -51,7 +80,7 @@ __device__ __forceinline__ void gate_up_warp(const MoeParams& p, const MoeRows& 
             const int32_t pr = pick(pair, t);
             const float* const x1[1] = {p.x + int64_t(pr / (p.top_k + 1)) * p.x_stride};
             float acc1[1][2 * R] = {};
-            with_format(m.format, [&](auto f) { gate_up_dots<decltype(f)::value, 1, 2 * R>(m, rows, x1, 1, acc1); });
+            with_format<FS>(m.format, [&](auto f) { gate_up_dots<decltype(f)::value, 1, 2 * R>(m, rows, x1, 1, acc1); });
             float v[2 * R];
 #pragma unroll
             for (int j = 0; j < 2 * R; ++j) v[j] = warp_sum(acc1[0][j]) * scale[j];
@@ -69,7 +98,7 @@ __device__ __forceinline__ void gate_up_warp(const MoeParams& p, const MoeRows& 
 #pragma unroll
         for (int t = 0; t < NT; ++t) xs[t] = p.x + int64_t(pair[t] / (p.top_k + 1)) * p.x_stride;
         float acc[NT][2 * R] = {};
-        with_format(m.format, [&](auto f) { gate_up_dots<decltype(f)::value, NT, 2 * R>(m, rows, xs, nt, acc); });
+        with_format<FS>(m.format, [&](auto f) { gate_up_dots<decltype(f)::value, NT, 2 * R>(m, rows, xs, nt, acc); });
         float scale[2 * R];
 #pragma unroll
         for (int j = 0; j < 2 * R; ++j) scale[j] = fp8_row_scale(m, rows[j]);
@@ -104,7 +133,7 @@ __device__ __forceinline__ void route_dots(const MoeRows& m, const int64_t (&row
 // except for one token (NT 1): then every block of the gate/up launch routes it from the logits,
 // so the launch boundary replaces this launch's fence, counter and the logits' reload, and the
 // gate/up blocks' read of the work list (session 7: a shorter chain per MoE layer).
-template <int NT> __device__ void route_block(const MoeParams& p) {
+template <unsigned FS, int NT> __device__ void route_block(const MoeParams& p) {
     __shared__ float part[kRouteWarps][NT][kRouteRows];
     __shared__ int32_t chosen[kMoeDecodeMaxTokens][kMoeMaxTopK];
     __shared__ uint32_t tok_mask[kMoeMaxExperts];
@@ -123,7 +152,7 @@ template <int NT> __device__ void route_block(const MoeParams& p) {
 #pragma unroll
         for (int t = 0; t < NT; ++t) xs[t] = p.x + int64_t(min(t, p.n_tokens - 1)) * p.x_stride;
         float acc[NT][kRouteRows] = {};
-        with_format(m.format, [&](auto f) { route_dots<decltype(f)::value, NT>(m, rows, xs, p.n_tokens, threadIdx.x, acc); });
+        with_format<FS>(m.format, [&](auto f) { route_dots<decltype(f)::value, NT>(m, rows, xs, p.n_tokens, threadIdx.x, acc); });
 #pragma unroll
         for (int t = 0; t < NT; ++t) {
             if (t >= p.n_tokens) break;
@@ -147,7 +176,7 @@ template <int NT> __device__ void route_block(const MoeParams& p) {
         for (int t = slot; t < p.n_tokens; t += per_round) {
             const float* const x1[1] = {p.x + int64_t(t) * p.x_stride};
             float acc[1][kRouteRows] = {};
-            with_format(m.format, [&](auto f) { route_dots<decltype(f)::value, 1>(m, rows, x1, 1, vwarp * 32 + lane, acc); });
+            with_format<FS>(m.format, [&](auto f) { route_dots<decltype(f)::value, 1>(m, rows, x1, 1, vwarp * 32 + lane, acc); });
 #pragma unroll
             for (int j = 0; j < kRouteRows; ++j) {
                 const float v = warp_sum(acc[0][j]);
@@ -194,7 +223,7 @@ template <int NT> __device__ void route_block(const MoeParams& p) {
 // first pulls its weight rows towards L2, then waits.
 // NT 8 at one block an SM: at two (<= 128 registers) it spilled 480 bytes in its 8-token dots; its
 // 97 blocks fit one wave either way.
-template <int NT>
+template <int NT, unsigned FS>
 __global__ void __launch_bounds__(kRouteWarps * 32, NT == 1 ? 2 : 1) moe_route_shared_kernel(MoeParams p) {
     const bool router = int(blockIdx.x) < p.route_blocks;
     // Shared-expert block sb = blockIdx.x - route_blocks: row block sb % shared_row_blocks for the
@@ -238,12 +267,12 @@ __global__ void __launch_bounds__(kRouteWarps * 32, NT == 1 ? 2 : 1) moe_route_s
         // the dots, as above one token; read once by the host).
         if (NT == 1 && p.x_parts_early && p.mma) {
             const XPartItem item = load_x_part_item(p, int(blockIdx.x * blockDim.x + threadIdx.x));
-            route_block<NT>(p);
+            route_block<FS, NT>(p);
             store_x_part_item(p, item);
             return;
         }
         if (p.mma) write_x_parts(p);
-        route_block<NT>(p);
+        route_block<FS, NT>(p);
         return;
     }
     if (i >= p.shared_inter) return; // Is is a multiple of 16: a warp has both of its rows or none
@@ -252,7 +281,7 @@ __global__ void __launch_bounds__(kRouteWarps * 32, NT == 1 ? 2 : 1) moe_route_s
     int32_t pair[NT];
 #pragma unroll
     for (int t = 0; t < NT; ++t) pair[t] = (t0 + min(t, nt - 1)) * (p.top_k + 1) + p.top_k;
-    gate_up_warp<NT, kSharedRows>(p, p.shared_gate_up, p.shared_inter, 0, pair, nt, i);
+    gate_up_warp<FS, NT, kSharedRows>(p, p.shared_gate_up, p.shared_inter, 0, pair, nt, i);
 }
 
 // Launch 2: grid (ceil(I / 16), min(n_tokens * K, E)), 256 threads: warp w of block (b, entry)
@@ -260,7 +289,7 @@ __global__ void __launch_bounds__(kRouteWarps * 32, NT == 1 ? 2 : 1) moe_route_s
 // (q4 on tensor cores: the block's 16 rows, k split over the warps, moe_decode_mma.cuh). One
 // token: each block first routes it from the logits (block (0, 0) publishes the routing).
 // 2 blocks per SM (<= 128 registers): the 8 entries x 32 blocks of a 35B-A3B step fit in one wave.
-template <int NT>
+template <int NT, unsigned FS>
 __global__ void __launch_bounds__(kExpertWarps * 32, 2) moe_gate_up_kernel(MoeParams p) {
     ninfer_grid_launch_dependents();
     ninfer_grid_wait(); // PDL: the logits or the work list come from the previous kernel
@@ -294,7 +323,7 @@ __global__ void __launch_bounds__(kExpertWarps * 32, 2) moe_gate_up_kernel(MoePa
     }
     const int64_t I = p.inter, i = int64_t(blockIdx.x) * kGateUpRowsPerBlock + warp * kGateUpRowsPerWarp;
     if (i >= I) return;
-    gate_up_warp<NT>(p, p.gate_up, I, int64_t(expert) * 2 * I, pair, nt, i);
+    gate_up_warp<FS, NT>(p, p.gate_up, I, int64_t(expert) * 2 * I, pair, nt, i);
 }
 
 // Lanes per row of the down launch: enough for the row's 16-byte chunks, 8 to 32.
@@ -318,7 +347,7 @@ constexpr int kDownMaxWarps = 16;
 // dots go to shared memory ([t][j][T], down_tokens (K + 1) T floats, dynamic) and are combined in j
 // order. Why not a block per (tile, token): at batch 8 that made 2048 small blocks, eight waves of
 // latency-bound work (42 us a layer in session 8's trace); two token groups keep one wave.
-__global__ void __maxnreg__(96) moe_down_kernel(MoeParams p) {
+template <unsigned FS> __global__ void __maxnreg__(96) moe_down_kernel(MoeParams p) {
     extern __shared__ float dots[];
     ninfer_grid_launch_dependents();
     ninfer_grid_wait(); // PDL: routes and SwiGLU rows come from the previous kernels
@@ -357,7 +386,7 @@ __global__ void __maxnreg__(96) moe_down_kernel(MoeParams p) {
 #pragma unroll
                 for (int r = 0; r < 4; ++r) rows[r] = base + min(r0 + group * 4 + r, T - 1);
                 float acc[1][4] = {};
-                with_format(m.format, [&](auto f) { down_dots<decltype(f)::value>(m, rows, x, lpr, acc); });
+                with_format<FS>(m.format, [&](auto f) { down_dots<decltype(f)::value>(m, rows, x, lpr, acc); });
 #pragma unroll
                 for (int r = 0; r < 4; ++r) {
                     for (int o = lpr / 2; o > 0; o >>= 1) acc[0][r] += __shfl_xor_sync(0xffffffffu, acc[0][r], o);
@@ -427,6 +456,22 @@ bool moe_act_pairs() {
 bool moe_x_parts_early() {
     static const bool on = env_not_zero("NINFER_MOE_XPARTS_EARLY");
     return on;
+}
+// The three launches' shapes (moe_decode) and the launches of instance FS.
+struct MoeLaunch {
+    dim3 first, gate_up, block, down, down_block;
+    size_t down_smem;
+};
+template <unsigned FS>
+cudaError_t launch_moe(const detail::MoeParams& p, const MoeLaunch& l, int n, cudaStream_t stream) {
+    using namespace detail;
+    cudaError_t err = n == 1 ? launch_pdl(moe_route_shared_kernel<1, FS>, l.first, l.block, 0, stream, p)
+                             : launch_pdl(moe_route_shared_kernel<kMoeDecodeMaxTokens, FS>, l.first, l.block, 0, stream, p);
+    if (err == cudaSuccess)
+        err = n == 1 ? launch_pdl(moe_gate_up_kernel<1, FS>, l.gate_up, l.block, 0, stream, p)
+                     : launch_pdl(moe_gate_up_kernel<kMoeDecodeMaxTokens, FS>, l.gate_up, l.block, 0, stream, p);
+    if (err == cudaSuccess) err = launch_pdl(moe_down_kernel<FS>, l.down, l.down_block, l.down_smem, stream, p);
+    return err;
 }
 } // namespace
 
@@ -506,13 +551,13 @@ cudaError_t moe_decode(const MoeDecodeArgs& a, cudaStream_t stream) {
     static_assert(sizeof(float) * kMoeDecodeMaxTokens * (kMoeMaxTopK + 1) * kDownMaxTile <= 48 * 1024);
     const size_t down_smem = size_t(p.down_tokens) * size_t(K + 1) * size_t(p.down_tile) * sizeof(float);
     const dim3 down_block(unsigned(std::min(K + 1, kDownMaxWarps)) * 32);
-    cudaError_t err = n == 1 ? launch_pdl(moe_route_shared_kernel<1>, dim3(first), block, 0, stream, p)
-                             : launch_pdl(moe_route_shared_kernel<kMoeDecodeMaxTokens>, dim3(first), block, 0, stream, p);
-    if (err == cudaSuccess)
-        err = n == 1 ? launch_pdl(moe_gate_up_kernel<1>, gate_up_grid, block, 0, stream, p)
-                     : launch_pdl(moe_gate_up_kernel<kMoeDecodeMaxTokens>, gate_up_grid, block, 0, stream, p);
-    if (err == cudaSuccess) err = launch_pdl(moe_down_kernel, down_grid, down_block, down_smem, stream, p);
-    return err;
+    const MoeLaunch launch{dim3(first), gate_up_grid, block, down_grid, down_block, down_smem};
+    const unsigned formats = format_bit(w.router.format) | format_bit(w.shared_score.format) |
+                             format_bit(w.experts_gate_up.format) | format_bit(w.experts_down.format) |
+                             format_bit(w.shared_gate_up.format) | format_bit(w.shared_down.format);
+    if ((formats & ~kMoeFormatsQ4) == 0) return launch_moe<kMoeFormatsQ4>(p, launch, n, stream);
+    if ((formats & ~kMoeFormatsMix) == 0) return launch_moe<kMoeFormatsMix>(p, launch, n, stream);
+    return launch_moe<kMoeFormatsAll>(p, launch, n, stream);
 }
 
 } // namespace ninfer::kernels
