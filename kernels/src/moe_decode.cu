@@ -21,10 +21,15 @@ constexpr unsigned kMoeFormatsMix = kMoeFormatsQ4 | format_bit(WeightFormat::Bf1
                                     format_bit(WeightFormat::Q5G64Fp16) | format_bit(WeightFormat::Q8G32Fp16);
 constexpr unsigned kMoeFormatsAll = kMoeFormatsMix | format_bit(WeightFormat::Fp8E4m3RowBf16) |
                                     format_bit(WeightFormat::Q6G64Fp16);
+// With kMoeTensorCoresOnly: every view q4 and each of the three launches on its tensor-core path
+// (p.mma, p.shared_mma, p.down_mma), so the instance has no FMA dot code at all.
+constexpr unsigned kMoeTensorCoresOnly = 1u << 31;
+template <unsigned FS> constexpr bool tensor_cores_only() { return (FS & kMoeTensorCoresOnly) != 0; }
 
 // fn(std::integral_constant<WeightFormat, F>{}) for the stored format f of a MoE view (not nvfp4),
 // f in FS (the host picks an instance whose FS holds every view's format; q4 is the default case).
-template <unsigned FS, class Fn> __device__ __forceinline__ void with_format(WeightFormat f, Fn&& fn) {
+template <unsigned FS_, class Fn> __device__ __forceinline__ void with_format(WeightFormat f, Fn&& fn) {
+    constexpr unsigned FS = FS_ & ~kMoeTensorCoresOnly;
     static_assert((FS & kMoeFormatsQ4) != 0 && (FS & ~kMoeFormatsAll) == 0);
     using F = WeightFormat;
     if constexpr (FS == kMoeFormatsAll) { // (the form every instance had before the sets)
@@ -232,7 +237,7 @@ __global__ void __launch_bounds__(kRouteWarps * 32, NT == 1 ? 2 : 1) moe_route_s
     // more tokens: two rows per warp, so the two token groups stay one wave at one block an SM.
     constexpr int kSharedRows = NT == 1 ? 1 : kGateUpRowsPerWarp;
     const int sb = int(blockIdx.x) - p.route_blocks, rb = NT == 1 ? sb : sb % p.shared_row_blocks;
-    if (!router && p.shared_mma) { // q4 shared expert on tensor cores (moe_shared_mma.cuh), its own PDL wait
+    if (!router && (tensor_cores_only<FS>() || p.shared_mma)) { // q4 shared expert on tensor cores (moe_shared_mma.cuh), its own PDL wait
         // No L2 prefetch of the shared down rows (the FMA path below keeps its): batch 1 0.9% faster
         // without (session 10 run 13), batch 2-8 the same.
         shared_gate_up_mma<NT>(p, sb);
@@ -265,13 +270,13 @@ __global__ void __launch_bounds__(kRouteWarps * 32, NT == 1 ? 2 : 1) moe_route_s
         // and 1): the item's x is loaded before the block's dots and split and stored after them, so
         // its L2 round trip overlaps theirs instead of preceding it (NINFER_MOE_XPARTS_EARLY=0: before
         // the dots, as above one token; read once by the host).
-        if (NT == 1 && p.x_parts_early && p.mma) {
+        if (NT == 1 && p.x_parts_early && (tensor_cores_only<FS>() || p.mma)) {
             const XPartItem item = load_x_part_item(p, int(blockIdx.x * blockDim.x + threadIdx.x));
             route_block<FS, NT>(p);
             store_x_part_item(p, item);
             return;
         }
-        if (p.mma) write_x_parts(p);
+        if (tensor_cores_only<FS>() || p.mma) write_x_parts(p);
         route_block<FS, NT>(p);
         return;
     }
@@ -317,7 +322,7 @@ __global__ void __launch_bounds__(kExpertWarps * 32, 2) moe_gate_up_kernel(MoePa
     }
     // No L2 prefetch of the third launch's rows of this expert here: with it (up to 16 experts) the
     // step was 0.9% slower at batch 1 and 2 (session 10 runs 10-11).
-    if (p.mma) { // block-uniform: every warp takes part (shared-memory reduction)
+    if (tensor_cores_only<FS>() || p.mma) { // block-uniform: every warp takes part (shared-memory reduction)
         gate_up_mma<NT>(p, expert, pair, nt, int64_t(blockIdx.x) * kGateUpRowsPerBlock);
         return;
     }
@@ -364,7 +369,7 @@ template <unsigned FS> __global__ void __maxnreg__(96) moe_down_kernel(MoeParams
     for (int j = warp; j <= K; j += int(blockDim.x >> 5)) {
         const bool shared = j == K;
         const MoeRows& m = shared ? p.shared_down : p.down;
-        if (p.down_mma) { // q4 on tensor cores: T = 16, one tile a (token, choice)
+        if (tensor_cores_only<FS>() || p.down_mma) { // q4 on tensor cores: T = 16, one tile a (token, choice)
             for (int t = t0; t < t1; ++t) {
                 const int64_t base = (shared ? 0 : int64_t(p.ids[t * K + j]) * p.hidden) + h0;
                 float v_r, v_r8;
@@ -555,6 +560,8 @@ cudaError_t moe_decode(const MoeDecodeArgs& a, cudaStream_t stream) {
     const unsigned formats = format_bit(w.router.format) | format_bit(w.shared_score.format) |
                              format_bit(w.experts_gate_up.format) | format_bit(w.experts_down.format) |
                              format_bit(w.shared_gate_up.format) | format_bit(w.shared_down.format);
+    if ((formats & ~kMoeFormatsQ4) == 0 && p.mma && p.shared_mma && p.down_mma)
+        return launch_moe<kMoeFormatsQ4 | kMoeTensorCoresOnly>(p, launch, n, stream);
     if ((formats & ~kMoeFormatsQ4) == 0) return launch_moe<kMoeFormatsQ4>(p, launch, n, stream);
     if ((formats & ~kMoeFormatsMix) == 0) return launch_moe<kMoeFormatsMix>(p, launch, n, stream);
     return launch_moe<kMoeFormatsAll>(p, launch, n, stream);
