@@ -11,6 +11,8 @@
 #include "ninfer/kernels/device.h"
 #include "ninfer/kernels/gemv.h"
 
+#include "../bench_util.h"
+
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -37,37 +39,28 @@ void report(const char* fmt, ...) {
     if (g_summary) std::fputs(line, g_summary);
 }
 
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            std::exit(1);                                                                          \
-        }                                                                                          \
-    } while (0)
-
 double copy_bandwidth() {
     const size_t bytes = size_t(4) << 30;
     void *a, *b;
-    CK(cudaMalloc(&a, bytes));
-    CK(cudaMalloc(&b, bytes));
-    CK(cudaMemset(a, 0x5a, bytes));
+    BENCH_CHECK_CUDA(cudaMalloc(&a, bytes));
+    BENCH_CHECK_CUDA(cudaMalloc(&b, bytes));
+    BENCH_CHECK_CUDA(cudaMemset(a, 0x5a, bytes));
     cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
+    BENCH_CHECK_CUDA(cudaEventCreate(&e0));
+    BENCH_CHECK_CUDA(cudaEventCreate(&e1));
     float best = 1e30f;
-    CK(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice));
+    BENCH_CHECK_CUDA(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice));
     for (int i = 0; i < 10; ++i) {
-        CK(cudaEventRecord(e0));
-        CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice));
-        CK(cudaEventRecord(e1));
-        CK(cudaEventSynchronize(e1));
+        BENCH_CHECK_CUDA(cudaEventRecord(e0));
+        BENCH_CHECK_CUDA(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice));
+        BENCH_CHECK_CUDA(cudaEventRecord(e1));
+        BENCH_CHECK_CUDA(cudaEventSynchronize(e1));
         float ms;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
+        BENCH_CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
         best = std::min(best, ms);
     }
-    CK(cudaFree(a));
-    CK(cudaFree(b));
+    BENCH_CHECK_CUDA(cudaFree(a));
+    BENCH_CHECK_CUDA(cudaFree(b));
     return 2.0 * double(bytes) / (best * 1e-3) / 1e9;
 }
 
@@ -99,7 +92,7 @@ double time_mix(WeightFormat f, WeightLayout layout, const std::vector<Shape>& s
     for (const auto& s : shapes) mix_bytes += (layout_bytes(f, layout, s) + 255) / 256 * 256;
     const int copies = int(std::max<size_t>(2, (size_t(3) << 29) / mix_bytes + 1));
     uint8_t* pool;
-    CK(cudaMalloc(&pool, mix_bytes * copies));
+    BENCH_CHECK_CUDA(cudaMalloc(&pool, mix_bytes * copies));
     // Random bytes (not zeros): q4 and fp8 dequantisation cost does not depend on values, but keep
     // the data honest. The bytes avoid fp8 NaN codes (0x7F/0xFF) by clearing bit 0 of 0x7F patterns.
     std::vector<uint8_t> host(mix_bytes);
@@ -111,12 +104,13 @@ double time_mix(WeightFormat f, WeightLayout layout, const std::vector<Shape>& s
     }
     if (f == WeightFormat::Bf16) // keep bf16 weights finite: clear the top exponent bit
         for (size_t i = 1; i < host.size(); i += 2) host[i] &= 0xBF;
-    for (int c = 0; c < copies; ++c) CK(cudaMemcpy(pool + mix_bytes * c, host.data(), mix_bytes, cudaMemcpyHostToDevice));
+    for (int c = 0; c < copies; ++c)
+        BENCH_CHECK_CUDA(cudaMemcpy(pool + mix_bytes * c, host.data(), mix_bytes, cudaMemcpyHostToDevice));
     cudaStream_t st;
-    CK(cudaStreamCreate(&st));
+    BENCH_CHECK_CUDA(cudaStreamCreate(&st));
     cudaGraph_t graph;
     cudaGraphExec_t exec;
-    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+    BENCH_CHECK_CUDA(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
     for (int c = 0; c < copies; ++c) {
         size_t off = 0;
         for (const auto& sh : shapes) {
@@ -129,33 +123,33 @@ double time_mix(WeightFormat f, WeightLayout layout, const std::vector<Shape>& s
             a.y = y;
             a.y_stride = sh.n;
             a.scratch = scratch;
-            CK(gemv(a, st));
+            BENCH_CHECK_CUDA(gemv(a, st));
             off += (layout_bytes(f, layout, sh) + 255) / 256 * 256;
         }
     }
-    CK(cudaStreamEndCapture(st, &graph));
-    CK(cudaGraphInstantiate(&exec, graph, 0));
-    CK(cudaGraphLaunch(exec, st));
-    CK(cudaStreamSynchronize(st));
+    BENCH_CHECK_CUDA(cudaStreamEndCapture(st, &graph));
+    BENCH_CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    BENCH_CHECK_CUDA(cudaGraphLaunch(exec, st));
+    BENCH_CHECK_CUDA(cudaStreamSynchronize(st));
     cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
+    BENCH_CHECK_CUDA(cudaEventCreate(&e0));
+    BENCH_CHECK_CUDA(cudaEventCreate(&e1));
     float best = 1e30f;
     for (int i = 0; i < 5; ++i) {
-        CK(cudaEventRecord(e0, st));
-        CK(cudaGraphLaunch(exec, st));
-        CK(cudaEventRecord(e1, st));
-        CK(cudaEventSynchronize(e1));
+        BENCH_CHECK_CUDA(cudaEventRecord(e0, st));
+        BENCH_CHECK_CUDA(cudaGraphLaunch(exec, st));
+        BENCH_CHECK_CUDA(cudaEventRecord(e1, st));
+        BENCH_CHECK_CUDA(cudaEventSynchronize(e1));
         float ms;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
+        BENCH_CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
         best = std::min(best, ms);
     }
     size_t bytes = 0;
     for (const auto& sh : shapes) bytes += weight_bytes(f, sh.n, sh.k);
-    CK(cudaGraphExecDestroy(exec));
-    CK(cudaGraphDestroy(graph));
-    CK(cudaStreamDestroy(st));
-    CK(cudaFree(pool));
+    BENCH_CHECK_CUDA(cudaGraphExecDestroy(exec));
+    BENCH_CHECK_CUDA(cudaGraphDestroy(graph));
+    BENCH_CHECK_CUDA(cudaStreamDestroy(st));
+    BENCH_CHECK_CUDA(cudaFree(pool));
     return double(bytes) * copies / (best * 1e-3) / 1e9;
 }
 
@@ -173,17 +167,17 @@ int main(int argc, char** argv) {
     report("copy bandwidth (4 GiB device-to-device, read+write, best of 10): %.1f GB/s\n", copy);
 
     void *x, *y;
-    CK(cudaMalloc(&x, 8 * 17408 * 2));
-    CK(cudaMemset(x, 0x3c, 8 * 17408 * 2)); // bf16 ~ 0.0115: finite, nonzero
+    BENCH_CHECK_CUDA(cudaMalloc(&x, 8 * 17408 * 2));
+    BENCH_CHECK_CUDA(cudaMemset(x, 0x3c, 8 * 17408 * 2)); // bf16 ~ 0.0115: finite, nonzero
     void* x_lo; // a buffer of its own, as in the runner (x and its halves both take L1 space)
-    CK(cudaMalloc(&x_lo, 8 * 17408 * 2));
-    CK(cudaMemset(x_lo, 0x1c, 8 * 17408 * 2));
-    CK(cudaMalloc(&y, 8 * 17408 * 4));
+    BENCH_CHECK_CUDA(cudaMalloc(&x_lo, 8 * 17408 * 2));
+    BENCH_CHECK_CUDA(cudaMemset(x_lo, 0x1c, 8 * 17408 * 2));
+    BENCH_CHECK_CUDA(cudaMalloc(&y, 8 * 17408 * 4));
     float* partials;
     uint32_t* counters;
-    CK(cudaMalloc(&partials, gemv_scratch_floats(17408) * 4));
-    CK(cudaMalloc(&counters, gemv_scratch_counters(17408) * 4));
-    CK(cudaMemset(counters, 0, gemv_scratch_counters(17408) * 4));
+    BENCH_CHECK_CUDA(cudaMalloc(&partials, gemv_scratch_floats(17408) * 4));
+    BENCH_CHECK_CUDA(cudaMalloc(&counters, gemv_scratch_counters(17408) * 4));
+    BENCH_CHECK_CUDA(cudaMemset(counters, 0, gemv_scratch_counters(17408) * 4));
     const GemvScratch scratch{partials, gemv_scratch_floats(17408), counters, gemv_scratch_counters(17408)};
 
     const struct { WeightFormat f; const char* name; } formats[] = {

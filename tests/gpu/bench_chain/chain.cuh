@@ -1,5 +1,6 @@
 // ninfer GPU microbenchmark bench_chain - what the stages of both chains share: the stage's
-// arithmetic (stage_body), its launch form (stage_kernel), the f64 reference, RESULT output.
+// arithmetic (stage_body), its launch form (stage_kernel, StageLaunch), the f64 reference, timing
+// (time_chain) and graph capture (capture_graph); output and CUDA checks come from ../bench_util.h.
 //
 // Contract: a stage s of G blocks reads the whole previous vector buf[s & 1] (kWidth f32) after
 // its hand-off and writes rows i = b, b + G, ... of buf[(s + 1) & 1]:
@@ -11,6 +12,8 @@
 // list of per-stage block counts; the device result lands in buf[stages & 1]. The start vector
 // carries tag 0 (values in [0, 0.5)).
 #pragma once
+
+#include "../bench_util.h"
 
 #include <cuda_runtime.h>
 
@@ -25,15 +28,6 @@ namespace bench_chain {
 
 constexpr int kWidth = 2048, kThreads = 256, kStages = 374, kRuns = 25; // kStages: ~ a 35B-A3B step
 constexpr long long kTimeoutNs = 2000000000ll; // a poll gives up (and flags an error) after 2 s
-
-#define CHECK_CUDA(x)                                                                              \
-    do {                                                                                           \
-        const cudaError_t e_ = (x);                                                                \
-        if (e_ != cudaSuccess) {                                                                   \
-            std::fprintf(stderr, "bench_chain: %s: %s\n", #x, cudaGetErrorString(e_));             \
-            std::exit(1);                                                                          \
-        }                                                                                          \
-    } while (0)
 
 // The stage constant c(s, i): small, different for every stage and row.
 __host__ __device__ inline float stage_constant(int s, int i) {
@@ -126,11 +120,6 @@ __global__ void __launch_bounds__(kThreads)
                       gridDim.x, warp_sums, error);
 }
 
-inline double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
-
 // The chain on the host in f64: stage s run by blocks[s] blocks, each with its scale as the device
 // applies it. Returns the final vector (the device's buf[blocks.size() & 1]).
 inline std::vector<double> reference_chain(const std::vector<float> &start,
@@ -163,15 +152,6 @@ inline double worst_rel_error(const std::vector<float> &got, const std::vector<d
     return worst;
 }
 
-struct Out { // RESULT lines to stdout and, if open, the summary file
-    FILE *summary;
-    void result(const char *line) {
-        std::printf("%s\n", line);
-        if (summary)
-            std::fprintf(summary, "%s\n", line);
-    }
-};
-
 // The launch of one stage of a graph: blocks x kThreads on stream, with programmatic stream
 // serialisation when pdl. The attribute lives in the object: keep it alive through the launch.
 struct StageLaunch {
@@ -194,29 +174,42 @@ template <class Enqueue>
 std::vector<double> time_chain(cudaStream_t stream, float *d_buf, const std::vector<float> &start,
                                Enqueue enqueue) {
     cudaEvent_t e0, e1;
-    CHECK_CUDA(cudaEventCreate(&e0));
-    CHECK_CUDA(cudaEventCreate(&e1));
+    BENCH_CHECK_CUDA(cudaEventCreate(&e0));
+    BENCH_CHECK_CUDA(cudaEventCreate(&e1));
     std::vector<double> us;
     for (int run = 0; run < kRuns + 2; ++run) {
-        CHECK_CUDA(cudaMemcpyAsync(d_buf, start.data(), kWidth * sizeof(float),
-                                   cudaMemcpyHostToDevice, stream));
-        CHECK_CUDA(cudaEventRecord(e0, stream));
+        BENCH_CHECK_CUDA(cudaMemcpyAsync(d_buf, start.data(), kWidth * sizeof(float),
+                                         cudaMemcpyHostToDevice, stream));
+        BENCH_CHECK_CUDA(cudaEventRecord(e0, stream));
         enqueue(run);
-        CHECK_CUDA(cudaGetLastError());
-        CHECK_CUDA(cudaEventRecord(e1, stream));
-        CHECK_CUDA(cudaStreamSynchronize(stream));
+        BENCH_CHECK_CUDA(cudaGetLastError());
+        BENCH_CHECK_CUDA(cudaEventRecord(e1, stream));
+        BENCH_CHECK_CUDA(cudaStreamSynchronize(stream));
         float ms = 0;
-        CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+        BENCH_CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
         if (run >= 2)
             us.push_back(ms * 1e3);
     }
-    CHECK_CUDA(cudaEventDestroy(e0));
-    CHECK_CUDA(cudaEventDestroy(e1));
+    BENCH_CHECK_CUDA(cudaEventDestroy(e0));
+    BENCH_CHECK_CUDA(cudaEventDestroy(e1));
     return us;
+}
+
+// A graph of what enqueue() puts on stream (captured), instantiated; the caller destroys it.
+template <class Enqueue> cudaGraphExec_t capture_graph(cudaStream_t stream, Enqueue enqueue) {
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    BENCH_CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    enqueue();
+    BENCH_CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
+    BENCH_CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    BENCH_CHECK_CUDA(cudaGraphDestroy(graph));
+    return exec;
 }
 
 // The step-shape chains (step_shape.cu): the 35B-A3B batch-1 step's stage sequence as it is and as
 // a fully folded design would have it. Returns false when a result is wrong.
-bool run_step_shapes(Out &out, const float *d_weights, const std::vector<float> &start);
+bool run_step_shapes(bench::ResultLines &out, const float *d_weights,
+                     const std::vector<float> &start);
 
 } // namespace bench_chain

@@ -101,17 +101,21 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
+// The persistent kernels by [kWork][handoff], for the residency guard and the launch.
+using PersistentKernel = void (*)(float *, const float *, unsigned *, unsigned *, int, int *);
+constexpr PersistentKernel kPersistent[2][2] = {
+    {persistent_kernel<kCounter, false>, persistent_kernel<kFlags, false>},
+    {persistent_kernel<kCounter, true>, persistent_kernel<kFlags, true>}};
+
 } // namespace
 
 int main(int argc, char **argv) {
     static_assert(kStages % 2 == 0, "the result lands in buf[0]");
-    Out out{argc > 1 ? std::fopen(argv[1], "a") : nullptr};
-    if (argc > 1 && !out.summary) {
-        std::fprintf(stderr, "bench_chain: cannot append to %s\n", argv[1]);
+    bench::ResultLines out;
+    if (!out.open(argc, argv, "bench_chain"))
         return 1;
-    }
     int sms = 0;
-    CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    BENCH_CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     std::vector<float> weights(size_t(kStages) * kWidth), start(kWidth);
     for (int s = 0; s < kStages; ++s)
         for (int k = 0; k < kWidth; ++k)
@@ -121,29 +125,30 @@ int main(int argc, char **argv) {
     float *d_buf, *d_weights;
     unsigned *d_counters, *d_flags;
     int *d_error;
-    CHECK_CUDA(cudaMalloc(&d_buf, 2 * kWidth * sizeof(float)));
-    CHECK_CUDA(cudaMalloc(&d_weights, weights.size() * sizeof(float)));
-    CHECK_CUDA(cudaMalloc(&d_counters, kStages * sizeof(unsigned)));
-    CHECK_CUDA(cudaMalloc(&d_flags, 4 * size_t(sms) * sizeof(unsigned)));
-    CHECK_CUDA(cudaMalloc(&d_error, sizeof(int)));
-    CHECK_CUDA(cudaMemcpy(d_weights, weights.data(), weights.size() * sizeof(float),
-                          cudaMemcpyHostToDevice));
+    BENCH_CHECK_CUDA(cudaMalloc(&d_buf, 2 * kWidth * sizeof(float)));
+    BENCH_CHECK_CUDA(cudaMalloc(&d_weights, weights.size() * sizeof(float)));
+    BENCH_CHECK_CUDA(cudaMalloc(&d_counters, kStages * sizeof(unsigned)));
+    BENCH_CHECK_CUDA(cudaMalloc(&d_flags, 4 * size_t(sms) * sizeof(unsigned)));
+    BENCH_CHECK_CUDA(cudaMalloc(&d_error, sizeof(int)));
+    BENCH_CHECK_CUDA(cudaMemcpy(d_weights, weights.data(), weights.size() * sizeof(float),
+                                cudaMemcpyHostToDevice));
     cudaStream_t stream;
-    CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    BENCH_CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     bool ok = true;
     char line[320];
 
     // The tag check fires on a stale read, and only then: stages 0, 1, 2, 3 in order leave the
     // flag clear; 0, 1, 3 make stage 3 read stage 0's output (tag 1 where it wants 3).
     for (const bool skip : {false, true}) {
-        CHECK_CUDA(cudaMemcpy(d_buf, start.data(), kWidth * sizeof(float), cudaMemcpyHostToDevice));
-        CHECK_CUDA(cudaMemset(d_error, 0, sizeof(int)));
+        BENCH_CHECK_CUDA(
+            cudaMemcpy(d_buf, start.data(), kWidth * sizeof(float), cudaMemcpyHostToDevice));
+        BENCH_CHECK_CUDA(cudaMemset(d_error, 0, sizeof(int)));
         for (int s = 0; s < 4; ++s)
             if (!(skip && s == 2))
                 stage_kernel<true><<<sms, kThreads>>>(d_buf, d_weights, s, d_error);
-        CHECK_CUDA(cudaGetLastError());
+        BENCH_CHECK_CUDA(cudaGetLastError());
         int error = 0;
-        CHECK_CUDA(cudaMemcpy(&error, d_error, sizeof(int), cudaMemcpyDeviceToHost));
+        BENCH_CHECK_CUDA(cudaMemcpy(&error, d_error, sizeof(int), cudaMemcpyDeviceToHost));
         if (error != (skip ? 2 : 0)) {
             std::fprintf(stderr,
                          "bench_chain: the tag check gave %d on a chain %s a skipped stage\n",
@@ -152,6 +157,11 @@ int main(int argc, char **argv) {
         }
     }
 
+    int resident[2][2]; // blocks an SM of each kPersistent kernel
+    for (int w = 0; w < 2; ++w)
+        for (int h = 0; h < 2; ++h)
+            BENCH_CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                &resident[w][h], kPersistent[w][h], kThreads, 0));
     for (const bool work : {true, false}) {
         for (const int blocks : {sms / 2, sms, 2 * sms}) {
             const std::vector<double> ref =
@@ -159,49 +169,36 @@ int main(int argc, char **argv) {
             std::vector<float> first_result;
             for (int variant = 0; variant < 4; ++variant) {
                 static const char *names[] = {"graph+PDL", "graph", "counter", "flags"};
-                int per_sm = 0;
-                CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                    &per_sm,
-                    work ? persistent_kernel<kFlags, true> : persistent_kernel<kFlags, false>,
-                    kThreads, 0));
-                if (variant >= 2 && blocks > per_sm * sms)
+                if (variant >= 2 && blocks > resident[work][variant - 2] * sms)
                     continue; // a persistent launch needs every block resident
                 cudaGraphExec_t exec = nullptr;
-                if (variant < 2) {
-                    cudaGraph_t graph;
-                    CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-                    for (int s = 0; s < kStages; ++s) {
-                        const StageLaunch launch(blocks, stream, variant == 0);
-                        CHECK_CUDA(cudaLaunchKernelEx(
-                            &launch.cfg, work ? stage_kernel<true> : stage_kernel<false>, d_buf,
-                            static_cast<const float *>(d_weights), s, d_error));
-                    }
-                    CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
-                    CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-                    CHECK_CUDA(cudaGraphDestroy(graph));
-                }
+                if (variant < 2)
+                    exec = capture_graph(stream, [&] {
+                        for (int s = 0; s < kStages; ++s) {
+                            const StageLaunch launch(blocks, stream, variant == 0);
+                            BENCH_CHECK_CUDA(cudaLaunchKernelEx(
+                                &launch.cfg, work ? stage_kernel<true> : stage_kernel<false>, d_buf,
+                                static_cast<const float *>(d_weights), s, d_error));
+                        }
+                    });
                 // On the chain's stream: it does not wait for the legacy default stream.
-                CHECK_CUDA(cudaMemsetAsync(d_counters, 0, kStages * sizeof(unsigned), stream));
-                CHECK_CUDA(cudaMemsetAsync(d_flags, 0, 4 * size_t(sms) * sizeof(unsigned), stream));
-                CHECK_CUDA(cudaMemsetAsync(d_error, 0, sizeof(int), stream));
+                BENCH_CHECK_CUDA(
+                    cudaMemsetAsync(d_counters, 0, kStages * sizeof(unsigned), stream));
+                BENCH_CHECK_CUDA(
+                    cudaMemsetAsync(d_flags, 0, 4 * size_t(sms) * sizeof(unsigned), stream));
+                BENCH_CHECK_CUDA(cudaMemsetAsync(d_error, 0, sizeof(int), stream));
                 const std::vector<double> us = time_chain(stream, d_buf, start, [&](int run) {
                     if (variant < 2)
-                        CHECK_CUDA(cudaGraphLaunch(exec, stream));
-                    else if (variant == 2)
-                        (work
-                             ? persistent_kernel<kCounter, true>
-                             : persistent_kernel<kCounter, false>)<<<blocks, kThreads, 0, stream>>>(
-                            d_buf, d_weights, d_counters, d_flags, run, d_error);
+                        BENCH_CHECK_CUDA(cudaGraphLaunch(exec, stream));
                     else
-                        (work ? persistent_kernel<kFlags, true>
-                              : persistent_kernel<kFlags, false>)<<<blocks, kThreads, 0, stream>>>(
+                        kPersistent[work][variant - 2]<<<blocks, kThreads, 0, stream>>>(
                             d_buf, d_weights, d_counters, d_flags, run, d_error);
                 });
                 int error = 0;
                 std::vector<float> result(kWidth);
-                CHECK_CUDA(cudaMemcpy(&error, d_error, sizeof(int), cudaMemcpyDeviceToHost));
-                CHECK_CUDA(cudaMemcpy(result.data(), d_buf, kWidth * sizeof(float),
-                                      cudaMemcpyDeviceToHost));
+                BENCH_CHECK_CUDA(cudaMemcpy(&error, d_error, sizeof(int), cudaMemcpyDeviceToHost));
+                BENCH_CHECK_CUDA(cudaMemcpy(result.data(), d_buf, kWidth * sizeof(float),
+                                            cudaMemcpyDeviceToHost));
                 const double worst = worst_rel_error(result, ref);
                 if (first_result.empty())
                     first_result = result;
@@ -210,8 +207,8 @@ int main(int argc, char **argv) {
                 const bool good = error == 0 && same && worst < 1e-5;
                 ok = ok && good;
                 if (exec)
-                    CHECK_CUDA(cudaGraphExecDestroy(exec));
-                const double step = median(us);
+                    BENCH_CHECK_CUDA(cudaGraphExecDestroy(exec));
+                const double step = bench::median(us);
                 std::snprintf(line, sizeof line,
                               "RESULT bench_chain %s, %s, %d blocks: %.3f us a stage (%d stages "
                               "in %.1f us, median of %d)%s",
@@ -227,8 +224,6 @@ int main(int argc, char **argv) {
         }
     }
     ok = run_step_shapes(out, d_weights, start) && ok;
-    CHECK_CUDA(cudaDeviceSynchronize());
-    if (out.summary)
-        std::fclose(out.summary);
+    BENCH_CHECK_CUDA(cudaDeviceSynchronize());
     return ok ? 0 : 1;
 }

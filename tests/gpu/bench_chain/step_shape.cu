@@ -148,19 +148,20 @@ std::string gaps_line(const std::vector<ShapedStage> &stages,
 
 } // namespace
 
-bool run_step_shapes(Out &out, const float *d_weights, const std::vector<float> &start) {
+bool run_step_shapes(bench::ResultLines &out, const float *d_weights,
+                     const std::vector<float> &start) {
     bool ok = true;
     char line[320];
     float *d_buf;
     unsigned *d_sink;
     int *d_error;                     // stage_body's tag check (2)
     unsigned long long *d_first_wait; // a stage's first wait return (ns, %globaltimer)
-    CHECK_CUDA(cudaMalloc(&d_buf, 2 * kWidth * sizeof(float)));
-    CHECK_CUDA(cudaMalloc(&d_sink, sizeof(unsigned)));
-    CHECK_CUDA(cudaMalloc(&d_error, sizeof(int)));
-    CHECK_CUDA(cudaMalloc(&d_first_wait, kStages * sizeof(unsigned long long)));
+    BENCH_CHECK_CUDA(cudaMalloc(&d_buf, 2 * kWidth * sizeof(float)));
+    BENCH_CHECK_CUDA(cudaMalloc(&d_sink, sizeof(unsigned)));
+    BENCH_CHECK_CUDA(cudaMalloc(&d_error, sizeof(int)));
+    BENCH_CHECK_CUDA(cudaMalloc(&d_first_wait, kStages * sizeof(unsigned long long)));
     cudaStream_t stream;
-    CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    BENCH_CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     for (const bool folded : {false, true}) {
         long long bytes = 0, read = 0, routed = 0; // buffer size, bytes read a step, of them routed
         const std::vector<ShapedStage> stages = step_shape(folded, bytes);
@@ -171,8 +172,8 @@ bool run_step_shapes(Out &out, const float *d_weights, const std::vector<float> 
         for (const ShapedStage &s : stages)
             read += s.pre_bytes + s.post_bytes, routed += s.post_bytes;
         char *d_burst;
-        CHECK_CUDA(cudaMalloc(&d_burst, size_t(bytes)));
-        CHECK_CUDA(cudaMemsetAsync(d_burst, 1, size_t(bytes), stream));
+        BENCH_CHECK_CUDA(cudaMalloc(&d_burst, size_t(bytes)));
+        BENCH_CHECK_CUDA(cudaMemsetAsync(d_burst, 1, size_t(bytes), stream));
         std::vector<int> blocks;
         for (const ShapedStage &s : stages)
             blocks.push_back(s.blocks);
@@ -181,50 +182,46 @@ bool run_step_shapes(Out &out, const float *d_weights, const std::vector<float> 
             // The timed graph has no stamps (their atomics cost ~0.1 us a stage); a second one
             // with them gives each stage's gap: its first wait return to the next stage's.
             auto capture = [&](unsigned long long *stamps) {
-                cudaGraph_t graph;
-                cudaGraphExec_t exec;
-                CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-                for (size_t i = 0; i < stages.size(); ++i) {
-                    const ShapedStage &s = stages[i];
-                    const StageLaunch launch(s.blocks, stream, true);
-                    CHECK_CUDA(cudaLaunchKernelEx(
-                        &launch.cfg, shaped_stage_kernel, d_buf, d_weights, int(i),
-                        static_cast<const char *>(d_burst + s.pre_offset),
-                        reads == 2 ? s.pre_bytes : 0ll,
-                        static_cast<const char *>(d_burst + s.post_offset),
-                        reads >= 1 ? s.post_bytes : 0ll, stamps, d_error, d_sink));
-                }
-                CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
-                CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-                CHECK_CUDA(cudaGraphDestroy(graph));
-                return exec;
+                return capture_graph(stream, [&] {
+                    for (size_t i = 0; i < stages.size(); ++i) {
+                        const ShapedStage &s = stages[i];
+                        const StageLaunch launch(s.blocks, stream, true);
+                        BENCH_CHECK_CUDA(cudaLaunchKernelEx(
+                            &launch.cfg, shaped_stage_kernel, d_buf, d_weights, int(i),
+                            static_cast<const char *>(d_burst + s.pre_offset),
+                            reads == 2 ? s.pre_bytes : 0ll,
+                            static_cast<const char *>(d_burst + s.post_offset),
+                            reads >= 1 ? s.post_bytes : 0ll, stamps, d_error, d_sink));
+                    }
+                });
             };
-            CHECK_CUDA(cudaMemsetAsync(d_error, 0, sizeof(int), stream));
+            BENCH_CHECK_CUDA(cudaMemsetAsync(d_error, 0, sizeof(int), stream));
             cudaGraphExec_t exec = capture(nullptr);
-            const std::vector<double> us = time_chain(
-                stream, d_buf, start, [&](int) { CHECK_CUDA(cudaGraphLaunch(exec, stream)); });
-            CHECK_CUDA(cudaGraphExecDestroy(exec));
+            const std::vector<double> us = time_chain(stream, d_buf, start, [&](int) {
+                BENCH_CHECK_CUDA(cudaGraphLaunch(exec, stream));
+            });
+            BENCH_CHECK_CUDA(cudaGraphExecDestroy(exec));
             const size_t last = (stages.size() & 1) * kWidth; // where the chain's result lands
             std::vector<float> result(kWidth), stamped_result(kWidth);
-            CHECK_CUDA(cudaMemcpy(result.data(), d_buf + last, kWidth * sizeof(float),
-                                  cudaMemcpyDeviceToHost));
+            BENCH_CHECK_CUDA(cudaMemcpy(result.data(), d_buf + last, kWidth * sizeof(float),
+                                        cudaMemcpyDeviceToHost));
             exec = capture(d_first_wait);
-            CHECK_CUDA(
+            BENCH_CHECK_CUDA(
                 cudaMemsetAsync(d_first_wait, 0xFF, kStages * sizeof(unsigned long long), stream));
-            CHECK_CUDA(cudaMemcpyAsync(d_buf, start.data(), kWidth * sizeof(float),
-                                       cudaMemcpyHostToDevice, stream));
-            CHECK_CUDA(cudaGraphLaunch(exec, stream));
-            CHECK_CUDA(cudaStreamSynchronize(stream));
-            CHECK_CUDA(cudaGraphExecDestroy(exec));
+            BENCH_CHECK_CUDA(cudaMemcpyAsync(d_buf, start.data(), kWidth * sizeof(float),
+                                             cudaMemcpyHostToDevice, stream));
+            BENCH_CHECK_CUDA(cudaGraphLaunch(exec, stream));
+            BENCH_CHECK_CUDA(cudaStreamSynchronize(stream));
+            BENCH_CHECK_CUDA(cudaGraphExecDestroy(exec));
             std::vector<unsigned long long> first_wait(stages.size());
-            CHECK_CUDA(cudaMemcpy(first_wait.data(), d_first_wait,
-                                  stages.size() * sizeof(unsigned long long),
-                                  cudaMemcpyDeviceToHost));
-            CHECK_CUDA(cudaMemcpy(stamped_result.data(), d_buf + last, kWidth * sizeof(float),
-                                  cudaMemcpyDeviceToHost));
+            BENCH_CHECK_CUDA(cudaMemcpy(first_wait.data(), d_first_wait,
+                                        stages.size() * sizeof(unsigned long long),
+                                        cudaMemcpyDeviceToHost));
+            BENCH_CHECK_CUDA(cudaMemcpy(stamped_result.data(), d_buf + last, kWidth * sizeof(float),
+                                        cudaMemcpyDeviceToHost));
             const double worst = worst_rel_error(result, ref);
             int error = 0;
-            CHECK_CUDA(cudaMemcpy(&error, d_error, sizeof(int), cudaMemcpyDeviceToHost));
+            BENCH_CHECK_CUDA(cudaMemcpy(&error, d_error, sizeof(int), cudaMemcpyDeviceToHost));
             const bool good = error == 0 && worst < 1e-5 && stamped_result == result;
             ok = ok && good;
             char what[96] = "hand-offs only"; // GB: bytes read a step / 1e9
@@ -235,8 +232,8 @@ bool run_step_shapes(Out &out, const float *d_weights, const std::vector<float> 
             std::snprintf(line, sizeof line,
                           "RESULT bench_chain 35B-A3B b1 step shape, %s (%zu stages), %s: %.1f us "
                           "(median of %d)%s",
-                          folded ? "folded" : "present", stages.size(), what, median(us), kRuns,
-                          good ? "" : " WRONG RESULT");
+                          folded ? "folded" : "present", stages.size(), what, bench::median(us),
+                          kRuns, good ? "" : " WRONG RESULT");
             out.result(line);
             out.result(gaps_line(stages, first_wait, folded, what).c_str());
             if (!good)
@@ -245,13 +242,13 @@ bool run_step_shapes(Out &out, const float *d_weights, const std::vector<float> 
                              "the stamped replay's result equal: %d\n",
                              error, worst, int(stamped_result == result));
         }
-        CHECK_CUDA(cudaFree(d_burst));
+        BENCH_CHECK_CUDA(cudaFree(d_burst));
     }
-    CHECK_CUDA(cudaStreamDestroy(stream));
-    CHECK_CUDA(cudaFree(d_buf));
-    CHECK_CUDA(cudaFree(d_sink));
-    CHECK_CUDA(cudaFree(d_error));
-    CHECK_CUDA(cudaFree(d_first_wait));
+    BENCH_CHECK_CUDA(cudaStreamDestroy(stream));
+    BENCH_CHECK_CUDA(cudaFree(d_buf));
+    BENCH_CHECK_CUDA(cudaFree(d_sink));
+    BENCH_CHECK_CUDA(cudaFree(d_error));
+    BENCH_CHECK_CUDA(cudaFree(d_first_wait));
     return ok;
 }
 

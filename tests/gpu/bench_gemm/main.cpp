@@ -13,6 +13,8 @@
 #include "ninfer/kernels/device.h"
 #include "ninfer/kernels/gemm.h"
 
+#include "../bench_util.h"
+
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -40,15 +42,6 @@ void report(const char* fmt, ...) {
     if (g_summary && std::strncmp(line, "RESULT", 6) == 0) std::fputs(line, g_summary);
 }
 
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            std::exit(1);                                                                          \
-        }                                                                                          \
-    } while (0)
-
 // Median milliseconds of `launch` over 15 timed runs after 3 warm-ups.
 double median_ms(const std::function<void()>& launch) {
     return ninfer::core::cuda::median_event_ms([&] { launch(); return true; }, 15, 3);
@@ -64,7 +57,7 @@ void fill_random_bf16(void* dev, size_t count, uint64_t seed) {
         std::memcpy(&b, &f, 4);
         v = uint16_t((b + 0x7FFFu + ((b >> 16) & 1u)) >> 16);
     }
-    CK(cudaMemcpy(dev, h.data(), count * 2, cudaMemcpyHostToDevice));
+    BENCH_CHECK_CUDA(cudaMemcpy(dev, h.data(), count * 2, cudaMemcpyHostToDevice));
 }
 
 struct Shape {
@@ -96,7 +89,7 @@ double time_ours(void* a, void* b, void* c, int m, int n, int k, int tile_n) {
     g.c = c, g.ldc = n;
     g.m = m, g.n = n, g.k = k;
     gemm_force_tile_n(tile_n);
-    const double ms = median_ms([&] { CK(gemm_bf16(g, nullptr)); });
+    const double ms = median_ms([&] { BENCH_CHECK_CUDA(gemm_bf16(g, nullptr)); });
     gemm_force_tile_n(0);
     return ms;
 }
@@ -118,7 +111,7 @@ double time_grouped(void* a, void* b, void* c, int32_t* d_offsets, int tokens, c
         offsets[e + 1] = offsets[e] + counts[e];
         max_rows = std::max(max_rows, counts[e]);
     }
-    CK(cudaMemcpy(d_offsets, offsets.data(), offsets.size() * 4, cudaMemcpyHostToDevice));
+    BENCH_CHECK_CUDA(cudaMemcpy(d_offsets, offsets.data(), offsets.size() * 4, cudaMemcpyHostToDevice));
     GroupedGemmArgs g;
     g.a = static_cast<const __nv_bfloat16*>(a), g.lda = sh.k;
     g.b = static_cast<const __nv_bfloat16*>(b), g.ldb = sh.k;
@@ -129,7 +122,7 @@ double time_grouped(void* a, void* b, void* c, int32_t* d_offsets, int tokens, c
     g.b_group_stride = int64_t(sh.n) * sh.k;
     g.max_group_rows = max_rows;
     *max_rows_out = max_rows;
-    return median_ms([&] { CK(gemm_bf16_grouped(g, nullptr)); });
+    return median_ms([&] { BENCH_CHECK_CUDA(gemm_bf16_grouped(g, nullptr)); });
 }
 
 void bench_dequant(void* src, void* dst) {
@@ -144,7 +137,8 @@ void bench_dequant(void* src, void* dst) {
         // may be inf/NaN: the conversion cost does not depend on the values.
         const size_t stored = fm.tiled ? tiled_weight_bytes(fm.f, n, k) : weight_bytes(fm.f, n, k);
         const WeightView w{fm.f, src, n, k, fm.tiled ? WeightLayout::Tiled : WeightLayout::Artifact};
-        const double ms = median_ms([&] { CK(dequant_bf16(w, 0, n, static_cast<__nv_bfloat16*>(dst), k, nullptr)); });
+        const double ms =
+            median_ms([&] { BENCH_CHECK_CUDA(dequant_bf16(w, 0, n, static_cast<__nv_bfloat16*>(dst), k, nullptr)); });
         const double gbs = double(stored + size_t(n * k) * 2) / (ms * 1e-3) / 1e9;
         report("RESULT dequant_gbs %s%s n=%lld k=%lld %.1f (%.3f ms, stored %zu B read + bf16 written)\n", fm.name,
                fm.tiled ? "_tiled" : "", (long long)n, (long long)k, gbs, ms, stored);
@@ -163,9 +157,9 @@ int main(int argc, char** argv) {
     report("device: %s\n", probe.reason.c_str());
     const size_t max_a = size_t(8192) * 17408, max_b = size_t(34816) * 5120, max_c = size_t(8192) * 34816;
     void *a, *b, *c;
-    CK(cudaMalloc(&a, max_a * 2));
-    CK(cudaMalloc(&b, max_b * 2));
-    CK(cudaMalloc(&c, max_c * 4));
+    BENCH_CHECK_CUDA(cudaMalloc(&a, max_a * 2));
+    BENCH_CHECK_CUDA(cudaMalloc(&b, max_b * 2));
+    BENCH_CHECK_CUDA(cudaMalloc(&c, max_c * 4));
     fill_random_bf16(a, max_a, 1);
     fill_random_bf16(b, max_b, 2);
 
@@ -214,12 +208,12 @@ int main(int argc, char** argv) {
         const size_t expert_elems = size_t(kExperts) * 1024 * 2048;
         void *experts, *rows_out;
         int32_t* d_offsets;
-        CK(cudaMalloc(&experts, expert_elems * 2));
-        CK(cudaMalloc(&rows_out, size_t(8192) * kTopK * 2048 * 2));
-        CK(cudaMalloc(&d_offsets, (kExperts + 1) * 4));
+        BENCH_CHECK_CUDA(cudaMalloc(&experts, expert_elems * 2));
+        BENCH_CHECK_CUDA(cudaMalloc(&rows_out, size_t(8192) * kTopK * 2048 * 2));
+        BENCH_CHECK_CUDA(cudaMalloc(&d_offsets, (kExperts + 1) * 4));
         for (size_t off = 0; off < expert_elems; off += max_b)
-            CK(cudaMemcpy(static_cast<uint16_t*>(experts) + off, b, std::min(max_b, expert_elems - off) * 2,
-                          cudaMemcpyDeviceToDevice));
+            BENCH_CHECK_CUDA(cudaMemcpy(static_cast<uint16_t*>(experts) + off, b,
+                                        std::min(max_b, expert_elems - off) * 2, cudaMemcpyDeviceToDevice));
         for (int tokens : {2048, 8192})
             for (const auto& sh : k35b_experts) {
                 int max_rows = 0;
@@ -228,9 +222,9 @@ int main(int argc, char** argv) {
                        sh.name, tokens, tokens * kTopK, sh.n, sh.k, tflops(int64_t(tokens) * kTopK, sh.n, sh.k, ms),
                        max_rows);
             }
-        CK(cudaFree(experts));
-        CK(cudaFree(rows_out));
-        CK(cudaFree(d_offsets));
+        BENCH_CHECK_CUDA(cudaFree(experts));
+        BENCH_CHECK_CUDA(cudaFree(rows_out));
+        BENCH_CHECK_CUDA(cudaFree(d_offsets));
     }
     // The same square product last: a drop from the first figure is clock or power drift.
     report("RESULT gemm_tflops square_again m=%d n=%d k=%d %.1f\n", s, s, s, tflops(s, s, s, time_ours(a, b, c, s, s, s, 0)));

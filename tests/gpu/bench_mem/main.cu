@@ -15,6 +15,8 @@
 // cycles from before the load to after a barrier that needs every lane's value, median over blocks
 // and then over 40 launches. A "thrash" launch first touches 16,384 other random pages (one word
 // each: TLB entries, but little L2).
+#include "../bench_util.h"
+
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -26,15 +28,6 @@
 namespace {
 
 constexpr long long kBuf = 64ll << 30, kPage = 2ll << 20, kBlockBytes = 32768;
-
-#define CHECK_CUDA(x)                                                                              \
-    do {                                                                                           \
-        const cudaError_t e_ = (x);                                                                \
-        if (e_ != cudaSuccess) {                                                                   \
-            std::fprintf(stderr, "bench_mem: %s: %s\n", #x, cudaGetErrorString(e_));               \
-            std::exit(1);                                                                          \
-        }                                                                                          \
-    } while (0)
 
 __device__ __forceinline__ unsigned long long global_ns() {
     unsigned long long t;
@@ -135,39 +128,23 @@ __global__ void touch_kernel(const char *base, const long long *offset, int n, u
         *sink = v;
 }
 
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
-
-struct Out {
-    FILE *summary;
-    void result(const char *line) {
-        std::printf("%s\n", line);
-        if (summary)
-            std::fprintf(summary, "%s\n", line);
-    }
-};
-
 } // namespace
 
 int main(int argc, char **argv) {
-    Out out{argc > 1 ? std::fopen(argv[1], "a") : nullptr};
-    if (argc > 1 && !out.summary) {
-        std::fprintf(stderr, "bench_mem: cannot append to %s\n", argv[1]);
+    bench::ResultLines out;
+    if (!out.open(argc, argv, "bench_mem"))
         return 1;
-    }
     char *buf = nullptr;
-    CHECK_CUDA(cudaMalloc(&buf, kBuf));
-    CHECK_CUDA(cudaMemset(buf, 1, kBuf));
+    BENCH_CHECK_CUDA(cudaMalloc(&buf, kBuf));
+    BENCH_CHECK_CUDA(cudaMemset(buf, 1, kBuf));
     long long *d_offsets, *d_cycles;
     unsigned long long *d_stamps;
     unsigned *d_sink;
     constexpr int kThrash = 16384, kSms = 132, kBlocks = 256;
-    CHECK_CUDA(cudaMalloc(&d_offsets, kThrash * sizeof(long long)));
-    CHECK_CUDA(cudaMalloc(&d_cycles, kSms * sizeof(long long)));
-    CHECK_CUDA(cudaMalloc(&d_stamps, 2 * kBlocks * sizeof(unsigned long long)));
-    CHECK_CUDA(cudaMalloc(&d_sink, sizeof(unsigned)));
+    BENCH_CHECK_CUDA(cudaMalloc(&d_offsets, kThrash * sizeof(long long)));
+    BENCH_CHECK_CUDA(cudaMalloc(&d_cycles, kSms * sizeof(long long)));
+    BENCH_CHECK_CUDA(cudaMalloc(&d_stamps, 2 * kBlocks * sizeof(unsigned long long)));
+    BENCH_CHECK_CUDA(cudaMalloc(&d_sink, sizeof(unsigned)));
     std::mt19937_64 rng(11);
     char line[256];
 
@@ -198,21 +175,21 @@ int main(int argc, char **argv) {
             std::vector<long long> region(static_cast<size_t>(regions));
             for (long long &r : region)
                 r = (long long)(rng() % uint64_t(kBuf / region_bytes - 1)) * region_bytes;
-            CHECK_CUDA(cudaMemcpy(d_offsets, region.data(), regions * sizeof(long long),
-                                  cudaMemcpyHostToDevice));
+            BENCH_CHECK_CUDA(cudaMemcpy(d_offsets, region.data(), regions * sizeof(long long),
+                                        cudaMemcpyHostToDevice));
             for (int pass = b.l2 ? 0 : 1; pass < 2; ++pass) {
                 kBurstKernels[b.pattern]<<<kBlocks, 256>>>(buf, d_offsets, b.per, d_stamps, d_sink);
-                CHECK_CUDA(cudaGetLastError());
+                BENCH_CHECK_CUDA(cudaGetLastError());
             }
-            CHECK_CUDA(cudaMemcpy(stamps.data(), d_stamps,
-                                  stamps.size() * sizeof(unsigned long long),
-                                  cudaMemcpyDeviceToHost));
+            BENCH_CHECK_CUDA(cudaMemcpy(stamps.data(), d_stamps,
+                                        stamps.size() * sizeof(unsigned long long),
+                                        cudaMemcpyDeviceToHost));
             unsigned long long first = ~0ull, last = 0;
             for (int k = 0; k < kBlocks; ++k)
                 first = std::min(first, stamps[2 * k]), last = std::max(last, stamps[2 * k + 1]);
             spans.push_back(double(last - first) * 1e-3);
         }
-        const double us = median(spans), mb = kBlocks * kBlockBytes / 1e6;
+        const double us = bench::median(spans), mb = kBlocks * kBlockBytes / 1e6;
         std::snprintf(line, sizeof line, "RESULT bench_mem burst 8.4 MB, %s: %.2f us, %.2f TB/s",
                       b.name, us, mb / us); // MB/us = TB/s
         out.result(line);
@@ -221,7 +198,7 @@ int main(int argc, char **argv) {
     // TLB: each launch reads fresh random pages; the thrash launch evicts TLB entries, not L2
     // lines.
     int clock_khz = 0;
-    CHECK_CUDA(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
+    BENCH_CHECK_CUDA(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
     auto random_offsets = [&](std::vector<long long> &v, long long in_page) {
         for (long long &o : v)
             o = (long long)(rng() % uint64_t(kBuf / kPage)) * kPage + in_page;
@@ -236,10 +213,11 @@ int main(int argc, char **argv) {
         for (int it = 0; it < 40; ++it) {
             random_offsets(offsets, 4096 * (1 + (long long)(rng() % 200)));
             random_offsets(thrash, 0);
-            CHECK_CUDA(cudaMemcpy(d_offsets, thrash.data(), (kThrash - kSms) * sizeof(long long),
-                                  cudaMemcpyHostToDevice));
-            CHECK_CUDA(cudaMemcpy(d_read, offsets.data(), kSms * sizeof(long long),
-                                  cudaMemcpyHostToDevice));
+            BENCH_CHECK_CUDA(cudaMemcpy(d_offsets, thrash.data(),
+                                        (kThrash - kSms) * sizeof(long long),
+                                        cudaMemcpyHostToDevice));
+            BENCH_CHECK_CUDA(cudaMemcpy(d_read, offsets.data(), kSms * sizeof(long long),
+                                        cudaMemcpyHostToDevice));
             touch_kernel<<<(kThrash - kSms + 255) / 256, 256>>>(buf, d_offsets, kThrash - kSms,
                                                                 d_sink);
             if (c == 1 || c == 2)
@@ -251,27 +229,25 @@ int main(int argc, char **argv) {
             if (c == 3) { // one word 1 MB into each page: its TLB entry, not the timed lines
                 for (int b = 0; b < kSms; ++b)
                     warm[size_t(b)] = offsets[size_t(b)] - offsets[size_t(b)] % kPage + (1 << 20);
-                CHECK_CUDA(cudaMemcpy(d_offsets, warm.data(), kSms * sizeof(long long),
-                                      cudaMemcpyHostToDevice));
+                BENCH_CHECK_CUDA(cudaMemcpy(d_offsets, warm.data(), kSms * sizeof(long long),
+                                            cudaMemcpyHostToDevice));
                 touch_kernel<<<1, kSms>>>(buf, d_offsets, kSms, d_sink);
             }
             tlb_read_kernel<<<kSms, 256>>>(buf, d_read, d_cycles, d_sink);
-            CHECK_CUDA(cudaGetLastError());
-            CHECK_CUDA(cudaMemcpy(cycles.data(), d_cycles, kSms * sizeof(long long),
-                                  cudaMemcpyDeviceToHost));
+            BENCH_CHECK_CUDA(cudaGetLastError());
+            BENCH_CHECK_CUDA(cudaMemcpy(cycles.data(), d_cycles, kSms * sizeof(long long),
+                                        cudaMemcpyDeviceToHost));
             std::vector<double> block_us;
             for (long long cy : cycles)
                 block_us.push_back(double(cy) * 1e3 / clock_khz);
-            us.push_back(median(block_us));
+            us.push_back(bench::median(block_us));
         }
         std::snprintf(
             line, sizeof line,
             "RESULT bench_mem 4 KB read a block, %s: %.3f us (median block, median of 40)",
-            cases[c], median(us));
+            cases[c], bench::median(us));
         out.result(line);
     }
-    CHECK_CUDA(cudaDeviceSynchronize());
-    if (out.summary)
-        std::fclose(out.summary);
+    BENCH_CHECK_CUDA(cudaDeviceSynchronize());
     return 0;
 }
