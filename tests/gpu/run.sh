@@ -122,19 +122,17 @@ if [ "${NINFER_GPU_SANITIZE:-0}" = 1 ] && command -v compute-sanitizer >/dev/nul
     done
 fi
 
-if [ "${NINFER_GPU_MICROBENCH:-1}" != 0 ] && [ -x "$BIN/bench_gpu" ]; then
-say "bench:"
-timeout 300 "$BIN/bench_gpu" "$SUMMARY" >"$LOGS/bench.log" 2>&1 || { status=1; say "bench: FAILED"; tail -5 "$LOGS/bench.log"; }
-fi
-if [ "${NINFER_GPU_MICROBENCH:-1}" != 0 ] && [ -x "$BIN/bench_gemm" ]; then # prefill GEMM, dequant and the bf16 tensor-core peak
-    timeout 200 "$BIN/bench_gemm" "$SUMMARY" >"$LOGS/bench_gemm.log" 2>&1 || { status=1; say "bench_gemm: FAILED"; tail -5 "$LOGS/bench_gemm.log"; }
-fi
-if [ "${NINFER_GPU_MICROBENCH:-1}" != 0 ] && [ -x "$BIN/bench_mem" ]; then # what the memory system gives a burst
-    timeout 120 "$BIN/bench_mem" "$SUMMARY" >"$LOGS/bench_mem.log" 2>&1 || { status=1; say "bench_mem: FAILED"; tail -5 "$LOGS/bench_mem.log"; }
-fi
-if [ "${NINFER_GPU_MICROBENCH:-1}" != 0 ] && [ -x "$BIN/bench_chain" ]; then # a dependent stage's hand-off
-    timeout 120 "$BIN/bench_chain" "$SUMMARY" >"$LOGS/bench_chain.log" 2>&1 || { status=1; say "bench_chain: FAILED"; tail -5 "$LOGS/bench_chain.log"; }
-fi
+# A microbenchmark: $BIN/NAME with the summary file, its output in $LOGS/LOG.log, unless
+# NINFER_GPU_MICROBENCH=0 or the binary is absent; a failure fails the run.
+microbench() { # NAME LOG TIMEOUT_S
+    [ "${NINFER_GPU_MICROBENCH:-1}" != 0 ] && [ -x "$BIN/$1" ] || return 0
+    timeout "$3" "$BIN/$1" "$SUMMARY" >"$LOGS/$2.log" 2>&1 || { status=1; say "$2: FAILED"; tail -5 "$LOGS/$2.log"; }
+}
+[ "${NINFER_GPU_MICROBENCH:-1}" != 0 ] && [ -x "$BIN/bench_gpu" ] && say "bench:"
+microbench bench_gpu bench 300          # decode GEMVs against the copy roofline
+microbench bench_gemm bench_gemm 200    # prefill GEMM, dequant and the bf16 tensor-core peak
+microbench bench_mem bench_mem 120      # what the memory system gives a burst
+microbench bench_chain bench_chain 120  # a dependent stage's hand-off
 if [ -x "$BIN/bench_decode" ]; then
     sets=${NINFER_GPU_BENCH_DECODE:---synthetic qwen3.6-27b --recipe q4 --batch 1,8 --prompt-len 512,8192 --gen 16;--synthetic qwen3.6-35b-a3b --recipe q4 --batch 1,8 --prompt-len 8192 --gen 8}
     i=0
