@@ -22,13 +22,15 @@ constexpr const char* kConvertUsage =
     "       ninferctl convert --synthetic SHAPE OUT.ninfer [--recipe R] [--format GROUP=FORMAT ...]\n"
     "                         [--seed N] [--components text,mtp] [--name NAME] [--force]\n"
     "  SRC_DIR is a Hugging Face Qwen3.5/3.6 checkpoint (config.json, safetensors, tokenizer files).\n"
+    "  Without --components every component the checkpoint has (text, mtp, vision) is kept;\n"
+    "  --components keeps only the listed ones (text is always kept).\n"
     "  SHAPE is tiny, tiny-moe, qwen3.6-27b or qwen3.6-35b-a3b (seeded random weights, marked synthetic).\n";
 
 struct ConvertArgs {
     std::vector<std::string> positional;
     std::string recipe = std::string(core::kDefaultRecipe), tokenizer, name, synthetic_shape;
     std::vector<std::string> formats;
-    bool with_mtp = false, with_vision = false, force = false;
+    bool components_given = false, with_mtp = false, with_vision = false, force = false;
     uint64_t seed = 0;
     // Benchmark-only, undocumented: fewer layers, a thread count, generation without writing.
     uint64_t layers = 0, threads = 0;
@@ -60,6 +62,7 @@ bool parse_args(int argc, char** argv, ConvertArgs& a) {
         }
         if (arg == "--generate-only") { a.generate_only = true; continue; }
         if (arg == "--components" && next(v)) {
+            a.components_given = true;
             for (size_t p = 0; p <= v.size();) {
                 size_t comma = std::min(v.find(',', p), v.size());
                 std::string c = v.substr(p, comma - p);
@@ -144,8 +147,13 @@ int cmd_convert(int argc, char** argv) {
         r.tokenizer_file = a.tokenizer;
         r.name = a.name;
         r.recipe = recipe;
-        r.with_mtp = a.with_mtp;
-        r.with_vision = a.with_vision;
+        using core::ComponentChoice;
+        auto choice = [&](bool listed) {
+            return !a.components_given ? ComponentChoice::Auto
+                                       : listed ? ComponentChoice::Include : ComponentChoice::Exclude;
+        };
+        r.mtp = choice(a.with_mtp);
+        r.vision = choice(a.with_vision);
         r.force = a.force;
         r.progress = progress;
         written = core::convert_checkpoint(r);

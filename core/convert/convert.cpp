@@ -183,16 +183,19 @@ uint64_t convert_checkpoint(const ConvertRequest& req) {
 
     PlanOptions options;
     options.naming = detect_naming(*ckpt, src);
-    options.with_mtp = req.with_mtp;
-    options.with_vision = req.with_vision;
-    if (req.with_mtp && !ckpt->find("mtp.fc.weight"))
+    const bool has_mtp = ckpt->find("mtp.fc.weight") != nullptr;
+    const bool has_vision =
+        src.has_vision_config && ckpt->find(options.naming.vision_prefix + "patch_embed.proj.weight");
+    if (req.mtp == ComponentChoice::Include && !has_mtp)
         throw Error("convert: --components mtp: the checkpoint has no mtp.* tensors (mtp.fc.weight)");
-    if (req.with_vision) {
-        if (!src.has_vision_config)
-            throw Error("convert: --components vision: config.json of " + src.architecture +
-                        " has no vision_config");
+    if (req.vision == ComponentChoice::Include && !src.has_vision_config)
+        throw Error("convert: --components vision: config.json of " + src.architecture +
+                    " has no vision_config");
+    options.with_mtp = req.mtp == ComponentChoice::Include || (req.mtp == ComponentChoice::Auto && has_mtp);
+    options.with_vision = req.vision == ComponentChoice::Include ||
+                          (req.vision == ComponentChoice::Auto && has_vision);
+    if (options.with_vision)
         options.vision = src.vision;
-    }
     const std::vector<PlannedObject> plan = plan_objects(src.config, options);
     check_plan_formats(plan, req.recipe);
     Converter converter(*ckpt);
@@ -205,8 +208,8 @@ uint64_t convert_checkpoint(const ConvertRequest& req) {
     e.plan = &plan;
     e.recipe = &req.recipe;
     e.text_resources = src.resources;
-    e.with_mtp = req.with_mtp;
-    e.with_vision = req.with_vision;
+    e.with_mtp = options.with_mtp;
+    e.with_vision = options.with_vision;
     e.vision_config_json = src.vision.config_json;
     e.vision_resources = src.vision_resources;
     e.name = req.name.empty() ? std::filesystem::path(req.out_path).stem().string() : req.name;

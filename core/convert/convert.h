@@ -9,8 +9,11 @@
 //   encoded with the recipe's format (nvfp4 objects whole, since their divisor is per matrix) and
 //   streamed to the writer; the source pages are released after each object. Peak memory is about
 //   one encoded object plus one chunk. BF16 sources stored as bf16 are copied bit-exactly.
-// - Components: `text` always; `mtp` and `vision` when requested (refused if the checkpoint lacks
-//   them). metadata.name defaults to the output file stem; provenance records the source
+// - Components: `text` always. `mtp` and `vision` follow their ComponentChoice: Auto (the default)
+//   keeps each one the checkpoint has (mtp: an `mtp.fc.weight` tensor; vision: a vision_config and
+//   a `model.visual.patch_embed.proj.weight` tensor), so converting an official checkpoint never
+//   drops its MTP head silently; Include requires it (refused if the checkpoint lacks it); Exclude
+//   leaves it out (`ninferctl convert --components text,...` narrows to the listed ones). metadata.name defaults to the output file stem; provenance records the source
 //   directory, architecture, recipe and format overrides.
 // Errors: ninfer::Error("convert: ..."), ("safetensors: ..."), ("config: ...").
 #pragma once
@@ -23,14 +26,16 @@
 
 namespace ninfer::core {
 
+enum class ComponentChoice : uint8_t { Auto, Include, Exclude };
+
 struct ConvertRequest {
     std::string src_dir;
     std::string out_path;
     std::string tokenizer_file; // "" = src_dir/tokenizer.json
     std::string name;           // metadata.name; "" = output file stem
     Recipe recipe = Recipe::parse(kDefaultRecipe);
-    bool with_mtp = false;
-    bool with_vision = false;
+    ComponentChoice mtp = ComponentChoice::Auto;
+    ComponentChoice vision = ComponentChoice::Auto;
     bool force = false;
     ConvertProgress progress;
 };

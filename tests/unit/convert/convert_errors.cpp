@@ -82,9 +82,9 @@ TEST_CASE("a missing tensor and a wrong shape are named", "[convert_errors]") {
 TEST_CASE("requested components must exist in the checkpoint", "[convert_errors]") {
     Fixture f = make_hf_checkpoint(temp_dir("plain"), {});
     core::ConvertRequest r = request(f, temp_dir("plain.ninfer"));
-    r.with_mtp = true;
+    r.mtp = core::ComponentChoice::Include;
     CHECK_THROWS_WITH(core::convert_checkpoint(r), Contains("no mtp.* tensors"));
-    r.with_mtp = false, r.with_vision = true;
+    r.mtp = core::ComponentChoice::Exclude, r.vision = core::ComponentChoice::Include;
     CHECK_THROWS_WITH(core::convert_checkpoint(r), Contains("no vision_config"));
 }
 

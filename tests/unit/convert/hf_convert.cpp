@@ -30,14 +30,17 @@ std::vector<float> q_half(const std::vector<float>& q, int half) {
     return out;
 }
 
+using core::ComponentChoice;
+
 std::unique_ptr<core::Artifact> convert(const Fixture& f, const std::string& out, const std::string& recipe,
-                                        bool mtp = false, bool vision = false) {
+                                        ComponentChoice mtp = ComponentChoice::Auto,
+                                        ComponentChoice vision = ComponentChoice::Auto) {
     core::ConvertRequest r;
     r.src_dir = f.dir;
     r.out_path = out;
     r.recipe = core::Recipe::parse(recipe);
-    r.with_mtp = mtp;
-    r.with_vision = vision;
+    r.mtp = mtp;
+    r.vision = vision;
     r.force = true;
     core::convert_checkpoint(r);
     return core::Artifact::open(out);
@@ -149,7 +152,8 @@ TEST_CASE("the multimodal wrapper layout converts text, MTP and vision", "[hf_co
     FixtureOptions o;
     o.multimodal = true, o.mtp = true, o.vision = true;
     Fixture f = make_hf_checkpoint(temp_dir("wrapper"), o);
-    auto a = convert(f, temp_dir("wrapper.ninfer"), "bf16", true, true);
+    auto a = convert(f, temp_dir("wrapper.ninfer"), "bf16", ComponentChoice::Include,
+                     ComponentChoice::Include);
     check_text(*a, f);
     REQUIRE(a->has_component("mtp"));
     REQUIRE(a->has_component("vision"));
@@ -172,6 +176,36 @@ TEST_CASE("the multimodal wrapper layout converts text, MTP and vision", "[hf_co
     CHECK(decode_parameter(*a, "vision/layers/0/mlp/fc2") == f.at(b + "mlp.linear_fc2.weight"));
     CHECK(decode_parameter(*a, "vision/layers/0/norm2_bias") == f.at(b + "norm2.bias"));
     CHECK(decode_parameter(*a, "vision/merger/fc2") == f.at(v + "merger.linear_fc2.weight"));
+}
+
+TEST_CASE("conversion keeps every component the checkpoint has unless narrowed", "[hf_convert]") {
+    FixtureOptions o;
+    o.multimodal = true, o.mtp = true, o.vision = true;
+    Fixture f = make_hf_checkpoint(temp_dir("components"), o);
+    // The default keeps the MTP head and the vision tower of a checkpoint that has them.
+    auto all = convert(f, temp_dir("components-all.ninfer"), "bf16");
+    CHECK(all->has_component("mtp"));
+    CHECK(all->has_component("vision"));
+    CHECK(decode_parameter(*all, "mtp/input_projection") == f.at("mtp.fc.weight"));
+    // Narrowed: only what is listed (text is always kept).
+    auto text_mtp = convert(f, temp_dir("components-text-mtp.ninfer"), "bf16", ComponentChoice::Include,
+                            ComponentChoice::Exclude);
+    CHECK(text_mtp->has_component("mtp"));
+    CHECK_FALSE(text_mtp->has_component("vision"));
+    CHECK_FALSE(text_mtp->has_binding("vision/patch_embedding"));
+    auto text = convert(f, temp_dir("components-text.ninfer"), "bf16", ComponentChoice::Exclude,
+                        ComponentChoice::Exclude);
+    CHECK_FALSE(text->has_component("mtp"));
+    CHECK_FALSE(text->has_binding("mtp/input_projection"));
+    CHECK_FALSE(text->has_component("vision"));
+    check_text(*text, f);
+    // A checkpoint without the extras converts by default to text alone.
+    FixtureOptions plain;
+    plain.multimodal = true;
+    Fixture p = make_hf_checkpoint(temp_dir("components-plain"), plain);
+    auto only_text = convert(p, temp_dir("components-plain.ninfer"), "bf16");
+    CHECK_FALSE(only_text->has_component("mtp"));
+    CHECK_FALSE(only_text->has_component("vision"));
 }
 
 TEST_CASE("fused and per-expert MoE checkpoints give identical artifacts' weights", "[hf_convert]") {
