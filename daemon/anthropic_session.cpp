@@ -75,7 +75,6 @@ std::string render_anthropic_error(const ApiError& e) {
 
 void respond_anthropic_error(DaemonContext& ctx, ResponseWriter& writer, const ApiError& error) {
     int status = anthropic_status(error);
-    ++ctx.counters.http_responses_by_status[status];
     writer.send(status, "application/json", render_anthropic_error(error));
 }
 
@@ -156,7 +155,6 @@ void AnthropicSession::render_finished(const ChatUpdate& u) {
     w.key("usage");
     write_usage(w, u.summary, true);
     w.end_object();
-    ++ctx_.counters.http_responses_by_status[200];
     writer_->send(200, "application/json", w.take());
 }
 
@@ -189,7 +187,6 @@ void handle_count_tokens(DaemonContext& ctx, HttpRequest& request, std::shared_p
         [c, writer, n_tokens](std::optional<ApiError> error) {
             if (!writer->is_open()) return;
             if (error) return respond_anthropic_error(*c, *writer, *error);
-            ++c->counters.http_responses_by_status[200];
             writer->send(200, "application/json", "{\"input_tokens\":" + std::to_string(*n_tokens) + "}");
         });
 }

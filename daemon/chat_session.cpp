@@ -39,7 +39,6 @@ std::string delta_text(const char* field, const std::string& text) {
 } // namespace
 
 void respond_error(DaemonContext& ctx, ResponseWriter& writer, const ApiError& error) {
-    ++ctx.counters.http_responses_by_status[error.status];
     writer.send(error.status, "application/json", render_openai_error(error));
 }
 
@@ -193,7 +192,6 @@ void ChatSession::deliver(ChatUpdate&& u) {
             writer_->add_header("Cache-Control", "no-cache");
             writer_->add_header("X-Accel-Buffering", "no");
             writer_->start_stream(200, "text/event-stream");
-            ++ctx_.counters.http_responses_by_status[200];
             streaming_ = true;
             begin_stream();
         }
@@ -245,7 +243,6 @@ void ChatSession::render_finished(const ChatUpdate& u) {
         return;
     }
     collect_events(u.events);
-    ++ctx_.counters.http_responses_by_status[200];
     writer_->send(200, "application/json", render_completion(meta_, result_, u.summary, request_.logprobs));
 }
 

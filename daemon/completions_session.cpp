@@ -146,7 +146,6 @@ void CompletionsSession::render_finished(const ChatUpdate& u) {
     w.member("text", echo_ ? prompt_text() + text_ : text_).key("logprobs").null().member("finish_reason", finish);
     w.end_object().end_array().key("usage").raw(render_usage(u.summary)).key("timings").raw(render_timings(u.summary));
     w.end_object();
-    ++ctx_.counters.http_responses_by_status[200];
     writer_->send(200, "application/json", w.take());
 }
 

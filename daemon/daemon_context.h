@@ -39,7 +39,7 @@ struct Histogram {
 };
 
 struct LoopCounters {
-    std::map<int, uint64_t> http_responses_by_status; // chat + every other route
+    std::map<int, uint64_t> http_responses_by_status; // every response, counted by HttpServer::on_response
     uint64_t n_chat_requests_total = 0;
     uint64_t n_client_disconnects_total = 0;
     Histogram ttft_seconds;

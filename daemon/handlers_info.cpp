@@ -9,7 +9,6 @@ namespace ninfer::daemon {
 namespace {
 
 void send_json(DaemonContext& ctx, ResponseWriter& writer, int status, const std::string& body) {
-    ++ctx.counters.http_responses_by_status[status];
     writer.send(status, "application/json", body);
 }
 
@@ -55,7 +54,6 @@ void handle_model_one(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<
 }
 
 void handle_metrics(DaemonContext& ctx, HttpRequest&, std::shared_ptr<ResponseWriter> writer) {
-    ++ctx.counters.http_responses_by_status[200];
     writer->send(200, "text/plain; version=0.0.4; charset=utf-8", render_metrics(ctx));
 }
 

@@ -75,7 +75,6 @@ std::string render_monitor_stats(const DaemonContext& ctx) {
 }
 
 void handle_monitor(DaemonContext& ctx, HttpRequest&, std::shared_ptr<ResponseWriter> writer) {
-    ++ctx.counters.http_responses_by_status[200];
     writer->send(200, "text/html; charset=utf-8", monitor_page(),
                  {{"Content-Security-Policy", monitor_csp()},
                   {"X-Content-Type-Options", "nosniff"},
@@ -84,7 +83,6 @@ void handle_monitor(DaemonContext& ctx, HttpRequest&, std::shared_ptr<ResponseWr
 }
 
 void handle_monitor_stats(DaemonContext& ctx, HttpRequest&, std::shared_ptr<ResponseWriter> writer) {
-    ++ctx.counters.http_responses_by_status[200];
     writer->send(200, "application/json", render_monitor_stats(ctx), {{"Cache-Control", "no-store"}});
 }
 

@@ -14,7 +14,6 @@ int n_lanes_of(const DaemonContext& ctx) {
 }
 
 void send_json_200(DaemonContext& ctx, ResponseWriter& writer, const std::string& body) {
-    ++ctx.counters.http_responses_by_status[200];
     writer.send(200, "application/json", body);
 }
 

@@ -33,7 +33,6 @@ void answer_off_loop(DaemonContext& ctx, const HttpRequest& request, std::shared
         [c, writer, answer](std::optional<ApiError> error) {
             if (!writer->is_open()) return;
             if (error) return respond_error(*c, *writer, *error);
-            ++c->counters.http_responses_by_status[200];
             writer->send(200, "application/json", *answer);
         });
 }

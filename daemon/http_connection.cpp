@@ -149,6 +149,7 @@ void Connection::fail(int status, std::string message) {
                        "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
                        "\r\nConnection: close\r\n\r\n";
     in_request_ = false;
+    note_response(status);
     write_raw(head + body);
     close_after_write_ = true;
     uv_read_stop(reinterpret_cast<uv_stream_t*>(&tcp_));

@@ -23,6 +23,7 @@ class Connection {
     void start_sse_keepalive(); // ": ping" chunks while the active stream is silent
     size_t write_queue_bytes() const;
     const HttpLimits& limits() const { return server_->limits(); }
+    void note_response(int status) const { server_->note_response(status); }
 
   private:
     static void on_alloc(uv_handle_t* handle, size_t suggested, uv_buf_t* buf);

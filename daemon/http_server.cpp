@@ -36,6 +36,7 @@ void ResponseWriter::send(int status, std::string_view content_type, std::string
     if (!keep_alive_) out += "Connection: close\r\n";
     out += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
     out += body;
+    connection_->note_response(status);
     connection_->write_raw(std::move(out));
     ended_ = true;
     Connection* c = connection_;
@@ -48,6 +49,7 @@ void ResponseWriter::start_stream(int status, std::string_view content_type, con
     std::string out = status_line_and_headers(status, content_type, extra, connection_->limits().common_headers, headers_);
     if (!keep_alive_) out += "Connection: close\r\n";
     out += "Transfer-Encoding: chunked\r\n\r\n";
+    connection_->note_response(status);
     connection_->write_raw(std::move(out));
     streaming_ = true;
     if (content_type.rfind("text/event-stream", 0) == 0) connection_->start_sse_keepalive();

@@ -95,17 +95,24 @@ class HttpServer {
     size_t n_connections() const { return connections_.size(); }
     bool has_pending_writes() const; // any response bytes not yet handed to the kernel
     void set_limits(const HttpLimits& limits) { limits_ = limits; } // SIGHUP: new connections
+    // Called with the status of every response as its head is sent (whole, streamed, or the
+    // server's own 400/408/413/431): the one place responses are counted.
+    void on_response(std::function<void(int status)> observer) { on_response_ = std::move(observer); }
 
     // Internal (Connection).
     const HttpLimits& limits() const { return limits_; }
     const RequestHandler& handler() const { return handler_; }
     void forget(Connection* connection);
+    void note_response(int status) const {
+        if (on_response_) on_response_(status);
+    }
 
   private:
     static void on_connection(uv_stream_t* server, int status);
     uv_loop_t* loop_;
     HttpLimits limits_;
     RequestHandler handler_;
+    std::function<void(int)> on_response_;
     uv_tcp_t listener_{};
     bool listening_ = false;
     bool listener_closed_ = false;

@@ -205,7 +205,6 @@ void ResponsesSession::render_finished(const ChatUpdate& u) {
     std::string response = render_response(&u);
     if (echo_.store) store_result(response);
     if (!streaming_) {
-        ++ctx_.counters.http_responses_by_status[200];
         writer_->send(200, "application/json", response);
         return;
     }
@@ -246,7 +245,6 @@ void handle_responses_get(DaemonContext& ctx, HttpRequest& request, std::shared_
     std::string id = id_from_path(request);
     const StoredResponse* stored = store_of(ctx).get(id);
     if (!stored) throw response_not_found(id, "");
-    ++ctx.counters.http_responses_by_status[200];
     writer->send(200, "application/json", stored->response_json);
 }
 
@@ -256,7 +254,6 @@ void handle_responses_delete(DaemonContext& ctx, HttpRequest& request, std::shar
     if (!store_of(ctx).erase(id)) throw response_not_found(id, "");
     core::JsonWriter w;
     w.begin_object().member("id", id).member("object", "response.deleted").member("deleted", true).end_object();
-    ++ctx.counters.http_responses_by_status[200];
     writer->send(200, "application/json", w.take());
 }
 

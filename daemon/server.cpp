@@ -82,6 +82,7 @@ class Daemon {
                                                [this](HttpRequest&& r, std::shared_ptr<ResponseWriter> w) {
                                                    dispatch(ctx_, r, std::move(w));
                                                });
+        server_->on_response([this](int status) { ++ctx_.counters.http_responses_by_status[status]; });
         try {
             int fd = activated_http_fd();
             if (fd >= 0) server_->listen_fd(fd);

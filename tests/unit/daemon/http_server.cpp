@@ -1,5 +1,5 @@
 // ninfer tests - HTTP server over a real socket: keep-alive, pipelining order, chunked bodies,
-// limits (431, 413), malformed input (400), Expect: 100-continue, disconnect notification.
+// limits (431, 413), malformed input (400), Expect: 100-continue, disconnect notification, response counting.
 #include "daemon/http_server.h"
 
 #include <catch2/catch.hpp>
@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <map>
 #include <thread>
 
 using namespace ninfer::daemon;
@@ -23,6 +24,7 @@ struct Harness {
     std::unique_ptr<HttpServer> server;
     int port = 0;
     std::atomic<int> closed_callbacks{0};
+    std::map<int, int> responses_by_status; // from HttpServer::on_response (loop thread)
 
     explicit Harness(HttpLimits limits) {
         uv_loop_init(&loop);
@@ -35,6 +37,7 @@ struct Harness {
         server = std::make_unique<HttpServer>(&loop, limits, [this](HttpRequest&& r, std::shared_ptr<ResponseWriter> w) {
             handle(std::move(r), std::move(w));
         });
+        server->on_response([this](int status) { ++responses_by_status[status]; });
         server->listen("127.0.0.1", 0);
         port = server->bound_port();
     }
@@ -186,4 +189,25 @@ TEST_CASE("headers that do not arrive within the header timeout get 408; idle ke
     std::string answered = idle.exchange("GET /a HTTP/1.1\r\n\r\n", 2, "HTTP/1.1");
     CHECK(answered.find("GET /a 0") != std::string::npos);
     CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(1500));
+}
+
+TEST_CASE("every response is counted once by status where it is sent: whole, streamed, the server's own",
+          "[http_server]") {
+    {
+        Harness h({});
+        h.exchange("GET /a HTTP/1.1\r\n\r\nGET /b HTTP/1.1\r\n\r\n", 2, "HTTP/1.1 200");
+        CHECK(h.responses_by_status == std::map<int, int>{{200, 2}});
+    }
+    {
+        Harness h({});
+        h.exchange("GET /stream HTTP/1.1\r\n\r\n", 1, "data: 1");
+        CHECK(h.responses_by_status == std::map<int, int>{{200, 1}}); // the head, not each chunk
+    }
+    {
+        HttpLimits limits;
+        limits.max_header_bytes = 256;
+        Harness h(limits);
+        h.exchange("GET / HTTP/1.1\r\nX-Big: " + std::string(400, 'a') + "\r\n\r\n", 1, "HTTP/1.1");
+        CHECK(h.responses_by_status == std::map<int, int>{{431, 1}});
+    }
 }
