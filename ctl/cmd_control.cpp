@@ -1,4 +1,4 @@
-// ninfer::ctl - `ninferctl status | metrics | drain | resume | log-level | reload` over the control socket.
+// ninfer::ctl - `ninferctl status [--settings] | metrics | drain | resume | log-level | reload` over the control socket.
 #include "core/util/json_writer.h"
 #include "ctl/command_list.h"
 #include "ctl/control_common.h"
@@ -53,6 +53,24 @@ void print_status_table(const proto::StatusReply& s) {
     std::printf("\nLANE  STATE     TOKENS\n");
     for (const proto::LaneInfo& l : s.lanes)
         std::printf("%4u  %-8s  %6llu\n", l.id, l.state.c_str(), static_cast<unsigned long long>(l.n_tokens));
+}
+
+// `status --settings`: config-file syntax (paste-able), defaults and SIGHUP-reloadable ones marked.
+void print_settings(const proto::SettingsReply& r, bool json) {
+    if (json) {
+        JsonWriter w;
+        w.begin_array();
+        for (const proto::SettingInfo& s : r.settings)
+            w.begin_object().member("name", s.name).member("value", s.value).member("is_default", s.is_default)
+                .member("is_reloadable", s.is_reloadable).end_object();
+        std::printf("%s\n", w.end_array().take().c_str());
+        return;
+    }
+    for (const proto::SettingInfo& s : r.settings) {
+        std::string line = s.name + " = " + s.value;
+        std::string note = std::string(s.is_default ? "default" : "set") + (s.is_reloadable ? ", SIGHUP" : "");
+        std::printf("%-50s # %s\n", line.c_str(), note.c_str());
+    }
 }
 
 std::string metrics_json(const proto::MetricsReply& m) {
@@ -118,7 +136,13 @@ int simple_admin(int argc, char** argv, const char* usage, Op op, const char* do
 } // namespace
 
 int cmd_status(int argc, char** argv) {
-    return run_control(argc, argv, "ninferctl status [--json]", [](ControlArgs& a) {
+    return run_control(argc, argv, "ninferctl status [--settings] [--json]", [](ControlArgs& a) {
+        if (!a.positional.empty() && a.positional[0] == "--settings") {
+            need_args(a, 1);
+            proto::Client client = connect_daemon(a.options);
+            print_settings(call_daemon<proto::SettingsReply>(client, Op::Settings, {}), a.options.json);
+            return 0;
+        }
         if (!a.positional.empty()) need_args(a, 0);
         proto::Client client = connect_daemon(a.options);
         auto s = call_daemon<proto::StatusReply>(client, Op::Status, {});

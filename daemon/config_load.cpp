@@ -18,16 +18,18 @@ std::string_view trim(std::string_view s) {
     return s;
 }
 
-std::string read_file(const std::string& path) {
+void apply_file(Settings& settings, const std::string& path) {
+    apply_config_text(settings, read_text_file(path), path);
+}
+
+} // namespace
+
+std::string read_text_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw Error("config: cannot read " + path);
     std::ostringstream text;
     text << in.rdbuf();
     return text.str();
-}
-
-void apply_file(Settings& settings, const std::string& path) {
-    apply_config_text(settings, read_file(path), path);
 }
 
 std::vector<std::string> split_list(std::string_view text, char sep) {
@@ -45,13 +47,11 @@ std::vector<std::string> split_list(std::string_view text, char sep) {
 
 std::vector<std::string> read_key_file(const std::string& path) {
     std::vector<std::string> keys;
-    for (const std::string& line : split_list(read_file(path), '\n'))
+    for (const std::string& line : split_list(read_text_file(path), '\n'))
         if (line[0] != '#') keys.push_back(line);
     if (keys.empty()) throw Error("config: api-key-file " + path + " holds no key");
     return keys;
 }
-
-} // namespace
 
 bool CommandLine::has_action(std::string_view name) const {
     return std::find(actions.begin(), actions.end(), name) != actions.end();
@@ -144,41 +144,34 @@ Settings load_settings(const CommandLine& cli, const std::string& default_config
 
 DaemonConfig to_daemon_config(const Settings& s) {
     DaemonConfig c;
-    c.artifact_path = s.get("artifact");
+    for (const OptionSpec& o : option_table())
+        if (o.field.store) o.field.store(c, s.get(o.name));
     if (c.artifact_path.empty()) throw Error("config: no artifact given (--artifact PATH or 'artifact = PATH')");
-    c.host = s.get("host");
-    c.port = int(s.get_int("port"));
-    c.model_id = s.get("model-id");
-    c.control_socket = s.get("control-socket");
-    c.state_dir = s.get("state-dir");
-    c.host_cache_mib = uint64_t(s.get_int("host-cache-mib"));
-    c.persist_slots = s.get_bool("persist-slots");
-    c.device = s.get("device");
-    c.threads = int(s.get_int("threads"));
-    c.max_context = uint32_t(s.get_int("max-context"));
-    c.kv_capacity_tokens = s.get("kv-capacity") == "auto" ? 0 : uint64_t(s.get_int("kv-capacity"));
     if (c.kv_capacity_tokens && c.kv_capacity_tokens < c.max_context)
         throw Error("config: kv-capacity " + std::to_string(c.kv_capacity_tokens) +
                     " is below max-context " + std::to_string(c.max_context) + ": one request could never fit");
-    c.kv_dtype = s.get("kv-dtype");
-    c.max_concurrency = int(s.get_int("max-concurrency"));
-    c.prefill_chunk = uint32_t(s.get_int("prefill-chunk"));
-    c.default_max_tokens = uint32_t(s.get_int("default-max-tokens"));
-    c.max_pending = uint32_t(s.get_int("max-pending"));
-    c.pending_timeout_ms = uint64_t(s.get_int("pending-timeout-ms"));
-    c.drain_timeout_s = uint32_t(s.get_int("drain-timeout-s"));
-    if (s.is_set("api-key")) c.api_keys = split_list(s.get("api-key"), ',');
-    if (s.is_set("api-key-file"))
-        for (std::string& k : read_key_file(s.get("api-key-file"))) c.api_keys.push_back(std::move(k));
-    c.cors_origins = split_list(s.get("cors-origins"), ',');
-    c.max_body_bytes = uint64_t(s.get_int("max-body-mib")) << 20;
-    c.max_header_bytes = uint32_t(s.get_int("max-header-kib")) << 10;
-    c.max_connections = uint32_t(s.get_int("max-connections"));
-    c.header_timeout_s = uint32_t(s.get_int("header-timeout-s"));
-    c.idle_timeout_s = uint32_t(s.get_int("idle-timeout-s"));
-    c.enable_thinking = s.get_bool("enable-thinking");
-    c.log_level = s.get("log-level");
     return c;
+}
+
+std::string OptionChange::describe() const {
+    if (option->flags & kOptionSecret) return std::string(option->name) + " changed";
+    return std::string(option->name) + " changed from '" + was + "' to '" + now + "'";
+}
+
+ReloadResult apply_reload(DaemonConfig& running, Settings& running_settings, const Settings& next) {
+    DaemonConfig converted = to_daemon_config(next);
+    ReloadResult result;
+    for (const OptionSpec& o : option_table()) {
+        if (!o.field.copy) continue;
+        const std::string& was = running_settings.get(o.name);
+        const std::string& now = next.get(o.name);
+        bool reloadable = o.flags & kOptionReloadable;
+        if (reloadable) o.field.copy(running, converted);
+        if (was == now) continue;
+        (reloadable ? result.applied : result.needs_restart).push_back({&o, was, now});
+        if (reloadable) running_settings.set(o.name, now, "reload");
+    }
+    return result;
 }
 
 } // namespace ninfer::daemon

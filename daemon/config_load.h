@@ -9,10 +9,12 @@
 //   A file given with --config must exist. Files are `key = value` lines; `#`/`;` start comments;
 //   `[section]` headers are accepted and ignored; keys are option names without dashes; an
 //   unknown key is an error naming file:line.
-// - to_daemon_config(settings) converts to typed fields and checks cross-option rules
-//   (artifact required, api-key-file readable, kv-capacity >= max-context).
+// - to_daemon_config(settings) stores each table row's field (options.h) and checks the
+//   cross-option rules (artifact required, api-key-file readable, kv-capacity >= max-context).
+// - apply_reload is SIGHUP's work, also driven by the table (below).
 #pragma once
 
+#include "daemon/daemon_config.h"
 #include "daemon/options.h"
 
 #include <cstdint>
@@ -33,37 +35,22 @@ CommandLine parse_command_line(int argc, const char* const* argv);
 void apply_config_text(Settings& settings, std::string_view text, std::string_view file_name);
 Settings load_settings(const CommandLine& cli, const std::string& default_config_path = "/etc/ninfer/ninferd.conf");
 
-struct DaemonConfig {
-    std::string artifact_path;
-    std::string host;
-    int port = 8080;
-    std::string model_id;
-    std::string control_socket;
-    std::string state_dir;
-    uint64_t host_cache_mib = 4096; // prefix-cache host store (0 = none)
-    bool persist_slots = false;     // lanes saved at stop, restored at start (slot_persist.h)
-    std::string device;      // "auto", "cpu", "cuda" or "script:FILE"
-    int threads = 0;
-    uint32_t max_context = 8192;
-    uint64_t kv_capacity_tokens = 0; // 0 = auto
-    std::string kv_dtype;
-    int max_concurrency = 4;
-    uint32_t prefill_chunk = 1024;
-    uint32_t default_max_tokens = 8192;
-    uint32_t max_pending = 64;
-    uint64_t pending_timeout_ms = 60000;
-    uint32_t drain_timeout_s = 30;
-    std::vector<std::string> api_keys;
-    std::vector<std::string> cors_origins;
-    uint64_t max_body_bytes = 64ull << 20;
-    uint32_t max_header_bytes = 16u << 10;
-    uint32_t max_connections = 1024;
-    uint32_t header_timeout_s = 60;
-    uint32_t idle_timeout_s = 75;
-    bool enable_thinking = true;
-    std::string log_level;
-};
-
+// Every row's field stored from its text in table order, then the cross-option rules checked.
 DaemonConfig to_daemon_config(const Settings& settings);
+
+struct OptionChange {
+    const OptionSpec* option;
+    std::string was, now; // texts; describe() hides a secret's
+    std::string describe() const; // "log-level changed from 'info' to 'debug'"; a secret: "api-key changed"
+};
+struct ReloadResult {
+    std::vector<OptionChange> applied;       // reloadable rows whose text changed
+    std::vector<OptionChange> needs_restart; // restart-only rows whose text changed: not applied
+};
+// SIGHUP: converts `next` (an invalid one throws ninfer::Error and changes nothing), then walks
+// the table: every reloadable row's field is copied into `running` and its text into
+// `running_settings` (a key file is re-read even if its name is unchanged); a restart-only row
+// keeps its running value and text.
+ReloadResult apply_reload(DaemonConfig& running, Settings& running_settings, const Settings& next);
 
 } // namespace ninfer::daemon

@@ -1,4 +1,4 @@
-// ninfer::daemon - control ops by table: status, metrics, slots, cache, drain, resume, log level, reload.
+// ninfer::daemon - control ops by table: status, settings, metrics, slots, cache, drain, resume, log level, reload.
 #include "core/util/error.h"
 #include "daemon/control_server.h"
 #include "daemon/journal.h"
@@ -63,6 +63,15 @@ void handle_status(ControlServer& s, const ConnPtr& c, const Frame& f) {
     r.lanes = lanes_of(ctx);
     r.memory_plan = {m.plan.weight_bytes, m.plan.kv_bytes, m.plan.kv_capacity_tokens, m.plan.gdn_bytes,
                      m.plan.workspace_bytes, ctx.config.host_cache_mib << 20};
+    reply_ok(s, c, f, r);
+}
+
+// `ninferctl status --settings`: the option table's rows with their running values (options.h).
+void handle_settings(ControlServer& s, const ConnPtr& c, const Frame& f) {
+    proto::SettingsReply r;
+    for (const Settings::Effective& e : s.deps().ctx->settings.effective())
+        r.settings.push_back({std::string(e.option->name), e.value, e.is_default,
+                              (e.option->flags & kOptionReloadable) != 0});
     reply_ok(s, c, f, r);
 }
 
@@ -310,6 +319,7 @@ constexpr OpEntry kOps[] = {
     {proto::Op::Resume, handle_resume},
     {proto::Op::LogLevel, handle_log_level},
     {proto::Op::Reload, handle_reload},
+    {proto::Op::Settings, handle_settings},
 };
 
 } // namespace

@@ -48,6 +48,7 @@ struct LoopCounters {
 
 struct DaemonContext {
     DaemonConfig config;
+    Settings settings; // the effective settings' text (status --settings); apply_reload keeps both in step
     std::string model_id;
     bool synthetic_weights = false; // the artifact holds seeded random weights (convert --synthetic)
     std::string device_in_use;      // the backend --device resolved to: "cpu", "cuda" or "script"

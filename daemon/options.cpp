@@ -13,68 +13,97 @@ namespace {
 constexpr int64_t kNoLimit = INT64_MAX;
 constexpr uint8_t kR = kOptionReloadable;
 
-// name, kind, default, min, max, choices, value name, help, flags
+// name, kind, default, min, max, choices, value name, help, flags, field (option_fields.h).
+// Adding an option: options.h says how (one row here, one DaemonConfig member, the code using it).
 constexpr OptionSpec kOptions[] = {
     {"config", OptionKind::Text, "", 0, 0, "", "FILE",
-     "configuration file (default /etc/ninfer/ninferd.conf, then FILE.d/*.conf)", kOptionCliOnly},
-    {"artifact", OptionKind::Text, "", 0, 0, "", "PATH", "the .ninfer model artifact to serve", 0},
-    {"host", OptionKind::Text, "127.0.0.1", 0, 0, "", "HOST", "address the HTTP API listens on", 0},
-    {"port", OptionKind::Integer, "8080", 0, 65535, "", "PORT", "TCP port of the HTTP API (0 = any free port)", 0},
+     "configuration file (default /etc/ninfer/ninferd.conf, then FILE.d/*.conf)", kOptionCliOnly, {}},
+    {"artifact", OptionKind::Text, "", 0, 0, "", "PATH", "the .ninfer model artifact to serve", 0,
+     text_field<&DaemonConfig::artifact_path>()},
+    {"host", OptionKind::Text, "127.0.0.1", 0, 0, "", "HOST", "address the HTTP API listens on", 0,
+     text_field<&DaemonConfig::host>()},
+    {"port", OptionKind::Integer, "8080", 0, 65535, "", "PORT", "TCP port of the HTTP API (0 = any free port)", 0,
+     integer_field<&DaemonConfig::port>()},
     {"model-id", OptionKind::Text, "", 0, 0, "", "ID",
-     "model id clients send and /v1/models lists (default: the artifact's name)", 0},
+     "model id clients send and /v1/models lists (default: the artifact's name)", 0,
+     text_field<&DaemonConfig::model_id>()},
     {"control-socket", OptionKind::Text, "/run/ninfer/ctl/control.sock", 0, 0, "", "PATH",
-     "Unix socket of the control protocol (ninferctl)", 0},
+     "Unix socket of the control protocol (ninferctl)", 0,
+     text_field<&DaemonConfig::control_socket>()},
     {"state-dir", OptionKind::Text, "/var/lib/ninfer", 0, 0, "", "DIR",
-     "directory for slot files and the persistent cache", 0},
+     "directory for slot files and the persistent cache", 0,
+     text_field<&DaemonConfig::state_dir>()},
     {"host-cache-mib", OptionKind::Integer, "4096", 0, 1048576, "", "MIB",
-     "host memory for prefix-cache checkpoints, page-locked (0 = no prefix cache)", 0},
+     "host memory for prefix-cache checkpoints, page-locked (0 = no prefix cache)", 0,
+     integer_field<&DaemonConfig::host_cache_mib>()},
     {"persist-slots", OptionKind::Boolean, "false", 0, 0, "", "BOOL",
      "save every lane's sequence at stop and load it back at start (state-dir/lanes), so a restart keeps "
      "conversations' context",
-     0},
+     0, bool_field<&DaemonConfig::persist_slots>()},
     {"device", OptionKind::Choice, "auto", 0, 0, "auto|cpu|cuda|script:*", "DEVICE",
-     "compute backend: auto (cuda if a GPU is found, else cpu), cpu or cuda", 0},
-    {"threads", OptionKind::Integer, "0", 0, 1024, "", "N", "CPU backend threads (0 = one per core)", 0},
+     "compute backend: auto (cuda if a GPU is found, else cpu), cpu or cuda", 0,
+     text_field<&DaemonConfig::device>()},
+    {"threads", OptionKind::Integer, "0", 0, 1024, "", "N", "CPU backend threads (0 = one per core)", 0,
+     integer_field<&DaemonConfig::threads>()},
     {"max-context", OptionKind::Integer, "8192", 16, 1048576, "", "TOKENS",
-     "longest sequence (prompt + output) one request may use", 0},
+     "longest sequence (prompt + output) one request may use", 0,
+     integer_field<&DaemonConfig::max_context>()},
     {"kv-capacity", OptionKind::Choice, "auto", 0, 0, "auto|[0-9]*", "TOKENS|auto",
-     "tokens in the KV pool shared by all lanes (auto = max-context x max-concurrency)", 0},
-    {"kv-dtype", OptionKind::Choice, "bf16", 0, 0, "bf16|fp8|int8", "TYPE", "KV cache element type", 0},
-    {"max-concurrency", OptionKind::Integer, "4", 1, 8, "", "N", "lanes that decode together in one batch", 0},
+     "tokens in the KV pool shared by all lanes (auto = max-context x max-concurrency)", 0,
+     auto_or_integer_field<&DaemonConfig::kv_capacity_tokens>()},
+    {"kv-dtype", OptionKind::Choice, "bf16", 0, 0, "bf16|fp8|int8", "TYPE", "KV cache element type", 0,
+     text_field<&DaemonConfig::kv_dtype>()},
+    {"max-concurrency", OptionKind::Integer, "4", 1, 8, "", "N", "lanes that decode together in one batch", 0,
+     integer_field<&DaemonConfig::max_concurrency>()},
     {"prefill-chunk", OptionKind::Integer, "1024", 1, 65536, "", "TOKENS",
-     "prompt tokens prefilled per step, interleaved with decode steps", 0},
+     "prompt tokens prefilled per step, interleaved with decode steps", 0,
+     integer_field<&DaemonConfig::prefill_chunk>()},
     {"default-max-tokens", OptionKind::Integer, "8192", 1, 1048576, "", "TOKENS",
-     "output limit when a request sets none (capped by what fits in max-context)", kR},
+     "output limit when a request sets none (capped by what fits in max-context)", kR,
+     integer_field<&DaemonConfig::default_max_tokens>()},
     {"max-pending", OptionKind::Integer, "64", 0, 100000, "", "N",
-     "requests waiting for a lane before new ones get 429", 0},
+     "requests waiting for a lane before new ones get 429", 0,
+     integer_field<&DaemonConfig::max_pending>()},
     {"pending-timeout-ms", OptionKind::Integer, "60000", 1, kNoLimit, "", "MS",
-     "longest wait for a lane before 503 request_queue_timeout", 0},
+     "longest wait for a lane before 503 request_queue_timeout", 0,
+     integer_field<&DaemonConfig::pending_timeout_ms>()},
     {"drain-timeout-s", OptionKind::Integer, "30", 0, 86400, "", "SECONDS",
-     "on SIGTERM, how long in-flight requests may run before the daemon exits", kR},
+     "on SIGTERM, how long in-flight requests may run before the daemon exits", kR,
+     integer_field<&DaemonConfig::drain_timeout_s>()},
     {"api-key", OptionKind::Text, "", 0, 0, "", "KEY",
-     "require this key (Authorization: Bearer or x-api-key) on every route but /health", kR | kOptionSecret},
+     "require this key (Authorization: Bearer or x-api-key) on every route but /health", kR | kOptionSecret,
+     list_field<&DaemonConfig::api_keys>()},
     {"api-key-file", OptionKind::Text, "", 0, 0, "", "FILE",
-     "file of accepted keys, one per line, # comments", kR},
+     "file of accepted keys, one per line, # comments", kR,
+     key_file_field<&DaemonConfig::api_keys>()},
     {"cors-origins", OptionKind::Text, "", 0, 0, "", "LIST",
-     "comma-separated origins allowed by CORS (* = any); empty = CORS off", kR},
-    {"max-body-mib", OptionKind::Integer, "64", 1, 4096, "", "MIB", "largest request body (413 above it)", kR},
+     "comma-separated origins allowed by CORS (* = any); empty = CORS off", kR,
+     list_field<&DaemonConfig::cors_origins>()},
+    {"max-body-mib", OptionKind::Integer, "64", 1, 4096, "", "MIB", "largest request body (413 above it)", kR,
+     integer_field<&DaemonConfig::max_body_bytes, 20>()},
     {"max-header-kib", OptionKind::Integer, "16", 1, 1024, "", "KIB",
-     "largest request line + headers (431 above it)", kR},
-    {"max-connections", OptionKind::Integer, "1024", 1, 1000000, "", "N", "open HTTP connections at most", kR},
+     "largest request line + headers (431 above it)", kR,
+     integer_field<&DaemonConfig::max_header_bytes, 10>()},
+    {"max-connections", OptionKind::Integer, "1024", 1, 1000000, "", "N", "open HTTP connections at most", kR,
+     integer_field<&DaemonConfig::max_connections>()},
     {"header-timeout-s", OptionKind::Integer, "60", 1, 3600, "", "SECONDS",
-     "time to receive a request's headers (408 after it)", kR},
+     "time to receive a request's headers (408 after it)", kR,
+     integer_field<&DaemonConfig::header_timeout_s>()},
     {"idle-timeout-s", OptionKind::Integer, "75", 1, 86400, "", "SECONDS",
-     "keep-alive connections idle this long are closed", kR},
+     "keep-alive connections idle this long are closed", kR,
+     integer_field<&DaemonConfig::idle_timeout_s>()},
     {"enable-thinking", OptionKind::Boolean, "true", 0, 0, "", "BOOL",
-     "thinking on by default (a request's chat_template_kwargs or reasoning_effort overrides)", kR},
+     "thinking on by default (a request's chat_template_kwargs or reasoning_effort overrides)", kR,
+     bool_field<&DaemonConfig::enable_thinking>()},
     {"log-level", OptionKind::Choice, "info", 0, 0, "debug|info|warning|error", "LEVEL",
-     "lowest level logged (journald when run by systemd, stderr otherwise)", kR},
+     "lowest level logged (journald when run by systemd, stderr otherwise)", kR,
+     text_field<&DaemonConfig::log_level>()},
     {"check-config", OptionKind::Action, "", 0, 0, "", "",
-     "validate the configuration and artifact, print the effective settings, exit", kOptionCliOnly},
-    {"version", OptionKind::Action, "", 0, 0, "", "", "print the version and exit", kOptionCliOnly},
-    {"help", OptionKind::Action, "", 0, 0, "", "", "print this help and exit", kOptionCliOnly},
+     "validate the configuration and artifact, print the effective settings, exit", kOptionCliOnly, {}},
+    {"version", OptionKind::Action, "", 0, 0, "", "", "print the version and exit", kOptionCliOnly, {}},
+    {"help", OptionKind::Action, "", 0, 0, "", "", "print this help and exit", kOptionCliOnly, {}},
     {"help-scdoc", OptionKind::Action, "", 0, 0, "", "", "print the options as scdoc (man page build)",
-     kOptionCliOnly | kOptionHidden},
+     kOptionCliOnly | kOptionHidden, {}},
 };
 
 bool parse_int(std::string_view text, int64_t& out) {
@@ -117,6 +146,13 @@ std::string fail_prefix(std::string_view where, std::string_view name) {
 } // namespace
 
 std::span<const OptionSpec> option_table() { return kOptions; }
+
+int64_t option_integer(std::string_view text) {
+    int64_t n = 0;
+    return parse_int(text, n) ? n : 0;
+}
+
+bool option_bool(std::string_view text) { return parse_bool_word(text) == 1; }
 
 const OptionSpec* find_option(std::string_view name) {
     for (const OptionSpec& o : kOptions)
@@ -165,21 +201,23 @@ const std::string& Settings::get(std::string_view name) const {
     return it->second;
 }
 
-int64_t Settings::get_int(std::string_view name) const {
-    int64_t n = 0;
-    parse_int(get(name), n);
-    return n;
-}
+int64_t Settings::get_int(std::string_view name) const { return option_integer(get(name)); }
 
-bool Settings::get_bool(std::string_view name) const { return parse_bool_word(get(name)) == 1; }
+bool Settings::get_bool(std::string_view name) const { return option_bool(get(name)); }
 
-std::string Settings::dump() const {
-    std::ostringstream out;
+std::vector<Settings::Effective> Settings::effective() const {
+    std::vector<Effective> out;
     for (const OptionSpec& o : kOptions) {
         if (o.flags & kOptionCliOnly) continue;
         const std::string& v = get(o.name);
-        out << o.name << " = " << ((o.flags & kOptionSecret) && !v.empty() ? "<redacted>" : v) << "\n";
+        out.push_back({&o, (o.flags & kOptionSecret) && !v.empty() ? "<redacted>" : v, v == o.default_value});
     }
+    return out;
+}
+
+std::string Settings::dump() const {
+    std::ostringstream out;
+    for (const Effective& e : effective()) out << e.option->name << " = " << e.value << "\n";
     return out.str();
 }
 

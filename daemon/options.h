@@ -1,23 +1,39 @@
 // ninfer::daemon - the one table of ninferd options and the settings parsed from it.
 //
 // Contract:
-// - kOptions is the single source for the CLI parser, the config-file parser, --help,
-//   --check-config, `ninferctl status` and the man page (render_options_scdoc). Every config key
-//   is the long CLI option without its dashes.
+// - kOptions (options.cpp) is the single source of every fact about an option: its name (the
+//   long CLI option and the config-file key), kind and range or choices, default, the
+//   DaemonConfig field it sets and how (OptionField, option_fields.h), whether SIGHUP reloads it,
+//   and its help. From it come: the CLI and config-file parsers and their validation (Settings),
+//   the defaults, to_daemon_config and apply_reload (config_load.h), --help (render_help), the
+//   man page (render_options_scdoc, via --help-scdoc), --check-config's and `ninferctl status
+//   --settings`' effective settings (Settings::effective). Nothing else lists options.
 // - Settings holds one validated text value per option (the table's default until a config file
 //   or the CLI sets it). set() validates by kind (integer range, choice list, boolean words) and
 //   throws ninfer::Error("config: <where>: ...") naming the option and the bad value.
 // - Precedence: built-in default < /etc/ninfer/ninferd.conf (or --config FILE) < its .conf.d/*.conf
 //   in lexical order < the CLI. See config_load.h.
-// - Values of secret options (api-key) are never printed: dump() writes "<redacted>".
-// Thread affinity: built on the main thread before the loop starts; read-only afterwards.
+// - Values of secret options (api-key) are never printed: effective() and dump() show "<redacted>".
+// Thread affinity: built on the main thread; the running copy is the loop thread's.
+//
+// How to add an option: add ONE row to kOptions in options.cpp (name, kind, default, range or
+// choices, value name, help, flags, field maker), add the DaemonConfig member it sets
+// (daemon_config.h), and write the code that uses that member. The flag kOptionReloadable makes
+// SIGHUP apply it: do so only if every reader looks at DaemonContext::config each time (or
+// Daemon::reload pushes it to its consumer, like log-level and the HTTP limits). Help, man page,
+// config files, --check-config, status --settings and the tests (tests/unit/daemon/options*.cpp,
+// which walk the table) pick the row up without further edits. A cross-option rule goes in
+// to_daemon_config.
 #pragma once
+
+#include "daemon/option_fields.h"
 
 #include <cstdint>
 #include <map>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ninfer::daemon {
 
@@ -46,6 +62,7 @@ struct OptionSpec {
     std::string_view value_name; // shown in --help: FILE, N, HOST
     std::string_view help;
     uint8_t flags;
+    OptionField field; // the DaemonConfig member it sets; empty for config and the actions
 };
 
 std::span<const OptionSpec> option_table();
@@ -60,7 +77,15 @@ class Settings {
     int64_t get_int(std::string_view name) const;
     bool get_bool(std::string_view name) const;
     bool is_set(std::string_view name) const { return !get(name).empty(); }
-    // `key = value` lines for every config-file option, secrets redacted (--check-config).
+
+    struct Effective {
+        const OptionSpec* option;
+        std::string value; // "<redacted>" for a secret that is set
+        bool is_default;
+    };
+    // Every config-file option in table order, secrets redacted (--check-config, status --settings).
+    std::vector<Effective> effective() const;
+    // `key = value` lines of effective() (--check-config).
     std::string dump() const;
 
   private:

@@ -59,10 +59,11 @@ int activated_http_fd() {
 class Daemon {
   public:
     Daemon(const CommandLine& cli, Settings settings, DaemonConfig config, PlannedModel model)
-        : cli_(cli), startup_settings_(std::move(settings)), model_(std::move(model)), cache_(make_prefix_cache(config, model_)),
+        : cli_(cli), model_(std::move(model)), cache_(make_prefix_cache(config, model_)),
           engine_(scheduler_options_of(config, model_.plan, cache_.get())) {
         uv_loop_init(&loop_);
         ctx_.config = std::move(config);
+        ctx_.settings = std::move(settings);
         ctx_.model_id = model_.model_id;
         ctx_.synthetic_weights = model_.artifact->is_synthetic();
         ctx_.device_in_use = resolved_device(ctx_.config.device);
@@ -164,48 +165,23 @@ class Daemon {
         std::signal(SIGPIPE, SIG_IGN);
     }
 
+    // SIGHUP and `ninferctl reload`: the table says what is applied (config_load.h apply_reload);
+    // here the applied values reach the consumers that copied them (log level, HTTP limits).
     void reload() {
         sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu", static_cast<unsigned long long>(uv_hrtime() / 1000));
         try {
-            Settings next_settings = load_settings(cli_);
-            DaemonConfig next = to_daemon_config(next_settings);
-            log_restart_only_changes(next_settings);
-            DaemonConfig& c = ctx_.config;
-            c.log_level = next.log_level;
-            c.api_keys = next.api_keys;
-            c.cors_origins = next.cors_origins;
-            c.max_body_bytes = next.max_body_bytes;
-            c.max_header_bytes = next.max_header_bytes;
-            c.max_connections = next.max_connections;
-            c.header_timeout_s = next.header_timeout_s;
-            c.idle_timeout_s = next.idle_timeout_s;
-            c.default_max_tokens = next.default_max_tokens;
-            c.enable_thinking = next.enable_thinking;
-            c.drain_timeout_s = next.drain_timeout_s;
-            log_set_level(parse_log_level(c.log_level));
-            server_->set_limits(limits_of(c));
-            log_event(LogEvent::ConfigReloaded, "config, reloaded");
+            ReloadResult r = apply_reload(ctx_.config, ctx_.settings, load_settings(cli_));
+            for (const OptionChange& change : r.needs_restart)
+                log_warning("config, " + change.describe() + ": needs a restart, still running with the value read at start");
+            log_set_level(parse_log_level(ctx_.config.log_level));
+            server_->set_limits(limits_of(ctx_.config));
+            std::string applied;
+            for (const OptionChange& change : r.applied) applied += (applied.empty() ? ": " : ", ") + change.describe();
+            log_event(LogEvent::ConfigReloaded, "config, reloaded" + applied);
         } catch (const Error& e) {
             log_error(std::string("config, reload refused, keeping the running settings: ") + e.what());
         }
         sd_notify(0, "READY=1");
-    }
-
-    // SIGHUP applies the reloadable options; a changed option that is not reloadable keeps its
-    // running value (the one read at start) until a restart, and the log says so.
-    void log_restart_only_changes(const Settings& next) const {
-        for (const OptionSpec& o : option_table()) {
-            if ((o.flags & (kOptionReloadable | kOptionCliOnly)) || o.kind == OptionKind::Action)
-                continue;
-            const std::string& was = startup_settings_.get(o.name);
-            const std::string& now = next.get(o.name);
-            if (was == now)
-                continue;
-            bool secret = o.flags & kOptionSecret;
-            log_warning("config, " + std::string(o.name) + " changed" +
-                        (secret ? std::string() : " from '" + was + "' to '" + now + "'") +
-                        ": needs a restart, still running with the value read at start");
-        }
     }
 
     void begin_drain() {
@@ -271,7 +247,6 @@ class Daemon {
     }
 
     const CommandLine& cli_;
-    const Settings startup_settings_; // what the process started with; restart-only options keep it
     PlannedModel model_;
     std::unique_ptr<core::PrefixCache> cache_; // engine thread only; outlives engine_
     core::Engine engine_;

@@ -8,8 +8,9 @@
 // - The line "ninferd: listening on HOST:PORT" goes to stderr once listening (tests use port 0).
 // - SIGTERM/SIGINT drain: STOPPING=1, new requests 503, in-flight requests finish until
 //   drain-timeout-s, then they are cancelled; exit 0 once all responses are flushed.
-// - SIGHUP re-reads the config files and applies the reloadable options (log level, API keys,
-//   CORS, limits, default-max-tokens, enable-thinking, drain-timeout-s); others need a restart.
+// - SIGHUP (and `ninferctl reload`) re-reads the config files and applies the options the table
+//   marks reloadable (apply_reload, config_load.h); a changed restart-only option is logged and
+//   keeps its running value. An invalid file changes nothing.
 // - A load failure exits 1; an engine failure later keeps serving /health 503 until SIGTERM.
 #pragma once
 

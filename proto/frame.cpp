@@ -18,7 +18,7 @@ constexpr OpInfo kOps[kOpCount] = {
     {"unknown", false},     {"status", false},    {"metrics", false},      {"metrics-watch", false},
     {"slot-list", false},   {"slot-save", true},  {"slot-restore", true},  {"slot-erase", true},
     {"cache-list", false},  {"cache-evict", true}, {"artifact-upgrade", true}, {"drain", true},
-    {"resume", true},       {"log-level", true},  {"reload", true},
+    {"resume", true},       {"log-level", true},  {"reload", true},          {"settings", false},
 };
 } // namespace
 

@@ -42,8 +42,9 @@ enum class Op : uint16_t {
     Resume = 12,
     LogLevel = 13,
     Reload = 14,
+    Settings = 15, // since 2026-12: the daemon's effective settings (SettingsReply)
 };
-inline constexpr uint16_t kOpCount = 15; // one past the highest op number
+inline constexpr uint16_t kOpCount = 16; // one past the highest op number
 std::string_view op_name(uint16_t op);   // "status", "slot-save", ... or "unknown"
 bool op_is_admin(Op op);                 // changes state: needs admin rights
 

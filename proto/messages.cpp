@@ -8,6 +8,7 @@ namespace {
 constexpr size_t kMinLaneBytes = 4 + 4 + 8;
 constexpr size_t kMinStringBytes = 4;
 constexpr size_t kMinCacheEntryBytes = 4 + 8 + 8 + 4 + 8 + 8;
+constexpr size_t kMinSettingBytes = 4 + 4 + 1 + 1;
 
 void encode_lane(WireWriter& w, const LaneInfo& l) {
     w.u32(l.id);
@@ -298,6 +299,27 @@ std::optional<ErrorReply> ErrorReply::decode(WireReader& r) {
     ErrorReply e;
     e.message = r.str();
     return done(r, std::move(e));
+}
+
+void SettingsReply::encode(WireWriter& w) const {
+    w.u32(uint32_t(settings.size()));
+    for (const SettingInfo& s : settings) {
+        w.str(s.name);
+        w.str(s.value);
+        w.boolean(s.is_default);
+        w.boolean(s.is_reloadable);
+    }
+}
+std::optional<SettingsReply> SettingsReply::decode(WireReader& r) {
+    SettingsReply v;
+    v.settings.resize(r.count(kMinSettingBytes));
+    for (SettingInfo& s : v.settings) {
+        s.name = r.str();
+        s.value = r.str();
+        s.is_default = r.boolean();
+        s.is_reloadable = r.boolean();
+    }
+    return done(r, std::move(v));
 }
 
 } // namespace ninfer::proto

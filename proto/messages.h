@@ -22,7 +22,7 @@ namespace ninfer::proto {
 // [A-Za-z0-9][A-Za-z0-9._-]{0,63}
 bool is_valid_slot_name(std::string_view name);
 
-// Requests with no payload: Status, Metrics, SlotList, CacheList, Drain, Resume, Reload.
+// Requests with no payload: Status, Metrics, SlotList, CacheList, Drain, Resume, Reload, Settings.
 struct EmptyPayload {
     void encode(WireWriter&) const {}
     static std::optional<EmptyPayload> decode(WireReader& r);
@@ -171,6 +171,19 @@ struct LogLevelRequest {
     std::string level; // "debug", "info", "notice", "warning", "err"
     void encode(WireWriter& w) const;
     static std::optional<LogLevelRequest> decode(WireReader& r);
+};
+
+struct SettingInfo {
+    std::string name;  // the option's name (config key, CLI option without dashes)
+    std::string value; // effective text; "<redacted>" for a secret that is set
+    bool is_default = false;
+    bool is_reloadable = false; // SIGHUP applies it; otherwise a change needs a restart
+};
+
+struct SettingsReply { // Settings: every config-file option in the daemon's table order
+    std::vector<SettingInfo> settings;
+    void encode(WireWriter& w) const;
+    static std::optional<SettingsReply> decode(WireReader& r);
 };
 
 struct ErrorReply { // the payload of any frame whose status is not Ok

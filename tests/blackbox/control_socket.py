@@ -47,6 +47,15 @@ check(len(st["lanes"]) == 2 and st["memory_plan"]["host_store_bytes"] == 64 << 2
 check("model_id" in ctl(cached, "status").stdout, "status table")
 check(json.loads(subprocess.run([CTL, "status", "--json", "--socket", cached.sock], capture_output=True,
                                 text=True).stdout)["model_id"] == st["model_id"], "options after the command")
+# status --settings: every option `ninferd --help` lists that a config file takes, with its running value.
+settings = {s["name"]: s for s in ctl_json(cached, "status", "--settings")}
+help_text = subprocess.run([h.daemon, "--help"], capture_output=True, text=True).stdout
+listed = {l.split()[0][2:] for l in help_text.splitlines() if l.startswith("  --")}
+actions = {"config", "check-config", "version", "help"}
+check(set(settings) == listed - actions, f"status --settings vs --help: {sorted(set(settings) ^ (listed - actions))}")
+check(settings["host-cache-mib"]["value"] == "64" and not settings["host-cache-mib"]["is_default"], f"{settings['host-cache-mib']}")
+check(settings["log-level"]["is_reloadable"] and not settings["port"]["is_reloadable"], "reload flags in status --settings")
+check("host-cache-mib = 64" in ctl(cached, "status", "--settings").stdout, "status --settings table")
 check("requests_total" in ctl_json(cached, "metrics"), "metrics --json")
 check("throughput" in ctl(cached, "metrics").stdout, "metrics table")
 w = subprocess.Popen([CTL, "--socket", cached.sock, "--json", "metrics", "--watch", "1"], stdout=subprocess.PIPE, text=True)

@@ -86,6 +86,8 @@ TEST_CASE("frame: unknown ops decode (the server answers them), names are stable
     CHECK(f->header.op == 999);
     CHECK(op_name(999) == "unknown");
     CHECK(op_name(uint16_t(Op::SlotRestore)) == "slot-restore");
+    CHECK(op_name(15) == "settings"); // numbers are append-only: 15 is settings forever
+    CHECK_FALSE(op_is_admin(Op::Settings));
     CHECK(op_is_admin(Op::SlotErase));
     CHECK_FALSE(op_is_admin(Op::Status));
     CHECK(op_is_admin(Op(999)));

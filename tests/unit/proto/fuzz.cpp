@@ -26,6 +26,7 @@ void decode_all(std::span<const uint8_t> b) {
     try_decode<ProgressReply>(b);
     try_decode<ArtifactUpgradeReply>(b);
     try_decode<LogLevelRequest>(b);
+    try_decode<SettingsReply>(b);
     try_decode<ErrorReply>(b);
 }
 } // namespace
@@ -37,7 +38,7 @@ TEST_CASE("fuzz: random and mutated input never crashes the decoders", "[fuzz]")
     std::vector<std::vector<uint8_t>> seeds = {
         encode_payload(s), encode_payload(SlotRequest{2, "name"}),
         encode_payload(CacheListReply{{{"k", 1, 2, "disk", 3, 4}}, 5, 6}),
-        encode_payload(ProgressReply{1, 2, "m"}), encode_payload(ArtifactUpgradeReply{"/d", 1, "m", 2, 3, 4, 5, 6, 1})};
+        encode_payload(ProgressReply{1, 2, "m"}), encode_payload(SettingsReply{{{"port", "1", true, false}}}), encode_payload(ArtifactUpgradeReply{"/d", 1, "m", 2, 3, 4, 5, 6, 1})};
     size_t frames = 0;
     for (int iter = 0; iter < 200000; ++iter) {
         std::vector<uint8_t> b;

@@ -38,6 +38,14 @@ TEST_CASE("messages: every payload round-trips", "[messages]") {
     CHECK(u2->model_id == "qwen3.6-27b");
     CHECK((u2->n_objects == 1124 && u2->n_bindings == 900 && u2->n_uses == 300));
     CHECK((u2->payload_bytes == 17ull << 30 && u2->copied_bytes == 4096 && u2->n_files == 1));
+
+    SettingsReply st{{{"port", "8080", true, false}, {"api-key", "<redacted>", false, true}}};
+    auto st2 = decode_payload<SettingsReply>(encode_payload(st));
+    REQUIRE(st2);
+    REQUIRE(st2->settings.size() == 2);
+    CHECK((st2->settings[0].name == "port" && st2->settings[0].value == "8080"));
+    CHECK((st2->settings[0].is_default && !st2->settings[0].is_reloadable));
+    CHECK((st2->settings[1].value == "<redacted>" && !st2->settings[1].is_default && st2->settings[1].is_reloadable));
 }
 
 TEST_CASE("messages: malformed payloads are refused", "[messages]") {
@@ -48,6 +56,10 @@ TEST_CASE("messages: malformed payloads are refused", "[messages]") {
     CHECK_FALSE(decode_payload<SlotRequest>(bytes));
     std::vector<uint8_t> lie = {0xff, 0xff, 0xff, 0x7f}; // a count no payload can hold
     CHECK_FALSE(decode_payload<CacheListReply>(lie));
+    CHECK_FALSE(decode_payload<SettingsReply>(lie));
+    auto setting = encode_payload(SettingsReply{{{"port", "1", false, false}}});
+    setting.back() = 2; // a bool that is neither 0 nor 1
+    CHECK_FALSE(decode_payload<SettingsReply>(setting));
     auto evict = encode_payload(CacheEvictRequest{});
     evict[0] = 9; // unknown mode
     CHECK_FALSE(decode_payload<CacheEvictRequest>(evict));

@@ -1,0 +1,52 @@
+// ninfer::daemon - DaemonConfig, the typed settings ninferd runs with.
+//
+// Contract:
+// - Every field is set by exactly the option-table rows that name it (daemon/options.cpp): their
+//   defaults, parsers and SIGHUP behaviour live there, not here. A default-constructed
+//   DaemonConfig is zeroed; to_daemon_config (config_load.h) fills one from Settings, so a
+//   default comes from the table only. Tests may set single fields by hand.
+// - Units are in the names where a field has one; the table converts (max-body-mib -> bytes).
+// - operator== compares every field (the reload tests use it).
+// Thread affinity: the loop thread owns the running copy (DaemonContext::config).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ninfer::daemon {
+
+struct DaemonConfig {
+    std::string artifact_path;
+    std::string host;
+    int port{};
+    std::string model_id;
+    std::string control_socket;
+    std::string state_dir;
+    uint64_t host_cache_mib{}; // prefix-cache host store (0 = none)
+    bool persist_slots{};      // lanes saved at stop, restored at start (slot_persist.h)
+    std::string device;        // "auto", "cpu", "cuda" or "script:FILE"
+    int threads{};
+    uint32_t max_context{};
+    uint64_t kv_capacity_tokens{}; // 0 = auto
+    std::string kv_dtype;
+    int max_concurrency{};
+    uint32_t prefill_chunk{};
+    uint32_t default_max_tokens{};
+    uint32_t max_pending{};
+    uint64_t pending_timeout_ms{};
+    uint32_t drain_timeout_s{};
+    std::vector<std::string> api_keys; // api-key, then the lines of api-key-file
+    std::vector<std::string> cors_origins;
+    uint64_t max_body_bytes{};
+    uint32_t max_header_bytes{};
+    uint32_t max_connections{};
+    uint32_t header_timeout_s{};
+    uint32_t idle_timeout_s{};
+    bool enable_thinking{};
+    std::string log_level;
+
+    bool operator==(const DaemonConfig&) const = default;
+};
+
+} // namespace ninfer::daemon
