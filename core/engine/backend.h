@@ -14,13 +14,15 @@
 //   backend (on the GPU for CUDA) so a step returns only the sampled ids, plus the chosen token's
 //   logprob and top logprobs when asked.
 // - save_lane / restore_lane copy a lane's whole state to/from a host LaneImage (checkpoints,
-//   slot files); restore sizes are checked against the plan.
+//   slot files); restore sizes are checked against the plan. save_lane_async is the checkpoint's
+//   form: the CUDA backend snapshots in stream order and copies on its own thread.
 // - Errors: ninfer::Error("backend: ...") for bad arguments (lane out of range, context full).
 #pragma once
 
 #include "core/engine/sampling.h"
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -80,6 +82,13 @@ class Backend {
 
     virtual LaneImage save_lane(int lane) const = 0;
     virtual void restore_lane(int lane, const LaneImage& image) = 0;
+    // A save off the caller's critical path: the lane's state as it stands now (the lane may
+    // change right after the call) reaches `done` on this thread from a later poll_saves(); a
+    // backend that copies synchronously (the default) calls done before returning. Saves finish
+    // in the order begun. poll_saves(true) first waits for every save in flight.
+    virtual void save_lane_async(int lane, std::function<void(LaneImage)> done) { done(save_lane(lane)); }
+    virtual void poll_saves(bool wait) {}
+    virtual bool saves_in_flight() const { return false; }
 };
 
 } // namespace ninfer::core

@@ -89,8 +89,12 @@ bool Scheduler::has_work() const {
 }
 
 std::optional<Scheduler::Clock::time_point> Scheduler::next_deadline() const {
-    if (queue_.empty()) return std::nullopt;
-    return queue_.front().submitted + std::chrono::milliseconds(options_.pending_timeout_ms);
+    // Checkpoints still being copied are delivered by a step: come back for them soon.
+    std::optional<Clock::time_point> saves;
+    if (backend_.saves_in_flight()) saves = Clock::now() + std::chrono::milliseconds(2);
+    if (queue_.empty()) return saves;
+    auto timeout = queue_.front().submitted + std::chrono::milliseconds(options_.pending_timeout_ms);
+    return saves ? std::min(*saves, timeout) : timeout;
 }
 
 uint64_t Scheduler::reserved_tokens() const {
@@ -100,7 +104,15 @@ uint64_t Scheduler::reserved_tokens() const {
     return total;
 }
 
+Scheduler::~Scheduler() {
+    try {
+        backend_.poll_saves(true); // checkpoints in flight land before the cache may go
+    } catch (...) {
+    }
+}
+
 void Scheduler::step() {
+    backend_.poll_saves(false);
     Clock::time_point now = Clock::now();
     expire_queue(now);
     admit(now);
@@ -176,12 +188,21 @@ void Scheduler::admit(Clock::time_point now) {
     }
 }
 
+// The prefilling lane with the fewest prompt tokens left goes first (ties: the earliest admitted),
+// so a short request admitted during a long prompt's prefill waits one chunk, not the whole prompt:
+// this minimises the mean time to first token, and the long prompt loses only the short ones' chunks.
 void Scheduler::prefill_one_chunk() {
     int chosen = -1;
+    auto left = [&](const Lane& l) { return l.request->prompt.size() - l.n_prefilled; };
     for (size_t i = 0; i < lanes_.size(); ++i) {
         const Lane& l = lanes_[i];
-        if (l.request && !l.decoding && (chosen < 0 || l.admit_order < lanes_[size_t(chosen)].admit_order))
+        if (!l.request || l.decoding) continue;
+        if (chosen < 0) {
             chosen = int(i);
+            continue;
+        }
+        const Lane& c = lanes_[size_t(chosen)];
+        if (left(l) < left(c) || (left(l) == left(c) && l.admit_order < c.admit_order)) chosen = int(i);
     }
     if (chosen < 0) return;
     Lane& lane = lanes_[size_t(chosen)];

@@ -7,7 +7,8 @@
 // - step() is one scheduling round: drop queued requests older than pending_timeout
 //   (QueueTimeout); admit the queue's head while a lane is free and its prompt + max_tokens fits
 //   in the unreserved KV capacity (strict FIFO: a head that does not fit blocks the rest); run at
-//   most ONE prefill chunk (prefill_chunk tokens, oldest admitted lane first); then ONE batched
+//   most ONE prefill chunk (prefill_chunk tokens, of the lane with the fewest prompt tokens left,
+//   ties to the earliest admitted); then ONE batched
 //   decode step for every decoding lane. So a decoding lane waits at most one chunk between
 //   tokens while another lane prefills.
 // - A free lane keeps the tokens of its last sequence; a new prompt that extends them exactly
@@ -44,13 +45,15 @@ class Scheduler {
   public:
     using Clock = std::chrono::steady_clock;
     Scheduler(Backend& backend, SchedulerOptions options, EngineStats& stats);
+    ~Scheduler(); // waits for checkpoints in flight
 
     void submit(GenerationRequest request);
     void cancel(uint64_t request_id);
     void cancel_all();
     bool has_work() const;       // something to compute now
     bool has_requests() const;   // anything queued or running
-    std::optional<Clock::time_point> next_deadline() const; // earliest queue timeout
+    // The earliest queue timeout, or a few ms ahead while checkpoints are being copied.
+    std::optional<Clock::time_point> next_deadline() const;
     void step();
 
     int n_running() const;

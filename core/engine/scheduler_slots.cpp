@@ -69,7 +69,10 @@ void Scheduler::checkpoint(int lane) {
     // Rebuild estimate for the eviction formula: the measured prefill rate so far.
     uint64_t us = stats_.t_prefill_us_total, n = stats_.n_prefill_tokens_total;
     if (us > 0 && n > 0) options_.prefix_cache->store().set_rebuild_tokens_per_s(double(n) * 1e6 / double(us));
-    options_.prefix_cache->insert(backend_.save_lane(lane), Clock::now());
+    // The image reaches the cache when the backend has copied it (a later step's poll_saves);
+    // until then a prompt that would match it prefills instead.
+    PrefixCache* cache = options_.prefix_cache;
+    backend_.save_lane_async(lane, [cache](LaneImage image) { cache->insert(std::move(image), Clock::now()); });
 }
 
 uint32_t Scheduler::assistant_boundary(const std::vector<int32_t>& prompt, uint32_t after) const {

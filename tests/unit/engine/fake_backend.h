@@ -5,6 +5,7 @@
 #include "core/engine/backend.h"
 #include "core/engine/generation.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,19 @@ class FakeBackend final : public core::Backend {
     std::vector<float> last_logits(int) const override { return {}; }
     core::LaneImage save_lane(int lane) const override { return {lanes_[size_t(lane)], {}, {}, {}}; }
     void restore_lane(int lane, const core::LaneImage& image) override { lanes_[size_t(lane)] = image.tokens; }
+    // async_saves: an image taken by save_lane_async (as the lane stands at the call) reaches its
+    // callback only from a later poll_saves, as the CUDA backend's copier thread delivers it.
+    bool async_saves = false;
+    void save_lane_async(int lane, std::function<void(core::LaneImage)> done) override {
+        if (!async_saves) return done(save_lane(lane));
+        pending_saves_.emplace_back(save_lane(lane), std::move(done));
+    }
+    void poll_saves(bool) override {
+        auto ready = std::move(pending_saves_);
+        pending_saves_.clear();
+        for (auto& [image, done] : ready) done(std::move(image));
+    }
+    bool saves_in_flight() const override { return !pending_saves_.empty(); }
 
     std::vector<Call> calls;
 
@@ -56,6 +70,7 @@ class FakeBackend final : public core::Backend {
     }
     std::vector<std::vector<int32_t>> lanes_;
     uint32_t vocab_;
+    std::vector<std::pair<core::LaneImage, std::function<void(core::LaneImage)>>> pending_saves_;
 };
 
 // Collects what the scheduler reports for one request.

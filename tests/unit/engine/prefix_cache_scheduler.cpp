@@ -74,6 +74,50 @@ TEST_CASE("a second turn on a reused lane restores the first turn and generates 
     CHECK(stats.n_prompt_tokens_cached_total == cached->cached);
 }
 
+// The CUDA backend copies checkpoints on its own thread: the image reaches the cache from a later
+// step, and the scheduler's results are those of a backend that saves at once.
+TEST_CASE("checkpoints that land a step late give the same hits and tokens", "[prefix_cache_scheduler]") {
+    std::vector<int32_t> turn1 = tokens(40, 1);
+    std::vector<int32_t> other = tokens(30, 500);
+    auto conversation = [&](bool async, PrefixCache& cache, EngineStats& stats) {
+        FakeBackend backend(1);
+        backend.async_saves = async;
+        Scheduler s(backend, {.max_context = 512, .prefill_chunk = 16, .prefix_cache = &cache}, stats);
+        auto first = run(s, 1, turn1);
+        if (async) {
+            CHECK(backend.saves_in_flight()); // the reply's checkpoint is still being copied
+            REQUIRE(s.next_deadline().has_value()); // and the engine loop comes back for it
+        }
+        run(s, 2, other);
+        std::vector<int32_t> turn2 = turn1;
+        turn2.insert(turn2.end(), first->tokens.begin(), first->tokens.end());
+        for (int32_t t : tokens(9, 77)) turn2.push_back(t);
+        return run(s, 3, turn2);
+    };
+    PrefixCache sync_cache(cache_options()), async_cache(cache_options());
+    EngineStats sync_stats, async_stats;
+    auto at_once = conversation(false, sync_cache, sync_stats);
+    auto late = conversation(true, async_cache, async_stats);
+    CHECK(late->cached == at_once->cached);
+    CHECK(late->cached > turn1.size());
+    CHECK(late->tokens == at_once->tokens);
+    CHECK(async_stats.n_prefix_cache_hits_total == sync_stats.n_prefix_cache_hits_total);
+    // A scheduler that goes away hands its checkpoints in flight to the cache first.
+    PrefixCache cache(cache_options());
+    EngineStats stats;
+    {
+        FakeBackend backend(1);
+        backend.async_saves = true;
+        Scheduler s(backend, {.max_context = 512, .prefill_chunk = 16, .prefix_cache = &cache}, stats);
+        run(s, 1, turn1);
+        CHECK(backend.saves_in_flight());
+    }
+    CHECK(cache.match(tokens(40, 1), Scheduler::Clock::now()) == nullptr); // a proper prefix only
+    std::vector<int32_t> longer = turn1;
+    longer.push_back(5);
+    CHECK(cache.match(longer, Scheduler::Clock::now()) != nullptr);
+}
+
 TEST_CASE("slot save, erase and restore round-trip a lane; empty and busy lanes are refused",
           "[prefix_cache_scheduler]") {
     FakeBackend backend(2);

@@ -89,6 +89,43 @@ TEST_CASE("a long prefill runs in chunks with a decode step between every two ch
     CHECK(n_prefill_calls == (1000 + 63) / 64);
 }
 
+TEST_CASE("a short prompt admitted during a long prefill is prefilled next, not after it", "[scheduler]") {
+    FakeBackend backend(3);
+    EngineStats stats;
+    Scheduler s(backend, {.max_context = 8192, .prefill_chunk = 64}, stats);
+    auto long_prompt = std::make_shared<RecordingSink>();
+    s.submit(make_request(1, 4000, 4, long_prompt));
+    for (int i = 0; i < 5; ++i) s.step(); // five of its 63 chunks
+    auto short_a = std::make_shared<RecordingSink>(), short_b = std::make_shared<RecordingSink>();
+    s.submit(make_request(2, 100, 4, short_a));
+    s.submit(make_request(3, 30, 4, short_b));
+    backend.calls.clear();
+    s.step(); // the 30-token prompt: fewest left
+    s.step(); // the 100-token prompt's first chunk (64 tokens)
+    s.step(); // its last 36
+    REQUIRE(backend.calls.size() >= 3);
+    std::vector<std::pair<int, size_t>> prefills;
+    for (const auto& c : backend.calls)
+        if (c.kind == "prefill") prefills.push_back({c.lane, c.n});
+    for (const auto& [lane, n] : prefills) UNSCOPED_INFO("prefill lane " << lane << " n " << n);
+    REQUIRE(prefills.size() == 3);
+    CHECK(prefills[0] == std::pair<int, size_t>(short_b->lane, 30));
+    CHECK(prefills[1] == std::pair<int, size_t>(short_a->lane, 64));
+    CHECK(prefills[2] == std::pair<int, size_t>(short_a->lane, 36));
+    CHECK(short_b->tokens.size() >= 1);
+    CHECK(short_a->tokens.size() >= 1);
+    CHECK(long_prompt->tokens.empty());
+    run_until_idle(s);
+    // Order changes nothing in what each request gets: the long prompt's tokens equal a solo run's.
+    FakeBackend solo_backend(1);
+    EngineStats solo_stats;
+    Scheduler solo(solo_backend, {.max_context = 8192, .prefill_chunk = 64}, solo_stats);
+    auto alone = std::make_shared<RecordingSink>();
+    solo.submit(make_request(1, 4000, 4, alone));
+    run_until_idle(solo);
+    CHECK(long_prompt->tokens == alone->tokens);
+}
+
 TEST_CASE("queue bound, context check and pending timeout reject with the right reason", "[scheduler]") {
     FakeBackend backend(1);
     EngineStats stats;
