@@ -13,7 +13,7 @@
 #pragma once
 
 #include "core/artifact/artifact.h"
-#include "core/engine/backend.h"
+#include "core/backend/backend.h"
 #include "core/frontend/tokenizer.h"
 #include "core/model/memory_plan.h"
 #include "core/model/weights.h"

@@ -12,7 +12,7 @@
 // Thread safety: pure; runs on the loop thread (bounded by max-body-mib).
 #pragma once
 
-#include "core/engine/sampling.h"
+#include "core/backend/sampling.h"
 #include "core/frontend/chat_messages.h"
 
 #include <cstdint>

@@ -15,7 +15,7 @@
 #pragma once
 
 #include "core/artifact/artifact.h"
-#include "core/engine/backend.h"
+#include "core/backend/backend.h"
 #include "core/model/memory_plan.h"
 #include "core/model/weights.h"
 #include "daemon/config_load.h"

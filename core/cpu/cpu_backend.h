@@ -10,7 +10,7 @@
 //   (tests compare both forms through the whole model).
 #pragma once
 
-#include "core/engine/backend.h"
+#include "core/backend/backend.h"
 #include "core/model/memory_plan.h"
 #include "core/model/weights.h"
 

@@ -28,7 +28,7 @@
 // Thread safety: engine thread only.
 #pragma once
 
-#include "core/engine/backend.h"
+#include "core/backend/backend.h"
 #include "core/model/memory_plan.h"
 #include "core/model/weights.h"
 

@@ -36,7 +36,7 @@
 #pragma once
 
 #include "core/cuda/tc_peak.h"
-#include "core/engine/backend.h"
+#include "core/backend/backend.h"
 #include "core/model/weights.h"
 
 #include <cstdint>

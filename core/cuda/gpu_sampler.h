@@ -19,7 +19,7 @@
 #pragma once
 
 #include "core/cuda/device_weights.h"
-#include "core/engine/backend.h"
+#include "core/backend/backend.h"
 #include "ninfer/kernels/sample.h"
 
 #include <cuda_runtime.h>

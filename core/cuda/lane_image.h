@@ -10,7 +10,7 @@
 #pragma once
 
 #include "core/cuda/cuda_runner.h"
-#include "core/engine/backend.h"
+#include "core/backend/backend.h"
 
 #include <cstdint>
 #include <vector>

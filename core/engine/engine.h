@@ -13,7 +13,7 @@
 // - stats() are atomics any thread may read. ~Engine stops and joins.
 #pragma once
 
-#include "core/engine/backend.h"
+#include "core/backend/backend.h"
 #include "core/engine/engine_stats.h"
 #include "core/engine/generation.h"
 #include "core/engine/scheduler.h"

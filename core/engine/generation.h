@@ -14,8 +14,8 @@
 // - Everything here is plain data except the sink, which the request shares with its caller.
 #pragma once
 
-#include "core/engine/backend.h"
-#include "core/engine/sampling.h"
+#include "core/backend/backend.h"
+#include "core/backend/sampling.h"
 
 #include <chrono>
 #include <cstdint>

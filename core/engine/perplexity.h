@@ -12,7 +12,7 @@
 // - Errors: ninfer::Error("perplexity: ...") for fewer than 2 tokens or context < 2.
 #pragma once
 
-#include "core/engine/backend.h"
+#include "core/backend/backend.h"
 
 #include <cstdint>
 #include <span>

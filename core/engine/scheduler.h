@@ -19,7 +19,7 @@
 // - Greedy results do not depend on batching: each lane's tokens come only from its own state.
 #pragma once
 
-#include "core/engine/backend.h"
+#include "core/backend/backend.h"
 #include "core/engine/engine_stats.h"
 #include "core/engine/generation.h"
 

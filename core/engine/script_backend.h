@@ -11,7 +11,7 @@
 // Engine thread only, like every backend.
 #pragma once
 
-#include "core/engine/backend.h"
+#include "core/backend/backend.h"
 
 #include <vector>
 

@@ -18,7 +18,7 @@
 // Thread safety: pure functions over files; run them on the I/O thread, not the engine thread.
 #pragma once
 
-#include "core/engine/backend.h"
+#include "core/backend/backend.h"
 #include "core/util/file_io.h"
 
 #include <array>

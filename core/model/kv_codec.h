@@ -12,12 +12,14 @@
 // Thread safety: pure functions.
 #pragma once
 
-#include "core/engine/backend.h"
-
 #include <cstdint>
 #include <string_view>
 
 namespace ninfer::core {
+
+// Bf16, Fp8 (e4m3, per-row scale) and Int8 (group 64) are the serving dtypes of model.md §11.
+// F32 keeps K/V exact: the CPU reference mode that tests compare with fp32 transformers.
+enum class KvDtype : uint8_t { Bf16, Fp8, Int8, F32 };
 
 inline constexpr uint32_t kKvInt8Group = 64;
 

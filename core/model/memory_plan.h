@@ -18,8 +18,8 @@
 // Thread safety: plain data.
 #pragma once
 
-#include "core/engine/backend.h"
 #include "core/model/config.h"
+#include "core/model/kv_codec.h"
 
 #include <cstdint>
 #include <string>

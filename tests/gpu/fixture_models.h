@@ -12,7 +12,7 @@
 
 #include "core/artifact/artifact.h"
 #include "core/convert/convert.h"
-#include "core/engine/backend.h"
+#include "core/backend/backend.h"
 #include "core/formats/format.h"
 #include "core/model/memory_plan.h"
 #include "core/model/weights.h"

@@ -1,5 +1,5 @@
 // ninfer tests - GPU sampling against core::sample_token: every option, vocab up to 248,320, batch 1..8, ties.
-#include "core/engine/sampling.h"
+#include "core/backend/sampling.h"
 #include "sample_buffers.h"
 
 #include <algorithm>

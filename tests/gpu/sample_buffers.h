@@ -7,7 +7,7 @@
 // draw_margin(z, params) says how close core::sample_token's draw came to a boundary.
 #pragma once
 
-#include "core/engine/sampling.h"
+#include "core/backend/sampling.h"
 #include "gpu_test_util.h"
 #include "ninfer/kernels/sample.h"
 

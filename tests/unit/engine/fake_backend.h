@@ -2,7 +2,7 @@
 // sequence, so any mix-up between lanes or a lost token changes the output. Records every call.
 #pragma once
 
-#include "core/engine/backend.h"
+#include "core/backend/backend.h"
 #include "core/engine/generation.h"
 
 #include <functional>

@@ -2,7 +2,7 @@
 // sequence), so a decode step hands only ids, their logprobs and top logprobs back to the host.
 //
 // Contract (per row r, parameters rows[r] in device memory so a captured graph can change them):
-// - The arithmetic is core::sample_token's (core/engine/sampling.cpp), in its order:
+// - The arithmetic is core::sample_token's (core/backend/sampling.cpp), in its order:
 //   v = logit + bias[lane][id] (when kSampleUseBias) -> for ids with n = counts[lane][id] > 0
 //   (when kSampleUseCounts; count_token counts once more): repetition (v > 0 ? v / rep : v * rep,
 //   when rep != 1 and rep > 0), then v -= presence + frequency * n, all f32 without contraction.

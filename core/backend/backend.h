@@ -19,7 +19,8 @@
 // - Errors: ninfer::Error("backend: ...") for bad arguments (lane out of range, context full).
 #pragma once
 
-#include "core/engine/sampling.h"
+#include "core/backend/lane_image.h"
+#include "core/backend/sampling.h"
 
 #include <cstdint>
 #include <functional>
@@ -28,19 +29,6 @@
 #include <vector>
 
 namespace ninfer::core {
-
-// Bf16, Fp8 (e4m3, per-row scale) and Int8 (group 64) are the serving dtypes of model.md §11.
-// F32 keeps K/V exact: the CPU reference mode that tests compare with fp32 transformers.
-enum class KvDtype : uint8_t { Bf16, Fp8, Int8, F32 };
-
-// Host copy of one lane's state. The byte layout belongs to the backend that wrote it, but the
-// CPU and CUDA backends use the same one so an image moves between them.
-struct LaneImage {
-    std::vector<int32_t> tokens;  // token ids of the sequence, position i = tokens[i]
-    KvDtype kv_dtype = KvDtype::Bf16;
-    std::vector<uint8_t> kv;      // full-attention layers' K and V rows for positions [0, n)
-    std::vector<uint8_t> gdn;     // every GDN layer's conv state then fp32 recurrent state
-};
 
 enum class LogitsOut : uint8_t { None, Last, All };
 

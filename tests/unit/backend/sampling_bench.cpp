@@ -1,8 +1,8 @@
 // ninfer tests - sampler speed at the Qwen3 vocabulary (151,936), new vs the original full-sort
 // algorithm (a benchmark, not an assert: it prints CPU µs per token and checks only that both pick
-// the same tokens). Run: test_engine "[sampling_bench]" (hidden from a plain run).
-#include "core/engine/sampling.h"
-#include "tests/unit/engine/sampling_reference.h"
+// the same tokens). Run: test_backend "[sampling_bench]" (hidden from a plain run).
+#include "core/backend/sampling.h"
+#include "tests/unit/backend/sampling_reference.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,5 +1,5 @@
 // ninfer tests - the reference sampler: argmax ties, penalties, top-k/top-p/min-p cuts, seeded draws.
-#include "core/engine/sampling.h"
+#include "core/backend/sampling.h"
 
 #include <catch2/catch.hpp>
 

@@ -6,7 +6,7 @@
 // kHeadSpan below the top logit is such a term in every sum (see head_span note). So only the
 // "head" (candidates within kHeadSpan of the top) is ordered - with a radix sort when it is big -
 // and the tail is consulted only in the rare cases where a rank inside it decides the token.
-#include "core/engine/sampling.h"
+#include "core/backend/sampling.h"
 
 #include <algorithm>
 #include <array>

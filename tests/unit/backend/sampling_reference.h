@@ -4,7 +4,7 @@
 // input without NaN; it modifies logits in place exactly like the real sampler.
 #pragma once
 
-#include "core/engine/sampling.h"
+#include "core/backend/sampling.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,7 +1,7 @@
 // ninfer tests - the fast sampler picks exactly the token of the original full-sort algorithm
 // (kept in sampling_reference.h) over many random logits, parameters, penalties and seeds.
-#include "core/engine/sampling.h"
-#include "tests/unit/engine/sampling_reference.h"
+#include "core/backend/sampling.h"
+#include "tests/unit/backend/sampling_reference.h"
 
 #include <catch2/catch.hpp>
 
