@@ -173,7 +173,7 @@ ChatRequest parse_anthropic_request(std::string_view body, bool for_count) {
     } else if (!for_count) {
         fail("max_tokens", "'max_tokens' is required", "");
     }
-    if (!b["stop_sequences"].get(e)) parse_stop(e, r);
+    if (!b["stop_sequences"].get(e)) parse_stop(e, "stop_sequences", r);
     if (!b["stream"].get(e) && !e.is_null()) r.stream = bool_of(e, "stream");
     parse_sampling(b, r);
     return r;

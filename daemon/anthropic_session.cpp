@@ -68,7 +68,10 @@ int anthropic_status(const ApiError& e) { return e.code == "server_overloaded" ?
 std::string render_anthropic_error(const ApiError& e) {
     core::JsonWriter w;
     w.begin_object().member("type", "error").key("error").begin_object();
-    w.member("type", anthropic_error_type(anthropic_status(e))).member("message", e.message);
+    // Anthropic's error object has no param: the message names the field itself.
+    bool names_param = e.param.empty() || e.message.find(e.param) != std::string::npos;
+    w.member("type", anthropic_error_type(anthropic_status(e)))
+        .member("message", names_param ? e.message : e.param + ": " + e.message);
     w.end_object().end_object();
     return w.take();
 }

@@ -14,6 +14,8 @@
 // - Errors: {"type":"error","error":{"type","message"}}; an ApiError's status maps to the
 //   Anthropic type (anthropic_error_type); the engine's queue-full 429 becomes 529
 //   overloaded_error, a queue timeout stays 503. After the stream started: `event: error`.
+//   The shape has no `param`: a message that does not name the ApiError's param is prefixed
+//   with it ("messages[0].content: message without content").
 // - Every response on these routes carries `request-id: req_<n>` (set by the handlers).
 // Loop thread only.
 #pragma once

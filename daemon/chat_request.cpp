@@ -19,6 +19,12 @@ using simdjson::dom::object;
     throw bad_request(message, param, code);
 }
 
+element required(Field field, const std::string& param) {
+    element e;
+    if (field.get(e)) fail(param, "'" + param + "' is required");
+    return e;
+}
+
 double number_of(element e, const std::string& param) {
     if (e.is_double()) return double(e.get_double());
     if (e.is_int64()) return double(int64_t(e.get_int64()));
@@ -52,6 +58,8 @@ std::string string_of(element e, const std::string& param) {
     if (!e.is_string()) fail(param, "'" + param + "' must be a string");
     return std::string(std::string_view(e.get_string()));
 }
+
+std::string string_of(Field field, const std::string& param) { return string_of(required(field, param), param); }
 
 std::vector<core::ContentPart> parse_content(element content, const std::string& param) {
     std::vector<core::ContentPart> parts;
@@ -115,21 +123,28 @@ core::ChatMessage parse_message(element m, size_t index) {
     return msg;
 }
 
+std::string tool_name_of(Field field, const std::string& param) {
+    std::string name = string_of(field, param);
+    if (name.empty() || name.size() > 64) fail(param, "tool names must be 1 to 64 characters");
+    for (char c : name)
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'))
+            fail(param, "tool name '" + name + "' may hold only letters, digits, '_', '-' and '.'");
+    return name;
+}
+
 void parse_tools(element tools, ChatRequest& r) {
     if (tools.is_null()) return;
     if (!tools.is_array()) fail("tools", "'tools' must be an array");
+    size_t k = 0;
     for (element t : tools.get_array()) {
-        if (!t.is_object()) fail("tools", "each tool must be an object");
-        std::string type = t["type"].error() ? "function" : string_of(t["type"], "tools.type");
+        std::string p = "tools[" + std::to_string(k++) + "]";
+        if (!t.is_object()) fail(p, "each tool must be an object");
+        std::string type = t["type"].error() ? "function" : string_of(t["type"], p + ".type");
         if (type != "function")
-            fail("tools", "tool type '" + type + "' is not supported (only 'function')", "tool_type_not_supported");
+            fail(p + ".type", "tool type '" + type + "' is not supported (only 'function')", "tool_type_not_supported");
         element fn;
-        if (t["function"].get(fn) || !fn.is_object()) fail("tools", "each tool needs a 'function' object");
-        std::string name = string_of(fn["name"], "tools.function.name");
-        if (name.empty() || name.size() > 64) fail("tools", "tool names must be 1 to 64 characters");
-        for (char c : name)
-            if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'))
-                fail("tools", "tool name '" + name + "' may hold only letters, digits, '_', '-' and '.'");
+        if (t["function"].get(fn) || !fn.is_object()) fail(p + ".function", "each tool needs a 'function' object");
+        tool_name_of(fn["name"], p + ".function.name");
         r.conversation.tools_json.push_back(simdjson::minify(t));
     }
 }
@@ -151,15 +166,15 @@ void parse_tool_choice(element choice, ChatRequest& r) {
     r.tool_choice_name = string_of(fn["name"], "tool_choice.function.name");
 }
 
-void parse_stop(element stop, ChatRequest& r) {
+void parse_stop(element stop, const std::string& param, ChatRequest& r) {
     if (stop.is_null()) return;
     if (stop.is_string()) {
-        r.stop.push_back(string_of(stop, "stop"));
+        r.stop.push_back(string_of(stop, param));
         return;
     }
-    if (!stop.is_array()) fail("stop", "'stop' must be a string or an array of strings");
-    for (element s : stop.get_array()) r.stop.push_back(string_of(s, "stop"));
-    if (r.stop.size() > 16) fail("stop", "at most 16 stop strings");
+    if (!stop.is_array()) fail(param, "'" + param + "' must be a string or an array of strings");
+    for (element s : stop.get_array()) r.stop.push_back(string_of(s, param));
+    if (r.stop.size() > 16) fail(param, "at most 16 stop strings");
 }
 
 void parse_logit_bias(element bias, ChatRequest& r) {
@@ -256,11 +271,7 @@ using namespace request_json;
 ChatRequest parse_chat_request(std::string_view body) {
     simdjson::dom::parser parser;
     simdjson::padded_string padded(body);
-    element root;
-    if (auto error = parser.parse(padded).get(root))
-        fail("", std::string("request body is not valid JSON: ") + simdjson::error_message(error));
-    if (!root.is_object()) fail("", "request body must be a JSON object");
-    object body_obj = root.get_object();
+    object body_obj = parse_json_object(parser, padded);
     ChatRequest r;
     element e;
     if (!body_obj["model"].get(e) && !e.is_null()) r.model = string_of(e, "model");
@@ -270,7 +281,7 @@ ChatRequest parse_chat_request(std::string_view body) {
     if (r.conversation.messages.empty()) fail("messages", "'messages' must not be empty");
     if (!body_obj["tools"].get(e)) parse_tools(e, r);
     if (!body_obj["tool_choice"].get(e)) parse_tool_choice(e, r);
-    if (!body_obj["stop"].get(e)) parse_stop(e, r);
+    if (!body_obj["stop"].get(e)) parse_stop(e, "stop", r);
     parse_sampling(body_obj, r);
     parse_limits_and_flags(body_obj, r);
     return r;

@@ -123,7 +123,9 @@ void ChatSession::submit() {
 }
 
 void ChatSession::fail(const ApiError& error) {
-    render_error(error);
+    ApiError named = error;
+    named.param = api_field(error.param);
+    render_error(named);
     if (!submitted_) end_session();
 }
 

@@ -17,7 +17,8 @@
 // - The lifecycle is shared by every generation API: the virtual hooks (prepare_prompt,
 //   begin_stream, stream_events, collect_events, render_finished, render_error) render OpenAI
 //   Chat Completions here; the Responses, Anthropic Messages and completions sessions override
-//   them.
+//   them. Errors name chat fields ("messages", "max_tokens"); api_field maps them to the
+//   request field of the session's own API ("input", "max_output_tokens", "prompt").
 #pragma once
 
 #include "daemon/api_error.h"
@@ -50,6 +51,7 @@ class ChatSession : public std::enable_shared_from_this<ChatSession> {
     virtual void collect_events(const std::vector<core::OutputEvent>& events); // not streaming
     virtual void render_finished(const ChatUpdate& update);
     virtual void render_error(const ApiError& error); // before or after the stream started
+    virtual std::string_view api_field(std::string_view chat_field) const { return chat_field; }
 
     static void work_cb(uv_work_t* work);
     static void after_work_cb(uv_work_t* work, int status);

@@ -72,7 +72,7 @@ CompletionsRequest parse_completions_request(std::string_view body) {
     if (!b["best_of"].get(e) && !e.is_null() && integer_of(e, "best_of") != 1)
         fail("best_of", "only best_of = 1 is supported", "");
     if (!b["suffix"].get(e) && !e.is_null()) fail("suffix", "'suffix' (fill in the middle) is not supported", "");
-    if (!b["stop"].get(e)) parse_stop(e, r.chat);
+    if (!b["stop"].get(e)) parse_stop(e, "stop", r.chat);
     parse_sampling(b, r.chat);
     return r;
 }

@@ -37,6 +37,9 @@ class CompletionsSession final : public ChatSession {
     void stream_events(const std::vector<core::OutputEvent>& events) override;
     void collect_events(const std::vector<core::OutputEvent>& events) override;
     void render_finished(const ChatUpdate& update) override;
+    std::string_view api_field(std::string_view chat_field) const override {
+        return chat_field == "messages" ? "prompt" : chat_field;
+    }
 
     std::string chunk(const std::string& text, const std::string& finish_reason) const;
     std::string prompt_text() const;

@@ -25,13 +25,15 @@ void parse_flat_tools(simdjson::dom::element tools, std::string_view schema_key,
     if (!tools.is_array()) fail("tools", "'tools' must be an array", "");
     core::JsonWriter w;
     w.begin_array();
+    size_t k = 0;
     for (simdjson::dom::element t : tools.get_array()) {
-        if (!t.is_object()) fail("tools", "each tool must be an object", "");
+        std::string p = "tools[" + std::to_string(k++) + "]";
+        if (!t.is_object()) fail(p, "each tool must be an object", "");
         check_type(t);
         w.begin_object().member("type", "function").key("function").begin_object();
-        w.member("name", string_of(t["name"], "tools.name"));
+        w.member("name", tool_name_of(t["name"], p + ".name"));
         simdjson::dom::element e;
-        if (!t["description"].get(e) && !e.is_null()) w.member("description", string_of(e, "tools.description"));
+        if (!t["description"].get(e) && !e.is_null()) w.member("description", string_of(e, p + ".description"));
         if (!t[schema_key].get(e) && e.is_object()) w.key("parameters").raw(simdjson::minify(e));
         w.end_object().end_object();
     }

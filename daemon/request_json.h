@@ -3,9 +3,13 @@
 //
 // Contract: each reader takes a simdjson element and the parameter's name as the client wrote it
 // and returns the typed value, or throws ApiError 400 whose `param` names the field (`fail`).
+// A reader given a Field (what `object["key"]` returns) answers 400 "'param' is required" when
+// the member is absent: never let simdjson's own "field does not exist" exception escape, which
+// the route's catch-all would turn into a 500.
 // parse_sampling reads the OpenAI-named sampling members of a body (temperature default 1,
 // top_p, top_k, min_p, penalties, seed, logit_bias); absent members keep their defaults.
-// parse_stop / parse_tools / parse_tool_choice read the OpenAI-shaped members into a ChatRequest.
+// parse_stop / parse_tools / parse_tool_choice read the OpenAI-shaped members into a ChatRequest
+// (parse_stop names its member: Anthropic calls it stop_sequences).
 // Defined in request_json.cpp (used by the other APIs only):
 // - parse_json_object(parser, body): the body's root object, or 400 for bad JSON / not an object.
 // - positive_count(e, param): an integer in 1..INT32_MAX, else 400.
@@ -25,13 +29,18 @@
 
 namespace ninfer::daemon::request_json {
 
+using Field = simdjson::simdjson_result<simdjson::dom::element>; // object["key"]
+
 [[noreturn]] void fail(const std::string& param, const std::string& message, const std::string& code);
+simdjson::dom::element required(Field field, const std::string& param);
 double number_in(simdjson::dom::element e, const std::string& param, double lo, double hi);
 int64_t integer_of(simdjson::dom::element e, const std::string& param);
 bool bool_of(simdjson::dom::element e, const std::string& param);
 std::string string_of(simdjson::dom::element e, const std::string& param);
+std::string string_of(Field field, const std::string& param);
+std::string tool_name_of(Field field, const std::string& param); // 1..64 of [A-Za-z0-9_.-]
 void parse_sampling(simdjson::dom::object body, ChatRequest& r);
-void parse_stop(simdjson::dom::element stop, ChatRequest& r);
+void parse_stop(simdjson::dom::element stop, const std::string& param, ChatRequest& r);
 void parse_tools(simdjson::dom::element tools, ChatRequest& r);
 void parse_tool_choice(simdjson::dom::element choice, ChatRequest& r);
 

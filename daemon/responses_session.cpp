@@ -213,6 +213,11 @@ void ResponsesSession::render_finished(const ChatUpdate& u) {
     writer_->end();
 }
 
+std::string_view ResponsesSession::api_field(std::string_view chat_field) const {
+    if (chat_field == "messages") return "input";
+    return chat_field == "max_tokens" ? "max_output_tokens" : chat_field;
+}
+
 void ResponsesSession::render_error(const ApiError& error) {
     if (!streaming_) return respond_error(ctx_, *writer_, error);
     emit("error", [&](core::JsonWriter& w) {

@@ -42,6 +42,7 @@ class ResponsesSession final : public ChatSession, private OutputBlocks::Listene
     void collect_events(const std::vector<core::OutputEvent>& events) override;
     void render_finished(const ChatUpdate& update) override;
     void render_error(const ApiError& error) override;
+    std::string_view api_field(std::string_view chat_field) const override;
 
     void block_opened(size_t index, const OutputBlock& block) override;
     void block_delta(size_t index, const OutputBlock& block, std::string_view delta) override;

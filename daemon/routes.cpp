@@ -7,6 +7,8 @@
 #include "daemon/cors.h"
 #include "daemon/log.h"
 
+#include <simdjson.h>
+
 #include <algorithm>
 
 namespace ninfer::daemon {
@@ -103,6 +105,10 @@ void dispatch(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<Response
         route->handler(ctx, request, writer);
     } catch (const ApiError& e) {
         send_error(ctx, request, *writer, e);
+    } catch (const simdjson::simdjson_error& e) {
+        // Only the request parsers use simdjson: an error a field reader did not turn into a
+        // named 400 is still the client's JSON, never a server fault.
+        send_error(ctx, request, *writer, bad_request(std::string("request body has an unexpected shape: ") + e.what()));
     } catch (const std::exception& e) {
         log_error(std::string("http, handler failed on ") + request.path + ": " + e.what());
         send_error(ctx, request, *writer, {500, "internal error", "internal_error", "", ""});

@@ -100,7 +100,7 @@ TEST_CASE("bad Anthropic requests are 400 with the field named", "[anthropic_req
     CHECK(error_of(R"({"max_tokens":5,"messages":[{"role":"user","content":"x"}],"tools":[{"type":"web_search_20250305","name":"w"}]})")
               .code == "tool_type_not_supported");
     CHECK(error_of(R"({"max_tokens":5,"messages":[{"role":"user","content":"x"}],"tools":[{"name":"bad name!"}]})").param ==
-          "tools");
+          "tools[0].name");
     CHECK(error_of(R"({"max_tokens":5,"messages":[{"role":"user","content":"x"}],"thinking":{"type":"enabled","budget_tokens":0}})")
               .param == "thinking.budget_tokens");
     CHECK(error_of(R"({"max_tokens":5,"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"f"}]}]})")
