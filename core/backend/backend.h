@@ -16,11 +16,35 @@
 // - save_lane / restore_lane copy a lane's whole state to/from a host LaneImage (checkpoints,
 //   slot files); restore sizes are checked against the plan. save_lane_async is the checkpoint's
 //   form: the CUDA backend snapshots in stream order and copies on its own thread.
+// - Speculative decoding (issue 28, model.md §8), in rounds per lane: draft -> verify -> accept.
+//   * draft_mtp(requests) runs the MTP head for several lanes in one batch. A request names the
+//     token sampled for the lane but not yet appended (next_token) and how many drafts it wants
+//     (k, 1..plan.max_draft_tokens). The head first takes every position whose final hidden state
+//     it has not consumed yet (after a prefill the prompt's last one, after an accepted verify the
+//     kept ones) with the token that follows it, then drafts greedily, feeding its own output back
+//     as the next hidden state. Up to k ids per request come back: fewer (or none) when the head
+//     lacks the lane's state (a lane restored from an image has no pending hidden state until its
+//     next decode) or when k + 1 more tokens would pass max-context. Drafts change no visible
+//     lane state (length, logits). `logits`, when given, receives per request one vocab row per
+//     draft (the head's raw logits).
+//   * verify(steps, logits) appends every step's tokens (the token to append, then the drafts:
+//     1..plan.max_draft_tokens + 1 tokens) to its lane in one forward pass and writes the logits
+//     of every appended position: rows in step order, then token order, vocab floats each. Row j
+//     is what decode would give after tokens[0..j]. The lane keeps an open window over these
+//     positions (GDN state snapshots, the logits) until accept_verified or the next call that
+//     changes the lane, which keeps the whole window.
+//   * accept_verified(lane, n_keep) keeps the first n_keep (1..window size) tokens of the lane's
+//     open window and drops the rest: the KV length rewinds, the GDN conv + recurrent state become
+//     exactly the state after token n_keep - 1 (a snapshot taken during verify), and the lane's
+//     last logits become row n_keep - 1, so sample_after_prefill samples the bonus token.
+//   has_mtp() says whether draft_mtp works; verify and accept_verified work whenever the plan's
+//   max_draft_tokens > 0. A backend that lacks a part throws ninfer::Error("backend: ...").
 // - Errors: ninfer::Error("backend: ...") for bad arguments (lane out of range, context full).
 #pragma once
 
 #include "core/backend/lane_image.h"
 #include "core/backend/sampling.h"
+#include "core/util/error.h"
 
 #include <cstdint>
 #include <functional>
@@ -44,6 +68,17 @@ struct DecodeResult {
     int32_t token = 0;
     float logprob = 0;             // log-softmax of the sampled token (raw logits)
     std::vector<std::pair<int32_t, float>> top_logprobs;
+};
+
+struct DraftRequest {
+    int lane = 0;
+    int32_t next_token = 0; // sampled, not yet appended
+    int k = 1;              // drafts wanted
+};
+
+struct VerifyStep {
+    int lane = 0;
+    std::span<const int32_t> tokens; // the token to append, then the drafts
 };
 
 class Backend {
@@ -77,6 +112,24 @@ class Backend {
     virtual void save_lane_async(int lane, std::function<void(LaneImage)> done) { done(save_lane(lane)); }
     virtual void poll_saves(bool wait) {}
     virtual bool saves_in_flight() const { return false; }
+
+    // Speculative decoding (the contract above). Defaults: no MTP head, no verify.
+    virtual bool has_mtp() const { return false; }
+    virtual std::vector<std::vector<int32_t>> draft_mtp(std::span<const DraftRequest> requests,
+                                                        std::vector<std::vector<float>>* logits);
+    virtual void verify(std::span<const VerifyStep> steps, std::vector<float>& logits);
+    virtual void accept_verified(int lane, uint32_t n_keep);
 };
+
+inline std::vector<std::vector<int32_t>> Backend::draft_mtp(std::span<const DraftRequest>,
+                                                            std::vector<std::vector<float>>*) {
+    throw Error("backend: " + name() + " has no MTP head");
+}
+inline void Backend::verify(std::span<const VerifyStep>, std::vector<float>&) {
+    throw Error("backend: " + name() + " does not verify drafts");
+}
+inline void Backend::accept_verified(int, uint32_t) {
+    throw Error("backend: " + name() + " does not verify drafts");
+}
 
 } // namespace ninfer::core

@@ -3,6 +3,7 @@
 
 #include "core/cpu/forward.h"
 #include "core/cpu/lane_state.h"
+#include "core/cpu/mtp_head.h"
 #include "core/cpu/thread_pool.h"
 #include "core/util/error.h"
 
@@ -27,10 +28,18 @@ class CpuBackend final : public Backend {
   public:
     CpuBackend(const ModelWeights& w, const MemoryPlan& plan, const CpuBackendOptions& o)
         : w_(w), plan_(plan), pool_(o.threads), kv_(w.config, plan_),
-          runner_(w, plan_, kv_, pool_, cpu::ForwardOptions{o.gdn_chunked}), lanes_(plan.n_lanes) {
+          runner_(w, plan_, kv_, pool_, cpu::ForwardOptions{o.gdn_chunked}),
+          mtp_(w, plan_, runner_, kv_), lanes_(plan.n_lanes) {
+        if (plan_.mtp && !w.mtp)
+            throw Error("backend: the plan counts an MTP layer but the weights have no MTP head");
+        const size_t K = plan_.max_draft_tokens;
         for (cpu::LaneState& lane : lanes_) {
             lane.conv.assign(runner_.conv_floats(), 0.0f);
             lane.recurrent.assign(runner_.recurrent_floats(), 0.0f);
+            lane.verify_conv.assign(K * runner_.conv_floats(), 0.0f);
+            lane.verify_recurrent.assign(K * runner_.recurrent_floats(), 0.0f);
+            lane.verify_logits.reserve(K ? (K + 1) * size_t(w.config.vocab_size) : 0);
+            lane.mtp_hidden.reserve(plan_.mtp ? (K + 2) * size_t(w.config.hidden_size) : 0);
         }
     }
 
@@ -47,6 +56,9 @@ class CpuBackend final : public Backend {
         std::fill(s.conv.begin(), s.conv.end(), 0.0f);
         std::fill(s.recurrent.begin(), s.recurrent.end(), 0.0f);
         s.has_logits = false;
+        s.mtp_length = 0;
+        s.mtp_hidden.clear();
+        s.verify_count = 0;
     }
 
     void prefill(int lane, std::span<const int32_t> tokens, LogitsOut out,
@@ -54,32 +66,19 @@ class CpuBackend final : public Backend {
         cpu::LaneState& s = at(lane);
         if (tokens.empty())
             throw Error("backend: prefill with no tokens");
+        s.verify_count = 0;
         const uint32_t start = uint32_t(s.tokens.size());
         grow(s, tokens.size());
         const cpu::RowSegment seg{&s, start, uint32_t(tokens.size()), 0};
         runner_.forward(std::span(&seg, 1), tokens);
         s.tokens.insert(s.tokens.end(), tokens.begin(), tokens.end());
         s.has_logits = false;
-        if (out == LogitsOut::None)
-            return; // a middle chunk: skip the output head
-        const uint32_t V = w_.config.vocab_size;
-        std::vector<size_t> rows;
-        if (out == LogitsOut::All) {
-            rows.resize(tokens.size());
-            std::iota(rows.begin(), rows.end(), size_t(0));
-        }
-        if (!rows.empty() && logits) {
-            logits->resize(rows.size() * size_t(V));
-            runner_.logits(rows, logits->data());
-            s.logits.assign(logits->end() - V, logits->end());
-        } else {
-            const size_t last = tokens.size() - 1;
-            s.logits.resize(V);
-            runner_.logits(std::span(&last, 1), s.logits.data());
-            if (logits && out == LogitsOut::Last)
-                *logits = s.logits;
-        }
-        s.has_logits = true;
+        if (mtp_active())
+            mtp_.keep_hidden(std::span(&seg, 1));
+        if (out != LogitsOut::None) // a middle chunk skips the output head
+            prefill_logits(s, tokens.size(), out, logits);
+        if (mtp_active()) // after the output head: the head reuses the runner's rows
+            mtp_catch_up(std::span(&seg, 1), {});
     }
 
     DecodeResult sample_after_prefill(int lane, const SamplingParams& sampling,
@@ -94,21 +93,15 @@ class CpuBackend final : public Backend {
         std::vector<cpu::RowSegment> segs;
         std::vector<int32_t> tokens;
         for (size_t i = 0; i < steps.size(); ++i) {
-            cpu::LaneState& s = at(steps[i].lane);
-            for (size_t j = 0; j < i; ++j)
-                if (steps[j].lane == steps[i].lane)
-                    throw Error("backend: lane " + std::to_string(steps[i].lane) +
-                                " appears twice in one decode step");
+            cpu::LaneState& s = step_lane(steps, i, "decode");
+            s.verify_count = 0;
             grow(s, 1);
             segs.push_back({&s, uint32_t(s.tokens.size()), 1, i});
             tokens.push_back(steps[i].token);
         }
-        runner_.forward(segs, tokens);
+        std::vector<float> all;
+        forward_rows(segs, tokens, all);
         const uint32_t V = w_.config.vocab_size;
-        std::vector<size_t> rows(steps.size());
-        std::iota(rows.begin(), rows.end(), size_t(0));
-        std::vector<float> all(rows.size() * size_t(V));
-        runner_.logits(rows, all.data());
         std::vector<DecodeResult> results;
         for (size_t i = 0; i < steps.size(); ++i) {
             cpu::LaneState& s = *segs[i].lane;
@@ -118,6 +111,8 @@ class CpuBackend final : public Backend {
             results.push_back(sample(s.logits, steps[i].sampling, steps[i].generated,
                                      steps[i].n_top_logprobs));
         }
+        if (mtp_active())
+            mtp_catch_up(segs, {});
         return results;
     }
 
@@ -165,9 +160,85 @@ class CpuBackend final : public Backend {
         std::memcpy(s.recurrent.data(), img.gdn.data() + s.conv.size() * sizeof(float),
                     s.recurrent.size() * sizeof(float));
         s.has_logits = false;
+        // The image carries no MTP KV or hidden state: the head takes the lane up again from its
+        // next decode (drafts come back empty until then; its KV rows below n are stale).
+        s.mtp_length = n;
     }
 
+    bool has_mtp() const override { return mtp_active(); }
+
+    std::vector<std::vector<int32_t>> draft_mtp(std::span<const DraftRequest> requests,
+                                                std::vector<std::vector<float>>* logits) override {
+        if (!mtp_active())
+            return Backend::draft_mtp(requests, logits);
+        std::vector<cpu::LaneState*> lanes;
+        for (size_t i = 0; i < requests.size(); ++i) {
+            lanes.push_back(&step_lane(requests, i, "draft"));
+            lanes.back()->verify_count = 0;
+        }
+        return mtp_.draft(lanes, requests, logits);
+    }
+
+    void verify(std::span<const VerifyStep> steps, std::vector<float>& logits) override;
+    void accept_verified(int lane, uint32_t n_keep) override;
+
   private:
+    void prefill_logits(cpu::LaneState& s, size_t n, LogitsOut out, std::vector<float>* logits) {
+        const uint32_t V = w_.config.vocab_size;
+        std::vector<size_t> rows;
+        if (out == LogitsOut::All) {
+            rows.resize(n);
+            std::iota(rows.begin(), rows.end(), size_t(0));
+        }
+        if (!rows.empty() && logits) {
+            logits->resize(rows.size() * size_t(V));
+            runner_.logits(rows, logits->data());
+            s.logits.assign(logits->end() - V, logits->end());
+        } else {
+            const size_t last = n - 1;
+            s.logits.resize(V);
+            runner_.logits(std::span(&last, 1), s.logits.data());
+            if (logits && out == LogitsOut::Last)
+                *logits = s.logits;
+        }
+        s.has_logits = true;
+    }
+
+    bool mtp_active() const { return plan_.mtp; }
+
+    // The main model over a step, its hidden rows handed to the MTP head, every row's logits.
+    void forward_rows(std::span<const cpu::RowSegment> segs, std::span<const int32_t> tokens,
+                      std::vector<float>& logits) {
+        runner_.forward(segs, tokens);
+        if (mtp_active())
+            mtp_.keep_hidden(segs);
+        std::vector<size_t> rows(tokens.size());
+        std::iota(rows.begin(), rows.end(), size_t(0));
+        logits.resize(rows.size() * size_t(w_.config.vocab_size));
+        runner_.logits(rows, logits.data());
+    }
+
+    // Feeds the MTP head what these segments' lanes can give it (next_tokens: one per segment, the
+    // token after the lane's last, or empty for none).
+    void mtp_catch_up(std::span<const cpu::RowSegment> segs, std::span<const int32_t> next_tokens) {
+        std::vector<cpu::LaneState*> lanes;
+        std::vector<int32_t> next;
+        for (size_t i = 0; i < segs.size(); ++i) {
+            lanes.push_back(segs[i].lane);
+            next.push_back(next_tokens.empty() ? -1 : next_tokens[i]);
+        }
+        mtp_.catch_up(lanes, next);
+    }
+
+    // The lane of item i of a batched step, which no earlier item may name.
+    template <class Items> cpu::LaneState& step_lane(Items items, size_t i, const char* step) {
+        for (size_t j = 0; j < i; ++j)
+            if (items[j].lane == items[i].lane)
+                throw Error("backend: lane " + std::to_string(items[i].lane) + " appears twice in one " +
+                            step + " step");
+        return at(items[i].lane);
+    }
+
     cpu::LaneState& at(int lane) {
         if (lane < 0 || size_t(lane) >= lanes_.size())
             throw Error("backend: lane " + std::to_string(lane) + " out of range 0.." +
@@ -220,8 +291,65 @@ class CpuBackend final : public Backend {
     ThreadPool pool_;
     cpu::KvStore kv_;
     cpu::ModelRunner runner_;
+    cpu::MtpHead mtp_;
     std::vector<cpu::LaneState> lanes_;
 };
+
+void CpuBackend::verify(std::span<const VerifyStep> steps, std::vector<float>& logits) {
+    if (plan_.max_draft_tokens == 0)
+        return Backend::verify(steps, logits);
+    std::vector<cpu::RowSegment> segs;
+    std::vector<int32_t> tokens, first;
+    for (size_t i = 0; i < steps.size(); ++i) {
+        cpu::LaneState& s = step_lane(steps, i, "verify");
+        const size_t T = steps[i].tokens.size();
+        if (T < 1 || T > plan_.max_draft_tokens + 1)
+            throw Error("backend: a verify step of " + std::to_string(T) + " tokens, the plan allows 1.." +
+                        std::to_string(plan_.max_draft_tokens + 1));
+        s.verify_count = 0;
+        grow(s, T);
+        segs.push_back({&s, uint32_t(s.tokens.size()), uint32_t(T), tokens.size(), true});
+        tokens.insert(tokens.end(), steps[i].tokens.begin(), steps[i].tokens.end());
+        first.push_back(steps[i].tokens[0]);
+    }
+    if (mtp_active()) // everything before the window, the window's first token being known now
+        mtp_catch_up(segs, first);
+    forward_rows(segs, tokens, logits);
+    const size_t V = w_.config.vocab_size;
+    for (size_t i = 0; i < steps.size(); ++i) {
+        cpu::LaneState& s = *segs[i].lane;
+        const auto window = logits.begin() + long(segs[i].row * V);
+        s.verify_start = segs[i].start;
+        s.verify_count = segs[i].n;
+        s.verify_logits.assign(window, window + long(segs[i].n * V));
+        s.tokens.insert(s.tokens.end(), steps[i].tokens.begin(), steps[i].tokens.end());
+        s.logits.assign(s.verify_logits.end() - long(V), s.verify_logits.end());
+        s.has_logits = true;
+    }
+}
+
+void CpuBackend::accept_verified(int lane, uint32_t n_keep) {
+    cpu::LaneState& s = at(lane);
+    if (s.verify_count == 0)
+        throw Error("backend: lane " + std::to_string(lane) + " has no open verify window");
+    if (n_keep < 1 || n_keep > s.verify_count)
+        throw Error("backend: keep " + std::to_string(n_keep) + " of a " + std::to_string(s.verify_count) +
+                    "-token verify window (1.." + std::to_string(s.verify_count) + ")");
+    const size_t V = w_.config.vocab_size;
+    if (n_keep < s.verify_count) {
+        // The GDN state as it stood after the last kept token; attention KV only rewinds its length.
+        const size_t conv = s.conv.size(), rec = s.recurrent.size(), at = n_keep - 1;
+        std::copy_n(s.verify_conv.begin() + long(at * conv), conv, s.conv.begin());
+        std::copy_n(s.verify_recurrent.begin() + long(at * rec), rec, s.recurrent.begin());
+        const uint32_t length = s.verify_start + n_keep;
+        s.tokens.resize(length);
+        kv_.truncate(s.pages, length);
+        if (mtp_active()) // the pending hidden rows of the dropped positions go too
+            s.mtp_hidden.resize(size_t(length - s.mtp_length) * w_.config.hidden_size);
+        s.logits.assign(s.verify_logits.begin() + long(at * V), s.verify_logits.begin() + long(n_keep * V));
+    }
+    s.verify_count = 0;
+}
 
 } // namespace
 

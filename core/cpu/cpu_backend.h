@@ -6,6 +6,10 @@
 // - Semantics are those of backend.h. Prefill uses the chunked Gated DeltaNet form (chunks aligned
 //   to absolute positions, so chunked prefills equal one whole prefill) and decode the recurrence.
 // - LaneImage byte layout: memory_plan.h (kv rows as stored in the pool's KV dtype; GDN state f32).
+// - Speculation (backend.h): verify and accept_verified when plan.max_draft_tokens > 0 (verify
+//   windows run the GDN recurrence token by token and keep per-token state snapshots); draft_mtp
+//   when plan.mtp (the weights must then have the MTP head, else construction throws), and then
+//   every prefill, decode and verify also feeds the head (core/cpu/mtp_head.h).
 // - CpuBackendOptions.threads: 0 = every core; gdn_chunked = false forces the recurrence in prefill
 //   (tests compare both forms through the whole model).
 #pragma once

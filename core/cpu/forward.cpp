@@ -32,8 +32,7 @@ static void add_into(float* x, const float* y, size_t n) {
         x[i] += y[i];
 }
 
-void ModelRunner::forward(std::span<const RowSegment> segs, std::span<const int32_t> tokens) {
-    const size_t R = tokens.size(), H = hidden_size_;
+void ModelRunner::set_rows(std::span<const RowSegment> segs, size_t R) {
     row_position_.resize(R);
     row_segment_.resize(R);
     for (const RowSegment& s : segs)
@@ -41,35 +40,73 @@ void ModelRunner::forward(std::span<const RowSegment> segs, std::span<const int3
             row_position_[s.row + i] = s.start + i;
             row_segment_[s.row + i] = &s;
         }
-    x_.resize(R * H);
-    xn_.resize(R * H);
-    mix_.resize(R * H);
-    for (size_t r = 0; r < R; ++r) {
+    x_.resize(R * hidden_size_);
+    xn_.resize(R * hidden_size_);
+    mix_.resize(R * hidden_size_);
+}
+
+void ModelRunner::embed(std::span<const int32_t> tokens, float* out) {
+    for (size_t r = 0; r < tokens.size(); ++r) {
         if (tokens[r] < 0 || uint32_t(tokens[r]) >= c_.vocab_size)
             throw Error("backend: token id " + std::to_string(tokens[r]) + " is outside the vocabulary");
-        w_.token_embedding.decode(uint64_t(tokens[r]), 1, x_.data() + r * H);
+        w_.token_embedding.decode(uint64_t(tokens[r]), 1, out + r * hidden_size_);
     }
+}
+
+void ModelRunner::norm_rows(const std::vector<float>& weight, const float* in, float* out, size_t R) {
+    const size_t H = hidden_size_;
     const float eps = c_.rms_norm_eps;
-    auto norm_rows = [&](const std::vector<float>& weight, const float* in, float* out) {
-        pool_.parallel_for(R, [&](size_t r0, size_t r1) {
-            for (size_t r = r0; r < r1; ++r)
-                rms_norm_offset(in + r * H, weight.data(), H, eps, out + r * H);
-        });
-    };
+    pool_.parallel_for(R, [&](size_t r0, size_t r1) {
+        for (size_t r = r0; r < r1; ++r)
+            rms_norm_offset(in + r * H, weight.data(), H, eps, out + r * H);
+    });
+}
+
+void ModelRunner::layer(const LayerWeights& L, uint32_t kv_or_gdn_index, std::span<const RowSegment> segs,
+                        size_t R) {
+    norm_rows(L.input_norm, x_.data(), xn_.data(), R);
+    if (L.kind == LayerKind::FullAttention)
+        attention(L, kv_or_gdn_index, segs, R);
+    else
+        gdn(L, kv_or_gdn_index, segs, R);
+    add_into(x_.data(), mix_.data(), R * hidden_size_);
+    norm_rows(L.post_attention_norm, x_.data(), xn_.data(), R);
+    ffn(L, R);
+    add_into(x_.data(), mix_.data(), R * hidden_size_);
+}
+
+void ModelRunner::forward(std::span<const RowSegment> segs, std::span<const int32_t> tokens) {
+    const size_t R = tokens.size();
+    set_rows(segs, R);
+    embed(tokens, x_.data());
     uint32_t full_index = 0, gdn_index = 0;
     for (uint32_t l = 0; l < c_.num_hidden_layers; ++l) {
         const LayerWeights& L = w_.layers[l];
-        norm_rows(L.input_norm, x_.data(), xn_.data());
-        if (L.kind == LayerKind::FullAttention)
-            attention(l, full_index++, segs, R);
-        else
-            gdn(l, gdn_index++, segs, R);
-        add_into(x_.data(), mix_.data(), R * H);
-        norm_rows(L.post_attention_norm, x_.data(), xn_.data());
-        ffn(l, R);
-        add_into(x_.data(), mix_.data(), R * H);
+        layer(L, L.kind == LayerKind::FullAttention ? full_index++ : gdn_index++, segs, R);
     }
-    norm_rows(w_.final_norm, x_.data(), x_.data());
+    norm_rows(w_.final_norm, x_.data(), x_.data(), R);
+}
+
+void ModelRunner::mtp_forward(std::span<const RowSegment> segs, std::span<const int32_t> next_tokens,
+                              const float* hidden_rows) {
+    if (!w_.mtp || !plan_.mtp)
+        throw Error("backend: the MTP head needs an artifact with an mtp component and a plan counting its KV");
+    const MtpWeights& m = *w_.mtp;
+    const size_t R = next_tokens.size(), H = hidden_size_;
+    set_rows(segs, R);
+    // u = fc([norm_e(embed(x_{t+1})), norm_h(h_t)]): the embedding half first.
+    mtp_in_.resize(R * 2 * H);
+    embed(next_tokens, xn_.data());
+    const float eps = c_.rms_norm_eps;
+    pool_.parallel_for(R, [&](size_t r0, size_t r1) {
+        for (size_t r = r0; r < r1; ++r) {
+            rms_norm_offset(xn_.data() + r * H, m.embedding_norm.data(), H, eps, mtp_in_.data() + r * 2 * H);
+            rms_norm_offset(hidden_rows + r * H, m.hidden_norm.data(), H, eps, mtp_in_.data() + r * 2 * H + H);
+        }
+    });
+    matmul(pool_, m.input_projection, mtp_in_.data(), R, x_.data());
+    layer(m.layer, c_.n_full_attention_layers(), segs, R);
+    norm_rows(m.final_norm, x_.data(), x_.data(), R);
 }
 
 void ModelRunner::logits(std::span<const size_t> rows, float* out) {
@@ -80,8 +117,8 @@ void ModelRunner::logits(std::span<const size_t> rows, float* out) {
     matmul(pool_, w_.output_head, gathered_.data(), rows.size(), out);
 }
 
-void ModelRunner::attention(uint32_t layer, uint32_t fi, std::span<const RowSegment> segs, size_t R) {
-    const AttentionWeights& w = w_.layers[layer].attention;
+void ModelRunner::attention(const LayerWeights& L, uint32_t fi, std::span<const RowSegment> segs, size_t R) {
+    const AttentionWeights& w = L.attention;
     const uint32_t nH = c_.num_attention_heads, nKV = c_.num_key_value_heads, hd = c_.head_dim;
     const uint32_t rot = c_.rotary_dim(), group = nH / nKV;
     const size_t qd = c_.attn_q_dim(), kvd = c_.attn_kv_dim();
@@ -168,8 +205,8 @@ void ModelRunner::attention(uint32_t layer, uint32_t fi, std::span<const RowSegm
     matmul(pool_, w.output, attn_.data(), R, mix_.data());
 }
 
-void ModelRunner::gdn(uint32_t layer, uint32_t gi, std::span<const RowSegment> segs, size_t R) {
-    const GdnWeights& w = w_.layers[layer].gdn;
+void ModelRunner::gdn(const LayerWeights& L, uint32_t gi, std::span<const RowSegment> segs, size_t R) {
+    const GdnWeights& w = L.gdn;
     const uint32_t Hk = c_.linear_num_key_heads, Dk = c_.linear_key_head_dim;
     const uint32_t Hv = c_.linear_num_value_heads, Dv = c_.linear_value_head_dim;
     const uint32_t K = c_.linear_conv_kernel_dim;
@@ -203,6 +240,13 @@ void ModelRunner::gdn(uint32_t layer, uint32_t gi, std::span<const RowSegment> s
                     for (uint32_t j = 0; j < K; ++j)
                         acc += w.convolution[size_t(j) * cd + ch] * column(int64_t(i) - (K - 1) + j, ch);
                     out[size_t(i) * cd + ch] = silu(acc);
+                }
+            if (s.keep_snapshots) // the history as it stands after each window token but the last
+                for (uint32_t i = 0; i + 1 < s.n; ++i) {
+                    float* snap = s.lane->verify_conv.data() + i * conv_floats() + gi * hist_floats;
+                    for (uint32_t m = 0; m + 1 < K; ++m)
+                        for (size_t ch = c0; ch < c1; ++ch)
+                            snap[size_t(m) * cd + ch] = column(int64_t(i) + 2 - K + m, ch);
                 }
             std::vector<float> keep(K - 1);
             for (size_t ch = c0; ch < c1; ++ch) {
@@ -261,11 +305,25 @@ void ModelRunner::gdn(uint32_t layer, uint32_t gi, std::span<const RowSegment> s
             seq.gb_stride = Hv;
             seq.o = o_.data() + s.row * vd + size_t(h) * Dv;
             seq.o_stride = vd;
-            float* S = s.lane->recurrent.data() + (size_t(gi) * Hv + h) * state_floats;
-            if (s.n == 1 || !options_.gdn_chunked)
+            const size_t head_at = (size_t(gi) * Hv + h) * state_floats;
+            float* S = s.lane->recurrent.data() + head_at;
+            if (s.keep_snapshots) {
+                // Token by token (the same arithmetic as one call), copying the state after each.
+                for (uint32_t i = 0; i < s.n; ++i) {
+                    GdnHeadSequence one = seq;
+                    one.n_tokens = 1;
+                    one.q += i * seq.qk_stride, one.k += i * seq.qk_stride, one.v += i * seq.v_stride;
+                    one.g += i * seq.gb_stride, one.beta += i * seq.gb_stride, one.o += i * seq.o_stride;
+                    gdn_recurrent(one, S);
+                    if (i + 1 < s.n)
+                        std::copy_n(S, state_floats,
+                                    s.lane->verify_recurrent.data() + i * recurrent_floats() + head_at);
+                }
+            } else if (s.n == 1 || !options_.gdn_chunked) {
                 gdn_recurrent(seq, S);
-            else
+            } else {
                 gdn_chunked(seq, S, kGdnChunk, kGdnChunk - s.start % kGdnChunk);
+            }
         }
     });
 
@@ -291,8 +349,7 @@ void ModelRunner::mlp(const MlpWeights& w, const float* x, size_t R, float* out)
     matmul(pool_, w.down, mlp_gate_.data(), R, out);
 }
 
-void ModelRunner::ffn(uint32_t layer, size_t R) {
-    const LayerWeights& L = w_.layers[layer];
+void ModelRunner::ffn(const LayerWeights& L, size_t R) {
     const size_t H = hidden_size_;
     if (!c_.is_moe()) {
         mlp(L.mlp, xn_.data(), R, mix_.data());

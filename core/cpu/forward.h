@@ -12,6 +12,16 @@
 // - Positions are text positions: interleaved MRoPE with equal temporal/height/width positions is
 //   exactly 1-D partial RoPE (model.md §5), which is what is applied.
 // - logits(rows, out) applies the output head to the chosen rows.
+// - A segment with keep_snapshots (a verify window, at most plan.max_draft_tokens + 1 tokens) runs
+//   its GDN layers in the recurrent form and writes, after each of its first n - 1 tokens i, the
+//   lane's whole GDN state (conv history + recurrent state, the layouts of LaneState::conv and
+//   ::recurrent) into snapshot i of LaneState::verify_conv / ::verify_recurrent.
+// - mtp_forward runs the MTP head (model.md §8) over the step's rows: row r holds the main model's
+//   final-normed hidden state h_t (hidden_rows + r*H) and the token x_{t+1}, at MTP position t
+//   (segment start + i). It writes the MTP layer's K/V rows at those positions (KV layer
+//   n_full_attention_layers of the pool, the lane's pages) and leaves d = mtp.norm(u) in hidden(),
+//   so logits() gives the draft logits and hidden() the state fed back by the next draft step.
+//   Needs weights.mtp and a plan with mtp.
 // Thread safety: engine thread only; uses the pool for data parallelism.
 #pragma once
 
@@ -31,6 +41,7 @@ struct RowSegment {
     uint32_t start = 0; // position of the first token
     uint32_t n = 0;
     size_t row = 0;     // first row of the step
+    bool keep_snapshots = false; // a verify window: recurrent GDN + per-token state snapshots
 };
 
 struct ForwardOptions {
@@ -43,6 +54,8 @@ class ModelRunner {
                 ForwardOptions options = {});
 
     void forward(std::span<const RowSegment> segments, std::span<const int32_t> tokens);
+    void mtp_forward(std::span<const RowSegment> segments, std::span<const int32_t> next_tokens,
+                     const float* hidden_rows);
     const float* hidden(size_t row) const { return x_.data() + row * hidden_size_; }
     void logits(std::span<const size_t> rows, float* out);
 
@@ -51,9 +64,15 @@ class ModelRunner {
     size_t recurrent_floats() const;
 
   private:
-    void attention(uint32_t layer, uint32_t full_index, std::span<const RowSegment> segs, size_t R);
-    void gdn(uint32_t layer, uint32_t gdn_index, std::span<const RowSegment> segs, size_t R);
-    void ffn(uint32_t layer, size_t R);
+    void set_rows(std::span<const RowSegment> segs, size_t R);
+    void embed(std::span<const int32_t> tokens, float* out);
+    void norm_rows(const std::vector<float>& weight, const float* in, float* out, size_t R);
+    // One pre-norm decoder layer over x_ (mixer, residual, FFN, residual).
+    void layer(const LayerWeights& L, uint32_t kv_or_gdn_index, std::span<const RowSegment> segs,
+               size_t R);
+    void attention(const LayerWeights& L, uint32_t kv_layer, std::span<const RowSegment> segs, size_t R);
+    void gdn(const LayerWeights& L, uint32_t gdn_index, std::span<const RowSegment> segs, size_t R);
+    void ffn(const LayerWeights& L, size_t R);
     void mlp(const MlpWeights& w, const float* x, size_t R, float* out);
 
     const ModelWeights& w_;
@@ -70,6 +89,7 @@ class ModelRunner {
     std::vector<float> qkv_, z_, alpha_, beta_, conv_, o_;   // Gated DeltaNet
     std::vector<float> router_, gathered_, expert_out_, shared_out_, score_; // MoE
     std::vector<float> mlp_gate_, mlp_up_;
+    std::vector<float> mtp_in_;                              // MTP [R][2H]: [e | h]
 };
 
 } // namespace ninfer::core::cpu

@@ -8,7 +8,7 @@ namespace ninfer::core::cpu {
 KvStore::KvStore(const ModelConfig& c, const MemoryPlan& plan)
     : n_kv_heads_(c.num_key_value_heads), row_bytes_(plan.kv_row_bytes) {
     const uint64_t per_tensor = uint64_t(plan.kv_pages) * kKvPageTokens * n_kv_heads_ * row_bytes_;
-    storage_.resize(2ull * c.n_full_attention_layers());
+    storage_.resize(2ull * (c.n_full_attention_layers() + (plan.mtp ? 1 : 0)));
     for (auto& s : storage_)
         s.assign(per_tensor, 0);
     for (uint32_t p = plan.kv_pages; p-- > 0;)
@@ -23,6 +23,14 @@ void KvStore::reserve(std::vector<uint32_t>& pages, uint32_t n_tokens) {
     while (pages.size() < need) {
         pages.push_back(free_.back());
         free_.pop_back();
+    }
+}
+
+void KvStore::truncate(std::vector<uint32_t>& pages, uint32_t n_tokens) {
+    const uint32_t keep = (n_tokens + kKvPageTokens - 1) / kKvPageTokens;
+    while (pages.size() > keep) {
+        free_.push_back(pages.back());
+        pages.pop_back();
     }
 }
 

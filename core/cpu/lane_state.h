@@ -1,11 +1,14 @@
 // ninfer::core - the CPU backend's sequence state: the paged KV pool and per-lane state.
 //
 // Contract:
-// - KvStore owns plan.kv_pages pages of kKvPageTokens tokens for every full-attention layer, K and
+// - KvStore owns plan.kv_pages pages of kKvPageTokens tokens for every full-attention layer (and,
+//   with plan.mtp, the MTP layer as one more layer after them, at the same page slots), K and
 //   V rows encoded in plan.kv_dtype (kv_codec.h). Pages are handed out from a free list; a lane
 //   owns the pages in its page table. allocate() throws ninfer::Error("backend: KV pool full ...").
 // - LaneState holds a lane's tokens, page table, GDN conv history and recurrent state (layouts of
-//   memory_plan.h) and the logits of its last step.
+//   memory_plan.h) and the logits of its last step; for speculative decoding also the MTP head's
+//   progress (mtp_length + the pending hidden rows always equal tokens.size()) and the open verify
+//   window with its GDN snapshots (cpu_backend.h).
 // Thread safety: engine thread; row() may be called concurrently for distinct rows.
 #pragma once
 
@@ -37,6 +40,8 @@ class KvStore {
     // Grows a page table to hold n_tokens positions.
     void reserve(std::vector<uint32_t>& pages, uint32_t n_tokens);
     void release(std::vector<uint32_t>& pages);
+    // Returns the pages past the ones n_tokens positions need to the free list.
+    void truncate(std::vector<uint32_t>& pages, uint32_t n_tokens);
     uint32_t free_pages() const { return uint32_t(free_.size()); }
 
   private:
@@ -53,6 +58,18 @@ struct LaneState {
     std::vector<float> recurrent; // [n_gdn][Hv][Dk][Dv]
     std::vector<float> logits;    // last step's logits (vocab)
     bool has_logits = false;
+
+    // MTP head: MTP positions [0, mtp_length) are in the KV; mtp_hidden holds the final-normed
+    // hidden rows ([rows][H]) of positions [mtp_length, tokens.size()), waiting for their next token.
+    uint32_t mtp_length = 0;
+    std::vector<float> mtp_hidden;
+
+    // Open verify window: positions [verify_start, verify_start + verify_count) of the last verify
+    // step; snapshot i (i < verify_count - 1) is the GDN state after the window's token i.
+    uint32_t verify_start = 0, verify_count = 0;
+    std::vector<float> verify_conv;      // [max_draft_tokens][conv floats]
+    std::vector<float> verify_recurrent; // [max_draft_tokens][recurrent floats]
+    std::vector<float> verify_logits;    // [verify_count][vocab]
 };
 
 } // namespace ninfer::core::cpu

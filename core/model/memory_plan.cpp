@@ -14,7 +14,8 @@ namespace {
 
 uint64_t round_up(uint64_t v, uint64_t m) { return (v + m - 1) / m * m; }
 
-uint64_t plan_workspace_bytes(const ModelConfig& c, uint32_t chunk, int lanes, uint32_t max_context) {
+uint64_t plan_workspace_bytes(const ModelConfig& c, uint32_t chunk, int lanes, uint32_t max_context,
+                              uint32_t max_draft_tokens) {
     const uint64_t H = c.hidden_size;
     const uint64_t ffn = c.is_moe() ? std::max(c.moe_intermediate_size, c.shared_expert_intermediate_size)
                                     : c.intermediate_size;
@@ -28,7 +29,8 @@ uint64_t plan_workspace_bytes(const ModelConfig& c, uint32_t chunk, int lanes, u
     const uint64_t floats = rows * per_token + 2ull * max_context * c.head_dim +
                             uint64_t(chunk) * std::min<uint64_t>(max_context, 4096) +
                             uint64_t(lanes + 1) * c.vocab_size +
-                            4ull * 64 * (c.linear_key_head_dim + c.linear_value_head_dim + 64);
+                            4ull * 64 * (c.linear_key_head_dim + c.linear_value_head_dim + 64) +
+                            uint64_t(lanes) * (max_draft_tokens + 1) * H; // MTP pending hidden rows
     return floats * sizeof(float);
 }
 
@@ -45,31 +47,43 @@ MemoryPlan MemoryPlan::make(const ModelConfig& c, const MemoryRequest& r) {
         throw Error("plan: max-context " + std::to_string(p.max_context) + " is not in 1.." +
                     std::to_string(c.max_position_embeddings));
     p.prefill_chunk = std::max<uint32_t>(1, r.prefill_chunk);
+    if (r.max_draft_tokens > kMaxDraftTokens)
+        throw Error("plan: max draft tokens " + std::to_string(r.max_draft_tokens) + " is not in 0.." +
+                    std::to_string(kMaxDraftTokens));
     p.kv_row_bytes = ninfer::core::kv_row_bytes(r.kv_dtype, c.head_dim);
     p.kv_bytes_per_token =
         2ull * c.n_full_attention_layers() * c.num_key_value_heads * p.kv_row_bytes;
+    p.mtp = r.mtp;
+    p.kv_mtp_bytes_per_token = r.mtp ? 2ull * c.num_key_value_heads * p.kv_row_bytes : 0;
+    const uint64_t kv_per_token = p.kv_bytes_per_token + p.kv_mtp_bytes_per_token;
     const uint64_t n_gdn = c.n_linear_attention_layers();
     p.gdn_conv_bytes_per_lane =
         n_gdn * uint64_t(c.linear_conv_kernel_dim - 1) * c.gdn_conv_dim() * sizeof(float);
     p.gdn_recurrent_bytes_per_lane = n_gdn * uint64_t(c.linear_num_value_heads) *
                                      c.linear_key_head_dim * c.linear_value_head_dim * sizeof(float);
     p.gdn_bytes = uint64_t(p.n_lanes) * (p.gdn_conv_bytes_per_lane + p.gdn_recurrent_bytes_per_lane);
+    p.max_draft_tokens = r.max_draft_tokens;
+    p.gdn_verify_bytes_per_lane =
+        uint64_t(p.max_draft_tokens) * (p.gdn_conv_bytes_per_lane + p.gdn_recurrent_bytes_per_lane);
+    p.gdn_verify_bytes = uint64_t(p.n_lanes) * p.gdn_verify_bytes_per_lane;
     p.weight_bytes = r.weight_bytes;
-    p.workspace_bytes = plan_workspace_bytes(c, p.prefill_chunk, p.n_lanes, p.max_context) + r.backend_workspace_bytes;
+    p.workspace_bytes =
+        plan_workspace_bytes(c, p.prefill_chunk, p.n_lanes, p.max_context, p.max_draft_tokens) +
+        r.backend_workspace_bytes;
     p.available_bytes = r.available_bytes;
     p.margin_bytes = r.margin_bytes;
 
-    const uint64_t fixed = p.weight_bytes + p.gdn_bytes + p.workspace_bytes;
+    const uint64_t fixed = p.weight_bytes + p.gdn_bytes + p.gdn_verify_bytes + p.workspace_bytes;
     const uint64_t one_sequence = round_up(p.max_context, kKvPageTokens);
     const uint64_t wanted = uint64_t(p.n_lanes) * one_sequence;
     uint64_t capacity = round_up(r.kv_capacity_tokens, kKvPageTokens);
     if (r.kv_capacity_tokens == 0) {
         capacity = wanted;
-        if (p.kv_bytes_per_token) {
+        if (kv_per_token) {
             const uint64_t room = r.available_bytes > fixed + r.margin_bytes
                                       ? r.available_bytes - fixed - r.margin_bytes
                                       : 0;
-            capacity = std::min(wanted, room / p.kv_bytes_per_token / kKvPageTokens * kKvPageTokens);
+            capacity = std::min(wanted, room / kv_per_token / kKvPageTokens * kKvPageTokens);
             capacity = std::max(capacity, one_sequence); // the fit check below reports any deficit
         }
     }
@@ -77,10 +91,10 @@ MemoryPlan MemoryPlan::make(const ModelConfig& c, const MemoryRequest& r) {
         throw Error("plan: kv-capacity " + std::to_string(capacity) +
                     " tokens is smaller than one max-context sequence (" +
                     std::to_string(one_sequence) + " tokens); deficit " +
-                    std::to_string((one_sequence - capacity) * p.kv_bytes_per_token) + " bytes");
+                    std::to_string((one_sequence - capacity) * kv_per_token) + " bytes");
     p.kv_capacity_tokens = capacity;
     p.kv_pages = uint32_t(capacity / kKvPageTokens);
-    p.kv_bytes = capacity * p.kv_bytes_per_token;
+    p.kv_bytes = capacity * kv_per_token;
     p.total_bytes = fixed + p.kv_bytes;
     if (p.total_bytes + p.margin_bytes > p.available_bytes) {
         const uint64_t deficit = p.total_bytes + p.margin_bytes - p.available_bytes;
@@ -101,7 +115,12 @@ std::string MemoryPlan::describe() const {
     std::ostringstream o;
     o << "weights " << mib(weight_bytes) << ", KV " << mib(kv_bytes) << " (" << kv_capacity_tokens
       << " tokens, " << kv_dtype_name(kv_dtype) << "), GDN state " << mib(gdn_bytes) << " ("
-      << n_lanes << " lanes), workspace " << mib(workspace_bytes) << ", max-context " << max_context;
+      << n_lanes << " lanes)";
+    if (mtp)
+        o << ", MTP KV included";
+    if (max_draft_tokens)
+        o << ", verify snapshots " << mib(gdn_verify_bytes) << " (K=" << max_draft_tokens << ")";
+    o << ", workspace " << mib(workspace_bytes) << ", max-context " << max_context;
     return o.str();
 }
 

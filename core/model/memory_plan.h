@@ -6,6 +6,12 @@
 //   every full-attention layer, K and V rows in the chosen KV dtype), one Gated DeltaNet state slot
 //   per lane (conv history of kernel-1 fp32 columns + fp32 recurrent state [Hv, Dk, Dv] per GDN
 //   layer) and the workspaces (one prefill chunk of activations plus per-lane logits).
+// - Speculative decoding (model.md §8): with request.mtp the pool's pages also hold the MTP layer's
+//   K and V rows (the same positions, so a lane's page table serves both; kv_mtp_bytes_per_token),
+//   and with max_draft_tokens K > 0 every lane gets K GDN state snapshots (conv history + recurrent
+//   state after each of the first K tokens of a K+1-token verify window, so a rejected draft rolls
+//   the state back exactly; gdn_verify_bytes). The MTP head's pending hidden rows ((K+1) x H f32 a
+//   lane) are in the workspace.
 // - kv_capacity_tokens 0 means auto: what fits in available - margin, capped at
 //   lanes * max_context; an explicit capacity is used as given. Capacity is rounded up to pages.
 // - A plan that does not fit, or a KV pool smaller than one max_context sequence, is refused with
@@ -28,6 +34,7 @@ namespace ninfer::core {
 
 inline constexpr uint32_t kKvPageTokens = 64;
 inline constexpr int kMaxConcurrency = 8;
+inline constexpr uint32_t kMaxDraftTokens = 5;
 
 struct MemoryRequest {
     uint32_t max_context = 0;        // tokens per sequence; 0 = the model's max positions
@@ -39,6 +46,8 @@ struct MemoryRequest {
     uint64_t available_bytes = 0;    // memory the plan may use
     uint64_t margin_bytes = 0;       // left free (auto sizing and the fit check)
     uint64_t backend_workspace_bytes = 0; // a backend's own buffers (CUDA: the tensor-core prefill's)
+    bool mtp = false;                // plan the MTP layer's KV (the artifact has an MTP head)
+    uint32_t max_draft_tokens = 0;   // K, 0..kMaxDraftTokens: verify windows of up to K+1 tokens
 };
 
 struct MemoryPlan {
@@ -50,7 +59,12 @@ struct MemoryPlan {
     uint32_t kv_pages = 0;
     uint64_t kv_row_bytes = 0;       // one KV head's K or V row
     uint64_t kv_bytes_per_token = 0; // K+V, every full-attention layer and KV head
-    uint64_t kv_bytes = 0;
+    bool mtp = false;
+    uint64_t kv_mtp_bytes_per_token = 0; // K+V of the MTP layer (0 without mtp)
+    uint64_t kv_bytes = 0;               // capacity x (kv_bytes_per_token + kv_mtp_bytes_per_token)
+    uint32_t max_draft_tokens = 0;
+    uint64_t gdn_verify_bytes_per_lane = 0; // max_draft_tokens GDN state copies
+    uint64_t gdn_verify_bytes = 0;
     uint64_t gdn_conv_bytes_per_lane = 0;
     uint64_t gdn_recurrent_bytes_per_lane = 0;
     uint64_t gdn_bytes = 0;

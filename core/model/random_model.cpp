@@ -90,7 +90,10 @@ std::unique_ptr<InMemoryModel> InMemoryModel::random(const ModelConfig& config,
     model->config_ = config;
     std::mt19937_64 rng(options.seed);
     std::map<std::string, std::pair<ParameterSpec, std::vector<float>>> values;
-    const std::vector<ParameterSpec> specs = text_parameter_specs(config);
+    std::vector<ParameterSpec> specs = text_parameter_specs(config);
+    if (options.with_mtp)
+        for (ParameterSpec& s : mtp_parameter_specs(config))
+            specs.push_back(std::move(s));
     for (const ParameterSpec& s : specs)
         values[s.name] = {s, draw(s, rng, options.output_head_scale)};
 

@@ -4,7 +4,8 @@
 // Contract:
 // - InMemoryModel owns encoded tensors (codec.h `encode`) and the logical bindings over them; the
 //   bindings stay valid while the model lives (it is neither copyable nor movable).
-// - random(config, options) draws every parameter of text_parameter_specs(config) from a seeded
+// - random(config, options) draws every parameter of text_parameter_specs(config) (then of
+//   mtp_parameter_specs with options.with_mtp, so the text weights do not depend on it) from a seeded
 //   generator with scales that keep activations O(1) (offset-norm weights near 0, gated-norm
 //   weights near 1, A_log = log U(1,16), conv taps and dt_bias perturbed) and encodes matrices in
 //   options.matrix_format (vectors and norms in fp32). With options.fuse, the projections that the
@@ -32,6 +33,7 @@ struct RandomModelOptions {
     TensorFormat matrix_format = TensorFormat::Bf16;
     bool fuse = false;
     float output_head_scale = 4.0f; // spreads the logits so greedy choices are far from ties
+    bool with_mtp = false;          // also the MTP head (mtp_parameter_specs), drawn after the text
 };
 
 class InMemoryModel {

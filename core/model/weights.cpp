@@ -143,9 +143,12 @@ Matrix Matrix::from_binding(const WeightBinding& b, uint64_t rows, uint64_t cols
     return m;
 }
 
-std::vector<ParameterSpec> text_parameter_specs(const ModelConfig& c) {
-    const uint64_t H = c.hidden_size, V = c.vocab_size;
-    std::vector<ParameterSpec> out;
+namespace {
+
+// One decoder layer's parameters under prefix p ("text/layers/N/" or "mtp/layers/0/").
+void add_layer_specs(const ModelConfig& c, const std::string& p, LayerKind kind,
+                     std::vector<ParameterSpec>& out) {
+    const uint64_t H = c.hidden_size;
     auto add = [&](std::string name, std::vector<uint64_t> shape) {
         out.push_back({std::move(name), std::move(shape)});
     };
@@ -154,45 +157,126 @@ std::vector<ParameterSpec> text_parameter_specs(const ModelConfig& c) {
         add(prefix + "/up", {inter, H});
         add(prefix + "/down", {H, inter});
     };
-    add("text/token_embedding", {V, H});
-    add("text/output_head", {V, H});
-    add("text/final_norm", {H});
-    for (uint32_t l = 0; l < c.num_hidden_layers; ++l) {
-        const std::string p = "text/layers/" + std::to_string(l) + "/";
-        add(p + "input_norm", {H});
-        add(p + "post_attention_norm", {H});
-        if (c.layer_types[l] == LayerKind::FullAttention) {
-            add(p + "attention/query", {c.attn_q_dim(), H});
-            add(p + "attention/key", {c.attn_kv_dim(), H});
-            add(p + "attention/gate", {c.attn_q_dim(), H});
-            add(p + "attention/value", {c.attn_kv_dim(), H});
-            add(p + "attention/query_norm", {c.head_dim});
-            add(p + "attention/key_norm", {c.head_dim});
-            add(p + "attention/output", {H, c.attn_q_dim()});
-        } else {
-            const uint64_t hv = c.linear_num_value_heads;
-            add(p + "gdn/query", {c.gdn_key_dim(), H});
-            add(p + "gdn/key", {c.gdn_key_dim(), H});
-            add(p + "gdn/value", {c.gdn_value_dim(), H});
-            add(p + "gdn/z", {c.gdn_value_dim(), H});
-            add(p + "gdn/a_projection", {hv, H});
-            add(p + "gdn/b_projection", {hv, H});
-            add(p + "gdn/a_log", {hv});
-            add(p + "gdn/dt_bias", {hv});
-            add(p + "gdn/norm", {c.linear_value_head_dim});
-            add(p + "gdn/convolution", {c.linear_conv_kernel_dim, c.gdn_conv_dim()});
-            add(p + "gdn/output", {H, c.gdn_value_dim()});
-        }
-        if (c.is_moe()) {
-            add(p + "moe/router", {c.num_experts, H});
-            add(p + "moe/shared_score", {1, H});
-            for (uint32_t e = 0; e < c.num_experts; ++e)
-                add_mlp(p + "moe/experts/" + std::to_string(e), c.moe_intermediate_size);
-            add_mlp(p + "moe/shared", c.shared_expert_intermediate_size);
-        } else {
-            add_mlp(p + "mlp", c.intermediate_size);
-        }
+    add(p + "input_norm", {H});
+    add(p + "post_attention_norm", {H});
+    if (kind == LayerKind::FullAttention) {
+        add(p + "attention/query", {c.attn_q_dim(), H});
+        add(p + "attention/key", {c.attn_kv_dim(), H});
+        add(p + "attention/gate", {c.attn_q_dim(), H});
+        add(p + "attention/value", {c.attn_kv_dim(), H});
+        add(p + "attention/query_norm", {c.head_dim});
+        add(p + "attention/key_norm", {c.head_dim});
+        add(p + "attention/output", {H, c.attn_q_dim()});
+    } else {
+        const uint64_t hv = c.linear_num_value_heads;
+        add(p + "gdn/query", {c.gdn_key_dim(), H});
+        add(p + "gdn/key", {c.gdn_key_dim(), H});
+        add(p + "gdn/value", {c.gdn_value_dim(), H});
+        add(p + "gdn/z", {c.gdn_value_dim(), H});
+        add(p + "gdn/a_projection", {hv, H});
+        add(p + "gdn/b_projection", {hv, H});
+        add(p + "gdn/a_log", {hv});
+        add(p + "gdn/dt_bias", {hv});
+        add(p + "gdn/norm", {c.linear_value_head_dim});
+        add(p + "gdn/convolution", {c.linear_conv_kernel_dim, c.gdn_conv_dim()});
+        add(p + "gdn/output", {H, c.gdn_value_dim()});
     }
+    if (c.is_moe()) {
+        add(p + "moe/router", {c.num_experts, H});
+        add(p + "moe/shared_score", {1, H});
+        for (uint32_t e = 0; e < c.num_experts; ++e)
+            add_mlp(p + "moe/experts/" + std::to_string(e), c.moe_intermediate_size);
+        add_mlp(p + "moe/shared", c.shared_expert_intermediate_size);
+    } else {
+        add_mlp(p + "mlp", c.intermediate_size);
+    }
+}
+
+LayerWeights bind_layer(Binder& b, const ModelConfig& c, const std::string& p, LayerKind kind) {
+    const uint64_t H = c.hidden_size;
+    LayerWeights L;
+    L.kind = kind;
+    L.input_norm = b.vector(p + "input_norm", {H});
+    L.post_attention_norm = b.vector(p + "post_attention_norm", {H});
+    if (L.kind == LayerKind::FullAttention) {
+        AttentionWeights& a = L.attention;
+        a.query = b.matrix(p + "attention/query", c.attn_q_dim(), H);
+        a.key = b.matrix(p + "attention/key", c.attn_kv_dim(), H);
+        a.gate = b.matrix(p + "attention/gate", c.attn_q_dim(), H);
+        a.value = b.matrix(p + "attention/value", c.attn_kv_dim(), H);
+        a.query_norm = b.vector(p + "attention/query_norm", {c.head_dim});
+        a.key_norm = b.vector(p + "attention/key_norm", {c.head_dim});
+        a.output = b.matrix(p + "attention/output", H, c.attn_q_dim());
+    } else {
+        GdnWeights& g = L.gdn;
+        const uint64_t hv = c.linear_num_value_heads;
+        g.query = b.matrix(p + "gdn/query", c.gdn_key_dim(), H);
+        g.key = b.matrix(p + "gdn/key", c.gdn_key_dim(), H);
+        g.value = b.matrix(p + "gdn/value", c.gdn_value_dim(), H);
+        g.z = b.matrix(p + "gdn/z", c.gdn_value_dim(), H);
+        g.a_projection = b.matrix(p + "gdn/a_projection", hv, H);
+        g.b_projection = b.matrix(p + "gdn/b_projection", hv, H);
+        g.a_log = b.vector(p + "gdn/a_log", {hv});
+        g.dt_bias = b.vector(p + "gdn/dt_bias", {hv});
+        g.norm = b.vector(p + "gdn/norm", {c.linear_value_head_dim});
+        g.convolution = b.vector(p + "gdn/convolution", {c.linear_conv_kernel_dim, c.gdn_conv_dim()});
+        g.output = b.matrix(p + "gdn/output", H, c.gdn_value_dim());
+    }
+    if (c.is_moe()) {
+        MoeWeights& m = L.moe;
+        m.router = b.matrix(p + "moe/router", c.num_experts, H);
+        m.shared_score = b.matrix(p + "moe/shared_score", 1, H);
+        for (uint32_t e = 0; e < c.num_experts; ++e)
+            m.experts.push_back(b.mlp(p + "moe/experts/" + std::to_string(e), H, c.moe_intermediate_size));
+        m.shared = b.mlp(p + "moe/shared", H, c.shared_expert_intermediate_size);
+    } else {
+        L.mlp = b.mlp(p + "mlp", H, c.intermediate_size);
+    }
+    return L;
+}
+
+uint64_t layer_stored_bytes(const LayerWeights& L) {
+    auto mlp_bytes = [](const MlpWeights& m) {
+        return m.gate.stored_bytes() + m.up.stored_bytes() + m.down.stored_bytes();
+    };
+    uint64_t total = 0;
+    if (L.kind == LayerKind::FullAttention) {
+        const AttentionWeights& a = L.attention;
+        total += a.query.stored_bytes() + a.key.stored_bytes() + a.gate.stored_bytes() +
+                 a.value.stored_bytes() + a.output.stored_bytes();
+    } else {
+        const GdnWeights& g = L.gdn;
+        total += g.query.stored_bytes() + g.key.stored_bytes() + g.value.stored_bytes() +
+                 g.z.stored_bytes() + g.a_projection.stored_bytes() + g.b_projection.stored_bytes() +
+                 g.output.stored_bytes();
+    }
+    total += mlp_bytes(L.mlp) + L.moe.router.stored_bytes() + L.moe.shared_score.stored_bytes();
+    for (const MlpWeights& e : L.moe.experts)
+        total += mlp_bytes(e);
+    return total + mlp_bytes(L.moe.shared);
+}
+
+} // namespace
+
+std::vector<ParameterSpec> text_parameter_specs(const ModelConfig& c) {
+    const uint64_t H = c.hidden_size, V = c.vocab_size;
+    std::vector<ParameterSpec> out;
+    out.push_back({"text/token_embedding", {V, H}});
+    out.push_back({"text/output_head", {V, H}});
+    out.push_back({"text/final_norm", {H}});
+    for (uint32_t l = 0; l < c.num_hidden_layers; ++l)
+        add_layer_specs(c, "text/layers/" + std::to_string(l) + "/", c.layer_types[l], out);
+    return out;
+}
+
+std::vector<ParameterSpec> mtp_parameter_specs(const ModelConfig& c) {
+    const uint64_t H = c.hidden_size;
+    std::vector<ParameterSpec> out;
+    out.push_back({"mtp/input_projection", {H, 2 * H}});
+    out.push_back({"mtp/embedding_norm", {H}});
+    out.push_back({"mtp/hidden_norm", {H}});
+    add_layer_specs(c, "mtp/layers/0/", LayerKind::FullAttention, out);
+    out.push_back({"mtp/final_norm", {H}});
     return out;
 }
 
@@ -205,49 +289,16 @@ ModelWeights ModelWeights::bind(const ModelConfig& c, const BindingLookup& looku
     w.token_embedding = b.matrix("text/token_embedding", c.vocab_size, H);
     w.output_head = b.matrix("text/output_head", c.vocab_size, H);
     w.final_norm = b.vector("text/final_norm", {H});
-    w.layers.resize(c.num_hidden_layers);
-    for (uint32_t l = 0; l < c.num_hidden_layers; ++l) {
-        const std::string p = "text/layers/" + std::to_string(l) + "/";
-        LayerWeights& L = w.layers[l];
-        L.kind = c.layer_types[l];
-        L.input_norm = b.vector(p + "input_norm", {H});
-        L.post_attention_norm = b.vector(p + "post_attention_norm", {H});
-        if (L.kind == LayerKind::FullAttention) {
-            AttentionWeights& a = L.attention;
-            a.query = b.matrix(p + "attention/query", c.attn_q_dim(), H);
-            a.key = b.matrix(p + "attention/key", c.attn_kv_dim(), H);
-            a.gate = b.matrix(p + "attention/gate", c.attn_q_dim(), H);
-            a.value = b.matrix(p + "attention/value", c.attn_kv_dim(), H);
-            a.query_norm = b.vector(p + "attention/query_norm", {c.head_dim});
-            a.key_norm = b.vector(p + "attention/key_norm", {c.head_dim});
-            a.output = b.matrix(p + "attention/output", H, c.attn_q_dim());
-        } else {
-            GdnWeights& g = L.gdn;
-            const uint64_t hv = c.linear_num_value_heads;
-            g.query = b.matrix(p + "gdn/query", c.gdn_key_dim(), H);
-            g.key = b.matrix(p + "gdn/key", c.gdn_key_dim(), H);
-            g.value = b.matrix(p + "gdn/value", c.gdn_value_dim(), H);
-            g.z = b.matrix(p + "gdn/z", c.gdn_value_dim(), H);
-            g.a_projection = b.matrix(p + "gdn/a_projection", hv, H);
-            g.b_projection = b.matrix(p + "gdn/b_projection", hv, H);
-            g.a_log = b.vector(p + "gdn/a_log", {hv});
-            g.dt_bias = b.vector(p + "gdn/dt_bias", {hv});
-            g.norm = b.vector(p + "gdn/norm", {c.linear_value_head_dim});
-            g.convolution =
-                b.vector(p + "gdn/convolution", {c.linear_conv_kernel_dim, c.gdn_conv_dim()});
-            g.output = b.matrix(p + "gdn/output", H, c.gdn_value_dim());
-        }
-        if (c.is_moe()) {
-            MoeWeights& m = L.moe;
-            m.router = b.matrix(p + "moe/router", c.num_experts, H);
-            m.shared_score = b.matrix(p + "moe/shared_score", 1, H);
-            for (uint32_t e = 0; e < c.num_experts; ++e)
-                m.experts.push_back(
-                    b.mlp(p + "moe/experts/" + std::to_string(e), H, c.moe_intermediate_size));
-            m.shared = b.mlp(p + "moe/shared", H, c.shared_expert_intermediate_size);
-        } else {
-            L.mlp = b.mlp(p + "mlp", H, c.intermediate_size);
-        }
+    w.layers.reserve(c.num_hidden_layers);
+    for (uint32_t l = 0; l < c.num_hidden_layers; ++l)
+        w.layers.push_back(bind_layer(b, c, "text/layers/" + std::to_string(l) + "/", c.layer_types[l]));
+    if (lookup("mtp/input_projection")) {
+        MtpWeights& m = w.mtp.emplace();
+        m.input_projection = b.matrix("mtp/input_projection", H, 2 * H);
+        m.embedding_norm = b.vector("mtp/embedding_norm", {H});
+        m.hidden_norm = b.vector("mtp/hidden_norm", {H});
+        m.layer = bind_layer(b, c, "mtp/layers/0/", LayerKind::FullAttention);
+        m.final_norm = b.vector("mtp/final_norm", {H});
     }
     return w;
 }
@@ -269,25 +320,10 @@ ModelWeights ModelWeights::from_artifact(const Artifact& artifact) {
 
 uint64_t ModelWeights::stored_bytes() const {
     uint64_t total = token_embedding.stored_bytes() + output_head.stored_bytes();
-    auto mlp_bytes = [](const MlpWeights& m) {
-        return m.gate.stored_bytes() + m.up.stored_bytes() + m.down.stored_bytes();
-    };
-    for (const LayerWeights& L : layers) {
-        if (L.kind == LayerKind::FullAttention) {
-            const AttentionWeights& a = L.attention;
-            total += a.query.stored_bytes() + a.key.stored_bytes() + a.gate.stored_bytes() +
-                     a.value.stored_bytes() + a.output.stored_bytes();
-        } else {
-            const GdnWeights& g = L.gdn;
-            total += g.query.stored_bytes() + g.key.stored_bytes() + g.value.stored_bytes() +
-                     g.z.stored_bytes() + g.a_projection.stored_bytes() +
-                     g.b_projection.stored_bytes() + g.output.stored_bytes();
-        }
-        total += mlp_bytes(L.mlp) + L.moe.router.stored_bytes() + L.moe.shared_score.stored_bytes();
-        for (const MlpWeights& e : L.moe.experts)
-            total += mlp_bytes(e);
-        total += mlp_bytes(L.moe.shared);
-    }
+    for (const LayerWeights& L : layers)
+        total += layer_stored_bytes(L);
+    if (mtp)
+        total += mtp->input_projection.stored_bytes() + layer_stored_bytes(mtp->layer);
     return total;
 }
 

@@ -8,7 +8,9 @@
 //   ninfer::Error("weights: NAME ..."). Nothing is decoded except the small vectors (norms, A_log,
 //   dt_bias, the conv taps), which are copied to f32 once.
 // - from_artifact binds from an Artifact's bindings (config from its `text` component); the
-//   Artifact must outlive the weights. from_bindings binds from any name -> WeightBinding map (tests
+//   Artifact must outlive the weights. The MTP head (mtp/..., model.md §8) is bound when the lookup
+//   has `mtp/input_projection` (then every MTP parameter must be there); `mtp` stays empty otherwise.
+//   from_bindings binds from any name -> WeightBinding map (tests
 //   build one in memory, see random_model.h).
 // - Matrix is a logical [rows, cols] parameter made of row segments of stored tensors; its rows
 //   are decoded on the fly (dot / decode) so weights stay in their stored format.
@@ -21,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -89,6 +92,16 @@ struct LayerWeights {
     MoeWeights moe;                                     // MoE models
 };
 
+// The MTP head (model.md §8): e = norm(embed(x_{t+1})), h = norm(h_t), u = input_projection([e, h]),
+// one full-attention decoder layer (the main layers' FFN kind), final norm, the main output head.
+struct MtpWeights {
+    Matrix input_projection;              // [H, 2H], the embedding half first
+    std::vector<float> embedding_norm;    // offset RMSNorm weights [H]
+    std::vector<float> hidden_norm;
+    std::vector<float> final_norm;
+    LayerWeights layer;                   // kind FullAttention
+};
+
 using BindingLookup = std::function<const WeightBinding*(std::string_view name)>;
 
 class ModelWeights {
@@ -98,6 +111,7 @@ class ModelWeights {
     Matrix output_head;     // [V, H]
     std::vector<float> final_norm;
     std::vector<LayerWeights> layers;
+    std::optional<MtpWeights> mtp;
 
     static ModelWeights bind(const ModelConfig& config, const BindingLookup& lookup);
     static ModelWeights from_artifact(const Artifact& artifact);
@@ -114,5 +128,6 @@ struct ParameterSpec {
     std::vector<uint64_t> shape;
 };
 std::vector<ParameterSpec> text_parameter_specs(const ModelConfig& config);
+std::vector<ParameterSpec> mtp_parameter_specs(const ModelConfig& config);
 
 } // namespace ninfer::core

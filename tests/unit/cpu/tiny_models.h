@@ -61,6 +61,19 @@ inline MemoryPlan tiny_plan(const ModelConfig& c, int lanes, KvDtype dtype = KvD
     return MemoryPlan::make(c, r);
 }
 
+// A plan for speculative decoding: verify windows of up to k + 1 tokens, the MTP layer's KV with mtp.
+inline MemoryPlan tiny_speculative_plan(const ModelConfig& c, int lanes, uint32_t k, bool mtp,
+                                        KvDtype dtype = KvDtype::F32, uint32_t max_context = 1024) {
+    MemoryRequest r;
+    r.max_context = max_context;
+    r.max_concurrency = lanes;
+    r.kv_dtype = dtype;
+    r.available_bytes = 1ull << 32;
+    r.max_draft_tokens = k;
+    r.mtp = mtp;
+    return MemoryPlan::make(c, r);
+}
+
 inline std::vector<int32_t> random_tokens(size_t n, uint32_t vocab, uint64_t seed) {
     std::mt19937_64 rng(seed);
     std::vector<int32_t> t(n);

@@ -104,3 +104,36 @@ TEST_CASE("memory_plan: limits on lanes and context", "[memory_plan]") {
     CHECK(host_default_margin(100ull << 30) == 10ull << 30);
     CHECK(host_default_margin(1ull << 30) == 512ull << 20);
 }
+
+TEST_CASE("memory_plan: speculation counts the MTP layer's KV and the verify snapshots", "[memory_plan]") {
+    const ModelConfig c = dense_27b();
+    MemoryRequest r;
+    r.max_context = 4096;
+    r.kv_capacity_tokens = 4096;
+    r.max_concurrency = 2;
+    r.available_bytes = 1ull << 40;
+    const MemoryPlan plain = MemoryPlan::make(c, r);
+    CHECK(plain.kv_mtp_bytes_per_token == 0);
+    CHECK(plain.gdn_verify_bytes == 0);
+    r.mtp = true;
+    r.max_draft_tokens = 3;
+    const MemoryPlan spec = MemoryPlan::make(c, r);
+    CHECK(spec.kv_mtp_bytes_per_token == 4096); // model.md §11: MTP KV bytes/token BF16, 27B
+    CHECK(spec.kv_bytes_per_token == plain.kv_bytes_per_token); // the lane image's main KV is unchanged
+    CHECK(spec.kv_bytes == 4096ull * (65536 + 4096));
+    // K snapshots of a lane's whole GDN state (fp32 conv history + recurrent state).
+    const uint64_t one_copy = 48ull * 3 * 10240 * 4 + (144ull << 20);
+    CHECK(spec.gdn_verify_bytes_per_lane == 3 * one_copy);
+    CHECK(spec.gdn_verify_bytes == 2 * 3 * one_copy);
+    CHECK(spec.total_bytes > plain.total_bytes + spec.gdn_verify_bytes + 4096ull * 4096);
+    CHECK(spec.describe().find("verify snapshots") != std::string::npos);
+    // Auto capacity counts the MTP rows: exactly the bytes of the explicit plan give its capacity
+    // (main rows alone would have sized 4352 tokens and then not fit), one byte less does not fit.
+    r.kv_capacity_tokens = 0;
+    r.available_bytes = spec.total_bytes;
+    CHECK(MemoryPlan::make(c, r).kv_capacity_tokens == 4096);
+    r.available_bytes = spec.total_bytes - 1;
+    CHECK_THROWS_WITH(MemoryPlan::make(c, r), Catch::Contains("deficit 1 bytes"));
+    r.max_draft_tokens = kMaxDraftTokens + 1;
+    CHECK_THROWS_WITH(MemoryPlan::make(c, r), Catch::Contains("max draft tokens 6 is not in 0..5"));
+}
