@@ -30,7 +30,9 @@ uint64_t plan_workspace_bytes(const ModelConfig& c, uint32_t chunk, int lanes, u
                             uint64_t(chunk) * std::min<uint64_t>(max_context, 4096) +
                             uint64_t(lanes + 1) * c.vocab_size +
                             4ull * 64 * (c.linear_key_head_dim + c.linear_value_head_dim + 64) +
-                            uint64_t(lanes) * (max_draft_tokens + 1) * H; // MTP pending hidden rows
+                            // MTP pending hidden rows, verify windows' logits
+                            uint64_t(lanes) * (max_draft_tokens + 2) * H +
+                            (max_draft_tokens ? uint64_t(lanes) * (max_draft_tokens + 1) * c.vocab_size : 0);
     return floats * sizeof(float);
 }
 
