@@ -38,10 +38,10 @@ void check_rows(const StoredTensor& t, uint64_t row_begin, uint64_t n_rows) {
 void decode_direct(const StoredTensor& t, uint64_t begin, uint64_t end, float* out) {
     switch (t.format) {
     case TensorFormat::Bf16:
-        for (uint64_t i = begin; i < end; ++i) {
+        for (uint64_t i = begin; i < end; ++i) { // bf16_to_f32 inline, so the loop vectorises
             uint16_t w;
             std::memcpy(&w, t.data + 2 * i, 2);
-            out[i - begin] = bf16_to_f32(w);
+            out[i - begin] = std::bit_cast<float>(uint32_t(w) << 16);
         }
         break;
     case TensorFormat::Fp32: std::memcpy(out, t.data + 4 * begin, 4 * (end - begin)); break;
