@@ -2,64 +2,14 @@
 // tokens, whatever the drafts: an oracle drafter told the true tokens (everything accepted), an
 // always-wrong one (nothing accepted), one right for a prefix of its drafts, and the MTP head, on
 // dense and MoE models, K = 1..5, with lanes mixing speculating and plain steps.
+#include "tests/unit/cpu/speculative_loop.h"
 #include "tests/unit/cpu/tiny_models.h"
 
 #include <catch2/catch.hpp>
 
-#include <functional>
-
 using namespace ninfer::core;
 using namespace ninfer::test;
 
-namespace {
-
-int32_t argmax(const float* row, size_t n) { return int32_t(std::max_element(row, row + n) - row); }
-
-std::vector<int32_t> plain_greedy(Backend& b, int lane, std::span<const int32_t> prompt, size_t n) {
-    b.reset_lane(lane);
-    b.prefill(lane, prompt, LogitsOut::Last, nullptr);
-    std::vector<int32_t> out{b.sample_after_prefill(lane, {}, {}, 0).token};
-    while (out.size() < n) {
-        DecodeStep step;
-        step.lane = lane;
-        step.token = out.back();
-        out.push_back(b.decode(std::span(&step, 1))[0].token);
-    }
-    return out;
-}
-
-// drafter(out so far, k) -> up to k drafts for the tokens after out.back()
-using Drafter = std::function<std::vector<int32_t>(const std::vector<int32_t>&, int)>;
-
-struct RoundStats {
-    size_t rounds = 0, drafted = 0, accepted = 0;
-};
-
-std::vector<int32_t> speculative_greedy(Backend& b, int lane, std::span<const int32_t> prompt, size_t n,
-                                        int k, const Drafter& drafter, RoundStats& stats) {
-    const size_t V = b.vocab_size();
-    b.reset_lane(lane);
-    b.prefill(lane, prompt, LogitsOut::Last, nullptr);
-    std::vector<int32_t> out{b.sample_after_prefill(lane, {}, {}, 0).token};
-    while (out.size() < n) {
-        const std::vector<int32_t> drafts = drafter(out, k);
-        std::vector<int32_t> window{out.back()};
-        window.insert(window.end(), drafts.begin(), drafts.end());
-        std::vector<float> rows;
-        b.verify(std::vector<VerifyStep>{{lane, window}}, rows);
-        size_t m = 0; // drafts equal to the target's argmax after the tokens before them
-        while (m < drafts.size() && argmax(rows.data() + m * V, V) == drafts[m])
-            ++m;
-        b.accept_verified(lane, uint32_t(m + 1));
-        out.insert(out.end(), drafts.begin(), drafts.begin() + long(m));
-        out.push_back(b.sample_after_prefill(lane, {}, {}, 0).token); // the bonus, from row m
-        stats.rounds++, stats.drafted += drafts.size(), stats.accepted += m;
-    }
-    out.resize(n);
-    return out;
-}
-
-} // namespace
 
 TEST_CASE("speculative_greedy: any drafts give the plain greedy tokens", "[speculative_greedy]") {
     for (bool moe : {false, true}) {
@@ -92,10 +42,7 @@ TEST_CASE("speculative_greedy: any drafts give the plain greedy tokens", "[specu
                 CHECK(speculative_greedy(*b, 0, prompt, n, k,
                                          [&](auto& out, int kk) { return truth(out, kk, kk / 2); }, half) == want);
                 CHECK((half.accepted > 0) == (k >= 2));
-                auto mtp_drafts = [&](const std::vector<int32_t>& out, int kk) {
-                    return b->draft_mtp(std::vector<DraftRequest>{{0, out.back(), kk}}, nullptr)[0];
-                };
-                CHECK(speculative_greedy(*b, 0, prompt, n, k, mtp_drafts, mtp) == want);
+                CHECK(speculative_greedy(*b, 0, prompt, n, k, mtp_drafter(*b, 0), mtp) == want);
                 CHECK(mtp.drafted > 0);
             }
         }
@@ -138,7 +85,7 @@ TEST_CASE("speculative_greedy: lanes speculate beside plain lanes in one backend
         for (size_t i = 0; i < 2; ++i) {
             const int lane = steps[i].lane;
             size_t m = 0;
-            while (m < drafts[i].size() && argmax(rows.data() + (row + m) * V, V) == drafts[i][m])
+            while (m < drafts[i].size() && argmax_row(rows.data() + (row + m) * V, V) == drafts[i][m])
                 ++m;
             row += windows[i].size();
             shared->accept_verified(lane, uint32_t(m + 1));
