@@ -30,6 +30,8 @@ struct ChatRequest {
     core::ChatConversation conversation; // tools_json holds the tools as the client sent them
     bool stream = false;
     bool include_usage = false;
+    bool continuous_usage = false; // /v1/completions: stream_options.continuous_usage_stats (with include_usage)
+    bool ignore_eos = false;       // /v1/completions: the stop token ids do not end the generation
     std::optional<uint32_t> max_tokens; // max_completion_tokens or max_tokens
     core::SamplingParams sampling;
     bool has_seed = false;

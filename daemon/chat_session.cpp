@@ -101,7 +101,7 @@ void ChatSession::submit() {
     g.prompt = std::move(prepared_.tokens);
     g.sampling = request_.sampling;
     g.max_tokens = request_.max_tokens.value_or(std::min(ctx_.config.default_max_tokens, room));
-    g.stop_token_ids = frontend_->stop_token_ids();
+    if (!request_.ignore_eos) g.stop_token_ids = frontend_->stop_token_ids();
     g.n_top_logprobs = request_.logprobs ? request_.top_logprobs : 0;
     LoopBridge* bridge = ctx_.bridge;
     DaemonContext* ctx = &ctx_;

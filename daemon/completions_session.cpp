@@ -66,7 +66,10 @@ CompletionsRequest parse_completions_request(std::string_view body) {
     if (!b["stream_options"].get(e) && e.is_object()) {
         element u;
         if (!e["include_usage"].get(u) && !u.is_null()) r.chat.include_usage = bool_of(u, "stream_options.include_usage");
+        if (!e["continuous_usage_stats"].get(u) && !u.is_null())
+            r.chat.continuous_usage = bool_of(u, "stream_options.continuous_usage_stats");
     }
+    if (!b["ignore_eos"].get(e) && !e.is_null()) r.chat.ignore_eos = bool_of(e, "ignore_eos");
     if (!b["echo"].get(e) && !e.is_null()) r.echo = bool_of(e, "echo");
     if (!b["n"].get(e) && !e.is_null() && integer_of(e, "n") != 1) fail("n", "only n = 1 is supported", "n_not_supported");
     if (!b["best_of"].get(e) && !e.is_null() && integer_of(e, "best_of") != 1)
@@ -103,7 +106,15 @@ std::string CompletionsSession::chunk(const std::string& text, const std::string
     w.member("text", text).key("logprobs").null().key("finish_reason");
     finish_reason.empty() ? w.null() : w.value(finish_reason);
     w.end_object().end_array();
-    if (request_.include_usage) w.key("usage").null();
+    if (request_.include_usage && request_.continuous_usage) {
+        core::GenerationSummary so_far; // the tokens delivered up to this chunk
+        so_far.prompt_tokens = n_prompt_tokens_;
+        so_far.cached_tokens = n_cached_tokens_;
+        so_far.completion_tokens = n_generated_tokens_;
+        w.key("usage").raw(render_usage(so_far));
+    } else if (request_.include_usage) {
+        w.key("usage").null();
+    }
     w.end_object();
     return w.take();
 }

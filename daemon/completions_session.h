@@ -5,7 +5,10 @@
 // - Body: prompt (a string, an array of one string, or an array of token ids), max_tokens
 //   (default 16, as OpenAI), stream + stream_options.include_usage, stop, echo, sampling as in
 //   chat (temperature, top_p, top_k, min_p, penalties, seed, logit_bias). n != 1, best_of > 1
-//   and suffix -> 400. No chat template and no reasoning/tool parsing: the text is the model's
+//   and suffix -> 400. Extensions (as vLLM's): ignore_eos (the end-of-sequence ids do not stop
+//   the generation: it runs to max_tokens or a stop string; benchmarks) and
+//   stream_options.continuous_usage_stats (with include_usage: every text chunk carries the usage
+//   so far, so a client counts the tokens behind each chunk). No chat template and no reasoning/tool parsing: the text is the model's
 //   output verbatim (stop strings still end it).
 // - Answer: {id:"cmpl-<hex>", object:"text_completion", created, model, choices:[{index:0,
 //   text, logprobs:null, finish_reason}], usage}; streamed as text_completion chunks, a usage
