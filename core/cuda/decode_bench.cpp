@@ -227,13 +227,20 @@ DecodeBenchReport run_decode_bench(const DecodeBenchRequest& r) {
     const char* probe_out = std::getenv("NINFER_PROBE_OUT");
     if (probe_out && !kernels::probe_built())
         std::fprintf(stderr, "probe: NINFER_PROBE_OUT is set but this build has no probe (cmake -DNINFER_GPU_PROBE=ON)\n");
+    // KV image bytes: the synthetic weights' random bytes, or (an artifact's weights) 16 MiB of them.
+    std::vector<uint8_t> kv_noise;
+    if (!sw) {
+        kv_noise.resize(16u << 20);
+        fill_small_random(kv_noise.data(), kv_noise.size(), 1);
+    }
+    const std::vector<uint8_t>& noise = sw ? sw->bytes : kv_noise;
     for (uint32_t depth : r.prompt_lens) {
         LaneImage img;
         img.tokens.assign(depth, 1);
         img.kv_dtype = plan.kv_dtype;
         img.kv.resize(plan.lane_image_kv_bytes(depth));
-        for (uint64_t i = 0; i < img.kv.size(); i += sw->bytes.size())
-            std::copy_n(sw->bytes.begin(), std::min<uint64_t>(sw->bytes.size(), img.kv.size() - i), img.kv.begin() + i);
+        for (uint64_t i = 0; i < img.kv.size(); i += noise.size())
+            std::copy_n(noise.begin(), std::min<uint64_t>(noise.size(), img.kv.size() - i), img.kv.begin() + i);
         img.gdn.assign(plan.lane_image_gdn_bytes(), 0);
         for (int batch : r.batches) {
             for (int l = 0; l < batch; ++l) b->restore_lane(l, img);
