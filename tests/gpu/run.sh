@@ -17,6 +17,8 @@
 #   NINFER_GPU_MICROBENCH=0 skip bench_gpu (GEMV), bench_gemm (GEMM, dequant), bench_mem
 #                        (memory bursts by access pattern, TLB misses) and bench_chain (a
 #                        dependent stage's hand-off: PDL launches vs flags in one kernel).
+#   NINFER_GPU_SERVE=1   also run the serving benchmark (tests/gpu/serve_bench.sh; ninferd and
+#                        ninferctl from NINFER_SERVE_BIN, default the binaries' folder).
 #   NINFER_GPU_LOGDIR=dir per-test and per-bench logs there (default $OUT); summary.txt stays in
 #                        $OUT (the device tool brings back at most 8 files: tar the logs).
 set -uo pipefail
@@ -144,6 +146,14 @@ if [ -x "$BIN/bench_decode" ]; then
         timeout 200 "$BIN/bench_decode" $args >"$LOGS/bench_decode_$i.log" 2>&1 || { status=1; say "bench_decode: FAILED"; }
         cat "$LOGS/bench_decode_$i.log" >>"$SUMMARY"
     done
+fi
+# The serving benchmark (ninferd over HTTP beside ninferctl bench; its table in serve_summary.txt):
+# ninferd and ninferctl from NINFER_SERVE_BIN (default the binaries' folder), settings as
+# tests/gpu/serve_bench.sh documents.
+if [ "${NINFER_GPU_SERVE:-0}" = 1 ]; then
+    OUT="$OUT" NINFER_GPU_BIN="${NINFER_SERVE_BIN:-$BIN}" bash tests/gpu/serve_bench.sh >"$LOGS/serve_bench.log" 2>&1 ||
+        { status=1; say "serve bench: FAILED"; }
+    say "serve bench: $(tail -1 "$LOGS/serve_bench.log") (serve_summary.txt)"
 fi
 cat "$SUMMARY"
 exit $status

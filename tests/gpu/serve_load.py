@@ -351,6 +351,10 @@ def counts(text, n=None):
     return v
 
 
+def positive(text):
+    return counts(text, 1)[0]
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(description="ninferd serving benchmark (see the header of this file)")
     p.add_argument("--url", default="http://127.0.0.1:8080")
@@ -364,25 +368,25 @@ def parse_args(argv):
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy, as the bench")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--timeout-s", type=float, default=300.0, help="per request")
-    p.add_argument("--warmup-streams", type=int, default=8)
-    p.add_argument("--warmup-prompt", type=int, default=256)
-    p.add_argument("--warmup-gen", type=int, default=16)
-    p.add_argument("--decode-depth", type=int, default=8192)
-    p.add_argument("--decode-gen", type=int, default=256)
+    p.add_argument("--warmup-streams", type=int, default=8, help="0 = no warm-up")
+    p.add_argument("--warmup-prompt", type=positive, default=256)
+    p.add_argument("--warmup-gen", type=positive, default=16)
+    p.add_argument("--decode-depth", type=positive, default=8192)
+    p.add_argument("--decode-gen", type=positive, default=256)
     p.add_argument("--ttft-lens", type=counts, default=[1024, 8192, 32768])
-    p.add_argument("--ttft-reps", type=int, default=1)
+    p.add_argument("--ttft-reps", type=positive, default=1)
     p.add_argument("--streams", type=counts, default=[1, 2, 4, 8])
     p.add_argument("--streams-shape", type=lambda s: counts(s, 2), default=[512, 256], help="PROMPT:GEN")
     p.add_argument("--steady", type=lambda s: counts(s, 3), default=[8, 128, 1024], help="N:PROMPT:GEN")
-    p.add_argument("--mixed-decoders", type=int, default=4)
-    p.add_argument("--mixed-prompt", type=int, default=128)
-    p.add_argument("--mixed-decoder-max", type=int, default=16384, help="decoders' max_tokens (cancelled sooner)")
-    p.add_argument("--mixed-long", type=int, default=8192)
-    p.add_argument("--mixed-long-gen", type=int, default=8)
+    p.add_argument("--mixed-decoders", type=positive, default=4)
+    p.add_argument("--mixed-prompt", type=positive, default=128)
+    p.add_argument("--mixed-decoder-max", type=positive, default=16384, help="decoders' max_tokens (cancelled sooner)")
+    p.add_argument("--mixed-long", type=positive, default=8192)
+    p.add_argument("--mixed-long-gen", type=positive, default=8)
     p.add_argument("--mixed-every-s", type=float, default=2.0)
-    p.add_argument("--mixed-arrivals", type=int, default=4)
-    p.add_argument("--short-long", type=int, default=32768)
-    p.add_argument("--short-len", type=int, default=128)
+    p.add_argument("--mixed-arrivals", type=positive, default=4)
+    p.add_argument("--short-long", type=positive, default=32768)
+    p.add_argument("--short-len", type=positive, default=128)
     p.add_argument("--short-delay-s", type=float, default=None, help="default: a quarter of the idle TTFT")
     a = p.parse_args(argv)
     unknown = [s for s in a.scenarios if s not in SCENARIOS]
