@@ -2,15 +2,16 @@
 #include "daemon/config_load.h"
 
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <optional>
-#include <sstream>
 
 namespace ninfer::daemon {
 namespace {
+
+constexpr size_t kMaxConfigFileBytes = size_t(16) << 20;
 
 std::string_view trim(std::string_view s) {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
@@ -25,11 +26,9 @@ void apply_file(Settings& settings, const std::string& path) {
 } // namespace
 
 std::string read_text_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error("config: cannot read " + path);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
+    // A directory or FIFO named as a config or key file is refused, never read as empty (which
+    // would apply defaults and drop api-key on SIGHUP) and never waited on.
+    return core::read_regular_file(path, "config", kMaxConfigFileBytes);
 }
 
 std::vector<std::string> split_list(std::string_view text, char sep) {

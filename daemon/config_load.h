@@ -6,7 +6,9 @@
 //   --check-config). Unknown options and missing values throw ninfer::Error("config: ...").
 // - load_settings(cli) applies, in order: defaults, the main config file (cli's --config, else
 //   /etc/ninfer/ninferd.conf if it exists), every FILE.d/*.conf in lexical order, then the CLI.
-//   A file given with --config must exist. Files are `key = value` lines; `#`/`;` start comments;
+//   A file given with --config must exist. Every file read (config, drop-ins, key files) must be
+//   a regular file: a directory or FIFO throws, so start-up and --check-config refuse it and
+//   SIGHUP keeps the running settings (never defaults with api-key dropped). Files are `key = value` lines; `#`/`;` start comments;
 //   `[section]` headers are accepted and ignored; keys are option names without dashes; an
 //   unknown key is an error naming file:line.
 // - to_daemon_config(settings) stores each table row's field (options.h) and checks the

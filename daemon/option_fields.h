@@ -10,7 +10,8 @@
 //   lines of the named file; throws ninfer::Error("config: ...") if it is unreadable or holds no
 //   key). Rows that share a member (api-key, api-key-file) are stored in table order, so the
 //   appending row comes after the assigning one.
-// - read_text_file throws ninfer::Error("config: cannot read PATH").
+// - read_text_file reads a regular file of at most 16 MiB (core/util/regular_file.h: a directory,
+//   FIFO or device is refused without blocking) or throws ninfer::Error("config: PATH: reason").
 #pragma once
 
 #include "daemon/daemon_config.h"

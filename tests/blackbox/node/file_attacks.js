@@ -1,0 +1,49 @@
+// ninfer black-box test - files that are not regular files, named where ninferd reads a file
+// (issue 30 items 5 and 6): a directory as the config file is refused at start-up, by
+// --check-config and on SIGHUP (which keeps the running settings, api-key included, and logs why).
+'use strict';
+const fs = require('fs');
+const path = require('path');
+const { spawnSync } = require('child_process');
+const { main, check, request, sleep, TEST_DIR } = require('./harness');
+
+function run(args) {
+    const r = spawnSync(process.env.NINFERD, args, { encoding: 'utf8', timeout: 60000 });
+    return { code: r.status, out: r.stdout, err: r.stderr, timedOut: r.error && r.error.code === 'ETIMEDOUT' };
+}
+
+main('file_attacks', async (start) => {
+    const artifact = process.env.NINFER_TINY_ARTIFACT;
+    const dir = path.join(TEST_DIR, 'conf-dir');
+    fs.mkdirSync(dir);
+
+    // A directory as the config file: fail closed everywhere.
+    const started = run(['--config', dir, '--artifact', artifact, '--port', '0']);
+    check(started.code === 2 && /conf-dir: not a regular file \(a directory\)/.test(started.err),
+        'start-up with a directory as --config: exit 2 naming it', `${started.code} ${started.err}`);
+    const checked = run(['--config', dir, '--artifact', artifact, '--check-config']);
+    check(checked.code === 2 && /not a regular file/.test(checked.err) && !/configuration OK/.test(checked.out),
+        '--check-config rejects a directory as the config file', `${checked.code} ${checked.err}`);
+    const dropin = path.join(TEST_DIR, 'main.conf');
+    fs.writeFileSync(dropin, '');
+    fs.mkdirSync(dropin + '.d/evil.conf', { recursive: true });
+    const drop = run(['--config', dropin, '--artifact', artifact, '--check-config']);
+    check(drop.code === 2 && /evil\.conf: not a regular file/.test(drop.err), 'a directory among the drop-ins is refused',
+        `${drop.code} ${drop.err}`);
+
+    // SIGHUP with the config file replaced by a directory keeps the running key.
+    const conf = path.join(TEST_DIR, 'keyed.conf');
+    fs.writeFileSync(conf, 'api-key = sesame\n');
+    const d = await start(['--config', conf]);
+    const models = (key) => request(d.base, 'GET', '/v1/models', key ? { headers: { authorization: 'Bearer ' + key } } : {});
+    check((await models()).status === 401 && (await models('sesame')).status === 200, 'the key from the config file is required');
+    fs.rmSync(conf);
+    fs.mkdirSync(conf);
+    d.proc.kill('SIGHUP');
+    await sleep(300);
+    check((await models()).status === 401 && (await models('sesame')).status === 200,
+        'SIGHUP with a directory as the config file keeps the key');
+    check(/reload refused, keeping the running settings: config: .*keyed\.conf: not a regular file \(a directory\)/.test(d.log()),
+        'SIGHUP logs why the reload was refused', d.log().slice(-400));
+    check((await d.stop()).code === 0, 'exit 0');
+});
