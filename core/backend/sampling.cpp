@@ -138,12 +138,13 @@ void sort_keys(std::vector<uint64_t>& keys) {
     }
 }
 
-// The contract's softmax / top-p / min-p / draw over the first `n` candidates of the full order,
-// given the first keys.size() of that order. Returns nullopt when the answer needs a candidate's
-// rank beyond the given keys (possible only when keys.size() < n).
-std::optional<int32_t> draw_sorted(std::span<const uint64_t> keys, size_t n, const SamplingParams& p) {
+// The contract's softmax / top-p / min-p over the first `n` candidates of the full order, given
+// the first keys.size() of that order: fills prob (f64 softmax of the known ones) and returns how
+// many candidates are kept (more than known when the cut lies in the unordered tail), or nullopt
+// when min_p's cut needs a rank beyond the given keys (possible only when keys.size() < n).
+std::optional<size_t> kept_candidates(std::span<const uint64_t> keys, size_t n, const SamplingParams& p,
+                                      std::vector<double>& prob) {
     const size_t known = std::min(keys.size(), n);
-    thread_local std::vector<double> prob;
     prob.resize(known);
     const double top = key_value(keys[0]);
     double sum = 0;
@@ -173,6 +174,16 @@ std::optional<int32_t> draw_sorted(std::span<const uint64_t> keys, size_t n, con
             return std::nullopt;
         keep = i;
     }
+    return keep;
+}
+
+// The draw over the kept candidates; nullopt when it needs a candidate's rank beyond the keys.
+std::optional<int32_t> draw_sorted(std::span<const uint64_t> keys, size_t n, const SamplingParams& p) {
+    thread_local std::vector<double> prob;
+    const std::optional<size_t> kept = kept_candidates(keys, n, p, prob);
+    if (!kept)
+        return std::nullopt;
+    const size_t keep = *kept, known = prob.size();
     const size_t summed = std::min(keep, known);
     double total = 0;
     for (size_t i = 0; i < summed; ++i)
@@ -235,6 +246,37 @@ int32_t sample_token(std::span<float> logits, const SamplingParams& p,
         keys.push_back(order_key(logits[i], int32_t(i)));
     sort_keys(keys);
     return *draw_sorted(keys, n, p);
+}
+
+SamplingCandidates sampling_candidates(std::span<float> logits, const SamplingParams& p,
+                                       std::span<const int32_t> generated) {
+    SamplingCandidates c;
+    apply_penalties(logits, p, generated);
+    if (logits.empty())
+        return c;
+    if (p.is_greedy()) {
+        c.ids = {argmax(logits)};
+        c.prob = {1.0};
+        c.total = 1.0;
+        return c;
+    }
+    const float inv_t = 1.0f / p.temperature;
+    for (float& l : logits)
+        l *= inv_t;
+    std::vector<uint64_t> keys;
+    keys.reserve(logits.size());
+    for (size_t i = 0; i < logits.size(); ++i)
+        keys.push_back(order_key(logits[i], int32_t(i)));
+    sort_keys(keys);
+    const size_t n = p.top_k > 0 && size_t(p.top_k) < keys.size() ? size_t(p.top_k) : keys.size();
+    std::vector<double> prob;
+    const size_t keep = *kept_candidates(std::span(keys).first(n), n, p, prob); // every rank known
+    for (size_t i = 0; i < keep; ++i) {
+        c.ids.push_back(key_id(keys[i]));
+        c.prob.push_back(prob[i]);
+        c.total += prob[i];
+    }
+    return c;
 }
 
 } // namespace ninfer::core

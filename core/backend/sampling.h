@@ -36,4 +36,19 @@ int32_t sample_token(std::span<float> logits, const SamplingParams& params,
 // Uniform in [0,1) from (seed, step): splitmix64-based, identical on host and device.
 double sampling_uniform(uint64_t seed, uint64_t step);
 
+// The distribution sample_token draws from (speculative acceptance needs it, core/backend/
+// speculative.h): after bias, penalties and temperature (logits modified in place like
+// sample_token's), the kept candidates in the sampler's order (logit desc, id asc) with their f64
+// softmax probabilities over the top_k candidates, cut by top_p and min_p; `total` is the sum of
+// the kept ones. sample_token's token is the first candidate i with
+// sampling_uniform(seed, step) * total < prob[0] + ... + prob[i] (else the last). Greedy: the
+// argmax alone, probability 1. Orders the whole vocabulary: for acceptance, not the decode path.
+struct SamplingCandidates {
+    std::vector<int32_t> ids;
+    std::vector<double> prob;
+    double total = 0;
+};
+SamplingCandidates sampling_candidates(std::span<float> logits, const SamplingParams& params,
+                                       std::span<const int32_t> generated);
+
 } // namespace ninfer::core
