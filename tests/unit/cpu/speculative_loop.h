@@ -3,6 +3,9 @@
 #pragma once
 
 #include "core/backend/backend.h"
+#include "core/backend/speculative.h"
+
+#include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <functional>
@@ -38,9 +41,9 @@ struct RoundStats {
     size_t rounds = 0, drafted = 0, accepted = 0;
 };
 
-// n greedy tokens after the prompt: each round verifies [last token, drafts...] in one step, keeps
-// the drafts that equal the target's argmax before them and takes the bonus token from the row
-// after the last kept one (sample_after_prefill after accept_verified).
+// n greedy tokens after the prompt: each round verifies [last token, drafts...] in one step,
+// accept_drafts keeps the drafts that equal the target's argmax before them and gives the token
+// after them, which the lane's logits after accept_verified must give too.
 inline std::vector<int32_t> speculative_greedy(Backend& b, int lane, std::span<const int32_t> prompt, size_t n,
                                                int k, const Drafter& drafter, RoundStats& stats) {
     const size_t V = b.vocab_size();
@@ -53,12 +56,13 @@ inline std::vector<int32_t> speculative_greedy(Backend& b, int lane, std::span<c
         window.insert(window.end(), drafts.begin(), drafts.end());
         std::vector<float> rows;
         b.verify(std::vector<VerifyStep>{{lane, window}}, rows);
-        size_t m = 0;
-        while (m < drafts.size() && argmax_row(rows.data() + m * V, V) == drafts[m])
-            ++m;
+        REQUIRE(rows.size() == window.size() * V);
+        const DraftAcceptance a = accept_drafts(rows, V, drafts, {}, {});
+        const size_t m = a.accepted;
         b.accept_verified(lane, uint32_t(m + 1));
         out.insert(out.end(), drafts.begin(), drafts.begin() + long(m));
-        out.push_back(b.sample_after_prefill(lane, {}, {}, 0).token);
+        out.push_back(a.next_token);
+        REQUIRE(b.sample_after_prefill(lane, {}, {}, 0).token == a.next_token);
         stats.rounds++, stats.drafted += drafts.size(), stats.accepted += m;
     }
     out.resize(n);
