@@ -38,8 +38,8 @@ struct StopInfo {
 };
 
 StopInfo stop_info(const ChatUpdate& u) {
-    if (u.finish_reason == "tool_calls") return {"tool_use", ""};
-    if (u.finish_reason == "length") return {"max_tokens", ""};
+    if (u.finish == ChatFinish::ToolCalls) return {"tool_use", ""};
+    if (u.finish == ChatFinish::Length) return {"max_tokens", ""};
     for (const core::OutputEvent& e : u.events)
         if (e.kind == core::OutputEvent::Kind::Finish && !e.stop_string.empty()) return {"stop_sequence", e.stop_string};
     return {"end_turn", ""};

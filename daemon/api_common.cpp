@@ -124,7 +124,7 @@ void run_off_loop(uv_loop_t* loop, std::function<void()> work, std::function<voi
             } catch (const ApiError& e) {
                 j->error = e;
             } catch (const std::exception& e) {
-                j->error = bad_request(e.what(), "", "");
+                j->error = api_error_of(error_info(e));
             }
         },
         [](uv_work_t* req, int) {

@@ -3,6 +3,7 @@
 
 #include "core/frontend/unicode_utf8.h"
 #include "core/util/json_writer.h"
+#include "daemon/log.h"
 
 namespace ninfer::daemon {
 namespace {
@@ -48,6 +49,20 @@ std::string_view status_type(int status) {
 std::string_view status_reason(int status) {
     const StatusInfo* s = find_status(status);
     return s ? s->reason : (status >= 500 ? "Server Error" : "Error");
+}
+
+ApiError api_error_of(const ErrorInfo& error, std::string param) {
+    switch (error.kind) {
+    case Errc::Invalid: return bad_request(error.message, std::move(param));
+    case Errc::NotFound: return {404, error.message, "not_found", std::move(param), ""};
+    case Errc::Busy: return {503, error.message, "busy", "", ""};
+    case Errc::NoSpace: return {503, error.message, "no_space", "", ""};
+    case Errc::Unavailable: return {503, error.message, "engine_unavailable", "", ""};
+    case Errc::Io:
+    case Errc::Internal: break;
+    }
+    log_error("http, internal error: " + error.message);
+    return {500, "internal error", "internal_error", "", ""};
 }
 
 std::string render_openai_error(const ApiError& e) {

@@ -27,7 +27,7 @@ ApiError rejection_error(core::RejectReason reason, const std::string& message) 
     case core::RejectReason::ContextExceeded: return {400, message, "context_length_exceeded", "messages", ""};
     case core::RejectReason::Unavailable: break;
     }
-    return {503, message, "unavailable", "", ""};
+    return api_error_of({Errc::Unavailable, message});
 }
 
 std::string delta_text(const char* field, const std::string& text) {
@@ -69,7 +69,9 @@ void ChatSession::work_cb(uv_work_t* work) {
     } catch (const ApiError& e) {
         self->prepare_error_ = e;
     } catch (const std::exception& e) {
-        self->prepare_error_ = bad_request(std::string("cannot prepare the prompt: ") + e.what(), "messages");
+        ErrorInfo error = error_info(e);
+        error.message = "cannot prepare the prompt: " + error.message;
+        self->prepare_error_ = api_error_of(error, "messages");
     }
 }
 
@@ -226,11 +228,14 @@ void ChatSession::deliver(ChatUpdate&& u) {
 void ChatSession::finish(const ChatUpdate& u) {
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
     ctx_.counters.request_seconds.observe(seconds);
-    log_request_finished(id_, u.summary, u.finish_reason, seconds * 1000);
+    log_request_finished(id_, u.summary, finish_reason_name(u.finish), seconds * 1000);
     if (peer_gone_) return;
-    if (u.finish_reason == "cancelled") // the daemon's drain deadline passed
+    if (u.finish == ChatFinish::Cancelled) // the daemon's drain deadline passed
         return fail({503, "the server is shutting down", "server_shutting_down", "", ""});
-    result_.finish_reason = u.finish_reason;
+    if (u.finish == ChatFinish::EngineFailed)
+        return fail(api_error_of({Errc::Unavailable, "the inference engine failed while generating this reply "
+                                                     "(see the server log); the server cannot generate until it restarts"}));
+    result_.finish_reason = finish_reason_name(u.finish);
     render_finished(u);
 }
 
@@ -238,7 +243,7 @@ void ChatSession::render_finished(const ChatUpdate& u) {
     if (streaming_) {
         stream_events(u.events);
         const std::vector<TokenLogprob>* lp = request_.logprobs ? &pending_logprobs_ : nullptr;
-        send_sse(render_chunk(meta_, "{}", u.finish_reason, lp));
+        send_sse(render_chunk(meta_, "{}", result_.finish_reason, lp));
         if (request_.include_usage) send_sse(render_usage_chunk(meta_, u.summary));
         send_sse("[DONE]");
         writer_->end();

@@ -72,8 +72,8 @@ void ChatSink::on_finished(const core::GenerationSummary& summary) {
     u.kind = ChatUpdate::Kind::Finished;
     u.summary = summary;
     u.reasoning_tokens = reasoning_tokens_;
-    if (summary.reason == core::FinishReason::Cancelled) {
-        u.finish_reason = "cancelled";
+    if (summary.reason == core::FinishReason::Cancelled || summary.reason == core::FinishReason::Failed) {
+        u.finish = summary.reason == core::FinishReason::Failed ? ChatFinish::EngineFailed : ChatFinish::Cancelled;
         deliver_(std::move(u));
         return;
     }
@@ -81,10 +81,23 @@ void ChatSink::on_finished(const core::GenerationSummary& summary) {
     pending_bytes_.clear();
     bool length = summary.reason == core::FinishReason::Length && !ended_by_stop_token_ && !parser_.stopped();
     parser_.finish(length ? core::GenerationEnd::Length : core::GenerationEnd::EndOfSequence, u.events);
-    u.finish_reason = length ? "length" : "stop";
-    for (const core::OutputEvent& e : u.events)
-        if (e.kind == core::OutputEvent::Kind::Finish) u.finish_reason = e.text;
+    u.finish = length ? ChatFinish::Length : ChatFinish::Stop;
+    for (const core::OutputEvent& e : u.events) // the parser's word (output_parser.h) becomes the enum here
+        if (e.kind == core::OutputEvent::Kind::Finish)
+            u.finish = e.text == "tool_calls" ? ChatFinish::ToolCalls : e.text == "length" ? ChatFinish::Length
+                                                                                          : ChatFinish::Stop;
     deliver_(std::move(u));
+}
+
+std::string_view finish_reason_name(ChatFinish finish) {
+    switch (finish) {
+    case ChatFinish::Stop: return "stop";
+    case ChatFinish::Length: return "length";
+    case ChatFinish::ToolCalls: return "tool_calls";
+    case ChatFinish::Cancelled: return "cancelled";
+    case ChatFinish::EngineFailed: return "engine_failed";
+    }
+    return "stop";
 }
 
 void ChatSink::on_rejected(core::RejectReason reason, const std::string& message) {

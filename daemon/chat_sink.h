@@ -6,8 +6,9 @@
 //   character split across tokens is emitted whole (utf8_scan_stable); stop token ids add no text.
 //   on_token returns Stop once the parser matched a stop string.
 // - Every callback produces one ChatUpdate passed to `deliver`, which must only queue it for the
-//   loop thread (LoopBridge::post). Finished carries the parser's finish reason ("stop", "length",
-//   "tool_calls"; "cancelled" when the engine cancelled it).
+//   loop thread (LoopBridge::post). Finished carries how the generation ended as a ChatFinish
+//   (the parser's stop / length / tool calls; Cancelled when the engine cancelled it, EngineFailed
+//   when the backend failed under it); each API renders it in its own words.
 // - Reasoning budget (set_reasoning_budget): once the reasoning channel holds that many tokens
 //   and is still open, forced_tokens() returns the closing ids once ("\n</think>\n\n", as
 //   Qwen's template closes it), which the engine appends without sampling. Finished reports the
@@ -32,13 +33,17 @@ struct TokenLogprob {
     std::vector<std::pair<std::string, float>> top;
 };
 
+enum class ChatFinish : uint8_t { Stop, Length, ToolCalls, Cancelled, EngineFailed };
+// OpenAI's finish_reason ("stop", "length", "tool_calls"); "cancelled" and "engine_failed" for logs.
+std::string_view finish_reason_name(ChatFinish finish);
+
 struct ChatUpdate {
     enum class Kind : uint8_t { Admitted, Tokens, Finished, Rejected };
     Kind kind = Kind::Tokens;
     std::vector<core::OutputEvent> events;
     std::vector<TokenLogprob> logprobs;
     core::GenerationSummary summary;
-    std::string finish_reason;
+    ChatFinish finish = ChatFinish::Stop; // Finished
     core::RejectReason reject_reason = core::RejectReason::Unavailable;
     std::string message;
     uint32_t cached_tokens = 0;

@@ -135,7 +135,7 @@ void CompletionsSession::stream_events(const std::vector<core::OutputEvent>& eve
 void CompletionsSession::collect_events(const std::vector<core::OutputEvent>& events) { text_ += text_of(events, request_.stop); }
 
 void CompletionsSession::render_finished(const ChatUpdate& u) {
-    std::string finish = u.finish_reason == "length" ? "length" : "stop";
+    std::string finish = u.finish == ChatFinish::Length ? "length" : "stop";
     if (streaming_) {
         std::string rest = text_of(u.events, request_.stop);
         send_sse(chunk(rest, finish));

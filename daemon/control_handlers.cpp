@@ -22,15 +22,6 @@ using proto::Frame;
 using proto::Status;
 using Clock = std::chrono::steady_clock;
 
-// Engine and slot-file errors are one-line messages; the status tells ninferctl what kind.
-Status status_of(const std::string& message) {
-    if (message.find("is busy") != std::string::npos) return Status::Busy;
-    if (message.find("does not exist") != std::string::npos || message.find("No such file") != std::string::npos)
-        return Status::NotFound;
-    if (message.find("write: ") == 0 || message.find("fsync") != std::string::npos) return Status::Io;
-    return Status::Invalid;
-}
-
 template <typename T> std::optional<T> payload_of(ControlServer& s, const ConnPtr& c, const Frame& f) {
     std::optional<T> v = proto::decode_payload<T>(f.payload);
     if (!v) s.reply_error(c, f, Status::BadMessage, std::string(proto::op_name(f.header.op)) + ": malformed payload");
@@ -139,23 +130,23 @@ void handle_slot_save(ControlServer& s, const ConnPtr& c, const Frame& f) {
     s.deps().ctx->engine->post_admin([server, c, f, slot, path, t0](core::Scheduler* sched) {
         auto image = std::make_shared<core::LaneImage>();
         try {
-            if (!sched) throw Error("the engine is not serving");
+            if (!sched) throw Error(Errc::Unavailable, "the engine is not serving");
             *image = sched->slot_save(int(slot));
         } catch (const std::exception& e) {
-            std::string m = e.what();
-            return server->post([server, c, f, m] { server->reply_error(c, f, status_of(m), m); });
+            ErrorInfo m = error_info(e); // the kind crosses to the loop thread with the message
+            return server->post([server, c, f, m] { server->reply_error(c, f, m); });
         }
         server->io().post([server, c, f, slot, path, t0, image] {
-            std::string error;
+            std::optional<ErrorInfo> error;
             core::SlotFileStats st;
             try {
                 core::make_directories(server->slots_dir(), 0750);
                 st = core::slot_file_write(path, server->identity(), *image, core::file_io_mode_default());
             } catch (const std::exception& e) {
-                error = e.what();
+                error = error_info(e);
             }
             server->post([server, c, f, slot, t0, st, error] {
-                if (!error.empty()) return server->reply_error(c, f, status_of(error), error);
+                if (error) return server->reply_error(c, f, *error);
                 LogFields fields; // journal: MESSAGE_ID snapshot-saved, NINFER_SLOT, NINFER_OP
                 fields.slot = int(slot);
                 fields.op = "slot-save";
@@ -187,19 +178,19 @@ void handle_slot_restore(ControlServer& s, const ConnPtr& c, const Frame& f) {
         try {
             *image = core::slot_file_read(path, server->identity(), core::file_io_mode_default(), &fs);
         } catch (const std::exception& e) {
-            std::string m = e.what();
-            return server->post([server, c, f, m] { server->reply_error(c, f, status_of(m), m); });
+            ErrorInfo m = error_info(e); // the kind crosses to the loop thread with the message
+            return server->post([server, c, f, m] { server->reply_error(c, f, m); });
         }
         engine->post_admin([server, c, f, slot, t0, image, fs](core::Scheduler* sched) {
-            std::string error;
+            std::optional<ErrorInfo> error;
             try {
-                if (!sched) throw Error("the engine is not serving");
+                if (!sched) throw Error(Errc::Unavailable, "the engine is not serving");
                 sched->slot_restore(int(slot), *image);
             } catch (const std::exception& e) {
-                error = e.what();
+                error = error_info(e);
             }
             server->post([server, c, f, slot, t0, fs, error] {
-                if (!error.empty()) return server->reply_error(c, f, status_of(error), error);
+                if (error) return server->reply_error(c, f, *error);
                 reply_ok(*server, c, f, proto::SlotReply{slot, fs.n_tokens, fs.bytes, ms_since(t0)});
             });
         });
@@ -211,16 +202,16 @@ template <typename Reply, typename Fn> void on_engine(ControlServer& s, const Co
     ControlServer* server = &s;
     core::PrefixCache* cache = s.deps().cache;
     s.deps().ctx->engine->post_admin([server, cache, c, f, fn](core::Scheduler* sched) {
-        std::string error;
+        std::optional<ErrorInfo> error;
         Reply r{};
         try {
-            if (!sched) throw Error("the engine is not serving");
+            if (!sched) throw Error(Errc::Unavailable, "the engine is not serving");
             r = fn(sched, cache);
         } catch (const std::exception& e) {
-            error = e.what();
+            error = error_info(e);
         }
         server->post([server, c, f, r, error] {
-            if (!error.empty()) return server->reply_error(c, f, status_of(error), error);
+            if (error) return server->reply_error(c, f, *error);
             reply_ok(*server, c, f, r);
         });
     });
@@ -261,7 +252,7 @@ void handle_cache_evict(ControlServer& s, const ConnPtr& c, const Frame& f) {
         core::PrefixCache::Removed gone;
         if (r.mode == proto::CacheEvictMode::All) gone = cache->evict_all();
         else if (r.mode == proto::CacheEvictMode::OlderThan) gone = cache->evict_older_than(double(r.older_than_s), Clock::now());
-        else if ((gone = cache->evict_key(r.key)).count == 0) throw Error("cache entry '" + r.key + "' does not exist");
+        else if ((gone = cache->evict_key(r.key)).count == 0) throw Error(Errc::NotFound, "cache entry '" + r.key + "' does not exist");
         return proto::CountReply{gone.count, gone.bytes};
     });
 }

@@ -220,8 +220,9 @@ void ControlServer::on_frame(const ConnPtr& c, const proto::Frame& f) {
         if (!dispatch_control_op(*this, c, f))
             reply_error(c, f, proto::Status::UnknownOp, std::string(proto::op_name(op)) + " is not supported by ninferd");
     } catch (const std::exception& e) {
-        log_error(std::string("ctl, ") + std::string(proto::op_name(op)) + " failed: " + e.what());
-        reply_error(c, f, proto::Status::Internal, e.what());
+        ErrorInfo error = error_info(e);
+        if (error.kind == Errc::Internal) log_error("ctl, " + std::string(proto::op_name(op)) + " failed: " + error.message);
+        reply_error(c, f, error);
     }
 }
 
@@ -241,6 +242,19 @@ void ControlServer::reply(const ConnPtr& c, const proto::Frame& request, proto::
     if (uv_write(&w->req, reinterpret_cast<uv_stream_t*>(&c->pipe), &buf, 1,
                  [](uv_write_t* r, int) { delete static_cast<WriteReq*>(r->data); }) != 0)
         delete w;
+}
+
+proto::Status control_status(Errc kind) {
+    switch (kind) {
+    case Errc::Invalid: return proto::Status::Invalid;
+    case Errc::NotFound: return proto::Status::NotFound;
+    case Errc::Busy: return proto::Status::Busy;
+    case Errc::Io: return proto::Status::Io;
+    case Errc::NoSpace: return proto::Status::NoSpace;
+    case Errc::Unavailable: return proto::Status::Busy;
+    case Errc::Internal: return proto::Status::Internal;
+    }
+    return proto::Status::Internal;
 }
 
 void ControlServer::reply_error(const ConnPtr& c, const proto::Frame& request, proto::Status status,

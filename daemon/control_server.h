@@ -15,11 +15,14 @@
 //   connection closed; unknown ops get UnknownOp; a payload that does not decode gets BadMessage.
 //   Ops dispatch through one table (control_handlers.cpp). Ops that touch model state are engine
 //   admin tasks, slot file I/O runs on the I/O worker, read-only figures come from atomics.
+// - A failure reaches the client as control_status(kind) with the error's message: the one
+//   mapping from ninfer::Errc to proto::Status (never a search of the message text).
 #pragma once
 
 #include "core/engine/io_worker.h"
 #include "core/engine/prefix_cache.h"
 #include "core/engine/slot_file.h"
+#include "core/util/error.h"
 #include "daemon/daemon_context.h"
 #include "daemon/model_loader.h"
 #include "proto/frame.h"
@@ -41,6 +44,10 @@ struct ControlDeps {
     std::function<void()> drained;      // after `drain` stopped admission (--persist-slots saves lanes)
 };
 
+// NotFound -> NotFound, Busy -> Busy, Io -> Io, NoSpace -> NoSpace, Invalid -> Invalid,
+// Unavailable -> Busy (the engine cannot take the op now), Internal -> Internal.
+proto::Status control_status(Errc kind);
+
 // The prefix cache the engine owns, sized by host-cache-mib (0 = no cache).
 std::unique_ptr<core::PrefixCache> make_prefix_cache(const DaemonConfig& config, const PlannedModel& model);
 core::SlotIdentity slot_identity_of(const PlannedModel& model);
@@ -61,6 +68,9 @@ class ControlServer {
     void reply(const ConnPtr& c, const proto::Frame& request, proto::Status status, std::vector<uint8_t> payload,
                uint16_t extra_flags = 0);
     void reply_error(const ConnPtr& c, const proto::Frame& request, proto::Status status, const std::string& message);
+    void reply_error(const ConnPtr& c, const proto::Frame& request, const ErrorInfo& error) {
+        reply_error(c, request, control_status(error.kind), error.message);
+    }
     // Runs fn on the loop thread later (from the engine or I/O thread); dropped after close().
     void post(std::function<void()> fn);
     const ControlDeps& deps() const { return deps_; }

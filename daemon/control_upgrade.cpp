@@ -39,9 +39,9 @@ void handle_artifact_upgrade_op(ControlServer& s, const ControlServer::ConnPtr& 
             log_info("ctl, artifact upgrade wrote " + r.destination + " (v" + std::to_string(r.from_version) + " -> V3)");
             server->post([server, c, f, frame] { server->reply(c, f, Status::Ok, frame, proto::kFlagEnd); });
         } catch (const std::exception& e) {
-            std::string message = e.what();
-            log_warning("ctl, " + message);
-            server->post([server, c, f, message] { server->reply_error(c, f, Status::Invalid, message); });
+            ErrorInfo error = error_info(e);
+            log_warning("ctl, " + error.message);
+            server->post([server, c, f, error] { server->reply_error(c, f, error); });
         }
     });
 }

@@ -61,7 +61,7 @@ PreparedPrompt ModelFrontend::prepare(const ChatRequest& request, bool default_t
         text = core::render_chat_prompt(conversation, options);
         out.parser_options.tools = core::tool_signatures_from_json(conversation.tools_json);
     } catch (const Error& e) {
-        throw bad_request(e.what(), "messages");
+        throw api_error_of(error_info(e), "messages");
     }
     out.tokens = tokenizer_->encode(text);
     out.parser_options.starts_in_reasoning = options.enable_thinking;

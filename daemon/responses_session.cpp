@@ -75,7 +75,7 @@ ResponsesSession::ResponsesSession(DaemonContext& ctx, uint64_t id, ResponsesReq
 }
 
 std::string ResponsesSession::render_response(const ChatUpdate* u) const {
-    bool incomplete = u && u->finish_reason == "length";
+    bool incomplete = u && u->finish == ChatFinish::Length;
     core::JsonWriter w;
     w.begin_object().member("id", response_id_).member("object", "response").member("created_at", created_at_);
     w.member("status", !u ? "in_progress" : incomplete ? "incomplete" : "completed");
@@ -208,7 +208,7 @@ void ResponsesSession::render_finished(const ChatUpdate& u) {
         writer_->send(200, "application/json", response);
         return;
     }
-    emit(u.finish_reason == "length" ? "response.incomplete" : "response.completed",
+    emit(u.finish == ChatFinish::Length ? "response.incomplete" : "response.completed",
          [&](core::JsonWriter& w) { w.key("response").raw(response); });
     writer_->end();
 }

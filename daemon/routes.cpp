@@ -110,8 +110,7 @@ void dispatch(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<Response
         // named 400 is still the client's JSON, never a server fault.
         send_error(ctx, request, *writer, bad_request(std::string("request body has an unexpected shape: ") + e.what()));
     } catch (const std::exception& e) {
-        log_error(std::string("http, handler failed on ") + request.path + ": " + e.what());
-        send_error(ctx, request, *writer, {500, "internal error", "internal_error", "", ""});
+        send_error(ctx, request, *writer, api_error_of(error_info(e)));
     }
 }
 

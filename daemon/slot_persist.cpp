@@ -47,7 +47,7 @@ void save_next(const std::shared_ptr<Pass>& p) {
             *image = sched->slot_save(lane);
         } catch (const std::exception& e) {
             error = e.what();
-            empty = error.find("is empty") != std::string::npos;
+            empty = error_info(e).kind == Errc::NotFound; // the lane holds no sequence
         }
         p->target.io->post([p, lane, image, empty, error] {
             std::string path = lane_file_path(p->target.dir, lane);

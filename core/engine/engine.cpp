@@ -110,7 +110,7 @@ void Engine::run(Loader loader, StateCallback on_state) {
         } catch (const std::exception& e) {
             // A backend failure leaves lane state unknown: fail what is running and stop serving.
             state_ = EngineState::Failed;
-            scheduler_->cancel_all();
+            scheduler_->fail_all(e.what());
             scheduler_.reset();
             on_state(EngineState::Failed, e.what());
         }

@@ -9,7 +9,8 @@
 //   thread. Tasks are handled between scheduler steps, so a cancel frees its lane within a step.
 //   Requests submitted before Ready wait; after Failed or stop() they are rejected Unavailable.
 // - Sinks are called on the engine thread (see generation.h). An exception escaping a backend
-//   call fails every running request (RejectReason::Unavailable) and marks the engine Failed.
+//   call marks the engine Failed: running requests end with FinishReason::Failed, queued ones are
+//   rejected RejectReason::Unavailable ("the engine failed: ..."), and so is every later one.
 // - stats() are atomics any thread may read. ~Engine stops and joins.
 #pragma once
 

@@ -25,7 +25,9 @@
 
 namespace ninfer::core {
 
-enum class FinishReason : uint8_t { Stop, Length, Cancelled };
+// Failed: the backend threw while the request ran (Engine, Scheduler::fail_all); its output is
+// incomplete and the engine serves no more.
+enum class FinishReason : uint8_t { Stop, Length, Cancelled, Failed };
 enum class RejectReason : uint8_t { QueueFull, QueueTimeout, ContextExceeded, Unavailable };
 
 enum class TokenVerdict : uint8_t { Continue, Stop };

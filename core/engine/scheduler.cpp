@@ -75,6 +75,18 @@ void Scheduler::cancel_all() {
     update_gauges();
 }
 
+void Scheduler::fail_all(const std::string& why) {
+    while (!queue_.empty()) {
+        GenerationRequest r = std::move(queue_.front());
+        queue_.pop_front();
+        ++stats_.n_requests_rejected_total;
+        r.sink->on_rejected(RejectReason::Unavailable, "the engine failed: " + why);
+    }
+    for (size_t i = 0; i < lanes_.size(); ++i)
+        if (lanes_[i].request) finish(int(i), FinishReason::Failed);
+    update_gauges();
+}
+
 int Scheduler::n_running() const {
     return int(std::count_if(lanes_.begin(), lanes_.end(), [](const Lane& l) { return l.request.has_value(); }));
 }
@@ -297,16 +309,19 @@ void Scheduler::finish(int lane_index, FinishReason reason) {
     bool sampled = !lane.generated.empty();
     s.prompt_ms = sampled ? ms_between(lane.admitted, lane.first_token) : ms_between(lane.admitted, now);
     s.decode_ms = sampled ? ms_between(lane.first_token, now) : 0.0;
-    // A lane stopped in the middle of its prompt holds a state no later prompt can trust.
-    if (!lane.decoding) {
+    // A lane stopped in the middle of its prompt holds a state no later prompt can trust. After a
+    // backend failure nothing calls into the backend again.
+    if (reason == FinishReason::Failed) {
+        lane.history.clear();
+    } else if (!lane.decoding) {
         backend_.reset_lane(lane_index);
         lane.history.clear();
     } else if (options_.prefix_cache && reason != FinishReason::Cancelled) {
         checkpoint(lane_index); // the assistant boundary: the next turn extends it
     }
     lane.decoding = false;
-    if (reason == FinishReason::Cancelled) {
-        ++stats_.n_requests_cancelled_total;
+    if (reason == FinishReason::Cancelled || reason == FinishReason::Failed) {
+        ++stats_.n_requests_cancelled_total; // ended before their reply was complete
     } else {
         ++stats_.n_requests_finished_total;
     }

@@ -16,6 +16,9 @@
 //   lane with the longest such prefix, else the lowest-numbered free lane.
 // - cancel(id) removes a queued request or frees a running one's lane before the next step
 //   (FinishReason::Cancelled). cancel_all() does it for every request.
+// - fail_all(why) is for a backend that threw: queued requests are rejected Unavailable ("the
+//   engine failed: why"), running ones end with FinishReason::Failed, and no backend call is made
+//   (its state is unknown); the scheduler must not step again.
 // - Greedy results do not depend on batching: each lane's tokens come only from its own state.
 #pragma once
 
@@ -50,6 +53,7 @@ class Scheduler {
     void submit(GenerationRequest request);
     void cancel(uint64_t request_id);
     void cancel_all();
+    void fail_all(const std::string& why);
     bool has_work() const;       // something to compute now
     bool has_requests() const;   // anything queued or running
     // The earliest queue timeout, or a few ms ahead while checkpoints are being copied.
@@ -60,8 +64,8 @@ class Scheduler {
     size_t n_waiting() const { return queue_.size(); }
 
     // Slots (control plane, scheduler_slots.cpp; between steps). A busy lane is saved as it stands
-    // at this step boundary; restore and erase need an idle lane. Errors: ninfer::Error with
-    // "slot N is empty" / "slot N is busy" / "slot N does not exist".
+    // at this step boundary; restore and erase need an idle lane. Errors: ninfer::Error of kind
+    // NotFound ("slot N is empty", "slot N does not exist") or Busy ("slot N is busy").
     LaneImage slot_save(int lane) const;
     void slot_restore(int lane, const LaneImage& image);
     void slot_erase(int lane);

@@ -10,24 +10,24 @@ namespace ninfer::core {
 
 const Scheduler::Lane& Scheduler::slot_lane(int lane) const {
     if (lane < 0 || size_t(lane) >= lanes_.size())
-        throw Error("slot " + std::to_string(lane) + " does not exist (lanes 0.." + std::to_string(lanes_.size() - 1) + ")");
+        throw Error(Errc::NotFound, "slot " + std::to_string(lane) + " does not exist (lanes 0.." + std::to_string(lanes_.size() - 1) + ")");
     return lanes_[size_t(lane)];
 }
 
 LaneImage Scheduler::slot_save(int lane) const {
     const Lane& l = slot_lane(lane);
-    if (l.history.empty()) throw Error("slot " + std::to_string(lane) + " is empty");
+    if (l.history.empty()) throw Error(Errc::NotFound, "slot " + std::to_string(lane) + " is empty");
     // Between steps a running lane's backend state holds exactly `history` (a sampled token is
     // fed by the next step), so this is the lane at the step boundary.
     LaneImage image = backend_.save_lane(lane);
     if (image.tokens.size() != l.history.size())
-        throw Error("slot " + std::to_string(lane) + " changed while saving");
+        throw Error(Errc::Busy, "slot " + std::to_string(lane) + " changed while saving");
     return image;
 }
 
 void Scheduler::slot_restore(int lane, const LaneImage& image) {
     const Lane& l = slot_lane(lane);
-    if (l.request) throw Error("slot " + std::to_string(lane) + " is busy");
+    if (l.request) throw Error(Errc::Busy, "slot " + std::to_string(lane) + " is busy");
     if (image.tokens.empty()) throw Error("slot image holds no tokens");
     Lane& target = lanes_[size_t(lane)];
     try {
@@ -44,7 +44,7 @@ void Scheduler::slot_restore(int lane, const LaneImage& image) {
 
 void Scheduler::slot_erase(int lane) {
     const Lane& l = slot_lane(lane);
-    if (l.request) throw Error("slot " + std::to_string(lane) + " is busy");
+    if (l.request) throw Error(Errc::Busy, "slot " + std::to_string(lane) + " is busy");
     backend_.reset_lane(lane);
     lanes_[size_t(lane)].history.clear();
     publish_lanes();

@@ -36,6 +36,7 @@ DecodeResult ScriptBackend::next(Lane& l, int n_top_logprobs) {
     const std::vector<int32_t>& script = scripts_[l.script];
     DecodeResult r;
     r.token = script[l.cursor < script.size() ? l.cursor : script.size() - 1];
+    if (r.token == -1) throw Error(Errc::Internal, "backend: scripted device failure");
     ++l.cursor;
     r.logprob = 0.0f;
     if (n_top_logprobs > 0) r.top_logprobs.emplace_back(r.token, 0.0f);

@@ -7,6 +7,8 @@
 //   So streamed tool calls, reasoning and stop strings can be tested end to end over HTTP.
 // - Lanes track only their length (prefill/decode append); save_lane/restore_lane copy token ids.
 //   Logprobs are 0 (probability 1) and the top list holds the chosen token only.
+// - The id -1 in a script is a device failure: producing it throws ninfer::Error(Internal,
+//   "backend: scripted device failure"), as a failing GPU would (tests of the engine's failure path).
 // - Errors: ninfer::Error("backend: ...") for an empty script list or a lane out of range.
 // Engine thread only, like every backend.
 #pragma once

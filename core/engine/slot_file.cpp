@@ -186,9 +186,9 @@ LaneImage slot_file_read(const std::string& path, const SlotIdentity& expected, 
     auto t0 = std::chrono::steady_clock::now();
     std::string what = "slot file " + path;
     Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (fd.get() < 0) throw Error(what + ": " + std::strerror(errno));
+    if (fd.get() < 0) throw Error(errc_of_errno(errno), what + ": " + std::strerror(errno));
     struct stat st;
-    if (::fstat(fd.get(), &st) != 0) throw Error(what + ": " + std::strerror(errno));
+    if (::fstat(fd.get(), &st) != 0) throw Error(errc_of_errno(errno), what + ": " + std::strerror(errno));
     if (!S_ISREG(st.st_mode)) throw Error(what + ": not a regular file");
     uint64_t file_bytes = uint64_t(st.st_size);
     if (file_bytes < kSlotHeaderBytes)

@@ -26,7 +26,7 @@ constexpr uint64_t kChunkBytes = 4ull << 20;
 constexpr unsigned kQueueDepth = 16;
 
 [[noreturn]] void fail(const char* what, const std::string& path, int err) {
-    throw Error(std::string(what) + ": " + path + ": " + std::strerror(err));
+    throw Error(errc_of_errno(err), std::string(what) + ": " + path + ": " + std::strerror(err));
 }
 
 struct ProbeResult {
@@ -77,7 +77,7 @@ void plain_transfer(int fd, std::span<const IoSegment> segments, bool write, con
             ssize_t r = write ? ::pwrite(fd, p.seg->data + at, n, off) : ::pread(fd, p.seg->out + at, n, off);
             if (r < 0 && errno == EINTR) continue;
             if (r < 0) fail(write ? "write" : "read", path, errno);
-            if (r == 0) throw Error(std::string(write ? "write" : "read") + ": " + path + ": truncated");
+            if (r == 0) throw Error(Errc::Io, std::string(write ? "write" : "read") + ": " + path + ": truncated");
             p.done += uint64_t(r);
         }
     }
@@ -139,7 +139,7 @@ void uring_transfer(int fd, std::span<const IoSegment> segments, bool write, con
     }
     io_uring_queue_exit(&ring);
     if (error) fail(write ? "write" : "read", path, error);
-    if (eof) throw Error(std::string(write ? "write" : "read") + ": " + path + ": truncated");
+    if (eof) throw Error(Errc::Io, std::string(write ? "write" : "read") + ": " + path + ": truncated");
 }
 #endif
 

@@ -1,5 +1,5 @@
 // ninfer tests - the engine thread: load then Ready, requests posted while loading, load failure,
-// cancel from another thread, stop with work in flight.
+// cancel from another thread, stop with work in flight, a backend failure mid-request.
 #include "core/engine/engine.h"
 #include "core/util/error.h"
 #include "fake_backend.h"
@@ -85,4 +85,28 @@ TEST_CASE("cancel from another thread ends a running request; stop cancels the r
     engine.stop();
     CHECK(wait(b).rfind("finished:2:", 0) == 0);
     CHECK(engine.state() == EngineState::Stopped);
+}
+
+TEST_CASE("a backend that fails mid-request ends it Failed, rejects the queue, and serves no more", "[engine_thread]") {
+    Engine engine({.max_context = 100000, .prefill_chunk = 4});
+    std::promise<std::string> failure;
+    engine.start(
+        [] {
+            auto backend = std::make_unique<test::FakeBackend>(1);
+            backend->decodes_before_failure = 3;
+            return backend;
+        },
+        [&](EngineState s, const std::string& why) {
+            if (s == EngineState::Failed) failure.set_value(why);
+        });
+    auto running = std::make_shared<WaitingSink>(), queued = std::make_shared<WaitingSink>();
+    engine.submit(request(1, 90000, running));
+    engine.submit(request(2, 5, queued)); // one lane: waits behind the first
+    CHECK(wait(running) == "finished:3:4"); // FinishReason::Failed after 1 + 3 tokens
+    CHECK(wait(queued) == "rejected:3");    // RejectReason::Unavailable
+    CHECK(failure.get_future().get() == "fake: the device was lost");
+    CHECK(engine.state() == EngineState::Failed);
+    auto later = std::make_shared<WaitingSink>();
+    engine.submit(request(3, 5, later));
+    CHECK(wait(later) == "rejected:3");
 }

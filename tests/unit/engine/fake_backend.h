@@ -4,6 +4,7 @@
 
 #include "core/backend/backend.h"
 #include "core/engine/generation.h"
+#include "core/util/error.h"
 
 #include <functional>
 #include <string>
@@ -35,6 +36,8 @@ class FakeBackend final : public core::Backend {
         return {next_token(lanes_[size_t(lane)]), -0.5f, {}};
     }
     std::vector<core::DecodeResult> decode(std::span<const core::DecodeStep> steps) override {
+        if (decodes_before_failure == 0) throw Error("fake: the device was lost");
+        if (decodes_before_failure > 0) --decodes_before_failure;
         std::vector<core::DecodeResult> out;
         for (const auto& s : steps) {
             lanes_[size_t(s.lane)].push_back(s.token);
@@ -61,6 +64,7 @@ class FakeBackend final : public core::Backend {
     bool saves_in_flight() const override { return !pending_saves_.empty(); }
 
     std::vector<Call> calls;
+    int decodes_before_failure = -1; // >= 0: decode throws after this many successful calls
 
   private:
     int32_t next_token(const std::vector<int32_t>& seq) const {
