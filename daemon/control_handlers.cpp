@@ -234,11 +234,11 @@ void handle_cache_list(ControlServer& s, const ConnPtr& c, const Frame& f) {
         auto now = Clock::now();
         for (const core::SnapshotInfo& i : cache->store().list())
             r.entries.push_back({core::prefix_key_hex(i.id), i.n_tokens, i.bytes,
-                                 i.tier == core::SnapshotTier::Host ? "host" : "disk",
+                                 "host",
                                  uint64_t(std::chrono::duration_cast<std::chrono::seconds>(now - i.last_used).count()),
                                  i.hits});
-        r.budget_bytes = cache->store().budget_bytes(core::SnapshotTier::Host);
-        r.used_bytes = cache->store().used_bytes(core::SnapshotTier::Host);
+        r.budget_bytes = cache->store().budget_bytes();
+        r.used_bytes = cache->store().used_bytes();
         return r;
     });
 }

@@ -299,7 +299,6 @@ std::unique_ptr<core::PrefixCache> make_prefix_cache(const DaemonConfig& config,
     if (config.host_cache_mib == 0) return nullptr;
     core::SnapshotStoreOptions o;
     o.host_budget_bytes = config.host_cache_mib << 20;
-    o.identity = slot_identity_of(model);
     o.warn = [](const std::string& m) { log_warning(m); };
     return std::make_unique<core::PrefixCache>(std::move(o));
 }

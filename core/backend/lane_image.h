@@ -1,27 +1,75 @@
-// ninfer::core - LaneImage: the host copy of one lane's whole state (checkpoints, slot files).
+// ninfer::core - LaneImage: the host copy of one lane's whole state (checkpoints, slot files), as
+// tagged sections so that a new kind of state (the MTP layer's KV, media digests) adds one section
+// instead of a second layout.
 //
 // Contract:
-// - tokens: the sequence's token ids, position i = tokens[i].
-// - kv: every full-attention layer's K then V rows of positions [0, n) in kv_dtype's row format
-//   (core/model/kv_codec.h); gdn: every GDN layer's conv history, then every GDN layer's fp32
-//   recurrent state. The sizes follow MemoryPlan::lane_image_kv_bytes / lane_image_gdn_bytes.
-// - The byte layout belongs to the backend that wrote it, but the CPU and CUDA backends use the
+// - tokens: the sequence's token ids, position i = tokens[i] (kept typed: the scheduler and the
+//   prefix cache compare them; a slot file stores them as the Tokens section).
+// - sections: the state, one LaneSection per tag, in the order added (a slot file keeps it):
+//     Kv  every full-attention layer's K then V rows of positions [0, n) in kv_dtype's row format
+//         (core/model/kv_codec.h), MemoryPlan::lane_image_kv_bytes(n) bytes;
+//     Gdn every GDN layer's conv history, then every GDN layer's fp32 recurrent state,
+//         MemoryPlan::lane_image_gdn_bytes() bytes.
+//   The byte layout belongs to the backend that wrote it, but the CPU and CUDA backends use the
 //   same one so an image moves between them.
+// - add_section(tag, n) allocates a section of n zero bytes and returns where to fill it. The span
+//   stays valid while the image lives, even after more sections are added or the image is moved
+//   (a section's buffer never moves), so a backend may fill a section later, from a staging
+//   buffer or another thread, before it hands the image on. A tag appears at most once
+//   (a second add_section of it throws ninfer::Error).
+// - lane_image_check(image, plan) is what every backend's restore_lane checks first: the plan's KV
+//   dtype, at most max_context tokens, Kv and Gdn sections of the plan's sizes, no other required
+//   section (this build restores none); ninfer::Error("backend: ...") otherwise.
+// - Tags are written into slot files: append-only, never renumbered. A section is `required` when
+//   a reader that does not know its tag must refuse the image rather than drop it.
 // Thread safety: plain data.
 #pragma once
 
 #include "core/model/kv_codec.h"
+#include "core/model/memory_plan.h"
 
 #include <cstdint>
+#include <span>
+#include <string>
 #include <vector>
 
 namespace ninfer::core {
 
+enum class LaneSectionTag : uint32_t {
+    Tokens = 1,       // i32 token ids (slot files; in memory LaneImage::tokens)
+    Kv = 2,           // full-attention layers' K and V rows
+    Gdn = 3,          // GDN conv histories, then recurrent states
+    MtpKv = 4,        // reserved: the MTP layer's K and V rows
+    MediaDigests = 5, // reserved: digests of the media in the prompt
+};
+
+// "tokens", "kv", "gdn", "mtp_kv", "media_digests", or "tag N" for a tag this build does not know.
+std::string lane_section_name(uint32_t tag);
+
+struct LaneSection {
+    LaneSectionTag tag = LaneSectionTag::Kv;
+    bool required = true;
+    std::vector<uint8_t> bytes;
+    bool operator==(const LaneSection&) const = default;
+};
+
 struct LaneImage {
     std::vector<int32_t> tokens;  // token ids of the sequence, position i = tokens[i]
     KvDtype kv_dtype = KvDtype::Bf16;
-    std::vector<uint8_t> kv;      // full-attention layers' K and V rows for positions [0, n)
-    std::vector<uint8_t> gdn;     // every GDN layer's conv state then fp32 recurrent state
+    std::vector<LaneSection> sections;
+
+    std::span<uint8_t> add_section(LaneSectionTag tag, uint64_t n_bytes, bool required = true);
+    const LaneSection* find(LaneSectionTag tag) const; // nullptr when absent
+    std::span<const uint8_t> section(LaneSectionTag tag) const; // empty when absent
+    std::span<uint8_t> section(LaneSectionTag tag);
+    std::span<const uint8_t> kv() const { return section(LaneSectionTag::Kv); }
+    std::span<uint8_t> kv() { return section(LaneSectionTag::Kv); }
+    std::span<const uint8_t> gdn() const { return section(LaneSectionTag::Gdn); }
+    std::span<uint8_t> gdn() { return section(LaneSectionTag::Gdn); }
+    uint64_t n_bytes() const; // token ids plus every section's bytes
+    bool operator==(const LaneImage&) const = default;
 };
+
+void lane_image_check(const LaneImage& image, const MemoryPlan& plan);
 
 } // namespace ninfer::core

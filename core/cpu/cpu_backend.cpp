@@ -129,35 +129,29 @@ class CpuBackend final : public Backend {
         img.tokens = s.tokens;
         img.kv_dtype = plan_.kv_dtype;
         const uint32_t n = uint32_t(s.tokens.size());
-        img.kv.resize(plan_.lane_image_kv_bytes(n));
+        std::span<uint8_t> kv = img.add_section(LaneSectionTag::Kv, plan_.lane_image_kv_bytes(n));
         for_each_kv_row(n, [&](uint32_t fl, bool value, uint32_t pos, uint32_t h, size_t at) {
-            std::memcpy(img.kv.data() + at, kv_.row(fl, value, s.pages, pos, h), kv_.row_bytes());
+            std::memcpy(kv.data() + at, kv_.row(fl, value, s.pages, pos, h), kv_.row_bytes());
         });
-        img.gdn.resize(plan_.lane_image_gdn_bytes());
-        std::memcpy(img.gdn.data(), s.conv.data(), s.conv.size() * sizeof(float));
-        std::memcpy(img.gdn.data() + s.conv.size() * sizeof(float), s.recurrent.data(),
+        std::span<uint8_t> gdn = img.add_section(LaneSectionTag::Gdn, plan_.lane_image_gdn_bytes());
+        std::memcpy(gdn.data(), s.conv.data(), s.conv.size() * sizeof(float));
+        std::memcpy(gdn.data() + s.conv.size() * sizeof(float), s.recurrent.data(),
                     s.recurrent.size() * sizeof(float));
         return img;
     }
 
     void restore_lane(int lane, const LaneImage& img) override {
         cpu::LaneState& s = at(lane);
+        lane_image_check(img, plan_);
         const uint32_t n = uint32_t(img.tokens.size());
-        if (img.kv_dtype != plan_.kv_dtype)
-            throw Error("backend: lane image KV dtype differs from the plan's");
-        if (n > plan_.max_context)
-            throw Error("backend: lane image of " + std::to_string(n) + " tokens exceeds max-context");
-        if (img.kv.size() != plan_.lane_image_kv_bytes(n) || img.gdn.size() != plan_.lane_image_gdn_bytes())
-            throw Error("backend: lane image sizes do not match the plan (kv " +
-                        std::to_string(img.kv.size()) + " bytes, gdn " + std::to_string(img.gdn.size()) + ")");
         reset_lane(lane);
         kv_.reserve(s.pages, n);
         s.tokens = img.tokens;
         for_each_kv_row(n, [&](uint32_t fl, bool value, uint32_t pos, uint32_t h, size_t at) {
-            std::memcpy(kv_.row(fl, value, s.pages, pos, h), img.kv.data() + at, kv_.row_bytes());
+            std::memcpy(kv_.row(fl, value, s.pages, pos, h), img.kv().data() + at, kv_.row_bytes());
         });
-        std::memcpy(s.conv.data(), img.gdn.data(), s.conv.size() * sizeof(float));
-        std::memcpy(s.recurrent.data(), img.gdn.data() + s.conv.size() * sizeof(float),
+        std::memcpy(s.conv.data(), img.gdn().data(), s.conv.size() * sizeof(float));
+        std::memcpy(s.recurrent.data(), img.gdn().data() + s.conv.size() * sizeof(float),
                     s.recurrent.size() * sizeof(float));
         s.has_logits = false;
         // The image carries no MTP KV or hidden state: the head takes the lane up again from its

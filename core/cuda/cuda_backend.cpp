@@ -353,14 +353,8 @@ LaneImage CudaBackend::save_lane(int lane) const {
 }
 
 void CudaBackend::restore_lane(int lane, const LaneImage& img) {
+    lane_image_check(img, plan_);
     const uint32_t n = uint32_t(img.tokens.size());
-    if (img.kv_dtype != plan_.kv_dtype)
-        throw Error("backend: lane image KV dtype differs from the plan's");
-    if (n > plan_.max_context)
-        throw Error("backend: lane image of " + std::to_string(n) + " tokens exceeds max-context");
-    if (img.kv.size() != plan_.lane_image_kv_bytes(n) || img.gdn.size() != plan_.lane_image_gdn_bytes())
-        throw Error("backend: lane image sizes do not match the plan (kv " + std::to_string(img.kv.size()) +
-                    " bytes, gdn " + std::to_string(img.gdn.size()) + ")");
     reset_lane(lane);
     grow(lane, n);
     Lane& s = at(lane);

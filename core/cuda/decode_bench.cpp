@@ -238,10 +238,10 @@ DecodeBenchReport run_decode_bench(const DecodeBenchRequest& r) {
         LaneImage img;
         img.tokens.assign(depth, 1);
         img.kv_dtype = plan.kv_dtype;
-        img.kv.resize(plan.lane_image_kv_bytes(depth));
-        for (uint64_t i = 0; i < img.kv.size(); i += noise.size())
-            std::copy_n(noise.begin(), std::min<uint64_t>(noise.size(), img.kv.size() - i), img.kv.begin() + i);
-        img.gdn.assign(plan.lane_image_gdn_bytes(), 0);
+        std::span<uint8_t> kv = img.add_section(LaneSectionTag::Kv, plan.lane_image_kv_bytes(depth));
+        for (uint64_t i = 0; i < kv.size(); i += noise.size())
+            std::copy_n(noise.begin(), std::min<uint64_t>(noise.size(), kv.size() - i), kv.begin() + i);
+        img.add_section(LaneSectionTag::Gdn, plan.lane_image_gdn_bytes());
         for (int batch : r.batches) {
             for (int l = 0; l < batch; ++l) b->restore_lane(l, img);
             // Every lane holds the same image, so each starts from its own token: with one token for

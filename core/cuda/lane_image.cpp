@@ -47,7 +47,7 @@ LaneImage save_lane_image(const Runner& run, const MemoryPlan& plan, int lane, c
     LaneImage img;
     img.tokens = tokens;
     img.kv_dtype = plan.kv_dtype;
-    img.kv.resize(plan.lane_image_kv_bytes(n));
+    std::span<uint8_t> kv = img.add_section(LaneSectionTag::Kv, plan.lane_image_kv_bytes(n));
     const KvGeometry g = kv_geometry(run, plan, n);
     std::vector<uint8_t> page(g.page_bytes);
     for (uint32_t fl = 0; fl < g.n_full; ++fl)
@@ -57,7 +57,7 @@ LaneImage save_lane_image(const Runner& run, const MemoryPlan& plan, int lane, c
                 cuda_check(cudaMemcpy(page.data(), src, g.page_bytes, cudaMemcpyDeviceToHost), "saving KV");
                 for (uint32_t pos = p * kKvPageTokens; pos < std::min(n, (p + 1) * kKvPageTokens); ++pos)
                     for (uint32_t h = 0; h < g.nkv; ++h) {
-                        uint8_t* row = img.kv.data() + g.image_offset(fl, value, pos, h);
+                        uint8_t* row = kv.data() + g.image_offset(fl, value, pos, h);
                         std::memcpy(row, page.data() + g.code_offset(pos, h), g.code_bytes);
                         std::memcpy(row + g.code_bytes, page.data() + g.scale_offset(pos, h), g.scale_bytes);
                     }
@@ -65,9 +65,9 @@ LaneImage save_lane_image(const Runner& run, const MemoryPlan& plan, int lane, c
     const ModelConfig& c = run.config();
     const uint32_t n_gdn = c.n_linear_attention_layers();
     const uint64_t ce = run.conv_elems_per_lane(), rf = run.recurrent_floats_per_lane();
-    img.gdn.resize(plan.lane_image_gdn_bytes());
+    std::span<uint8_t> gdn = img.add_section(LaneSectionTag::Gdn, plan.lane_image_gdn_bytes());
     std::vector<__nv_bfloat16> conv(ce);
-    float* out = reinterpret_cast<float*>(img.gdn.data());
+    float* out = reinterpret_cast<float*>(gdn.data());
     for (uint32_t l = 0; l < n_gdn; ++l) {
         if (run.f32_activations()) { // the image's own layout
             cuda_check(cudaMemcpy(out + l * ce, run.conv_state_f32(l) + lane * ce, ce * 4, cudaMemcpyDeviceToHost),
@@ -97,7 +97,7 @@ void restore_lane_image(Runner& run, const MemoryPlan& plan, int lane, const Lan
                 std::fill(page.begin(), page.end(), 0);
                 for (uint32_t pos = p * kKvPageTokens; pos < std::min(n, (p + 1) * kKvPageTokens); ++pos)
                     for (uint32_t h = 0; h < g.nkv; ++h) {
-                        const uint8_t* row = img.kv.data() + g.image_offset(fl, value, pos, h);
+                        const uint8_t* row = img.kv().data() + g.image_offset(fl, value, pos, h);
                         std::memcpy(page.data() + g.code_offset(pos, h), row, g.code_bytes);
                         std::memcpy(page.data() + g.scale_offset(pos, h), row + g.code_bytes, g.scale_bytes);
                     }
@@ -108,7 +108,7 @@ void restore_lane_image(Runner& run, const MemoryPlan& plan, int lane, const Lan
     const uint32_t n_gdn = c.n_linear_attention_layers();
     const uint64_t ce = run.conv_elems_per_lane(), rf = run.recurrent_floats_per_lane();
     std::vector<__nv_bfloat16> conv(ce);
-    const float* in = reinterpret_cast<const float*>(img.gdn.data());
+    const float* in = reinterpret_cast<const float*>(img.gdn().data());
     for (uint32_t l = 0; l < n_gdn; ++l) {
         if (run.f32_activations()) {
             cuda_check(cudaMemcpy(run.conv_state_f32(l) + lane * ce, in + l * ce, ce * 4, cudaMemcpyHostToDevice),

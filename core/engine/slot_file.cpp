@@ -17,15 +17,26 @@ namespace {
 
 constexpr char kMagic[8] = {'N', 'I', 'N', 'F', 'S', 'L', 'O', 'T'};
 constexpr size_t kModelIdBytes = 64;
-constexpr size_t kHeaderCrcAt = 148;
+constexpr size_t kDirectoryAt = 128;
+constexpr size_t kEntryBytes = 24;
+constexpr size_t kHeaderCrcAt = kSlotHeaderBytes - 4;
+constexpr uint32_t kFlagRequired = 1;
+static_assert(kDirectoryAt + kSlotMaxSections * kEntryBytes <= kHeaderCrcAt);
+
+struct SectionEntry {
+    uint32_t tag = 0, flags = 0;
+    uint64_t length = 0;
+    uint32_t crc = 0;
+    const void* data = nullptr; // writer only
+};
 
 struct Header {
     std::array<uint8_t, 16> artifact_id{};
     std::string model_id;
     uint8_t kv_dtype = 0;
     uint32_t page_tokens = 0;
-    uint64_t n_tokens = 0, kv_bytes_per_token = 0, kv_bytes = 0, gdn_bytes = 0, payload_bytes = 0;
-    uint32_t payload_crc = 0;
+    uint64_t n_tokens = 0, kv_bytes_per_token = 0;
+    std::vector<SectionEntry> sections;
 };
 
 template <typename T> void put(uint8_t* at, T v) { std::memcpy(at, &v, sizeof v); }
@@ -46,10 +57,14 @@ std::vector<uint8_t> encode_header(const Header& h) {
     put<uint32_t>(&b[100], h.page_tokens);
     put<uint64_t>(&b[104], h.n_tokens);
     put<uint64_t>(&b[112], h.kv_bytes_per_token);
-    put<uint64_t>(&b[120], h.kv_bytes);
-    put<uint64_t>(&b[128], h.gdn_bytes);
-    put<uint64_t>(&b[136], h.payload_bytes);
-    put<uint32_t>(&b[144], h.payload_crc);
+    put<uint32_t>(&b[120], uint32_t(h.sections.size()));
+    for (size_t i = 0; i < h.sections.size(); ++i) {
+        uint8_t* e = &b[kDirectoryAt + i * kEntryBytes];
+        put<uint32_t>(e, h.sections[i].tag);
+        put<uint32_t>(e + 4, h.sections[i].flags);
+        put<uint64_t>(e + 8, h.sections[i].length);
+        put<uint32_t>(e + 16, h.sections[i].crc);
+    }
     put<uint32_t>(&b[kHeaderCrcAt], crc32c_extend(0, b.data(), kHeaderCrcAt));
     return b;
 }
@@ -85,14 +100,19 @@ class Fd {
     int fd_;
 };
 
+bool is_readable_tag(uint32_t tag) {
+    return tag == uint32_t(LaneSectionTag::Tokens) || tag == uint32_t(LaneSectionTag::Kv) ||
+           tag == uint32_t(LaneSectionTag::Gdn);
+}
+
 // Every check that needs only the header and the file size; throws with the refusal reason.
 Header check_header(const uint8_t* b, uint64_t file_bytes, const SlotIdentity& want, const std::string& what) {
     auto refuse = [&](const std::string& reason) { throw Error(what + ": " + reason); };
     if (std::memcmp(b, kMagic, 8) != 0) refuse("not a slot file (bad magic)");
     uint32_t version = get<uint32_t>(b + 8);
     if (version != kSlotFileVersion)
-        refuse("format version " + std::to_string(version) + " is not supported (this daemon reads " +
-               std::to_string(kSlotFileVersion) + ")");
+        refuse("format version " + std::to_string(version) + " is not supported: this ninferd reads version " +
+               std::to_string(kSlotFileVersion) + " only (tagged sections); save the lane again with this ninferd");
     if (get<uint32_t>(b + 12) != kSlotHeaderBytes) refuse("corrupted (header size field)");
     if (get<uint32_t>(b + kHeaderCrcAt) != crc32c_extend(0, b, kHeaderCrcAt)) refuse("corrupted (header checksum)");
     Header h;
@@ -102,10 +122,6 @@ Header check_header(const uint8_t* b, uint64_t file_bytes, const SlotIdentity& w
     h.page_tokens = get<uint32_t>(b + 100);
     h.n_tokens = get<uint64_t>(b + 104);
     h.kv_bytes_per_token = get<uint64_t>(b + 112);
-    h.kv_bytes = get<uint64_t>(b + 120);
-    h.gdn_bytes = get<uint64_t>(b + 128);
-    h.payload_bytes = get<uint64_t>(b + 136);
-    h.payload_crc = get<uint32_t>(b + 144);
     if (h.artifact_id != want.artifact_id || h.model_id != want.model_id)
         refuse("saved by another model (" + h.model_id + ", artifact " + hex(h.artifact_id) + "); this daemon serves " +
                want.model_id + ", artifact " + hex(want.artifact_id));
@@ -117,16 +133,45 @@ Header check_header(const uint8_t* b, uint64_t file_bytes, const SlotIdentity& w
     if (h.n_tokens == 0) refuse("holds no tokens");
     if (h.n_tokens > want.max_context)
         refuse(std::to_string(h.n_tokens) + " tokens exceed max-context " + std::to_string(want.max_context));
-    if (h.kv_bytes_per_token != want.kv_bytes_per_token || h.kv_bytes != h.n_tokens * want.kv_bytes_per_token ||
-        h.gdn_bytes != want.gdn_bytes)
-        refuse("state sizes (kv " + std::to_string(h.kv_bytes) + ", gdn " + std::to_string(h.gdn_bytes) +
-               " bytes) do not match this model's layout");
-    // n_tokens <= max_context bounds every product above, so the sum cannot overflow.
-    uint64_t payload = h.n_tokens * 4 + h.kv_bytes + h.gdn_bytes;
-    if (h.payload_bytes != payload) refuse("corrupted (payload size field)");
-    if (file_bytes < kSlotHeaderBytes + payload)
-        refuse("truncated: " + std::to_string(file_bytes) + " bytes, the header declares " +
-               std::to_string(kSlotHeaderBytes + payload));
+    if (h.kv_bytes_per_token != want.kv_bytes_per_token)
+        refuse("KV bytes per token " + std::to_string(h.kv_bytes_per_token) + " do not match this model's layout (" +
+               std::to_string(want.kv_bytes_per_token) + ")");
+    uint32_t n_sections = get<uint32_t>(b + 120);
+    if (n_sections == 0 || n_sections > kSlotMaxSections)
+        refuse("corrupted (" + std::to_string(n_sections) + " sections, at most " + std::to_string(kSlotMaxSections) + ")");
+    // n_tokens <= max_context bounds these products; every length is checked against the file
+    // size before it is added, so the sum cannot overflow.
+    auto expected_length = [&](uint32_t tag) {
+        switch (LaneSectionTag(tag)) {
+        case LaneSectionTag::Tokens: return h.n_tokens * 4;
+        case LaneSectionTag::Kv: return h.n_tokens * want.kv_bytes_per_token;
+        default: return want.gdn_bytes;
+        }
+    };
+    uint64_t payload = 0;
+    for (uint32_t i = 0; i < n_sections; ++i) {
+        const uint8_t* e = b + kDirectoryAt + i * kEntryBytes;
+        SectionEntry s{get<uint32_t>(e), get<uint32_t>(e + 4), get<uint64_t>(e + 8), get<uint32_t>(e + 16)};
+        std::string name = lane_section_name(s.tag);
+        if ((s.flags & ~kFlagRequired) != 0 || get<uint32_t>(e + 20) != 0)
+            refuse("corrupted (section " + name + " has unknown flags)");
+        for (const SectionEntry& seen : h.sections)
+            if (seen.tag == s.tag) refuse("corrupted (two " + name + " sections)");
+        if (!is_readable_tag(s.tag) && (s.flags & kFlagRequired))
+            refuse("needs the " + name + " section, which this ninferd cannot restore (saved by a newer ninfer?)");
+        if (is_readable_tag(s.tag) && s.length != expected_length(s.tag))
+            refuse("section " + name + " is " + std::to_string(s.length) + " bytes, this model's layout needs " +
+                   std::to_string(expected_length(s.tag)) + " (saved with other settings?)");
+        if (s.length > file_bytes - kSlotHeaderBytes - payload)
+            refuse("truncated: " + std::to_string(file_bytes) + " bytes, the " + name + " section ends beyond the file");
+        payload += s.length;
+        h.sections.push_back(s);
+    }
+    for (LaneSectionTag tag : {LaneSectionTag::Tokens, LaneSectionTag::Kv, LaneSectionTag::Gdn}) {
+        bool present = false;
+        for (const SectionEntry& s : h.sections) present = present || s.tag == uint32_t(tag);
+        if (!present) refuse("corrupted (no " + lane_section_name(uint32_t(tag)) + " section)");
+    }
     if (file_bytes > kSlotHeaderBytes + payload)
         refuse("corrupted: " + std::to_string(file_bytes - kSlotHeaderBytes - payload) + " trailing bytes");
     return h;
@@ -154,6 +199,7 @@ SlotFileStats slot_file_write(const std::string& path, const SlotIdentity& ident
                               FileIoMode mode) {
     auto t0 = std::chrono::steady_clock::now();
     if (image.tokens.empty()) throw Error("slot: nothing to save (the lane is empty)");
+    if (image.sections.size() + 1 > kSlotMaxSections) throw Error("slot: the lane image has too many sections");
     Header h;
     h.artifact_id = identity.artifact_id;
     h.model_id = identity.model_id.substr(0, kModelIdBytes - 1);
@@ -161,25 +207,23 @@ SlotFileStats slot_file_write(const std::string& path, const SlotIdentity& ident
     h.page_tokens = identity.page_tokens;
     h.n_tokens = image.tokens.size();
     h.kv_bytes_per_token = identity.kv_bytes_per_token;
-    h.kv_bytes = image.kv.size();
-    h.gdn_bytes = image.gdn.size();
-    uint64_t token_bytes = h.n_tokens * 4;
-    h.payload_bytes = token_bytes + h.kv_bytes + h.gdn_bytes;
-    uint32_t crc = crc32c_extend(0, image.tokens.data(), token_bytes);
-    crc = crc32c_extend(crc, image.kv.data(), image.kv.size());
-    h.payload_crc = crc32c_extend(crc, image.gdn.data(), image.gdn.size());
+    h.sections.push_back({uint32_t(LaneSectionTag::Tokens), kFlagRequired, h.n_tokens * 4, 0, image.tokens.data()});
+    for (const LaneSection& s : image.sections)
+        h.sections.push_back({uint32_t(s.tag), s.required ? kFlagRequired : 0, s.bytes.size(), 0, s.bytes.data()});
+    std::vector<IoSegment> segments;
+    uint64_t at = kSlotHeaderBytes;
+    for (SectionEntry& s : h.sections) {
+        s.crc = crc32c_extend(0, s.data, s.length);
+        segments.push_back(write_segment(s.data, s.length, at));
+        at += s.length;
+    }
     std::vector<uint8_t> header = encode_header(h);
+    segments.insert(segments.begin(), write_segment(header.data(), header.size(), 0));
 
     AtomicFile file(path);
-    IoSegment segments[] = {
-        write_segment(header.data(), header.size(), 0),
-        write_segment(image.tokens.data(), token_bytes, kSlotHeaderBytes),
-        write_segment(image.kv.data(), h.kv_bytes, kSlotHeaderBytes + token_bytes),
-        write_segment(image.gdn.data(), h.gdn_bytes, kSlotHeaderBytes + token_bytes + h.kv_bytes),
-    };
     file_write_all(file.fd(), segments, mode, file.temp_path());
     file.commit();
-    return {h.n_tokens, kSlotHeaderBytes + h.payload_bytes, ms_since(t0), mode};
+    return {h.n_tokens, at, ms_since(t0), mode};
 }
 
 LaneImage slot_file_read(const std::string& path, const SlotIdentity& expected, FileIoMode mode, SlotFileStats* stats) {
@@ -198,22 +242,30 @@ LaneImage slot_file_read(const std::string& path, const SlotIdentity& expected, 
     file_read_all(fd.get(), head, FileIoMode::Plain, path);
     Header h = check_header(header.data(), file_bytes, expected, what);
 
+    // Allocate only what this build restores; unknown optional sections stay unread.
     LaneImage image;
     image.kv_dtype = KvDtype(h.kv_dtype);
-    image.tokens.resize(h.n_tokens);
-    image.kv.resize(h.kv_bytes);
-    image.gdn.resize(h.gdn_bytes);
-    uint64_t token_bytes = h.n_tokens * 4;
-    IoSegment body[] = {
-        read_segment(image.tokens.data(), token_bytes, kSlotHeaderBytes),
-        read_segment(image.kv.data(), h.kv_bytes, kSlotHeaderBytes + token_bytes),
-        read_segment(image.gdn.data(), h.gdn_bytes, kSlotHeaderBytes + token_bytes + h.kv_bytes),
-    };
+    std::vector<IoSegment> body;
+    std::vector<std::pair<const SectionEntry*, const void*>> to_check;
+    uint64_t at = kSlotHeaderBytes;
+    for (const SectionEntry& s : h.sections) {
+        void* out = nullptr;
+        if (s.tag == uint32_t(LaneSectionTag::Tokens)) {
+            image.tokens.resize(h.n_tokens);
+            out = image.tokens.data();
+        } else if (is_readable_tag(s.tag)) {
+            out = image.add_section(LaneSectionTag(s.tag), s.length, (s.flags & kFlagRequired) != 0).data();
+        }
+        if (out) {
+            body.push_back(read_segment(out, s.length, at));
+            to_check.emplace_back(&s, out);
+        }
+        at += s.length;
+    }
     file_read_all(fd.get(), body, mode, path);
-    uint32_t crc = crc32c_extend(0, image.tokens.data(), token_bytes);
-    crc = crc32c_extend(crc, image.kv.data(), image.kv.size());
-    crc = crc32c_extend(crc, image.gdn.data(), image.gdn.size());
-    if (crc != h.payload_crc) throw Error(what + ": corrupted (payload checksum mismatch)");
+    for (auto [s, data] : to_check)
+        if (crc32c_extend(0, data, s->length) != s->crc)
+            throw Error(what + ": corrupted (" + lane_section_name(s->tag) + " section checksum mismatch)");
     if (stats) *stats = {h.n_tokens, file_bytes, ms_since(t0), mode};
     return image;
 }

@@ -1,24 +1,30 @@
 // ninfer::core - slot files: one lane's checkpoint (LaneImage) on disk, written crash-safe.
 //
 // Contract:
-// - Layout (little-endian): a 4096-byte header, then the token ids (n_tokens x i32), the KV rows
-//   (kv_bytes) and the GDN state (gdn_bytes) exactly as LaneImage holds them:
-//     0 "NINFSLOT" | 8 u32 version (1) | 12 u32 header_bytes (4096) | 16 artifact_id[16] |
+// - Layout, version 2 (little-endian): a 4096-byte header, then each section's bytes back to back
+//   in directory order (tagged sections, core/backend/lane_image.h):
+//     0 "NINFSLOT" | 8 u32 version (2) | 12 u32 header_bytes (4096) | 16 artifact_id[16] |
 //     32 model_id[64] (NUL padded) | 96 u8 kv_dtype | 97..99 zero | 100 u32 page_tokens |
-//     104 u64 n_tokens | 112 u64 kv_bytes_per_token | 120 u64 kv_bytes | 128 u64 gdn_bytes |
-//     136 u64 payload_bytes | 144 u32 payload crc32c | 148 u32 header crc32c (of bytes 0..147) |
-//     zeros to 4096.
+//     104 u64 n_tokens | 112 u64 kv_bytes_per_token | 120 u32 n_sections (1..kSlotMaxSections) |
+//     124 u32 zero | 128 section directory, n_sections entries of 24 bytes:
+//       u32 tag | u32 flags (bit 0: required; the rest zero) | u64 length | u32 crc32c | u32 zero |
+//     zeros | 4092 u32 header crc32c (of bytes 0..4091).
+//   The writer puts the Tokens section (n_tokens x i32) first, then the image's sections in order.
+// - Version history: 1 (a fixed tokens / kv / gdn payload) is refused with a message naming both
+//   versions (save the lane again); 2 has the section directory.
 // - slot_file_write publishes through AtomicFile (temp, fsync, rename, directory fsync): the name
 //   holds the old file or the complete new one, never a torn one.
 // - slot_file_read checks, before allocating anything: size >= header, magic, version, header
 //   checksum, model identity (artifact id and model id), KV dtype, page size, token count <=
-//   max_context, kv/gdn sizes against the plan's per-token and per-lane figures, and the file size
-//   against the declared sizes; then reads and verifies the payload checksum. Every refusal is a
-//   ninfer::Error("slot file NAME: reason") that says what to do; the caller's lane is untouched.
-// Thread safety: pure functions over files; run them on the I/O thread, not the engine thread.
+//   max_context, every section's tag (a duplicate, or an unknown tag marked required, is refused;
+//   an unknown optional one is skipped unread), every known section's length against the plan
+//   (tokens 4n, kv n x kv_bytes_per_token, gdn the plan's), tokens / kv / gdn all present, and the
+//   file size against the sum of the lengths; then reads each known section and verifies its
+//   checksum. Every refusal is a ninfer::Error("slot file NAME: reason") that says what to do; the
+//   caller's lane is untouched.
 #pragma once
 
-#include "core/backend/backend.h"
+#include "core/backend/lane_image.h"
 #include "core/util/file_io.h"
 
 #include <array>
@@ -27,8 +33,9 @@
 
 namespace ninfer::core {
 
-inline constexpr uint32_t kSlotFileVersion = 1;
+inline constexpr uint32_t kSlotFileVersion = 2;
 inline constexpr uint64_t kSlotHeaderBytes = 4096;
+inline constexpr uint32_t kSlotMaxSections = 64;
 
 // What a slot file must match to be restored into this daemon's lanes.
 struct SlotIdentity {

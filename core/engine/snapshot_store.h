@@ -1,27 +1,25 @@
-// ninfer::core - the checkpoint store behind the prefix cache: lane images in a host tier sized by
-// host-cache-mib (page-locked) and an optional disk tier, evicted by rebuild value per byte.
+// ninfer::core - the checkpoint store behind the prefix cache: lane images in host memory sized by
+// host-cache-mib (page-locked), evicted by rebuild value per byte.
 //
 // Contract (engine thread only):
-// - put(id, image, now) stores a checkpoint under a caller-chosen id. Each tier never holds more
-//   than its budget: before storing, the lowest-valued entries leave the host tier (moved to the
-//   disk tier when one is configured and the entry fits it, else dropped), and the disk tier drops
-//   its own lowest-valued entries the same way. A checkpoint bigger than the host budget is not
-//   stored (put returns false). Dropped ids are reported through take_dropped() so the index
-//   above can forget them.
+// - put(id, image, now) stores a checkpoint under a caller-chosen id. The store never holds more
+//   than its budget: before storing, the lowest-valued entries are dropped. A checkpoint bigger
+//   than the budget is not stored (put returns false). Dropped ids are reported through
+//   take_dropped() so the index above can forget them.
 // - Eviction value (higher = kept longer), written out so tests can fix the order:
 //       rebuild_ms = 1000 * n_tokens / rebuild_tokens_per_s      (prefill time to recompute it)
 //       value      = rebuild_ms / (bytes / 1 MiB) / (1 + idle_s / kIdleHalfLifeS)
 //   i.e. compute saved per MiB held, halved after kIdleHalfLifeS seconds without use. Ties: the
 //   least recently used goes first, then the lower id.
-// - get(id, now) returns the image (reading a disk entry back into the host tier, which may evict
-//   others) and marks it used; nullptr if absent. erase / evict_all / evict_idle remove entries.
-// - Host buffers are mlock()ed; when locking is refused (RLIMIT_MEMLOCK) the store warns once
-//   through Options::warn and continues unlocked. Disk entries are slot files (slot_file.h) named
-//   <id hex>.nsnap in disk_dir. The device tier belongs to GPU backends (a lane's state stays in its
-//   lane until reused); this store is the host and disk tiers.
+// - get(id, now) returns the image and marks it used; nullptr if absent. erase removes one entry.
+// - Host buffers (every section of an image) are mlock()ed; when locking is refused
+//   (RLIMIT_MEMLOCK) the store warns once through Options::warn and continues unlocked.
+// - There is no disk tier: an evicted checkpoint is gone (it is rebuilt by prefill when needed).
+//   Lanes reach disk only as slot files (`ninferctl slot save`, --persist-slots). The device tier
+//   belongs to GPU backends (a lane's state stays in its lane until reused).
 #pragma once
 
-#include "core/engine/slot_file.h"
+#include "core/backend/lane_image.h"
 
 #include <chrono>
 #include <cstdint>
@@ -33,14 +31,10 @@
 
 namespace ninfer::core {
 
-enum class SnapshotTier : uint8_t { Host, Disk };
 inline constexpr double kIdleHalfLifeS = 600.0;
 
 struct SnapshotStoreOptions {
     uint64_t host_budget_bytes = 4096ull << 20; // host-cache-mib
-    uint64_t disk_budget_bytes = 0;             // 0 = no disk tier
-    std::string disk_dir;
-    SlotIdentity identity;                      // stamped into disk entries
     bool lock_memory = true;
     std::function<void(const std::string&)> warn;
 };
@@ -49,7 +43,6 @@ struct SnapshotInfo {
     uint64_t id = 0;
     uint64_t n_tokens = 0;
     uint64_t bytes = 0;
-    SnapshotTier tier = SnapshotTier::Host;
     std::chrono::steady_clock::time_point created, last_used;
     uint64_t hits = 0;
 };
@@ -74,10 +67,8 @@ class SnapshotStore {
     void set_rebuild_tokens_per_s(double rate) { rebuild_tokens_per_s_ = rate > 0 ? rate : rebuild_tokens_per_s_; }
 
     std::vector<SnapshotInfo> list() const;
-    uint64_t used_bytes(SnapshotTier tier) const { return tier == SnapshotTier::Host ? host_used_ : disk_used_; }
-    uint64_t budget_bytes(SnapshotTier tier) const {
-        return tier == SnapshotTier::Host ? options_.host_budget_bytes : options_.disk_budget_bytes;
-    }
+    uint64_t used_bytes() const { return used_; }
+    uint64_t budget_bytes() const { return options_.host_budget_bytes; }
     bool memory_locked() const { return lock_ok_; }
 
     static uint64_t image_bytes(const LaneImage& image);
@@ -85,19 +76,17 @@ class SnapshotStore {
   private:
     struct Entry {
         SnapshotInfo info;
-        std::unique_ptr<LaneImage> image; // host tier only
+        std::unique_ptr<LaneImage> image;
         bool locked = false;
     };
-    bool make_room(SnapshotTier tier, uint64_t bytes, Clock::time_point now, uint64_t keep_id);
-    void demote(Entry& e, Clock::time_point now);
+    bool make_room(uint64_t bytes, Clock::time_point now, uint64_t keep_id);
     void drop(uint64_t id);
     void lock(Entry& e);
     void unlock(Entry& e);
-    std::string disk_path(uint64_t id) const;
 
     SnapshotStoreOptions options_;
     std::map<uint64_t, Entry> entries_;
-    uint64_t host_used_ = 0, disk_used_ = 0;
+    uint64_t used_ = 0;
     double rebuild_tokens_per_s_ = 1000.0;
     bool lock_ok_ = true, warned_ = false;
     std::vector<uint64_t> dropped_;

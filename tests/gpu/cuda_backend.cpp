@@ -218,7 +218,7 @@ TEST_CASE("cuda backend: lane images move between the CPU and CUDA backends", "[
         const int32_t t = argmax(lg);
         // GPU -> CPU: the CPU continues the GPU's lane.
         const LaneImage img = gpu->save_lane(0);
-        CHECK(img.kv.size() == m->plan.lane_image_kv_bytes(100));
+        CHECK(img.kv().size() == m->plan.lane_image_kv_bytes(100));
         cpu->restore_lane(2, img);
         const DecodeStep s0 = step(0, t), s2 = step(2, t), s5 = step(5, t);
         gpu->decode(std::span(&s0, 1));

@@ -17,8 +17,8 @@ TEST_CASE("lane_image: save and restore round trip for every KV dtype", "[lane_i
         backend->prefill(0, prompt, LogitsOut::Last, nullptr);
         const LaneImage image = backend->save_lane(0);
         CHECK(image.tokens == prompt);
-        CHECK(image.kv.size() == plan.lane_image_kv_bytes(90));
-        CHECK(image.gdn.size() == plan.lane_image_gdn_bytes());
+        CHECK(image.kv().size() == plan.lane_image_kv_bytes(90));
+        CHECK(image.gdn().size() == plan.lane_image_gdn_bytes());
 
         // Occupy lane 2 first so the restored lane gets different physical pages.
         backend->prefill(2, random_tokens(70, c.vocab_size, 6), LogitsOut::None, nullptr);
@@ -36,8 +36,7 @@ TEST_CASE("lane_image: save and restore round trip for every KV dtype", "[lane_i
         // A second save of the restored lane reproduces its state bytes.
         const LaneImage again = backend->save_lane(1);
         CHECK(again.tokens.size() == 95);
-        CHECK(again.gdn == backend->save_lane(0).gdn);
-        CHECK(again.kv == backend->save_lane(0).kv);
+        CHECK(again.sections == backend->save_lane(0).sections); // kv and gdn
     }
 }
 
@@ -48,9 +47,20 @@ TEST_CASE("lane_image: a mismatched image is refused", "[lane_image]") {
     auto backend = make_cpu_backend(w, tiny_plan(c, 1));
     backend->prefill(0, random_tokens(10, c.vocab_size, 1), LogitsOut::None, nullptr);
     LaneImage image = backend->save_lane(0);
-    image.kv.pop_back();
+    for (LaneSection& sec : image.sections)
+        if (sec.tag == LaneSectionTag::Kv) sec.bytes.pop_back();
     CHECK_THROWS_WITH(backend->restore_lane(0, image), Catch::Contains("sizes do not match"));
     image = backend->save_lane(0);
     image.kv_dtype = KvDtype::Int8;
     CHECK_THROWS_WITH(backend->restore_lane(0, image), Catch::Contains("KV dtype"));
+    image = backend->save_lane(0);
+    image.sections.erase(image.sections.begin() + 1); // no gdn section
+    CHECK_THROWS_WITH(backend->restore_lane(0, image), Catch::Contains("sizes do not match"));
+    // A section this backend does not restore: refused when required, ignored when optional.
+    image = backend->save_lane(0);
+    image.add_section(LaneSectionTag::MtpKv, 16);
+    CHECK_THROWS_WITH(backend->restore_lane(0, image), Catch::Contains("mtp_kv section this backend cannot restore"));
+    image.sections.back().required = false;
+    CHECK_NOTHROW(backend->restore_lane(0, image));
+    CHECK_THROWS_WITH(image.add_section(LaneSectionTag::Kv, 1), Catch::Contains("a second kv section"));
 }

@@ -47,7 +47,7 @@ class FakeBackend final : public core::Backend {
         return out;
     }
     std::vector<float> last_logits(int) const override { return {}; }
-    core::LaneImage save_lane(int lane) const override { return {lanes_[size_t(lane)], {}, {}, {}}; }
+    core::LaneImage save_lane(int lane) const override { return {lanes_[size_t(lane)], {}, {}}; }
     void restore_lane(int lane, const core::LaneImage& image) override { lanes_[size_t(lane)] = image.tokens; }
     // async_saves: an image taken by save_lane_async (as the lane stands at the call) reaches its
     // callback only from a later poll_saves, as the CUDA backend's copier thread delivers it.

@@ -16,8 +16,8 @@ std::vector<int32_t> seq(size_t n, int32_t base = 0) {
 
 LaneImage image_of(std::vector<int32_t> tokens) {
     LaneImage img;
-    img.kv.assign(tokens.size() * 8, 1);
-    img.gdn.assign(64, 2);
+    for (uint8_t& b : img.add_section(LaneSectionTag::Kv, tokens.size() * 8)) b = 1;
+    for (uint8_t& b : img.add_section(LaneSectionTag::Gdn, 64)) b = 2;
     img.tokens = std::move(tokens);
     return img;
 }
@@ -116,7 +116,7 @@ TEST_CASE("re-inserting a sequence replaces it; evict by key, by age and all", "
     REQUIRE(cache.insert(image_of(a), t1));
     REQUIRE(cache.insert(image_of(b), t1));
     CHECK(cache.evict_all().count == 2);
-    CHECK(cache.store().used_bytes(SnapshotTier::Host) == 0);
+    CHECK(cache.store().used_bytes() == 0);
 }
 
 TEST_CASE("entries the store evicts are gone from the index too", "[prefix_cache]") {
@@ -127,7 +127,7 @@ TEST_CASE("entries the store evicts are gone from the index too", "[prefix_cache
     for (int32_t base = 0; base < 10; ++base) {
         t += std::chrono::seconds(1);
         REQUIRE(cache.insert(image_of(seq(100, base * 10000)), t));
-        CHECK(cache.store().used_bytes(SnapshotTier::Host) <= o.host_budget_bytes);
+        CHECK(cache.store().used_bytes() <= o.host_budget_bytes);
     }
     int found = 0;
     for (int32_t base = 0; base < 10; ++base) {

@@ -1,4 +1,5 @@
-// ninfer tests - slot files: round trip on both I/O paths, every refusal, kill -9 during a save.
+// ninfer tests - slot files (version 2, tagged sections): round trip on both I/O paths, every
+// refusal (truncation at every byte, bad tags, bad lengths, an older version), kill -9 during a save.
 #include "core/engine/crc32c.h"
 #include "core/engine/slot_file.h"
 #include "core/util/error.h"
@@ -45,16 +46,16 @@ LaneImage image(uint32_t n_tokens, uint32_t seed, const SlotIdentity& id = ident
     LaneImage img;
     img.kv_dtype = id.kv_dtype;
     for (uint32_t i = 0; i < n_tokens; ++i) img.tokens.push_back(int32_t(rng() % 1000));
-    img.kv.resize(id.kv_bytes_per_token * n_tokens);
-    for (auto& b : img.kv) b = uint8_t(rng());
-    img.gdn.resize(id.gdn_bytes);
-    for (auto& b : img.gdn) b = uint8_t(rng());
+    for (auto& b : img.add_section(LaneSectionTag::Kv, id.kv_bytes_per_token * n_tokens)) b = uint8_t(rng());
+    for (auto& b : img.add_section(LaneSectionTag::Gdn, id.gdn_bytes)) b = uint8_t(rng());
     return img;
 }
 
-bool same(const LaneImage& a, const LaneImage& b) {
-    return a.tokens == b.tokens && a.kv == b.kv && a.gdn == b.gdn && a.kv_dtype == b.kv_dtype;
-}
+bool same(const LaneImage& a, const LaneImage& b) { return a == b; }
+
+constexpr uint64_t kHeaderCrcAt = kSlotHeaderBytes - 4;
+// Directory entry i (tokens 0, kv 1, gdn 2 as written): u32 tag, u32 flags, u64 length, u32 crc.
+constexpr uint64_t entry_at(int i) { return 128 + 24 * uint64_t(i); }
 
 void patch(const std::string& path, uint64_t offset, const void* bytes, size_t n) {
     int fd = ::open(path.c_str(), O_WRONLY);
@@ -63,14 +64,14 @@ void patch(const std::string& path, uint64_t offset, const void* bytes, size_t n
     ::close(fd);
 }
 
-// Rewrites header fields and fixes the header checksum, as a deliberate forger would.
-void patch_header_u64(const std::string& path, uint64_t offset, uint64_t value) {
+// Rewrites a header field and fixes the header checksum, as a deliberate forger would.
+template <typename T> void patch_header(const std::string& path, uint64_t offset, T value) {
     std::vector<uint8_t> h(kSlotHeaderBytes);
     int fd = ::open(path.c_str(), O_RDWR);
     REQUIRE(::pread(fd, h.data(), h.size(), 0) == ssize_t(h.size()));
-    std::memcpy(&h[offset], &value, 8);
-    uint32_t crc = crc32c_extend(0, h.data(), 148);
-    std::memcpy(&h[148], &crc, 4);
+    std::memcpy(&h[offset], &value, sizeof value);
+    uint32_t crc = crc32c_extend(0, h.data(), kHeaderCrcAt);
+    std::memcpy(&h[kHeaderCrcAt], &crc, 4);
     REQUIRE(::pwrite(fd, h.data(), h.size(), 0) == ssize_t(h.size()));
     ::close(fd);
 }
@@ -165,17 +166,20 @@ TEST_CASE("foreign, mismatched, corrupted and truncated slot files are refused w
     CHECK_THAT(refusal(path, other), Catch::Contains("KV cache dtype bf16 differs"));
     other = id;
     other.gdn_bytes = 4999;
-    CHECK_THAT(refusal(path, other), Catch::Contains("do not match"));
+    CHECK_THAT(refusal(path, other), Catch::Contains("section gdn is 5000 bytes, this model's layout needs 4999"));
+    other = id;
+    other.kv_bytes_per_token = 97;
+    CHECK_THAT(refusal(path, other), Catch::Contains("KV bytes per token 96 do not match"));
     other = id;
     other.max_context = 63;
     CHECK_THAT(refusal(path, other), Catch::Contains("exceed max-context"));
 
     uint8_t flip = 0x5A;
     patch(path, kSlotHeaderBytes + 64 * 4 + 10, &flip, 1);
-    CHECK_THAT(refusal(path, id), Catch::Contains("payload checksum"));
+    CHECK_THAT(refusal(path, id), Catch::Contains("kv section checksum mismatch"));
 
     fresh();
-    patch(path, 120, &flip, 1); // a header byte without fixing its checksum
+    patch(path, 112, &flip, 1); // a header byte without fixing its checksum
     CHECK_THAT(refusal(path, id), Catch::Contains("header checksum"));
 
     fresh();
@@ -183,9 +187,8 @@ TEST_CASE("foreign, mismatched, corrupted and truncated slot files are refused w
     CHECK_THAT(refusal(path, id), Catch::Contains("bad magic"));
 
     fresh();
-    uint32_t v2 = 2;
-    patch(path, 8, &v2, 4);
-    CHECK_THAT(refusal(path, id), Catch::Contains("version 2 is not supported"));
+    patch_header<uint32_t>(path, 8, 3);
+    CHECK_THAT(refusal(path, id), Catch::Contains("format version 3 is not supported: this ninferd reads version 2"));
 
     fresh();
     REQUIRE(::truncate(path.c_str(), off_t(std::filesystem::file_size(path) - 1)) == 0);
@@ -199,13 +202,119 @@ TEST_CASE("foreign, mismatched, corrupted and truncated slot files are refused w
 
     // A forged header claiming a huge sequence is refused from the header alone (nothing allocated).
     fresh();
-    patch_header_u64(path, 104, 1ull << 40);
+    patch_header<uint64_t>(path, 104, 1ull << 40);
     CHECK_THAT(refusal(path, id), Catch::Contains("exceed max-context"));
-    fresh();
-    patch_header_u64(path, 136, 1ull << 50);
-    CHECK_THAT(refusal(path, id), Catch::Contains("payload size field"));
 
     CHECK_THAT(refusal(dir.path + "/missing.nslot", id), Catch::Contains("No such file"));
+}
+
+// A version-1 header as the first ninferd wrote it (fixed tokens / kv / gdn payload, header crc at 148).
+void write_version1(const std::string& path) {
+    std::vector<uint8_t> h(kSlotHeaderBytes + 64, 0);
+    std::memcpy(h.data(), "NINFSLOT", 8);
+    uint32_t version = 1, header_bytes = uint32_t(kSlotHeaderBytes);
+    std::memcpy(&h[8], &version, 4);
+    std::memcpy(&h[12], &header_bytes, 4);
+    uint32_t crc = crc32c_extend(0, h.data(), 148);
+    std::memcpy(&h[148], &crc, 4);
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    REQUIRE(::pwrite(fd, h.data(), h.size(), 0) == ssize_t(h.size()));
+    ::close(fd);
+}
+
+TEST_CASE("a version-1 slot file is refused with a message naming both versions", "[slot_file]") {
+    TempDir dir;
+    std::string path = slot_file_path(dir.path, "old");
+    write_version1(path);
+    std::string why = refusal(path, identity());
+    CHECK_THAT(why, Catch::Contains("format version 1 is not supported: this ninferd reads version 2 only"));
+    CHECK_THAT(why, Catch::Contains("save the lane again"));
+}
+
+TEST_CASE("a slot file cut at any byte is refused as truncated", "[slot_file]") {
+    TempDir dir;
+    SlotIdentity id = identity();
+    id.kv_bytes_per_token = 8;
+    id.gdn_bytes = 24;
+    std::string whole = slot_file_path(dir.path, "whole"), cut = slot_file_path(dir.path, "cut");
+    slot_file_write(whole, id, image(5, 3, id), FileIoMode::Plain);
+    uint64_t size = std::filesystem::file_size(whole);
+    REQUIRE(size == kSlotHeaderBytes + 5 * 4 + 5 * 8 + 24);
+    int n_refused = 0;
+    for (uint64_t n = 0; n < size; ++n) {
+        std::filesystem::copy_file(whole, cut, std::filesystem::copy_options::overwrite_existing);
+        REQUIRE(::truncate(cut.c_str(), off_t(n)) == 0);
+        std::string why = refusal(cut, id);
+        INFO("cut at " << n << ": " << why);
+        CHECK_THAT(why, Catch::Contains("truncated"));
+        n_refused += !why.empty();
+    }
+    CHECK(n_refused == int(size));
+    CHECK(refusal(whole, id).empty());
+}
+
+TEST_CASE("section tags: unknown required refused, unknown optional skipped, duplicates and gaps refused",
+          "[slot_file]") {
+    TempDir dir;
+    SlotIdentity id = identity();
+    std::string path = slot_file_path(dir.path, "tags");
+    const LaneImage plain = image(40, 4);
+
+    LaneImage newer = plain; // as a later ninfer might write it
+    for (uint8_t& b : newer.add_section(LaneSectionTag(99), 300, false)) b = 0xAB;
+    slot_file_write(path, id, newer, FileIoMode::Plain);
+    CHECK(std::filesystem::file_size(path) == kSlotHeaderBytes + 40 * 4 + 40 * 96 + 5000 + 300);
+    CHECK(same(slot_file_read(path, id, FileIoMode::Plain), plain)); // the optional section is dropped
+
+    newer.sections.back().required = true;
+    slot_file_write(path, id, newer, FileIoMode::Plain);
+    CHECK_THAT(refusal(path, id), Catch::Contains("needs the tag 99 section, which this ninferd cannot restore"));
+
+    slot_file_write(path, id, plain, FileIoMode::Plain);
+    patch_header<uint32_t>(path, entry_at(2), uint32_t(LaneSectionTag::Kv)); // gdn relabelled kv
+    CHECK_THAT(refusal(path, id), Catch::Contains("two kv sections"));
+
+    slot_file_write(path, id, plain, FileIoMode::Plain);
+    patch_header<uint32_t>(path, entry_at(1) + 4, 3u); // kv with an unknown flag bit
+    CHECK_THAT(refusal(path, id), Catch::Contains("unknown flags"));
+
+    LaneImage no_gdn = plain;
+    no_gdn.sections.pop_back();
+    slot_file_write(path, id, no_gdn, FileIoMode::Plain);
+    CHECK_THAT(refusal(path, id), Catch::Contains("no gdn section"));
+
+    slot_file_write(path, id, plain, FileIoMode::Plain);
+    patch_header<uint32_t>(path, 120, 0u);
+    CHECK_THAT(refusal(path, id), Catch::Contains("0 sections"));
+    patch_header<uint32_t>(path, 120, kSlotMaxSections + 1);
+    CHECK_THAT(refusal(path, id), Catch::Contains("at most"));
+}
+
+TEST_CASE("section lengths are checked against the plan and the file before anything is allocated",
+          "[slot_file]") {
+    TempDir dir;
+    SlotIdentity id = identity();
+    std::string path = slot_file_path(dir.path, "lengths");
+    LaneImage img = image(40, 5);
+    for (uint8_t& b : img.add_section(LaneSectionTag(77), 64, false)) b = 1;
+    auto fresh = [&] { slot_file_write(path, id, img, FileIoMode::Plain); };
+
+    fresh();
+    patch_header<uint64_t>(path, entry_at(1) + 8, 1ull << 60); // a forged kv length
+    CHECK_THAT(refusal(path, id), Catch::Contains("section kv is 1152921504606846976 bytes, this model's layout needs 3840"));
+    fresh();
+    patch_header<uint64_t>(path, entry_at(0) + 8, 40 * 4 - 4); // tokens shorter than n_tokens
+    CHECK_THAT(refusal(path, id), Catch::Contains("section tokens is 156 bytes"));
+    fresh();
+    patch_header<uint64_t>(path, entry_at(3) + 8, ~0ull); // an unknown optional section claims everything
+    CHECK_THAT(refusal(path, id), Catch::Contains("tag 77 section ends beyond the file"));
+    fresh();
+    patch_header<uint64_t>(path, entry_at(3) + 8, 63); // one byte short: the file has one left over
+    CHECK_THAT(refusal(path, id), Catch::Contains("1 trailing bytes"));
+    fresh();
+    uint8_t flip = 0x11;
+    patch(path, kSlotHeaderBytes + 40 * 4 + 40 * 96 + 7, &flip, 1); // inside gdn
+    CHECK_THAT(refusal(path, id), Catch::Contains("gdn section checksum mismatch"));
 }
 
 TEST_CASE("kill -9 during a save leaves the old file or the new one under the name", "[slot_file]") {

@@ -1,5 +1,5 @@
 // ninfer tests - snapshot store: the eviction order the value formula fixes, budgets never exceeded,
-// the disk tier round trip, the unlocked-memory warning, page locking under a raised LimitMEMLOCK.
+// eviction drops (there is no disk tier), images come back intact, the unlocked-memory warning, page locking under a raised LimitMEMLOCK.
 #include "core/engine/snapshot_store.h"
 
 #include <catch2/catch.hpp>
@@ -19,8 +19,8 @@ namespace {
 LaneImage image(uint32_t n, uint32_t seed = 1) {
     LaneImage img;
     for (uint32_t i = 0; i < n; ++i) img.tokens.push_back(int32_t(seed * 7919 + i));
-    img.kv.assign(size_t(n) * 1024, uint8_t(seed));
-    img.gdn.assign(65536, uint8_t(seed + 1));
+    for (uint8_t& b : img.add_section(LaneSectionTag::Kv, size_t(n) * 1024)) b = uint8_t(seed);
+    for (uint8_t& b : img.add_section(LaneSectionTag::Gdn, 65536)) b = uint8_t(seed + 1);
     return img;
 }
 uint64_t bytes_of(uint32_t n) { return 4ull * n + 1024ull * n + 65536; }
@@ -50,7 +50,7 @@ TEST_CASE("the value formula fixes the eviction order", "[snapshot_store]") {
     REQUIRE(store.put(1, image(64, 1), now));
     REQUIRE(store.put(2, image(512, 2), now));
     REQUIRE(store.put(4, image(2048, 4), now));
-    CHECK(store.used_bytes(SnapshotTier::Host) == budget);
+    CHECK(store.used_bytes() == budget);
     auto value = [&](uint64_t id) { return store.value(*store.info(id), now); };
     CHECK(value(1) == Approx(511.0).epsilon(0.001));
     CHECK(value(4) == Approx(989.2).epsilon(0.001));
@@ -58,7 +58,7 @@ TEST_CASE("the value formula fixes the eviction order", "[snapshot_store]") {
 
     REQUIRE(store.put(9, image(2048, 9), now)); // needs every byte: all four leave, in value order
     CHECK(store.take_dropped() == std::vector<uint64_t>{3, 1, 2, 4});
-    CHECK(store.used_bytes(SnapshotTier::Host) == bytes_of(2048));
+    CHECK(store.used_bytes() == bytes_of(2048));
 }
 
 TEST_CASE("using an entry makes it recent again", "[snapshot_store]") {
@@ -89,40 +89,24 @@ TEST_CASE("the host tier never exceeds its budget and refuses what cannot fit", 
         if (rng() % 3 == 0 && !store.list().empty()) store.get(store.list().front().id, t);
         uint64_t sum = 0;
         for (const SnapshotInfo& s : store.list()) sum += s.bytes;
-        REQUIRE(store.used_bytes(SnapshotTier::Host) <= budget);
-        REQUIRE(sum == store.used_bytes(SnapshotTier::Host));
+        REQUIRE(store.used_bytes() <= budget);
+        REQUIRE(sum == store.used_bytes());
     }
 }
 
-TEST_CASE("the disk tier keeps what the host tier evicts and gives it back intact", "[snapshot_store]") {
-    char buf[] = "/tmp/ninfer-snap-XXXXXX";
-    std::string dir = ::mkdtemp(buf);
-    {
-        SnapshotStoreOptions o = options(bytes_of(100) + 10);
-        o.disk_budget_bytes = 2 * bytes_of(100) + 10;
-        o.disk_dir = dir + "/cache";
-        o.identity.model_id = "m";
-        o.identity.kv_bytes_per_token = 1024;
-        o.identity.gdn_bytes = 65536;
-        o.identity.max_context = 1000;
-        SnapshotStore store(o);
-        Clock::time_point t{};
-        for (uint64_t id = 1; id <= 4; ++id) REQUIRE(store.put(id, image(100, uint32_t(id)), t + std::chrono::seconds(id)));
-        // host holds 4; disk holds the two most valuable of 1..3 (recency: 3 and 2); 1 is gone.
-        CHECK(store.take_dropped() == std::vector<uint64_t>{1});
-        CHECK(store.info(4)->tier == SnapshotTier::Host);
-        CHECK(store.info(3)->tier == SnapshotTier::Disk);
-        CHECK(store.info(2)->tier == SnapshotTier::Disk);
-        CHECK(store.used_bytes(SnapshotTier::Disk) <= store.budget_bytes(SnapshotTier::Disk));
-        const LaneImage* back = store.get(2, t + std::chrono::seconds(10));
-        REQUIRE(back != nullptr);
-        LaneImage want = image(100, 2);
-        CHECK((back->tokens == want.tokens && back->kv == want.kv && back->gdn == want.gdn));
-        CHECK(store.info(2)->tier == SnapshotTier::Host);
-        CHECK(store.info(4)->tier == SnapshotTier::Disk); // made room for 2
-    }
-    CHECK(std::filesystem::is_empty(dir + "/cache")); // the store cleans its spill files
-    std::filesystem::remove_all(dir);
+TEST_CASE("evicted checkpoints are gone and kept ones come back intact", "[snapshot_store]") {
+    SnapshotStore store(options(2 * bytes_of(100) + 10));
+    Clock::time_point t{};
+    for (uint64_t id = 1; id <= 4; ++id) REQUIRE(store.put(id, image(100, uint32_t(id)), t + std::chrono::seconds(id)));
+    // Room for two: the least recent (equal value otherwise) leave first and are not kept anywhere.
+    CHECK(store.take_dropped() == std::vector<uint64_t>{1, 2});
+    CHECK(store.get(1, t + std::chrono::seconds(10)) == nullptr);
+    CHECK_FALSE(store.contains(2));
+    const LaneImage* back = store.get(3, t + std::chrono::seconds(10));
+    REQUIRE(back != nullptr);
+    CHECK(*back == image(100, 3));
+    CHECK(store.info(3)->hits == 1);
+    CHECK(store.used_bytes() == 2 * bytes_of(100));
 }
 
 TEST_CASE("a refused page lock warns once and the store keeps working", "[snapshot_store]") {
