@@ -13,7 +13,7 @@ using namespace ninfer::test;
 
 namespace {
 
-std::vector<float> as_floats(const std::vector<uint8_t>& bytes) {
+std::vector<float> as_floats(std::span<const uint8_t> bytes) {
     std::vector<float> f(bytes.size() / sizeof(float));
     std::memcpy(f.data(), bytes.data(), f.size() * sizeof(float));
     return f;
@@ -68,8 +68,8 @@ TEST_CASE("verify_rollback: window rows equal decode, keeping j+1 equals a fresh
             CHECK(relative_error(spec->last_logits(0), fresh->last_logits(1)) < 1e-5);
             const LaneImage a = spec->save_lane(0), b = fresh->save_lane(1);
             CHECK(a.tokens == b.tokens);
-            CHECK(relative_error(as_floats(a.gdn), as_floats(b.gdn)) < 1e-5);
-            CHECK(relative_error(as_floats(a.kv), as_floats(b.kv)) < 1e-5);
+            CHECK(relative_error(as_floats(a.gdn()), as_floats(b.gdn())) < 1e-5);
+            CHECK(relative_error(as_floats(a.kv()), as_floats(b.kv())) < 1e-5);
             // Both go on alike: the dropped tokens left nothing behind.
             const auto next_a = decode_each(*spec, 0, after), next_b = decode_each(*fresh, 1, after);
             for (size_t i = 0; i < after.size(); ++i)
@@ -94,7 +94,7 @@ TEST_CASE("verify_rollback: the rollback is the snapshot of the kept token, not 
         std::vector<float> rows;
         b->verify(std::vector<VerifyStep>{{0, window}}, rows);
         b->accept_verified(0, keep);
-        states.push_back(as_floats(b->save_lane(0).gdn));
+        states.push_back(as_floats(b->save_lane(0).gdn()));
     }
     CHECK(relative_error(states[0], states[1]) > 1e-3);
     CHECK(relative_error(states[1], states[2]) > 1e-3);
