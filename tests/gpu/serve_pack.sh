@@ -3,7 +3,9 @@
 # (Ubuntu, CUDA, none of our Debian libraries) into one folder to carry: ninferd and ninferctl
 # stripped, the shared libraries they link that Ubuntu 24.04 does not ship (libsimdjson, libuv,
 # liburing), and the Qwen3 tokenizer files the synthetic conversion embeds. When the whole exceeds
-# 60 MiB (the carry limit is 64 MiB) it is packed as DEST/serve.tar.xz instead, which
+# NINFER_SERVE_PACK_MAX_KIB (default 24 MiB; a CUDA build's two binaries are ~50 MB, the carry
+# limit 64 MiB, so two builds for a before/after run fit only packed) it is packed as
+# DEST/serve.tar.xz instead (~16 MB, xz level NINFER_SERVE_PACK_XZ_LEVEL, default 6), which
 # serve_bench.sh unpacks.
 #
 # Usage: tests/gpu/serve_pack.sh BUILD_DIR DEST
@@ -25,8 +27,8 @@ cp "$tokenizer/tokenizer.json" "$tokenizer/tokenizer_config.json" "$dest/tokeniz
 ldd "$build/daemon/ninferd" "$build/ctl/ninferctl" | awk '$1 ~ /^lib(simdjson|uv|uring)\.so/ && $3 ~ /^\// { print $1, $3 }' |
     sort -u | while read -r soname path; do cp -L "$path" "$dest/$soname"; done
 kib=$(du -sk "$dest" | cut -f1)
-if [ "$kib" -gt $((60 * 1024)) ]; then
-    tar -C "$dest" -cf - . | xz -T2 -6 >"$dest.serve.tar.xz"
+if [ "$kib" -gt "${NINFER_SERVE_PACK_MAX_KIB:-24576}" ]; then
+    tar -C "$dest" -cf - . | xz -T2 "-${NINFER_SERVE_PACK_XZ_LEVEL:-6}" >"$dest.serve.tar.xz"
     find "$dest" -mindepth 1 -delete
     mv "$dest.serve.tar.xz" "$dest/serve.tar.xz"
 fi
