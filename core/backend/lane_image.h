@@ -10,6 +10,10 @@
 //         (core/model/kv_codec.h), MemoryPlan::lane_image_kv_bytes(n) bytes;
 //     Gdn every GDN layer's conv history, then every GDN layer's fp32 recurrent state,
 //         MemoryPlan::lane_image_gdn_bytes() bytes.
+//     MtpKv (optional: without it a lane only drafts worse) the MTP head's state, written by a
+//         backend whose plan has mtp: u32 mtp_length m, u32 r, the MTP layer's K then V rows of
+//         positions [0, m) in kv_dtype's row format (n_kv_heads rows each), then the r = n - m
+//         final hidden rows (H f32 each) the head has not taken yet.
 //   The byte layout belongs to the backend that wrote it, but the CPU and CUDA backends use the
 //   same one so an image moves between them.
 // - add_section(tag, n) allocates a section of n zero bytes and returns where to fill it. The span

@@ -130,13 +130,16 @@ class CpuBackend final : public Backend {
         img.kv_dtype = plan_.kv_dtype;
         const uint32_t n = uint32_t(s.tokens.size());
         std::span<uint8_t> kv = img.add_section(LaneSectionTag::Kv, plan_.lane_image_kv_bytes(n));
-        for_each_kv_row(n, [&](uint32_t fl, bool value, uint32_t pos, uint32_t h, size_t at) {
+        const uint32_t n_full = w_.config.n_full_attention_layers();
+        for_each_kv_row(n, 0, n_full, 0, [&](uint32_t fl, bool value, uint32_t pos, uint32_t h, size_t at) {
             std::memcpy(kv.data() + at, kv_.row(fl, value, s.pages, pos, h), kv_.row_bytes());
         });
         std::span<uint8_t> gdn = img.add_section(LaneSectionTag::Gdn, plan_.lane_image_gdn_bytes());
         std::memcpy(gdn.data(), s.conv.data(), s.conv.size() * sizeof(float));
         std::memcpy(gdn.data() + s.conv.size() * sizeof(float), s.recurrent.data(),
                     s.recurrent.size() * sizeof(float));
+        if (mtp_active())
+            save_mtp(s, img);
         return img;
     }
 
@@ -147,16 +150,18 @@ class CpuBackend final : public Backend {
         reset_lane(lane);
         kv_.reserve(s.pages, n);
         s.tokens = img.tokens;
-        for_each_kv_row(n, [&](uint32_t fl, bool value, uint32_t pos, uint32_t h, size_t at) {
+        const uint32_t n_full = w_.config.n_full_attention_layers();
+        for_each_kv_row(n, 0, n_full, 0, [&](uint32_t fl, bool value, uint32_t pos, uint32_t h, size_t at) {
             std::memcpy(kv_.row(fl, value, s.pages, pos, h), img.kv().data() + at, kv_.row_bytes());
         });
         std::memcpy(s.conv.data(), img.gdn().data(), s.conv.size() * sizeof(float));
         std::memcpy(s.recurrent.data(), img.gdn().data() + s.conv.size() * sizeof(float),
                     s.recurrent.size() * sizeof(float));
         s.has_logits = false;
-        // The image carries no MTP KV or hidden state: the head takes the lane up again from its
-        // next decode (drafts come back empty until then; its KV rows below n are stale).
-        s.mtp_length = n;
+        // Without an MtpKv section the head takes the lane up again from its next decode (drafts
+        // come back empty until then; its KV rows below n are stale).
+        if (!mtp_active() || !restore_mtp(s, img))
+            s.mtp_length = n;
     }
 
     bool has_mtp() const override { return mtp_active(); }
@@ -250,14 +255,60 @@ class CpuBackend final : public Backend {
     }
 
     // Visits the lane image's KV rows in layout order (memory_plan.h): layer, K then V, position, head.
-    template <class Fn> void for_each_kv_row(uint32_t n, Fn&& fn) const {
-        const uint32_t n_full = w_.config.n_full_attention_layers(), nkv = w_.config.num_key_value_heads;
-        size_t at = 0;
-        for (uint32_t fl = 0; fl < n_full; ++fl)
+    // Visits the KV rows of layers [layer_begin, layer_end) of the pool (the MTP layer is the one
+    // after the full-attention layers) in lane-image order (memory_plan.h): layer, K then V,
+    // position, head; `at` counts from `at0`.
+    template <class Fn>
+    void for_each_kv_row(uint32_t n, uint32_t layer_begin, uint32_t layer_end, size_t at0, Fn&& fn) const {
+        const uint32_t nkv = w_.config.num_key_value_heads;
+        size_t at = at0;
+        for (uint32_t fl = layer_begin; fl < layer_end; ++fl)
             for (int value = 0; value < 2; ++value)
                 for (uint32_t pos = 0; pos < n; ++pos)
                     for (uint32_t h = 0; h < nkv; ++h, at += kv_.row_bytes())
                         fn(fl, bool(value), pos, h, at);
+    }
+
+    // The MtpKv section (lane_image.h): u32 mtp_length m, u32 pending rows r, the MTP layer's K
+    // then V rows of positions [0, m), then r hidden rows of H f32.
+    void save_mtp(const cpu::LaneState& s, LaneImage& img) const {
+        const uint32_t m = s.mtp_length, H = w_.config.hidden_size;
+        const uint32_t r = uint32_t(s.mtp_hidden.size() / H);
+        const uint32_t n_full = w_.config.n_full_attention_layers();
+        const size_t rows_at = 8 + size_t(m) * plan_.kv_mtp_bytes_per_token;
+        std::span<uint8_t> out = img.add_section(LaneSectionTag::MtpKv, rows_at + size_t(r) * H * sizeof(float),
+                                                 /*required=*/false); // without it only drafts suffer
+        std::memcpy(out.data(), &m, 4);
+        std::memcpy(out.data() + 4, &r, 4);
+        for_each_kv_row(m, n_full, n_full + 1, 8, [&](uint32_t fl, bool value, uint32_t pos, uint32_t h, size_t at) {
+            std::memcpy(out.data() + at, kv_.row(fl, value, s.pages, pos, h), kv_.row_bytes());
+        });
+        std::memcpy(out.data() + rows_at, s.mtp_hidden.data(), s.mtp_hidden.size() * sizeof(float));
+    }
+
+    // Restores the head's state from an MtpKv section; false (nothing restored) when the image has
+    // none. A section that does not fit the image is refused.
+    bool restore_mtp(cpu::LaneState& s, const LaneImage& img) {
+        const std::span<const uint8_t> in = img.section(LaneSectionTag::MtpKv);
+        if (in.size() < 8)
+            return false;
+        uint32_t m = 0, r = 0;
+        std::memcpy(&m, in.data(), 4);
+        std::memcpy(&r, in.data() + 4, 4);
+        const uint32_t H = w_.config.hidden_size, n_full = w_.config.n_full_attention_layers();
+        const size_t rows_at = 8 + size_t(m) * plan_.kv_mtp_bytes_per_token;
+        if (uint64_t(m) + r != img.tokens.size() || in.size() != rows_at + size_t(r) * H * sizeof(float))
+            throw Error("backend: lane image MTP section of " + std::to_string(in.size()) + " bytes for " +
+                        std::to_string(m) + " positions and " + std::to_string(r) +
+                        " pending rows does not fit the image's " + std::to_string(img.tokens.size()) +
+                        " tokens and the plan");
+        for_each_kv_row(m, n_full, n_full + 1, 8, [&](uint32_t fl, bool value, uint32_t pos, uint32_t h, size_t at) {
+            std::memcpy(kv_.row(fl, value, s.pages, pos, h), in.data() + at, kv_.row_bytes());
+        });
+        s.mtp_length = m;
+        s.mtp_hidden.assign(reinterpret_cast<const float*>(in.data() + rows_at),
+                            reinterpret_cast<const float*>(in.data() + rows_at) + size_t(r) * H);
+        return true;
     }
 
     DecodeResult sample(const std::vector<float>& logits, const SamplingParams& params,

@@ -172,20 +172,37 @@ TEST_CASE("mtp_draft: every way of reaching a sequence drafts alike", "[mtp_draf
     }
 }
 
-TEST_CASE("mtp_draft: a restored lane drafts again after one decode; limits", "[mtp_draft]") {
+TEST_CASE("mtp_draft: lane images carry the head's state; limits", "[mtp_draft]") {
     const ModelConfig c = tiny_config(false);
     auto model = InMemoryModel::random(c, {.seed = 73, .with_mtp = true});
     const ModelWeights w = model->weights();
     auto b = make_cpu_backend(w, tiny_speculative_plan(c, 2, 3, true, KvDtype::F32, 64));
     const auto prompt = random_tokens(20, c.vocab_size, 8);
     b->prefill(0, prompt, LogitsOut::None, nullptr);
-    b->restore_lane(1, b->save_lane(0));
-    CHECK(draft(*b, 1, 5, 3).first.empty()); // the image has no hidden state for the head
+    // Occupy lane 1 first so the restored lane gets other pages (stale MTP rows in them).
+    b->prefill(1, random_tokens(30, c.vocab_size, 9), LogitsOut::None, nullptr);
+    LaneImage image = b->save_lane(0);
+    const LaneSection* section = image.find(LaneSectionTag::MtpKv);
+    REQUIRE(section);
+    CHECK_FALSE(section->required);
+    b->restore_lane(1, image);
+    check_same(draft(*b, 1, 5, 3), draft(*b, 0, 5, 3));
+
+    // Without the section the head has no hidden state for the lane until its next decode.
+    image.sections.erase(std::find_if(image.sections.begin(), image.sections.end(),
+                                      [](const LaneSection& x) { return x.tag == LaneSectionTag::MtpKv; }));
+    b->restore_lane(1, image);
+    CHECK(draft(*b, 1, 5, 3).first.empty());
     DecodeStep step;
     step.lane = 1;
     step.token = 5;
     b->decode(std::span(&step, 1));
     CHECK(draft(*b, 1, 6, 3).first.size() == 3);
+    // A section that does not fit the image is refused.
+    LaneImage bad = b->save_lane(0);
+    std::span<uint8_t> header = bad.section(LaneSectionTag::MtpKv);
+    header[4] += 1; // one more pending row than the image's tokens leave
+    CHECK_THROWS_WITH(b->restore_lane(1, bad), Catch::Contains("MTP section"));
 
     CHECK_THROWS_WITH(draft(*b, 0, 5, 4), Catch::Contains("plan allows 1..3"));
     CHECK_THROWS_WITH(draft(*b, 0, int32_t(c.vocab_size), 1), Catch::Contains("outside the vocabulary"));
