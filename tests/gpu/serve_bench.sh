@@ -52,6 +52,18 @@ cleanup() {
     rm -rf "$WORK"
 }
 trap cleanup EXIT
+# Long steps run in the background under `wait`, which a signal interrupts (a foreground child would
+# delay the trap until it ended): a timeout still stops the step and the server and keeps the logs.
+CHILD=
+run_child() {
+    "$@" &
+    CHILD=$!
+    wait "$CHILD"
+    local rc=$?
+    CHILD=
+    return $rc
+}
+trap '[ -n "$CHILD" ] && kill -TERM "$CHILD" 2>/dev/null; exit 143' TERM INT
 
 # bin_dir DIR: DIR itself, or where DIR/serve.tar.xz was unpacked; absolute.
 n_unpacked=0
@@ -118,7 +130,7 @@ stop_daemon() {
 for model in ${NINFER_SERVE_MODELS:-qwen3.6-35b-a3b qwen3.6-27b}; do
     artifact=$WORK/$model.ninfer
     t=$SECONDS
-    timeout 600 "$BIN/ninferctl" convert --synthetic "$model" "$artifact" --recipe "$RECIPE" "${convert_args[@]}" \
+    run_child timeout 600 "$BIN/ninferctl" convert --synthetic "$model" "$artifact" --recipe "$RECIPE" "${convert_args[@]}" \
         >"$LOGS/convert_$model.log" 2>&1
     rc=$?
     if [ $rc -ne 0 ]; then
@@ -130,7 +142,7 @@ for model in ${NINFER_SERVE_MODELS:-qwen3.6-35b-a3b qwen3.6-27b}; do
     bench_opt=()
     if [ "${NINFER_SERVE_BENCH:-1}" != 0 ]; then
         t=$SECONDS
-        if timeout 400 "$BIN/ninferctl" bench "$artifact" "${bench_args[@]}" --json >"$LOGS/bench_$model.json" \
+        if run_child timeout 400 "$BIN/ninferctl" bench "$artifact" "${bench_args[@]}" --json >"$LOGS/bench_$model.json" \
             2>"$LOGS/bench_$model.log" && python3 -m json.tool "$LOGS/bench_$model.json" >/dev/null 2>&1; then
             say "bench $model ${bench_args[*]}: ok in $((SECONDS - t)) s"
             bench_opt=(--bench "$LOGS/bench_$model.json")
@@ -154,7 +166,7 @@ for model in ${NINFER_SERVE_MODELS:-qwen3.6-35b-a3b qwen3.6-27b}; do
         fi
         say "ninferd $model $label ($vbin) ${common_args[*]} ${vargs[*]}: ready in $((SECONDS - t)) s"
         t=$SECONDS
-        timeout 900 python3 "$SRC/tests/gpu/serve_load.py" --url "http://127.0.0.1:$PORT" \
+        run_child timeout 900 python3 "$SRC/tests/gpu/serve_load.py" --url "http://127.0.0.1:$PORT" \
             --label "$model $RECIPE $label" --json "$LOGS/serve_${model}_$label.json" --summary "$SUMMARY" \
             --scenarios "$SCENARIOS" "${bench_opt[@]}" "${load_args[@]}" >"$LOGS/load_${model}_$label.log" 2>&1 ||
             fail "scenarios $model $label: FAILED (exit $?; see load_${model}_$label.log): $(grep -h 'FAILED' "$LOGS/load_${model}_$label.log" | head -3)"
