@@ -1,10 +1,11 @@
-// ninfer tests - the CPU MTP head (model.md §8) through draft_mtp: a hand-written evaluation of
-// the head at position 0 (where attention reduces to V), and the bookkeeping of which hidden
-// states the head has taken: chunked prefill, a decode, an accepted verify window and a batch of
+// ninfer tests - the CPU MTP head (model.md §8) through draft_mtp: against the head written out in
+// double over the whole prompt (mtp_formula.h), and the bookkeeping of which hidden states the
+// head has taken: chunked prefill, a decode, an accepted verify window, lane images and a batch of
 // lanes all give the drafts a fresh lane gives. (The head against PyTorch: mtp_reference.cpp.)
 #include "core/cpu/forward.h"
 #include "core/cpu/lane_state.h"
 #include "core/cpu/thread_pool.h"
+#include "tests/unit/cpu/mtp_formula.h"
 #include "tests/unit/cpu/tiny_models.h"
 
 #include <catch2/catch.hpp>
@@ -28,87 +29,46 @@ void check_same(const Draft& a, const Draft& b) {
     CHECK(relative_error(a.second, b.second) < 1e-5);
 }
 
-std::vector<double> offset_norm(const std::vector<double>& x, const std::vector<float>& w, double eps) {
-    double ms = 0;
-    for (double v : x)
-        ms += v * v;
-    const double r = 1.0 / std::sqrt(ms / double(x.size()) + eps);
-    std::vector<double> y(x.size());
-    for (size_t i = 0; i < x.size(); ++i)
-        y[i] = x[i] * r * (1.0 + double(w[i]));
-    return y;
-}
-
-std::vector<double> product(const Matrix& m, const std::vector<double>& x) {
-    std::vector<float> rows(m.rows() * m.cols());
-    m.decode(0, m.rows(), rows.data());
-    std::vector<double> y(m.rows(), 0.0);
-    for (size_t r = 0; r < m.rows(); ++r)
-        for (size_t i = 0; i < m.cols(); ++i)
-            y[r] += double(rows[r * m.cols() + i]) * x[i];
-    return y;
-}
-
-double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
-
 } // namespace
 
-TEST_CASE("mtp_draft: the head at position 0 equals its formula", "[mtp_draft]") {
-    const ModelConfig c = tiny_config(false);
-    auto model = InMemoryModel::random(c, {.seed = 71, .with_mtp = true});
-    const ModelWeights w = model->weights();
-    REQUIRE(w.mtp);
-    const MemoryPlan plan = tiny_speculative_plan(c, 1, 2, true);
-    const int32_t x0 = 17, x1 = 101;
-    // h_0: the main model's final-normed hidden state after the one-token prompt.
-    ThreadPool pool(1);
-    cpu::KvStore kv(c, plan);
-    cpu::ModelRunner runner(w, plan, kv, pool);
-    cpu::LaneState lane;
-    lane.conv.assign(runner.conv_floats(), 0.0f);
-    lane.recurrent.assign(runner.recurrent_floats(), 0.0f);
-    kv.reserve(lane.pages, 1);
-    const cpu::RowSegment seg{&lane, 0, 1, 0};
-    runner.forward(std::span(&seg, 1), std::vector<int32_t>{x0});
-    const size_t H = c.hidden_size;
-    std::vector<double> h0(runner.hidden(0), runner.hidden(0) + H);
+TEST_CASE("mtp_draft: drafts equal the head's formula over the whole prompt", "[mtp_draft]") {
+    for (bool moe : {false, true}) {
+        INFO("moe " << moe);
+        const ModelConfig c = tiny_config(moe);
+        auto model = InMemoryModel::random(c, {.seed = 71, .with_mtp = true});
+        const ModelWeights w = model->weights();
+        REQUIRE(w.mtp);
+        const MemoryPlan plan = tiny_speculative_plan(c, 1, 3, true);
+        const auto prompt = random_tokens(6, c.vocab_size, 17);
+        const int32_t next = 101;
+        // h_t: the main model's final-normed hidden states over the prompt.
+        ThreadPool pool(1);
+        cpu::KvStore kv(c, plan);
+        cpu::ModelRunner runner(w, plan, kv, pool);
+        cpu::LaneState lane;
+        lane.conv.assign(runner.conv_floats(), 0.0f);
+        lane.recurrent.assign(runner.recurrent_floats(), 0.0f);
+        kv.reserve(lane.pages, uint32_t(prompt.size()));
+        const cpu::RowSegment seg{&lane, 0, uint32_t(prompt.size()), 0};
+        runner.forward(std::span(&seg, 1), prompt);
+        std::vector<Vec> hidden;
+        for (size_t t = 0; t < prompt.size(); ++t)
+            hidden.emplace_back(runner.hidden(t), runner.hidden(t) + c.hidden_size);
+        const std::vector<Vec> want = MtpFormula(w).draft(hidden, prompt, next, 3);
 
-    // The formula: one key, so softmax = 1 and each query head's attention is its KV head's V.
-    const MtpWeights& m = *w.mtp;
-    const double eps = c.rms_norm_eps;
-    std::vector<float> emb(H);
-    w.token_embedding.decode(uint64_t(x1), 1, emb.data());
-    std::vector<double> in = offset_norm(std::vector<double>(emb.begin(), emb.end()), m.embedding_norm, eps);
-    const std::vector<double> hn = offset_norm(h0, m.hidden_norm, eps);
-    in.insert(in.end(), hn.begin(), hn.end()); // embedding half first
-    std::vector<double> u = product(m.input_projection, in);
-    const LayerWeights& L = m.layer;
-    const std::vector<double> a = offset_norm(u, L.input_norm, eps);
-    const std::vector<double> v = product(L.attention.value, a), gate = product(L.attention.gate, a);
-    const size_t hd = c.head_dim, group = c.num_attention_heads / c.num_key_value_heads;
-    std::vector<double> attn(c.attn_q_dim());
-    for (size_t h = 0; h < c.num_attention_heads; ++h)
-        for (size_t d = 0; d < hd; ++d)
-            attn[h * hd + d] = v[(h / group) * hd + d] * sigmoid(gate[h * hd + d]);
-    const std::vector<double> o = product(L.attention.output, attn);
-    for (size_t i = 0; i < H; ++i)
-        u[i] += o[i];
-    const std::vector<double> f = offset_norm(u, L.post_attention_norm, eps);
-    const std::vector<double> g = product(L.mlp.gate, f), up = product(L.mlp.up, f);
-    std::vector<double> act(g.size());
-    for (size_t i = 0; i < g.size(); ++i)
-        act[i] = g[i] * sigmoid(g[i]) * up[i];
-    const std::vector<double> down = product(L.mlp.down, act);
-    for (size_t i = 0; i < H; ++i)
-        u[i] += down[i];
-    const std::vector<double> want = product(w.output_head, offset_norm(u, m.final_norm, eps));
-
-    auto b = make_cpu_backend(w, plan);
-    b->prefill(0, std::vector<int32_t>{x0}, LogitsOut::None, nullptr);
-    const Draft got = draft(*b, 0, x1, 1);
-    REQUIRE(got.second.size() == want.size());
-    CHECK(relative_error(got.second, std::vector<float>(want.begin(), want.end())) < 1e-5);
-    CHECK(got.first[0] == int32_t(std::max_element(want.begin(), want.end()) - want.begin()));
+        auto b = make_cpu_backend(w, plan);
+        b->prefill(0, std::span(prompt).first(4), LogitsOut::None, nullptr); // two chunks
+        b->prefill(0, std::span(prompt).subspan(4), LogitsOut::None, nullptr);
+        const Draft got = draft(*b, 0, next, 3);
+        REQUIRE(got.second.size() == 3 * size_t(c.vocab_size));
+        for (size_t i = 0; i < 3; ++i) {
+            INFO("draft " << i);
+            const std::vector<float> row(got.second.begin() + long(i * c.vocab_size),
+                                         got.second.begin() + long((i + 1) * c.vocab_size));
+            CHECK(relative_error(row, std::vector<float>(want[i].begin(), want[i].end())) < 1e-5);
+            CHECK(got.first[i] == int32_t(std::max_element(want[i].begin(), want[i].end()) - want[i].begin()));
+        }
+    }
 }
 
 TEST_CASE("mtp_draft: every way of reaching a sequence drafts alike", "[mtp_draft]") {
