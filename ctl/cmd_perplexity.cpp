@@ -5,11 +5,10 @@
 #include "core/engine/perplexity.h"
 #include "core/model/kv_codec.h"
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 namespace ninfer::ctl {
@@ -47,16 +46,12 @@ int cmd_perplexity(int argc, char** argv) {
         return 2;
     }
     check_device(device);
-    std::ifstream in(text_file, std::ios::binary);
-    if (!in)
-        throw Error("perplexity: cannot open " + text_file);
-    std::ostringstream text;
-    text << in.rdbuf();
+    const std::string text = core::read_input_file(text_file, "perplexity");
 
     auto session = open_model_session(artifact);
     if (!session->tokenizer)
         throw Error("perplexity: the artifact carries no tokenizer.json");
-    const std::vector<int32_t> ids = session->tokenizer->encode(text.str());
+    const std::vector<int32_t> ids = session->tokenizer->encode(text);
     if (context == 0)
         context = uint32_t(ids.size());
     BackendOptions bo;

@@ -4,13 +4,10 @@
 #include "core/artifact/artifact.h"
 #include "core/frontend/chat_template.h"
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iostream>
-#include <iterator>
-#include <sstream>
 #include <string>
 
 namespace ninfer::ctl {
@@ -24,15 +21,6 @@ constexpr const char* kRenderUsage =
     "  messages or {\"messages\": [...], \"tools\": [...]}. The template is our built-in renderer of\n"
     "  the Qwen3.5/3.6 template (the artifact's chat_template.jinja is carried, not interpreted);\n"
     "  the artifact is opened and checked; '-' renders without one.\n";
-
-std::string read_all(const std::string& path) {
-    if (path == "-") return std::string(std::istreambuf_iterator<char>(std::cin), {});
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error("render: cannot open " + path);
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    return buffer.str();
-}
 
 } // namespace
 
@@ -62,7 +50,7 @@ int cmd_render(int argc, char** argv) {
             if (!artifact->resource("text", "chat_template.jinja"))
                 std::fprintf(stderr, "render: note: %s carries no chat_template.jinja\n", artifact_path.c_str());
         }
-        const core::ChatConversation conversation = core::parse_chat_conversation_json(read_all(messages_path));
+        const core::ChatConversation conversation = core::parse_chat_conversation_json(core::read_input_file(messages_path, "render"));
         const std::string prompt = core::render_chat_prompt(conversation, options);
         std::fwrite(prompt.data(), 1, prompt.size(), stdout);
         return 0;

@@ -7,12 +7,12 @@
 #include "core/frontend/detokenizer.h"
 #include "core/model/kv_codec.h"
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <random>
 #include <sstream>
 #include <string>
@@ -62,15 +62,6 @@ std::vector<int32_t> parse_ids(const std::string& text) {
     return ids;
 }
 
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw Error("run: cannot open " + path);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
 // Returns false on a usage error.
 bool parse_args(int argc, char** argv, RunArgs& a) {
     for (int i = 0; i < argc; ++i) {
@@ -116,7 +107,7 @@ std::vector<int32_t> prompt_tokens(const RunArgs& a, const ModelSession& s) {
         if (a.has_prompt)
             conversation.messages.push_back(core::ChatMessage::text(core::ChatRole::User, a.prompt));
         else
-            conversation = core::parse_chat_conversation_json(read_file(a.messages_file));
+            conversation = core::parse_chat_conversation_json(core::read_input_file(a.messages_file, "run: --messages"));
         core::ChatRenderOptions options;
         options.enable_thinking = !a.no_thinking;
         text = core::render_chat_prompt(conversation, options);

@@ -4,6 +4,7 @@
 #include "core/artifact/artifact.h"
 #include "core/frontend/tokenizer.h"
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 #include "core/util/json_writer.h"
 
 #include <simdjson.h>
@@ -11,9 +12,6 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <fstream>
-#include <iostream>
-#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -48,14 +46,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
     return Tokenizer::from_json(json->text(), config ? config->text() : std::string_view());
 }
 
-std::string read_input(const std::string& path) {
-    if (path == "-") return std::string(std::istreambuf_iterator<char>(std::cin), {});
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error("tokenize: cannot open " + path);
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    return buffer.str();
-}
+std::string read_input(const std::string& path) { return core::read_input_file(path, "tokenize"); }
 
 std::vector<std::string> split_lines(const std::string& text) {
     std::vector<std::string> lines;

@@ -101,8 +101,12 @@ std::string ControlServer::start() {
             return std::string("control, ") + e.what();
         }
         std::string lock_path = socket_path_ + ".lock";
-        lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        // O_NONBLOCK and the type check: a FIFO or device planted at the lock path is refused.
+        lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600);
         if (lock_fd_ < 0) return "control, cannot open " + lock_path + ": " + std::strerror(errno);
+        struct stat lock_st;
+        if (::fstat(lock_fd_, &lock_st) != 0 || !S_ISREG(lock_st.st_mode))
+            return "control, " + lock_path + " is not a regular file";
         if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0)
             return "control, another ninferd holds " + socket_path_ + " (lock " + lock_path + ")";
         struct stat st;

@@ -7,9 +7,9 @@
 #endif
 #include "core/engine/script_backend.h"
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 namespace ninfer::daemon {
@@ -81,8 +81,7 @@ PlannedModel plan_model(const DaemonConfig& config) {
 }
 
 std::vector<std::vector<int32_t>> read_script_file(const std::string& path, const core::Tokenizer& tokenizer) {
-    std::ifstream in(path);
-    if (!in) throw Error("backend: cannot read script file " + path);
+    std::istringstream in(core::read_regular_file(path, "backend: script file"));
     std::vector<std::vector<int32_t>> scripts;
     std::string line;
     while (std::getline(in, line)) {

@@ -8,6 +8,7 @@
 #include "core/util/error.h"
 #include "core/util/file_io.h"
 #include "core/util/json_writer.h"
+#include "core/util/regular_file.h"
 
 #include <cerrno>
 #include <cstring>
@@ -26,13 +27,6 @@ constexpr char kMagicV3[8] = {'N', 'I', 'N', 'F', 'E', 'R', 0, 3};
 constexpr char kMagicPart[8] = {'N', 'I', 'N', 'P', 'R', 'T', 0, 3};
 
 uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
-
-struct Fd {
-    int fd = -1;
-    ~Fd() {
-        if (fd >= 0) ::close(fd);
-    }
-};
 
 struct SourceObject {
     LegacyObject legacy;
@@ -330,12 +324,10 @@ uint64_t copy_extents(int src, uint64_t from, int dst, uint64_t to, uint64_t n, 
 ArtifactUpgradeResult artifact_upgrade(const std::string& src, const std::string& dst_arg, const ArtifactUpgradeOptions& options) {
     std::string dst = dst_arg.empty() ? src : dst_arg;
     std::string what = "artifact upgrade: " + src + ": ";
-    Fd in;
-    in.fd = ::open(src.c_str(), O_RDONLY | O_CLOEXEC);
-    if (in.fd < 0) throw Error(what + std::strerror(errno));
+    FileDescriptor in = open_regular_file(src, "artifact upgrade"); // a FIFO would block the I/O thread
     Source s;
     try {
-        s = read_source(in.fd, src);
+        s = read_source(in.get(), src);
     } catch (const Error& e) {
         throw Error(what + e.what());
     }
@@ -390,7 +382,7 @@ ArtifactUpgradeResult artifact_upgrade(const std::string& src, const std::string
         IoSegment segs[] = {write_segment(head.data(), head.size(), 0), write_segment(json.data(), i == 0 ? reserve : 0, 32)};
         file_write_all(out.fd(), segs, FileIoMode::Plain, out.temp_path());
         uint64_t n = files.segment_bytes[i];
-        result.copied_bytes += copy_extents(in.fd, s.payload_start + logical, out.fd(), header_bytes, n, out.temp_path(),
+        result.copied_bytes += copy_extents(in.get(), s.payload_start + logical, out.fd(), header_bytes, n, out.temp_path(),
                                             [&](uint64_t done) {
                                                 if (options.progress) options.progress(logical + done, total);
                                             });

@@ -2,6 +2,7 @@
 #include "core/convert/hf_source.h"
 
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 
 #include <simdjson.h>
 
@@ -9,8 +10,6 @@
 #include <charconv>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 namespace ninfer::core {
 namespace {
@@ -91,12 +90,7 @@ void check_id(uint64_t id, uint64_t vocab_size, const std::string& what) {
 } // namespace
 
 std::string read_file_text(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        fail("cannot read " + path + ": " + std::strerror(errno));
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
+    return read_regular_file(path, "convert");
 }
 
 std::vector<TokenText> special_tokens(std::string_view tokenizer_json, std::string_view tokenizer_config_json) {

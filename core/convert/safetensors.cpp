@@ -3,6 +3,7 @@
 
 #include "core/formats/codec.h"
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 
 #include <simdjson.h>
 
@@ -48,16 +49,7 @@ uint64_t any_dtype_bytes(std::string_view s) {
 }
 
 std::string read_small_file(const std::string& path) {
-    FILE* f = std::fopen(path.c_str(), "rb");
-    if (!f)
-        throw Error("safetensors: cannot open " + path + ": " + std::strerror(errno));
-    std::string s;
-    char buf[65536];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0)
-        s.append(buf, n);
-    std::fclose(f);
-    return s;
+    return read_regular_file(path, "safetensors");
 }
 
 } // namespace

@@ -4,6 +4,7 @@
 #include "core/engine/crc32c.h"
 #include "core/model/kv_codec.h"
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 
 #include <chrono>
 #include <cstring>
@@ -87,18 +88,6 @@ std::string dtype_text(uint8_t code) {
 double ms_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
-
-class Fd {
-  public:
-    explicit Fd(int fd) : fd_(fd) {}
-    ~Fd() {
-        if (fd_ >= 0) ::close(fd_);
-    }
-    int get() const { return fd_; }
-
-  private:
-    int fd_;
-};
 
 bool is_readable_tag(uint32_t tag) {
     return tag == uint32_t(LaneSectionTag::Tokens) || tag == uint32_t(LaneSectionTag::Kv) ||
@@ -229,11 +218,8 @@ SlotFileStats slot_file_write(const std::string& path, const SlotIdentity& ident
 LaneImage slot_file_read(const std::string& path, const SlotIdentity& expected, FileIoMode mode, SlotFileStats* stats) {
     auto t0 = std::chrono::steady_clock::now();
     std::string what = "slot file " + path;
-    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (fd.get() < 0) throw Error(errc_of_errno(errno), what + ": " + std::strerror(errno));
     struct stat st;
-    if (::fstat(fd.get(), &st) != 0) throw Error(errc_of_errno(errno), what + ": " + std::strerror(errno));
-    if (!S_ISREG(st.st_mode)) throw Error(what + ": not a regular file");
+    FileDescriptor fd = open_regular_file(path, "slot file", &st); // a FIFO would block the I/O thread
     uint64_t file_bytes = uint64_t(st.st_size);
     if (file_bytes < kSlotHeaderBytes)
         throw Error(what + ": truncated: " + std::to_string(file_bytes) + " bytes, shorter than the header");

@@ -2,6 +2,7 @@
 #include "core/util/mapped_file.h"
 
 #include "core/util/error.h"
+#include "core/util/regular_file.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -16,32 +17,16 @@ namespace ninfer::core {
 
 MappedFile MappedFile::open(const std::string& path, std::string_view what) {
     const std::string prefix = std::string(what) + ": " + path + ": ";
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        throw Error(prefix + std::strerror(errno));
     struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-        int e = errno;
-        ::close(fd);
-        throw Error(prefix + std::strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        ::close(fd);
-        throw Error(prefix + "not a regular file");
-    }
+    FileDescriptor fd = open_regular_file(path, what, &st); // never blocks on a FIFO
     MappedFile m;
     m.path_ = path;
     m.size_ = uint64_t(st.st_size);
     if (m.size_ > 0) {
-        void* p = ::mmap(nullptr, m.size_, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (p == MAP_FAILED) {
-            int e = errno;
-            ::close(fd);
-            throw Error(prefix + "mmap failed: " + std::strerror(e));
-        }
+        void* p = ::mmap(nullptr, m.size_, PROT_READ, MAP_PRIVATE, fd.get(), 0);
+        if (p == MAP_FAILED) throw Error(prefix + "mmap failed: " + std::strerror(errno));
         m.data_ = static_cast<const uint8_t*>(p);
     }
-    ::close(fd);
     return m;
 }
 

@@ -1,8 +1,9 @@
 // ninfer::core - a read-only memory mapping of a whole file.
 //
 // Contract:
-// - MappedFile::open(path) opens and mmaps the file read-only (MAP_PRIVATE); an empty file maps to
-//   data() == nullptr, size() == 0. Failures throw ninfer::Error("<what>: <path>: <strerror>")
+// - MappedFile::open(path) opens (open_regular_file: a FIFO, directory or device is refused
+//   without blocking) and mmaps the file read-only (MAP_PRIVATE); an empty file maps to
+//   data() == nullptr, size() == 0. Failures throw ninfer::Error("<what>: <path>: <reason>")
 //   with `what` naming the caller's subsystem (e.g. "artifact").
 // - The mapping lives as long as the object (move-only); data() is valid until destruction.
 // - advise_willneed(offset, length) is a hint (madvise) and never fails.

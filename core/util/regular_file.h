@@ -5,10 +5,14 @@
 //   never waits for a writer (issue 30: a FIFO slot file, key file or artifact used to hang the
 //   thread that opened it), checks with fstat that the descriptor is a regular file, then clears
 //   O_NONBLOCK so reads behave as usual. A directory, FIFO, socket or device is refused with
-//   ninfer::Error("<what>: <path>: not a regular file (a FIFO)"); an open failure throws
-//   ninfer::Error("<what>: <path>: <strerror>"). `st`, when given, receives the fstat result.
+//   ninfer::Error("<what>: <path>: not a regular file (a FIFO)") (Errc::Invalid); an open failure
+//   throws ninfer::Error("<what>: <path>: <strerror>") of kind errc_of_errno (ENOENT: NotFound).
+//   `st`, when given, receives the fstat result.
 // - read_regular_file(path, what, max_bytes) returns the whole file's bytes; a file over
 //   max_bytes throws ("<what>: <path>: larger than N bytes").
+// - read_input_file(path, what) is for a command's own input, which the user may pipe in: "-" is
+//   stdin, and a FIFO or character device is read (blocking, as the user asked); a directory or
+//   socket is refused like above.
 // - FileDescriptor owns one descriptor (move-only; closes it on destruction; -1 = none).
 // Thread safety: reentrant.
 #pragma once
@@ -42,5 +46,6 @@ class FileDescriptor {
 std::string_view file_type_name(unsigned mode);
 FileDescriptor open_regular_file(const std::string& path, std::string_view what, struct stat* st = nullptr);
 std::string read_regular_file(const std::string& path, std::string_view what, size_t max_bytes = size_t(1) << 30);
+std::string read_input_file(const std::string& path, std::string_view what);
 
 } // namespace ninfer::core

@@ -1,7 +1,7 @@
 # ninfer - shared by the control-socket black-box tests (control_socket.py, slot_persist.py): starts
 # ninferd on the tiny model with its own state dir and control socket, waits until /health
 # answers, runs ninferctl, and on failure prints the daemons' last log lines.
-import os, re, subprocess, sys, threading, time, urllib.error, urllib.request
+import os, re, signal, subprocess, sys, threading, time, urllib.error, urllib.request
 
 class Harness:
     def __init__(self, bin_dir, tmp, name):
@@ -61,6 +61,15 @@ class Harness:
             if time.time() >= deadline:
                 return False
             time.sleep(0.05)
+
+    # SIGTERM, then exit status 0 within 30 s.
+    def stop(self, p):
+        p.send_signal(signal.SIGTERM)
+        try:
+            self.check(p.wait(timeout=30) == 0, "daemon exit status")
+        except subprocess.TimeoutExpired:
+            self.fail("the daemon did not stop on SIGTERM")
+        self.procs.remove(p)
 
     def ctl(self, p, *args, rc=0, user=None):
         cmd = [self.ctl_bin, "--socket", p.sock, "--timeout", "20", *args]

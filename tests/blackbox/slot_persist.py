@@ -13,13 +13,7 @@ check, ctl = h.check, h.ctl
 def start(name, *extra):
     return h.start(name, ARTIFACT, "--host-cache-mib", "0", *extra)
 
-def stop(p):
-    p.send_signal(signal.SIGTERM)
-    try:
-        check(p.wait(timeout=30) == 0, "daemon exit status")
-    except subprocess.TimeoutExpired:
-        h.fail("daemon did not stop")
-    h.procs.remove(p)
+stop = h.stop
 
 def post(p, path, body):
     req = urllib.request.Request(f"http://127.0.0.1:{p.port}{path}", json.dumps(body).encode(),
