@@ -91,8 +91,12 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 
 bool is_readable_tag(uint32_t tag) {
     return tag == uint32_t(LaneSectionTag::Tokens) || tag == uint32_t(LaneSectionTag::Kv) ||
-           tag == uint32_t(LaneSectionTag::Gdn);
+           tag == uint32_t(LaneSectionTag::Gdn) || tag == uint32_t(LaneSectionTag::MtpKv);
 }
+
+// Sections whose length the header alone fixes; the others' (MtpKv: it depends on how far the
+// MTP head got) are bounded by the file size here and checked whole by the backend's restore.
+bool has_fixed_length(uint32_t tag) { return is_readable_tag(tag) && tag != uint32_t(LaneSectionTag::MtpKv); }
 
 // Every check that needs only the header and the file size; throws with the refusal reason.
 Header check_header(const uint8_t* b, uint64_t file_bytes, const SlotIdentity& want, const std::string& what) {
@@ -148,7 +152,7 @@ Header check_header(const uint8_t* b, uint64_t file_bytes, const SlotIdentity& w
             if (seen.tag == s.tag) refuse("corrupted (two " + name + " sections)");
         if (!is_readable_tag(s.tag) && (s.flags & kFlagRequired))
             refuse("needs the " + name + " section, which this ninferd cannot restore (saved by a newer ninfer?)");
-        if (is_readable_tag(s.tag) && s.length != expected_length(s.tag))
+        if (has_fixed_length(s.tag) && s.length != expected_length(s.tag))
             refuse("section " + name + " is " + std::to_string(s.length) + " bytes, this model's layout needs " +
                    std::to_string(expected_length(s.tag)) + " (saved with other settings?)");
         if (s.length > file_bytes - kSlotHeaderBytes - payload)

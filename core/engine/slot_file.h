@@ -18,7 +18,9 @@
 //   checksum, model identity (artifact id and model id), KV dtype, page size, token count <=
 //   max_context, every section's tag (a duplicate, or an unknown tag marked required, is refused;
 //   an unknown optional one is skipped unread), every known section's length against the plan
-//   (tokens 4n, kv n x kv_bytes_per_token, gdn the plan's), tokens / kv / gdn all present, and the
+//   (tokens 4n, kv n x kv_bytes_per_token, gdn the plan's; mtp_kv, whose length depends on the
+//   MTP head's progress, only against the file: the backend's restore checks it whole), tokens /
+//   kv / gdn all present, and the
 //   file size against the sum of the lengths; then reads each known section and verifies its
 //   checksum. Every refusal is a ninfer::Error("slot file NAME: reason") that says what to do; the
 //   caller's lane is untouched.

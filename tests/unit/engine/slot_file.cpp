@@ -351,3 +351,18 @@ TEST_CASE("kill -9 during a save leaves the old file or the new one under the na
         CHECK(seen_a + seen_b > 0);
     }
 }
+
+TEST_CASE("the optional MTP section survives a slot file, its checksum checked", "[slot_file]") {
+    TempDir dir;
+    SlotIdentity id = identity();
+    std::string path = slot_file_path(dir.path, "mtp");
+    LaneImage img = image(40, 6);
+    std::mt19937 rng(6);
+    for (uint8_t& b : img.add_section(LaneSectionTag::MtpKv, 8 + 37 * 12 + 3 * 64, false)) b = uint8_t(rng());
+    slot_file_write(path, id, img, FileIoMode::Plain);
+    CHECK(same(slot_file_read(path, id, FileIoMode::Plain), img)); // length free, bytes intact
+    const uint64_t mtp_at = kSlotHeaderBytes + 40 * 4 + 40 * 96 + 5000;
+    const uint8_t flipped = uint8_t(img.section(LaneSectionTag::MtpKv)[10] ^ 0xFF);
+    patch(path, mtp_at + 10, &flipped, 1);
+    CHECK_THAT(refusal(path, id), Catch::Contains("mtp_kv section checksum mismatch"));
+}
