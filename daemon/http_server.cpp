@@ -85,6 +85,16 @@ void ResponseWriter::detach() {
     }
 }
 
+HttpLimits http_limits_of(const DaemonConfig& c) {
+    HttpLimits l;
+    l.max_header_bytes = c.max_header_bytes;
+    l.max_body_bytes = c.max_body_bytes;
+    l.max_connections = c.max_connections;
+    l.header_timeout_ms = uint64_t(c.header_timeout_s) * 1000;
+    l.idle_timeout_ms = uint64_t(c.idle_timeout_s) * 1000;
+    return l;
+}
+
 HttpServer::HttpServer(uv_loop_t* loop, HttpLimits limits, RequestHandler handler)
     : loop_(loop), limits_(std::move(limits)), handler_(std::move(handler)) {
     uv_tcp_init(loop_, &listener_);

@@ -17,6 +17,8 @@
 //   proxies and clients do not cut a stream waiting on a long prefill.
 #pragma once
 
+#include "daemon/daemon_config.h"
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -71,16 +73,20 @@ class ResponseWriter {
 
 using RequestHandler = std::function<void(HttpRequest&&, std::shared_ptr<ResponseWriter>)>;
 
+// The fields without an initialiser are ninferd options: http_limits_of fills them from the
+// option table's values (daemon/options.cpp holds the defaults; a zeroed field admits nothing).
 struct HttpLimits {
-    uint32_t max_header_bytes = 16 << 10;
+    uint32_t max_header_bytes{};
     uint32_t max_headers = 100;
-    uint64_t max_body_bytes = 64ull << 20;
-    uint32_t max_connections = 1024;
-    uint64_t header_timeout_ms = 60000;
-    uint64_t idle_timeout_ms = 75000;
+    uint64_t max_body_bytes{};
+    uint32_t max_connections{};
+    uint64_t header_timeout_ms{};
+    uint64_t idle_timeout_ms{};
     uint64_t sse_ping_ms = 10000; // text/event-stream responses silent this long get ": ping" (0 = off)
     HeaderList common_headers; // added to every response (e.g. CORS)
 };
+
+HttpLimits http_limits_of(const DaemonConfig& config); // max-header-kib, max-body-mib, ... timeouts
 
 class HttpServer {
   public:

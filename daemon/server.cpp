@@ -19,16 +19,6 @@
 namespace ninfer::daemon {
 namespace {
 
-HttpLimits limits_of(const DaemonConfig& c) {
-    HttpLimits l;
-    l.max_header_bytes = c.max_header_bytes;
-    l.max_body_bytes = c.max_body_bytes;
-    l.max_connections = c.max_connections;
-    l.header_timeout_ms = uint64_t(c.header_timeout_s) * 1000;
-    l.idle_timeout_ms = uint64_t(c.idle_timeout_s) * 1000;
-    return l;
-}
-
 core::SchedulerOptions scheduler_options_of(const DaemonConfig& c, const core::MemoryPlan& plan,
                                             core::PrefixCache* cache) {
     core::SchedulerOptions o;
@@ -79,7 +69,7 @@ class Daemon {
     int run() {
         bridge_ = std::make_unique<LoopBridge>(&loop_);
         ctx_.bridge = bridge_.get();
-        server_ = std::make_unique<HttpServer>(&loop_, limits_of(ctx_.config),
+        server_ = std::make_unique<HttpServer>(&loop_, http_limits_of(ctx_.config),
                                                [this](HttpRequest&& r, std::shared_ptr<ResponseWriter> w) {
                                                    dispatch(ctx_, r, std::move(w));
                                                });
@@ -174,7 +164,7 @@ class Daemon {
             for (const OptionChange& change : r.needs_restart)
                 log_warning("config, " + change.describe() + ": needs a restart, still running with the value read at start");
             log_set_level(parse_log_level(ctx_.config.log_level));
-            server_->set_limits(limits_of(ctx_.config));
+            server_->set_limits(http_limits_of(ctx_.config));
             std::string applied;
             for (const OptionChange& change : r.applied) applied += (applied.empty() ? ": " : ", ") + change.describe();
             log_event(LogEvent::ConfigReloaded, "config, reloaded" + applied);

@@ -1,5 +1,6 @@
 // ninfer tests - HTTP server over a real socket: keep-alive, pipelining order, chunked bodies,
 // limits (431, 413), malformed input (400), Expect: 100-continue, disconnect notification, response counting.
+#include "daemon/config_load.h"
 #include "daemon/http_server.h"
 
 #include <catch2/catch.hpp>
@@ -16,6 +17,13 @@
 using namespace ninfer::daemon;
 
 namespace {
+
+// ninferd's defaults, from the option table (the limits a test does not set).
+HttpLimits default_limits() {
+    Settings settings;
+    settings.set("artifact", "/m.ninfer", "test");
+    return http_limits_of(to_daemon_config(settings));
+}
 
 // Runs a server on the calling thread's loop while `client` runs on another thread.
 struct Harness {
@@ -102,7 +110,7 @@ struct Harness {
 } // namespace
 
 TEST_CASE("keep-alive pipelined requests are answered in order, chunked bodies reassembled", "[http_server]") {
-    Harness h({});
+    Harness h(default_limits());
     std::string req = "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n"
                       "POST /b HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"
                       "POST /c HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nwxyz";
@@ -116,7 +124,7 @@ TEST_CASE("keep-alive pipelined requests are answered in order, chunked bodies r
 }
 
 TEST_CASE("oversized headers get 431, oversized bodies 413, garbage 400, and the connection closes", "[http_server]") {
-    HttpLimits limits;
+    HttpLimits limits = default_limits();
     limits.max_header_bytes = 256;
     limits.max_body_bytes = 10;
     {
@@ -152,17 +160,17 @@ TEST_CASE("oversized headers get 431, oversized bodies 413, garbage 400, and the
 }
 
 TEST_CASE("Expect: 100-continue gets an interim answer; HTTP/1.0 closes after the response", "[http_server]") {
-    Harness h({});
+    Harness h(default_limits());
     std::string got = h.exchange("POST /e HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nok", 2, "HTTP/1.1 ");
     CHECK(got.find("HTTP/1.1 100 Continue") == 0);
     CHECK(got.find("POST /e 2") != std::string::npos);
-    Harness h10({});
+    Harness h10(default_limits());
     std::string got10 = h10.exchange("GET /old HTTP/1.0\r\n\r\n", 1, "GET /old 0");
     CHECK(got10.find("Connection: close") != std::string::npos);
 }
 
 TEST_CASE("a silent event stream gets ': ping' comments", "[http_server]") {
-    HttpLimits limits;
+    HttpLimits limits = default_limits();
     limits.sse_ping_ms = 50;
     Harness h(limits);
     std::string got = h.exchange("GET /stream HTTP/1.1\r\n\r\n", 2, ": ping\n\n");
@@ -170,14 +178,14 @@ TEST_CASE("a silent event stream gets ': ping' comments", "[http_server]") {
 }
 
 TEST_CASE("a peer that hangs up mid-stream fires the writer's on_close", "[http_server]") {
-    Harness h({});
+    Harness h(default_limits());
     std::string got = h.exchange("GET /stream HTTP/1.1\r\n\r\n", 1, "data: 1");
     CHECK(got.find("Transfer-Encoding: chunked") != std::string::npos);
     CHECK(h.closed_callbacks == 1);
 }
 
 TEST_CASE("headers that do not arrive within the header timeout get 408; idle keep-alive closes", "[http_server]") {
-    HttpLimits limits;
+    HttpLimits limits = default_limits();
     limits.header_timeout_ms = 150;
     limits.idle_timeout_ms = 150;
     Harness slow(limits);
@@ -194,17 +202,17 @@ TEST_CASE("headers that do not arrive within the header timeout get 408; idle ke
 TEST_CASE("every response is counted once by status where it is sent: whole, streamed, the server's own",
           "[http_server]") {
     {
-        Harness h({});
+        Harness h(default_limits());
         h.exchange("GET /a HTTP/1.1\r\n\r\nGET /b HTTP/1.1\r\n\r\n", 2, "HTTP/1.1 200");
         CHECK(h.responses_by_status == std::map<int, int>{{200, 2}});
     }
     {
-        Harness h({});
+        Harness h(default_limits());
         h.exchange("GET /stream HTTP/1.1\r\n\r\n", 1, "data: 1");
         CHECK(h.responses_by_status == std::map<int, int>{{200, 1}}); // the head, not each chunk
     }
     {
-        HttpLimits limits;
+        HttpLimits limits = default_limits();
         limits.max_header_bytes = 256;
         Harness h(limits);
         h.exchange("GET / HTTP/1.1\r\nX-Big: " + std::string(400, 'a') + "\r\n\r\n", 1, "HTTP/1.1");
