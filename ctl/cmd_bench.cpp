@@ -3,6 +3,7 @@
 #include "ctl/command_list.h"
 #include "ctl/model_session.h"
 
+#include "core/backend/sampling.h"
 #include "core/util/error.h"
 #ifdef NINFER_HAVE_CUDA_BACKEND
 #include "core/cuda/decode_bench.h"
@@ -10,6 +11,7 @@
 #endif
 
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -22,13 +24,15 @@ constexpr const char* kBenchUsage =
     "usage: ninferctl bench (ARTIFACT | --synthetic SHAPE --recipe bf16|fp8|q4|q5|q6|q8|nvfp4|mix)\n"
     "           [--prompt-len 512,8192] [--gen N] [--batch 1,2,4,8] [--prefill-chunk N]\n"
     "           [--kv-dtype bf16|fp8|int8] [--decode-only] [--json]\n"
+    "           [--temperature T] [--top-p P] [--top-k K]\n"
     "  On the CUDA backend: prefill tok/s, TTFT, TFLOP/s and the fraction of the bf16 tensor-core\n"
     "  peak it measures (8192^3 GEMM, ours and cuBLASLt if present) per prompt length, prefilled in\n"
     "  chunks of --prefill-chunk tokens (default 2048); decode tok/s per batch size\n"
     "  at each prompt length as context depth, bytes read per step and the fraction of the copy\n"
     "  bandwidth it measures (device-to-device copy of 4 GiB, best of 10). --synthetic builds\n"
     "  seeded random weights of SHAPE (qwen3.6-27b, qwen3.6-35b-a3b, ...) without a file; mix is the\n"
-    "  upstream groupwise-int assignment (q4/q5/q6/q8, the converter's q4 recipe).\n";
+    "  upstream groupwise-int assignment (q4/q5/q6/q8, the converter's q4 recipe). Decode is greedy\n"
+    "  unless --temperature (> 0) samples every step as a request with those parameters would.\n";
 
 std::vector<uint32_t> count_list(const char* flag, const std::string& text) {
     std::vector<uint32_t> out;
@@ -41,6 +45,15 @@ std::vector<uint32_t> count_list(const char* flag, const std::string& text) {
     return out;
 }
 
+double parse_number(const char* flag, const char* text, double lo, double hi) {
+    char* end = nullptr;
+    const double v = std::strtod(text, &end);
+    if (end == text || *end != '\0' || !(v >= lo && v <= hi))
+        throw Error(std::string("bench: ") + flag + " needs a number in " + std::to_string(lo) + ".." +
+                    std::to_string(hi) + ", not '" + text + "'");
+    return v;
+}
+
 } // namespace
 
 int cmd_bench(int argc, char** argv) {
@@ -50,6 +63,7 @@ int cmd_bench(int argc, char** argv) {
     int gen = 32;
     uint32_t prefill_chunk = 2048;
     bool json = false, decode_only = false;
+    core::SamplingParams sampling; // greedy
     for (int i = 0; i < argc; ++i) {
         const std::string arg = argv[i];
         const bool has_value = i + 1 < argc;
@@ -60,6 +74,9 @@ int cmd_bench(int argc, char** argv) {
         else if (arg == "--kv-dtype" && has_value) kv_dtype = argv[++i];
         else if (arg == "--gen" && has_value) gen = int(parse_count("--gen", argv[++i]));
         else if (arg == "--prefill-chunk" && has_value) prefill_chunk = uint32_t(parse_count("--prefill-chunk", argv[++i]));
+        else if (arg == "--temperature" && has_value) sampling.temperature = float(parse_number("--temperature", argv[++i], 0, 2));
+        else if (arg == "--top-p" && has_value) sampling.top_p = float(parse_number("--top-p", argv[++i], 0, 1));
+        else if (arg == "--top-k" && has_value) sampling.top_k = int32_t(parse_count("--top-k", argv[++i]));
         else if (arg == "--json") json = true;
         else if (arg == "--decode-only") decode_only = true;
         else if (artifact.empty() && shape.empty() && !arg.empty() && arg[0] != '-') artifact = arg;
@@ -85,6 +102,7 @@ int cmd_bench(int argc, char** argv) {
     r.steps = gen;
     r.prefill_chunk = prefill_chunk;
     r.prefill = !decode_only;
+    r.sampling = sampling;
     std::unique_ptr<ModelSession> session;
     if (!artifact.empty()) {
         session = open_model_session(artifact);

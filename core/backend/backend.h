@@ -56,6 +56,10 @@ namespace ninfer::core {
 
 enum class LogitsOut : uint8_t { None, Last, All };
 
+// DecodeStep::token for decode_begin: the id this lane sampled in the step begun just before
+// (still on the GPU on the CUDA backend). `generated` then leaves that id out; the backend adds it.
+inline constexpr int32_t kTokenOfLastStep = -2;
+
 struct DecodeStep {
     int lane = 0;
     int32_t token = 0;             // the token to append (the previous step's sample)
@@ -100,6 +104,32 @@ class Backend {
                                               std::span<const int32_t> generated,
                                               int n_top_logprobs) = 0;
     virtual std::vector<DecodeResult> decode(std::span<const DecodeStep> steps) = 0;
+    // Pipelined decode. decode_begin starts one step (at most one other may be begun and not yet
+    // ended); a step's token may be kTokenOfLastStep when the lane is in the step begun before.
+    // decode_end returns the results of the oldest step not yet ended, waiting for it. The lanes'
+    // state includes a step's tokens from its decode_begin on (saves and prefills are ordered
+    // after it). The CUDA backend returns from decode_begin before the GPU has run the step, so the
+    // caller's bookkeeping of one step overlaps the next; this default computes at once.
+    virtual void decode_begin(std::span<const DecodeStep> steps) {
+        std::vector<DecodeStep> resolved(steps.begin(), steps.end());
+        std::vector<std::vector<int32_t>> with_last(steps.size());
+        for (size_t i = 0; i < resolved.size(); ++i) {
+            if (resolved[i].token != kTokenOfLastStep) continue;
+            resolved[i].token = token_of_last_step(resolved[i].lane);
+            with_last[i].assign(resolved[i].generated.begin(), resolved[i].generated.end());
+            with_last[i].push_back(resolved[i].token);
+            resolved[i].generated = with_last[i];
+        }
+        std::vector<int> lanes;
+        for (const DecodeStep& st : resolved) lanes.push_back(st.lane);
+        begun_.push_back({std::move(lanes), decode(resolved)});
+    }
+    virtual std::vector<DecodeResult> decode_end() {
+        if (begun_.empty()) throw_no_step();
+        std::vector<DecodeResult> out = std::move(begun_.front().second);
+        begun_.erase(begun_.begin());
+        return out;
+    }
     // Raw logits of the last decode step for a lane (tests and perplexity); vocab floats.
     virtual std::vector<float> last_logits(int lane) const = 0;
 
@@ -119,6 +149,20 @@ class Backend {
                                                         std::vector<std::vector<float>>* logits);
     virtual void verify(std::span<const VerifyStep> steps, std::vector<float>& logits);
     virtual void accept_verified(int lane, uint32_t n_keep);
+
+  private:
+    // The default decode_begin's steps not yet ended: each step's lanes and results.
+    std::vector<std::pair<std::vector<int>, std::vector<DecodeResult>>> begun_;
+    int32_t token_of_last_step(int lane) const {
+        if (!begun_.empty())
+            for (size_t i = 0; i < begun_.back().first.size(); ++i)
+                if (begun_.back().first[i] == lane) return begun_.back().second[i].token;
+        throw_no_last(lane);
+    }
+    [[noreturn]] static void throw_no_step() { throw Error("backend: decode_end with no step begun"); }
+    [[noreturn]] static void throw_no_last(int lane) {
+        throw Error("backend: lane " + std::to_string(lane) + " asks for the token of a step it was not in");
+    }
 };
 
 inline std::vector<std::vector<int32_t>> Backend::draft_mtp(std::span<const DraftRequest>,

@@ -16,6 +16,9 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <deque>
+#include <functional>
+#include <optional>
 #include <numeric>
 
 namespace ninfer::core {
@@ -67,15 +70,26 @@ class CudaBackend final : public Backend {
   public:
     CudaBackend(const ModelWeights& w, const MemoryPlan& plan, const CudaBackendOptions& o)
         : plan_(plan), options_(o), run_(w, plan, o.f32_activations, o.q4_int8_activations), lanes_(size_t(plan.n_lanes)),
-          sampler_(plan.n_lanes, run_.config().vocab_size, plan.max_context, run_.stream()) {
+          sampler_(plan.n_lanes, run_.config().vocab_size, plan.max_context, run_.stream()),
+          copier_(run_, plan), page_refs_(plan.kv_pages, 0) {
         for (uint32_t p = plan.kv_pages; p-- > 0;)
             free_.push_back(p);
+        cuda_check(cudaMallocHost(&step_in_host_, GpuSampler::kSlots * 3 * kMaxStepTokens * 4), "pinned step inputs");
+        cuda_check(cudaMallocHost(&page_rows_host_, uint64_t(GpuSampler::kSlots) * lanes_.size() * run_.max_pages() * 4),
+                   "pinned page rows");
         kernels::sm_count(); // cached before any graph capture
         // The f32-activation check mode keeps prefill on its exact per-token path.
         if (!o.f32_activations)
             prefill_ = std::make_unique<cuda::PrefillRunner>(run_, prefill_tokens_for(plan.prefill_chunk));
     }
     ~CudaBackend() override {
+        try {
+            copier_.take_done(true);
+        } catch (...) {
+        }
+        cudaStreamSynchronize(run_.stream()); // steps begun and never ended read the pinned inputs
+        cudaFreeHost(step_in_host_);
+        cudaFreeHost(page_rows_host_);
         for (const auto& by_size : graphs_)
             for (cudaGraphExec_t g : by_size)
                 if (g)
@@ -91,7 +105,7 @@ class CudaBackend final : public Backend {
     void reset_lane(int lane) override {
         Lane& s = at(lane);
         for (auto it = s.pages.rbegin(); it != s.pages.rend(); ++it)
-            free_.push_back(*it);
+            release_page(*it);
         s.pages.clear();
         s.tokens.clear();
         s.has_logits = false;
@@ -141,51 +155,115 @@ class CudaBackend final : public Backend {
     }
 
     std::vector<DecodeResult> decode(std::span<const DecodeStep> steps) override {
+        if (!begun_.empty())
+            throw Error("backend: decode while pipelined steps are outstanding");
+        decode_begin(steps);
+        return decode_end();
+    }
+
+    // Enqueues one step and returns: its inputs go up through pinned buffers (no wait for the step
+    // in flight), rows whose token is kTokenOfLastStep copy it on the device from the previous
+    // step's sampled ids, and its results come back into a pinned slot behind an event. A row
+    // whose sampling needs the host (penalties read `generated`, host-sampled requests) waits for
+    // the previous step's ids instead, and a step with a host-sampled row completes at once.
+    void decode_begin(std::span<const DecodeStep> steps) override {
         const int n = int(steps.size());
         if (n < 1 || n > kMaxStepTokens)
             throw Error("backend: decode takes 1.." + std::to_string(kMaxStepTokens) + " lanes");
-        std::vector<int32_t> in(3 * kMaxStepTokens, 0);
-        std::vector<kernels::SampleRowParams> params(static_cast<size_t>(n));
-        kernels::SamplePlan plan{false, false};
+        if (begun_.size() >= 2)
+            throw Error("backend: a third decode step begun before the first was ended");
+        Begun* prev = begun_.empty() ? nullptr : &begun_.back();
+        Begun b;
+        b.slot = 1 + int(step_counter_++ % 2);
+        std::vector<DecodeStep> st(steps.begin(), steps.end());
+        std::vector<int> src(size_t(n), -1);
         for (int i = 0; i < n; ++i) {
-            const DecodeStep& st = steps[size_t(i)];
-            at(st.lane);
+            at(st[size_t(i)].lane);
             for (int j = 0; j < i; ++j)
-                if (steps[size_t(j)].lane == st.lane)
-                    throw Error("backend: lane " + std::to_string(st.lane) + " appears twice in one decode step");
-            check_tokens(std::span(&st.token, 1));
+                if (st[size_t(j)].lane == st[size_t(i)].lane)
+                    throw Error("backend: lane " + std::to_string(st[size_t(i)].lane) + " appears twice in one decode step");
+            if (st[size_t(i)].token != kTokenOfLastStep) {
+                check_tokens(std::span(&st[size_t(i)].token, 1));
+                continue;
+            }
+            const int row = prev ? prev->row_of(st[size_t(i)].lane) : -1;
+            if (row < 0)
+                throw Error("backend: lane " + std::to_string(st[size_t(i)].lane) +
+                            " asks for the token of a step it was not in");
+            if (GpuSampler::samplable(st[size_t(i)].sampling, st[size_t(i)].n_top_logprobs) &&
+                !GpuSampler::penalised(st[size_t(i)].sampling)) {
+                src[size_t(i)] = row;
+                continue;
+            }
+            const int32_t t = results_of(*prev)[size_t(row)].token; // waits for the previous step
+            b.generated.emplace_back(st[size_t(i)].generated.begin(), st[size_t(i)].generated.end()).push_back(t);
+            st[size_t(i)].generated = b.generated.back();
+            st[size_t(i)].token = t;
         }
+        int32_t* in = step_in_host_ + size_t(b.slot) * 3 * kMaxStepTokens;
+        std::fill(in, in + 3 * kMaxStepTokens, 0);
         for (int i = 0; i < n; ++i) {
-            const DecodeStep& st = steps[size_t(i)];
-            grow(st.lane, 1);
-            in[i] = st.token;
-            in[kMaxStepTokens + i] = st.lane;
-            in[2 * kMaxStepTokens + i] = int32_t(at(st.lane).tokens.size());
+            grow(st[size_t(i)].lane, 1, b.slot);
+            in[i] = src[size_t(i)] >= 0 ? 0 : st[size_t(i)].token;
+            in[kMaxStepTokens + i] = st[size_t(i)].lane;
+            in[2 * kMaxStepTokens + i] = int32_t(at(st[size_t(i)].lane).tokens.size());
         }
+        b.params.resize(size_t(n));
+        kernels::SamplePlan plan{false, false};
+        bool host_rows = false;
         for (int i = 0; i < n; ++i) { // after every check: prepare() advances the lanes' count mirrors
-            const DecodeStep& st = steps[size_t(i)];
-            if (GpuSampler::samplable(st.sampling, st.n_top_logprobs)) {
-                params[size_t(i)] = sampler_.prepare(st.lane, st.sampling, st.generated, st.n_top_logprobs);
-                plan.draws |= !st.sampling.is_greedy();
-                plan.top |= st.n_top_logprobs > 0;
+            const DecodeStep& d = st[size_t(i)];
+            if (GpuSampler::samplable(d.sampling, d.n_top_logprobs)) {
+                b.params[size_t(i)] = sampler_.prepare(d.lane, d.sampling, d.generated, d.n_top_logprobs);
+                plan.draws |= !d.sampling.is_greedy();
+                plan.top |= d.n_top_logprobs > 0;
+            } else {
+                host_rows = true;
             }
         }
-        upload_step(in);
-        sampler_.upload(params);
+        cuda_check(cudaMemcpyAsync(run_.step_in(), in, 3 * kMaxStepTokens * 4, cudaMemcpyHostToDevice, run_.stream()),
+                   "step inputs");
+        for (int i = 0; i < n; ++i)
+            if (src[size_t(i)] >= 0)
+                cuda_check(cudaMemcpyAsync(run_.step_in() + i, sampler_.last_ids() + src[size_t(i)], 4,
+                                           cudaMemcpyDeviceToDevice, run_.stream()), "step inputs");
+        sampler_.upload(b.params, b.slot);
         if (options_.graphs)
             cuda_check(cudaGraphLaunch(graph_for(n, plan), run_.stream()), "decode graph");
         else
             enqueue_decode(n, plan);
-        std::vector<DecodeResult> results = sampler_.read(params);
+        sampler_.enqueue_read(b.slot, plan.top);
         for (int i = 0; i < n; ++i) {
-            const DecodeStep& st = steps[size_t(i)];
-            Lane& s = at(st.lane);
-            s.tokens.push_back(st.token);
+            Lane& s = at(st[size_t(i)].lane);
+            b.lanes.push_back(st[size_t(i)].lane);
+            if (src[size_t(i)] >= 0) // the id arrives with the previous step's results
+                prev->feeds.push_back({st[size_t(i)].lane, s.tokens.size(), src[size_t(i)]});
+            s.tokens.push_back(src[size_t(i)] >= 0 ? -1 : st[size_t(i)].token);
             s.has_logits = true;
-            if (!GpuSampler::samplable(st.sampling, st.n_top_logprobs))
-                results[size_t(i)] = host_sample(last_logits(st.lane), st.sampling, st.generated, st.n_top_logprobs);
         }
-        return results;
+        if (host_rows) { // the lanes' logits are this step's only until the next one begins
+            std::vector<DecodeResult> r = sampler_.collect(b.slot, b.params);
+            for (int i = 0; i < n; ++i) {
+                const DecodeStep& d = st[size_t(i)];
+                if (!GpuSampler::samplable(d.sampling, d.n_top_logprobs))
+                    r[size_t(i)] = host_sample(last_logits(d.lane), d.sampling, d.generated, d.n_top_logprobs);
+            }
+            b.results = std::move(r);
+        }
+        begun_.push_back(std::move(b));
+    }
+
+    std::vector<DecodeResult> decode_end() override {
+        if (begun_.empty())
+            throw Error("backend: decode_end with no step begun");
+        std::vector<DecodeResult> r = results_of(begun_.front());
+        for (const Feed& f : begun_.front().feeds) { // the next step's ids, known now
+            Lane& s = at(f.lane);
+            if (f.index < s.tokens.size() && s.tokens[f.index] == -1)
+                s.tokens[f.index] = r[size_t(f.row)].token;
+        }
+        begun_.pop_front();
+        return r;
     }
 
     std::vector<float> last_logits(int lane) const override {
@@ -200,6 +278,26 @@ class CudaBackend final : public Backend {
 
     LaneImage save_lane(int lane) const override;
     void restore_lane(int lane, const LaneImage& image) override;
+
+    // The lane's GDN state and page row are snapshotted in stream order now; its pages stay out of
+    // reuse until the copier thread has moved the image to host memory (lane_image.h).
+    void save_lane_async(int lane, std::function<void(LaneImage)> done) override {
+        const Lane& s = at(lane);
+        const size_t used = (s.tokens.size() + kKvPageTokens - 1) / kKvPageTokens;
+        std::vector<uint32_t> held(s.pages.begin(), s.pages.begin() + long(used));
+        for (uint32_t p : held)
+            ++page_refs_[p];
+        const uint64_t id = copier_.begin_save(lane, s.tokens, held);
+        pending_saves_.emplace_back(id, std::move(done));
+    }
+    void poll_saves(bool wait) override {
+        finish_saves(wait);
+        std::vector<std::pair<std::function<void(LaneImage)>, LaneImage>> ready;
+        ready.swap(ready_saves_);
+        for (auto& [done, image] : ready)
+            done(std::move(image));
+    }
+    bool saves_in_flight() const override { return !pending_saves_.empty() || !ready_saves_.empty(); }
 
   private:
     // Tensor-core prefill (PrefillRunner) in chunks of its size; logits through the decode head.
@@ -272,14 +370,39 @@ class CudaBackend final : public Backend {
                 throw Error("backend: token id " + std::to_string(t) + " is outside the vocabulary");
     }
 
-    // Grows the lane's page table to hold n more tokens and uploads its row.
-    void grow(int lane, size_t n) {
+    // A page leaves the free list while a lane or a save in flight holds it.
+    void release_page(uint32_t page) {
+        if (page_refs_[page] > 0 && --page_refs_[page] == 0)
+            free_.push_back(page);
+    }
+    // Saves the copier has finished: their pages go back, their images wait for poll_saves.
+    void finish_saves(bool wait) {
+        for (cuda::LaneImageCopier::Done& d : copier_.take_done(wait)) {
+            for (uint32_t p : d.pages)
+                release_page(p);
+            auto it = std::find_if(pending_saves_.begin(), pending_saves_.end(),
+                                   [&](const auto& e) { return e.first == d.id; });
+            if (it == pending_saves_.end())
+                continue;
+            auto done = std::move(it->second);
+            pending_saves_.erase(it);
+            if (!d.error.empty())
+                throw Error("backend: saving a checkpoint failed: " + d.error);
+            ready_saves_.emplace_back(std::move(done), std::move(d.image));
+        }
+    }
+
+    // Grows the lane's page table to hold n more tokens and uploads its row: synchronously, or
+    // (slot > 0, a pipelined step) through that slot's pinned row, in stream order.
+    void grow(int lane, size_t n, int slot = 0) {
         Lane& s = at(lane);
         const size_t total = s.tokens.size() + n;
         if (total > plan_.max_context)
             throw Error("backend: context full: " + std::to_string(total) + " tokens > max-context " +
                         std::to_string(plan_.max_context));
         const size_t need = (total + kKvPageTokens - 1) / kKvPageTokens;
+        if (need > s.pages.size() + free_.size() && !pending_saves_.empty())
+            finish_saves(true); // pages held by saves in flight come back once they are copied
         if (need > s.pages.size() + free_.size())
             throw Error("backend: KV pool full: " + std::to_string(need - s.pages.size()) + " more pages needed, " +
                         std::to_string(free_.size()) + " free");
@@ -287,12 +410,20 @@ class CudaBackend final : public Backend {
             return;
         while (s.pages.size() < need) {
             s.pages.push_back(free_.back());
+            page_refs_[free_.back()] = 1;
             free_.pop_back();
         }
-        upload_page_table(lane);
+        upload_page_table(lane, slot);
     }
-    void upload_page_table(int lane) {
+    void upload_page_table(int lane, int slot = 0) {
         const Lane& s = at(lane);
+        if (slot > 0) {
+            int32_t* row = page_rows_host_ + (size_t(slot) * lanes_.size() + size_t(lane)) * size_t(run_.max_pages());
+            std::copy(s.pages.begin(), s.pages.end(), row);
+            cuda_check(cudaMemcpyAsync(run_.page_table() + size_t(lane) * run_.max_pages(), row, s.pages.size() * 4,
+                                       cudaMemcpyHostToDevice, run_.stream()), "page table");
+            return;
+        }
         std::vector<int32_t> row(s.pages.begin(), s.pages.end());
         cuda_check(cudaMemcpyAsync(run_.page_table() + size_t(lane) * run_.max_pages(), row.data(), row.size() * 4,
                                    cudaMemcpyHostToDevice, run_.stream()), "page table");
@@ -337,6 +468,33 @@ class CudaBackend final : public Backend {
         cuda_check(err, "graph instantiation");
         return exec;
     }
+    // A step begun and not yet ended: its rows' lanes and parameters, its results once collected,
+    // and where the next step fed a lane this step's sample (patched into the lane's ids at the end).
+    struct Feed {
+        int lane = 0;
+        size_t index = 0;
+        int row = 0;
+    };
+    struct Begun {
+        int slot = 1;
+        std::vector<int> lanes;
+        std::vector<kernels::SampleRowParams> params;
+        std::deque<std::vector<int32_t>> generated; // rows' histories with the previous step's id
+        std::optional<std::vector<DecodeResult>> results;
+        std::vector<Feed> feeds;
+        int row_of(int lane) const {
+            for (size_t i = 0; i < lanes.size(); ++i)
+                if (lanes[i] == lane)
+                    return int(i);
+            return -1;
+        }
+    };
+    const std::vector<DecodeResult>& results_of(Begun& b) {
+        if (!b.results)
+            b.results = sampler_.collect(b.slot, b.params);
+        return *b.results;
+    }
+
     MemoryPlan plan_;
     CudaBackendOptions options_;
     cuda::Runner run_;
@@ -345,11 +503,20 @@ class CudaBackend final : public Backend {
     std::vector<uint32_t> free_;
     std::array<std::array<cudaGraphExec_t, kMaxStepTokens + 1>, kSampleVariants> graphs_{};
     std::unique_ptr<cuda::PrefillRunner> prefill_;
+    // Declared after run_ and sampler_: its thread stops (and its copies end) before they go.
+    mutable cuda::LaneImageCopier copier_;
+    std::deque<Begun> begun_;
+    uint64_t step_counter_ = 0;
+    int32_t* step_in_host_ = nullptr;  // pinned [GpuSampler::kSlots][3 * kMaxStepTokens]
+    int32_t* page_rows_host_ = nullptr; // pinned [GpuSampler::kSlots][n_lanes][max_pages]
+    std::vector<uint16_t> page_refs_; // holders of each KV page: its lane, saves in flight
+    std::vector<std::pair<uint64_t, std::function<void(LaneImage)>>> pending_saves_;
+    std::vector<std::pair<std::function<void(LaneImage)>, LaneImage>> ready_saves_;
 };
 
 LaneImage CudaBackend::save_lane(int lane) const {
     const Lane& s = at(lane);
-    return cuda::save_lane_image(run_, plan_, lane, s.tokens, s.pages);
+    return copier_.save_now(lane, s.tokens, s.pages);
 }
 
 void CudaBackend::restore_lane(int lane, const LaneImage& img) {
@@ -358,7 +525,7 @@ void CudaBackend::restore_lane(int lane, const LaneImage& img) {
     reset_lane(lane);
     grow(lane, n);
     Lane& s = at(lane);
-    cuda::restore_lane_image(run_, plan_, lane, img, s.pages);
+    copier_.restore(lane, img, s.pages);
     s.tokens = img.tokens;
     s.has_logits = false;
 }
@@ -387,7 +554,8 @@ std::string cuda_unavailable_reason() {
 }
 
 uint64_t cuda_backend_workspace_bytes(const ModelConfig& config, const MemoryRequest& request) {
-    return cuda::PrefillRunner::workspace_bytes(config, prefill_tokens_for(request.prefill_chunk));
+    return cuda::PrefillRunner::workspace_bytes(config, prefill_tokens_for(request.prefill_chunk)) +
+           cuda::LaneImageCopier::device_bytes(config);
 }
 
 uint64_t cuda_default_margin(uint64_t available_bytes) {

@@ -251,6 +251,8 @@ DecodeBenchReport run_decode_bench(const DecodeBenchRequest& r) {
             for (int l = 0; l < batch; ++l) {
                 steps[size_t(l)].lane = l;
                 steps[size_t(l)].token = int32_t((uint32_t(l) * 7919u + 101u) % token_ids);
+                steps[size_t(l)].sampling = r.sampling;
+                steps[size_t(l)].sampling.seed = uint64_t(l) + 1;
             }
             for (int i = 0; i < 2; ++i) b->decode(steps);
             std::vector<double> step_s;
@@ -273,7 +275,10 @@ DecodeBenchReport run_decode_bench(const DecodeBenchRequest& r) {
                     std::fprintf(stderr, "probe: %lld events of one step to %s\n", static_cast<long long>(events),
                                  path.c_str());
                 }
-                for (int l = 0; l < batch; ++l) steps[size_t(l)].token = res[size_t(l)].token;
+                for (int l = 0; l < batch; ++l) {
+                    steps[size_t(l)].token = res[size_t(l)].token;
+                    steps[size_t(l)].sampling.step = uint64_t(s) + 1;
+                }
             }
             DecodeBenchRow row;
             row.batch = batch;

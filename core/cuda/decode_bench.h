@@ -23,7 +23,7 @@
 //   tokens (KV in request.kv_dtype),
 //   then per batch: lane l's first token (l * 7919 + 101) mod min(151000, vocabulary) (distinct
 //   lanes, so a MoE batch routes like independent requests), warm-up (graph capture), `steps` timed
-//   greedy decode calls (host clock around each call, which waits for the sampled ids); step_ms =
+//   decode calls with request.sampling (greedy unless set) (host clock around each call, which waits for the sampled ids); step_ms =
 //   the median call (min / max beside it),
 //   decode tok/s = batch / median; bytes per
 //   step = weight bytes read (all matrices except the embedding, MoE: the router, shared expert
@@ -65,6 +65,10 @@ struct DecodeBenchRequest {
     int steps = 32;
     uint32_t prefill_chunk = 2048; // tokens per tensor-core prefill chunk (MemoryRequest.prefill_chunk)
     bool prefill = true; // false: decode rows only (deep contexts whose prefill would take minutes)
+    // Every decode row's sampling (default greedy). A server's request samples with its own
+    // parameters: with temperature > 0 the step includes the GPU sampler's draw kernels, whose time
+    // depends on how flat the logits are (synthetic weights give nearly uniform ones, the worst case).
+    SamplingParams sampling;
 };
 
 struct PrefillBenchRow {

@@ -22,10 +22,19 @@ GpuSampler::GpuSampler(int n_lanes, uint32_t vocab, uint32_t max_history, cudaSt
     uploads_ = arena_.alloc_n<int32_t>(max_history_, "sampler uploads");
     bias_values_ = arena_.alloc_n<float>(vocab, "sampler uploads");
     cuda_check(cudaMemsetAsync(counts_, 0, cells * 4, stream_), "sampler token counts");
-    cuda_check(cudaMallocHost(&out_host_, kOutWords * 4), "pinned result buffer");
+    last_ids_ = arena_.alloc_n<int32_t>(kRows, "last sampled ids");
+    cuda_check(cudaMallocHost(&out_host_, kSlots * kOutWords * 4), "pinned result buffer");
+    cuda_check(cudaMallocHost(&params_host_, kSlots * kRows * sizeof(kernels::SampleRowParams)), "pinned parameters");
+    for (cudaEvent_t& e : read_done_)
+        cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "sampler events");
 }
 
-GpuSampler::~GpuSampler() { cudaFreeHost(out_host_); }
+GpuSampler::~GpuSampler() {
+    for (cudaEvent_t e : read_done_)
+        cudaEventDestroy(e);
+    cudaFreeHost(params_host_);
+    cudaFreeHost(out_host_);
+}
 
 bool GpuSampler::samplable(const SamplingParams& p, int n_top) {
     if (n_top < 0 || n_top > kernels::kSampleMaxTopLogprobs)
@@ -109,8 +118,12 @@ void GpuSampler::sync_bias(int lane, const std::vector<std::pair<int32_t, float>
     held = bias;
 }
 
-void GpuSampler::upload(std::span<const kernels::SampleRowParams> rows) {
-    cuda_check(cudaMemcpyAsync(params_, rows.data(), rows.size_bytes(), cudaMemcpyHostToDevice, stream_),
+void GpuSampler::upload(std::span<const kernels::SampleRowParams> rows, int slot) {
+    if (rows.size() > kRows)
+        throw Error("backend: more than " + std::to_string(kRows) + " sampling rows in one step");
+    kernels::SampleRowParams* staged = params_host_ + size_t(slot) * kRows;
+    std::copy(rows.begin(), rows.end(), staged);
+    cuda_check(cudaMemcpyAsync(params_, staged, rows.size_bytes(), cudaMemcpyHostToDevice, stream_),
                "sampling parameters");
 }
 
@@ -133,24 +146,36 @@ void GpuSampler::enqueue(const float* logits, int64_t stride, int n, const kerne
 }
 
 // One copy brings ids, logprobs and top logprobs back (the result words are contiguous).
-std::vector<DecodeResult> GpuSampler::read(std::span<const kernels::SampleRowParams> rows) {
-    const bool top = std::any_of(rows.begin(), rows.end(), [](const auto& p) { return p.n_top_logprobs > 0; });
-    cuda_check(cudaMemcpyAsync(out_host_, out_, (top ? kOutWords : kTopIdsAt) * 4, cudaMemcpyDeviceToHost, stream_),
-               "sampled ids");
-    cuda_check(cudaStreamSynchronize(stream_), "decode step");
+void GpuSampler::enqueue_read(int slot, bool top) {
+    cuda_check(cudaMemcpyAsync(out_host_ + size_t(slot) * kOutWords, out_, (top ? kOutWords : kTopIdsAt) * 4,
+                               cudaMemcpyDeviceToHost, stream_), "sampled ids");
+    if (slot != 0) // a decode step's ids, for the next step's kTokenOfLastStep rows (not a prefill's sample)
+        cuda_check(cudaMemcpyAsync(last_ids_, out_, kRows * 4, cudaMemcpyDeviceToDevice, stream_), "sampled ids");
+    cuda_check(cudaEventRecord(read_done_[slot], stream_), "sampled ids");
+}
+
+std::vector<DecodeResult> GpuSampler::collect(int slot, std::span<const kernels::SampleRowParams> rows) {
+    cuda_check(cudaEventSynchronize(read_done_[slot]), "decode step");
+    const int32_t* words = out_host_ + size_t(slot) * kOutWords;
     std::vector<DecodeResult> r(rows.size());
     for (size_t i = 0; i < rows.size(); ++i) {
-        r[i].token = out_host_[i];
-        std::memcpy(&r[i].logprob, out_host_ + kRows + i, 4);
+        r[i].token = words[i];
+        std::memcpy(&r[i].logprob, words + kRows + i, 4);
         const size_t n_top = std::min<size_t>(size_t(std::max(rows[i].n_top_logprobs, 0)), vocab_);
         for (size_t j = 0; j < n_top; ++j) {
             const size_t at = i * kernels::kSampleMaxTopLogprobs + j;
             float lp;
-            std::memcpy(&lp, out_host_ + kTopLogprobsAt + at, 4);
-            r[i].top_logprobs.push_back({out_host_[kTopIdsAt + at], lp});
+            std::memcpy(&lp, words + kTopLogprobsAt + at, 4);
+            r[i].top_logprobs.push_back({words[kTopIdsAt + at], lp});
         }
     }
     return r;
+}
+
+std::vector<DecodeResult> GpuSampler::read(std::span<const kernels::SampleRowParams> rows) {
+    const bool top = std::any_of(rows.begin(), rows.end(), [](const auto& p) { return p.n_top_logprobs > 0; });
+    enqueue_read(0, top);
+    return collect(0, rows);
 }
 
 } // namespace ninfer::core::cuda

@@ -12,9 +12,15 @@
 //   `generated` only when it does not already hold it or all but its last id (then count_token
 //   carries that id and kernels::sample adds it on the GPU: no upload while a request goes on);
 //   the bias row is rewritten only when the list differs from the one it holds.
-// - upload(rows) copies row parameters (<= kMaxStepTokens) to the device; enqueue(logits, stride,
-//   n, plan) appends kernels::sample over them (graph-capturable: fixed device pointers);
-//   read(rows) waits for the stream and returns the results of those rows.
+// - upload(rows, slot) copies row parameters (<= kMaxStepTokens) to the device through slot's
+//   pinned buffer (so it never waits for the stream); enqueue(logits, stride, n, plan) appends
+//   kernels::sample over them (graph-capturable: fixed device pointers); read(rows) waits for the
+//   stream and returns the results of those rows (slot 0).
+// - Pipelined steps use slots 1..kSlots-1 in turn: enqueue_read(slot, top) appends the copy of
+//   the results into the slot's pinned words, an event, and a device copy of the sampled ids
+//   (last_ids(): what the next step's rows read as kTokenOfLastStep; slot 0's reads, the
+//   prefills' first samples, leave it alone); collect(slot, rows) waits for
+//   that event only. A slot's buffers are rewritten only after its results were collected.
 // Thread safety: engine thread only.
 #pragma once
 
@@ -38,11 +44,19 @@ class GpuSampler {
     GpuSampler& operator=(const GpuSampler&) = delete;
 
     static bool samplable(const SamplingParams& params, int n_top);
+    // Whether a row's sampling reads the lane's history (repetition, presence, frequency).
+    static bool penalised(const SamplingParams& p) {
+        return !(p.presence_penalty == 0.f && p.frequency_penalty == 0.f && p.repetition_penalty == 1.f);
+    }
     kernels::SampleRowParams prepare(int lane, const SamplingParams& params, std::span<const int32_t> generated,
                                      int n_top);
-    void upload(std::span<const kernels::SampleRowParams> rows);
+    static constexpr int kSlots = 3;
+    void upload(std::span<const kernels::SampleRowParams> rows, int slot = 0);
     void enqueue(const float* logits, int64_t stride, int n, const kernels::SamplePlan& plan);
     std::vector<DecodeResult> read(std::span<const kernels::SampleRowParams> rows);
+    void enqueue_read(int slot, bool top);
+    std::vector<DecodeResult> collect(int slot, std::span<const kernels::SampleRowParams> rows);
+    const int32_t* last_ids() const { return last_ids_; }
 
   private:
     // What a lane's rows hold: the ids counted in its counts row, the list written to its bias row.
@@ -64,7 +78,10 @@ class GpuSampler {
     DeviceArena arena_;
     std::vector<LaneRows> lanes_;
     kernels::SampleRowParams* params_ = nullptr;
-    int32_t *out_ = nullptr, *out_host_ = nullptr, *counts_ = nullptr, *uploads_ = nullptr;
+    kernels::SampleRowParams* params_host_ = nullptr; // pinned [kSlots][kRows]
+    int32_t *out_ = nullptr, *out_host_ = nullptr, *counts_ = nullptr, *uploads_ = nullptr; // out_host_: [kSlots][kOutWords]
+    int32_t* last_ids_ = nullptr;
+    cudaEvent_t read_done_[kSlots] = {};
     float *bias_ = nullptr, *bias_values_ = nullptr;
     uint8_t* workspace_ = nullptr;
 };

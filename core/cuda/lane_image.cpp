@@ -1,33 +1,32 @@
-// ninfer::core - CUDA lane state <-> LaneImage (the CPU backend's byte layout).
+// ninfer::core - CUDA lane state <-> LaneImage (the CPU backend's byte layout) in bulk copies,
+// saves on a copier thread so a checkpoint does not stall the decode steps.
 #include "core/cuda/lane_image.h"
 
 #include "core/util/error.h"
 
 #include <cuda_bf16.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace ninfer::core::cuda {
 
-namespace {
-
-// Image rows are kv_codec.h rows (codes, then their scales: row_bytes = code_bytes + scale_bytes);
-// device pages keep [n_kv_heads][64] rows of codes, then (fp8/int8) the same rows' scales.
-struct KvGeometry {
-    uint32_t n_full, nkv;
-    uint64_t row_bytes, code_bytes, scale_bytes, page_bytes;
-    uint32_t n;
-    uint64_t image_offset(uint32_t fl, bool value, uint32_t pos, uint32_t h) const {
-        return ((uint64_t(2 * fl + value) * n + pos) * nkv + h) * row_bytes;
-    }
-    uint64_t page_row(uint32_t pos, uint32_t h) const { return uint64_t(h) * kKvPageTokens + pos % kKvPageTokens; }
-    uint64_t code_offset(uint32_t pos, uint32_t h) const { return page_row(pos, h) * code_bytes; }
-    uint64_t scale_offset(uint32_t pos, uint32_t h) const {
-        return uint64_t(nkv) * kKvPageTokens * code_bytes + page_row(pos, h) * scale_bytes;
-    }
+// One piece of an image's journey through a bounce buffer: KV rows of one layer's K or V pool for
+// positions [pos0, pos0 + n_pos), or one GDN layer's conv history or recurrent state.
+struct LaneImageCopier::Chunk {
+    enum class Kind : uint8_t { Kv, Conv, Recurrent } kind = Kind::Kv;
+    uint32_t layer = 0; // full-attention layer (Kv) or GDN layer
+    bool value = false; // Kv: V pool
+    int pos0 = 0, n_pos = 0;
+    uint64_t device_bytes = 0; // bytes on the GPU side (conv: bf16 or f32)
+    uint64_t image_offset = 0; // into image.kv (Kv) or image.gdn
 };
 
-KvGeometry kv_geometry(const Runner& run, const MemoryPlan& plan, uint32_t n) {
+namespace {
+
+constexpr uint64_t kSlotPagesBytes = 64 << 10; // a save slot's page-table row (max_pages * 4)
+
+kernels::KvRowGeometry kv_row_geometry(const Runner& run, const MemoryPlan& plan) {
     const ModelConfig& c = run.config();
     const kernels::KvDtype d = kernel_kv_dtype(plan.kv_dtype);
     const uint64_t code = d == kernels::KvDtype::Bf16 ? 2ull * c.head_dim : c.head_dim;
@@ -35,94 +34,284 @@ KvGeometry kv_geometry(const Runner& run, const MemoryPlan& plan, uint32_t n) {
     if (code + scale != plan.kv_row_bytes)
         throw Error("cuda: KV rows of " + std::to_string(plan.kv_row_bytes) + " bytes in the plan, " +
                     std::to_string(code + scale) + " on the GPU");
-    return {c.n_full_attention_layers(), c.num_key_value_heads, plan.kv_row_bytes, code, scale, run.kv_page_bytes(), n};
+    return {int(c.num_key_value_heads), int(code), int(scale), run.kv_page_bytes()};
+}
+
+void widen_bf16(const uint8_t* src, uint64_t n, float* out) {
+    const __nv_bfloat16* in = reinterpret_cast<const __nv_bfloat16*>(src);
+    for (uint64_t i = 0; i < n; ++i)
+        out[i] = __bfloat162float(in[i]);
+}
+
+void round_to_bf16(const float* src, uint64_t n, uint8_t* dst) {
+    __nv_bfloat16* out = reinterpret_cast<__nv_bfloat16*>(dst);
+    for (uint64_t i = 0; i < n; ++i)
+        out[i] = __float2bfloat16(src[i]);
 }
 
 } // namespace
 
-LaneImage save_lane_image(const Runner& run, const MemoryPlan& plan, int lane, const std::vector<int32_t>& tokens,
-                          const std::vector<uint32_t>& pages) {
-    cuda_check(cudaStreamSynchronize(run.stream()), "saving a lane");
-    const uint32_t n = uint32_t(tokens.size());
-    LaneImage img;
-    img.tokens = tokens;
-    img.kv_dtype = plan.kv_dtype;
-    std::span<uint8_t> kv = img.add_section(LaneSectionTag::Kv, plan.lane_image_kv_bytes(n));
-    const KvGeometry g = kv_geometry(run, plan, n);
-    std::vector<uint8_t> page(g.page_bytes);
-    for (uint32_t fl = 0; fl < g.n_full; ++fl)
-        for (int value = 0; value < 2; ++value)
-            for (uint32_t p = 0; p * kKvPageTokens < n; ++p) {
-                const uint8_t* src = (value ? run.kv_v(fl) : run.kv_k(fl)) + uint64_t(pages[p]) * g.page_bytes;
-                cuda_check(cudaMemcpy(page.data(), src, g.page_bytes, cudaMemcpyDeviceToHost), "saving KV");
-                for (uint32_t pos = p * kKvPageTokens; pos < std::min(n, (p + 1) * kKvPageTokens); ++pos)
-                    for (uint32_t h = 0; h < g.nkv; ++h) {
-                        uint8_t* row = kv.data() + g.image_offset(fl, value, pos, h);
-                        std::memcpy(row, page.data() + g.code_offset(pos, h), g.code_bytes);
-                        std::memcpy(row + g.code_bytes, page.data() + g.scale_offset(pos, h), g.scale_bytes);
-                    }
-            }
-    const ModelConfig& c = run.config();
-    const uint32_t n_gdn = c.n_linear_attention_layers();
-    const uint64_t ce = run.conv_elems_per_lane(), rf = run.recurrent_floats_per_lane();
-    std::span<uint8_t> gdn = img.add_section(LaneSectionTag::Gdn, plan.lane_image_gdn_bytes());
-    std::vector<__nv_bfloat16> conv(ce);
-    float* out = reinterpret_cast<float*>(gdn.data());
-    for (uint32_t l = 0; l < n_gdn; ++l) {
-        if (run.f32_activations()) { // the image's own layout
-            cuda_check(cudaMemcpy(out + l * ce, run.conv_state_f32(l) + lane * ce, ce * 4, cudaMemcpyDeviceToHost),
-                       "saving GDN");
-            continue;
-        }
-        cuda_check(cudaMemcpy(conv.data(), run.conv_state(l) + lane * ce, ce * 2, cudaMemcpyDeviceToHost), "saving GDN");
-        for (uint64_t i = 0; i < ce; ++i)
-            out[l * ce + i] = __bfloat162float(conv[i]);
+LaneImageCopier::LaneImageCopier(const Runner& run, const MemoryPlan& plan)
+    : run_(run), plan_(plan), geo_(kv_row_geometry(run, plan)), row_bytes_(plan.kv_row_bytes),
+      n_full_(run.config().n_full_attention_layers()), n_gdn_(run.config().n_linear_attention_layers()) {
+    if (uint64_t(run.max_pages()) * 4 > kSlotPagesBytes)
+        throw Error("cuda: a lane of " + std::to_string(run.max_pages()) + " KV pages is beyond the copier's page rows");
+    const uint64_t slot = uint64_t(n_gdn_) * (conv_bytes() + run.recurrent_floats_per_lane() * 4);
+    for (int s = 0; s < kSaveSlots; ++s) {
+        gdn_slots_[s] = arena_.alloc_n<uint8_t>(std::max<uint64_t>(slot, 16), "checkpoint GDN slot");
+        slot_pages_[s] = arena_.alloc_n<int32_t>(kSlotPagesBytes / 4, "checkpoint page rows");
+        cuda_check(cudaEventCreateWithFlags(&slot_ready_[s], cudaEventDisableTiming), "checkpoint events");
     }
-    out += uint64_t(n_gdn) * ce;
-    for (uint32_t l = 0; l < n_gdn; ++l)
-        cuda_check(cudaMemcpy(out + l * rf, run.recurrent_state(l) + lane * rf, rf * 4, cudaMemcpyDeviceToHost),
-                   "saving GDN");
-    return img;
+    for (Bounces* b : {&out_, &in_})
+        for (int i = 0; i < 2; ++i) {
+            b->device[i] = arena_.alloc_n<uint8_t>(kBounceBytes, "lane image bounce");
+            cuda_check(cudaMallocHost(&b->pinned[i], kBounceBytes), "pinned lane image bounce");
+            cuda_check(cudaEventCreateWithFlags(&b->ready[i], cudaEventDisableTiming), "lane image events");
+        }
+    cuda_check(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking), "checkpoint copy stream");
+    thread_ = std::thread([this] { copier_main(); });
 }
 
-void restore_lane_image(Runner& run, const MemoryPlan& plan, int lane, const LaneImage& img,
-                        const std::vector<uint32_t>& pages) {
-    cuda_check(cudaStreamSynchronize(run.stream()), "restoring a lane");
-    const uint32_t n = uint32_t(img.tokens.size());
-    const KvGeometry g = kv_geometry(run, plan, n);
-    std::vector<uint8_t> page(g.page_bytes);
-    for (uint32_t fl = 0; fl < g.n_full; ++fl)
-        for (int value = 0; value < 2; ++value)
-            for (uint32_t p = 0; p * kKvPageTokens < n; ++p) {
-                std::fill(page.begin(), page.end(), 0);
-                for (uint32_t pos = p * kKvPageTokens; pos < std::min(n, (p + 1) * kKvPageTokens); ++pos)
-                    for (uint32_t h = 0; h < g.nkv; ++h) {
-                        const uint8_t* row = img.kv().data() + g.image_offset(fl, value, pos, h);
-                        std::memcpy(page.data() + g.code_offset(pos, h), row, g.code_bytes);
-                        std::memcpy(page.data() + g.scale_offset(pos, h), row + g.code_bytes, g.scale_bytes);
-                    }
-                uint8_t* dst = (value ? run.kv_v(fl) : run.kv_k(fl)) + uint64_t(pages[p]) * g.page_bytes;
-                cuda_check(cudaMemcpy(dst, page.data(), g.page_bytes, cudaMemcpyHostToDevice), "restoring KV");
-            }
-    const ModelConfig& c = run.config();
-    const uint32_t n_gdn = c.n_linear_attention_layers();
-    const uint64_t ce = run.conv_elems_per_lane(), rf = run.recurrent_floats_per_lane();
-    std::vector<__nv_bfloat16> conv(ce);
-    const float* in = reinterpret_cast<const float*>(img.gdn().data());
-    for (uint32_t l = 0; l < n_gdn; ++l) {
-        if (run.f32_activations()) {
-            cuda_check(cudaMemcpy(run.conv_state_f32(l) + lane * ce, in + l * ce, ce * 4, cudaMemcpyHostToDevice),
-                       "restoring GDN");
-            continue;
-        }
-        for (uint64_t i = 0; i < ce; ++i)
-            conv[i] = __float2bfloat16(in[l * ce + i]);
-        cuda_check(cudaMemcpy(run.conv_state(l) + lane * ce, conv.data(), ce * 2, cudaMemcpyHostToDevice), "restoring GDN");
+LaneImageCopier::~LaneImageCopier() {
+    {
+        std::lock_guard lock(mutex_);
+        stop_ = true;
     }
-    in += uint64_t(n_gdn) * ce;
-    for (uint32_t l = 0; l < n_gdn; ++l)
-        cuda_check(cudaMemcpy(run.recurrent_state(l) + lane * rf, in + l * rf, rf * 4, cudaMemcpyHostToDevice),
-                   "restoring GDN");
+    changed_.notify_all();
+    thread_.join(); // after the jobs in the queue: none leaves GPU work behind on freed buffers
+    cudaStreamSynchronize(copy_stream_);
+    cudaStreamDestroy(copy_stream_);
+    for (Bounces* b : {&out_, &in_})
+        for (int i = 0; i < 2; ++i) {
+            cudaFreeHost(b->pinned[i]);
+            cudaEventDestroy(b->ready[i]);
+        }
+    for (cudaEvent_t e : slot_ready_)
+        cudaEventDestroy(e);
+}
+
+uint64_t LaneImageCopier::device_bytes(const ModelConfig& c) {
+    const uint64_t conv = uint64_t(c.linear_conv_kernel_dim - 1) * c.gdn_conv_dim() * 4; // f32 bound
+    const uint64_t recurrent =
+        uint64_t(c.linear_num_value_heads) * c.linear_key_head_dim * c.linear_value_head_dim * 4;
+    const uint64_t slot = uint64_t(c.n_linear_attention_layers()) * (conv + recurrent) + kSlotPagesBytes;
+    return kSaveSlots * slot + 4 * kBounceBytes;
+}
+
+uint64_t LaneImageCopier::conv_bytes() const {
+    return run_.conv_elems_per_lane() * (run_.f32_activations() ? 4 : 2);
+}
+
+LaneImageCopier::GdnSource LaneImageCopier::lane_gdn(int lane) const {
+    GdnSource g;
+    for (uint32_t l = 0; l < n_gdn_; ++l) {
+        g.conv.push_back(run_.f32_activations()
+                             ? reinterpret_cast<const uint8_t*>(run_.conv_state_f32(l) + lane * run_.conv_elems_per_lane())
+                             : reinterpret_cast<const uint8_t*>(run_.conv_state(l) + lane * run_.conv_elems_per_lane()));
+        g.recurrent.push_back(
+            reinterpret_cast<const uint8_t*>(run_.recurrent_state(l) + lane * run_.recurrent_floats_per_lane()));
+    }
+    return g;
+}
+
+// A slot holds every GDN layer's conv history, then every layer's recurrent state.
+LaneImageCopier::GdnSource LaneImageCopier::slot_gdn(int slot) const {
+    GdnSource g;
+    const uint8_t* p = gdn_slots_[slot];
+    for (uint32_t l = 0; l < n_gdn_; ++l, p += conv_bytes())
+        g.conv.push_back(p);
+    for (uint32_t l = 0; l < n_gdn_; ++l, p += run_.recurrent_floats_per_lane() * 4)
+        g.recurrent.push_back(p);
+    return g;
+}
+
+std::vector<LaneImageCopier::Chunk> LaneImageCopier::plan_chunks(uint32_t n, const GdnSource* gdn) const {
+    std::vector<Chunk> chunks;
+    const uint64_t pos_bytes = uint64_t(geo_.n_kv_heads) * row_bytes_;
+    const int per_chunk = int(std::max<uint64_t>(1, kBounceBytes / pos_bytes));
+    for (uint32_t fl = 0; fl < n_full_; ++fl)
+        for (int value = 0; value < 2; ++value)
+            for (int p = 0; p < int(n); p += per_chunk) {
+                Chunk c;
+                c.layer = fl;
+                c.value = value != 0;
+                c.pos0 = p;
+                c.n_pos = std::min(per_chunk, int(n) - p);
+                c.device_bytes = uint64_t(c.n_pos) * pos_bytes;
+                c.image_offset = ((uint64_t(2 * fl + uint32_t(value)) * n) + uint64_t(p)) * pos_bytes;
+                chunks.push_back(c);
+            }
+    if (!gdn)
+        return chunks;
+    const uint64_t ce = run_.conv_elems_per_lane(), rf = run_.recurrent_floats_per_lane();
+    for (uint32_t l = 0; l < n_gdn_; ++l)
+        chunks.push_back({Chunk::Kind::Conv, l, false, 0, 0, conv_bytes(), uint64_t(l) * ce * 4});
+    for (uint32_t l = 0; l < n_gdn_; ++l)
+        chunks.push_back({Chunk::Kind::Recurrent, l, false, 0, 0, rf * 4, (uint64_t(n_gdn_) * ce + uint64_t(l) * rf) * 4});
+    return chunks;
+}
+
+// Device -> host, double-buffered: chunk i's gather and DMA run while chunk i-1 is copied out of
+// its pinned buffer into the image.
+void LaneImageCopier::copy_out(cudaStream_t stream, Bounces& b, const int32_t* pages, const GdnSource& gdn,
+                               LaneImage& image) {
+    const uint32_t n = uint32_t(image.tokens.size());
+    image.kv_dtype = plan_.kv_dtype;
+    const std::span<uint8_t> kv = image.add_section(LaneSectionTag::Kv, plan_.lane_image_kv_bytes(n));
+    const std::span<uint8_t> gdn_out = image.add_section(LaneSectionTag::Gdn, plan_.lane_image_gdn_bytes());
+    const std::vector<Chunk> chunks = plan_chunks(n, &gdn);
+    auto enqueue = [&](const Chunk& c, int k) {
+        const uint8_t* src = nullptr;
+        if (c.kind == Chunk::Kind::Kv) {
+            const uint8_t* pool = c.value ? run_.kv_v(c.layer) : run_.kv_k(c.layer);
+            cuda_check(kernels::kv_rows_gather(pool, pages, c.pos0, c.n_pos, geo_, b.device[k], stream), "saving KV");
+            src = b.device[k];
+        } else {
+            src = c.kind == Chunk::Kind::Conv ? gdn.conv[c.layer] : gdn.recurrent[c.layer];
+        }
+        cuda_check(cudaMemcpyAsync(b.pinned[k], src, c.device_bytes, cudaMemcpyDeviceToHost, stream), "saving a lane");
+        cuda_check(cudaEventRecord(b.ready[k], stream), "saving a lane");
+    };
+    auto consume = [&](const Chunk& c, int k) {
+        cuda_check(cudaEventSynchronize(b.ready[k]), "saving a lane");
+        if (c.kind == Chunk::Kind::Kv)
+            std::memcpy(kv.data() + c.image_offset, b.pinned[k], c.device_bytes);
+        else if (c.kind == Chunk::Kind::Conv && !run_.f32_activations())
+            widen_bf16(b.pinned[k], run_.conv_elems_per_lane(), reinterpret_cast<float*>(gdn_out.data() + c.image_offset));
+        else
+            std::memcpy(gdn_out.data() + c.image_offset, b.pinned[k], c.device_bytes);
+    };
+    for (size_t i = 0; i <= chunks.size(); ++i) {
+        if (i < chunks.size())
+            enqueue(chunks[i], int(i % 2));
+        if (i >= 1)
+            consume(chunks[i - 1], int((i - 1) % 2));
+    }
+}
+
+uint64_t LaneImageCopier::begin_save(int lane, std::vector<int32_t> tokens, std::vector<uint32_t> pages) {
+    int slot = -1;
+    {
+        std::unique_lock lock(mutex_);
+        changed_.wait(lock, [&] { return !slot_busy_[0] || !slot_busy_[1]; });
+        slot = slot_busy_[0] ? 1 : 0;
+        slot_busy_[slot] = true;
+    }
+    const cudaStream_t s = run_.stream();
+    // In stream order: what the next step changes (GDN state) and what a lane reset rewrites (its
+    // page-table row). The KV rows below tokens.size() stay as they are while the pages are held.
+    cuda_check(cudaMemcpyAsync(slot_pages_[slot], run_.page_table() + uint64_t(lane) * run_.max_pages(),
+                               uint64_t(run_.max_pages()) * 4, cudaMemcpyDeviceToDevice, s), "checkpoint page row");
+    const GdnSource from = lane_gdn(lane), to = slot_gdn(slot);
+    for (uint32_t l = 0; l < n_gdn_; ++l) {
+        cuda_check(cudaMemcpyAsync(const_cast<uint8_t*>(to.conv[l]), from.conv[l], conv_bytes(),
+                                   cudaMemcpyDeviceToDevice, s), "checkpoint GDN");
+        cuda_check(cudaMemcpyAsync(const_cast<uint8_t*>(to.recurrent[l]), from.recurrent[l],
+                                   run_.recurrent_floats_per_lane() * 4, cudaMemcpyDeviceToDevice, s),
+                   "checkpoint GDN");
+    }
+    cuda_check(cudaEventRecord(slot_ready_[slot], s), "checkpoint event");
+    std::lock_guard lock(mutex_);
+    const uint64_t id = next_id_++;
+    queue_.push_back({id, slot, std::move(tokens), std::move(pages)});
+    ++in_flight_;
+    changed_.notify_all();
+    return id;
+}
+
+void LaneImageCopier::copier_main() {
+    for (;;) {
+        Job job;
+        {
+            std::unique_lock lock(mutex_);
+            changed_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+            if (queue_.empty())
+                return; // stop_ with nothing left
+            job = std::move(queue_.front());
+            queue_.pop_front();
+        }
+        Done done;
+        done.id = job.id;
+        done.image.tokens = std::move(job.tokens);
+        try {
+            cuda_check(cudaStreamWaitEvent(copy_stream_, slot_ready_[job.slot], 0), "checkpoint event");
+            copy_out(copy_stream_, out_, slot_pages_[job.slot], slot_gdn(job.slot), done.image);
+        } catch (const std::exception& e) {
+            done.error = e.what();
+            done.image = LaneImage{};
+        }
+        done.pages = std::move(job.pages);
+        std::lock_guard lock(mutex_);
+        slot_busy_[job.slot] = false;
+        done_.push_back(std::move(done));
+        --in_flight_;
+        changed_.notify_all();
+    }
+}
+
+std::vector<LaneImageCopier::Done> LaneImageCopier::take_done(bool wait) {
+    std::unique_lock lock(mutex_);
+    if (wait)
+        changed_.wait(lock, [&] { return in_flight_ == 0; });
+    std::vector<Done> out;
+    out.swap(done_);
+    return out;
+}
+
+size_t LaneImageCopier::in_flight() const {
+    std::lock_guard lock(mutex_);
+    return in_flight_;
+}
+
+LaneImage LaneImageCopier::save_now(int lane, const std::vector<int32_t>& tokens, const std::vector<uint32_t>& pages) {
+    if (pages.size() * kKvPageTokens < tokens.size())
+        throw Error("cuda: a lane of " + std::to_string(tokens.size()) + " tokens holds only " +
+                    std::to_string(pages.size()) + " pages");
+    LaneImage image;
+    image.tokens = tokens;
+    copy_out(run_.stream(), in_, run_.page_table() + uint64_t(lane) * run_.max_pages(), lane_gdn(lane), image);
+    return image;
+}
+
+// Host -> device, double-buffered: chunk i is copied into a pinned buffer while chunk i-1 crosses
+// PCIe and is scattered into its pages.
+void LaneImageCopier::restore(int lane, const LaneImage& image, const std::vector<uint32_t>& pages) {
+    const uint32_t n = uint32_t(image.tokens.size());
+    if (pages.size() * kKvPageTokens < n)
+        throw Error("cuda: restoring " + std::to_string(n) + " tokens into " + std::to_string(pages.size()) + " pages");
+    const cudaStream_t s = run_.stream();
+    const int32_t* page_row = run_.page_table() + uint64_t(lane) * run_.max_pages();
+    const GdnSource gdn = lane_gdn(lane);
+    const std::vector<Chunk> chunks = plan_chunks(n, &gdn);
+    const uint64_t ce = run_.conv_elems_per_lane();
+    for (size_t i = 0; i < chunks.size(); ++i) {
+        const Chunk& c = chunks[i];
+        const int k = int(i % 2);
+        if (i >= 2)
+            cuda_check(cudaEventSynchronize(in_.ready[k]), "restoring a lane"); // chunk i-2 left the buffer
+        uint8_t* dst = nullptr;
+        if (c.kind == Chunk::Kind::Kv) {
+            std::memcpy(in_.pinned[k], image.kv().data() + c.image_offset, c.device_bytes);
+            dst = in_.device[k];
+        } else if (c.kind == Chunk::Kind::Conv) {
+            const float* src = reinterpret_cast<const float*>(image.gdn().data() + c.image_offset);
+            if (run_.f32_activations())
+                std::memcpy(in_.pinned[k], src, c.device_bytes);
+            else
+                round_to_bf16(src, ce, in_.pinned[k]);
+            dst = const_cast<uint8_t*>(gdn.conv[c.layer]);
+        } else {
+            std::memcpy(in_.pinned[k], image.gdn().data() + c.image_offset, c.device_bytes);
+            dst = const_cast<uint8_t*>(gdn.recurrent[c.layer]);
+        }
+        cuda_check(cudaMemcpyAsync(dst, in_.pinned[k], c.device_bytes, cudaMemcpyHostToDevice, s), "restoring a lane");
+        if (c.kind == Chunk::Kind::Kv) {
+            uint8_t* pool = c.value ? run_.kv_v(c.layer) : run_.kv_k(c.layer);
+            cuda_check(kernels::kv_rows_scatter(pool, page_row, c.pos0, c.n_pos, geo_, in_.device[k], s), "restoring KV");
+        }
+        cuda_check(cudaEventRecord(in_.ready[k], s), "restoring a lane");
+    }
+    cuda_check(cudaStreamSynchronize(s), "restoring a lane");
 }
 
 } // namespace ninfer::core::cuda

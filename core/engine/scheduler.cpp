@@ -94,7 +94,8 @@ int Scheduler::n_running() const {
 bool Scheduler::has_requests() const { return !queue_.empty() || n_running() > 0; }
 
 bool Scheduler::has_work() const {
-    if (n_running() > 0) return true;
+    if (n_running() > 0 || !in_flight_.empty()) return true;
+    if (std::any_of(lanes_.begin(), lanes_.end(), [](const Lane& l) { return l.closing; })) return true;
     // Queued work can start only if the head fits now; otherwise we wait for a deadline.
     return !queue_.empty() && uint64_t(queue_.front().prompt.size()) + queue_.front().max_tokens + reserved_tokens() <=
                                   options_.kv_capacity_tokens;
@@ -113,11 +114,13 @@ uint64_t Scheduler::reserved_tokens() const {
     uint64_t total = 0;
     for (const Lane& l : lanes_)
         if (l.request) total += l.request->prompt.size() + l.request->max_tokens;
+        else if (l.closing) total += l.history.size() + 1; // its last sample is still to be fed
     return total;
 }
 
 Scheduler::~Scheduler() {
     try {
+        end_step_in_flight(); // its results are dropped with their requests
         backend_.poll_saves(true); // checkpoints in flight land before the cache may go
     } catch (...) {
     }
@@ -153,7 +156,7 @@ int Scheduler::pick_lane(const GenerationRequest& request) const {
     size_t best_reuse = 0;
     for (size_t i = 0; i < lanes_.size(); ++i) {
         const Lane& l = lanes_[i];
-        if (l.request) continue;
+        if (l.request || l.closing) continue;
         size_t h = l.history.size();
         bool extends = h > 0 && h < request.prompt.size() &&
                        std::equal(l.history.begin(), l.history.end(), request.prompt.begin());
@@ -167,6 +170,9 @@ int Scheduler::pick_lane(const GenerationRequest& request) const {
 }
 
 void Scheduler::admit(Clock::time_point now) {
+    // A closing lane is fed in this round's decode step: admission waits for it, so every free
+    // lane holds its whole sequence when a lane is picked, in either decode order.
+    if (std::any_of(lanes_.begin(), lanes_.end(), [](const Lane& l) { return l.closing; })) return;
     while (!queue_.empty()) {
         const GenerationRequest& head = queue_.front();
         if (reserved_tokens() + head.prompt.size() + head.max_tokens > options_.kv_capacity_tokens) return;
@@ -250,14 +256,22 @@ bool Scheduler::accept_token(int lane_index, DecodeResult result) {
         lane.forced.pop_front();
     }
     lane.generated.push_back(result.token);
-    lane.pending_token = result.token;
+    // A step begun after the one that sampled this token already feeds it (the pipelined order).
+    if (lane.samples_outstanding > 0) {
+        lane.history.push_back(result.token);
+        lane.pending_token = -1;
+    } else {
+        lane.pending_token = result.token;
+    }
     ++stats_.n_generation_tokens_total;
     TokenVerdict verdict = lane.request->sink->on_token(result);
     if (verdict == TokenVerdict::Stop || is_stop_token(*lane.request, result.token)) {
         finish(lane_index, FinishReason::Stop);
         return false;
     }
-    if (lane.generated.size() >= lane.request->max_tokens || lane.history.size() + 1 >= options_.max_context) {
+    // The sequence counts every sampled token, fed or not, so both decode orders stop alike.
+    if (lane.generated.size() >= lane.request->max_tokens ||
+        lane.request->prompt.size() + lane.generated.size() >= options_.max_context) {
         finish(lane_index, FinishReason::Length);
         return false;
     }
@@ -268,29 +282,87 @@ bool Scheduler::accept_token(int lane_index, DecodeResult result) {
 
 void Scheduler::decode_batch() {
     std::vector<DecodeStep> steps;
+    std::vector<StepRow> rows;
+    std::vector<bool> fed_now; // the row's token is the lane's pending (known, unfed) sample
+    std::deque<std::vector<int32_t>> with_forced; // generated + a forced id the step in flight reports
     for (size_t i = 0; i < lanes_.size(); ++i) {
         Lane& l = lanes_[i];
-        if (!l.request || !l.decoding) continue;
         DecodeStep s;
         s.lane = int(i);
-        s.token = l.pending_token;
-        s.sampling = l.request->sampling;
-        s.sampling.step = l.generated.size();
-        s.generated = l.generated;
-        s.n_top_logprobs = l.request->n_top_logprobs;
+        if (l.request && l.decoding) {
+            // Its token is the sample of the step in flight (on the device), or the forced id that
+            // will replace that sample when it is reported, or a sample already reported.
+            const bool from_step = l.samples_outstanding > 0;
+            s.sampling = l.request->sampling;
+            s.sampling.step = l.generated.size() + (from_step ? 1 : 0);
+            s.generated = l.generated;
+            s.n_top_logprobs = l.request->n_top_logprobs;
+            if (!from_step) {
+                s.token = l.pending_token;
+            } else if (l.forced.empty()) {
+                s.token = kTokenOfLastStep;
+            } else {
+                s.token = l.forced.front();
+                with_forced.emplace_back(l.generated.begin(), l.generated.end()).push_back(s.token);
+                s.generated = with_forced.back();
+            }
+            rows.push_back({int(i), false, l.admit_order});
+            fed_now.push_back(!from_step);
+        } else if (l.closing) {
+            s.token = l.pending_token; // greedy; the result is discarded
+            rows.push_back({int(i), true, 0});
+            fed_now.push_back(true);
+        } else {
+            continue;
+        }
         steps.push_back(std::move(s));
     }
-    if (steps.empty()) return;
-    auto t0 = Clock::now();
-    std::vector<DecodeResult> results = backend_.decode(steps);
-    stats_.t_decode_us_total += us_between(t0, Clock::now());
-    ++stats_.n_decode_steps_total;
-    stats_.n_decode_lane_steps_total += steps.size();
-    for (size_t k = 0; k < steps.size(); ++k) {
-        Lane& l = lanes_[size_t(steps[k].lane)];
-        l.history.push_back(steps[k].token);
-        if (l.request) accept_token(steps[k].lane, results[k]);
+    if (!steps.empty()) {
+        auto t0 = Clock::now();
+        backend_.decode_begin(steps);
+        stats_.t_decode_us_total += us_between(t0, Clock::now());
+        ++stats_.n_decode_steps_total;
+        stats_.n_decode_lane_steps_total += steps.size();
+        for (size_t k = 0; k < rows.size(); ++k) {
+            Lane& l = lanes_[size_t(rows[k].lane)];
+            if (fed_now[k]) {
+                l.history.push_back(steps[k].token);
+                l.pending_token = -1;
+            }
+            if (rows[k].closing)
+                lane_fed_last_sample(rows[k].lane);
+            else
+                ++l.samples_outstanding;
+        }
     }
+    // Pipelined: the step begun in the previous round is reported while this one computes.
+    end_step_in_flight();
+    in_flight_ = std::move(rows);
+    if (!options_.pipeline_decode) end_step_in_flight();
+}
+
+void Scheduler::end_step_in_flight() {
+    if (in_flight_.empty()) return;
+    std::vector<StepRow> rows = std::move(in_flight_);
+    in_flight_.clear();
+    auto t0 = Clock::now();
+    std::vector<DecodeResult> results = backend_.decode_end();
+    stats_.t_decode_us_total += us_between(t0, Clock::now());
+    for (size_t k = 0; k < rows.size(); ++k) {
+        Lane& l = lanes_[size_t(rows[k].lane)];
+        // A closing lane's row, or a request that finished (or was cancelled) after this step began.
+        if (rows[k].closing || !l.request || l.admit_order != rows[k].admission) continue;
+        --l.samples_outstanding;
+        accept_token(rows[k].lane, results[k]);
+    }
+}
+
+// A finished lane's last sample is in its state now: it is free, and its reply checkpoint is taken.
+void Scheduler::lane_fed_last_sample(int lane_index) {
+    Lane& l = lanes_[size_t(lane_index)];
+    l.closing = false;
+    if (l.checkpoint_when_fed) checkpoint(lane_index);
+    l.checkpoint_when_fed = false;
 }
 
 void Scheduler::finish(int lane_index, FinishReason reason) {
@@ -316,8 +388,17 @@ void Scheduler::finish(int lane_index, FinishReason reason) {
     } else if (!lane.decoding) {
         backend_.reset_lane(lane_index);
         lane.history.clear();
-    } else if (options_.prefix_cache && reason != FinishReason::Cancelled) {
-        checkpoint(lane_index); // the assistant boundary: the next turn extends it
+    } else {
+        // The reply's checkpoint (the assistant boundary: the next turn extends it) includes the
+        // last sample: taken now if a step in flight feeds it, else once the next round has.
+        const bool keep = options_.prefix_cache && reason != FinishReason::Cancelled;
+        lane.samples_outstanding = 0; // rows of this request still in flight are discarded
+        if (lane.pending_token >= 0) {
+            lane.closing = true;
+            lane.checkpoint_when_fed = keep;
+        } else if (keep) {
+            checkpoint(lane_index);
+        }
     }
     lane.decoding = false;
     if (reason == FinishReason::Cancelled || reason == FinishReason::Failed) {

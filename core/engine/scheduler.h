@@ -20,6 +20,13 @@
 //   engine failed: why"), running ones end with FinishReason::Failed, and no backend call is made
 //   (its state is unknown); the scheduler must not step again.
 // - Greedy results do not depend on batching: each lane's tokens come only from its own state.
+// - Pipelined decode (options.pipeline_decode): a decode round begins step k+1 (each running
+//   lane's token is the sample of step k, still on the device, or a forced id) and then ends step
+//   k, reporting its tokens while the backend computes k+1. A lane whose request finishes at step
+//   k has its row of k+1 discarded. Every sampled token is fed to its lane, the last one too: a
+//   lane that finished with its last sample unfed (the unpipelined order, a first token that
+//   ends the request) feeds it in the next round as a discarded row before it is free again, so
+//   lane state, checkpoints and slot images are the same in either order.
 #pragma once
 
 #include "core/backend/backend.h"
@@ -42,6 +49,10 @@ struct SchedulerOptions {
     uint32_t max_pending = 64;
     uint64_t pending_timeout_ms = 60000;
     PrefixCache* prefix_cache = nullptr; // engine-thread owned; checkpoints at prompt end and reply end
+    // Begin the next decode step before the previous one's tokens are reported (Backend::
+    // decode_begin / decode_end): the GPU never waits for this thread's bookkeeping. false: each
+    // step is ended before the next begins (the reference the pipelined order must equal).
+    bool pipeline_decode = true;
 };
 
 class Scheduler {
@@ -83,6 +94,9 @@ class Scheduler {
         uint32_t cached_tokens = 0;
         uint32_t checkpoint_at = 0;   // prompt position of the assistant-boundary checkpoint (0 = none)
         int32_t pending_token = -1;   // sampled, not yet fed
+        int samples_outstanding = 0;  // begun, not ended steps in which this request samples
+        bool closing = false;         // finished, its last sample still to be fed; not free yet
+        bool checkpoint_when_fed = false; // closing: checkpoint once the last sample is fed
         std::deque<int32_t> forced;   // sink-forced ids that replace the next samples
         bool decoding = false;
         Clock::time_point admitted, first_token;
@@ -93,7 +107,15 @@ class Scheduler {
     void admit(Clock::time_point now);
     int pick_lane(const GenerationRequest& request) const;
     void prefill_one_chunk();
+    // One decode round: begin the next step, end the one begun in the previous round.
     void decode_batch();
+    void end_step_in_flight();
+    void lane_fed_last_sample(int lane_index);
+    struct StepRow {
+        int lane = 0;
+        bool closing = false;    // a closing lane's last sample: its result is discarded
+        uint64_t admission = 0;  // else the admission (Lane::admit_order) that samples in this row
+    };
     // Reports a sampled token; returns false if the lane finished.
     bool accept_token(int lane_index, DecodeResult result);
     void finish(int lane_index, FinishReason reason);
@@ -110,6 +132,7 @@ class Scheduler {
     EngineStats& stats_;
     std::deque<GenerationRequest> queue_;
     std::vector<Lane> lanes_;
+    std::vector<StepRow> in_flight_; // rows of the step begun and not yet ended
     uint64_t admit_counter_ = 0;
     std::vector<int32_t> assistant_marker_;
 };

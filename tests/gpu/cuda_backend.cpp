@@ -240,6 +240,164 @@ TEST_CASE("cuda backend: lane images move between the CPU and CUDA backends", "[
     }
 }
 
+// A checkpoint copied on the backend's own thread is the lane as it stood when the save began,
+// although the lane decodes on, is reset and its pages are wanted by other lanes meanwhile: the
+// pages a save holds stay out of reuse until it is copied, and a lane short of pages waits for it.
+TEST_CASE("cuda backend: an asynchronous save is the lane as it stood and holds its pages", "[cuda_backend]") {
+    ninfer::test::require_gpu();
+    for (const std::string& fixture : kKernelFixtures) {
+        INFO(fixture);
+        auto m = load(fixture, "bf16");
+        auto gpu = make_cuda_backend(m->weights, m->plan);
+        const FixtureRefs refs = read_refs(fixture);
+        const std::vector<int32_t> ids(refs.ppl_ids.begin(), refs.ppl_ids.begin() + 100);
+        std::vector<float> lg;
+        gpu->prefill(0, ids, LogitsOut::Last, &lg);
+        const LaneImage now = gpu->save_lane(0);
+        std::vector<LaneImage> got;
+        gpu->save_lane_async(0, [&](LaneImage image) { got.push_back(std::move(image)); });
+        CHECK(gpu->saves_in_flight());
+        int32_t t = argmax(lg);
+        for (int i = 0; i < 3; ++i) {
+            const DecodeStep s = step(0, t);
+            t = gpu->decode(std::span(&s, 1))[0].token;
+        }
+        gpu->reset_lane(0);
+        // Every page of the pool to the lanes, 512 tokens at most each: the last prefill needs the
+        // pages the save still holds.
+        const uint64_t pool_tokens = uint64_t(m->plan.kv_pages) * kKvPageTokens;
+        const uint32_t per_lane = m->plan.max_context;
+        if (pool_tokens <= uint64_t(per_lane) * uint64_t(gpu->n_lanes())) {
+            uint64_t left = pool_tokens;
+            for (int lane = 0; lane < gpu->n_lanes() && left > 0; ++lane) {
+                const uint32_t n = uint32_t(std::min<uint64_t>(left, per_lane));
+                std::vector<int32_t> fill(n);
+                for (uint32_t i = 0; i < n; ++i)
+                    fill[i] = int32_t((i * 7919u + uint32_t(lane) * 131u + 17u) % 1000u);
+                gpu->reset_lane(lane);
+                gpu->prefill(lane, fill, LogitsOut::None, nullptr);
+                left -= n;
+            }
+        } else {
+            WARN("the pool holds more than the lanes can take: the page-pressure half is skipped");
+        }
+        gpu->poll_saves(true);
+        REQUIRE(got.size() == 1);
+        CHECK_FALSE(gpu->saves_in_flight());
+        CHECK(got[0].tokens == now.tokens);
+        CHECK(got[0].kv_dtype == now.kv_dtype);
+        CHECK(got[0].sections == now.sections);
+        // The image continues bit for bit like the lane it came from.
+        gpu->reset_lane(3);
+        gpu->restore_lane(3, got[0]);
+        gpu->reset_lane(4);
+        gpu->restore_lane(4, now);
+        const DecodeStep a = step(3, argmax(lg)), b = step(4, argmax(lg));
+        gpu->decode(std::span(&a, 1));
+        gpu->decode(std::span(&b, 1));
+        CHECK(gpu->last_logits(3) == gpu->last_logits(4));
+    }
+}
+
+// decode_begin returns before the GPU has run the step and a row may take its token from the step
+// before on the device: the same ids, logprobs and lane state as step-by-step decode(), for
+// greedy, seeded draws, penalties (which wait for the previous ids), more than 20 top logprobs
+// (sampled on the host) and a forced id replacing a sample that is still in flight.
+TEST_CASE("cuda backend: pipelined steps equal one step at a time", "[cuda_backend]") {
+    ninfer::test::require_gpu();
+    for (const std::string& fixture : kKernelFixtures) {
+        INFO(fixture);
+        auto m = load(fixture, "bf16");
+        auto gpu = make_cuda_backend(m->weights, m->plan);
+        const FixtureRefs refs = read_refs(fixture);
+        const std::vector<int32_t> ids(refs.ppl_ids.begin(), refs.ppl_ids.begin() + 60);
+        std::vector<float> lg;
+        gpu->prefill(0, ids, LogitsOut::Last, &lg);
+        const LaneImage start = gpu->save_lane(0);
+        const int32_t first = argmax(lg);
+        auto params = [](int row) {
+            SamplingParams p;
+            if (row == 1) p.temperature = 0.8f, p.seed = 7;
+            if (row == 2) p.temperature = 0.7f, p.top_k = 40, p.repetition_penalty = 1.3f, p.seed = 9;
+            if (row == 3) p.temperature = 1.0f, p.top_p = 0.9f, p.seed = 11;
+            return p;
+        };
+        constexpr int kRows = 4, kSteps = 12, kForcedAt = 5;
+        constexpr int32_t kForced = 17;
+        auto top_n = [](int row) { return row == 3 ? 25 : row == 1 ? 3 : 0; };
+        // Reference: decode() one step at a time on lanes 0..3; the forced id replaces lane 0's
+        // sample of step kForcedAt.
+        std::vector<std::vector<DecodeResult>> ref(kRows), got(kRows);
+        std::vector<std::vector<int32_t>> gen(kRows);
+        for (int r = 0; r < kRows; ++r) gpu->restore_lane(r, start);
+        std::vector<int32_t> next(kRows, first);
+        for (int k = 0; k < kSteps; ++k) {
+            std::vector<DecodeStep> st(kRows);
+            for (int r = 0; r < kRows; ++r) {
+                st[size_t(r)] = step(r, next[size_t(r)]);
+                st[size_t(r)].sampling = params(r);
+                st[size_t(r)].sampling.step = gen[size_t(r)].size();
+                st[size_t(r)].generated = gen[size_t(r)];
+                st[size_t(r)].n_top_logprobs = top_n(r);
+            }
+            const std::vector<DecodeResult> res = gpu->decode(st);
+            for (int r = 0; r < kRows; ++r) {
+                ref[size_t(r)].push_back(res[size_t(r)]);
+                next[size_t(r)] = r == 0 && k == kForcedAt ? kForced : res[size_t(r)].token;
+                gen[size_t(r)].push_back(next[size_t(r)]);
+            }
+        }
+        // Pipelined on lanes 4..7: step k+1 begun before step k is ended.
+        for (int r = 0; r < kRows; ++r) gpu->restore_lane(4 + r, start);
+        std::vector<std::vector<int32_t>> pgen(kRows);
+        for (int k = 0; k <= kSteps; ++k) {
+            if (k < kSteps) {
+                std::vector<DecodeStep> st(kRows);
+                for (int r = 0; r < kRows; ++r) {
+                    const bool from_step = k > 0;
+                    int32_t t = from_step ? kTokenOfLastStep : first;
+                    if (r == 0 && k == kForcedAt + 1) t = kForced; // known before step kForcedAt ends
+                    st[size_t(r)] = step(4 + r, t);
+                    st[size_t(r)].sampling = params(r);
+                    st[size_t(r)].sampling.step = pgen[size_t(r)].size() + (from_step ? 1 : 0);
+                    st[size_t(r)].n_top_logprobs = top_n(r);
+                }
+                // `generated` as the scheduler passes it: without the id still in flight, unless
+                // it is known (the forced one).
+                std::vector<std::vector<int32_t>> views(kRows);
+                for (int r = 0; r < kRows; ++r) {
+                    views[size_t(r)] = pgen[size_t(r)];
+                    if (st[size_t(r)].token >= 0 && k > 0) views[size_t(r)].push_back(st[size_t(r)].token);
+                    st[size_t(r)].generated = views[size_t(r)];
+                }
+                gpu->decode_begin(st);
+            }
+            if (k > 0) {
+                const std::vector<DecodeResult> res = gpu->decode_end();
+                for (int r = 0; r < kRows; ++r) {
+                    got[size_t(r)].push_back(res[size_t(r)]);
+                    pgen[size_t(r)].push_back(r == 0 && k - 1 == kForcedAt ? kForced : res[size_t(r)].token);
+                }
+            }
+        }
+        for (int r = 0; r < kRows; ++r) {
+            INFO("row " << r);
+            REQUIRE(got[size_t(r)].size() == ref[size_t(r)].size());
+            for (size_t k = 0; k < ref[size_t(r)].size(); ++k) {
+                INFO("step " << k);
+                CHECK(got[size_t(r)][k].token == ref[size_t(r)][k].token);
+                CHECK(got[size_t(r)][k].logprob == ref[size_t(r)][k].logprob);
+                CHECK(got[size_t(r)][k].top_logprobs == ref[size_t(r)][k].top_logprobs);
+            }
+            // The lanes hold the same ids (the in-flight ones patched in) and state.
+            const LaneImage a = gpu->save_lane(r), b = gpu->save_lane(4 + r);
+            CHECK(a.tokens == b.tokens);
+            CHECK(a.sections == b.sections);
+        }
+        CHECK_THROWS_WITH(gpu->decode_end(), Catch::Contains("no step begun"));
+    }
+}
+
 TEST_CASE("cuda backend: refuses what the kernels do not cover, with the reason", "[cuda_backend]") {
     ninfer::test::require_gpu();
     auto m = load("generality/dense_text", "bf16");

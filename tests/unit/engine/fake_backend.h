@@ -78,7 +78,7 @@ class FakeBackend final : public core::Backend {
 };
 
 // Collects what the scheduler reports for one request.
-struct RecordingSink final : core::GenerationSink {
+struct RecordingSink : core::GenerationSink {
     std::vector<int32_t> tokens;
     bool admitted = false, finished = false, rejected = false;
     int lane = -1;

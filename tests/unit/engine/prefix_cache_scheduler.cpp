@@ -66,8 +66,8 @@ TEST_CASE("a second turn on a reused lane restores the first turn and generates 
     run(s, 1, turn1);
     run(s, 2, other);
     auto cached = run(s, 3, turn2);
-    // The assistant boundary: turn 1's prompt + its reply minus the last (unfed) sampled token.
-    CHECK(cached->cached == turn1.size() + first->tokens.size() - 1);
+    // The assistant boundary: turn 1's prompt + its whole reply (the last sample is fed too).
+    CHECK(cached->cached == turn1.size() + first->tokens.size());
     CHECK(cached->summary.cached_tokens == cached->cached);
     CHECK(cached->tokens == reference->tokens);
     CHECK(stats.n_prefix_cache_hits_total == 1);
@@ -128,7 +128,7 @@ TEST_CASE("slot save, erase and restore round-trip a lane; empty and busy lanes 
     std::vector<int32_t> p = tokens(25, 3);
     auto a = run(s, 1, p);
     int lane = a->lane;
-    CHECK(stats.lane_tokens[size_t(lane)] == p.size() + a->tokens.size() - 1);
+    CHECK(stats.lane_tokens[size_t(lane)] == p.size() + a->tokens.size());
     CHECK(stats.lane_phase[size_t(lane)] == 0);
     LaneImage saved = s.slot_save(lane);
     CHECK(saved.tokens.size() == stats.lane_tokens[size_t(lane)]);

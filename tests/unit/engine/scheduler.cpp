@@ -204,17 +204,17 @@ TEST_CASE("a prompt that extends a lane's previous sequence reuses it as cached 
     std::vector<int32_t> prompt = r1.prompt;
     s.submit(std::move(r1));
     run_until_idle(s);
-    // History = prompt + the three generated tokens that were fed back.
+    // History = prompt + the four generated tokens, every one fed back (the last one too).
     std::vector<int32_t> follow = prompt;
-    follow.insert(follow.end(), first->tokens.begin(), first->tokens.end() - 1);
+    follow.insert(follow.end(), first->tokens.begin(), first->tokens.end());
     follow.insert(follow.end(), {5, 6, 7});
     auto second = std::make_shared<RecordingSink>();
     GenerationRequest r2 = make_request(2, 0, 4, second);
     r2.prompt = follow;
     s.submit(std::move(r2));
     run_until_idle(s);
-    CHECK(second->cached == 23);
-    CHECK(second->summary.cached_tokens == 23);
+    CHECK(second->cached == 24);
+    CHECK(second->summary.cached_tokens == 24);
 
     // The reused lane gives the same tokens as a fresh one.
     FakeBackend fresh_backend(1);
@@ -246,7 +246,7 @@ TEST_CASE("a new request takes the free lane with the longest matching prefix, e
 
     // Extending B's sequence: lane 1, whatever its number, with B's tokens cached.
     std::vector<int32_t> follow = prompt_b;
-    follow.insert(follow.end(), b->tokens.begin(), b->tokens.end() - 1);
+    follow.insert(follow.end(), b->tokens.begin(), b->tokens.end());
     follow.push_back(5);
     auto c = std::make_shared<RecordingSink>();
     GenerationRequest rc = make_request(3, 0, 2, c);
@@ -254,7 +254,7 @@ TEST_CASE("a new request takes the free lane with the longest matching prefix, e
     s.submit(std::move(rc));
     run_until_idle(s);
     CHECK(c->lane == 1);
-    CHECK(c->cached == prompt_b.size() + b->tokens.size() - 1);
+    CHECK(c->cached == prompt_b.size() + b->tokens.size());
 
     // Matching no lane: the lowest-numbered free lane (0), not the empty lane 2.
     auto d = std::make_shared<RecordingSink>();
@@ -267,7 +267,7 @@ TEST_CASE("a new request takes the free lane with the longest matching prefix, e
     // longer prefix wins over the lower number.
     s.slot_restore(0, image_b);
     std::vector<int32_t> longer = follow;
-    longer.insert(longer.end(), c->tokens.begin(), c->tokens.end() - 1);
+    longer.insert(longer.end(), c->tokens.begin(), c->tokens.end());
     longer.insert(longer.end(), {8, 9});
     auto e = std::make_shared<RecordingSink>();
     GenerationRequest re = make_request(5, 0, 2, e);
@@ -275,5 +275,5 @@ TEST_CASE("a new request takes the free lane with the longest matching prefix, e
     s.submit(std::move(re));
     run_until_idle(s);
     CHECK(e->lane == 1);
-    CHECK(e->cached == follow.size() + c->tokens.size() - 1);
+    CHECK(e->cached == follow.size() + c->tokens.size());
 }
