@@ -319,7 +319,16 @@ void Scheduler::decode_batch() {
     }
     if (!steps.empty()) {
         auto t0 = Clock::now();
-        backend_.decode_begin(steps);
+        try {
+            backend_.decode_begin(steps);
+        } catch (...) {
+            // A failing backend: what the step in flight computed still reaches its requests.
+            try {
+                end_step_in_flight();
+            } catch (...) {
+            }
+            throw;
+        }
         stats_.t_decode_us_total += us_between(t0, Clock::now());
         ++stats_.n_decode_steps_total;
         stats_.n_decode_lane_steps_total += steps.size();
