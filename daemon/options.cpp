@@ -242,20 +242,4 @@ std::string render_help(std::string_view program) {
     return out.str();
 }
 
-std::string render_options_scdoc() {
-    std::ostringstream out;
-    for (const OptionSpec& o : kOptions) {
-        if (o.flags & kOptionHidden) continue;
-        out << "*--" << o.name << "*";
-        if (o.kind != OptionKind::Action && o.kind != OptionKind::Boolean) out << " _" << o.value_name << "_";
-        out << "\n\t" << o.help << ".";
-        if (!o.default_value.empty()) out << " Default: " << o.default_value << ".";
-        if (o.kind == OptionKind::Choice) out << " One of: " << o.choices << ".";
-        if (o.flags & kOptionReloadable) out << " Reloaded on SIGHUP.";
-        if (o.flags & kOptionCliOnly) out << " Command line only.";
-        out << "\n\n";
-    }
-    return out.str();
-}
-
 } // namespace ninfer::daemon

@@ -93,6 +93,13 @@ class Settings {
 };
 
 std::string render_help(std::string_view program);
-std::string render_options_scdoc(); // OPTIONS section of ninferd(8) / ninferd.conf(5)
+// The table as scdoc (options_doc.cpp): ninfer-docgen splices these into man/*.scd.
+std::string render_options_scdoc();         // every CLI option: ninferd(8) and --help-scdoc
+std::string render_config_keys_scdoc();     // every config-file key: ninferd.conf(5)
+std::string render_reloadable_keys_scdoc(); // "*a*, *b*": the keys SIGHUP applies
+bool is_config_key(const OptionSpec& o);    // accepted in a config file and documented there
+std::string choices_in_words(std::string_view choices); // "auto|[0-9]*" -> "auto, a positive integer"
+std::string scdoc_escape(std::string_view text);        // `*`, `_`, `\` escaped
+std::string scdoc_sentence(std::string_view help);      // escaped, capitalised, with a full stop
 
 } // namespace ninfer::daemon

@@ -7,7 +7,7 @@
 //       @CONFIG_KEYS@       every config-file key (ninferd.conf(5))
 //       @RELOADABLE_KEYS@   the keys SIGHUP applies, comma-separated
 //       @NINFERCTL_COMMANDS@ the command list of `ninferctl --help` (HELP: a file holding that output)
-// Text taken from the table is escaped for scdoc (`*`, `_` and `\` would otherwise change fonts).
+// The scdoc renderings of the table live in daemon/options_doc.cpp (ninferd --help-scdoc prints the same).
 #include "daemon/options.h"
 
 #include <cstdio>
@@ -17,98 +17,9 @@
 #include <stdexcept>
 #include <string>
 
-using ninfer::daemon::OptionKind;
-using ninfer::daemon::OptionSpec;
+using namespace ninfer::daemon;
 
 namespace {
-
-bool in_config_file(const OptionSpec& o) {
-    return !(o.flags & (ninfer::daemon::kOptionCliOnly | ninfer::daemon::kOptionHidden)) &&
-           o.kind != OptionKind::Action;
-}
-
-std::string scdoc_escape(std::string_view text) {
-    std::string out;
-    for (char c : text) {
-        if (c == '*' || c == '_' || c == '\\') out += '\\';
-        out += c;
-    }
-    return out;
-}
-
-// "auto|[0-9]*|script:*" -> "auto, a positive integer, script:..." (the table's choice syntax, in words).
-std::string choices_in_words(std::string_view choices) {
-    std::string out;
-    size_t start = 0;
-    while (start <= choices.size()) {
-        size_t bar = choices.find('|', start);
-        std::string_view c = choices.substr(start, bar == std::string_view::npos ? bar : bar - start);
-        if (!out.empty()) out += ", ";
-        if (c == "[0-9]*") out += "a positive integer";
-        else if (!c.empty() && c.back() == '*') out += std::string(c.substr(0, c.size() - 1)) + "...";
-        else out += c;
-        if (bar == std::string_view::npos) break;
-        start = bar + 1;
-    }
-    return out;
-}
-
-// The table's help is a phrase ("address the HTTP API listens on"); a man page wants a sentence.
-std::string sentence(std::string_view help) {
-    std::string out = scdoc_escape(help);
-    if (!out.empty() && out[0] >= 'a' && out[0] <= 'z') out[0] = char(out[0] - 'a' + 'A');
-    return out + ".";
-}
-
-bool takes_value(const OptionSpec& o) { return o.kind != OptionKind::Action && o.kind != OptionKind::Boolean; }
-
-// The sentence after an option's help: default, choices, range, reload behaviour.
-std::string details(const OptionSpec& o, bool config_file) {
-    std::ostringstream out;
-    if (!o.default_value.empty()) out << " Default: *" << scdoc_escape(o.default_value) << "*.";
-    if (o.kind == OptionKind::Choice) out << " One of: " << scdoc_escape(choices_in_words(o.choices)) << ".";
-    if (o.kind == OptionKind::Boolean) out << " A boolean: true, false, yes, no, on, off, 1 or 0.";
-    if (o.kind == OptionKind::Integer && o.max_value != INT64_MAX)
-        out << " Range: " << o.min_value << " to " << o.max_value << ".";
-    if (o.kind != OptionKind::Action && !(o.flags & ninfer::daemon::kOptionCliOnly)) {
-        if (o.flags & ninfer::daemon::kOptionReloadable) out << " Applied on reload (SIGHUP).";
-        else out << " Changing it needs a restart.";
-    }
-    if (o.flags & ninfer::daemon::kOptionSecret) out << " Never printed by *--check-config*.";
-    if (!config_file && (o.flags & ninfer::daemon::kOptionCliOnly)) out << " Command line only.";
-    return out.str();
-}
-
-std::string ninferd_options() {
-    std::ostringstream out;
-    for (const OptionSpec& o : ninfer::daemon::option_table()) {
-        if (o.flags & ninfer::daemon::kOptionHidden) continue;
-        out << "*--" << o.name << "*";
-        if (takes_value(o)) out << " _" << scdoc_escape(o.value_name) << "_";
-        if (o.kind == OptionKind::Boolean) out << ", *--no-" << o.name << "*";
-        out << "\n\t" << sentence(o.help) << details(o, false) << "\n\n";
-    }
-    return out.str();
-}
-
-std::string config_keys() {
-    std::ostringstream out;
-    for (const OptionSpec& o : ninfer::daemon::option_table()) {
-        if (!in_config_file(o)) continue;
-        out << "*" << o.name << "* = _" << scdoc_escape(o.value_name) << "_\n\t" << sentence(o.help)
-            << details(o, true) << "\n\n";
-    }
-    return out.str();
-}
-
-std::string reloadable_keys() {
-    std::string out;
-    for (const OptionSpec& o : ninfer::daemon::option_table()) {
-        if (!in_config_file(o) || !(o.flags & ninfer::daemon::kOptionReloadable)) continue;
-        out += (out.empty() ? "" : ", ") + std::string("*") + std::string(o.name) + "*";
-    }
-    return out;
-}
 
 // "  NAME   HELP" lines after "commands:" in `ninferctl --help` become scdoc list entries.
 std::string ninferctl_commands(const std::string& help_file) {
@@ -127,7 +38,7 @@ std::string ninferctl_commands(const std::string& help_file) {
         std::string name = line.substr(2, name_end - 2);
         size_t help_start = line.find_first_not_of(' ', name_end);
         std::string help = help_start == std::string::npos ? "" : line.substr(help_start);
-        out << "*" << scdoc_escape(name) << "*\n\t" << sentence(help) << "\n\n";
+        out << "*" << scdoc_escape(name) << "*\n\t" << scdoc_sentence(help) << "\n\n";
     }
     return out.str();
 }
@@ -137,11 +48,11 @@ int render_man(const std::string& template_path, const std::string& help_file) {
     if (!in) throw std::runtime_error("cannot read " + template_path);
     std::string line;
     while (std::getline(in, line)) {
-        if (line == "@NINFERD_OPTIONS@") std::cout << ninferd_options();
-        else if (line == "@CONFIG_KEYS@") std::cout << config_keys();
+        if (line == "@NINFERD_OPTIONS@") std::cout << render_options_scdoc();
+        else if (line == "@CONFIG_KEYS@") std::cout << render_config_keys_scdoc();
         else if (line == "@NINFERCTL_COMMANDS@") std::cout << ninferctl_commands(help_file);
         else if (line.find("@RELOADABLE_KEYS@") != std::string::npos)
-            std::cout << line.replace(line.find("@RELOADABLE_KEYS@"), 17, reloadable_keys()) << "\n";
+            std::cout << line.replace(line.find("@RELOADABLE_KEYS@"), 17, render_reloadable_keys_scdoc()) << "\n";
         else std::cout << line << "\n";
     }
     return 0;
@@ -179,7 +90,7 @@ int render_config(const std::string& artifact) {
            "# and the control socket from ninferd-control.socket; host, port and control-socket apply\n"
            "# only when ninferd is started without them.\n";
     for (const OptionSpec& o : ninfer::daemon::option_table()) {
-        if (!in_config_file(o)) continue;
+        if (!is_config_key(o)) continue;
         out << "\n";
         std::string help(o.help);
         if (o.kind == OptionKind::Choice) help += " (" + choices_in_words(o.choices) + ")";
