@@ -222,9 +222,7 @@ void parse_limits_and_flags(object body, ChatRequest& r) {
     element e;
     for (const char* name : {"max_tokens", "max_completion_tokens"}) {
         if (body[name].get(e) || e.is_null()) continue;
-        int64_t n = integer_of(e, name);
-        if (n < 1 || n > INT32_MAX) fail(name, std::string("'") + name + "' must be at least 1");
-        r.max_tokens = uint32_t(n);
+        r.max_tokens = positive_count(e, name);
     }
     if (!body["stream"].get(e) && !e.is_null()) r.stream = bool_of(e, "stream");
     if (!body["stream_options"].get(e) && !e.is_null()) {

@@ -293,24 +293,25 @@ using Handler = void (*)(ControlServer&, const ConnPtr&, const Frame&);
 struct OpEntry {
     proto::Op op;
     Handler handler;
+    bool has_payload; // false: PROTOCOL.md says "empty", so any byte is a malformed request
 };
 
 constexpr OpEntry kOps[] = {
-    {proto::Op::Status, handle_status},
-    {proto::Op::Metrics, handle_metrics},
-    {proto::Op::MetricsWatch, handle_metrics_watch},
-    {proto::Op::SlotList, handle_slot_list},
-    {proto::Op::SlotSave, handle_slot_save},
-    {proto::Op::SlotRestore, handle_slot_restore},
-    {proto::Op::SlotErase, handle_slot_erase},
-    {proto::Op::CacheList, handle_cache_list},
-    {proto::Op::CacheEvict, handle_cache_evict},
-    {proto::Op::ArtifactUpgrade, handle_artifact_upgrade_op},
-    {proto::Op::Drain, handle_drain},
-    {proto::Op::Resume, handle_resume},
-    {proto::Op::LogLevel, handle_log_level},
-    {proto::Op::Reload, handle_reload},
-    {proto::Op::Settings, handle_settings},
+    {proto::Op::Status, handle_status, false},
+    {proto::Op::Metrics, handle_metrics, false},
+    {proto::Op::MetricsWatch, handle_metrics_watch, true},
+    {proto::Op::SlotList, handle_slot_list, false},
+    {proto::Op::SlotSave, handle_slot_save, true},
+    {proto::Op::SlotRestore, handle_slot_restore, true},
+    {proto::Op::SlotErase, handle_slot_erase, true},
+    {proto::Op::CacheList, handle_cache_list, false},
+    {proto::Op::CacheEvict, handle_cache_evict, true},
+    {proto::Op::ArtifactUpgrade, handle_artifact_upgrade_op, true},
+    {proto::Op::Drain, handle_drain, false},
+    {proto::Op::Resume, handle_resume, false},
+    {proto::Op::LogLevel, handle_log_level, true},
+    {proto::Op::Reload, handle_reload, false},
+    {proto::Op::Settings, handle_settings, false},
 };
 
 } // namespace
@@ -318,7 +319,11 @@ constexpr OpEntry kOps[] = {
 bool dispatch_control_op(ControlServer& server, const ControlServer::ConnPtr& c, const proto::Frame& frame) {
     for (const OpEntry& e : kOps)
         if (uint16_t(e.op) == frame.header.op) {
-            e.handler(server, c, frame);
+            if (!e.has_payload && !frame.payload.empty())
+                server.reply_error(c, frame, Status::BadMessage,
+                                   std::string(proto::op_name(frame.header.op)) + ": malformed payload (the request carries none)");
+            else
+                e.handler(server, c, frame);
             return true;
         }
     return false;

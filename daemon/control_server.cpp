@@ -8,11 +8,11 @@
 
 #include <systemd/sd-daemon.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
 #include <grp.h>
-#include <pwd.h>
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -23,6 +23,8 @@ namespace ninfer::daemon {
 namespace {
 
 constexpr const char* kAdminGroup = "ninfer-admin";
+// Connections the kernel queues before accept(); ninferctl waits while it is full (proto/client.h).
+constexpr int kListenBacklog = 128;
 
 // The socket systemd passed under FileDescriptorName=control, or -1.
 int activated_control_fd() {
@@ -46,22 +48,33 @@ bool admin_group_gid(gid_t& gid) {
     return true;
 }
 
-bool peer_is_admin(const ucred& peer) {
+// The peer's real groups as they were at connect() (SO_PEERCRED's gid and SO_PEERGROUPS), not
+// /etc/group's list for its uid: a process that dropped ninfer-admin is not admin, one given it
+// (newgrp, setpriv --groups, a later usermod) is.
+bool peer_is_admin(int fd, const ucred& peer) {
     if (peer.uid == 0 || peer.uid == ::geteuid()) return true;
     gid_t admin;
     if (!admin_group_gid(admin)) return false;
     if (peer.gid == admin) return true;
-    passwd* pw = ::getpwuid(peer.uid);
-    if (!pw) return false;
-    int n = 64;
-    std::vector<gid_t> groups(static_cast<size_t>(n));
-    if (::getgrouplist(pw->pw_name, pw->pw_gid, groups.data(), &n) < 0) {
-        groups.resize(size_t(n));
-        if (::getgrouplist(pw->pw_name, pw->pw_gid, groups.data(), &n) < 0) return false;
+    std::vector<gid_t> groups(64);
+    socklen_t len = socklen_t(groups.size() * sizeof(gid_t));
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &len) != 0) {
+        if (errno != ERANGE) return false;
+        groups.resize(len / sizeof(gid_t));
+        if (::getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &len) != 0) return false;
     }
-    for (int i = 0; i < n; ++i)
-        if (groups[size_t(i)] == admin) return true;
-    return false;
+    groups.resize(len / sizeof(gid_t));
+    return std::find(groups.begin(), groups.end(), admin) != groups.end();
+}
+
+// A message that fits one frame: the payload limit is 1 MiB and an error can echo a client's
+// value (a slot name) of nearly that size; without the cut the reply would not be sent at all.
+std::string error_message_for_frame(const std::string& message) {
+    constexpr size_t kMaxErrorMessageBytes = 64 << 10;
+    if (message.size() <= kMaxErrorMessageBytes) return message;
+    size_t cut = kMaxErrorMessageBytes;
+    while (cut > 0 && (static_cast<unsigned char>(message[cut]) & 0xC0) == 0x80) --cut; // a UTF-8 boundary
+    return message.substr(0, cut) + "... (" + std::to_string(message.size() - cut) + " bytes cut)";
 }
 
 struct WriteReq {
@@ -69,6 +82,18 @@ struct WriteReq {
     std::vector<uint8_t> bytes;
     std::shared_ptr<ControlConnection> keep;
 };
+
+// `dir` and those of its ancestors that do not exist yet, deepest first.
+std::vector<std::string> missing_directories(std::string dir) {
+    std::vector<std::string> missing;
+    struct stat st;
+    while (!dir.empty() && dir != "/" && ::stat(dir.c_str(), &st) != 0 && errno == ENOENT) {
+        missing.push_back(dir);
+        size_t slash = dir.rfind('/');
+        dir = slash == std::string::npos ? "" : dir.substr(0, slash);
+    }
+    return missing;
+}
 
 std::string parent_dir(const std::string& path) {
     size_t slash = path.rfind('/');
@@ -95,6 +120,7 @@ std::string ControlServer::start() {
     } else {
         socket_path_ = deps_.ctx->config.control_socket;
         std::string dir = parent_dir(socket_path_);
+        std::vector<std::string> created = missing_directories(dir);
         try {
             core::make_directories(dir, 0750);
         } catch (const Error& e) {
@@ -115,14 +141,20 @@ std::string ControlServer::start() {
             return "control, cannot bind " + socket_path_ + ": " + uv_strerror(rc);
         ::chmod(socket_path_.c_str(), 0660);
         gid_t admin;
-        if (!admin_group_gid(admin))
+        if (!admin_group_gid(admin)) {
             log_warning(std::string("control, group ") + kAdminGroup + " does not exist: the socket keeps group " +
                         std::to_string(::getegid()) + "; only root and the daemon's user have admin rights");
-        else if (::chown(socket_path_.c_str(), uid_t(-1), admin) != 0)
-            log_warning(std::string("control, cannot give ") + socket_path_ + " to group " + kAdminGroup + ": " +
-                        std::strerror(errno));
+        } else {
+            // The directories made here (outside systemd's RuntimeDirectory) go to the group too,
+            // or its members could not reach the socket through a 0750 root:root directory.
+            created.push_back(socket_path_);
+            for (const std::string& path : created)
+                if (::chown(path.c_str(), uid_t(-1), admin) != 0)
+                    log_warning(std::string("control, cannot give ") + path + " to group " + kAdminGroup + ": " +
+                                std::strerror(errno));
+        }
     }
-    if (int rc = uv_listen(reinterpret_cast<uv_stream_t*>(&listener_), 16, on_connection); rc != 0)
+    if (int rc = uv_listen(reinterpret_cast<uv_stream_t*>(&listener_), kListenBacklog, on_connection); rc != 0)
         return "control, cannot listen on " + socket_path_ + ": " + uv_strerror(rc);
     listening_ = true;
     if (size_t n = core::remove_stale_temps(slots_dir(), ".nslot"))
@@ -170,7 +202,7 @@ void ControlServer::accept_one() {
     if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) == 0 && len == sizeof peer) {
         c->peer_uid = peer.uid;
         c->peer_pid = uint32_t(peer.pid);
-        c->is_admin = peer_is_admin(peer);
+        c->is_admin = peer_is_admin(fd, peer);
     }
     connections_.insert(c);
     uv_read_start(
@@ -182,6 +214,14 @@ void ControlServer::accept_one() {
         [](uv_stream_t* stream, ssize_t n, const uv_buf_t* buf) {
             ConnPtr c = *static_cast<ConnPtr*>(stream->data);
             ControlServer* self = c->server;
+            if (n == UV_EOF && !c->closing) {
+                // A peer that shut down its sending side (SHUT_WR) still gets the replies to
+                // what it sent: close once the last of them is written.
+                uv_read_stop(stream);
+                c->peer_done = true;
+                if (c->n_in_flight == 0) self->close_after_writes(c);
+                return;
+            }
             if (n < 0) return self->close_connection(c);
             c->decoder.feed({reinterpret_cast<const uint8_t*>(buf->base), size_t(n)});
             while (!c->closing) {
@@ -194,21 +234,31 @@ void ControlServer::accept_one() {
                 bool version = c->decoder.refused_version() != 0;
                 self->reply_error(c, none, version ? proto::Status::BadVersion : proto::Status::BadMessage,
                                   "protocol error: " + c->decoder.error());
-                c->closing = true; // answered once; the shutdown below closes after the write
-                auto* req = new uv_shutdown_t;
-                req->data = new ConnPtr(c);
-                uv_shutdown(req, stream, [](uv_shutdown_t* r, int) {
-                    ConnPtr conn = *static_cast<ConnPtr*>(r->data);
-                    delete static_cast<ConnPtr*>(r->data);
-                    delete r;
-                    conn->closing = false;
-                    conn->server->close_connection(conn);
-                });
+                self->close_after_writes(c); // answered once
             }
         });
 }
 
+void ControlServer::close_after_writes(const ConnPtr& c) {
+    if (c->closing) return;
+    c->closing = true; // no more replies; the shutdown completes after the queued writes
+    auto* req = new uv_shutdown_t;
+    req->data = new ConnPtr(c);
+    int rc = uv_shutdown(req, reinterpret_cast<uv_stream_t*>(&c->pipe), [](uv_shutdown_t* r, int) {
+        ConnPtr conn = *static_cast<ConnPtr*>(r->data);
+        delete static_cast<ConnPtr*>(r->data);
+        delete r;
+        conn->server->close_connection(conn);
+    });
+    if (rc != 0) {
+        delete static_cast<ConnPtr*>(req->data);
+        delete req;
+        close_connection(c);
+    }
+}
+
 void ControlServer::on_frame(const ConnPtr& c, const proto::Frame& f) {
+    ++c->n_in_flight; // until its final reply frame (reply() counts it down)
     uint16_t op = f.header.op;
     if (f.header.flags != 0) return reply_error(c, f, proto::Status::BadMessage, "requests carry no flags");
     if (op == 0 || op >= proto::kOpCount)
@@ -224,9 +274,7 @@ void ControlServer::on_frame(const ConnPtr& c, const proto::Frame& f) {
         if (!dispatch_control_op(*this, c, f))
             reply_error(c, f, proto::Status::UnknownOp, std::string(proto::op_name(op)) + " is not supported by ninferd");
     } catch (const std::exception& e) {
-        ErrorInfo error = error_info(e);
-        if (error.kind == Errc::Internal) log_error("ctl, " + std::string(proto::op_name(op)) + " failed: " + error.message);
-        reply_error(c, f, error);
+        reply_error(c, f, error_info(e));
     }
 }
 
@@ -240,12 +288,28 @@ void ControlServer::reply(const ConnPtr& c, const proto::Frame& request, proto::
     h.request_id = request.header.request_id;
     auto* w = new WriteReq;
     w->bytes = proto::encode_frame(h, payload);
+    if (w->bytes.empty()) { // over the frame limit: say so rather than send nothing
+        log_error("ctl, " + std::string(proto::op_name(h.op)) + ": a reply of " + std::to_string(payload.size()) +
+                  " bytes exceeds the 1 MiB frame limit");
+        h.status = int32_t(proto::Status::Internal);
+        h.flags = uint16_t(proto::kFlagReply | (extra_flags & proto::kFlagEnd));
+        w->bytes = proto::encode_frame(h, proto::encode_payload(proto::ErrorReply{"the reply exceeds the 1 MiB frame limit"}));
+    }
     w->keep = c;
     uv_buf_t buf = uv_buf_init(reinterpret_cast<char*>(w->bytes.data()), unsigned(w->bytes.size()));
     w->req.data = w;
-    if (uv_write(&w->req, reinterpret_cast<uv_stream_t*>(&c->pipe), &buf, 1,
-                 [](uv_write_t* r, int) { delete static_cast<WriteReq*>(r->data); }) != 0)
+    auto written = [](uv_write_t* r, int status) {
+        std::unique_ptr<WriteReq> done(static_cast<WriteReq*>(r->data));
+        // The peer is gone (EPIPE, reset): a half-closed or watching connection would never
+        // read an EOF, so a failed write is what closes it.
+        if (status < 0 && status != UV_ECANCELED && !done->keep->closing) done->keep->server->close_connection(done->keep);
+    };
+    if (uv_write(&w->req, reinterpret_cast<uv_stream_t*>(&c->pipe), &buf, 1, written) != 0) {
         delete w;
+        return close_connection(c);
+    }
+    bool is_final = !(extra_flags & proto::kFlagMore);
+    if (is_final && c->n_in_flight > 0 && --c->n_in_flight == 0 && c->peer_done) close_after_writes(c);
 }
 
 proto::Status control_status(Errc kind) {
@@ -263,7 +327,16 @@ proto::Status control_status(Errc kind) {
 
 void ControlServer::reply_error(const ConnPtr& c, const proto::Frame& request, proto::Status status,
                                 const std::string& message) {
-    reply(c, request, status, proto::encode_payload(proto::ErrorReply{message}));
+    reply(c, request, status, proto::encode_payload(proto::ErrorReply{error_message_for_frame(message)}));
+}
+
+void ControlServer::reply_error(const ConnPtr& c, const proto::Frame& request, const ErrorInfo& error) {
+    // The daemon's own failures (a full disk, an I/O error, a bug) reach the journal as well as
+    // the client; a bad argument is the client's business only.
+    std::string line = "ctl, " + std::string(proto::op_name(request.header.op)) + " failed: " + error.message;
+    if (error.kind == Errc::Internal) log_error(line);
+    else if (error.kind == Errc::Io || error.kind == Errc::NoSpace) log_warning(line);
+    reply_error(c, request, control_status(error.kind), error.message);
 }
 
 void ControlServer::close_connection(const ConnPtr& c) {

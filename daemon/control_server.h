@@ -2,17 +2,22 @@
 //
 // Contract (loop thread only):
 // - start() listens on the socket systemd passed under FileDescriptorName=control, else on
-//   config.control_socket: the parent directory is created 0750 when missing, a lock file
+//   config.control_socket: the parent directory (and missing ancestors) is created 0750 with
+//   group ninfer-admin when missing, a lock file
 //   (<socket>.lock, flock) makes a second daemon fail instead of stealing the socket, a stale
 //   socket is unlinked, the socket is chmod 0660 and chgrp ninfer-admin (a missing group: warning,
 //   the process group stays). Failure to listen is returned as a message; the daemon keeps serving
 //   HTTP without a control socket.
-// - Every connection's peer credentials (SO_PEERCRED) decide its rights once: admin for uid 0,
-//   the daemon's uid and members of ninfer-admin (primary or supplementary); read-only otherwise.
+// - Every connection's peer credentials decide its rights once: admin for uid 0, the daemon's uid
+//   and a peer whose primary (SO_PEERCRED) or supplementary (SO_PEERGROUPS) groups at connect()
+//   hold ninfer-admin; read-only otherwise.
 //   Admin ops from a read-only peer get Status::Refused. Mutating ops are logged with the peer's
 //   uid and pid.
 // - Frames are decoded with proto::FrameDecoder; a protocol error is answered once and the
-//   connection closed; unknown ops get UnknownOp; a payload that does not decode gets BadMessage.
+//   connection closed; unknown ops get UnknownOp; a payload that does not decode (for the ops
+//   without a request payload: any byte) gets BadMessage. A peer that shuts down its sending
+//   side gets every reply still due, then the connection closes. An error message is cut to
+//   64 KiB so its reply fits the 1 MiB frame; a reply over the limit becomes an Internal error.
 //   Ops dispatch through one table (control_handlers.cpp). Ops that touch model state are engine
 //   admin tasks, slot file I/O runs on the I/O worker, read-only figures come from atomics.
 // - A failure reaches the client as control_status(kind) with the error's message: the one
@@ -68,9 +73,8 @@ class ControlServer {
     void reply(const ConnPtr& c, const proto::Frame& request, proto::Status status, std::vector<uint8_t> payload,
                uint16_t extra_flags = 0);
     void reply_error(const ConnPtr& c, const proto::Frame& request, proto::Status status, const std::string& message);
-    void reply_error(const ConnPtr& c, const proto::Frame& request, const ErrorInfo& error) {
-        reply_error(c, request, control_status(error.kind), error.message);
-    }
+    // control_status(kind); Io and NoSpace are logged as warnings, Internal as an error.
+    void reply_error(const ConnPtr& c, const proto::Frame& request, const ErrorInfo& error);
     // Runs fn on the loop thread later (from the engine or I/O thread); dropped after close().
     void post(std::function<void()> fn);
     const ControlDeps& deps() const { return deps_; }
@@ -85,6 +89,7 @@ class ControlServer {
     void accept_one();
     void on_frame(const ConnPtr& c, const proto::Frame& frame);
     void close_connection(const ConnPtr& c);
+    void close_after_writes(const ConnPtr& c); // shutdown after the queued replies, then close
 
     uv_loop_t* loop_;
     ControlDeps deps_;
@@ -111,6 +116,8 @@ struct ControlConnection {
     bool is_admin = false;
     uint32_t peer_uid = 0, peer_pid = 0;
     bool closing = false;
+    bool peer_done = false;    // the peer shut down its sending side (EOF read)
+    uint32_t n_in_flight = 0;  // requests whose final reply frame is not sent yet
     uv_timer_t watch_timer{};
     bool watching = false;
     uint32_t watch_left = 0; // frames still to send; 0 = until the client closes

@@ -15,7 +15,7 @@ simdjson::dom::object parse_json_object(simdjson::dom::parser& parser, const sim
 
 uint32_t positive_count(simdjson::dom::element e, const std::string& param) {
     int64_t n = integer_of(e, param);
-    if (n < 1 || n > INT32_MAX) fail(param, "'" + param + "' must be at least 1", "");
+    if (n < 1 || n > INT32_MAX) fail(param, "'" + param + "' must be between 1 and " + std::to_string(INT32_MAX), "");
     return uint32_t(n);
 }
 

@@ -80,6 +80,7 @@ class Daemon {
             else server_->listen(ctx_.config.host, ctx_.config.port);
         } catch (const Error& e) {
             log_error(e.what());
+            close_loop();
             return 1;
         }
         log_info("http, listening on " + ctx_.config.host + ":" + std::to_string(server_->bound_port()));
@@ -93,10 +94,27 @@ class Daemon {
         start_engine();
         uv_run(&loop_, UV_RUN_DEFAULT);
         engine_.stop();
+        close_loop();
         return exit_code_;
     }
 
   private:
+    // Closes every handle and runs their close callbacks (which free the connections), then the
+    // loop itself, while the objects owning the handles still exist: nothing is left for LSan.
+    void close_loop() {
+        server_->stop_accepting();
+        server_->close_all();
+        if (control_) control_->close();
+        bridge_->close();
+        notifier_.stop();
+        uv_walk(&loop_, [](uv_handle_t* h, void*) { // the signals and the daemon's own timers
+            if (!uv_is_closing(h)) uv_close(h, nullptr);
+        }, nullptr);
+        uv_run(&loop_, UV_RUN_DEFAULT);
+        if (int rc = uv_loop_close(&loop_); rc != 0)
+            log_warning(std::string("server, the event loop did not close: ") + uv_strerror(rc));
+    }
+
     void start_engine() {
         auto frontend_slot = std::make_shared<std::shared_ptr<ModelFrontend>>();
         engine_.start(

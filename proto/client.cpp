@@ -3,6 +3,7 @@
 
 #include "proto/messages.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -33,11 +34,23 @@ Client Client::connect(const std::string& path, int timeout_ms) {
     int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0)
         fail(ClientError::Kind::CannotConnect, std::string("socket: ") + std::strerror(errno));
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    // A Unix socket whose listen backlog is full refuses a non-blocking connect with EAGAIN and
+    // leaves the socket unconnected (polling it says nothing): try again until the deadline.
+    auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+    int rc = 0;
+    for (int wait_ms = 5; (rc = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr)) != 0 && errno == EAGAIN;
+         wait_ms = std::min(wait_ms * 2, 100)) {
+        if (remaining_ms(deadline) == 0) {
+            ::close(fd);
+            fail(ClientError::Kind::CannotConnect, "cannot connect to " + path + ": timed out (the daemon's backlog is full)");
+        }
+        ::poll(nullptr, 0, std::min(wait_ms, remaining_ms(deadline)));
+    }
+    if (rc != 0) {
         int err = errno;
-        if (err == EINPROGRESS || err == EAGAIN) {
+        if (err == EINPROGRESS) {
             pollfd p{fd, POLLOUT, 0};
-            int n = ::poll(&p, 1, timeout_ms);
+            int n = ::poll(&p, 1, remaining_ms(deadline));
             socklen_t len = sizeof err;
             if (n <= 0) {
                 ::close(fd);
@@ -45,7 +58,7 @@ Client Client::connect(const std::string& path, int timeout_ms) {
             }
             ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
         }
-        if (err != 0 && err != EINPROGRESS && err != EAGAIN) {
+        if (err != 0 && err != EINPROGRESS) {
             ::close(fd);
             fail(ClientError::Kind::CannotConnect,
                  "cannot connect to " + path + ": " + std::strerror(err) +

@@ -2,7 +2,8 @@
 //
 // Contract:
 // - connect(path, timeout_ms) returns a connected client or a ClientError with kind
-//   CannotConnect (missing socket, refused, permission, timeout). It never hangs past timeout.
+//   CannotConnect (missing socket, refused, permission, timeout). While the daemon's listen
+//   backlog is full (EAGAIN) it tries again until the timeout; it never hangs past it.
 // - call(op, payload) sends one request frame and waits (up to the timeout) for the reply frame
 //   with the same request id. A reply with a non-Ok status carries an ErrorReply message, which
 //   becomes a ClientError of kind Refused. receive() reads the next frame of a streamed reply.

@@ -103,6 +103,9 @@ TEST_CASE("bad Anthropic requests are 400 with the field named", "[anthropic_req
           "tools[0].name");
     CHECK(error_of(R"({"max_tokens":5,"messages":[{"role":"user","content":"x"}],"thinking":{"type":"enabled","budget_tokens":0}})")
               .param == "thinking.budget_tokens");
+    // 10^12 is too large, not too small: the message gives the range (issue 30 item 7).
+    CHECK(error_of(R"({"max_tokens":5,"messages":[{"role":"user","content":"x"}],"thinking":{"type":"enabled","budget_tokens":1000000000000}})")
+              .message == "'thinking.budget_tokens' must be between 1 and 2147483647");
     CHECK(error_of(R"({"max_tokens":5,"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"f"}]}]})")
               .param == "messages[0].content[0].input");
 }
