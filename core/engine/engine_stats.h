@@ -34,6 +34,12 @@ struct EngineStats {
     std::atomic<uint64_t> n_steps_total{0};             // engine loop iterations with work
     std::atomic<uint64_t> n_prefix_cache_hits_total{0};   // admissions restored from the prefix cache
     std::atomic<uint64_t> n_prefix_cache_misses_total{0};
+    // Speculative decoding (vLLM's spec_decode names): rounds, drafts verified, drafts accepted,
+    // and accepted drafts by position in the round (the i-th draft of a round is counted in [i]).
+    std::atomic<uint64_t> n_spec_rounds_total{0};
+    std::atomic<uint64_t> n_spec_draft_tokens_total{0};
+    std::atomic<uint64_t> n_spec_accepted_tokens_total{0};
+    std::array<std::atomic<uint64_t>, 5> n_spec_accepted_per_pos{};
     // Per lane (control plane status): phase 0 idle, 1 prefill, 2 decode; tokens held by the lane.
     std::array<std::atomic<uint8_t>, 8> lane_phase{};
     std::array<std::atomic<uint32_t>, 8> lane_tokens{};

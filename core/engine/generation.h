@@ -11,6 +11,12 @@
 // - forced_tokens() is asked after each on_token that lets the generation continue: ids it
 //   returns are appended next instead of sampled ones (a thinking budget closing the reasoning),
 //   each reported through on_token (logprob 0) and counted as completion tokens.
+// - speculative: the request's own speculation (issue 28), at most the server's (the scheduler
+//   clamps K to the server's and runs Mtp only where the server does); nullopt = the server's.
+//   Speculation changes no token: greedy output equals plain decoding, sampled output follows
+//   rejection sampling (core/backend/speculative.h). draft_n / draft_n_accepted count its drafts.
+// - parse_speculative("off" | "mtp:K" | "ngram:K", K 1..kMaxSpeculativeK) throws ninfer::Error
+//   ("speculative: ...") on anything else; speculative_name gives the same spelling back.
 // - Everything here is plain data except the sink, which the request shares with its caller.
 #pragma once
 
@@ -20,6 +26,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +39,19 @@ enum class RejectReason : uint8_t { QueueFull, QueueTimeout, ContextExceeded, Un
 
 enum class TokenVerdict : uint8_t { Continue, Stop };
 
+enum class SpeculativeKind : uint8_t { Off, Mtp, Ngram };
+inline constexpr int kMaxSpeculativeK = 5;
+
+struct SpeculativeConfig {
+    SpeculativeKind kind = SpeculativeKind::Off;
+    int k = 0; // drafts per round, 1..kMaxSpeculativeK (0 with Off)
+    bool on() const { return kind != SpeculativeKind::Off && k > 0; }
+    bool operator==(const SpeculativeConfig&) const = default;
+};
+
+SpeculativeConfig parse_speculative(const std::string& text);
+std::string speculative_name(const SpeculativeConfig& config);
+
 struct GenerationSummary {
     FinishReason reason = FinishReason::Stop;
     int lane = -1;
@@ -41,6 +61,8 @@ struct GenerationSummary {
     double queue_ms = 0;            // submit -> admitted to a lane
     double prompt_ms = 0;           // admitted -> first token sampled
     double decode_ms = 0;           // first token -> finish
+    uint32_t draft_n = 0;           // speculative drafts verified
+    uint32_t draft_n_accepted = 0;  // of which accepted
 };
 
 class GenerationSink {
@@ -60,6 +82,7 @@ struct GenerationRequest {
     uint32_t max_tokens = 0;
     std::vector<int32_t> stop_token_ids;
     int n_top_logprobs = 0;
+    std::optional<SpeculativeConfig> speculative; // nullopt: the server's
     std::shared_ptr<GenerationSink> sink;
     std::chrono::steady_clock::time_point submitted = std::chrono::steady_clock::now();
 };

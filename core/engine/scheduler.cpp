@@ -25,6 +25,9 @@ Scheduler::Scheduler(Backend& backend, SchedulerOptions options, EngineStats& st
     if (options_.kv_capacity_tokens == 0) options_.kv_capacity_tokens = uint64_t(backend.n_lanes()) * options_.max_context;
     stats_.n_lanes = backend.n_lanes();
     stats_.kv_capacity_tokens = options_.kv_capacity_tokens;
+    if (options_.speculative.kind == SpeculativeKind::Mtp && options_.speculative.on() && !backend.has_mtp())
+        throw Error("scheduler: speculative " + speculative_name(options_.speculative) + " needs an MTP head, and the " +
+                    backend.name() + " backend's model has none");
 }
 
 void Scheduler::submit(GenerationRequest request) {
@@ -97,7 +100,8 @@ bool Scheduler::has_work() const {
     if (n_running() > 0 || !in_flight_.empty()) return true;
     if (std::any_of(lanes_.begin(), lanes_.end(), [](const Lane& l) { return l.closing; })) return true;
     // Queued work can start only if the head fits now; otherwise we wait for a deadline.
-    return !queue_.empty() && uint64_t(queue_.front().prompt.size()) + queue_.front().max_tokens + reserved_tokens() <=
+    return !queue_.empty() && uint64_t(queue_.front().prompt.size()) + queue_.front().max_tokens +
+                                      verify_slack(queue_.front()) + reserved_tokens() <=
                                   options_.kv_capacity_tokens;
 }
 
@@ -113,7 +117,7 @@ std::optional<Scheduler::Clock::time_point> Scheduler::next_deadline() const {
 uint64_t Scheduler::reserved_tokens() const {
     uint64_t total = 0;
     for (const Lane& l : lanes_)
-        if (l.request) total += l.request->prompt.size() + l.request->max_tokens;
+        if (l.request) total += l.request->prompt.size() + l.request->max_tokens + uint64_t(l.speculative.k);
         else if (l.closing) total += l.history.size() + 1; // its last sample is still to be fed
     return total;
 }
@@ -175,7 +179,8 @@ void Scheduler::admit(Clock::time_point now) {
     if (std::any_of(lanes_.begin(), lanes_.end(), [](const Lane& l) { return l.closing; })) return;
     while (!queue_.empty()) {
         const GenerationRequest& head = queue_.front();
-        if (reserved_tokens() + head.prompt.size() + head.max_tokens > options_.kv_capacity_tokens) return;
+        if (reserved_tokens() + head.prompt.size() + head.max_tokens + verify_slack(head) > options_.kv_capacity_tokens)
+            return;
         int index = pick_lane(head);
         if (index < 0) return;
         Lane& lane = lanes_[size_t(index)];
@@ -198,6 +203,12 @@ void Scheduler::admit(Clock::time_point now) {
         lane.decoding = false;
         lane.admitted = now;
         lane.admit_order = admit_counter_++;
+        lane.speculative = speculation_of(r);
+        lane.speculative.k = int(verify_slack(r));
+        if (lane.speculative.k == 0) lane.speculative = {};
+        lane.draft_n = lane.draft_n_accepted = 0;
+        lane.ngram.reset();
+        if (lane.speculative.kind == SpeculativeKind::Ngram) lane.ngram.append(r.prompt);
         stats_.n_prompt_tokens_total += r.prompt.size();
         stats_.n_prompt_tokens_cached_total += lane.cached_tokens;
         auto sink = r.sink;
@@ -281,6 +292,14 @@ bool Scheduler::accept_token(int lane_index, DecodeResult result) {
 }
 
 void Scheduler::decode_batch() {
+    // Speculating lanes take a round instead of a plain step; a round needs their last samples.
+    std::vector<bool> speculating(lanes_.size());
+    for (size_t i = 0; i < lanes_.size(); ++i)
+        speculating[i] = lanes_[i].request && lanes_[i].decoding && lanes_[i].speculative.on();
+    if (std::find(speculating.begin(), speculating.end(), true) != speculating.end()) {
+        end_step_in_flight();
+        speculative_round(speculating);
+    }
     std::vector<DecodeStep> steps;
     std::vector<StepRow> rows;
     std::vector<bool> fed_now; // the row's token is the lane's pending (known, unfed) sample
@@ -289,6 +308,7 @@ void Scheduler::decode_batch() {
         Lane& l = lanes_[i];
         DecodeStep s;
         s.lane = int(i);
+        if (speculating[i] && l.request) continue; // it took a round
         if (l.request && l.decoding) {
             // Its token is the sample of the step in flight (on the device), or the forced id that
             // will replace that sample when it is reported, or a sample already reported.
@@ -390,6 +410,8 @@ void Scheduler::finish(int lane_index, FinishReason reason) {
     bool sampled = !lane.generated.empty();
     s.prompt_ms = sampled ? ms_between(lane.admitted, lane.first_token) : ms_between(lane.admitted, now);
     s.decode_ms = sampled ? ms_between(lane.first_token, now) : 0.0;
+    s.draft_n = lane.draft_n;
+    s.draft_n_accepted = lane.draft_n_accepted;
     // A lane stopped in the middle of its prompt holds a state no later prompt can trust. After a
     // backend failure nothing calls into the backend again.
     if (reason == FinishReason::Failed) {

@@ -27,11 +27,26 @@
 //   lane that finished with its last sample unfed (the unpipelined order, a first token that
 //   ends the request) feeds it in the next round as a discarded row before it is free again, so
 //   lane state, checkpoints and slot images are the same in either order.
+// - Speculative decoding (options.speculative, a request's own lower setting; scheduler_
+//   speculative.cpp): a decoding lane that speculates takes, instead of a plain step, a round of
+//   draft (the MTP head, batched over the round's lanes, or the lane's n-gram drafter) -> one
+//   batched Backend::verify of [pending sample, drafts] -> accept_drafts -> accept_verified. A
+//   round is not pipelined: when a lane speculates, the step in flight is ended first; the other
+//   lanes then take their plain step (begun after the round). A round reports the accepted drafts
+//   and the token after them one by one exactly as plain samples: forced ids replace them (the
+//   rest of the run is dropped), a Stop verdict, stop token, max_tokens or the context end
+//   finish the lane there, and the lane is rolled back to hold exactly the reported tokens but
+//   the last, which stays pending (fed later like any sample). A lane with forced ids waiting
+//   takes plain steps. K is clamped so that the verify window fits the context and is not longer
+//   than the tokens still allowed; admission reserves K more tokens per speculating request
+//   (the verify window's slack), up to the KV capacity left after prompt + max_tokens.
 #pragma once
 
 #include "core/backend/backend.h"
+#include "core/backend/speculative.h"
 #include "core/engine/engine_stats.h"
 #include "core/engine/generation.h"
+#include "core/engine/ngram_drafter.h"
 
 #include <chrono>
 #include <deque>
@@ -53,6 +68,9 @@ struct SchedulerOptions {
     // decode_begin / decode_end): the GPU never waits for this thread's bookkeeping. false: each
     // step is ended before the next begins (the reference the pipelined order must equal).
     bool pipeline_decode = true;
+    // The server's speculation. Mtp needs Backend::has_mtp(); any kind needs the backend's plan to
+    // verify K + 1 tokens (MemoryRequest.max_draft_tokens >= k).
+    SpeculativeConfig speculative{};
 };
 
 class Scheduler {
@@ -101,6 +119,9 @@ class Scheduler {
         bool decoding = false;
         Clock::time_point admitted, first_token;
         uint64_t admit_order = 0;
+        SpeculativeConfig speculative; // this request's (off for plain lanes)
+        NgramDrafter ngram;            // prompt + reported tokens, with ngram speculation
+        uint32_t draft_n = 0, draft_n_accepted = 0;
     };
 
     void expire_queue(Clock::time_point now);
@@ -110,6 +131,14 @@ class Scheduler {
     // One decode round: begin the next step, end the one begun in the previous round.
     void decode_batch();
     void end_step_in_flight();
+    // Speculation (scheduler_speculative.cpp).
+    SpeculativeConfig speculation_of(const GenerationRequest& request) const; // clamped to the server's
+    uint32_t verify_slack(const GenerationRequest& request) const;            // KV reserved beyond max_tokens
+    int round_drafts(const Lane& lane) const; // K for this round (0: a plain step)
+    // Runs one round for the lanes marked in `speculating` (set for the lanes it ran).
+    void speculative_round(std::vector<bool>& speculating);
+    void report_round(int lane_index, std::span<const int32_t> drafts, std::span<const float> raw_rows,
+                      const DraftAcceptance& acceptance);
     void lane_fed_last_sample(int lane_index);
     struct StepRow {
         int lane = 0;

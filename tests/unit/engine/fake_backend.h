@@ -95,4 +95,16 @@ struct RecordingSink : core::GenerationSink {
     void on_rejected(core::RejectReason reason, const std::string&) override { rejected = true, reject_reason = reason; }
 };
 
+// Forces `ids` once, after `trigger` arrives (a thinking budget closing the reasoning).
+struct ForcingSink final : RecordingSink {
+    int32_t trigger = -1;
+    std::vector<int32_t> ids;
+    bool fired = false;
+    std::vector<int32_t> forced_tokens() override {
+        if (fired || tokens.empty() || tokens.back() != trigger) return {};
+        fired = true;
+        return ids;
+    }
+};
+
 } // namespace ninfer::test

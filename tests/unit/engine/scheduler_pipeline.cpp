@@ -14,21 +14,10 @@
 using namespace ninfer;
 using namespace ninfer::core;
 using ninfer::test::FakeBackend;
+using ninfer::test::ForcingSink;
 using ninfer::test::RecordingSink;
 
 namespace {
-
-// Forces `ids` once, after `trigger` arrives (a thinking budget closing the reasoning).
-struct ForcingSink final : RecordingSink {
-    int32_t trigger = -1;
-    std::vector<int32_t> ids;
-    bool fired = false;
-    std::vector<int32_t> forced_tokens() override {
-        if (fired || tokens.empty() || tokens.back() != trigger) return {};
-        fired = true;
-        return ids;
-    }
-};
 
 struct Plan {
     uint64_t id;

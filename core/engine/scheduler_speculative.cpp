@@ -1,0 +1,169 @@
+// ninfer::core - the scheduler's speculative rounds: draft -> verify -> accept, reported as plain samples.
+#include "core/backend/speculative.h"
+#include "core/engine/scheduler.h"
+#include "core/util/error.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace ninfer::core {
+namespace {
+
+// What a plain step reports for `token` drawn from these raw logits: its log-softmax and the top n.
+DecodeResult result_of(std::span<const float> raw, int32_t token, int n_top) {
+    const float max = *std::max_element(raw.begin(), raw.end());
+    double sum = 0;
+    for (float x : raw) sum += std::exp(double(x) - double(max));
+    const double lse = double(max) + std::log(sum);
+    DecodeResult r;
+    r.token = token;
+    r.logprob = float(double(raw[size_t(token)]) - lse);
+    if (n_top > 0) {
+        std::vector<int32_t> ids(raw.size());
+        std::iota(ids.begin(), ids.end(), 0);
+        const size_t k = std::min(size_t(n_top), ids.size());
+        std::partial_sort(ids.begin(), ids.begin() + long(k), ids.end(), [&](int32_t a, int32_t b) {
+            return raw[size_t(a)] > raw[size_t(b)] || (raw[size_t(a)] == raw[size_t(b)] && a < b);
+        });
+        for (size_t i = 0; i < k; ++i) r.top_logprobs.push_back({ids[i], float(double(raw[size_t(ids[i])]) - lse)});
+    }
+    return r;
+}
+
+} // namespace
+
+SpeculativeConfig parse_speculative(const std::string& text) {
+    if (text == "off") return {};
+    const size_t colon = text.find(':');
+    const std::string kind = text.substr(0, colon), k = colon == std::string::npos ? "" : text.substr(colon + 1);
+    SpeculativeConfig c;
+    if (kind == "mtp") c.kind = SpeculativeKind::Mtp;
+    else if (kind == "ngram") c.kind = SpeculativeKind::Ngram;
+    if (c.kind == SpeculativeKind::Off || k.size() != 1 || k[0] < '1' || k[0] > char('0' + kMaxSpeculativeK))
+        throw Error("speculative: '" + text + "' is not off, mtp:K or ngram:K with K in 1.." +
+                    std::to_string(kMaxSpeculativeK));
+    c.k = k[0] - '0';
+    return c;
+}
+
+std::string speculative_name(const SpeculativeConfig& c) {
+    if (!c.on()) return "off";
+    return std::string(c.kind == SpeculativeKind::Mtp ? "mtp:" : "ngram:") + std::to_string(c.k);
+}
+
+SpeculativeConfig Scheduler::speculation_of(const GenerationRequest& request) const {
+    const SpeculativeConfig server = options_.speculative;
+    SpeculativeConfig want = request.speculative.value_or(server);
+    if (!server.on() || !want.on()) return {};
+    if (want.kind == SpeculativeKind::Mtp && server.kind != SpeculativeKind::Mtp) return {};
+    want.k = std::min(want.k, server.k);
+    return want;
+}
+
+uint32_t Scheduler::verify_slack(const GenerationRequest& request) const {
+    const SpeculativeConfig c = speculation_of(request);
+    const uint64_t need = request.prompt.size() + request.max_tokens;
+    if (!c.on() || need >= options_.kv_capacity_tokens) return 0;
+    return uint32_t(std::min<uint64_t>(uint64_t(c.k), options_.kv_capacity_tokens - need));
+}
+
+int Scheduler::round_drafts(const Lane& lane) const {
+    if (!lane.request || !lane.decoding || !lane.speculative.on() || !lane.forced.empty() ||
+        lane.pending_token < 0 || lane.samples_outstanding > 0)
+        return 0;
+    const GenerationRequest& r = *lane.request;
+    const int64_t context = std::min<int64_t>(options_.max_context, backend_.max_context());
+    // Tokens the round may still report (each draft accepted, then the bonus) and still fit.
+    const int64_t room = std::min<int64_t>(int64_t(r.max_tokens) - int64_t(lane.generated.size()),
+                                           context - int64_t(r.prompt.size() + lane.generated.size()));
+    return int(std::clamp<int64_t>(room - 1, 0, lane.speculative.k));
+}
+
+void Scheduler::speculative_round(std::vector<bool>& speculating) {
+    std::vector<int> lanes, ks;
+    for (size_t i = 0; i < lanes_.size(); ++i) {
+        if (!speculating[i]) continue;
+        const int k = round_drafts(lanes_[i]);
+        speculating[i] = k > 0;
+        if (k > 0) lanes.push_back(int(i)), ks.push_back(k);
+    }
+    if (lanes.empty()) return;
+    const auto t0 = Clock::now();
+    std::vector<std::vector<int32_t>> drafts(lanes.size());
+    std::vector<DraftRequest> from_head;
+    std::vector<size_t> head_of;
+    for (size_t j = 0; j < lanes.size(); ++j) {
+        Lane& l = lanes_[size_t(lanes[j])];
+        if (l.speculative.kind == SpeculativeKind::Mtp) {
+            from_head.push_back({lanes[j], l.pending_token, ks[j]});
+            head_of.push_back(j);
+        } else { // the drafter holds the prompt and the tokens reported before
+            const size_t known = l.ngram.tokens().size() - l.request->prompt.size();
+            l.ngram.append(std::span(l.generated).subspan(known));
+            drafts[j] = l.ngram.draft(ks[j]);
+        }
+    }
+    if (!from_head.empty()) {
+        std::vector<std::vector<int32_t>> d = backend_.draft_mtp(from_head, nullptr);
+        for (size_t q = 0; q < head_of.size(); ++q) drafts[head_of[q]] = std::move(d.at(q));
+    }
+    std::vector<std::vector<int32_t>> windows(lanes.size());
+    std::vector<VerifyStep> steps;
+    for (size_t j = 0; j < lanes.size(); ++j) {
+        windows[j] = {lanes_[size_t(lanes[j])].pending_token};
+        windows[j].insert(windows[j].end(), drafts[j].begin(), drafts[j].end());
+        steps.push_back({lanes[j], windows[j]});
+    }
+    std::vector<float> rows;
+    backend_.verify(steps, rows);
+    stats_.t_decode_us_total += uint64_t(std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count());
+    ++stats_.n_decode_steps_total;
+    stats_.n_decode_lane_steps_total += lanes.size();
+    const size_t V = backend_.vocab_size();
+    size_t at = 0;
+    for (size_t j = 0; j < lanes.size(); ++j) {
+        const std::span<float> lane_rows(rows.data() + at * V, windows[j].size() * V);
+        at += windows[j].size();
+        const std::vector<float> raw(lane_rows.begin(), lane_rows.end()); // accept_drafts modifies rows
+        Lane& l = lanes_[size_t(lanes[j])];
+        SamplingParams p = l.request->sampling;
+        p.step = l.generated.size();
+        const DraftAcceptance a = accept_drafts(lane_rows, V, drafts[j], p, l.generated);
+        report_round(lanes[j], drafts[j], raw, a);
+    }
+}
+
+// The round's tokens are reported one by one as plain samples would be. The window [pending sample,
+// drafts] is in the lane; it keeps the pending sample and every reported draft followed by another
+// reported token, so the last reported token is pending like any sample (fed by the next step, or
+// by a closing row when the request finished).
+void Scheduler::report_round(int lane_index, std::span<const int32_t> drafts, std::span<const float> raw_rows,
+                             const DraftAcceptance& a) {
+    Lane& l = lanes_[size_t(lane_index)];
+    const size_t V = backend_.vocab_size();
+    ++stats_.n_spec_rounds_total;
+    stats_.n_spec_draft_tokens_total += drafts.size();
+    stats_.n_spec_accepted_tokens_total += a.accepted;
+    for (uint32_t i = 0; i < a.accepted && i < stats_.n_spec_accepted_per_pos.size(); ++i)
+        ++stats_.n_spec_accepted_per_pos[i];
+    l.draft_n += uint32_t(drafts.size());
+    l.draft_n_accepted += a.accepted;
+    l.history.push_back(l.pending_token);
+    l.pending_token = -1;
+    uint32_t kept = 1;
+    const int n_top = l.request->n_top_logprobs;
+    for (uint32_t i = 0; i <= a.accepted; ++i) {
+        const int32_t token = i < a.accepted ? drafts[i] : a.next_token;
+        const bool replaced = !l.forced.empty(); // a forced id takes this token's place: the run ends
+        if (!accept_token(lane_index, result_of(raw_rows.subspan(size_t(i) * V, V), token, n_top)) || replaced ||
+            i == a.accepted)
+            break;
+        l.history.push_back(token); // an accepted draft, already in the lane
+        l.pending_token = -1;
+        ++kept;
+    }
+    backend_.accept_verified(lane_index, kept);
+}
+
+} // namespace ninfer::core

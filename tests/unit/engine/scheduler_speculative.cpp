@@ -1,0 +1,312 @@
+// ninfer tests - speculation inside the scheduler on the CPU backend (tiny random models with an MTP
+// head): greedy output with speculation equals plain decoding token for token, for the MTP head and
+// n-gram drafts, K = 1..5, batch 1..8 mixed with lanes that do not speculate, with stop tokens, Stop
+// verdicts, max_tokens, the context's end, forced ids and a cancel in the middle of accepted runs;
+// an oracle drafter accepts everything, an always-wrong one nothing; lanes hold exactly what was
+// reported; sampled speculation is reproducible and keeps its lanes consistent.
+#include "core/engine/scheduler.h"
+#include "fake_backend.h"
+#include "tests/unit/cpu/tiny_models.h"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <memory>
+
+using namespace ninfer;
+using namespace ninfer::core;
+using ninfer::test::ForcingSink;
+using ninfer::test::RecordingSink;
+
+namespace {
+
+// Forwards to a backend but drafts with a test drafter (lane tokens + next token, k) -> drafts.
+class DraftingBackend final : public Backend {
+  public:
+    using Drafter = std::function<std::vector<int32_t>(const std::vector<int32_t>&, int)>;
+    DraftingBackend(Backend& inner, Drafter drafter)
+        : b_(inner), drafter_(std::move(drafter)), tokens_(size_t(inner.n_lanes())) {}
+    std::string name() const override { return b_.name(); }
+    int n_lanes() const override { return b_.n_lanes(); }
+    uint32_t vocab_size() const override { return b_.vocab_size(); }
+    uint32_t max_context() const override { return b_.max_context(); }
+    uint32_t lane_length(int lane) const override { return b_.lane_length(lane); }
+    void reset_lane(int lane) override { b_.reset_lane(lane), tokens_[size_t(lane)].clear(); }
+    void prefill(int lane, std::span<const int32_t> t, LogitsOut out, std::vector<float>* logits) override {
+        b_.prefill(lane, t, out, logits);
+        tokens_[size_t(lane)].insert(tokens_[size_t(lane)].end(), t.begin(), t.end());
+    }
+    DecodeResult sample_after_prefill(int lane, const SamplingParams& s, std::span<const int32_t> g, int n) override {
+        return b_.sample_after_prefill(lane, s, g, n);
+    }
+    std::vector<DecodeResult> decode(std::span<const DecodeStep> steps) override {
+        for (const DecodeStep& s : steps) tokens_[size_t(s.lane)].push_back(s.token);
+        return b_.decode(steps);
+    }
+    std::vector<float> last_logits(int lane) const override { return b_.last_logits(lane); }
+    LaneImage save_lane(int lane) const override { return b_.save_lane(lane); }
+    void restore_lane(int lane, const LaneImage& image) override {
+        b_.restore_lane(lane, image), tokens_[size_t(lane)] = image.tokens;
+    }
+    bool has_mtp() const override { return true; }
+    std::vector<std::vector<int32_t>> draft_mtp(std::span<const DraftRequest> requests,
+                                                std::vector<std::vector<float>>*) override {
+        std::vector<std::vector<int32_t>> out;
+        for (const DraftRequest& r : requests) {
+            std::vector<int32_t> seq = tokens_[size_t(r.lane)];
+            seq.push_back(r.next_token);
+            out.push_back(drafter_(seq, r.k));
+        }
+        return out;
+    }
+    void verify(std::span<const VerifyStep> steps, std::vector<float>& logits) override {
+        for (const VerifyStep& s : steps)
+            tokens_[size_t(s.lane)].insert(tokens_[size_t(s.lane)].end(), s.tokens.begin(), s.tokens.end());
+        b_.verify(steps, logits);
+    }
+    void accept_verified(int lane, uint32_t n_keep) override {
+        b_.accept_verified(lane, n_keep);
+        tokens_[size_t(lane)].resize(b_.lane_length(lane));
+    }
+
+  private:
+    Backend& b_;
+    Drafter drafter_;
+    std::vector<std::vector<int32_t>> tokens_;
+};
+
+struct Model {
+    ModelConfig config;
+    std::unique_ptr<InMemoryModel> model;
+    ModelWeights weights;
+    explicit Model(bool moe) : config(test::tiny_config(moe)) {
+        model = InMemoryModel::random(config, {.seed = 71, .with_mtp = true});
+        weights = model->weights();
+    }
+};
+
+constexpr uint32_t kContext = 160;
+
+struct Job {
+    uint64_t id;
+    size_t prompt_len;
+    uint32_t max_tokens;
+};
+
+// Every kind of finish: ids 1..10 (3 stop token, 4 Stop verdict, 5 forced ids, 6 max_tokens 1,
+// 7 the context's end, 9 speculation off, 10 K lowered to 1, 8 cancelled after six tokens).
+const std::vector<Job> kJobs = {{1, 9, 24},  {2, 30, 20}, {3, 14, 24}, {4, 21, 24}, {5, 17, 24},
+                                {6, 11, 1},  {7, 130, 30}, {8, 25, 24}, {9, 12, 18}, {10, 19, 22}};
+
+std::vector<int32_t> prompt_of(const Job& j, uint32_t vocab) { return test::random_tokens(j.prompt_len, vocab, 500 + j.id); }
+
+struct Outcome {
+    std::map<uint64_t, std::shared_ptr<RecordingSink>> sinks;
+    EngineStats stats;
+};
+
+// Runs the jobs (or the first n) on a fresh backend with `lanes` lanes; probe: each job's free tokens.
+void run_jobs(const Model& m, int lanes, SpeculativeConfig spec, const std::map<uint64_t, std::vector<int32_t>>* probe,
+              Outcome& out, const std::function<Backend&(Backend&)>& wrap = {}, float temperature = 0) {
+    auto cpu = make_cpu_backend(m.weights, test::tiny_speculative_plan(m.config, lanes, kMaxDraftTokens, true,
+                                                                       KvDtype::F32, kContext));
+    Backend& backend = wrap ? wrap(*cpu) : *cpu;
+    SchedulerOptions o{.max_context = kContext, .prefill_chunk = 32};
+    o.speculative = spec;
+    Scheduler s(backend, o, out.stats);
+    std::map<uint64_t, std::vector<int32_t>> prompts;
+    for (const Job& j : kJobs) {
+        std::shared_ptr<RecordingSink> sink;
+        if (probe && j.id == 5) {
+            auto f = std::make_shared<ForcingSink>();
+            f->trigger = probe->at(5)[3];
+            f->ids = {11, 12, 13};
+            sink = f;
+        } else {
+            sink = std::make_shared<RecordingSink>();
+        }
+        GenerationRequest r;
+        r.id = j.id;
+        r.prompt = prompts[j.id] = prompt_of(j, m.config.vocab_size);
+        r.max_tokens = j.max_tokens;
+        r.sampling.temperature = temperature;
+        r.sampling.seed = 1000 + j.id;
+        if (probe && j.id == 3) r.stop_token_ids = {probe->at(3)[9]};
+        if (probe && j.id == 4) sink->stop_after_token = probe->at(4)[6];
+        if (j.id == 9) r.speculative = SpeculativeConfig{};
+        if (j.id == 10) r.speculative = SpeculativeConfig{SpeculativeKind::Ngram, 1};
+        r.sink = sink;
+        out.sinks[j.id] = sink;
+        s.submit(std::move(r));
+    }
+    for (int guard = 0; guard < 100000 && s.has_work(); ++guard) {
+        s.step();
+        if (probe && out.sinks[8]->tokens.size() >= 6 && !out.sinks[8]->finished) s.cancel(8);
+    }
+    REQUIRE_FALSE(s.has_requests());
+    // Every lane holds exactly the prompt and reply of the last request it ran: nothing of a
+    // rejected draft, every reported token fed.
+    for (int lane = 0; lane < lanes; ++lane) {
+        const LaneImage image = backend.save_lane(lane);
+        if (image.tokens.empty()) continue;
+        bool found = false;
+        for (const auto& [id, sink] : out.sinks) {
+            std::vector<int32_t> seq = prompts[id];
+            seq.insert(seq.end(), sink->tokens.begin(), sink->tokens.end());
+            found = found || (sink->lane == lane && seq == image.tokens);
+        }
+        INFO("lane " << lane);
+        CHECK(found);
+    }
+}
+
+std::map<uint64_t, std::vector<int32_t>> probe_of(const Model& m) {
+    Outcome o;
+    run_jobs(m, 4, {}, nullptr, o);
+    std::map<uint64_t, std::vector<int32_t>> probe;
+    for (const auto& [id, sink] : o.sinks) probe[id] = sink->tokens;
+    return probe;
+}
+
+void check_same(const Outcome& plain, const Outcome& spec) {
+    for (const auto& [id, a] : plain.sinks) {
+        INFO("request " << id);
+        const auto& b = spec.sinks.at(id);
+        REQUIRE(b->finished);
+        if (id == 8) { // cancelled at a different step: a prefix of the same tokens
+            CHECK(b->summary.reason == FinishReason::Cancelled);
+            CHECK(b->tokens.size() >= 6);
+            const size_t n = std::min(a->tokens.size(), b->tokens.size());
+            CHECK(std::equal(a->tokens.begin(), a->tokens.begin() + long(n), b->tokens.begin()));
+            continue;
+        }
+        CHECK(a->tokens == b->tokens);
+        CHECK(a->summary.reason == b->summary.reason);
+        CHECK(a->summary.completion_tokens == b->summary.completion_tokens);
+    }
+}
+
+} // namespace
+
+TEST_CASE("scheduler_speculative: greedy output equals plain decoding for every drafter, K and batch",
+          "[scheduler_speculative]") {
+    for (bool moe : {false, true}) {
+        const Model m(moe);
+        const auto probe = probe_of(m);
+        REQUIRE(probe.at(1).size() == 24);
+        for (int lanes : {1, 3, 8}) {
+            Outcome plain;
+            run_jobs(m, lanes, {}, &probe, plain);
+            // The workload reached every kind of finish it was built for.
+            CHECK(plain.sinks.at(3)->summary.reason == FinishReason::Stop);
+            CHECK(plain.sinks.at(4)->summary.reason == FinishReason::Stop);
+            CHECK(plain.sinks.at(6)->tokens.size() == 1);
+            CHECK(plain.sinks.at(7)->summary.reason == FinishReason::Length);
+            CHECK(plain.sinks.at(7)->tokens.size() == kContext - 130);
+            CHECK(plain.sinks.at(8)->summary.reason == FinishReason::Cancelled);
+            const auto& forced = plain.sinks.at(5)->tokens;
+            REQUIRE(std::find(forced.begin(), forced.end(), 11) != forced.end());
+            for (SpeculativeKind kind : {SpeculativeKind::Mtp, SpeculativeKind::Ngram}) {
+                for (int k = 1; k <= kMaxSpeculativeK; ++k) {
+                    if (lanes == 8 && k % 2 == 0) continue; // enough coverage; keeps the test quick
+                    INFO("moe " << moe << " lanes " << lanes << " " << speculative_name({kind, k}));
+                    Outcome spec;
+                    run_jobs(m, lanes, {kind, k}, &probe, spec);
+                    check_same(plain, spec);
+                    CHECK(spec.stats.n_spec_rounds_total > 0);
+                    CHECK(spec.stats.n_spec_accepted_tokens_total <= spec.stats.n_spec_draft_tokens_total);
+                    CHECK(spec.sinks.at(9)->summary.draft_n == 0); // speculation off for this request
+                    CHECK(spec.sinks.at(1)->summary.draft_n_accepted <= spec.sinks.at(1)->summary.draft_n);
+                    if (kind == SpeculativeKind::Mtp) CHECK(spec.sinks.at(1)->summary.draft_n > 0);
+                    uint64_t by_pos = 0;
+                    for (const auto& n : spec.stats.n_spec_accepted_per_pos) by_pos += n;
+                    CHECK(by_pos == spec.stats.n_spec_accepted_tokens_total);
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("scheduler_speculative: an oracle drafter accepts everything, an always-wrong one nothing",
+          "[scheduler_speculative]") {
+    const Model m(true);
+    const auto probe = probe_of(m);
+    Outcome plain;
+    run_jobs(m, 5, {}, &probe, plain);
+    // The true continuation of every sequence: prompts followed by their plain tokens.
+    std::vector<std::vector<int32_t>> truths;
+    for (const Job& j : kJobs) {
+        std::vector<int32_t> t = prompt_of(j, m.config.vocab_size);
+        t.insert(t.end(), plain.sinks.at(j.id)->tokens.begin(), plain.sinks.at(j.id)->tokens.end());
+        truths.push_back(t);
+    }
+    auto drafter = [&](bool right) {
+        return [&truths, right, V = int32_t(m.config.vocab_size)](const std::vector<int32_t>& seq, int k) {
+            std::vector<int32_t> d;
+            for (const auto& t : truths)
+                if (t.size() > seq.size() && std::equal(seq.begin(), seq.end(), t.begin()))
+                    for (size_t i = seq.size(); i < t.size() && d.size() < size_t(k); ++i)
+                        d.push_back(right ? t[i] : (t[i] + 1) % V);
+            return d;
+        };
+    };
+    for (bool right : {true, false}) {
+        INFO((right ? "oracle" : "always wrong"));
+        std::unique_ptr<DraftingBackend> wrapper;
+        Outcome spec;
+        run_jobs(m, 5, {SpeculativeKind::Mtp, 4}, &probe, spec, [&](Backend& b) -> Backend& {
+            wrapper = std::make_unique<DraftingBackend>(b, drafter(right));
+            return *wrapper;
+        });
+        check_same(plain, spec);
+        REQUIRE(spec.stats.n_spec_draft_tokens_total > 0);
+        if (right) {
+            CHECK(spec.stats.n_spec_accepted_per_pos[3] > 0);
+            // Every draft is the true token, so all are accepted, except the forced ids that
+            // request 5's oracle drafts: the model would not choose them (the sink forces them).
+            for (const auto& [id, sink] : spec.sinks) {
+                INFO("request " << id);
+                if (id != 5) CHECK(sink->summary.draft_n_accepted == sink->summary.draft_n);
+            }
+            CHECK(spec.sinks.at(5)->summary.draft_n_accepted < spec.sinks.at(5)->summary.draft_n);
+        } else {
+            CHECK(spec.stats.n_spec_accepted_tokens_total == 0);
+        }
+    }
+}
+
+TEST_CASE("scheduler_speculative: sampled speculation is reproducible and keeps lanes exact",
+          "[scheduler_speculative]") {
+    const Model m(false);
+    Outcome a, b;
+    run_jobs(m, 4, {SpeculativeKind::Mtp, 3}, nullptr, a, {}, 0.8f);
+    run_jobs(m, 4, {SpeculativeKind::Mtp, 3}, nullptr, b, {}, 0.8f);
+    for (const auto& [id, sink] : a.sinks) {
+        INFO("request " << id);
+        CHECK(sink->tokens == b.sinks.at(id)->tokens);
+        CHECK(sink->tokens.size() == std::min<size_t>(kJobs[id - 1].max_tokens, kContext - kJobs[id - 1].prompt_len));
+    }
+    CHECK(a.stats.n_spec_draft_tokens_total > 0);
+}
+
+TEST_CASE("scheduler_speculative: mtp needs a head; parse and name the option's values", "[scheduler_speculative]") {
+    CHECK(parse_speculative("off") == SpeculativeConfig{});
+    CHECK(parse_speculative("mtp:3") == SpeculativeConfig{SpeculativeKind::Mtp, 3});
+    CHECK(parse_speculative("ngram:5") == SpeculativeConfig{SpeculativeKind::Ngram, 5});
+    for (const char* bad : {"", "mtp", "mtp:", "mtp:0", "mtp:6", "ngram:12", "eagle:3", "mtp:3x", "Off"})
+        CHECK_THROWS_WITH(parse_speculative(bad), Catch::Contains("speculative:"));
+    CHECK(speculative_name({SpeculativeKind::Ngram, 2}) == "ngram:2");
+    CHECK(speculative_name({}) == "off");
+    const ModelConfig c = test::tiny_config(false);
+    auto model = InMemoryModel::random(c, {.seed = 3});
+    const ModelWeights w = model->weights();
+    auto backend = make_cpu_backend(w, test::tiny_speculative_plan(c, 1, 3, false));
+    EngineStats stats;
+    SchedulerOptions o;
+    o.speculative = {SpeculativeKind::Mtp, 3};
+    CHECK_THROWS_WITH(Scheduler(*backend, o, stats), Catch::Contains("needs an MTP head"));
+    o.speculative = {SpeculativeKind::Ngram, 3};
+    CHECK_NOTHROW(Scheduler(*backend, o, stats));
+}
