@@ -97,7 +97,12 @@ void parse_messages(element messages, ChatRequest& r) {
         element content;
         if (m["content"].get(content)) fail(param + ".content", "message without content", "");
         bool is_user = role == "user";
-        if (!is_user && role != "assistant") fail(param + ".role", "role must be 'user' or 'assistant'", "unsupported_role");
+        if (role == "system") { // Claude Code sends one inside messages; merged like the top-level field
+            r.conversation.messages.push_back(core::ChatMessage::text(core::ChatRole::System, text_of(content, param + ".content", "\n")));
+            continue;
+        }
+        if (!is_user && role != "assistant")
+            fail(param + ".role", "role must be 'user', 'assistant' or 'system'", "unsupported_role");
         if (content.is_string()) {
             r.conversation.messages.push_back(
                 core::ChatMessage::text(is_user ? core::ChatRole::User : core::ChatRole::Assistant, string_of(content, param)));
@@ -113,11 +118,9 @@ void parse_messages(element messages, ChatRequest& r) {
 }
 
 void parse_anthropic_tools(element tools, ChatRequest& r) {
-    parse_flat_tools(tools, "input_schema", r, [](element t) {
+    parse_flat_tools(tools, "input_schema", r, [](element t) { // server tools (web_search_*, bash_*) are dropped
         element e;
-        if (!t["type"].get(e) && !e.is_null() && string_of(e, "tools.type") != "custom")
-            fail("tools", "tool type '" + string_of(e, "tools.type") + "' is not supported (only custom tools)",
-                 "tool_type_not_supported");
+        return t["type"].get(e) || e.is_null() || string_of(e, "tools.type") == "custom";
     });
 }
 

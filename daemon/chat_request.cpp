@@ -140,8 +140,10 @@ void parse_tools(element tools, ChatRequest& r) {
         std::string p = "tools[" + std::to_string(k++) + "]";
         if (!t.is_object()) fail(p, "each tool must be an object");
         std::string type = t["type"].error() ? "function" : string_of(t["type"], p + ".type");
-        if (type != "function")
-            fail(p + ".type", "tool type '" + type + "' is not supported (only 'function')", "tool_type_not_supported");
+        if (type != "function") {
+            r.ignored_tools.push_back(type);
+            continue;
+        }
         element fn;
         if (t["function"].get(fn) || !fn.is_object()) fail(p + ".function", "each tool needs a 'function' object");
         tool_name_of(fn["name"], p + ".function.name");

@@ -4,8 +4,9 @@
 // - parse_chat_request(body) parses with simdjson and returns the typed request, or throws
 //   ApiError (400, with `param` naming the field) for bad JSON, wrong types, out-of-range values
 //   and unsupported features: n != 1 (n_not_supported), response_format other than text
-//   (response_format_not_supported), functions/function_call (tools_not_supported), non-function
-//   tools (tool_type_not_supported), image/audio/video parts (modality_not_supported).
+//   (response_format_not_supported), functions/function_call (tools_not_supported),
+//   image/audio/video parts (modality_not_supported). Tools of a type other than 'function' are
+//   dropped and listed in ignored_tools (what OpenAI-compatible servers that cannot run them do).
 // - Unknown members are ignored (clients send many). Defaults follow OpenAI: temperature 1,
 //   top_p 1; `reasoning_effort: "none"` or chat_template_kwargs.enable_thinking=false turn
 //   thinking off. max_tokens is left unset when absent (the daemon resolves it).
@@ -43,6 +44,10 @@ struct ChatRequest {
     bool preserve_thinking = false;
     ToolChoice tool_choice = ToolChoice::Auto;
     std::string tool_choice_name; // Named
+    // Tools of a type the model cannot call (web_search, local_shell, Anthropic server tools...),
+    // dropped rather than refused, as "type" or "type:name"; named in the x-ninfer-ignored-tools
+    // response header and a log line.
+    std::vector<std::string> ignored_tools;
 };
 
 ChatRequest parse_chat_request(std::string_view body);

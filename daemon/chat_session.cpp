@@ -53,6 +53,12 @@ ChatSession::ChatSession(DaemonContext& ctx, uint64_t id, ChatRequest request, s
 
 void ChatSession::start() {
     ctx_.sessions[id_] = shared_from_this();
+    if (!request_.ignored_tools.empty()) {
+        std::string names;
+        for (const std::string& name : request_.ignored_tools) names += (names.empty() ? "" : ", ") + name;
+        writer_->add_header("x-ninfer-ignored-tools", names);
+        log_write(LogLevel::Info, "request " + std::to_string(id_) + ": ignored tools the model cannot call: " + names, id_);
+    }
     std::weak_ptr<ChatSession> weak = shared_from_this();
     writer_->on_close([weak] {
         if (auto self = weak.lock()) self->on_peer_closed();
@@ -93,6 +99,10 @@ void ChatSession::submit() {
                               std::to_string(max_context) + " tokens",
                      "context_length_exceeded", "messages", ""});
     uint32_t room = max_context - uint32_t(n_prompt);
+    // llama.cpp's behaviour: a max_tokens beyond what is left is shortened to fit (the reply ends
+    // with the length finish); vLLM and --strict-max-tokens reject it.
+    if (request_.max_tokens && *request_.max_tokens > room && !ctx_.config.strict_max_tokens)
+        request_.max_tokens = room;
     if (request_.max_tokens && *request_.max_tokens > room)
         return fail({400, "max_tokens " + std::to_string(*request_.max_tokens) + " + prompt " + std::to_string(n_prompt) +
                               " tokens exceeds the context of " + std::to_string(max_context) + " tokens",

@@ -33,6 +33,7 @@ struct DaemonConfig {
     int max_concurrency{};
     uint32_t prefill_chunk{};
     uint32_t default_max_tokens{};
+    bool strict_max_tokens{}; // a max_tokens beyond the context left is a 400, not shortened
     uint32_t max_pending{};
     uint64_t pending_timeout_ms{};
     uint32_t drain_timeout_s{};

@@ -19,24 +19,54 @@ uint32_t positive_count(simdjson::dom::element e, const std::string& param) {
     return uint32_t(n);
 }
 
-void parse_flat_tools(simdjson::dom::element tools, std::string_view schema_key, ChatRequest& r,
-                      const std::function<void(simdjson::dom::element tool)>& check_type) {
-    if (tools.is_null()) return;
-    if (!tools.is_array()) fail("tools", "'tools' must be an array", "");
-    core::JsonWriter w;
-    w.begin_array();
+namespace {
+
+struct FlatTools {
+    std::string_view schema_key;
+    const std::function<bool(simdjson::dom::element tool)>& is_callable;
+    core::JsonWriter& out;
+    ChatRequest& r;
+};
+
+// "type" or "type:name", as the x-ninfer-ignored-tools header lists a dropped tool.
+std::string ignored_name(simdjson::dom::element t, const std::string& type) {
+    std::string_view name;
+    return t["name"].get(name) ? type : type + ":" + std::string(name);
+}
+
+void add_flat_tools(simdjson::dom::element tools, const std::string& param, FlatTools& f) {
+    if (!tools.is_array()) fail(param, "'" + param + "' must be an array", "");
     size_t k = 0;
     for (simdjson::dom::element t : tools.get_array()) {
-        std::string p = "tools[" + std::to_string(k++) + "]";
+        std::string p = param + "[" + std::to_string(k++) + "]";
         if (!t.is_object()) fail(p, "each tool must be an object", "");
-        check_type(t);
-        w.begin_object().member("type", "function").key("function").begin_object();
-        w.member("name", tool_name_of(t["name"], p + ".name"));
         simdjson::dom::element e;
-        if (!t["description"].get(e) && !e.is_null()) w.member("description", string_of(e, p + ".description"));
-        if (!t[schema_key].get(e) && e.is_object()) w.key("parameters").raw(simdjson::minify(e));
-        w.end_object().end_object();
+        std::string type = t["type"].get(e) || e.is_null() ? "" : string_of(e, p + ".type");
+        if (type == "namespace") { // Codex groups MCP tools: its functions are the model's tools
+            add_flat_tools(required(t["tools"], p + ".tools"), p + ".tools", f);
+            continue;
+        }
+        if (!f.is_callable(t)) {
+            f.r.ignored_tools.push_back(ignored_name(t, type));
+            continue;
+        }
+        f.out.begin_object().member("type", "function").key("function").begin_object();
+        f.out.member("name", tool_name_of(t["name"], p + ".name"));
+        if (!t["description"].get(e) && !e.is_null()) f.out.member("description", string_of(e, p + ".description"));
+        if (!t[f.schema_key].get(e) && e.is_object()) f.out.key("parameters").raw(simdjson::minify(e));
+        f.out.end_object().end_object();
     }
+}
+
+} // namespace
+
+void parse_flat_tools(simdjson::dom::element tools, std::string_view schema_key, ChatRequest& r,
+                      const std::function<bool(simdjson::dom::element tool)>& is_callable) {
+    if (tools.is_null()) return;
+    core::JsonWriter w;
+    w.begin_array();
+    FlatTools flat{schema_key, is_callable, w, r};
+    add_flat_tools(tools, "tools", flat);
     w.end_array();
     simdjson::dom::parser parser;
     simdjson::padded_string converted(w.take());

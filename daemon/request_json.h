@@ -15,7 +15,9 @@
 // - positive_count(e, param): an integer in 1..INT32_MAX, else 400.
 // - parse_flat_tools(tools, schema_key, r): tools written flat ({name, description, <schema_key>},
 //   as Anthropic and Responses do) rewrapped as OpenAI chat tools and read by parse_tools;
-//   check_type(tool) rejects tool types the API does not serve.
+//   a {type:"namespace", tools:[...]} contributes its tools (Codex's MCP groups); a tool for
+//   which is_callable(tool) is false (web_search, local_shell, server tools) is dropped and
+//   recorded in r.ignored_tools, never a 400.
 // Thread safety: pure.
 #pragma once
 
@@ -47,6 +49,6 @@ void parse_tool_choice(simdjson::dom::element choice, ChatRequest& r);
 simdjson::dom::object parse_json_object(simdjson::dom::parser& parser, const simdjson::padded_string& body);
 uint32_t positive_count(simdjson::dom::element e, const std::string& param);
 void parse_flat_tools(simdjson::dom::element tools, std::string_view schema_key, ChatRequest& r,
-                      const std::function<void(simdjson::dom::element tool)>& check_type);
+                      const std::function<bool(simdjson::dom::element tool)>& is_callable);
 
 } // namespace ninfer::daemon::request_json

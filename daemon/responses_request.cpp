@@ -94,9 +94,8 @@ void append_items(element input, std::vector<core::ChatMessage>& messages) {
 
 void parse_response_tools(element tools, ChatRequest& r) {
     parse_flat_tools(tools, "parameters", r, [](element t) {
-        std::string type = string_of(t["type"], "tools.type");
-        if (type != "function")
-            fail("tools", "tool type '" + type + "' is not supported (only 'function')", "tool_type_not_supported");
+        std::string_view type;
+        return !t["type"].get(type) && type == "function";
     });
 }
 

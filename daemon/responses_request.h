@@ -12,7 +12,8 @@
 //   -> 400 (modality_not_supported / unsupported_item).
 // - `instructions` becomes a leading system message at render time (not stored with the
 //   conversation, as in OpenAI's API); tools ({type:function, name, parameters}) become
-//   OpenAI chat tools; tool_choice none|auto|required|{type:function,name};
+//   OpenAI chat tools, a {type:namespace, tools} contributes its functions, other types
+//   (web_search, local_shell, custom, ...) are dropped into ignored_tools; tool_choice none|auto|required|{type:function,name};
 //   max_output_tokens -> max_tokens; reasoning.effort "none" turns thinking off;
 //   text.format other than text -> 400 response_format_not_supported; store (default true),
 //   previous_response_id and metadata are kept for the session.

@@ -85,10 +85,31 @@ size_t last_query_index(const ChatConversation& conv, ContentRenderer& content) 
     template_error("No user query found in messages.");
 }
 
-void render_system_turn(std::string& out, const ChatConversation& conv, ContentRenderer& content) {
-    const bool has_system = is_system(conv.messages.front().role);
-    const std::string system_text = has_system ? content.render(conv.messages.front().content, false, true) : "";
-    const std::string_view system = python_strip(system_text);
+// Number of messages in the leading run of system/developer messages (merged into one turn).
+size_t leading_system_count(const ChatConversation& conv) {
+    size_t n = 0;
+    while (n < conv.messages.size() && is_system(conv.messages[n].role)) ++n;
+    return n;
+}
+
+// The leading run's texts, each stripped, joined by a blank line in their order (Codex sends two
+// developer messages, Claude Code a system field plus a system message).
+std::string leading_system_text(const ChatConversation& conv, size_t n_leading, ContentRenderer& content) {
+    std::string joined;
+    for (size_t i = 0; i < n_leading; ++i) {
+        const std::string text = content.render(conv.messages[i].content, false, true);
+        const std::string_view stripped = python_strip(text);
+        if (stripped.empty()) continue;
+        if (!joined.empty()) joined += "\n\n";
+        joined += stripped;
+    }
+    return joined;
+}
+
+void render_system_turn(std::string& out, const ChatConversation& conv, size_t n_leading, ContentRenderer& content) {
+    const bool has_system = n_leading > 0;
+    const std::string system_text = leading_system_text(conv, n_leading, content);
+    const std::string_view system = system_text;
     if (!conv.tools_json.empty()) {
         out += "<|im_start|>system\n";
         out += kToolsHeader;
@@ -186,7 +207,8 @@ std::string render_chat_prompt(const ChatConversation& conv, const ChatRenderOpt
     if (conv.messages.empty()) template_error("No messages provided.");
     ContentRenderer content(options.add_vision_id);
     std::string out;
-    render_system_turn(out, conv, content);
+    const size_t n_leading = leading_system_count(conv);
+    render_system_turn(out, conv, n_leading, content);
     const size_t last_query = last_query_index(conv, content);
     simdjson::dom::parser parser;
     const auto& msgs = conv.messages;
@@ -196,7 +218,9 @@ std::string render_chat_prompt(const ChatConversation& conv, const ChatRenderOpt
         switch (m.role) {
         case ChatRole::System:
         case ChatRole::Developer:
-            if (i != 0) template_error("System message must be at the beginning.");
+            // The leading run is the system turn above; a later one keeps its place as a ChatML
+            // system turn (the official template raises here), so earlier turns stay a stable prefix.
+            if (i >= n_leading) out += "<|im_start|>system\n" + text + "<|im_end|>\n";
             break;
         case ChatRole::User:
             out += "<|im_start|>user\n" + text + "<|im_end|>\n";

@@ -11,9 +11,14 @@
 //   the last real user query (a user turn that is not wholly <tool_response>...</tool_response>)
 //   unless preserve_thinking (Qwen3.6's rule), image/video placeholders with optional
 //   "Picture N: " / "Video N: " ids, and the generation opener.
+// - Beyond the template (which raises "System message must be at the beginning."): the leading run
+//   of system/developer messages is merged, in order, stripped and joined by a blank line, into
+//   the one system turn; a system/developer message after the first other message keeps its place
+//   as a ChatML turn "<|im_start|>system\n<stripped text><|im_end|>\n", never moved to the top, so
+//   the prompt's prefix (and the prefix cache) stays stable across turns. One leading system
+//   message renders byte-equal to the template.
 // - Errors the template raises become ninfer::Error("chat template: <template's message>"):
-//   "No messages provided.", "System message must be at the beginning.", "No user query found in
-//   messages.", "System message cannot contain images." / "...videos."; invalid tool-call
+//   "No messages provided.", "No user query found in messages.", "System message cannot contain images." / "...videos."; invalid tool-call
 //   arguments give "chat template: tool call NAME: arguments are not a JSON object: ...".
 // - generation_opener(options) is the text the prompt ends with when add_generation_prompt:
 //   "<|im_start|>assistant\n<think>\n" (thinking on) or

@@ -92,13 +92,13 @@ TEST_CASE("bad Anthropic requests are 400 with the field named", "[anthropic_req
     CHECK(error_of(R"({"messages":[{"role":"user","content":"x"}]})").param == "max_tokens");
     CHECK(error_of(R"({"max_tokens":0,"messages":[{"role":"user","content":"x"}]})").param == "max_tokens");
     CHECK(error_of(R"({"max_tokens":5,"messages":[]})", true).param == "messages");
-    CHECK(error_of(R"({"max_tokens":5,"messages":[{"role":"system","content":"x"}]})").code == "unsupported_role");
+    CHECK(error_of(R"({"max_tokens":5,"messages":[{"role":"robot","content":"x"}]})").code == "unsupported_role");
     ApiError image = error_of(
         R"({"max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","data":""}}]}]})");
     CHECK(image.code == "modality_not_supported");
     CHECK(image.param == "messages[0].content[0]");
-    CHECK(error_of(R"({"max_tokens":5,"messages":[{"role":"user","content":"x"}],"tools":[{"type":"web_search_20250305","name":"w"}]})")
-              .code == "tool_type_not_supported");
+    CHECK(error_of(R"({"max_tokens":5,"messages":[{"role":"user","content":"x"}],"tools":[{"type":"custom"}]})").param ==
+          "tools[0].name");
     CHECK(error_of(R"({"max_tokens":5,"messages":[{"role":"user","content":"x"}],"tools":[{"name":"bad name!"}]})").param ==
           "tools[0].name");
     CHECK(error_of(R"({"max_tokens":5,"messages":[{"role":"user","content":"x"}],"thinking":{"type":"enabled","budget_tokens":0}})")
@@ -123,4 +123,19 @@ TEST_CASE("errors render in the Anthropic shape with Anthropic statuses", "[anth
     CHECK(anthropic_error_type(500) == "api_error");
     CHECK(is_anthropic_route("/v1/messages/count_tokens"));
     CHECK_FALSE(is_anthropic_route("/v1/chat/completions"));
+}
+
+TEST_CASE("Claude Code's shape: a system message inside messages, server tools dropped", "[anthropic_request]") {
+    ChatRequest r = parse_anthropic_request(
+        R"({"max_tokens":32000,"system":[{"type":"text","text":"S1","cache_control":{"type":"ephemeral"}}],)"
+        R"("messages":[{"role":"system","content":[{"type":"text","text":"S2"}]},{"role":"user","content":"hi"}],)"
+        R"("tools":[{"name":"Bash","input_schema":{"type":"object"}},{"type":"web_search_20250305","name":"web_search"},)"
+        R"({"type":"custom","name":"Read","input_schema":{"type":"object"}}]})",
+        false);
+    REQUIRE(r.conversation.messages.size() == 3);
+    CHECK(r.conversation.messages[1].role == ChatRole::System);
+    CHECK(r.conversation.tools_json.size() == 2);
+    CHECK(r.ignored_tools == std::vector<std::string>{"web_search_20250305:web_search"});
+    std::string prompt = ninfer::core::render_chat_prompt(r.conversation, {});
+    CHECK(prompt.find("</IMPORTANT>\n\nS1\n\nS2<|im_end|>\n<|im_start|>user\nhi<|im_end|>") != std::string::npos);
 }

@@ -75,7 +75,8 @@ TEST_CASE("bad input is a 400 naming the field, with OpenAI codes for unsupporte
     CHECK(error_of("{" + msg + R"(,"n":2})").code == "n_not_supported");
     CHECK(error_of("{" + msg + R"(,"response_format":{"type":"json_object"}})").code == "response_format_not_supported");
     CHECK(error_of("{" + msg + R"(,"functions":[]})").code == "tools_not_supported");
-    CHECK(error_of("{" + msg + R"(,"tools":[{"type":"retrieval"}]})").code == "tool_type_not_supported");
+    CHECK(parse_chat_request("{" + msg + R"(,"tools":[{"type":"retrieval"}]})").ignored_tools ==
+          std::vector<std::string>{"retrieval"});
     CHECK(error_of("{" + msg + R"(,"top_logprobs":2})").param == "top_logprobs");
     CHECK(error_of(R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]})").code ==
           "modality_not_supported");

@@ -34,7 +34,7 @@ TEST_CASE("defaults come from the table and every option has help", "[options]")
     CHECK(s.get("host") == "127.0.0.1");
     CHECK(s.get_int("port") == 8080);
     CHECK(s.get_int("max-concurrency") == 4);
-    CHECK(s.get_int("max-context") == 8192);
+    CHECK(s.get_int("max-context") == 32768);
     CHECK(s.get("kv-capacity") == "auto");
     for (const OptionSpec& o : option_table()) CHECK_FALSE(o.help.empty());
     std::string help = render_help("ninferd");

@@ -73,7 +73,9 @@ TEST_CASE("bad Responses requests are 400 with the field named", "[responses_req
     CHECK(error_of(R"({"input":[{"role":"user","content":[{"type":"input_image","image_url":"u"}]}]})").code ==
           "modality_not_supported");
     CHECK(error_of(R"({"input":"x","text":{"format":{"type":"json_schema"}}})").code == "response_format_not_supported");
-    CHECK(error_of(R"({"input":"x","tools":[{"type":"file_search"}]})").code == "tool_type_not_supported");
+    CHECK(error_of(R"({"input":"x","tools":[{"type":"namespace","name":"n"}]})").param == "tools[0].tools");
+    CHECK(error_of(R"({"input":"x","tools":[{"type":"namespace","tools":[{"type":"function"}]}]})").param ==
+          "tools[0].tools[0].name");
     CHECK(error_of(R"({"input":"x","max_output_tokens":0})").param == "max_output_tokens");
     CHECK(error_of(R"({"input":"x","tool_choice":"sometimes"})").param == "tool_choice");
 }
@@ -98,4 +100,18 @@ TEST_CASE("the response store is bounded by records and bytes, least recently us
     CHECK_FALSE(store.erase("e"));
     store.put("d", record_of(10));      // replacing keeps one record per id
     CHECK(store.get("d")->response_json.size() == 10);
+}
+
+TEST_CASE("Codex's tools: a namespace gives its functions, uncallable types are dropped and named", "[responses_request]") {
+    ResponsesRequest r = parse_responses_request(
+        R"({"input":"x","tools":[{"type":"function","name":"shell","parameters":{"type":"object"}},)"
+        R"({"type":"namespace","name":"mcp__docs","tools":[{"type":"function","name":"search","parameters":{}},)"
+        R"({"type":"function","name":"fetch"}]},{"type":"web_search"},{"type":"local_shell"},)"
+        R"({"type":"custom","name":"apply_patch","format":{"type":"grammar"}},{"type":"file_search"}]})");
+    const auto& tools = r.chat.conversation.tools_json;
+    REQUIRE(tools.size() == 3);
+    CHECK(tools[1] == R"({"type":"function","function":{"name":"search","parameters":{}}})");
+    CHECK(tools[2] == R"({"type":"function","function":{"name":"fetch"}})");
+    CHECK(r.chat.ignored_tools ==
+          std::vector<std::string>{"web_search", "local_shell", "custom:apply_patch", "file_search"});
 }
