@@ -12,7 +12,6 @@
 #include <chrono>
 #include <ctime>
 #include <dirent.h>
-#include <sys/stat.h>
 
 namespace ninfer::daemon {
 namespace {
@@ -112,149 +111,94 @@ std::vector<std::string> saved_slot_names(const std::string& dir) {
 void handle_slot_list(ControlServer& s, const ConnPtr& c, const Frame& f) {
     proto::SlotListReply r;
     r.slots = lanes_of(*s.deps().ctx);
-    r.saved_names = saved_slot_names(s.slots_dir());
+    r.saved_names = saved_slot_names(s.deps().ctx->engine->lane_options().slots_dir);
     reply_ok(s, c, f, r);
 }
 
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+// The engine's result for this request, answered on the loop thread: the one engine/I-O -> loop hop
+// of every lane-state op. reply(server, c, f, result) runs only when the result holds no error.
+template <typename Result, typename Reply>
+std::function<void(Result)> answer_on_loop(ControlServer& s, const ConnPtr& c, const Frame& f, Reply reply) {
+    ControlServer* server = &s;
+    return [server, c, f, reply](Result r) {
+        server->post([server, c, f, reply, r = std::move(r)] {
+            if (r.error) return server->reply_error(c, f, *r.error);
+            reply(*server, c, f, r);
+        });
+    };
+}
 
-// Save: the engine copies the lane at a step boundary, the I/O worker writes the file.
+std::optional<proto::SlotRequest> slot_request_of(ControlServer& s, const ConnPtr& c, const Frame& f, bool named) {
+    auto req = payload_of<proto::SlotRequest>(s, c, f);
+    if (req && named && !proto::is_valid_slot_name(req->name)) {
+        s.reply_error(c, f, Status::Invalid, "invalid slot name '" + req->name + "'");
+        return std::nullopt;
+    }
+    return req;
+}
+
+void reply_slot(ControlServer& s, const ConnPtr& c, const Frame& f, const core::LaneOpResult& r) {
+    reply_ok(s, c, f, proto::SlotReply{uint32_t(r.lane), r.n_tokens, r.bytes, r.elapsed_ms});
+}
+
+// Save: the engine copies the lane at a step boundary, its I/O worker writes the file.
 void handle_slot_save(ControlServer& s, const ConnPtr& c, const Frame& f) {
-    auto req = payload_of<proto::SlotRequest>(s, c, f);
+    auto req = slot_request_of(s, c, f, true);
     if (!req) return;
-    if (!proto::is_valid_slot_name(req->name)) return s.reply_error(c, f, Status::Invalid, "invalid slot name '" + req->name + "'");
-    std::string path = core::slot_file_path(s.slots_dir(), req->name);
-    ControlServer* server = &s;
-    uint32_t slot = req->slot;
-    auto t0 = Clock::now();
-    s.deps().ctx->engine->post_admin([server, c, f, slot, path, t0](core::Scheduler* sched) {
-        auto image = std::make_shared<core::LaneImage>();
-        try {
-            if (!sched) throw Error(Errc::Unavailable, "the engine is not serving");
-            *image = sched->slot_save(int(slot));
-        } catch (const std::exception& e) {
-            ErrorInfo m = error_info(e); // the kind crosses to the loop thread with the message
-            return server->post([server, c, f, m] { server->reply_error(c, f, m); });
-        }
-        server->io().post([server, c, f, slot, path, t0, image] {
-            std::optional<ErrorInfo> error;
-            core::SlotFileStats st;
-            try {
-                core::make_directories(server->slots_dir(), 0750);
-                st = core::slot_file_write(path, server->identity(), *image, core::file_io_mode_default());
-            } catch (const std::exception& e) {
-                error = error_info(e);
-            }
-            server->post([server, c, f, slot, t0, st, error] {
-                if (error) return server->reply_error(c, f, *error);
-                LogFields fields; // journal: MESSAGE_ID snapshot-saved, NINFER_SLOT, NINFER_OP
-                fields.slot = int(slot);
-                fields.op = "slot-save";
-                log_event(LogEvent::SnapshotSaved,
-                          "ctl, slot save slot=" + std::to_string(slot) + " tokens=" + std::to_string(st.n_tokens) +
-                              " bytes=" + std::to_string(st.bytes) + " via " + core::file_io_mode_name(st.mode),
-                          fields);
-                reply_ok(*server, c, f, proto::SlotReply{slot, st.n_tokens, st.bytes, ms_since(t0)});
-            });
-        });
-    });
+    s.deps().ctx->engine->save_lane(int(req->slot), req->name, answer_on_loop<core::LaneOpResult>(s, c, f,
+        [](ControlServer& server, const ConnPtr& conn, const Frame& frame, const core::LaneOpResult& r) {
+            LogFields fields; // journal: MESSAGE_ID snapshot-saved, NINFER_SLOT, NINFER_OP
+            fields.slot = r.lane;
+            fields.op = "slot-save";
+            log_event(LogEvent::SnapshotSaved,
+                      "ctl, slot save slot=" + std::to_string(r.lane) + " tokens=" + std::to_string(r.n_tokens) +
+                          " bytes=" + std::to_string(r.bytes) + " via " + core::file_io_mode_name(r.mode),
+                      fields);
+            reply_slot(server, conn, frame, r);
+        }));
 }
 
-// Restore: the I/O worker reads and checks the file, then the engine loads it into the lane.
+// Restore: the engine's I/O worker reads and checks the file, then the engine loads it into the lane.
 void handle_slot_restore(ControlServer& s, const ConnPtr& c, const Frame& f) {
-    auto req = payload_of<proto::SlotRequest>(s, c, f);
+    auto req = slot_request_of(s, c, f, true);
     if (!req) return;
-    if (!proto::is_valid_slot_name(req->name)) return s.reply_error(c, f, Status::Invalid, "invalid slot name '" + req->name + "'");
-    std::string path = core::slot_file_path(s.slots_dir(), req->name);
-    struct stat st;
-    if (::stat(path.c_str(), &st) != 0) return s.reply_error(c, f, Status::NotFound, "no saved slot named '" + req->name + "'");
-    ControlServer* server = &s;
-    core::Engine* engine = s.deps().ctx->engine;
-    uint32_t slot = req->slot;
-    auto t0 = Clock::now();
-    s.io().post([server, engine, c, f, slot, path, t0] {
-        auto image = std::make_shared<core::LaneImage>();
-        core::SlotFileStats fs;
-        try {
-            *image = core::slot_file_read(path, server->identity(), core::file_io_mode_default(), &fs);
-        } catch (const std::exception& e) {
-            ErrorInfo m = error_info(e); // the kind crosses to the loop thread with the message
-            return server->post([server, c, f, m] { server->reply_error(c, f, m); });
-        }
-        engine->post_admin([server, c, f, slot, t0, image, fs](core::Scheduler* sched) {
-            std::optional<ErrorInfo> error;
-            try {
-                if (!sched) throw Error(Errc::Unavailable, "the engine is not serving");
-                sched->slot_restore(int(slot), *image);
-            } catch (const std::exception& e) {
-                error = error_info(e);
-            }
-            server->post([server, c, f, slot, t0, fs, error] {
-                if (error) return server->reply_error(c, f, *error);
-                reply_ok(*server, c, f, proto::SlotReply{slot, fs.n_tokens, fs.bytes, ms_since(t0)});
-            });
-        });
-    });
-}
-
-// Runs fn(cache) on the engine thread and replies with what it returns (or its error).
-template <typename Reply, typename Fn> void on_engine(ControlServer& s, const ConnPtr& c, const Frame& f, Fn fn) {
-    ControlServer* server = &s;
-    core::PrefixCache* cache = s.deps().cache;
-    s.deps().ctx->engine->post_admin([server, cache, c, f, fn](core::Scheduler* sched) {
-        std::optional<ErrorInfo> error;
-        Reply r{};
-        try {
-            if (!sched) throw Error(Errc::Unavailable, "the engine is not serving");
-            r = fn(sched, cache);
-        } catch (const std::exception& e) {
-            error = error_info(e);
-        }
-        server->post([server, c, f, r, error] {
-            if (error) return server->reply_error(c, f, *error);
-            reply_ok(*server, c, f, r);
-        });
-    });
+    s.deps().ctx->engine->restore_lane(int(req->slot), req->name, answer_on_loop<core::LaneOpResult>(s, c, f, reply_slot));
 }
 
 void handle_slot_erase(ControlServer& s, const ConnPtr& c, const Frame& f) {
-    auto req = payload_of<proto::SlotRequest>(s, c, f);
+    auto req = slot_request_of(s, c, f, false);
     if (!req) return;
-    uint32_t slot = req->slot;
-    on_engine<proto::SlotReply>(s, c, f, [slot](core::Scheduler* sched, core::PrefixCache*) {
-        sched->slot_erase(int(slot));
-        return proto::SlotReply{slot, 0, 0, 0};
-    });
+    s.deps().ctx->engine->erase_lane(int(req->slot), answer_on_loop<core::LaneOpResult>(s, c, f, reply_slot));
 }
 
 void handle_cache_list(ControlServer& s, const ConnPtr& c, const Frame& f) {
-    on_engine<proto::CacheListReply>(s, c, f, [](core::Scheduler*, core::PrefixCache* cache) {
-        proto::CacheListReply r;
-        if (!cache) return r;
-        auto now = Clock::now();
-        for (const core::SnapshotInfo& i : cache->store().list())
-            r.entries.push_back({core::prefix_key_hex(i.id), i.n_tokens, i.bytes,
-                                 "host",
-                                 uint64_t(std::chrono::duration_cast<std::chrono::seconds>(now - i.last_used).count()),
-                                 i.hits});
-        r.budget_bytes = cache->store().budget_bytes();
-        r.used_bytes = cache->store().used_bytes();
-        return r;
-    });
+    s.deps().ctx->engine->list_cache(answer_on_loop<core::CacheListing>(s, c, f,
+        [](ControlServer& server, const ConnPtr& conn, const Frame& frame, const core::CacheListing& listing) {
+            proto::CacheListReply r;
+            auto now = Clock::now();
+            for (const core::SnapshotInfo& i : listing.entries)
+                r.entries.push_back({core::prefix_key_hex(i.id), i.n_tokens, i.bytes, "host",
+                                     uint64_t(std::chrono::duration_cast<std::chrono::seconds>(now - i.last_used).count()),
+                                     i.hits});
+            r.budget_bytes = listing.budget_bytes;
+            r.used_bytes = listing.used_bytes;
+            reply_ok(server, conn, frame, r);
+        }));
 }
 
 void handle_cache_evict(ControlServer& s, const ConnPtr& c, const Frame& f) {
     auto req = payload_of<proto::CacheEvictRequest>(s, c, f);
     if (!req) return;
-    proto::CacheEvictRequest r = *req;
-    on_engine<proto::CountReply>(s, c, f, [r](core::Scheduler*, core::PrefixCache* cache) {
-        if (!cache) return proto::CountReply{};
-        core::PrefixCache::Removed gone;
-        if (r.mode == proto::CacheEvictMode::All) gone = cache->evict_all();
-        else if (r.mode == proto::CacheEvictMode::OlderThan) gone = cache->evict_older_than(double(r.older_than_s), Clock::now());
-        else if ((gone = cache->evict_key(r.key)).count == 0) throw Error(Errc::NotFound, "cache entry '" + r.key + "' does not exist");
-        return proto::CountReply{gone.count, gone.bytes};
-    });
+    core::CacheEvictRequest what;
+    what.mode = req->mode == proto::CacheEvictMode::All         ? core::CacheEvictRequest::Mode::All
+                : req->mode == proto::CacheEvictMode::OlderThan ? core::CacheEvictRequest::Mode::OlderThan
+                                                                : core::CacheEvictRequest::Mode::Key;
+    what.older_than_s = double(req->older_than_s);
+    what.key = req->key;
+    s.deps().ctx->engine->evict(std::move(what), answer_on_loop<core::CacheEvictResult>(s, c, f,
+        [](ControlServer& server, const ConnPtr& conn, const Frame& frame, const core::CacheEvictResult& r) {
+            reply_ok(server, conn, frame, proto::CountReply{r.count, r.bytes});
+        }));
 }
 
 void handle_drain(ControlServer& s, const ConnPtr& c, const Frame& f) {

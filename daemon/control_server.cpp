@@ -103,7 +103,7 @@ std::string parent_dir(const std::string& path) {
 } // namespace
 
 ControlServer::ControlServer(uv_loop_t* loop, ControlDeps deps)
-    : loop_(loop), deps_(std::move(deps)), identity_(slot_identity_of(*deps_.model)) {}
+    : loop_(loop), deps_(std::move(deps)) {}
 
 ControlServer::~ControlServer() {
     *alive_ = false;
@@ -157,8 +157,6 @@ std::string ControlServer::start() {
     if (int rc = uv_listen(reinterpret_cast<uv_stream_t*>(&listener_), kListenBacklog, on_connection); rc != 0)
         return "control, cannot listen on " + socket_path_ + ": " + uv_strerror(rc);
     listening_ = true;
-    if (size_t n = core::remove_stale_temps(slots_dir(), ".nslot"))
-        log_info("control, removed " + std::to_string(n) + " unfinished slot file(s) of an earlier crash");
     log_info("control, listening on " + socket_path_);
     return "";
 }
@@ -350,34 +348,6 @@ void ControlServer::close_connection(const ConnPtr& c) {
         c->watching = false;
     }
     uv_close(reinterpret_cast<uv_handle_t*>(&c->pipe), [](uv_handle_t* h) { delete static_cast<ConnPtr*>(h->data); });
-}
-
-core::SlotIdentity slot_identity_of(const PlannedModel& model) {
-    core::SlotIdentity id;
-    id.artifact_id = core::artifact_id_from_hex(model.artifact->artifact_id_hex());
-    id.model_id = model.model_id;
-    id.kv_dtype = model.plan.kv_dtype;
-    id.page_tokens = core::kKvPageTokens;
-    id.kv_bytes_per_token = model.plan.kv_bytes_per_token;
-    id.gdn_bytes = model.plan.lane_image_gdn_bytes();
-    id.max_context = model.plan.max_context;
-    return id;
-}
-
-void install_assistant_marker(core::Engine& engine, const ModelFrontend& frontend) {
-    std::vector<int32_t> marker;
-    for (auto id : frontend.tokenizer().encode("<|im_start|>assistant\n")) marker.push_back(int32_t(id));
-    engine.post_admin([marker](core::Scheduler* s) {
-        if (s) s->set_assistant_marker(marker);
-    });
-}
-
-std::unique_ptr<core::PrefixCache> make_prefix_cache(const DaemonConfig& config, const PlannedModel& model) {
-    if (config.host_cache_mib == 0) return nullptr;
-    core::SnapshotStoreOptions o;
-    o.host_budget_bytes = config.host_cache_mib << 20;
-    o.warn = [](const std::string& m) { log_warning(m); };
-    return std::make_unique<core::PrefixCache>(std::move(o));
 }
 
 } // namespace ninfer::daemon

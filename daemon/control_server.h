@@ -18,15 +18,14 @@
 //   without a request payload: any byte) gets BadMessage. A peer that shuts down its sending
 //   side gets every reply still due, then the connection closes. An error message is cut to
 //   64 KiB so its reply fits the 1 MiB frame; a reply over the limit becomes an Internal error.
-//   Ops dispatch through one table (control_handlers.cpp). Ops that touch model state are engine
-//   admin tasks, slot file I/O runs on the I/O worker, read-only figures come from atomics.
+//   Ops dispatch through one table (control_handlers.cpp). Ops on lane state are the engine's
+//   typed operations (core::Engine::save_lane, restore_lane, erase_lane, evict, list_cache: the
+//   engine runs them on its thread and its I/O worker, the handler only answers the result on the
+//   loop thread); read-only figures come from atomics.
 // - A failure reaches the client as control_status(kind) with the error's message: the one
 //   mapping from ninfer::Errc to proto::Status (never a search of the message text).
 #pragma once
 
-#include "core/engine/io_worker.h"
-#include "core/engine/prefix_cache.h"
-#include "core/engine/slot_file.h"
 #include "core/util/error.h"
 #include "daemon/daemon_context.h"
 #include "daemon/model_loader.h"
@@ -44,7 +43,6 @@ namespace ninfer::daemon {
 struct ControlDeps {
     DaemonContext* ctx = nullptr;
     const PlannedModel* model = nullptr;
-    core::PrefixCache* cache = nullptr; // engine thread only: touched through admin tasks
     std::function<void()> reload;       // SIGHUP's work
     std::function<void()> drained;      // after `drain` stopped admission (--persist-slots saves lanes)
 };
@@ -52,12 +50,6 @@ struct ControlDeps {
 // NotFound -> NotFound, Busy -> Busy, Io -> Io, NoSpace -> NoSpace, Invalid -> Invalid,
 // Unavailable -> Busy (the engine cannot take the op now), Internal -> Internal.
 proto::Status control_status(Errc kind);
-
-// The prefix cache the engine owns, sized by host-cache-mib (0 = no cache).
-std::unique_ptr<core::PrefixCache> make_prefix_cache(const DaemonConfig& config, const PlannedModel& model);
-core::SlotIdentity slot_identity_of(const PlannedModel& model);
-// Tells the scheduler where assistant turns open, for the assistant-boundary checkpoint.
-void install_assistant_marker(core::Engine& engine, const ModelFrontend& frontend);
 
 struct ControlConnection;
 
@@ -78,9 +70,6 @@ class ControlServer {
     // Runs fn on the loop thread later (from the engine or I/O thread); dropped after close().
     void post(std::function<void()> fn);
     const ControlDeps& deps() const { return deps_; }
-    core::IoWorker& io() { return io_; }
-    const core::SlotIdentity& identity() const { return identity_; }
-    std::string slots_dir() const { return deps_.ctx->config.state_dir + "/slots"; }
     void start_watch(const ConnPtr& c, const proto::Frame& request, uint32_t interval_ms, uint32_t count);
 
   private:
@@ -93,13 +82,11 @@ class ControlServer {
 
     uv_loop_t* loop_;
     ControlDeps deps_;
-    core::SlotIdentity identity_;
     uv_pipe_t listener_{};
     bool listening_ = false, closed_ = false;
     int lock_fd_ = -1;
     std::string socket_path_;
     std::set<ConnPtr> connections_;
-    core::IoWorker io_;
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -1,4 +1,4 @@
-// ninfer::daemon - the artifact-upgrade control op: core::artifact_upgrade on the I/O worker, progress streamed.
+// ninfer::daemon - the artifact-upgrade control op: core::artifact_upgrade on the engine's I/O worker, progress streamed.
 #include "core/artifact/upgrade.h"
 #include "daemon/control_server.h"
 #include "daemon/log.h"
@@ -19,7 +19,7 @@ void handle_artifact_upgrade_op(ControlServer& s, const ControlServer::ConnPtr& 
              (req->destination.empty() ? std::string("in place") : req->destination) + " (the served model " +
              s.deps().ctx->config.artifact_path + " is not changed)");
     ControlServer* server = &s;
-    server->io().post([server, c, f, request = *req] {
+    s.deps().ctx->engine->post_io([server, c, f, request = *req] {
         using Clock = std::chrono::steady_clock;
         core::ArtifactUpgradeOptions options;
         Clock::time_point last{};

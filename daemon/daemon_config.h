@@ -24,7 +24,7 @@ struct DaemonConfig {
     std::string control_socket;
     std::string state_dir;
     uint64_t host_cache_mib{}; // prefix-cache host store (0 = none)
-    bool persist_slots{};      // lanes saved at stop, restored at start (slot_persist.h)
+    bool persist_slots{};      // lanes saved at stop, restored at start (core::Engine::persist_all)
     std::string device;        // "auto", "cpu", "cuda" or "script:FILE"
     int threads{};
     uint32_t max_context{};

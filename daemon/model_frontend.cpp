@@ -39,6 +39,12 @@ ModelFrontend::ModelFrontend(std::unique_ptr<core::Tokenizer> tokenizer) : token
     if (stop_token_ids_.empty()) throw Error("frontend: the tokenizer has no <|im_end|> or <|endoftext|> token");
 }
 
+std::vector<int32_t> ModelFrontend::assistant_marker() const {
+    std::vector<int32_t> ids;
+    for (auto id : tokenizer_->encode(core::assistant_turn_opener())) ids.push_back(int32_t(id));
+    return ids;
+}
+
 PreparedPrompt ModelFrontend::prepare(const ChatRequest& request, bool default_thinking) const {
     core::ChatConversation conversation = request.conversation;
     if (request.tool_choice == ToolChoice::None) {

@@ -9,6 +9,8 @@
 //   whether the prompt opened <think>, which tools the parser may recognise (none for
 //   tool_choice none; only the named one for a named choice) and the stop strings; with thinking
 //   on and a thinking_budget, the budget and the ids that close the reasoning.
+// - assistant_marker() is the chat template's assistant-turn opener as token ids (the engine's
+//   assistant-boundary checkpoint, core::Engine::set_assistant_marker).
 // Thread safety: const methods may run on any thread at once.
 #pragma once
 
@@ -36,6 +38,7 @@ class ModelFrontend {
     PreparedPrompt prepare(const ChatRequest& request, bool default_thinking) const;
     const core::Tokenizer& tokenizer() const { return *tokenizer_; }
     const std::vector<int32_t>& stop_token_ids() const { return stop_token_ids_; }
+    std::vector<int32_t> assistant_marker() const;
 
   private:
     std::unique_ptr<core::Tokenizer> tokenizer_;

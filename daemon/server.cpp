@@ -8,7 +8,6 @@
 #include "daemon/log.h"
 #include "daemon/model_loader.h"
 #include "daemon/routes.h"
-#include "daemon/slot_persist.h"
 #include "daemon/systemd_notify.h"
 
 #include <systemd/sd-daemon.h>
@@ -19,15 +18,31 @@
 namespace ninfer::daemon {
 namespace {
 
-core::SchedulerOptions scheduler_options_of(const DaemonConfig& c, const core::MemoryPlan& plan,
-                                            core::PrefixCache* cache) {
+core::SchedulerOptions scheduler_options_of(const DaemonConfig& c, const core::MemoryPlan& plan) {
     core::SchedulerOptions o;
-    o.prefix_cache = cache;
     o.max_context = plan.max_context;
     o.kv_capacity_tokens = plan.kv_capacity_tokens;
     o.prefill_chunk = c.prefill_chunk;
     o.max_pending = c.max_pending;
     o.pending_timeout_ms = c.pending_timeout_ms;
+    return o;
+}
+
+// The engine's lane state: the prefix cache (host-cache-mib), slot files under state-dir.
+core::LaneStateOptions lane_state_options_of(const DaemonConfig& c, const PlannedModel& model) {
+    core::LaneStateOptions o;
+    o.host_cache_bytes = c.host_cache_mib << 20;
+    o.identity.artifact_id = core::artifact_id_from_hex(model.artifact->artifact_id_hex());
+    o.identity.model_id = model.model_id;
+    o.identity.kv_dtype = model.plan.kv_dtype;
+    o.identity.page_tokens = core::kKvPageTokens;
+    o.identity.kv_bytes_per_token = model.plan.kv_bytes_per_token;
+    o.identity.gdn_bytes = model.plan.lane_image_gdn_bytes();
+    o.identity.max_context = model.plan.max_context;
+    o.slots_dir = c.state_dir + "/slots";
+    o.lanes_dir = c.state_dir + "/lanes";
+    o.note = [](const std::string& m) { log_info(m); };
+    o.warn = [](const std::string& m) { log_warning(m); };
     return o;
 }
 
@@ -49,8 +64,8 @@ int activated_http_fd() {
 class Daemon {
   public:
     Daemon(const CommandLine& cli, Settings settings, DaemonConfig config, PlannedModel model)
-        : cli_(cli), model_(std::move(model)), cache_(make_prefix_cache(config, model_)),
-          engine_(scheduler_options_of(config, model_.plan, cache_.get())) {
+        : cli_(cli), model_(std::move(model)),
+          engine_(scheduler_options_of(config, model_.plan), lane_state_options_of(config, model_)) {
         uv_loop_init(&loop_);
         ctx_.config = std::move(config);
         ctx_.settings = std::move(settings);
@@ -85,7 +100,7 @@ class Daemon {
         }
         log_info("http, listening on " + ctx_.config.host + ":" + std::to_string(server_->bound_port()));
         std::fprintf(stderr, "ninferd: listening on %s:%d\n", ctx_.config.host.c_str(), server_->bound_port());
-        ControlDeps deps{&ctx_, &model_, cache_.get(), [this] { reload(); }, [this] { on_control_drain(); }};
+        ControlDeps deps{&ctx_, &model_, [this] { reload(); }, [this] { on_control_drain(); }};
         control_ = std::make_unique<ControlServer>(&loop_, std::move(deps));
         if (std::string why = control_->start(); !why.empty()) log_warning(why + "; ninferctl cannot reach this daemon");
         sd_notify(0, "STATUS=loading the model");
@@ -130,10 +145,10 @@ class Daemon {
     void on_engine_state(core::EngineState state, const std::string& why, std::shared_ptr<ModelFrontend> frontend) {
         if (state == core::EngineState::Ready && ctx_.config.persist_slots) {
             sd_notify(0, "STATUS=restoring the lanes of the last run");
-            return restore_lanes(lane_persistence(), [this, frontend](const std::string& summary) {
-                log_info(summary);
+            return engine_.restore_all(on_loop([this, frontend](const core::LanesSummary& summary) {
+                log_info(summary.describe("restored"));
                 on_ready(frontend);
-            });
+            }));
         }
         if (state == core::EngineState::Ready) return on_ready(std::move(frontend));
         bool during_load = ctx_.frontend == nullptr;
@@ -146,15 +161,15 @@ class Daemon {
         }
     }
 
-    // --persist-slots: <state-dir>/lanes, written and read on the control server's I/O worker.
-    LanePersistence lane_persistence() {
-        return {&engine_, &control_->io(), slot_identity_of(model_), ctx_.config.state_dir + "/lanes",
-                engine_.stats().n_lanes, [this](std::function<void()> fn) { bridge_->post(std::move(fn)); }};
+    // --persist-slots (<state-dir>/lanes): the engine saves or restores every lane; the summary
+    // comes back to the loop thread.
+    std::function<void(core::LanesSummary)> on_loop(std::function<void(const core::LanesSummary&)> fn) {
+        return [this, fn](core::LanesSummary summary) { bridge_->post([fn, summary] { fn(summary); }); };
     }
 
     void on_ready(std::shared_ptr<ModelFrontend> frontend) {
         ctx_.frontend = std::move(frontend);
-        if (cache_) install_assistant_marker(engine_, *ctx_.frontend);
+        engine_.set_assistant_marker(ctx_.frontend->assistant_marker());
         if (ctx_.state == ServeState::Loading) ctx_.state = ServeState::Ready;
         log_event(LogEvent::ModelLoaded, "engine, ready: " + ctx_.model_id + ", " + model_.plan.describe());
         sd_notifyf(0, "READY=1\nSTATUS=serving %s on %s:%d", ctx_.model_id.c_str(), ctx_.config.host.c_str(),
@@ -219,7 +234,7 @@ class Daemon {
     void maybe_persist_drained() {
         if (!persist_when_drained_ || !ctx_.admission_paused || !ctx_.sessions.empty() || !ctx_.frontend) return;
         persist_when_drained_ = false;
-        persist_lanes(lane_persistence(), [](const std::string& summary) { log_info(summary + " (drained)"); });
+        engine_.persist_all(on_loop([](const core::LanesSummary& s) { log_info(s.describe("saved") + " (drained)"); }));
     }
 
     void maybe_finish_drain() {
@@ -235,10 +250,10 @@ class Daemon {
         if (control_) control_->close();
         if (ctx_.config.persist_slots && ctx_.frontend && ctx_.state != ServeState::Failed) {
             persisting_ = true; // the loop stops only once every lane is on disk
-            persist_lanes(lane_persistence(), [this](const std::string& summary) {
-                log_info(summary);
+            engine_.persist_all(on_loop([this](const core::LanesSummary& summary) {
+                log_info(summary.describe("saved"));
                 persisting_ = false;
-            });
+            }));
         }
         uv_timer_init(&loop_, &flush_timer_);
         flush_timer_.data = this;
@@ -256,7 +271,6 @@ class Daemon {
 
     const CommandLine& cli_;
     PlannedModel model_;
-    std::unique_ptr<core::PrefixCache> cache_; // engine thread only; outlives engine_
     core::Engine engine_;
     uv_loop_t loop_{};
     DaemonContext ctx_;

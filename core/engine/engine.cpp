@@ -5,7 +5,20 @@
 
 namespace ninfer::core {
 
-Engine::Engine(SchedulerOptions options) : options_(options) {}
+Engine::Engine(SchedulerOptions options, LaneStateOptions lanes) : options_(options), lanes_(std::move(lanes)) {
+    if (lanes_.host_cache_bytes > 0) {
+        SnapshotStoreOptions o;
+        o.host_budget_bytes = lanes_.host_cache_bytes;
+        o.warn = lanes_.warn;
+        cache_ = std::make_unique<PrefixCache>(std::move(o));
+        options_.prefix_cache = cache_.get();
+    }
+    if (!lanes_.slots_dir.empty())
+        io_.post([this] {
+            if (size_t n = remove_stale_temps(lanes_.slots_dir, ".nslot"); n && lanes_.note)
+                lanes_.note("slots, removed " + std::to_string(n) + " unfinished slot file(s) of an earlier crash");
+        });
+}
 
 Engine::~Engine() { stop(); }
 

@@ -1,4 +1,5 @@
-// ninfer::core - the engine thread: owns the backend and the scheduler, fed by a typed inbox.
+// ninfer::core - the engine thread: owns the backend, the scheduler and all lane state (the prefix
+// cache and its snapshot store, the I/O worker, slot files), fed by a typed inbox.
 //
 // Contract:
 // - start(loader, on_state) spawns the thread, which calls loader() to build the Backend (the
@@ -11,12 +12,28 @@
 // - Sinks are called on the engine thread (see generation.h). An exception escaping a backend
 //   call marks the engine Failed: running requests end with FinishReason::Failed, queued ones are
 //   rejected RejectReason::Unavailable ("the engine failed: ..."), and so is every later one.
-// - stats() are atomics any thread may read. ~Engine stops and joins.
+// - Lane state (engine_lanes.cpp; options in lane_ops.h): save_lane / restore_lane / erase_lane
+//   (`ninferctl slot ...`, files slots_dir/NAME.nslot), evict / list_cache (the prefix cache),
+//   persist_all / restore_all (--persist-slots, lanes_dir/lane-N.nslot, one lane image in memory
+//   at a time; a lane that holds nothing has its file removed; a refused file or lane is counted
+//   failed, warned about, and the lane stays empty and usable). Each runs its chain inside the
+//   engine: the engine thread copies or loads a lane between steps, the I/O thread reads or
+//   writes the file. All are thread-safe; `done` is called exactly once, on the engine or the I/O
+//   thread, and must only hand the result on (never block). NAME must be a valid slot name
+//   (proto::is_valid_slot_name, checked by the caller). After Failed every op reports
+//   Errc::Unavailable; after stop() none reports. post_io runs another file job (artifact
+//   upgrade) on the same I/O thread, in order with slot files.
+// - set_assistant_marker(ids): the token ids that open an assistant turn (from the frontend's chat
+//   template), for the prefix cache's assistant-boundary checkpoint.
+// - stats() are atomics any thread may read. ~Engine stops and joins, then finishes the I/O jobs.
 #pragma once
 
 #include "core/backend/backend.h"
 #include "core/engine/engine_stats.h"
 #include "core/engine/generation.h"
+#include "core/engine/io_worker.h"
+#include "core/engine/lane_ops.h"
+#include "core/engine/prefix_cache.h"
 #include "core/engine/scheduler.h"
 
 #include <condition_variable>
@@ -37,7 +54,7 @@ class Engine {
     using Loader = std::function<std::unique_ptr<Backend>()>;
     using StateCallback = std::function<void(EngineState, const std::string&)>;
 
-    explicit Engine(SchedulerOptions options);
+    explicit Engine(SchedulerOptions options, LaneStateOptions lanes = {});
     ~Engine();
     Engine(const Engine&) = delete;
     Engine& operator=(const Engine&) = delete;
@@ -50,6 +67,18 @@ class Engine {
     // Runs fn on the engine thread between steps (slot and cache ops of the control plane). fn gets
     // nullptr while no scheduler exists (load failed); it must not throw.
     void post_admin(std::function<void(Scheduler*)> fn);
+
+    using LaneDone = std::function<void(LaneOpResult)>;
+    void save_lane(int lane, const std::string& name, LaneDone done);
+    void restore_lane(int lane, const std::string& name, LaneDone done);
+    void erase_lane(int lane, LaneDone done);
+    void evict(CacheEvictRequest what, std::function<void(CacheEvictResult)> done);
+    void list_cache(std::function<void(CacheListing)> done);
+    void persist_all(std::function<void(LanesSummary)> done);
+    void restore_all(std::function<void(LanesSummary)> done);
+    void set_assistant_marker(std::vector<int32_t> marker);
+    void post_io(std::function<void()> job) { io_.post(std::move(job)); }
+    const LaneStateOptions& lane_options() const { return lanes_; }
 
     const EngineStats& stats() const { return stats_; }
     EngineState state() const { return state_.load(); }
@@ -66,8 +95,15 @@ class Engine {
     void run(Loader loader, StateCallback on_state);
     bool handle(Task& task); // false on StopTask
     void reject_all_pending();
+    // Runs fn(scheduler) on the engine thread; a missing scheduler becomes Errc::Unavailable.
+    void on_scheduler(std::function<void(Scheduler&)> fn, std::function<void(ErrorInfo)> failed);
+    struct LanePass;
+    void save_next(std::shared_ptr<LanePass> pass);
+    void restore_next(std::shared_ptr<LanePass> pass);
 
     SchedulerOptions options_;
+    LaneStateOptions lanes_;
+    std::unique_ptr<PrefixCache> cache_; // outlives the scheduler (checkpoints land in it)
     EngineStats stats_;
     std::atomic<EngineState> state_{EngineState::Loading};
     std::mutex mutex_;
@@ -77,6 +113,7 @@ class Engine {
     std::unique_ptr<Scheduler> scheduler_;
     std::deque<GenerationRequest> early_; // submitted while loading
     std::thread thread_;
+    IoWorker io_; // last: destroyed first, its jobs finish while everything they use still exists
 };
 
 } // namespace ninfer::core

@@ -173,7 +173,7 @@ void render_assistant(std::string& out, const ChatMessage& m, std::string conten
         content = std::string(lstrip_newlines(std::string_view(content).substr(content.rfind("</think>") + 8)));
     }
     const std::string_view kept = python_strip(reasoning);
-    out += "<|im_start|>assistant\n";
+    out += assistant_turn_opener();
     if (keep_reasoning) {
         out += "<think>\n";
         out += kept;
@@ -199,8 +199,10 @@ std::string python_tojson(std::string_view json) {
     return out;
 }
 
+std::string assistant_turn_opener() { return "<|im_start|>assistant\n"; }
+
 std::string generation_opener(const ChatRenderOptions& options) {
-    return options.enable_thinking ? "<|im_start|>assistant\n<think>\n" : "<|im_start|>assistant\n<think>\n\n</think>\n\n";
+    return assistant_turn_opener() + (options.enable_thinking ? "<think>\n" : "<think>\n\n</think>\n\n");
 }
 
 std::string render_chat_prompt(const ChatConversation& conv, const ChatRenderOptions& options) {

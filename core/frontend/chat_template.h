@@ -20,10 +20,12 @@
 // - Errors the template raises become ninfer::Error("chat template: <template's message>"):
 //   "No messages provided.", "No user query found in messages.", "System message cannot contain images." / "...videos."; invalid tool-call
 //   arguments give "chat template: tool call NAME: arguments are not a JSON object: ...".
-// - generation_opener(options) is the text the prompt ends with when add_generation_prompt:
-//   "<|im_start|>assistant\n<think>\n" (thinking on) or
-//   "<|im_start|>assistant\n<think>\n\n</think>\n\n" (off). The prefix cache's
-//   assistant-content boundary is prompt length minus the opener after "<|im_start|>assistant\n".
+// - assistant_turn_opener() is the text that opens every assistant turn, in the history and in the
+//   generation prompt alike: "<|im_start|>assistant\n". The prefix cache checkpoints a prompt right
+//   after its last occurrence (the daemon tokenizes it for the engine), since the next turn's
+//   prompt still agrees with this one up to there.
+// - generation_opener(options) is the text the prompt ends with when add_generation_prompt: the
+//   assistant turn opener, then "<think>\n" (thinking on) or "<think>\n\n</think>\n\n" (off).
 // Thread safety: pure functions.
 #pragma once
 
@@ -42,6 +44,7 @@ struct ChatRenderOptions {
 
 std::string render_chat_prompt(const ChatConversation& conversation, const ChatRenderOptions& options);
 
+std::string assistant_turn_opener();
 std::string generation_opener(const ChatRenderOptions& options);
 
 // Helpers shared with the output parser and tests: transformers' tojson (Python json.dumps with

@@ -4,6 +4,7 @@
 // built) sends its upgrade to the reachable daemon, a relative path made absolute.
 #include "core/artifact/artifact.h"
 #include "core/artifact/upgrade.h"
+#include "core/engine/engine.h"
 #include "daemon/control_server.h"
 #include "daemon/loop_bridge.h"
 #include "proto/client.h"
@@ -62,11 +63,13 @@ TEST_CASE("artifact-upgrade by the daemon streams progress and writes the V3 fil
     uv_loop_t loop;
     uv_loop_init(&loop);
     auto bridge = std::make_unique<LoopBridge>(&loop);
+    core::Engine engine({}); // never started: the upgrade runs on its I/O worker only
     DaemonContext ctx;
     ctx.config = config;
     ctx.loop = &loop;
     ctx.bridge = bridge.get();
-    auto server = std::make_unique<ControlServer>(&loop, ControlDeps{&ctx, &model, nullptr, [] {}, {}});
+    ctx.engine = &engine;
+    auto server = std::make_unique<ControlServer>(&loop, ControlDeps{&ctx, &model, [] {}, {}});
     REQUIRE(server->start().empty());
 
     // The client runs on its own thread while the loop runs here; results are checked after.

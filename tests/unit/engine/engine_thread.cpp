@@ -3,6 +3,7 @@
 #include "core/engine/engine.h"
 #include "core/util/error.h"
 #include "fake_backend.h"
+#include "waiting_sink.h"
 
 #include <catch2/catch.hpp>
 
@@ -10,40 +11,7 @@
 
 using namespace ninfer;
 using namespace ninfer::core;
-
-namespace {
-
-// Signals the test thread when the engine reports the end of a request.
-struct WaitingSink final : GenerationSink {
-    std::promise<std::string> done; // "finished:<reason>:<tokens>" or "rejected:<reason>"
-    std::atomic<int> n_tokens{0};
-    std::promise<void> first_token;
-    TokenVerdict on_token(const DecodeResult&) override {
-        if (n_tokens++ == 0) first_token.set_value();
-        return TokenVerdict::Continue;
-    }
-    void on_finished(const GenerationSummary& s) override {
-        done.set_value("finished:" + std::to_string(int(s.reason)) + ":" + std::to_string(s.completion_tokens));
-    }
-    void on_rejected(RejectReason r, const std::string&) override { done.set_value("rejected:" + std::to_string(int(r))); }
-};
-
-GenerationRequest request(uint64_t id, uint32_t max_tokens, std::shared_ptr<WaitingSink> sink) {
-    GenerationRequest r;
-    r.id = id;
-    r.prompt = {1, 2, 3, 4, 5};
-    r.max_tokens = max_tokens;
-    r.sink = std::move(sink);
-    return r;
-}
-
-std::string wait(std::shared_ptr<WaitingSink> s) {
-    auto f = s->done.get_future();
-    REQUIRE(f.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
-    return f.get();
-}
-
-} // namespace
+using namespace ninfer::test;
 
 TEST_CASE("requests posted while loading run once the backend is ready", "[engine_thread]") {
     Engine engine({.max_context = 1000, .prefill_chunk = 4});

@@ -47,8 +47,24 @@ class FakeBackend final : public core::Backend {
         return out;
     }
     std::vector<float> last_logits(int) const override { return {}; }
-    core::LaneImage save_lane(int lane) const override { return {lanes_[size_t(lane)], {}, {}}; }
-    void restore_lane(int lane, const core::LaneImage& image) override { lanes_[size_t(lane)] = image.tokens; }
+    // With kv_bytes_per_token > 0 an image carries kv and gdn sections of those sizes (bytes derived
+    // from the tokens), as a real backend's do, and a restore checks their sizes.
+    uint64_t kv_bytes_per_token = 0, gdn_bytes = 0;
+    core::LaneImage save_lane(int lane) const override {
+        core::LaneImage image{lanes_[size_t(lane)], {}, {}};
+        if (kv_bytes_per_token == 0) return image;
+        std::span<uint8_t> kv = image.add_section(core::LaneSectionTag::Kv, kv_bytes_per_token * image.tokens.size());
+        for (size_t i = 0; i < kv.size(); ++i) kv[i] = uint8_t(image.tokens[i / kv_bytes_per_token] + i);
+        std::span<uint8_t> gdn = image.add_section(core::LaneSectionTag::Gdn, gdn_bytes);
+        for (size_t i = 0; i < gdn.size(); ++i) gdn[i] = uint8_t(next_token(image.tokens) + i);
+        return image;
+    }
+    void restore_lane(int lane, const core::LaneImage& image) override {
+        if (kv_bytes_per_token > 0 &&
+            (image.kv().size() != kv_bytes_per_token * image.tokens.size() || image.gdn().size() != gdn_bytes))
+            throw Error("fake: lane image sizes do not match");
+        lanes_[size_t(lane)] = image.tokens;
+    }
     // async_saves: an image taken by save_lane_async (as the lane stands at the call) reaches its
     // callback only from a later poll_saves, as the CUDA backend's copier thread delivers it.
     bool async_saves = false;

@@ -3,6 +3,7 @@
 #include "core/engine/crc32c.h"
 #include "core/engine/slot_file.h"
 #include "core/util/error.h"
+#include "temp_dir.h"
 
 #include <catch2/catch.hpp>
 
@@ -18,17 +19,9 @@
 
 using namespace ninfer;
 using namespace ninfer::core;
+using ninfer::test::TempDir;
 
 namespace {
-
-struct TempDir {
-    std::string path;
-    TempDir() {
-        char buf[] = "/tmp/ninfer-slot-XXXXXX";
-        path = ::mkdtemp(buf);
-    }
-    ~TempDir() { std::filesystem::remove_all(path); }
-};
 
 SlotIdentity identity() {
     SlotIdentity id;

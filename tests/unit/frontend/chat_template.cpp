@@ -113,6 +113,22 @@ TEST_CASE("generation openers for thinking on and off", "[chat_template]") {
     CHECK_THROWS_WITH(render_chat_prompt(ChatConversation{}, on), "chat template: No messages provided.");
 }
 
+TEST_CASE("the assistant-turn opener opens history turns and the generation prompt alike", "[chat_template]") {
+    ChatConversation conv;
+    conv.messages.push_back(ChatMessage::text(ChatRole::User, "hi"));
+    conv.messages.push_back(ChatMessage::text(ChatRole::Assistant, "hello"));
+    conv.messages.push_back(ChatMessage::text(ChatRole::User, "again"));
+    ChatRenderOptions options;
+    const std::string opener = assistant_turn_opener();
+    CHECK(opener == "<|im_start|>assistant\n");
+    const std::string prompt = render_chat_prompt(conv, options);
+    const size_t history = prompt.find(opener), last = prompt.rfind(opener);
+    CHECK(history != std::string::npos);
+    CHECK(last > history); // the reply in the history, then the generation prompt
+    CHECK(prompt.substr(last) == generation_opener(options));
+    CHECK(generation_opener(options).rfind(opener, 0) == 0);
+}
+
 TEST_CASE("Python float repr and str.strip", "[chat_template]") {
     CHECK(python_float_repr(1.0) == "1.0");
     CHECK(python_float_repr(-0.0) == "-0.0");
