@@ -43,6 +43,7 @@ struct DaemonConfig {
     uint32_t max_header_bytes{};
     uint32_t max_connections{};
     uint32_t header_timeout_s{};
+    uint32_t body_timeout_s{};
     uint32_t idle_timeout_s{};
     bool enable_thinking{};
     std::string log_level;

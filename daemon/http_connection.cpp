@@ -58,7 +58,10 @@ void Connection::on_timer(uv_timer_t* timer) {
     auto* c = static_cast<Connection*>(timer->data);
     if (c->active_) return; // a response is running: it has its own lifetime
     if (c->in_request_) {
-        c->fail(408, "request not received within the header/body timeout");
+        bool body = c->headers_done_;
+        uint64_t ms = body ? c->limits().body_timeout_ms : c->limits().header_timeout_ms;
+        c->fail(408, std::string("request ") + (body ? "body" : "headers") + " not received within " +
+                         std::to_string(ms / 1000) + " s");
     } else {
         c->close(); // idle keep-alive connection
     }
@@ -93,7 +96,6 @@ void Connection::on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf
     if (nread == 0 || c->closing_ || c->close_after_write_) return;
     c->input_.append(buf->base, size_t(nread));
     if (c->active_ && c->input_.size() > kMaxBufferedInput) uv_read_stop(stream);
-    if (c->in_request_) c->arm_timer(c->limits().header_timeout_ms); // body reads reset the timer
     c->pump();
 }
 
@@ -228,7 +230,8 @@ int Connection::cb_message_begin(llhttp_t* p) {
     c->header_bytes_ = 0;
     c->last_was_value_ = false;
     c->in_request_ = true;
-    c->arm_timer(c->limits().header_timeout_ms);
+    c->headers_done_ = false;
+    c->arm_timer(c->limits().header_timeout_ms); // the headers' deadline, from the first byte
     return 0;
 }
 
@@ -281,7 +284,8 @@ int Connection::cb_headers_complete(llhttp_t* p) {
         return -1;
     }
     if (r.header("expect") == "100-continue") c->write_raw("HTTP/1.1 100 Continue\r\n\r\n");
-    c->arm_timer(c->limits().header_timeout_ms);
+    c->headers_done_ = true;
+    c->arm_timer(c->limits().body_timeout_ms); // the body's deadline, from now
     return 0;
 }
 

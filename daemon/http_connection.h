@@ -22,6 +22,8 @@ class Connection {
     void response_finished(bool keep_alive);
     void start_sse_keepalive(); // ": ping" chunks while the active stream is silent
     size_t write_queue_bytes() const;
+    // Idle, or still in its headers: what a new connection may push out at max_connections.
+    bool is_evictable() const { return !closing_ && !close_after_write_ && !active_ && !(in_request_ && headers_done_); }
     const HttpLimits& limits() const { return server_->limits(); }
     void note_response(int status) const { server_->note_response(status); }
 
@@ -57,6 +59,7 @@ class Connection {
     HttpRequest request_;        // being parsed
     bool request_ready_ = false; // parsed fully, waiting for dispatch
     bool in_request_ = false;    // between message begin and complete
+    bool headers_done_ = false;  // in_request_ and its headers complete: the body is arriving
     bool last_was_value_ = false;
     uint32_t header_bytes_ = 0;
     int error_status_ = 0;

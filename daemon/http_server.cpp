@@ -91,6 +91,7 @@ HttpLimits http_limits_of(const DaemonConfig& c) {
     l.max_body_bytes = c.max_body_bytes;
     l.max_connections = c.max_connections;
     l.header_timeout_ms = uint64_t(c.header_timeout_s) * 1000;
+    l.body_timeout_ms = uint64_t(c.body_timeout_s) * 1000;
     l.idle_timeout_ms = uint64_t(c.idle_timeout_s) * 1000;
     return l;
 }
@@ -147,9 +148,18 @@ void HttpServer::on_connection(uv_stream_t* listener, int status) {
     }
     server->connections_.push_back(c);
     if (server->connections_.size() > server->limits_.max_connections) {
-        log_warning("http, connection refused: " + std::to_string(server->limits_.max_connections) + " open");
-        c->close();
-        return;
+        // Slow or idle peers must not lock everyone out: the oldest of them makes room.
+        auto victim = std::find_if(server->connections_.begin(), server->connections_.end() - 1,
+                                   [](const Connection* old) { return old->is_evictable(); });
+        uint64_t now = uv_now(server->loop_);
+        std::string limit = std::to_string(server->limits_.max_connections);
+        if (victim == server->connections_.end() - 1) {
+            server->refused_log_.warning(now, "http, connection refused: " + limit + " open, none idle");
+            c->close();
+            return;
+        }
+        server->evicted_log_.warning(now, "http, " + limit + " connections open: closed the oldest idle one");
+        (*victim)->close();
     }
     c->start();
 }

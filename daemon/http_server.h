@@ -8,9 +8,14 @@
 //   response ended. Input that arrives meanwhile is buffered (bounded), and reading continues so
 //   a peer that hangs up mid-response is noticed at once (ResponseWriter::on_close fires).
 // - Limits: request line + headers > max_header_bytes or > 100 headers -> 431; a body (by
-//   Content-Length or running chunked total) > max_body_bytes -> 413; headers not complete within
-//   header_timeout -> 408; idle keep-alive connections close after idle_timeout. Parse errors ->
-//   400. Every such error closes the connection after the answer. Lenient llhttp modes stay off.
+//   Content-Length or running chunked total) > max_body_bytes -> 413. Deadlines, not idle timers
+//   (bytes trickled in do not extend them): headers within header_timeout of the request's first
+//   byte, the body within body_timeout of the headers' end, else 408; idle keep-alive connections
+//   close after idle_timeout. Parse errors -> 400. Every such error closes the connection after the
+//   answer. Lenient llhttp modes stay off.
+// - At max_connections a new connection closes the oldest one that is idle or still in its
+//   headers (never one with a body arriving or a response running); only if there is none is the
+//   new one refused. Those events are logged at most once per 10 s with a count.
 // - ResponseWriter: send() for a whole response, or start_stream() + write()* + end() for chunked
 //   transfer (SSE). Calls after the peer closed are ignored (is_open() says so). A
 //   text/event-stream response that stays silent for sse_ping_ms gets an SSE comment ": ping", so
@@ -18,6 +23,7 @@
 #pragma once
 
 #include "daemon/daemon_config.h"
+#include "daemon/log.h"
 
 #include <cstdint>
 #include <functional>
@@ -81,6 +87,7 @@ struct HttpLimits {
     uint64_t max_body_bytes{};
     uint32_t max_connections{};
     uint64_t header_timeout_ms{};
+    uint64_t body_timeout_ms{};
     uint64_t idle_timeout_ms{};
     uint64_t sse_ping_ms = 10000; // text/event-stream responses silent this long get ": ping" (0 = off)
     HeaderList common_headers; // added to every response (e.g. CORS)
@@ -122,7 +129,8 @@ class HttpServer {
     uv_tcp_t listener_{};
     bool listening_ = false;
     bool listener_closed_ = false;
-    std::vector<Connection*> connections_;
+    std::vector<Connection*> connections_; // oldest first
+    RepeatedLog refused_log_{10000}, evicted_log_{10000};
 };
 
 } // namespace ninfer::daemon

@@ -70,4 +70,17 @@ void log_write(LogLevel level, std::string_view message, uint64_t request_id, in
                  prefix.c_str(), text.c_str());
 }
 
+std::optional<std::string> RepeatedLog::line(uint64_t now_ms, const std::string& message) {
+    if (has_logged_ && now_ms - last_ms_ < interval_ms_) {
+        ++n_suppressed_;
+        return std::nullopt;
+    }
+    std::string out = message;
+    if (n_suppressed_) out += " (" + std::to_string(n_suppressed_) + " more like it not logged)";
+    has_logged_ = true;
+    last_ms_ = now_ms;
+    n_suppressed_ = 0;
+    return out;
+}
+
 } // namespace ninfer::daemon

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <source_location>
 #include <string>
 #include <string_view>
@@ -40,5 +41,23 @@ inline void log_req(LogLevel level, uint64_t request_id, std::string_view m, int
                     SourceLocation w = SourceLocation::current()) {
     log_write(level, m, request_id, slot, w);
 }
+
+// A warning that may repeat at a high rate (one per refused connection): at most one line per
+// interval_ms, the next one saying how many were left out. One instance per call site.
+class RepeatedLog {
+  public:
+    explicit RepeatedLog(uint64_t interval_ms) : interval_ms_(interval_ms) {}
+    // The line to log now, or nullopt within interval_ms of the last one (counted as left out).
+    std::optional<std::string> line(uint64_t now_ms, const std::string& message);
+    void warning(uint64_t now_ms, const std::string& message) {
+        if (auto l = line(now_ms, message)) log_warning(*l);
+    }
+
+  private:
+    uint64_t interval_ms_;
+    uint64_t last_ms_ = 0;
+    bool has_logged_ = false;
+    uint64_t n_suppressed_ = 0;
+};
 
 } // namespace ninfer::daemon

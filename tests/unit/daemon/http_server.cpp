@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <thread>
 
@@ -73,17 +74,34 @@ struct Harness {
         w->send(200, "text/plain", body);
     }
 
+    // A client socket connected to the server, reads timing out after 2 s.
+    int connect_client() const {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_port = htons(uint16_t(port));
+        inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+        REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+        timeval tv{2, 0};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        return fd;
+    }
+
+    // Runs the server loop until `client` (on another thread) returns.
+    void run(const std::function<void()>& client) {
+        std::thread t([&] {
+            client();
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            uv_async_send(&stop);
+        });
+        uv_run(&loop, UV_RUN_DEFAULT);
+        t.join();
+    }
+
     std::string exchange(const std::string& request, size_t expect_substrings, const std::string& marker) {
         std::string got;
         std::thread client([&] {
-            int fd = socket(AF_INET, SOCK_STREAM, 0);
-            sockaddr_in addr{};
-            addr.sin_family = AF_INET;
-            addr.sin_port = htons(uint16_t(port));
-            inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-            REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-            timeval tv{2, 0};
-            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+            int fd = connect_client();
             send(fd, request.data(), request.size(), 0);
             char buf[4096];
             auto count = [&] {
@@ -218,4 +236,87 @@ TEST_CASE("every response is counted once by status where it is sent: whole, str
         h.exchange("GET / HTTP/1.1\r\nX-Big: " + std::string(400, 'a') + "\r\n\r\n", 1, "HTTP/1.1");
         CHECK(h.responses_by_status == std::map<int, int>{{431, 1}});
     }
+}
+
+namespace {
+
+// Sends `head`, then `trickle` one byte every 50 ms, stopping early once the server answers.
+// Returns the answer and whether it came before the trickle ended.
+std::pair<std::string, bool> trickle(Harness& h, const std::string& head, const std::string& trickle) {
+    std::string got;
+    bool early = false;
+    h.run([&] {
+        int fd = h.connect_client();
+        send(fd, head.data(), head.size(), 0);
+        char buf[4096];
+        for (char c : trickle) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            if (recv(fd, buf, sizeof buf, MSG_DONTWAIT | MSG_PEEK) > 0) {
+                early = true;
+                break;
+            }
+            send(fd, &c, 1, MSG_NOSIGNAL);
+        }
+        for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) got.append(buf, size_t(n));
+        ::close(fd);
+    });
+    return {got, early};
+}
+
+} // namespace
+
+TEST_CASE("the header and body timeouts are deadlines: trickled bytes do not extend them", "[http_server]") {
+    HttpLimits limits = default_limits();
+    limits.header_timeout_ms = 300;
+    limits.body_timeout_ms = 300;
+    {
+        Harness h(limits);
+        auto [got, early] = trickle(h, "GET / HTTP/1.1\r\n", std::string(60, 'x')); // 3 s of header bytes
+        CHECK(early);
+        CHECK(got.find("HTTP/1.1 408") == 0);
+        CHECK(got.find("request headers not received") != std::string::npos);
+    }
+    {
+        Harness h(limits);
+        auto [got, early] = trickle(h, "POST / HTTP/1.1\r\nContent-Length: 60\r\n\r\n", std::string(60, 'x'));
+        CHECK(early);
+        CHECK(got.find("HTTP/1.1 408") == 0);
+        CHECK(got.find("request body not received") != std::string::npos);
+    }
+}
+
+TEST_CASE("at the connection limit the oldest idle or header-stage connection makes room", "[http_server]") {
+    HttpLimits limits = default_limits();
+    limits.max_connections = 2;
+    Harness h(limits);
+    std::string idle_got, partial_got, answer;
+    h.run([&] {
+        int idle = h.connect_client(); // oldest, sends nothing
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        int partial = h.connect_client(); // still in its headers
+        send(partial, "GET / HT", 8, 0);
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        int fresh = h.connect_client();
+        send(fresh, "GET /c HTTP/1.1\r\n\r\n", 19, 0);
+        char buf[4096];
+        ssize_t n = recv(fresh, buf, sizeof buf, 0);
+        if (n > 0) answer.assign(buf, size_t(n));
+        n = recv(idle, buf, sizeof buf, 0); // 0: closed by the server
+        idle_got = n == 0 ? "closed" : "open";
+        n = recv(partial, buf, sizeof buf, MSG_DONTWAIT);
+        partial_got = n == 0 ? "closed" : "open";
+        for (int fd : {idle, partial, fresh}) ::close(fd);
+    });
+    CHECK(answer.find("HTTP/1.1 200") == 0);
+    CHECK(idle_got == "closed");
+    CHECK(partial_got == "open");
+}
+
+TEST_CASE("a repeated warning is logged once per interval with the count left out", "[http_server]") {
+    RepeatedLog log(1000);
+    CHECK(log.line(5000, "refused") == "refused");
+    CHECK_FALSE(log.line(5010, "refused"));
+    CHECK_FALSE(log.line(5999, "refused"));
+    CHECK(log.line(6000, "refused") == "refused (2 more like it not logged)");
+    CHECK(log.line(9000, "refused") == "refused");
 }
