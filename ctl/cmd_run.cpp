@@ -30,7 +30,7 @@ constexpr const char* kRunUsage =
     "  --prompt is wrapped in the chat template as one user turn unless --raw; --messages takes\n"
     "  {\"messages\": [...], \"tools\": [...]}; --prompt-ids bypasses template and tokenizer.\n"
     "  stdout: the generated text, or with --print-token-ids the generated ids on one line.\n"
-    "  Sampling defaults come from the artifact's generation_config.json; --greedy is argmax.\n";
+    "  Sampling defaults come from the artifact's generation_config.json, else temperature 1 and top-p 1,\n  as ninferd applies them to requests; --greedy is argmax.\n";
 
 struct RunArgs {
     std::string artifact, prompt, messages_file, prompt_ids;
@@ -115,16 +115,17 @@ std::vector<int32_t> prompt_tokens(const RunArgs& a, const ModelSession& s) {
     return s.tokenizer->encode(text);
 }
 
-core::SamplingParams sampling_params(const RunArgs& a, const GenerationDefaults& g) {
-    core::SamplingParams p;
-    if (!a.greedy) {
-        // model.md §16 upstream defaults when neither the flags nor the artifact say otherwise.
-        p.temperature = a.temperature.value_or(g.temperature.value_or(0.6f));
-        p.top_p = a.top_p.value_or(g.top_p.value_or(0.95f));
-        p.top_k = a.top_k.value_or(g.top_k.value_or(20));
-        p.min_p = a.min_p.value_or(0.0f);
-    }
-    p.seed = a.seed ? *a.seed : std::random_device{}();
+// The flags over the artifact's generation_config.json over OpenAI's neutral values: the rule
+// ninferd applies to a request that sets the same fields (core/backend/generation_config.h).
+core::SamplingParams sampling_params(const RunArgs& a, const core::GenerationConfig& g) {
+    core::SamplingDefaults flags;
+    flags.temperature = a.greedy ? std::optional<float>(0.0f) : a.temperature;
+    flags.top_p = a.top_p;
+    flags.top_k = a.top_k;
+    flags.min_p = a.min_p;
+    if (a.seed) flags.seed = *a.seed;
+    core::SamplingParams p = core::resolve_sampling(g.sampling, {}, flags);
+    if (!flags.seed && !g.sampling.seed) p.seed = std::random_device{}();
     return p;
 }
 

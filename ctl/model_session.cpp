@@ -18,32 +18,6 @@ namespace ninfer::ctl {
 
 namespace {
 
-GenerationDefaults parse_generation_config(std::string_view json) {
-    GenerationDefaults g;
-    simdjson::dom::parser parser;
-    simdjson::dom::element root;
-    if (parser.parse(json.data(), json.size()).get(root) != simdjson::SUCCESS)
-        throw Error("run: generation_config.json is not valid JSON");
-    simdjson::dom::element e;
-    if (root["eos_token_id"].get(e) == simdjson::SUCCESS) {
-        if (e.is_array()) {
-            for (simdjson::dom::element x : e.get_array())
-                g.stop_ids.push_back(int32_t(int64_t(x)));
-        } else if (e.is_int64() || e.is_uint64()) {
-            g.stop_ids.push_back(int32_t(int64_t(e)));
-        }
-    }
-    double d = 0;
-    if (root["temperature"].get(e) == simdjson::SUCCESS && e.is_number() && e.get_double().get(d) == simdjson::SUCCESS)
-        g.temperature = float(d);
-    if (root["top_p"].get(e) == simdjson::SUCCESS && e.is_number() && e.get_double().get(d) == simdjson::SUCCESS)
-        g.top_p = float(d);
-    int64_t k = 0;
-    if (root["top_k"].get(e) == simdjson::SUCCESS && e.get_int64().get(k) == simdjson::SUCCESS)
-        g.top_k = int32_t(k);
-    return g;
-}
-
 } // namespace
 
 uint64_t parse_count(const char* option, const char* text) {
@@ -65,7 +39,7 @@ std::unique_ptr<ModelSession> open_model_session(const std::string& path) {
         s->tokenizer = core::Tokenizer::from_json(tok->text(), cfg ? cfg->text() : std::string_view());
     }
     if (const core::ArtifactResource* gen = s->artifact->resource("text", "generation_config.json"))
-        s->generation = parse_generation_config(gen->text());
+        s->generation = core::parse_generation_config(gen->text());
     s->load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return s;
 }

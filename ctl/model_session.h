@@ -8,12 +8,13 @@
 //   against free GPU memory and creates the CUDA backend in a CUDA build, and otherwise (no GPU,
 //   no driver, or a CPU-only build) throws ninfer::Error saying why it is unavailable.
 // - The tokenizer is loaded from the artifact's tokenizer.json (+ tokenizer_config.json) when the
-//   artifact carries one; generation defaults (stop ids, temperature, top_p, top_k) come from its
-//   generation_config.json when present.
+//   artifact carries one; generation defaults (stop ids and every sampling value it has) come from
+//   its generation_config.json when present (core/backend/generation_config.h).
 #pragma once
 
 #include "core/artifact/artifact.h"
 #include "core/backend/backend.h"
+#include "core/backend/generation_config.h"
 #include "core/frontend/tokenizer.h"
 #include "core/model/memory_plan.h"
 #include "core/model/weights.h"
@@ -24,12 +25,6 @@
 #include <vector>
 
 namespace ninfer::ctl {
-
-struct GenerationDefaults {
-    std::vector<int32_t> stop_ids;
-    std::optional<float> temperature, top_p;
-    std::optional<int32_t> top_k;
-};
 
 struct BackendOptions {
     std::string device; // "", "cpu" or "cuda"
@@ -44,7 +39,7 @@ struct ModelSession {
     core::MemoryPlan plan;
     std::unique_ptr<core::Backend> backend;
     std::unique_ptr<core::Tokenizer> tokenizer; // null when the artifact has none
-    GenerationDefaults generation;
+    core::GenerationConfig generation; // the artifact's generation_config.json (stop ids, sampling)
     double load_seconds = 0;
 };
 

@@ -197,26 +197,25 @@ void parse_logit_bias(element bias, ChatRequest& r) {
 
 void parse_sampling(object body, ChatRequest& r) {
     element e;
-    r.sampling.temperature = 1.0f;
-    if (!body["temperature"].get(e) && !e.is_null()) r.sampling.temperature = float(number_in(e, "temperature", 0, 2));
-    if (!body["top_p"].get(e) && !e.is_null()) r.sampling.top_p = float(number_in(e, "top_p", 0, 1));
+    core::SamplingDefaults& given = r.sampling_given;
+    if (!body["temperature"].get(e) && !e.is_null()) given.temperature = float(number_in(e, "temperature", 0, 2));
+    if (!body["top_p"].get(e) && !e.is_null()) given.top_p = float(number_in(e, "top_p", 0, 1));
     if (!body["top_k"].get(e) && !e.is_null()) {
         int64_t k = integer_of(e, "top_k");
         if (k < -1 || k > INT32_MAX) fail("top_k", "'top_k' must be -1, 0 (all) or a positive count");
-        r.sampling.top_k = k < 0 ? 0 : int32_t(k);
+        given.top_k = k < 0 ? 0 : int32_t(k);
     }
-    if (!body["min_p"].get(e) && !e.is_null()) r.sampling.min_p = float(number_in(e, "min_p", 0, 1));
+    if (!body["min_p"].get(e) && !e.is_null()) given.min_p = float(number_in(e, "min_p", 0, 1));
     if (!body["presence_penalty"].get(e) && !e.is_null())
-        r.sampling.presence_penalty = float(number_in(e, "presence_penalty", -2, 2));
+        given.presence_penalty = float(number_in(e, "presence_penalty", -2, 2));
     if (!body["frequency_penalty"].get(e) && !e.is_null())
-        r.sampling.frequency_penalty = float(number_in(e, "frequency_penalty", -2, 2));
+        given.frequency_penalty = float(number_in(e, "frequency_penalty", -2, 2));
     if (!body["repetition_penalty"].get(e) && !e.is_null())
-        r.sampling.repetition_penalty = float(number_in(e, "repetition_penalty", 0.01, 10));
-    if (!body["seed"].get(e) && !e.is_null()) {
-        if (e.is_uint64()) r.sampling.seed = uint64_t(e.get_uint64());
-        else r.sampling.seed = uint64_t(integer_of(e, "seed"));
-        r.has_seed = true;
-    }
+        given.repetition_penalty = float(number_in(e, "repetition_penalty", 0.01, 10));
+    if (!body["seed"].get(e) && !e.is_null())
+        given.seed = e.is_uint64() ? uint64_t(e.get_uint64()) : uint64_t(integer_of(e, "seed"));
+    r.has_seed = given.seed.has_value();
+    r.sampling = core::resolve_sampling({}, {}, given); // the session resolves again with the server's defaults
     if (!body["logit_bias"].get(e)) parse_logit_bias(e, r);
 }
 

@@ -7,12 +7,14 @@
 //   (response_format_not_supported), functions/function_call (tools_not_supported),
 //   image/audio/video parts (modality_not_supported). Tools of a type other than 'function' are
 //   dropped and listed in ignored_tools (what OpenAI-compatible servers that cannot run them do).
-// - Unknown members are ignored (clients send many). Defaults follow OpenAI: temperature 1,
-//   top_p 1; `reasoning_effort: "none"` or chat_template_kwargs.enable_thinking=false turn
+// - Unknown members are ignored (clients send many). Sampling fields the request leaves out come
+//   from the server's defaults (generation_config.h: options over the model's
+//   generation_config.json over OpenAI's temperature 1, top_p 1), applied by the session; `reasoning_effort: "none"` or chat_template_kwargs.enable_thinking=false turn
 //   thinking off. max_tokens is left unset when absent (the daemon resolves it).
 // Thread safety: pure; runs on the loop thread (bounded by max-body-mib).
 #pragma once
 
+#include "core/backend/generation_config.h"
 #include "core/backend/sampling.h"
 #include "core/frontend/chat_messages.h"
 
@@ -34,7 +36,8 @@ struct ChatRequest {
     bool continuous_usage = false; // /v1/completions: stream_options.continuous_usage_stats (with include_usage)
     bool ignore_eos = false;       // /v1/completions: the stop token ids do not end the generation
     std::optional<uint32_t> max_tokens; // max_completion_tokens or max_tokens
-    core::SamplingParams sampling;
+    core::SamplingParams sampling;        // resolved from sampling_given over the defaults
+    core::SamplingDefaults sampling_given; // the sampling fields the request set
     bool has_seed = false;
     std::vector<std::string> stop;
     bool logprobs = false;

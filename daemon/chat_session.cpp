@@ -48,6 +48,11 @@ ChatSession::ChatSession(DaemonContext& ctx, uint64_t id, ChatRequest request, s
     meta_.created = int64_t(std::time(nullptr));
     meta_.model = ctx.model_id;
     meta_.usage_null_in_chunks = request_.stream && request_.include_usage;
+    // The fields the request left out: the server's options, then the model's generation_config.json.
+    auto bias = std::move(request_.sampling.logit_bias);
+    request_.sampling = core::resolve_sampling(frontend_->sampling_defaults(), ctx.config.sampling, request_.sampling_given);
+    request_.sampling.logit_bias = std::move(bias);
+    request_.has_seed = request_.has_seed || ctx.config.sampling.seed || frontend_->sampling_defaults().seed;
     if (!request_.has_seed) request_.sampling.seed = std::random_device{}() | (uint64_t(std::random_device{}()) << 32);
 }
 

@@ -10,6 +10,8 @@
 // Thread affinity: the loop thread owns the running copy (DaemonContext::config).
 #pragma once
 
+#include "core/backend/generation_config.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -34,6 +36,7 @@ struct DaemonConfig {
     uint32_t prefill_chunk{};
     uint32_t default_max_tokens{};
     bool strict_max_tokens{}; // a max_tokens beyond the context left is a 400, not shortened
+    core::SamplingDefaults sampling; // --temperature ...: over the model's generation_config.json
     uint32_t max_pending{};
     uint64_t pending_timeout_ms{};
     uint32_t drain_timeout_s{};

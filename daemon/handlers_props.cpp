@@ -25,8 +25,13 @@ void handle_props(DaemonContext& ctx, HttpRequest&, std::shared_ptr<ResponseWrit
     core::JsonWriter w;
     w.begin_object().key("default_generation_settings").begin_object();
     w.member("n_ctx", uint64_t(c.max_context)).key("params").begin_object();
-    w.member("temperature", 1.0).member("top_p", 1.0).member("top_k", 0).member("min_p", 0.0);
-    w.member("presence_penalty", 0.0).member("frequency_penalty", 0.0).member("repeat_penalty", 1.0);
+    // The defaults in force: the options over the model's generation_config.json (once loaded).
+    const core::SamplingParams d =
+        core::resolve_sampling(ctx.frontend ? ctx.frontend->sampling_defaults() : core::SamplingDefaults{}, c.sampling, {});
+    w.member("temperature", double(d.temperature)).member("top_p", double(d.top_p)).member("top_k", d.top_k);
+    w.member("min_p", double(d.min_p)).member("presence_penalty", double(d.presence_penalty));
+    w.member("frequency_penalty", double(d.frequency_penalty)).member("repeat_penalty", double(d.repetition_penalty));
+    if (c.sampling.seed) w.member("seed", *c.sampling.seed);
     w.member("n_predict", uint64_t(c.default_max_tokens)).member("max_tokens", uint64_t(c.default_max_tokens));
     w.member("enable_thinking", c.enable_thinking).end_object().end_object();
     w.member("total_slots", n_lanes_of(ctx)).member("model_path", c.artifact_path).member("model_alias", ctx.model_id);

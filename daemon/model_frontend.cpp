@@ -30,7 +30,10 @@ std::shared_ptr<ModelFrontend> ModelFrontend::from_artifact(const core::Artifact
     const core::ArtifactResource* tok = artifact.resource("text", "tokenizer.json");
     if (!tok) throw Error("frontend: the artifact has no text tokenizer.json resource");
     const core::ArtifactResource* cfg = artifact.resource("text", "tokenizer_config.json");
-    return std::make_shared<ModelFrontend>(core::Tokenizer::from_json(tok->text(), cfg ? cfg->text() : ""));
+    auto frontend = std::make_shared<ModelFrontend>(core::Tokenizer::from_json(tok->text(), cfg ? cfg->text() : ""));
+    if (const core::ArtifactResource* gen = artifact.resource("text", "generation_config.json"))
+        frontend->sampling_defaults_ = core::parse_generation_config(gen->text()).sampling;
+    return frontend;
 }
 
 ModelFrontend::ModelFrontend(std::unique_ptr<core::Tokenizer> tokenizer) : tokenizer_(std::move(tokenizer)) {

@@ -3,7 +3,8 @@
 //
 // Contract:
 // - from_artifact(artifact) reads the text component's tokenizer.json (+ tokenizer_config.json)
-//   and looks up the end-of-turn ids (<|im_end|>, <|endoftext|>) by text; throws ninfer::Error.
+//   and looks up the end-of-turn ids (<|im_end|>, <|endoftext|>) by text, and the sampling
+//   defaults of text/generation_config.json when the artifact has one; throws ninfer::Error.
 // - prepare(request, default_thinking) renders the chat template and tokenizes (CPU work: run it
 //   off the loop thread). Template errors become ApiError 400. The returned parser options say
 //   whether the prompt opened <think>, which tools the parser may recognise (none for
@@ -39,10 +40,13 @@ class ModelFrontend {
     const core::Tokenizer& tokenizer() const { return *tokenizer_; }
     const std::vector<int32_t>& stop_token_ids() const { return stop_token_ids_; }
     std::vector<int32_t> assistant_marker() const;
+    // The artifact's generation_config.json sampling values (empty without one).
+    const core::SamplingDefaults& sampling_defaults() const { return sampling_defaults_; }
 
   private:
     std::unique_ptr<core::Tokenizer> tokenizer_;
     std::vector<int32_t> stop_token_ids_;
+    core::SamplingDefaults sampling_defaults_;
 };
 
 } // namespace ninfer::daemon

@@ -8,7 +8,8 @@
 //   shifted left by SHIFT, so MiB -> bytes is SHIFT 20), bool_field, auto_or_integer_field ("auto"
 //   -> 0), list_field (comma-separated, blanks dropped), key_file_field (appends the non-comment
 //   lines of the named file; throws ninfer::Error("config: ...") if it is unreadable or holds no
-//   key). Rows that share a member (api-key, api-key-file) are stored in table order, so the
+//   key), sampling_field<&core::SamplingDefaults::F> (a Number row: "" = unset, defer to the
+//   model's generation_config.json; into DaemonConfig::sampling). Rows that share a member (api-key, api-key-file) are stored in table order, so the
 //   appending row comes after the assigning one.
 // - read_text_file reads a regular file of at most 16 MiB (core/util/regular_file.h: a directory,
 //   FIFO or device is refused without blocking) or throws ninfer::Error("config: PATH: reason").
@@ -17,6 +18,7 @@
 #include "daemon/daemon_config.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -31,6 +33,8 @@ struct OptionField {
 };
 
 int64_t option_integer(std::string_view text); // validated decimal text -> number (0 if none)
+std::optional<double> option_number(std::string_view text); // "" or not a number -> nullopt
+bool option_number_in(std::string_view text, int64_t min_thousandths, int64_t max_thousandths);
 bool option_bool(std::string_view text);       // true/yes/on/1 -> true
 std::vector<std::string> split_list(std::string_view text, char separator);
 std::string read_text_file(const std::string& path);
@@ -63,6 +67,14 @@ template <auto M> constexpr OptionField auto_or_integer_field() {
             detail::copy_member<M>};
 }
 
+template <auto F> constexpr OptionField sampling_field() {
+    return {[](DaemonConfig& c, std::string_view v) {
+                using T = typename std::remove_cvref_t<decltype(c.sampling.*F)>::value_type;
+                std::optional<double> n = option_number(v);
+                c.sampling.*F = n ? std::optional<T>(static_cast<T>(*n)) : std::nullopt;
+            },
+            [](DaemonConfig& to, const DaemonConfig& from) { to.sampling.*F = from.sampling.*F; }};
+}
 template <auto M> constexpr OptionField list_field() {
     return {[](DaemonConfig& c, std::string_view v) { c.*M = split_list(v, ','); }, detail::copy_member<M>};
 }

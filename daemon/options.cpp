@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <sstream>
 
 namespace ninfer::daemon {
@@ -65,6 +66,24 @@ constexpr OptionSpec kOptions[] = {
     {"strict-max-tokens", OptionKind::Boolean, "false", 0, 0, "", "BOOL",
      "reject a max_tokens beyond the context left after the prompt (default: shorten it, as llama.cpp does)", kR,
      bool_field<&DaemonConfig::strict_max_tokens>()},
+    // Sampling defaults for requests that leave a field out; "" = the model's generation_config.json
+    // (then OpenAI's neutral values). Bounds in thousandths, as the request fields allow.
+    {"temperature", OptionKind::Number, "", 0, 2000, "", "T", "default temperature (0 = greedy)", kR,
+     sampling_field<&core::SamplingDefaults::temperature>()},
+    {"top-p", OptionKind::Number, "", 0, 1000, "", "P", "default nucleus sampling mass", kR,
+     sampling_field<&core::SamplingDefaults::top_p>()},
+    {"top-k", OptionKind::Number, "", 0, 1000000000, "", "K", "default top-k (0 = all tokens)", kR,
+     sampling_field<&core::SamplingDefaults::top_k>()},
+    {"min-p", OptionKind::Number, "", 0, 1000, "", "P", "default min-p", kR,
+     sampling_field<&core::SamplingDefaults::min_p>()},
+    {"presence-penalty", OptionKind::Number, "", -2000, 2000, "", "X", "default presence penalty", kR,
+     sampling_field<&core::SamplingDefaults::presence_penalty>()},
+    {"frequency-penalty", OptionKind::Number, "", -2000, 2000, "", "X", "default frequency penalty", kR,
+     sampling_field<&core::SamplingDefaults::frequency_penalty>()},
+    {"repetition-penalty", OptionKind::Number, "", 10, 10000, "", "X", "default repetition penalty (1 = none)", kR,
+     sampling_field<&core::SamplingDefaults::repetition_penalty>()},
+    {"seed", OptionKind::Number, "", 0, 9000000000000000000, "", "N",
+     "default seed (unset: a random one per request)", kR, sampling_field<&core::SamplingDefaults::seed>()},
     {"max-pending", OptionKind::Integer, "64", 0, 100000, "", "N",
      "requests waiting for a lane before new ones get 429", 0,
      integer_field<&DaemonConfig::max_pending>()},
@@ -161,6 +180,29 @@ int64_t option_integer(std::string_view text) {
 
 bool option_bool(std::string_view text) { return parse_bool_word(text) == 1; }
 
+std::optional<double> option_number(std::string_view text) {
+    if (text.empty()) return std::nullopt;
+    double v = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v)) return std::nullopt;
+    return v;
+}
+
+bool option_number_in(std::string_view text, int64_t min_thousandths, int64_t max_thousandths) {
+    std::optional<double> v = option_number(text);
+    return v && *v * 1000 >= double(min_thousandths) && *v * 1000 <= double(max_thousandths);
+}
+
+std::string option_number_range(const OptionSpec& o) {
+    auto show = [](int64_t t) {
+        std::string s = std::to_string(double(t) / 1000);
+        while (s.back() == '0') s.pop_back();
+        if (s.back() == '.') s.pop_back();
+        return s;
+    };
+    return show(o.min_value) + ".." + show(o.max_value);
+}
+
 const OptionSpec* find_option(std::string_view name) {
     for (const OptionSpec& o : kOptions)
         if (o.name == name) return &o;
@@ -190,6 +232,11 @@ void Settings::set(std::string_view name, std::string_view value, std::string_vi
         if (parse_bool_word(value) < 0)
             throw Error(fail_prefix(where, name) + " wants true or false, got '" + std::string(value) + "'");
         value = parse_bool_word(value) ? "true" : "false";
+        break;
+    case OptionKind::Number:
+        if (!value.empty() && !option_number_in(value, o->min_value, o->max_value))
+            throw Error(fail_prefix(where, name) + " wants a number in " + option_number_range(*o) + ", got '" +
+                        std::string(value) + "'");
         break;
     case OptionKind::Choice:
         if (!matches_choice(o->choices, value))

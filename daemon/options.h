@@ -43,6 +43,7 @@ enum class OptionKind : uint8_t {
     Boolean,  // true/false/yes/no/on/off/1/0; on the CLI `--name` alone means true
     Choice,   // one of `choices` ("a|b|c"); a trailing "*" on a choice accepts it as a prefix
     Action,   // CLI only, takes no value: --help, --version, --check-config
+    Number,   // "" (unset) or a decimal number within [min_value, max_value] thousandths
 };
 
 enum OptionFlags : uint8_t {
@@ -64,6 +65,10 @@ struct OptionSpec {
     uint8_t flags;
     OptionField field; // the DaemonConfig member it sets; empty for config and the actions
 };
+
+// "LO..HI" of a Number row (its bounds are thousandths).
+std::string option_number_range(const OptionSpec& o);
+
 
 std::span<const OptionSpec> option_table();
 const OptionSpec* find_option(std::string_view name);

@@ -33,6 +33,8 @@ std::string details(const OptionSpec& o, bool config_file) {
     if (!o.default_value.empty()) out << " Default: *" << scdoc_escape(o.default_value) << "*.";
     if (o.kind == OptionKind::Choice) out << " One of: " << scdoc_escape(choices_in_words(o.choices)) << ".";
     if (o.kind == OptionKind::Boolean) out << " A boolean: true, false, yes, no, on, off, 1 or 0.";
+    if (o.kind == OptionKind::Number)
+        out << " A number in " << option_number_range(o) << "; unset, the model's generation_config.json decides.";
     if (o.kind == OptionKind::Integer && o.max_value != INT64_MAX)
         out << " Range: " << o.min_value << " to " << o.max_value << ".";
     if (o.kind != OptionKind::Action && !(o.flags & kOptionCliOnly)) {

@@ -6,8 +6,9 @@
 // A reader given a Field (what `object["key"]` returns) answers 400 "'param' is required" when
 // the member is absent: never let simdjson's own "field does not exist" exception escape, which
 // the route's catch-all would turn into a 500.
-// parse_sampling reads the OpenAI-named sampling members of a body (temperature default 1,
-// top_p, top_k, min_p, penalties, seed, logit_bias); absent members keep their defaults.
+// parse_sampling reads the OpenAI-named sampling members of a body (temperature, top_p, top_k,
+// min_p, penalties, seed, logit_bias) into sampling_given and resolves r.sampling over the
+// neutral fallback; the session resolves again over the server's defaults.
 // parse_stop / parse_tools / parse_tool_choice read the OpenAI-shaped members into a ChatRequest
 // (parse_stop names its member: Anthropic calls it stop_sequences).
 // Defined in request_json.cpp (used by the other APIs only):

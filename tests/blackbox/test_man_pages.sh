@@ -30,11 +30,13 @@ for opt in $("$daemon" --help | grep -o -- '^  --[a-z0-9-]*' | sed 's/^  //'); d
 done
 # Keys of the generated config (commented defaults included) must all be in ninferd.conf(5),
 # and every key ninferd.conf(5) documents must be accepted by the daemon.
+# Captured once: `ninferd --help | grep -q` under pipefail fails at random when grep exits first (SIGPIPE).
+daemon_help=$("$daemon" --help)
 keys=$(sed -n 's/^#\{0,1\}\([a-z][a-z0-9-]*\) =.*/\1/p' "$conf")
 [ "$(echo "$keys" | wc -l)" -ge 20 ] || fail "the generated config lists only $(echo "$keys" | wc -l) keys"
 for key in $keys; do
     grep -q "^ *$key = " "$T/ninferd.conf.5.txt" || fail "ninferd.conf(5) lacks the key $key"
-    "$daemon" --help | grep -q -- "--$key" || fail "config key $key is not a ninferd option"
+    grep -q -- "--$key" <<<"$daemon_help" || fail "config key $key is not a ninferd option"
 done
 # Commands of ninferctl --help must all be in ninferctl(8).
 for cmd in $("$ctl" --help | sed -n '/^commands:/,/^$/s/^  \([a-z][a-z-]*\) .*/\1/p'); do

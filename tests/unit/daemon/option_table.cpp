@@ -30,6 +30,8 @@ std::string other_value(const OptionSpec& o) {
         return std::to_string(std::to_string(o.min_value) == o.default_value ? o.min_value + 1 : o.min_value);
     case OptionKind::Boolean:
         return o.default_value == "true" ? "false" : "true";
+    case OptionKind::Number:
+        return std::to_string(double(o.max_value) / 1000);
     case OptionKind::Choice: {
         std::string choices(o.choices);
         size_t start = 0;
