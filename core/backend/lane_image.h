@@ -23,7 +23,8 @@
 //   (a second add_section of it throws ninfer::Error).
 // - lane_image_check(image, plan) is what every backend's restore_lane checks first: the plan's KV
 //   dtype, at most max_context tokens, Kv and Gdn sections of the plan's sizes, no other required
-//   section (this build restores none); ninfer::Error("backend: ...") otherwise.
+//   section (MtpKv is optional and checked by the backend that reads it); ninfer::Error("backend:
+//   ...") otherwise.
 // - Tags are written into slot files: append-only, never renumbered. A section is `required` when
 //   a reader that does not know its tag must refuse the image rather than drop it.
 // Thread safety: plain data.
@@ -43,7 +44,7 @@ enum class LaneSectionTag : uint32_t {
     Tokens = 1,       // i32 token ids (slot files; in memory LaneImage::tokens)
     Kv = 2,           // full-attention layers' K and V rows
     Gdn = 3,          // GDN conv histories, then recurrent states
-    MtpKv = 4,        // reserved: the MTP layer's K and V rows
+    MtpKv = 4,        // optional: the MTP head's K and V rows and its pending hidden rows
     MediaDigests = 5, // reserved: digests of the media in the prompt
 };
 
