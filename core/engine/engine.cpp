@@ -5,18 +5,18 @@
 
 namespace ninfer::core {
 
-Engine::Engine(SchedulerOptions options, LaneStateOptions lanes) : options_(options), lanes_(std::move(lanes)) {
-    if (lanes_.host_cache_bytes > 0) {
+Engine::Engine(SchedulerOptions options, LaneStateOptions lanes) : options_(options), lane_state_(std::move(lanes)) {
+    if (lane_state_.host_cache_bytes > 0) {
         SnapshotStoreOptions o;
-        o.host_budget_bytes = lanes_.host_cache_bytes;
-        o.warn = lanes_.warn;
+        o.host_budget_bytes = lane_state_.host_cache_bytes;
+        o.warn = lane_state_.warn;
         cache_ = std::make_unique<PrefixCache>(std::move(o));
         options_.prefix_cache = cache_.get();
     }
-    if (!lanes_.slots_dir.empty())
+    if (!lane_state_.slots_dir.empty())
         io_.post([this] {
-            if (size_t n = remove_stale_temps(lanes_.slots_dir, ".nslot"); n && lanes_.note)
-                lanes_.note("slots, removed " + std::to_string(n) + " unfinished slot file(s) of an earlier crash");
+            if (size_t n = remove_stale_temps(lane_state_.slots_dir, ".nslot"); n && lane_state_.note)
+                lane_state_.note("slots, removed " + std::to_string(n) + " unfinished slot file(s) of an earlier crash");
         });
 }
 

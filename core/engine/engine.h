@@ -78,7 +78,7 @@ class Engine {
     void restore_all(std::function<void(LanesSummary)> done);
     void set_assistant_marker(std::vector<int32_t> marker);
     void post_io(std::function<void()> job) { io_.post(std::move(job)); }
-    const LaneStateOptions& lane_options() const { return lanes_; }
+    const LaneStateOptions& lane_options() const { return lane_state_; }
 
     const EngineStats& stats() const { return stats_; }
     EngineState state() const { return state_.load(); }
@@ -102,7 +102,7 @@ class Engine {
     void restore_next(std::shared_ptr<LanePass> pass);
 
     SchedulerOptions options_;
-    LaneStateOptions lanes_;
+    LaneStateOptions lane_state_;
     std::unique_ptr<PrefixCache> cache_; // outlives the scheduler (checkpoints land in it)
     EngineStats stats_;
     std::atomic<EngineState> state_{EngineState::Loading};

@@ -40,14 +40,14 @@ void Engine::on_scheduler(std::function<void(Scheduler&)> fn, std::function<void
 void Engine::save_lane(int lane, const std::string& name, LaneDone done) {
     auto t0 = Clock::now();
     auto fail = [done, lane, t0](ErrorInfo e) { done({std::move(e), lane, 0, 0, ms_since(t0)}); };
-    on_scheduler([this, lane, path = slot_file_path(lanes_.slots_dir, name), t0, done](Scheduler& s) {
+    on_scheduler([this, lane, path = slot_file_path(lane_state_.slots_dir, name), t0, done](Scheduler& s) {
         auto image = std::make_shared<LaneImage>(s.slot_save(lane));
         io_.post([this, lane, path, t0, done, image] {
             LaneOpResult r;
             r.lane = lane;
             try {
-                make_directories(lanes_.slots_dir, 0750);
-                SlotFileStats st = slot_file_write(path, lanes_.identity, *image, file_io_mode_default());
+                make_directories(lane_state_.slots_dir, 0750);
+                SlotFileStats st = slot_file_write(path, lane_state_.identity, *image, file_io_mode_default());
                 r.n_tokens = st.n_tokens, r.bytes = st.bytes, r.mode = st.mode;
             } catch (const std::exception& e) {
                 r.error = error_info(e);
@@ -62,12 +62,12 @@ void Engine::restore_lane(int lane, const std::string& name, LaneDone done) {
     auto t0 = Clock::now();
     io_.post([this, lane, name, t0, done] {
         auto fail = [done, lane, t0](ErrorInfo e) { done({std::move(e), lane, 0, 0, ms_since(t0)}); };
-        std::string path = slot_file_path(lanes_.slots_dir, name);
+        std::string path = slot_file_path(lane_state_.slots_dir, name);
         auto image = std::make_shared<LaneImage>();
         SlotFileStats fs;
         try {
             if (!file_exists(path)) throw Error(Errc::NotFound, "no saved slot named '" + name + "'");
-            *image = slot_file_read(path, lanes_.identity, file_io_mode_default(), &fs);
+            *image = slot_file_read(path, lane_state_.identity, file_io_mode_default(), &fs);
         } catch (const std::exception& e) {
             return fail(error_info(e));
         }
@@ -145,7 +145,7 @@ void Engine::restore_all(std::function<void(LanesSummary)> done) {
     pass->done = std::move(done);
     pass->n_lanes = stats_.n_lanes;
     io_.post([this, pass] {
-        remove_stale_temps(lanes_.lanes_dir, ".nslot");
+        remove_stale_temps(lane_state_.lanes_dir, ".nslot");
         restore_next(pass);
     });
 }
@@ -162,19 +162,19 @@ void Engine::save_next(std::shared_ptr<LanePass> p) {
             error = error_info(e);
         }
         io_.post([this, p, lane, image, error] {
-            std::string path = slot_file_path(lanes_.lanes_dir, lane_file_name(lane));
+            std::string path = slot_file_path(lane_state_.lanes_dir, lane_file_name(lane));
             try {
                 if (!image) {
                     ::unlink(path.c_str()); // nothing to bring back for this lane
                     if (error.kind != Errc::NotFound) throw Error(error.kind, error.message); // NotFound: empty
                 } else {
-                    make_directories(lanes_.lanes_dir, 0750);
-                    p->summary.bytes += slot_file_write(path, lanes_.identity, *image, file_io_mode_default()).bytes;
+                    make_directories(lane_state_.lanes_dir, 0750);
+                    p->summary.bytes += slot_file_write(path, lane_state_.identity, *image, file_io_mode_default()).bytes;
                     ++p->summary.n_done;
                 }
             } catch (const std::exception& e) {
                 ++p->summary.n_failed;
-                if (lanes_.warn) lanes_.warn("slots, cannot save lane " + std::to_string(lane) + " for the next start: " + e.what());
+                if (lane_state_.warn) lane_state_.warn("slots, cannot save lane " + std::to_string(lane) + " for the next start: " + e.what());
             }
             save_next(p);
         });
@@ -184,16 +184,16 @@ void Engine::save_next(std::shared_ptr<LanePass> p) {
 void Engine::restore_next(std::shared_ptr<LanePass> p) {
     int lane = 0;
     if (!p->next(lane)) return;
-    std::string path = slot_file_path(lanes_.lanes_dir, lane_file_name(lane));
+    std::string path = slot_file_path(lane_state_.lanes_dir, lane_file_name(lane));
     if (!file_exists(path)) return restore_next(p);
     auto failed = [this, p, lane](const ErrorInfo& e) {
         ++p->summary.n_failed;
-        if (lanes_.warn) lanes_.warn("slots, lane " + std::to_string(lane) + " starts empty: " + e.message);
+        if (lane_state_.warn) lane_state_.warn("slots, lane " + std::to_string(lane) + " starts empty: " + e.message);
     };
     auto image = std::make_shared<LaneImage>();
     SlotFileStats fs;
     try {
-        *image = slot_file_read(path, lanes_.identity, file_io_mode_default(), &fs);
+        *image = slot_file_read(path, lane_state_.identity, file_io_mode_default(), &fs);
     } catch (const std::exception& e) {
         failed(error_info(e));
         return restore_next(p);
