@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
-#include <dirent.h>
 
 namespace ninfer::daemon {
 namespace {
@@ -95,23 +94,10 @@ void handle_metrics_watch(ControlServer& s, const ConnPtr& c, const Frame& f) {
     s.start_watch(c, f, req->interval_ms, req->count);
 }
 
-std::vector<std::string> saved_slot_names(const std::string& dir) {
-    std::vector<std::string> names;
-    if (DIR* d = ::opendir(dir.c_str())) {
-        while (dirent* e = ::readdir(d)) {
-            std::string n = e->d_name;
-            if (n.size() > 6 && n[0] != '.' && n.compare(n.size() - 6, 6, ".nslot") == 0) names.push_back(n.substr(0, n.size() - 6));
-        }
-        ::closedir(d);
-    }
-    std::sort(names.begin(), names.end());
-    return names;
-}
-
 void handle_slot_list(ControlServer& s, const ConnPtr& c, const Frame& f) {
     proto::SlotListReply r;
     r.slots = lanes_of(*s.deps().ctx);
-    r.saved_names = saved_slot_names(s.deps().ctx->engine->lane_options().slots_dir);
+    r.saved_names = core::slot_file_names(s.deps().ctx->engine->lane_options().slots_dir);
     reply_ok(s, c, f, r);
 }
 

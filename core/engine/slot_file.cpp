@@ -6,8 +6,10 @@
 #include "core/util/error.h"
 #include "core/util/regular_file.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -174,6 +176,21 @@ Header check_header(const uint8_t* b, uint64_t file_bytes, const SlotIdentity& w
 
 std::string slot_file_path(const std::string& slots_dir, const std::string& name) {
     return slots_dir + "/" + name + ".nslot";
+}
+
+std::vector<std::string> slot_file_names(const std::string& slots_dir) {
+    constexpr std::string_view kSuffix = ".nslot";
+    std::vector<std::string> names;
+    if (DIR* d = ::opendir(slots_dir.c_str())) {
+        while (dirent* e = ::readdir(d)) {
+            std::string_view n = e->d_name;
+            if (n.size() > kSuffix.size() && n[0] != '.' && n.ends_with(kSuffix))
+                names.emplace_back(n.substr(0, n.size() - kSuffix.size()));
+        }
+        ::closedir(d);
+    }
+    std::sort(names.begin(), names.end());
+    return names;
 }
 
 std::array<uint8_t, 16> artifact_id_from_hex(const std::string& s) {

@@ -32,6 +32,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace ninfer::core {
 
@@ -59,6 +60,8 @@ struct SlotFileStats {
 
 // `dir/NAME.nslot`; NAME must already be valid (proto::is_valid_slot_name).
 std::string slot_file_path(const std::string& slots_dir, const std::string& name);
+// The NAMEs of the slot files in dir, sorted (none when dir is missing); hidden and temp files skipped.
+std::vector<std::string> slot_file_names(const std::string& slots_dir);
 
 SlotFileStats slot_file_write(const std::string& path, const SlotIdentity& identity, const LaneImage& image,
                               FileIoMode mode);

@@ -130,6 +130,16 @@ TEST_CASE("the environment variable forces the pwrite path", "[slot_file]") {
     CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
 }
 
+TEST_CASE("slot_file_names lists saved names sorted, without temps, hidden or other files", "[slot_file]") {
+    TempDir dir;
+    SlotIdentity id = identity();
+    for (const char* name : {"b-2", "a-1", "c"}) slot_file_write(slot_file_path(dir.path, name), id, image(3, 1), FileIoMode::Plain);
+    for (const char* other : {".x.nslot.tmp.123", ".hidden.nslot", "notes.txt", "d.nslot.bak"})
+        std::filesystem::copy_file(slot_file_path(dir.path, "c"), dir.path + "/" + other);
+    CHECK(slot_file_names(dir.path) == std::vector<std::string>{"a-1", "b-2", "c"});
+    CHECK(slot_file_names(dir.path + "/missing").empty());
+}
+
 TEST_CASE("saving an empty lane is refused", "[slot_file]") {
     TempDir dir;
     LaneImage empty;
