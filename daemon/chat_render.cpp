@@ -76,7 +76,7 @@ std::string render_timings(const core::GenerationSummary& s) {
     w.member("predicted_n", predicted_n).member("predicted_ms", s.decode_ms);
     w.member("predicted_per_token_ms", intervals ? s.decode_ms / double(intervals) : 0.0);
     w.member("predicted_per_second", per_second(intervals, s.decode_ms));
-    w.member("draft_n", 0).member("draft_n_accepted", 0);
+    w.member("draft_n", uint64_t(s.draft_n)).member("draft_n_accepted", uint64_t(s.draft_n_accepted));
     w.end_object();
     return w.take();
 }

@@ -195,6 +195,34 @@ void parse_logit_bias(element bias, ChatRequest& r) {
     }
 }
 
+// "off", "mtp:K", "ngram:K", or {"type": "off" | "mtp" | "ngram", "k": 1..5} (k required but with off).
+core::SpeculativeConfig parse_speculative_member(element e) {
+    const std::string usage = "'speculative' must be \"off\", \"mtp:K\", \"ngram:K\" or {\"type\": \"mtp\" | "
+                              "\"ngram\" | \"off\", \"k\": K} with K in 1.." +
+                              std::to_string(core::kMaxSpeculativeK);
+    std::string text;
+    if (e.is_string()) {
+        text = std::string(std::string_view(e));
+    } else if (e.is_object()) {
+        element type, k;
+        if (e["type"].get(type) || !type.is_string()) fail("speculative", usage);
+        text = std::string(std::string_view(type));
+        if (text != "off") {
+            if (e["k"].get(k) || !k.is_int64()) fail("speculative", usage);
+            const int64_t n = int64_t(k);
+            if (n < 1 || n > core::kMaxSpeculativeK) fail("speculative", usage);
+            text += ":" + std::to_string(n);
+        }
+    } else {
+        fail("speculative", usage);
+    }
+    try {
+        return core::parse_speculative(text);
+    } catch (const Error&) {
+        fail("speculative", usage);
+    }
+}
+
 void parse_sampling(object body, ChatRequest& r) {
     element e;
     core::SamplingDefaults& given = r.sampling_given;
@@ -217,6 +245,7 @@ void parse_sampling(object body, ChatRequest& r) {
     r.has_seed = given.seed.has_value();
     r.sampling = core::resolve_sampling({}, {}, given); // the session resolves again with the server's defaults
     if (!body["logit_bias"].get(e)) parse_logit_bias(e, r);
+    if (!body["speculative"].get(e) && !e.is_null()) r.speculative = parse_speculative_member(e);
 }
 
 void parse_limits_and_flags(object body, ChatRequest& r) {

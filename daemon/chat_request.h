@@ -16,6 +16,7 @@
 
 #include "core/backend/generation_config.h"
 #include "core/backend/sampling.h"
+#include "core/engine/generation.h"
 #include "core/frontend/chat_messages.h"
 
 #include <cstdint>
@@ -51,6 +52,9 @@ struct ChatRequest {
     // dropped rather than refused, as "type" or "type:name"; named in the x-ninfer-ignored-tools
     // response header and a log line.
     std::vector<std::string> ignored_tools;
+    // "speculative": "off" | "mtp:K" | "ngram:K" | {"type": "off|mtp|ngram", "k": 1..5}; the
+    // session refuses one above the server's (400, param "speculative").
+    std::optional<core::SpeculativeConfig> speculative;
 };
 
 ChatRequest parse_chat_request(std::string_view body);

@@ -112,6 +112,14 @@ void ChatSession::submit() {
         return fail({400, "max_tokens " + std::to_string(*request_.max_tokens) + " + prompt " + std::to_string(n_prompt) +
                               " tokens exceeds the context of " + std::to_string(max_context) + " tokens",
                      "context_length_exceeded", "max_tokens", ""});
+    if (request_.speculative) { // a request may lower the server's speculation, never raise it
+        const core::SpeculativeConfig server = core::parse_speculative(ctx_.config.speculative), want = *request_.speculative;
+        if (want.on() && (!server.on() || want.k > server.k ||
+                          (want.kind == core::SpeculativeKind::Mtp && server.kind != core::SpeculativeKind::Mtp)))
+            return fail({400, "speculative " + core::speculative_name(want) + " is more than this server's " +
+                                  core::speculative_name(server) + " (ninferd --speculative); a request may only lower it",
+                         "invalid_value", "speculative", ""});
+    }
     n_prompt_tokens_ = uint32_t(n_prompt);
     core::GenerationRequest g;
     g.id = id_;
@@ -120,6 +128,7 @@ void ChatSession::submit() {
     g.max_tokens = request_.max_tokens.value_or(std::min(ctx_.config.default_max_tokens, room));
     if (!request_.ignore_eos) g.stop_token_ids = frontend_->stop_token_ids();
     g.n_top_logprobs = request_.logprobs ? request_.top_logprobs : 0;
+    g.speculative = request_.speculative;
     LoopBridge* bridge = ctx_.bridge;
     DaemonContext* ctx = &ctx_;
     uint64_t id = id_;

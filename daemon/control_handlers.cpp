@@ -52,6 +52,11 @@ void handle_status(ControlServer& s, const ConnPtr& c, const Frame& f) {
     r.lanes = lanes_of(ctx);
     r.memory_plan = {m.plan.weight_bytes, m.plan.kv_bytes, m.plan.kv_capacity_tokens, m.plan.gdn_bytes,
                      m.plan.workspace_bytes, ctx.config.host_cache_mib << 20};
+    const core::EngineStats& stats = ctx.engine->stats();
+    r.speculative = ctx.config.speculative;
+    r.spec_rounds = stats.n_spec_rounds_total;
+    r.spec_draft_tokens = stats.n_spec_draft_tokens_total;
+    r.spec_accepted_tokens = stats.n_spec_accepted_tokens_total;
     reply_ok(s, c, f, r);
 }
 

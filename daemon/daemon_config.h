@@ -32,6 +32,7 @@ struct DaemonConfig {
     uint32_t max_context{};
     uint64_t kv_capacity_tokens{}; // 0 = auto
     std::string kv_dtype;
+    std::string speculative = "off"; // "mtp:K" or "ngram:K" (core::parse_speculative)
     int max_concurrency{};
     uint32_t prefill_chunk{};
     uint32_t default_max_tokens{};

@@ -1,6 +1,7 @@
 // ninfer::daemon - Prometheus text rendering of engine and loop figures.
 #include "daemon/metrics.h"
 
+#include "core/engine/generation.h"
 #include "daemon/serve_figures.h"
 
 #include <cstdio>
@@ -75,6 +76,18 @@ std::string render_metrics(const DaemonContext& ctx) {
         double(f.prefix_cache_hits_total));
     one(out, "ninfer_prefix_cache_misses_total", "counter", "Admissions the prefix cache could not serve",
         double(f.prefix_cache_misses_total));
+    // Speculative decoding, under vLLM's spec_decode names; positions 0..K-1 of --speculative's K.
+    one(out, "ninfer_spec_decode_num_drafts_total", "counter", "Speculative rounds (draft + verify, per lane)",
+        double(f.spec_rounds_total));
+    one(out, "ninfer_spec_decode_num_draft_tokens_total", "counter", "Draft tokens verified",
+        double(f.spec_draft_tokens_total));
+    one(out, "ninfer_spec_decode_num_accepted_tokens_total", "counter", "Draft tokens accepted",
+        double(f.spec_accepted_tokens_total));
+    family(out, "ninfer_spec_decode_num_accepted_tokens_per_pos", "counter", "Draft tokens accepted by position in the round");
+    const int spec_k = core::parse_speculative(ctx.config.speculative).k;
+    for (int i = 0; i < spec_k && size_t(i) < f.spec_accepted_per_pos.size(); ++i)
+        out << "ninfer_spec_decode_num_accepted_tokens_per_pos{position=\"" << i << "\"} " << f.spec_accepted_per_pos[size_t(i)]
+            << "\n";
     family(out, "ninfer_requests_total", "counter", "Requests by outcome");
     out << "ninfer_requests_total{outcome=\"finished\"} " << f.requests_finished_total << "\n";
     out << "ninfer_requests_total{outcome=\"cancelled\"} " << f.requests_cancelled_total << "\n";

@@ -5,6 +5,7 @@
 #ifdef NINFER_HAVE_CUDA_BACKEND
 #include "core/cuda/cuda_backend.h"
 #endif
+#include "core/engine/generation.h"
 #include "core/engine/script_backend.h"
 #include "core/util/error.h"
 #include "core/util/regular_file.h"
@@ -61,6 +62,17 @@ PlannedModel plan_model(const DaemonConfig& config) {
     request.max_concurrency = config.max_concurrency;
     request.kv_dtype = kv_dtype_of(config.kv_dtype);
     request.prefill_chunk = config.prefill_chunk;
+    const core::SpeculativeConfig speculative = core::parse_speculative(config.speculative);
+    if (speculative.on()) {
+        if (const std::string device = resolved_device(config.device); device != "cpu")
+            throw Error("config: speculative " + config.speculative + " needs draft and verify steps, which the " +
+                        device + " backend does not have yet (only the CPU backend runs them): use --speculative off");
+        if (speculative.kind == core::SpeculativeKind::Mtp && !m.weights->mtp)
+            throw Error("config: speculative " + config.speculative + " needs the artifact's MTP head, and " +
+                        config.artifact_path + " has none (convert it with the mtp component, or use ngram:K)");
+        request.max_draft_tokens = uint32_t(speculative.k);
+        request.mtp = speculative.kind == core::SpeculativeKind::Mtp;
+    }
     request.weight_bytes = m.weights->stored_bytes();
     request.available_bytes = core::host_available_bytes();
     request.margin_bytes = core::host_default_margin(request.available_bytes);

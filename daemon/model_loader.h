@@ -11,6 +11,9 @@
 //   whose FILE holds one script per line: token ids ("ids: 1 2 3" or bare numbers) or text
 //   ("text: ..." with \n, \t and \\ escapes, tokenized with the model's tokenizer); '#' comments.
 //   "cuda" in a build without CUDA throws.
+// - --speculative: plan_model plans the verify window (max_draft_tokens) and, for mtp:K, the MTP
+//   head's KV; it refuses (ninfer::Error "config: speculative ...") a value other than off on a
+//   backend other than the CPU one, and mtp:K on an artifact without an MTP head.
 // - The PlannedModel must outlive the backend (weights point into the artifact's mapping).
 #pragma once
 

@@ -55,6 +55,12 @@ constexpr OptionSpec kOptions[] = {
      auto_or_integer_field<&DaemonConfig::kv_capacity_tokens>()},
     {"kv-dtype", OptionKind::Choice, "bf16", 0, 0, "bf16|fp8|int8", "TYPE", "KV cache element type", 0,
      text_field<&DaemonConfig::kv_dtype>()},
+    {"speculative", OptionKind::Choice, "off", 0, 0,
+     "off|mtp:1|mtp:2|mtp:3|mtp:4|mtp:5|ngram:1|ngram:2|ngram:3|ngram:4|ngram:5", "off|mtp:K|ngram:K",
+     "speculative decoding: K drafts per round from the artifact's MTP head or from n-gram prompt lookup, "
+     "verified in one step (exact: greedy output is unchanged); requests may lower it; the CPU backend only "
+     "for now (refused with --device cuda)",
+     0, text_field<&DaemonConfig::speculative>()},
     {"max-concurrency", OptionKind::Integer, "4", 1, 8, "", "N", "lanes that decode together in one batch", 0,
      integer_field<&DaemonConfig::max_concurrency>()},
     {"prefill-chunk", OptionKind::Integer, "1024", 1, 65536, "", "TOKENS",

@@ -35,6 +35,10 @@ ServeFigures read_serve_figures(const DaemonContext& ctx) {
     f.requests_rejected_total = s.n_requests_rejected_total;
     f.prefix_cache_hits_total = s.n_prefix_cache_hits_total;
     f.prefix_cache_misses_total = s.n_prefix_cache_misses_total;
+    f.spec_rounds_total = s.n_spec_rounds_total;
+    f.spec_draft_tokens_total = s.n_spec_draft_tokens_total;
+    f.spec_accepted_tokens_total = s.n_spec_accepted_tokens_total;
+    for (size_t i = 0; i < f.spec_accepted_per_pos.size(); ++i) f.spec_accepted_per_pos[i] = s.n_spec_accepted_per_pos[i];
 
     f.prompt_tokens_per_s = ratio(double(f.prefill_tokens_total), f.prefill_s);
     f.generated_tokens_per_s = ratio(double(f.decode_lane_steps_total), f.decode_s);

@@ -17,6 +17,7 @@
 
 #include "daemon/daemon_context.h"
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -50,6 +51,10 @@ struct ServeFigures {
     uint64_t requests_rejected_total = 0;
     uint64_t prefix_cache_hits_total = 0;   // n_prefix_cache_hits_total: admissions restored from the cache
     uint64_t prefix_cache_misses_total = 0; // n_prefix_cache_misses_total
+    uint64_t spec_rounds_total = 0;          // n_spec_rounds_total: speculative rounds (one per lane)
+    uint64_t spec_draft_tokens_total = 0;    // n_spec_draft_tokens_total: drafts verified
+    uint64_t spec_accepted_tokens_total = 0; // n_spec_accepted_tokens_total
+    std::array<uint64_t, 5> spec_accepted_per_pos{}; // n_spec_accepted_per_pos
     // Derived (see the contract).
     double prompt_tokens_per_s = 0;
     double generated_tokens_per_s = 0;

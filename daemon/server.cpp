@@ -25,6 +25,7 @@ core::SchedulerOptions scheduler_options_of(const DaemonConfig& c, const core::M
     o.prefill_chunk = c.prefill_chunk;
     o.max_pending = c.max_pending;
     o.pending_timeout_ms = c.pending_timeout_ms;
+    o.speculative = core::parse_speculative(c.speculative);
     return o;
 }
 

@@ -71,6 +71,10 @@ void StatusReply::encode(WireWriter& w) const {
     w.u64(memory_plan.state_slots_bytes);
     w.u64(memory_plan.workspace_bytes);
     w.u64(memory_plan.host_store_bytes);
+    w.str(speculative);
+    w.u64(spec_rounds);
+    w.u64(spec_draft_tokens);
+    w.u64(spec_accepted_tokens);
 }
 std::optional<StatusReply> StatusReply::decode(WireReader& r) {
     StatusReply s;
@@ -90,6 +94,10 @@ std::optional<StatusReply> StatusReply::decode(WireReader& r) {
     s.memory_plan.state_slots_bytes = r.u64();
     s.memory_plan.workspace_bytes = r.u64();
     s.memory_plan.host_store_bytes = r.u64();
+    s.speculative = r.str();
+    s.spec_rounds = r.u64();
+    s.spec_draft_tokens = r.u64();
+    s.spec_accepted_tokens = r.u64();
     return done(r, std::move(s));
 }
 

@@ -55,6 +55,10 @@ struct StatusReply {
     uint32_t max_pending = 0;
     std::vector<LaneInfo> lanes;
     MemoryPlanInfo memory_plan;
+    std::string speculative;          // ninferd --speculative: "off", "mtp:K", "ngram:K"
+    uint64_t spec_rounds = 0;         // speculative rounds since start (one per lane and round)
+    uint64_t spec_draft_tokens = 0;   // drafts verified
+    uint64_t spec_accepted_tokens = 0;
     void encode(WireWriter& w) const;
     static std::optional<StatusReply> decode(WireReader& r);
 };

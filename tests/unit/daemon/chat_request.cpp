@@ -97,3 +97,21 @@ TEST_CASE("error bodies stay valid JSON when the message echoes invalid UTF-8", 
     CHECK(body.find("\"param\":null") != std::string::npos);
     CHECK(body.find("\"type\":\"not_found_error\"") != std::string::npos);
 }
+
+TEST_CASE("speculative: a string or {type, k}; anything else is a 400 on param speculative", "[chat_request]") {
+    using ninfer::core::SpeculativeConfig;
+    using ninfer::core::SpeculativeKind;
+    const std::string head = R"({"model":"m","messages":[{"role":"user","content":"hi"}],"speculative":)";
+    CHECK_FALSE(parse_chat_request(R"({"model":"m","messages":[{"role":"user","content":"hi"}]})").speculative);
+    CHECK(parse_chat_request(head + R"("off"})").speculative == SpeculativeConfig{});
+    CHECK(parse_chat_request(head + R"({"type":"off"}})").speculative == SpeculativeConfig{});
+    CHECK(parse_chat_request(head + R"("ngram:4"})").speculative == SpeculativeConfig{SpeculativeKind::Ngram, 4});
+    CHECK(parse_chat_request(head + R"({"type":"mtp","k":2}})").speculative == SpeculativeConfig{SpeculativeKind::Mtp, 2});
+    for (const char* bad : {R"("on")", R"("mtp:0")", R"("mtp:6")", "3", "true", R"({"type":"mtp"})",
+                            R"({"type":"mtp","k":6})", R"({"type":"mtp","k":"2"})", R"({"k":2})", R"({"type":"eagle","k":1})"}) {
+        INFO(bad);
+        const ApiError e = error_of(head + bad + "}");
+        CHECK(e.status == 400);
+        CHECK(e.param == "speculative");
+    }
+}
