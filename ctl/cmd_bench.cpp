@@ -32,7 +32,9 @@ constexpr const char* kBenchUsage =
     "  bandwidth it measures (device-to-device copy of 4 GiB, best of 10). --synthetic builds\n"
     "  seeded random weights of SHAPE (qwen3.6-27b, qwen3.6-35b-a3b, ...) without a file; mix is the\n"
     "  upstream groupwise-int assignment (q4/q5/q6/q8, the converter's q4 recipe). Decode is greedy\n"
-    "  unless --temperature (> 0) samples every step as a request with those parameters would.\n";
+    "  unless --temperature (> 0) samples every step as a request with those parameters would.\n"
+    "  CUDA only, and without speculation (the CUDA backend has no draft/verify yet; `ninferctl run\n"
+    "  --speculative mtp:K --stats` measures acceptance on the CPU backend).\n";
 
 std::vector<uint32_t> count_list(const char* flag, const std::string& text) {
     std::vector<uint32_t> out;

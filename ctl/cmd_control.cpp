@@ -2,6 +2,7 @@
 #include "core/util/json_writer.h"
 #include "ctl/command_list.h"
 #include "ctl/control_common.h"
+#include "ctl/run_speculative.h"
 
 #include <cstdio>
 #include <unistd.h>
@@ -52,18 +53,10 @@ void print_status_table(const proto::StatusReply& s) {
                 format_bytes(m.weights_bytes).c_str(), format_bytes(m.kv_pool_bytes).c_str(),
                 static_cast<unsigned long long>(m.kv_capacity_tokens), format_bytes(m.state_slots_bytes).c_str(),
                 format_bytes(m.workspace_bytes).c_str(), format_bytes(m.host_store_bytes).c_str());
-    if (s.speculative != "off" && !s.speculative.empty()) {
-        auto u = [](uint64_t v) { return static_cast<unsigned long long>(v); };
-        const double rate = s.spec_draft_tokens ? 100.0 * double(s.spec_accepted_tokens) / double(s.spec_draft_tokens) : 0;
-        // Each round reports its accepted drafts and one token more.
-        const double per_round =
-            s.spec_rounds ? double(s.spec_accepted_tokens + s.spec_rounds) / double(s.spec_rounds) : 0;
-        std::printf("speculative %s: %llu rounds, %llu drafted, %llu accepted (%.1f%%), %.2f tokens per round\n",
-                    s.speculative.c_str(), u(s.spec_rounds), u(s.spec_draft_tokens), u(s.spec_accepted_tokens), rate,
-                    per_round);
-    } else {
-        std::printf("speculative off\n");
-    }
+    const core::SpeculativeConfig spec = core::parse_speculative(s.speculative.empty() ? "off" : s.speculative);
+    SpeculativeRun run;
+    run.rounds = s.spec_rounds, run.drafted = s.spec_draft_tokens, run.accepted = s.spec_accepted_tokens;
+    std::printf("%s\n", spec.on() ? speculative_stats_line(spec, run).c_str() : "speculative off");
     std::printf("\nLANE  STATE     TOKENS\n");
     for (const proto::LaneInfo& l : s.lanes)
         std::printf("%4u  %-8s  %6llu\n", l.id, l.state.c_str(), static_cast<unsigned long long>(l.n_tokens));

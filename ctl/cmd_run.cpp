@@ -1,6 +1,7 @@
 // ninfer::ctl - `ninferctl run`: one generation from a prompt on the local backend.
 #include "ctl/command_list.h"
 #include "ctl/model_session.h"
+#include "ctl/run_speculative.h"
 
 #include "core/frontend/chat_messages.h"
 #include "core/frontend/chat_template.h"
@@ -26,11 +27,14 @@ constexpr const char* kRunUsage =
     "usage: ninferctl run ARTIFACT (--prompt TEXT | --messages FILE | --prompt-ids 1,2,3) [--raw]\n"
     "           [--max-new N (256)] [--greedy] [--temperature T] [--top-p P] [--top-k K] [--min-p M]\n"
     "           [--seed S] [--no-thinking] [--ignore-eos] [--print-token-ids] [--device cpu|cuda]\n"
-    "           [--kv-dtype bf16|fp8|int8|f32]\n"
+    "           [--kv-dtype bf16|fp8|int8|f32] [--speculative off|mtp:K|ngram:K] [--stats]\n"
     "  --prompt is wrapped in the chat template as one user turn unless --raw; --messages takes\n"
     "  {\"messages\": [...], \"tools\": [...]}; --prompt-ids bypasses template and tokenizer.\n"
     "  stdout: the generated text, or with --print-token-ids the generated ids on one line.\n"
-    "  Sampling defaults come from the artifact's generation_config.json, else temperature 1 and top-p 1,\n  as ninferd applies them to requests; --greedy is argmax.\n";
+    "  Sampling defaults come from the artifact's generation_config.json, else temperature 1 and top-p 1,\n  as ninferd applies them to requests; --greedy is argmax.\n"
+    "  --speculative drafts K (1..5) tokens a round with the artifact's MTP head or n-gram prompt lookup and\n"
+    "  verifies them in one step (exact: greedy output is unchanged; CPU backend only); --stats prints the\n"
+    "  rounds, drafted and accepted tokens and tokens per round on stderr.\n";
 
 struct RunArgs {
     std::string artifact, prompt, messages_file, prompt_ids;
@@ -41,6 +45,8 @@ struct RunArgs {
     std::optional<int32_t> top_k;
     std::optional<uint64_t> seed;
     std::string device, kv_dtype = "bf16";
+    core::SpeculativeConfig speculative;
+    bool stats = false;
 };
 
 float parse_float(const char* option, const char* text) {
@@ -87,6 +93,8 @@ bool parse_args(int argc, char** argv, RunArgs& a) {
         else if (arg == "--print-token-ids") a.print_ids = true;
         else if (arg == "--device") a.device = value();
         else if (arg == "--kv-dtype") a.kv_dtype = value();
+        else if (arg == "--speculative") a.speculative = core::parse_speculative(value());
+        else if (arg == "--stats") a.stats = true;
         else if (a.artifact.empty() && !arg.empty() && arg[0] != '-') a.artifact = arg;
         else return false;
     }
@@ -129,6 +137,28 @@ core::SamplingParams sampling_params(const RunArgs& a, const core::GenerationCon
     return p;
 }
 
+void print_output(core::Detokenizer* detok, const std::vector<int32_t>& generated, bool print_ids) {
+    if (detok) {
+        const std::string rest = detok->finish();
+        std::fwrite(rest.data(), 1, rest.size(), stdout);
+        std::fputc('\n', stdout);
+        return;
+    }
+    if (!print_ids)
+        std::fprintf(stderr, "run: the artifact has no tokenizer; printing token ids\n");
+    for (size_t i = 0; i < generated.size(); ++i)
+        std::printf("%s%d", i ? " " : "", generated[i]);
+    std::printf("\n");
+}
+
+// The first token comes from the prefill's logits; decode steps produced the rest.
+void print_times(size_t prompt_n, double prefill_s, size_t generated_n, double decode_s) {
+    const size_t decoded = generated_n ? generated_n - 1 : 0;
+    std::fprintf(stderr, "prefill: %zu tokens in %.3f s (%.1f tok/s); decode: %zu tokens in %.3f s (%.1f tok/s)\n",
+                 prompt_n, prefill_s, double(prompt_n) / std::max(prefill_s, 1e-9), decoded, decode_s,
+                 double(decoded) / std::max(decode_s, 1e-9));
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -149,6 +179,16 @@ int cmd_run(int argc, char** argv) {
     bo.device = a.device;
     bo.kv_dtype = core::kv_dtype_from_name(a.kv_dtype);
     bo.max_context = uint32_t(std::min<uint64_t>(prompt.size() + uint64_t(a.max_new), UINT32_MAX));
+    if (a.speculative.on()) {
+        if (check_device(a.device) == "cuda")
+            throw Error("run: --speculative " + core::speculative_name(a.speculative) +
+                        " needs draft and verify steps, which the CUDA backend does not have yet (CPU only)");
+        if (a.speculative.kind == core::SpeculativeKind::Mtp && !session->weights.mtp)
+            throw Error("run: --speculative " + core::speculative_name(a.speculative) + " needs the artifact's MTP head, and " +
+                        a.artifact + " has none (use ngram:K)");
+        bo.max_draft_tokens = uint32_t(a.speculative.k);
+        bo.mtp = a.speculative.kind == core::SpeculativeKind::Mtp;
+    }
     start_backend(*session, bo);
     if (prompt.size() + 1 > session->plan.max_context)
         throw Error("run: the prompt (" + std::to_string(prompt.size()) +
@@ -160,6 +200,35 @@ int cmd_run(int argc, char** argv) {
     if (!a.ignore_eos)
         stop_ids = session->generation.stop_ids;
 
+    std::unique_ptr<core::Detokenizer> detok;
+    if (session->tokenizer && !a.print_ids)
+        detok = std::make_unique<core::Detokenizer>(*session->tokenizer, true);
+    std::vector<int32_t> generated;
+    // Keeps a token and prints its text (a stop token has none); true for a stop token.
+    auto emit = [&](int32_t token) {
+        generated.push_back(token);
+        const bool stop = std::find(stop_ids.begin(), stop_ids.end(), token) != stop_ids.end();
+        if (detok && !stop) {
+            const std::string piece = detok->push(token);
+            std::fwrite(piece.data(), 1, piece.size(), stdout);
+            std::fflush(stdout);
+        }
+        return stop;
+    };
+    if (a.speculative.on()) { // through the scheduler, which runs the rounds
+        core::GenerationRequest r;
+        r.sampling = params;
+        r.max_tokens = a.max_new;
+        r.stop_token_ids = stop_ids;
+        r.speculative = a.speculative;
+        const SpeculativeRun run =
+            run_speculative(backend, session->plan, prompt, std::move(r), [&](int32_t token) { emit(token); });
+        print_output(detok.get(), generated, a.print_ids);
+        print_times(prompt.size(), run.summary.prompt_ms / 1e3, generated.size(), run.summary.decode_ms / 1e3);
+        if (a.stats) std::fprintf(stderr, "%s\n", speculative_stats_line(a.speculative, run).c_str());
+        return 0;
+    }
+
     auto t0 = std::chrono::steady_clock::now();
     const size_t chunk = session->plan.prefill_chunk;
     for (size_t at = 0; at < prompt.size(); at += chunk) {
@@ -170,10 +239,6 @@ int cmd_run(int argc, char** argv) {
     }
     const double prefill_s = seconds_since(t0);
 
-    std::vector<int32_t> generated;
-    std::unique_ptr<core::Detokenizer> detok;
-    if (session->tokenizer && !a.print_ids)
-        detok = std::make_unique<core::Detokenizer>(*session->tokenizer, true);
     t0 = std::chrono::steady_clock::now();
     int32_t token = 0;
     for (uint32_t step = 0; step < a.max_new; ++step) {
@@ -188,35 +253,14 @@ int cmd_run(int argc, char** argv) {
             d.generated = generated;
             token = backend.decode(std::span(&d, 1))[0].token;
         }
-        generated.push_back(token);
-        const bool stop = std::find(stop_ids.begin(), stop_ids.end(), token) != stop_ids.end();
-        if (detok && !stop) {
-            const std::string piece = detok->push(token);
-            std::fwrite(piece.data(), 1, piece.size(), stdout);
-            std::fflush(stdout);
-        }
-        if (stop)
+        if (emit(token))
             break;
         if (backend.lane_length(0) + 1 > backend.max_context())
             break;
     }
-    const double decode_s = seconds_since(t0);
-    if (detok) {
-        const std::string rest = detok->finish();
-        std::fwrite(rest.data(), 1, rest.size(), stdout);
-        std::fputc('\n', stdout);
-    } else {
-        if (!a.print_ids)
-            std::fprintf(stderr, "run: the artifact has no tokenizer; printing token ids\n");
-        for (size_t i = 0; i < generated.size(); ++i)
-            std::printf("%s%d", i ? " " : "", generated[i]);
-        std::printf("\n");
-    }
-    // The first token comes from the prefill's logits; decode steps produced the rest.
-    const size_t decoded = generated.empty() ? 0 : generated.size() - 1;
-    std::fprintf(stderr, "prefill: %zu tokens in %.3f s (%.1f tok/s); decode: %zu tokens in %.3f s (%.1f tok/s)\n",
-                 prompt.size(), prefill_s, double(prompt.size()) / std::max(prefill_s, 1e-9), decoded,
-                 decode_s, double(decoded) / std::max(decode_s, 1e-9));
+    print_output(detok.get(), generated, a.print_ids);
+    print_times(prompt.size(), prefill_s, generated.size(), seconds_since(t0));
+    if (a.stats) std::fprintf(stderr, "speculative off\n");
     return 0;
 }
 

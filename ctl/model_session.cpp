@@ -72,6 +72,8 @@ void start_backend(ModelSession& s, const BackendOptions& o) {
     req.max_concurrency = 1;
     req.kv_dtype = o.kv_dtype;
     req.prefill_chunk = o.prefill_chunk;
+    req.max_draft_tokens = o.max_draft_tokens;
+    req.mtp = o.mtp;
     // Weights are mmapped from the artifact: they count against RAM like any other allocation.
     req.weight_bytes = s.weights.stored_bytes();
     req.available_bytes = core::host_available_bytes();

@@ -31,6 +31,8 @@ struct BackendOptions {
     core::KvDtype kv_dtype = core::KvDtype::Bf16;
     uint32_t max_context = 0; // 0 = the model's max positions; clamped to them
     uint32_t prefill_chunk = 256;
+    uint32_t max_draft_tokens = 0; // speculation: verify windows of K + 1 tokens (MemoryRequest)
+    bool mtp = false;              // plan the MTP head's KV (the weights must have the head)
 };
 
 struct ModelSession {
