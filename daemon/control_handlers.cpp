@@ -274,6 +274,7 @@ void ControlServer::start_watch(const ConnPtr& c, const proto::Frame& request, u
     auto tick = [](uv_timer_t* t) {
         ConnPtr conn = *static_cast<ConnPtr*>(t->data);
         ControlServer* self = conn->server;
+        if (self->is_output_full(conn)) return; // a watcher that does not read: skip, never queue
         bool last = conn->watch_left == 1;
         self->reply(conn, conn->watch_request, Status::Ok, proto::encode_payload(metrics_of(*self->deps_.ctx)),
                     proto::kFlagMore);

@@ -203,38 +203,66 @@ void ControlServer::accept_one() {
         c->is_admin = peer_is_admin(fd, peer);
     }
     connections_.insert(c);
+    start_reading(c);
+}
+
+void ControlServer::start_reading(const ConnPtr& c) {
     uv_read_start(
         reinterpret_cast<uv_stream_t*>(&c->pipe),
         [](uv_handle_t*, size_t, uv_buf_t* buf) {
             static thread_local char scratch[64 * 1024];
             *buf = uv_buf_init(scratch, sizeof scratch);
         },
-        [](uv_stream_t* stream, ssize_t n, const uv_buf_t* buf) {
-            ConnPtr c = *static_cast<ConnPtr*>(stream->data);
-            ControlServer* self = c->server;
-            if (n == UV_EOF && !c->closing) {
-                // A peer that shut down its sending side (SHUT_WR) still gets the replies to
-                // what it sent: close once the last of them is written.
-                uv_read_stop(stream);
-                c->peer_done = true;
-                if (c->n_in_flight == 0) self->close_after_writes(c);
-                return;
-            }
-            if (n < 0) return self->close_connection(c);
-            c->decoder.feed({reinterpret_cast<const uint8_t*>(buf->base), size_t(n)});
-            while (!c->closing) {
-                std::optional<proto::Frame> f = c->decoder.next();
-                if (!f) break;
-                self->on_frame(c, *f);
-            }
-            if (c->decoder.has_error() && !c->closing) {
-                proto::Frame none;
-                bool version = c->decoder.refused_version() != 0;
-                self->reply_error(c, none, version ? proto::Status::BadVersion : proto::Status::BadMessage,
-                                  "protocol error: " + c->decoder.error());
-                self->close_after_writes(c); // answered once
-            }
-        });
+        on_read);
+}
+
+void ControlServer::on_read(uv_stream_t* stream, ssize_t n, const uv_buf_t* buf) {
+    ConnPtr c = *static_cast<ConnPtr*>(stream->data);
+    ControlServer* self = c->server;
+    if (n == UV_EOF && !c->closing) {
+        // A peer that shut down its sending side (SHUT_WR) still gets the replies to
+        // what it sent: close once the last of them is written.
+        uv_read_stop(stream);
+        c->peer_done = true;
+        if (c->n_in_flight == 0) self->close_after_writes(c);
+        return;
+    }
+    if (n < 0) return self->close_connection(c);
+    c->decoder.feed({reinterpret_cast<const uint8_t*>(buf->base), size_t(n)});
+    self->process_frames(c);
+}
+
+// The frames decoded so far, while the replies' output stays under the high-water mark.
+void ControlServer::process_frames(const ConnPtr& c) {
+    while (!c->closing && !is_output_full(c)) {
+        std::optional<proto::Frame> f = c->decoder.next();
+        if (!f) break;
+        on_frame(c, *f);
+    }
+    if (c->decoder.has_error() && !c->closing && !is_output_full(c)) {
+        proto::Frame none;
+        bool version = c->decoder.refused_version() != 0;
+        reply_error(c, none, version ? proto::Status::BadVersion : proto::Status::BadMessage,
+                    "protocol error: " + c->decoder.error());
+        close_after_writes(c); // answered once
+    }
+}
+
+bool ControlServer::is_output_full(const ConnPtr& c) const {
+    return uv_stream_get_write_queue_size(reinterpret_cast<const uv_stream_t*>(&c->pipe)) >
+           deps_.ctx->config.output_buffer_bytes;
+}
+
+// After each reply written: a connection paused for its output reads again once it drained.
+void ControlServer::on_written(const ConnPtr& c, int status) {
+    if (c->closing) return;
+    // The peer is gone (EPIPE, reset): a half-closed or watching connection would never read an
+    // EOF, so a failed write is what closes it.
+    if (status < 0) return close_connection(c);
+    if (!c->output_paused || is_output_full(c)) return;
+    c->output_paused = false;
+    process_frames(c);
+    if (!c->output_paused && !c->peer_done && !c->closing) start_reading(c);
 }
 
 void ControlServer::close_after_writes(const ConnPtr& c) {
@@ -298,13 +326,15 @@ void ControlServer::reply(const ConnPtr& c, const proto::Frame& request, proto::
     w->req.data = w;
     auto written = [](uv_write_t* r, int status) {
         std::unique_ptr<WriteReq> done(static_cast<WriteReq*>(r->data));
-        // The peer is gone (EPIPE, reset): a half-closed or watching connection would never
-        // read an EOF, so a failed write is what closes it.
-        if (status < 0 && status != UV_ECANCELED && !done->keep->closing) done->keep->server->close_connection(done->keep);
+        if (status != UV_ECANCELED && !done->keep->closing) done->keep->server->on_written(done->keep, status);
     };
     if (uv_write(&w->req, reinterpret_cast<uv_stream_t*>(&c->pipe), &buf, 1, written) != 0) {
         delete w;
         return close_connection(c);
+    }
+    if (is_output_full(c) && !c->output_paused) { // a peer that sends and never reads
+        c->output_paused = true;
+        uv_read_stop(reinterpret_cast<uv_stream_t*>(&c->pipe));
     }
     bool is_final = !(extra_flags & proto::kFlagMore);
     if (is_final && c->n_in_flight > 0 && --c->n_in_flight == 0 && c->peer_done) close_after_writes(c);

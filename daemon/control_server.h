@@ -18,6 +18,8 @@
 //   without a request payload: any byte) gets BadMessage. A peer that shuts down its sending
 //   side gets every reply still due, then the connection closes. An error message is cut to
 //   64 KiB so its reply fits the 1 MiB frame; a reply over the limit becomes an Internal error.
+// - Backpressure: while a connection's unsent replies exceed output-buffer-kib it is not read
+//   and no further frame of it is handled; metrics-watch skips a frame instead of queueing it.
 //   Ops dispatch through one table (control_handlers.cpp). Ops on lane state are the engine's
 //   typed operations (core::Engine::save_lane, restore_lane, erase_lane, evict, list_cache: the
 //   engine runs them on its thread and its I/O worker, the handler only answers the result on the
@@ -79,6 +81,11 @@ class ControlServer {
     void on_frame(const ConnPtr& c, const proto::Frame& frame);
     void close_connection(const ConnPtr& c);
     void close_after_writes(const ConnPtr& c); // shutdown after the queued replies, then close
+    void start_reading(const ConnPtr& c);
+    static void on_read(uv_stream_t* stream, ssize_t n, const uv_buf_t* buf);
+    void process_frames(const ConnPtr& c);
+    bool is_output_full(const ConnPtr& c) const; // unsent replies over output-buffer-kib
+    void on_written(const ConnPtr& c, int status);
 
     uv_loop_t* loop_;
     ControlDeps deps_;
@@ -104,6 +111,7 @@ struct ControlConnection {
     uint32_t peer_uid = 0, peer_pid = 0;
     bool closing = false;
     bool peer_done = false;    // the peer shut down its sending side (EOF read)
+    bool output_paused = false; // not read while its unsent replies exceed output-buffer-kib
     uint32_t n_in_flight = 0;  // requests whose final reply frame is not sent yet
     uv_timer_t watch_timer{};
     bool watching = false;

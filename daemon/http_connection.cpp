@@ -80,6 +80,9 @@ void Connection::on_ping_timer(uv_timer_t* timer) {
     }
     uint64_t now = uv_now(timer->loop);
     if (now - c->last_write_ms_ >= c->limits().sse_ping_ms) c->write_raw("8\r\n: ping\n\n\r\n"); // one chunk
+    // A stream whose peer stopped reading and whose output stopped too: the write timeout still holds.
+    else if (c->write_queue_bytes() && c->limits().write_timeout_ms && now - c->last_drain_ms_ > c->limits().write_timeout_ms)
+        c->close();
 }
 
 void Connection::on_alloc(uv_handle_t* handle, size_t, uv_buf_t* buf) {
@@ -95,14 +98,14 @@ void Connection::on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf
     }
     if (nread == 0 || c->closing_ || c->close_after_write_) return;
     c->input_.append(buf->base, size_t(nread));
-    if (c->active_ && c->input_.size() > kMaxBufferedInput) uv_read_stop(stream);
+    if ((c->active_ || c->is_output_full()) && c->input_.size() > kMaxBufferedInput) uv_read_stop(stream);
     c->pump();
 }
 
 void Connection::pump() {
     if (in_pump_) return; // the outer pump loop continues
     in_pump_ = true;
-    while (!closing_ && !close_after_write_ && !active_ && !input_.empty()) {
+    while (!closing_ && !close_after_write_ && !active_ && !input_.empty() && !is_output_full()) {
         llhttp_errno_t err = llhttp_execute(&parser_, input_.data(), input_.size());
         if (err == HPE_OK) {
             input_.clear();
@@ -123,8 +126,13 @@ void Connection::pump() {
         break;
     }
     in_pump_ = false;
-    if (!closing_ && !active_ && !close_after_write_)
+    // Reading resumes when the output drains (the write callback pumps again).
+    if (!closing_ && !active_ && !close_after_write_ && !is_output_full())
         uv_read_start(reinterpret_cast<uv_stream_t*>(&tcp_), on_alloc, on_read);
+    else if (is_output_full() && !closing_) {
+        output_paused_ = true;
+        uv_read_stop(reinterpret_cast<uv_stream_t*>(&tcp_));
+    }
 }
 
 void Connection::dispatch() {
@@ -160,14 +168,25 @@ void Connection::fail(int status, std::string message) {
 void Connection::write_raw(std::string data) {
     if (closing_) return;
     last_write_ms_ = uv_now(tcp_.loop);
+    if (write_queue_bytes() == 0) {
+        last_drain_ms_ = last_write_ms_;
+    } else if (limits().write_timeout_ms && last_write_ms_ - last_drain_ms_ > limits().write_timeout_ms) {
+        log_debug("http, closing a connection that read none of its output for " +
+                  std::to_string(limits().write_timeout_ms / 1000) + " s");
+        return close(); // the peer stopped reading: its stream is cancelled through on_close
+    }
     auto* w = new WriteRequest{{}, std::move(data), this};
     uv_buf_t buf = uv_buf_init(w->data.data(), unsigned(w->data.size()));
     int rc = uv_write(&w->req, reinterpret_cast<uv_stream_t*>(&tcp_), &buf, 1, [](uv_write_t* req, int status) {
         auto* w = reinterpret_cast<WriteRequest*>(req);
         Connection* c = w->connection;
         delete w;
+        if (status >= 0) c->last_drain_ms_ = uv_now(c->tcp_.loop); // the peer is reading
         if (status < 0) {
             c->close();
+        } else if (c->output_paused_ && !c->is_output_full() && !c->closing_) {
+            c->output_paused_ = false;
+            c->pump(); // parse the next pipelined request and read again
         } else if (c->close_after_write_ && c->write_queue_bytes() == 0 &&
                    uv_stream_get_write_queue_size(reinterpret_cast<uv_stream_t*>(&c->tcp_)) == 0) {
             c->close();

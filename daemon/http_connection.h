@@ -22,6 +22,7 @@ class Connection {
     void response_finished(bool keep_alive);
     void start_sse_keepalive(); // ": ping" chunks while the active stream is silent
     size_t write_queue_bytes() const;
+    bool is_output_full() const { return write_queue_bytes() > limits().max_output_bytes; }
     // Idle, or still in its headers: what a new connection may push out at max_connections.
     bool is_evictable() const { return !closing_ && !close_after_write_ && !active_ && !(in_request_ && headers_done_); }
     const HttpLimits& limits() const { return server_->limits(); }
@@ -53,6 +54,8 @@ class Connection {
     uv_timer_t timer_{};
     uv_timer_t ping_timer_{};
     uint64_t last_write_ms_ = 0;
+    uint64_t last_drain_ms_ = 0;       // the write queue was last empty or made progress
+    bool output_paused_ = false;       // input held back for output over max_output_bytes
     llhttp_t parser_{};
     llhttp_settings_t settings_{};
     std::string input_;          // received, not yet parsed

@@ -13,6 +13,10 @@
 //   byte, the body within body_timeout of the headers' end, else 408; idle keep-alive connections
 //   close after idle_timeout. Parse errors -> 400. Every such error closes the connection after the
 //   answer. Lenient llhttp modes stay off.
+// - Backpressure: while more than max_output_bytes of a connection's output are unsent, its
+//   input is not read and no further pipelined request is parsed (a peer that pipelines and
+//   never reads holds at most about that much plus one response); output queued with no write
+//   progress for write_timeout closes the connection (a stream's writer sees on_close).
 // - At max_connections a new connection closes the oldest one that is idle or still in its
 //   headers (never one with a body arriving or a response running); only if there is none is the
 //   new one refused. Those events are logged at most once per 10 s with a count.
@@ -88,6 +92,8 @@ struct HttpLimits {
     uint32_t max_connections{};
     uint64_t header_timeout_ms{};
     uint64_t body_timeout_ms{};
+    uint64_t max_output_bytes{}; // unsent bytes past which no further request is read or parsed
+    uint64_t write_timeout_ms{}; // unsent bytes with no progress this long: the peer is dropped
     uint64_t idle_timeout_ms{};
     uint64_t sse_ping_ms = 10000; // text/event-stream responses silent this long get ": ping" (0 = off)
     HeaderList common_headers; // added to every response (e.g. CORS)

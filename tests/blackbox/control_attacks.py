@@ -84,6 +84,27 @@ check(r is not None and r[0] == 0, f"status after SHUT_WR: {r}")
 r = exchange(frame(OP_SLOT_SAVE, slot_request(0, b"empty")), half_close=True)
 check(r is not None and r[0] != 0 and "empty" in message_of(r[1]), f"engine reply after SHUT_WR: {r}")
 
+# A peer that sends status requests and never reads: the daemon stops reading it (output-buffer-kib),
+# so its memory stays flat instead of queueing every reply (the issue saw 88 MB -> 1.33 GB in 20 s).
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
+flood = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+flood.connect(p.sock)
+flood.setblocking(False)
+rss_before, sent, burst = rss_kib(p.pid), 0, frame(OP_STATUS) * 2048
+deadline = time.time() + 3
+while time.time() < deadline:
+    try:
+        sent += flood.send(burst)
+    except BlockingIOError:
+        time.sleep(0.01)
+grown_mib = (rss_kib(p.pid) - rss_before) / 1024
+print(f"figures: control flood: {sent >> 20} MiB of status requests taken in 3 s, daemon RSS +{grown_mib:.1f} MiB")
+check(sent < (64 << 20) and grown_mib < 64, f"a non-reading control peer: {sent} bytes taken, RSS +{grown_mib:.0f} MiB")
+flood.close()
+check(exchange(frame(OP_STATUS))[0] == 0, "status after the flood")
+
 # A full listen backlog: ninferctl waits instead of failing "Transport endpoint is not connected".
 os.kill(p.pid, 19)  # SIGSTOP: nothing accepts
 held = []

@@ -33,6 +33,7 @@ struct Harness {
     std::unique_ptr<HttpServer> server;
     int port = 0;
     std::atomic<int> closed_callbacks{0};
+    std::atomic<int> n_handled{0};
     std::map<int, int> responses_by_status; // from HttpServer::on_response (loop thread)
 
     explicit Harness(HttpLimits limits) {
@@ -63,6 +64,22 @@ struct Harness {
                 delete p;
                 uv_close(reinterpret_cast<uv_handle_t*>(t), [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
             }, 50, 0);
+            return;
+        }
+        ++n_handled;
+        if (r.path == "/big") return w->send(200, "text/plain", std::string(64 << 10, 'b'));
+        if (r.path == "/flood") { // a stream producing 256 KiB every 20 ms until the peer is gone
+            w->on_close([this] { ++closed_callbacks; });
+            w->start_stream(200, "text/event-stream");
+            auto* timer = new uv_timer_t;
+            uv_timer_init(&loop, timer);
+            timer->data = new std::shared_ptr<ResponseWriter>(w);
+            uv_timer_start(timer, [](uv_timer_t* t) {
+                auto* writer = static_cast<std::shared_ptr<ResponseWriter>*>(t->data);
+                if ((*writer)->is_open()) return (*writer)->write(std::string(256 << 10, 'f'));
+                delete writer;
+                uv_close(reinterpret_cast<uv_handle_t*>(t), [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
+            }, 20, 20);
             return;
         }
         if (r.path == "/stream") {
@@ -319,4 +336,48 @@ TEST_CASE("a repeated warning is logged once per interval with the count left ou
     CHECK_FALSE(log.line(5999, "refused"));
     CHECK(log.line(6000, "refused") == "refused (2 more like it not logged)");
     CHECK(log.line(9000, "refused") == "refused");
+}
+
+TEST_CASE("a pipelining peer that does not read stops being read: its output stays bounded", "[http_server]") {
+    HttpLimits limits = default_limits();
+    limits.max_output_bytes = 64 << 10;
+    Harness h(limits);
+    constexpr int kRequests = 1000; // 64 KiB answers: 64 MiB in all
+    int handled_unread = 0, answered = 0;
+    h.run([&] {
+        int fd = h.connect_client();
+        std::string all;
+        for (int i = 0; i < kRequests; ++i) all += "GET /big HTTP/1.1\r\n\r\n";
+        send(fd, all.data(), all.size(), 0);
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        handled_unread = h.n_handled; // the kernel's socket buffers hold ~10 MiB at most
+        char buf[65536];
+        std::string tail;
+        for (ssize_t n; answered < kRequests && (n = recv(fd, buf, sizeof buf, 0)) > 0;) {
+            tail.append(buf, size_t(n));
+            for (size_t p; (p = tail.find("HTTP/1.1 200")) != std::string::npos;) {
+                ++answered;
+                tail.erase(0, p + 12);
+            }
+            if (tail.size() > 16) tail.erase(0, tail.size() - 16);
+        }
+        ::close(fd);
+    });
+    CHECK(handled_unread < kRequests / 2);
+    CHECK(answered == kRequests); // reading resumes once the peer reads
+}
+
+TEST_CASE("a stream whose peer reads nothing is closed after the write timeout", "[http_server]") {
+    HttpLimits limits = default_limits();
+    limits.write_timeout_ms = 300;
+    Harness h(limits);
+    int closed_while_connected = -1;
+    h.run([&] {
+        int fd = h.connect_client();
+        send(fd, "GET /flood HTTP/1.1\r\n\r\n", 24, 0);
+        std::this_thread::sleep_for(std::chrono::milliseconds(2000)); // never reads
+        closed_while_connected = h.closed_callbacks;
+        ::close(fd);
+    });
+    CHECK(closed_while_connected == 1);
 }
