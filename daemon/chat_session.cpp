@@ -252,6 +252,8 @@ void ChatSession::deliver(ChatUpdate&& u) {
 void ChatSession::finish(const ChatUpdate& u) {
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
     ctx_.counters.request_seconds.observe(seconds);
+    ctx_.counters.n_tokens_max =
+        std::max<uint64_t>(ctx_.counters.n_tokens_max, uint64_t(u.summary.prompt_tokens) + u.summary.completion_tokens);
     log_request_finished(id_, u.summary, finish_reason_name(u.finish), seconds * 1000);
     if (peer_gone_) return;
     if (u.finish == ChatFinish::Cancelled) // the daemon's drain deadline passed

@@ -43,7 +43,7 @@ void handle_status(ControlServer& s, const ConnPtr& c, const Frame& f) {
     r.version = NINFER_VERSION_STRING;
     r.model_id = ctx.model_id;
     r.artifact = ctx.config.artifact_path;
-    r.device = ctx.config.device;
+    r.device = ctx.device_in_use.empty() ? ctx.config.device : ctx.device_in_use; // cpu/cuda, not "auto"
     r.synthetic = m.artifact->is_synthetic();
     r.draining = ctx.state == ServeState::Draining || ctx.admission_paused;
     r.uptime_s = uint64_t(std::max<int64_t>(0, int64_t(std::time(nullptr)) - ctx.created_unix));

@@ -29,7 +29,9 @@ class ChatSession;
 class ResponseStore;
 
 // Histogram bucket bounds in seconds (Prometheus `le`), shared by TTFT and request duration.
-inline constexpr std::array<double, 12> kLatencyBuckets = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+// Up to an hour: an agent's long turn (a 32K-token answer on a CPU) must not land in +Inf only.
+inline constexpr std::array<double, 17> kLatencyBuckets = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,   2.5, 5,
+                                                           10,   30,    60,   120, 300,  600, 1800, 3600};
 
 struct Histogram {
     std::array<uint64_t, kLatencyBuckets.size()> counts{};
@@ -44,6 +46,7 @@ struct LoopCounters {
     uint64_t n_client_disconnects_total = 0;
     Histogram ttft_seconds;
     Histogram request_seconds;
+    uint64_t n_tokens_max = 0; // largest prompt + generated tokens of a finished request
 };
 
 struct DaemonContext {

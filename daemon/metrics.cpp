@@ -4,6 +4,7 @@
 #include "core/engine/generation.h"
 #include "daemon/serve_figures.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -57,7 +58,9 @@ std::string render_metrics(const DaemonContext& ctx) {
     uint64_t steps = f.decode_steps_total;
 
     family(out, "ninfer_model_info", "gauge", "Served model (value 1)");
-    out << "ninfer_model_info{model=\"" << ctx.model_id << "\",device=\"" << ctx.config.device << "\"} 1\n";
+    // The backend in use (cpu, cuda, script) once resolved, not the --device option ("auto").
+    const std::string& device = ctx.device_in_use.empty() ? ctx.config.device : ctx.device_in_use;
+    out << "ninfer_model_info{model=\"" << ctx.model_id << "\",device=\"" << device << "\"} 1\n";
     one(out, "ninfer_engine_ready", "gauge", "1 when the model is loaded and serving", ctx.state == ServeState::Ready);
     one(out, "ninfer_max_concurrency", "gauge", "Lanes decoding together", f.n_lanes);
     one(out, "ninfer_max_context_tokens", "gauge", "Longest sequence per request", ctx.config.max_context);
@@ -113,7 +116,11 @@ std::string render_metrics(const DaemonContext& ctx) {
         f.busy_lanes_per_decode_step);
     one(out, "llamacpp:requests_processing", "gauge", "Number of requests processing.", f.n_requests_running);
     one(out, "llamacpp:requests_deferred", "gauge", "Number of requests deferred.", f.n_requests_waiting);
-    one(out, "llamacpp:n_tokens_max", "gauge", "Largest observed n_tokens.", ctx.config.max_context);
+    // llama.cpp's meaning: the largest sequence seen, finished requests and the lanes now running.
+    uint64_t n_tokens_max = ctx.counters.n_tokens_max;
+    if (ctx.engine)
+        for (const auto& lane : ctx.engine->stats().lane_tokens) n_tokens_max = std::max<uint64_t>(n_tokens_max, lane.load());
+    one(out, "llamacpp:n_tokens_max", "gauge", "Largest observed n_tokens.", double(n_tokens_max));
     return out.str();
 }
 
