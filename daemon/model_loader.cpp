@@ -52,6 +52,19 @@ std::string resolved_device(const std::string& device) {
     return "cpu";
 }
 
+std::string device_choice_line(const std::string& device, bool& fallback) {
+    fallback = false;
+    const std::string chosen = resolved_device(device);
+    if (device != "auto") return "device " + chosen + " (--device " + device + ")";
+#ifdef NINFER_HAVE_CUDA_BACKEND
+    if (chosen == "cuda") return "--device auto: cuda, a usable GPU was found";
+    fallback = true;
+    return "--device auto: cpu, no usable GPU: " + core::cuda_unavailable_reason();
+#else
+    return "--device auto: cpu, this ninferd was built without the CUDA backend";
+#endif
+}
+
 PlannedModel plan_model(const DaemonConfig& config) {
     PlannedModel m;
     m.artifact = core::Artifact::open(config.artifact_path);

@@ -41,6 +41,9 @@ std::unique_ptr<core::Backend> load_backend(const DaemonConfig& config, PlannedM
                                             const ModelFrontend& frontend);
 // The backend load_backend builds for --device: "cpu", "cuda" or "script" (auto resolved).
 std::string resolved_device(const std::string& device);
+// One log line for the start: the backend chosen and why ("--device auto: cpu, no usable GPU:
+// <reason>"); `fallback` is set when --device auto fell back to the CPU in a CUDA build.
+std::string device_choice_line(const std::string& device, bool& fallback);
 std::vector<std::vector<int32_t>> read_script_file(const std::string& path, const core::Tokenizer& tokenizer);
 
 } // namespace ninfer::daemon

@@ -73,6 +73,9 @@ class Daemon {
         ctx_.model_id = model_.model_id;
         ctx_.synthetic_weights = model_.artifact->is_synthetic();
         ctx_.device_in_use = resolved_device(ctx_.config.device);
+        bool fallback = false;
+        const std::string choice = device_choice_line(ctx_.config.device, fallback);
+        fallback ? log_warning("backend, " + choice) : log_info("backend, " + choice);
         ctx_.loop = &loop_;
         ctx_.engine = &engine_;
         ctx_.created_unix = int64_t(std::time(nullptr));

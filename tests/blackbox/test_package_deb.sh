@@ -4,11 +4,13 @@
 # then remove and purge it and check what is left. Installs system-wide: a CI stage (scripts/test.sh),
 # never a ctest entry. Run as root on Debian 12; systemd need not be PID 1 (nothing is started).
 # Env: NINFER_SOURCE_DIR (default: this checkout), NINFER_DEB_WORKDIR (default: a temp dir),
-#      NINFER_DEB_JOBS (default: nproc).
+#      NINFER_DEB_JOBS (default: nproc), NINFER_DEB_PROFILES (default: pkg.ninfer.nocuda: CI packages
+#      the CPU flavour, its CUDA compile is the cuda-build stage; set it empty for the CUDA .deb).
 set -euo pipefail
 SRC=${NINFER_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 W=${NINFER_DEB_WORKDIR:-$(mktemp -d)}
 JOBS=${NINFER_DEB_JOBS:-$(nproc)}
+PROFILES=${NINFER_DEB_PROFILES-pkg.ninfer.nocuda}
 [ "$(id -u)" = 0 ] || { echo "test_package_deb: run as root (installs the package)" >&2; exit 1; }
 version=$(sed -n '1s/^ninfer (\([^)]*\)).*/\1/p' "$SRC/packaging/deb/changelog")
 failed=0
@@ -29,7 +31,7 @@ fi
 cp -r "$tree/packaging/deb" "$tree/debian"
 t0=$(date +%s)
 if ! (cd "$tree" && DEB_BUILD_OPTIONS="nocheck parallel=$JOBS" /usr/bin/time -f "cpu: %U s user, %S s sys" \
-        -o "$W/build.time" dpkg-buildpackage -us -uc -b) > "$W/build.log" 2>&1; then
+        -o "$W/build.time" dpkg-buildpackage -us -uc -b ${PROFILES:+-P"$PROFILES"}) > "$W/build.log" 2>&1; then
     tail -40 "$W/build.log"; echo "test_package_deb: FAIL: dpkg-buildpackage (log: $W/build.log)"; exit 1
 fi
 echo "built in $(( $(date +%s) - t0 )) s ($(cat "$W/build.time"))"

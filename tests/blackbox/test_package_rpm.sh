@@ -4,7 +4,8 @@
 # any scriptlet, the scriptlets call systemd-sysusers / systemctl, the file list, modes and
 # %config(noreplace), and rpmlint reports no errors. Installing the rpm needs a Fedora/RHEL host
 # (not tested here). A CI stage (scripts/test.sh), not a ctest entry: it compiles the whole tree.
-# Env: NINFER_SOURCE_DIR (default: this checkout), NINFER_RPM_WORKDIR (default: a temp dir).
+# Env: NINFER_SOURCE_DIR (default: this checkout), NINFER_RPM_WORKDIR (default: a temp dir),
+#      NINFER_RPM_CUDA (default: --without cuda, the CPU flavour in CI; "--with cuda" for the GPU build).
 set -euo pipefail
 SRC=${NINFER_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 W=${NINFER_RPM_WORKDIR:-$(mktemp -d)}
@@ -25,7 +26,7 @@ fi
 cp "$SRC/systemd/ninfer.sysusers" "$W/SOURCES/ninfer.sysusers"
 
 t0=$(date +%s)
-if ! /usr/bin/time -f "cpu: %U s user, %S s sys" -o "$W/build.time" rpmbuild --nodeps --load "$SRC/packaging/rpm/macros.debian-compat" --define "_topdir $W" \
+if ! /usr/bin/time -f "cpu: %U s user, %S s sys" -o "$W/build.time" rpmbuild --nodeps --load "$SRC/packaging/rpm/macros.debian-compat" --define "_topdir $W" ${NINFER_RPM_CUDA:---without cuda} \
         -bb "$spec" > "$W/build.log" 2>&1; then
     tail -40 "$W/build.log"; echo "test_package_rpm: FAIL: rpmbuild (log: $W/build.log)"; exit 1
 fi

@@ -1,4 +1,5 @@
-// ninfer black-box test - /metrics tells what is true of this server: the backend in use (not the
+// ninfer black-box test - the start log says which backend --device auto chose and why; /metrics
+// tells what is true of this server: the backend in use (not the
 // --device option "auto"), llama.cpp's n_tokens_max as the largest sequence observed (not the
 // configured context), and request-duration buckets that reach hours (agents' long turns).
 'use strict';
@@ -8,6 +9,8 @@ const metric = (text, re) => { const m = text.match(re); return m ? Number(m[1])
 
 main('serving_facts', async (start) => {
     const d = await start(); // --device auto on a machine without a GPU (or a CPU build): cpu
+    check(/--device auto: cpu, (this ninferd was built without the CUDA backend|no usable GPU: .+)/.test(d.log()),
+        '--device auto logs the backend it chose and why', d.log().slice(0, 600));
     const before = (await request(d.base, 'GET', '/metrics')).text;
     check(/ninfer_model_info\{model="tiny",device="cpu"\} 1/.test(before), 'model_info names the backend in use, not "auto"',
         (before.match(/ninfer_model_info\{.*/) || [''])[0]);
