@@ -41,7 +41,7 @@ ServeFigures read_serve_figures(const DaemonContext& ctx) {
     for (size_t i = 0; i < f.spec_accepted_per_pos.size(); ++i) f.spec_accepted_per_pos[i] = s.n_spec_accepted_per_pos[i];
 
     f.prompt_tokens_per_s = ratio(double(f.prefill_tokens_total), f.prefill_s);
-    f.generated_tokens_per_s = ratio(double(f.decode_lane_steps_total), f.decode_s);
+    f.generated_tokens_per_s = ratio(double(f.decode_lane_steps_total + f.spec_accepted_tokens_total), f.decode_s);
     f.busy_lanes_per_decode_step = ratio(double(f.decode_lane_steps_total), double(f.decode_steps_total));
     f.uptime_s = uint64_t(std::max<int64_t>(0, int64_t(std::time(nullptr)) - ctx.created_unix));
     int n_listed = std::clamp(f.n_lanes, 0, int(s.lane_phase.size()));

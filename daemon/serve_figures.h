@@ -8,7 +8,8 @@
 //   since start. Sources, one per field, are the comments below.
 // - Derived figures are 0 while their denominator is 0:
 //   prompt_tokens_per_s    = prefill_tokens_total / prefill_s (average while prefilling)
-//   generated_tokens_per_s = decode_lane_steps_total / decode_s (average while decoding)
+//   generated_tokens_per_s = (decode_lane_steps_total + spec_accepted_tokens_total) / decode_s
+//     (average while decoding: a speculative round's lane step reports its accepted drafts too)
 //   busy_lanes_per_decode_step = decode_lane_steps_total / decode_steps_total
 //   uptime_s = wall seconds since the daemon started (ctx.created_unix).
 // - lanes lists the first n_lanes engine lanes (at most EngineStats::lane_phase's size) with their

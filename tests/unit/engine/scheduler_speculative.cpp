@@ -350,3 +350,30 @@ TEST_CASE("scheduler_speculative: mtp needs a head; parse and name the option's 
     o.speculative = {SpeculativeKind::Ngram, 3};
     CHECK_NOTHROW(Scheduler(*backend, o, stats));
 }
+
+TEST_CASE("scheduler_speculative: admission reserves the verify window's K tokens, up to the capacity left",
+          "[scheduler_speculative]") {
+    const Model m(false);
+    auto backend = make_cpu_backend(m.weights, test::tiny_speculative_plan(m.config, 2, 4, true, KvDtype::F32, kContext));
+    auto reserved_for = [&](std::optional<SpeculativeConfig> request, uint64_t capacity) {
+        EngineStats stats;
+        SchedulerOptions o{.max_context = kContext, .kv_capacity_tokens = capacity, .prefill_chunk = 64};
+        o.speculative = {SpeculativeKind::Mtp, 4};
+        Scheduler s(*backend, o, stats);
+        GenerationRequest r;
+        r.prompt = test::random_tokens(30, m.config.vocab_size, 9);
+        r.max_tokens = 20;
+        r.speculative = request;
+        r.sink = std::make_shared<RecordingSink>();
+        s.submit(std::move(r));
+        s.step(); // admitted and prefilled
+        const uint64_t reserved = stats.kv_reserved_tokens;
+        s.cancel_all();
+        return reserved;
+    };
+    CHECK(reserved_for(std::nullopt, 2 * kContext) == 30 + 20 + 4);
+    CHECK(reserved_for(SpeculativeConfig{SpeculativeKind::Ngram, 2}, 2 * kContext) == 30 + 20 + 2);
+    CHECK(reserved_for(SpeculativeConfig{SpeculativeKind::Mtp, 5}, 2 * kContext) == 30 + 20 + 4); // never raised
+    CHECK(reserved_for(SpeculativeConfig{}, 2 * kContext) == 30 + 20);
+    CHECK(reserved_for(std::nullopt, 30 + 20 + 1) == 30 + 20 + 1); // the capacity left
+}
