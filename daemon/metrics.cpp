@@ -57,6 +57,12 @@ std::string render_metrics(const DaemonContext& ctx) {
     uint64_t prefill_n = f.prefill_tokens_total, gen_n = f.generation_tokens_total;
     uint64_t steps = f.decode_steps_total;
 
+    family(out, "ninfer_build_info", "gauge", "This ninferd's version and whether it has the CUDA backend (value 1)");
+#ifdef NINFER_HAVE_CUDA_BACKEND
+    out << "ninfer_build_info{version=\"" NINFER_VERSION_STRING "\",cuda=\"on\"} 1\n";
+#else
+    out << "ninfer_build_info{version=\"" NINFER_VERSION_STRING "\",cuda=\"off\"} 1\n";
+#endif
     family(out, "ninfer_model_info", "gauge", "Served model (value 1)");
     // The backend in use (cpu, cuda, script) once resolved, not the --device option ("auto").
     const std::string& device = ctx.device_in_use.empty() ? ctx.config.device : ctx.device_in_use;

@@ -14,6 +14,8 @@ main('serving_facts', async (start) => {
     const before = (await request(d.base, 'GET', '/metrics')).text;
     check(/ninfer_model_info\{model="tiny",device="cpu"\} 1/.test(before), 'model_info names the backend in use, not "auto"',
         (before.match(/ninfer_model_info\{.*/) || [''])[0]);
+    check(/^ninfer_build_info\{version="[0-9][^"]*",cuda="(on|off)"\} 1$/m.test(before), 'ninfer_build_info names the version and the CUDA build',
+        (before.match(/^ninfer_build_info.*$/m) || ['(none)'])[0]);
     check(metric(before, /^llamacpp:n_tokens_max (\S+)$/m) === 0, 'n_tokens_max is 0 before any request',
         (before.match(/^llamacpp:n_tokens_max.*$/m) || [''])[0]);
     const r = await request(d.base, 'POST', '/v1/chat/completions', { body: {
