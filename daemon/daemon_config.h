@@ -49,6 +49,7 @@ struct DaemonConfig {
     uint32_t header_timeout_s{};
     uint32_t body_timeout_s{};
     uint64_t output_buffer_bytes{};
+    uint64_t max_inflight_body_bytes{};
     uint32_t write_timeout_s{};
     uint32_t idle_timeout_s{};
     bool enable_thinking{};

@@ -204,6 +204,7 @@ size_t Connection::write_queue_bytes() const {
 
 void Connection::response_finished(bool keep_alive) {
     active_.reset();
+    release_body(); // the dispatched request's body is no longer held
     uv_timer_stop(&ping_timer_);
     if (!keep_alive) {
         close_after_write_ = true;
@@ -218,6 +219,7 @@ void Connection::response_finished(bool keep_alive) {
 void Connection::close() {
     if (closing_) return;
     closing_ = true;
+    release_body();
     if (active_) {
         auto writer = std::move(active_);
         writer->detach();
@@ -235,6 +237,19 @@ void Connection::on_closed(uv_handle_t* handle) {
     if (--c->handles_open_ == 0) delete c;
 }
 
+bool Connection::hold_body(uint64_t n) {
+    if (server_->hold_body_bytes(n)) return true;
+    error_status_ = 503;
+    error_message_ = "the server holds " + std::to_string(server_->inflight_body_bytes()) +
+                     " bytes of request bodies, its limit: try again later";
+    return false;
+}
+
+void Connection::release_body() {
+    server_->release_body_bytes(body_reserved_);
+    body_reserved_ = 0;
+}
+
 bool Connection::count_header_bytes(size_t n) {
     header_bytes_ += uint32_t(n);
     if (header_bytes_ <= limits().max_header_bytes) return true;
@@ -250,6 +265,7 @@ int Connection::cb_message_begin(llhttp_t* p) {
     c->last_was_value_ = false;
     c->in_request_ = true;
     c->headers_done_ = false;
+    c->release_body(); // a request that failed before dispatch
     c->arm_timer(c->limits().header_timeout_ms); // the headers' deadline, from the first byte
     return 0;
 }
@@ -302,6 +318,10 @@ int Connection::cb_headers_complete(llhttp_t* p) {
                             std::to_string(c->limits().max_body_bytes) + " bytes";
         return -1;
     }
+    if ((p->flags & F_CONTENT_LENGTH) && p->content_length > 0) { // reserve the announced body now
+        if (!c->hold_body(p->content_length)) return -1;
+        c->body_reserved_ = p->content_length;
+    }
     if (r.header("expect") == "100-continue") c->write_raw("HTTP/1.1 100 Continue\r\n\r\n");
     c->headers_done_ = true;
     c->arm_timer(c->limits().body_timeout_ms); // the body's deadline, from now
@@ -314,6 +334,10 @@ int Connection::cb_body(llhttp_t* p, const char* at, size_t n) {
         c->error_status_ = 413;
         c->error_message_ = "request body exceeds the limit of " + std::to_string(c->limits().max_body_bytes) + " bytes";
         return -1;
+    }
+    if (c->request_.body.size() + n > c->body_reserved_) { // chunked: hold the bytes as they come
+        if (!c->hold_body(c->request_.body.size() + n - c->body_reserved_)) return -1;
+        c->body_reserved_ = c->request_.body.size() + n;
     }
     c->request_.body.append(at, n);
     return 0;

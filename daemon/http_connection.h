@@ -47,6 +47,8 @@ class Connection {
     void dispatch();        // hand the complete request to the handler
     void fail(int status, std::string message); // error answer, then close
     bool count_header_bytes(size_t n);
+    bool hold_body(uint64_t n); // false: 503, the server-wide body budget is spent
+    void release_body();
     void arm_timer(uint64_t ms);
 
     HttpServer* server_;
@@ -65,6 +67,7 @@ class Connection {
     bool headers_done_ = false;  // in_request_ and its headers complete: the body is arriving
     bool last_was_value_ = false;
     uint32_t header_bytes_ = 0;
+    uint64_t body_reserved_ = 0; // body bytes of the current request counted in the server's budget
     int error_status_ = 0;
     std::string error_message_;
     std::shared_ptr<ResponseWriter> active_;

@@ -93,6 +93,7 @@ HttpLimits http_limits_of(const DaemonConfig& c) {
     l.header_timeout_ms = uint64_t(c.header_timeout_s) * 1000;
     l.body_timeout_ms = uint64_t(c.body_timeout_s) * 1000;
     l.max_output_bytes = c.output_buffer_bytes;
+    l.max_inflight_body_bytes = c.max_inflight_body_bytes;
     l.write_timeout_ms = uint64_t(c.write_timeout_s) * 1000;
     l.idle_timeout_ms = uint64_t(c.idle_timeout_s) * 1000;
     return l;

@@ -17,6 +17,10 @@
 //   input is not read and no further pipelined request is parsed (a peer that pipelines and
 //   never reads holds at most about that much plus one response); output queued with no write
 //   progress for write_timeout closes the connection (a stream's writer sees on_close).
+// - Request bodies held at once (arriving, or dispatched until their response ends) are bounded
+//   by max_inflight_body_bytes over all connections: a body (by Content-Length, or as chunks
+//   arrive) that would pass it gets 503 and the connection closes. Each request costs a few times
+//   its body while it is parsed and served, so this bounds that memory too.
 // - At max_connections a new connection closes the oldest one that is idle or still in its
 //   headers (never one with a body arriving or a response running); only if there is none is the
 //   new one refused. Those events are logged at most once per 10 s with a count.
@@ -29,6 +33,7 @@
 #include "daemon/daemon_config.h"
 #include "daemon/log.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -93,6 +98,7 @@ struct HttpLimits {
     uint64_t header_timeout_ms{};
     uint64_t body_timeout_ms{};
     uint64_t max_output_bytes{}; // unsent bytes past which no further request is read or parsed
+    uint64_t max_inflight_body_bytes{}; // request bodies held at once, all connections (503 past it)
     uint64_t write_timeout_ms{}; // unsent bytes with no progress this long: the peer is dropped
     uint64_t idle_timeout_ms{};
     uint64_t sse_ping_ms = 10000; // text/event-stream responses silent this long get ": ping" (0 = off)
@@ -122,6 +128,14 @@ class HttpServer {
     const HttpLimits& limits() const { return limits_; }
     const RequestHandler& handler() const { return handler_; }
     void forget(Connection* connection);
+    // Request body bytes held over all connections; false (nothing added) past the budget.
+    bool hold_body_bytes(uint64_t n) {
+        if (inflight_body_bytes_ + n > limits_.max_inflight_body_bytes) return false;
+        inflight_body_bytes_ += n;
+        return true;
+    }
+    void release_body_bytes(uint64_t n) { inflight_body_bytes_ -= std::min(n, inflight_body_bytes_); }
+    uint64_t inflight_body_bytes() const { return inflight_body_bytes_; }
     void note_response(int status) const {
         if (on_response_) on_response_(status);
     }
@@ -136,6 +150,7 @@ class HttpServer {
     bool listening_ = false;
     bool listener_closed_ = false;
     std::vector<Connection*> connections_; // oldest first
+    uint64_t inflight_body_bytes_ = 0;
     RepeatedLog refused_log_{10000}, evicted_log_{10000};
 };
 

@@ -381,3 +381,36 @@ TEST_CASE("a stream whose peer reads nothing is closed after the write timeout",
     });
     CHECK(closed_while_connected == 1);
 }
+
+TEST_CASE("request bodies held at once are bounded over all connections: 503 past the budget", "[http_server]") {
+    HttpLimits limits = default_limits();
+    limits.max_inflight_body_bytes = 100000;
+    Harness h(limits);
+    std::string refused, first, later;
+    h.run([&] {
+        char buf[4096];
+        auto read_some = [&](int fd, std::string& into) {
+            ssize_t n = recv(fd, buf, sizeof buf, 0);
+            if (n > 0) into.assign(buf, size_t(n));
+        };
+        int a = h.connect_client(); // announces 90,000 bytes, sends half: they are held
+        std::string head = "POST /a HTTP/1.1\r\nContent-Length: 90000\r\n\r\n";
+        send(a, head.data(), head.size(), 0);
+        std::string half(45000, 'a');
+        send(a, half.data(), half.size(), 0);
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        int b = h.connect_client();
+        std::string big = "POST /b HTTP/1.1\r\nContent-Length: 20000\r\n\r\n" + std::string(20000, 'b');
+        send(b, big.data(), big.size(), MSG_NOSIGNAL);
+        read_some(b, refused);
+        send(a, half.data(), half.size(), 0); // a completes and is answered: its bytes go back
+        read_some(a, first);
+        int c = h.connect_client();
+        send(c, big.data(), big.size(), 0);
+        read_some(c, later);
+        for (int fd : {a, b, c}) ::close(fd);
+    });
+    CHECK(refused.find("HTTP/1.1 503") == 0);
+    CHECK(first.find("HTTP/1.1 200") == 0);
+    CHECK(later.find("HTTP/1.1 200") == 0);
+}
