@@ -36,7 +36,7 @@ nul_ids=$("$CTL" tokenize "$tok" --file "$WORK/nul.bin")
 [ "$(printf 'a\000b' | "$CTL" tokenize "$tok" --file -)" = "$nul_ids" ] || { echo "FAIL: --file - differs"; exit 1; }
 "$CTL" tokenize "$tok" >/dev/null 2>&1 && { echo "FAIL: missing --text accepted"; exit 1; }
 # The same tokenizer read from an artifact's resources gives the same ids.
-"$CTL" convert --synthetic tiny "$WORK/tiny.ninfer" --tokenizer "$TOKENIZER_DIR/tokenizer.json" >/dev/null
+"$CTL" convert --synthetic tiny "$WORK/tiny.ninfer" --tokenizer "$TOKENIZER_DIR" >/dev/null
 "$CTL" tokenize "$WORK/tiny.ninfer" --file "$WORK/qwen3/cases.jsonl" --jsonl > "$WORK/from_artifact.txt"
 cmp -s "$WORK/from_artifact.txt" "$WORK/qwen3/ours.txt" || { echo "FAIL: artifact ids differ from tokenizer.json ids"; exit 1; }
 echo "tokenizer oracle: ok"
