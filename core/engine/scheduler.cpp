@@ -96,9 +96,13 @@ int Scheduler::n_running() const {
 
 bool Scheduler::has_requests() const { return !queue_.empty() || n_running() > 0; }
 
+bool Scheduler::any_closing() const {
+    return std::any_of(lanes_.begin(), lanes_.end(), [](const Lane& l) { return l.closing; });
+}
+
 bool Scheduler::has_work() const {
     if (n_running() > 0 || !in_flight_.empty()) return true;
-    if (std::any_of(lanes_.begin(), lanes_.end(), [](const Lane& l) { return l.closing; })) return true;
+    if (any_closing()) return true;
     // Queued work can start only if the head fits now; otherwise we wait for a deadline.
     return !queue_.empty() && uint64_t(queue_.front().prompt.size()) + queue_.front().max_tokens +
                                       verify_slack(queue_.front()) + reserved_tokens() <=
@@ -176,7 +180,7 @@ int Scheduler::pick_lane(const GenerationRequest& request) const {
 void Scheduler::admit(Clock::time_point now) {
     // A closing lane is fed in this round's decode step: admission waits for it, so every free
     // lane holds its whole sequence when a lane is picked, in either decode order.
-    if (std::any_of(lanes_.begin(), lanes_.end(), [](const Lane& l) { return l.closing; })) return;
+    if (any_closing()) return;
     while (!queue_.empty()) {
         const GenerationRequest& head = queue_.front();
         if (reserved_tokens() + head.prompt.size() + head.max_tokens + verify_slack(head) > options_.kv_capacity_tokens)

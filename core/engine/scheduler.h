@@ -131,6 +131,7 @@ class Scheduler {
     // One decode round: begin the next step, end the one begun in the previous round.
     void decode_batch();
     void end_step_in_flight();
+    bool any_closing() const; // a finished lane still to feed its last sample
     // Speculation (scheduler_speculative.cpp).
     SpeculativeConfig speculation_of(const GenerationRequest& request) const; // clamped to the server's
     uint32_t verify_slack(const GenerationRequest& request) const;            // KV reserved beyond max_tokens
