@@ -19,8 +19,11 @@ isolated = os.geteuid() == 0 and all(os.path.exists(p) for p in ("/usr/bin/unsha
 d = os.path.join(T, "attacks")
 if isolated:
     group_file = os.path.join(T, "group")
+    # A ninfer-admin group the machine already has (left by an installed package) is replaced:
+    # getgrnam returns the first line of a name, and the test needs its own gid.
     with open("/etc/group") as src, open(group_file, "w") as out:
-        out.write(src.read() + f"ninfer-admin:x:{ADMIN_GID}:nobody\n")
+        kept = [line for line in src if not line.startswith("ninfer-admin:")]
+        out.write("".join(kept) + f"ninfer-admin:x:{ADMIN_GID}:nobody\n")
     wrapper = os.path.join(T, "ninferd-isolated")
     with open(wrapper, "w") as w:
         w.write(f"""#!/bin/sh
