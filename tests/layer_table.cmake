@@ -4,7 +4,7 @@
 # Run: cmake -DDOC=docs/ARCHITECTURE.md -DLAYERS=<build>/core_layers.txt -P tests/layer_table.cmake
 # Doc names: a part by its folder (`cpu`), kernels, and external libraries by their names
 # (simdjson, PCRE2, liburing; case-insensitive). A dependency in parentheses is optional (linked
-# only when found); a part marked "(with CUDA)" may be absent from a build without CUDA.
+# only when found); a part marked "(with CUDA)" or "(with FFmpeg)" may be absent from a build without them.
 cmake_minimum_required(VERSION 3.25)
 
 # CMake target name -> the name the doc uses.
@@ -47,7 +47,7 @@ foreach(line IN LISTS doc_lines)
     set(required_${part} "")
     set(optional_${part} "")
     set(cuda_only_${part} FALSE)
-    if(part_note MATCHES "with CUDA")
+    if(part_note MATCHES "with (CUDA|FFmpeg)")
         set(cuda_only_${part} TRUE)
     endif()
     if(NOT deps_text STREQUAL "—" AND NOT deps_text STREQUAL "")

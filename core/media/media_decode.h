@@ -1,0 +1,48 @@
+// ninfer::core - one image or video's bytes -> VisionInput (decode, sample, resize, normalise,
+// patchify, digest).
+//
+// Contract:
+// - plan_media(kind, bytes, config, limits) reads only headers (sniff_image for images, then
+//   MediaReader's probe) and returns what decoding will produce: the resized size, the sampled
+//   frame indices and the merged tokens. Everything past a limit or undecodable throws
+//   Error("media: ...") (Errc::Invalid: the daemon answers 400) before any frame is decoded;
+//   Errc::Unavailable when FFmpeg is missing.
+// - decode_media(kind, bytes, config, limits) does the plan, then decodes: an Image is the first
+//   frame (GIF: the first frame of an animation), duplicated to temporal_patch_size frames; a
+//   Video is the planned frames (sample_frame_indices at config.video.fps, at most
+//   min(config.video.max_frames, limits.max_frames)), each converted to RGB and resized (FFmpeg's
+//   swscale bicubic) as soon as it is decoded, then patchified in pairs, so no more than two
+//   resized frames and the output are ever held. A stream that ends before a planned frame
+//   (a container whose frame count was estimated from its duration) repeats its last sampled
+//   frame. Pixels with alpha are composited on white, as transformers' convert_to_rgb does.
+// - The result is the VisionInput of core/vision/vision_input.h (patch order, normalisation,
+//   timestamps); digest = SHA-256 over "ninfer-media-v1", kind, grid_t/h/w, patch/temporal/merge
+//   sizes (int32 LE each) and every frame's resized RGB24 bytes in order (duplicates included).
+// Thread safety: reentrant (runs on the media pool's threads).
+#pragma once
+
+#include "core/media/media_config.h"
+#include "core/media/media_plan.h"
+#include "core/vision/vision_input.h"
+
+#include <span>
+#include <string>
+#include <vector>
+
+namespace ninfer::core {
+
+struct MediaPlan {
+    VisionInput::Kind kind = VisionInput::Kind::Image;
+    int64_t source_width = 0, source_height = 0;
+    ResizedSize size;                    // resized frame
+    std::vector<int64_t> frame_indices;  // video: the source frames to take; image: {0}
+    double source_fps = 0;               // video
+    int64_t merged_tokens = 0;
+};
+
+MediaPlan plan_media(VisionInput::Kind kind, std::span<const uint8_t> bytes, const MediaConfig& config,
+                     const MediaLimits& limits);
+VisionInput decode_media(VisionInput::Kind kind, std::span<const uint8_t> bytes, const MediaConfig& config,
+                         const MediaLimits& limits);
+
+} // namespace ninfer::core

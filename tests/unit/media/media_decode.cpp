@@ -1,0 +1,131 @@
+// Decoding the fixtures (tests/fixtures/media/make_fixtures.sh) into VisionInput: geometry, the
+// exact patch values of lossless inputs checked through vision_input.h's row/column formula,
+// alpha over white, GIF's first frame, video sampling and timestamps, digests.
+#include "core/media/media_decode.h"
+#include "core/media/sha256.h"
+#include "media_fixtures.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+
+using namespace ninfer::core;
+using Kind = VisionInput::Kind;
+
+namespace {
+
+const MediaConfig kConfig;  // model.md §9 upstream bounds: a 64x64 image needs no resize
+const MediaLimits kLimits;
+
+// The value vision_input.h says patches[r][k] holds, from the frame pixel (t*T + tt, c, y, x).
+template <class Pixel> void check_every_value(const VisionInput& v, Pixel pixel) {
+    const int64_t P = v.patch_size, M = v.merge_size, T = v.temporal_patch_size, gh = v.grid_h, gw = v.grid_w;
+    REQUIRE(v.patches.size() == v.n_patches() * v.patch_dim());
+    size_t bad = 0;
+    for (size_t r = 0; r < v.n_patches(); ++r) {
+        const int64_t q = int64_t(r) % (gh * gw);
+        const int64_t by = q / ((gw / M) * M * M), bx = (q / (M * M)) % (gw / M), my = (q / M) % M, mx = q % M;
+        const int64_t py = by * M + my, px = bx * M + mx;
+        for (size_t k = 0; k < v.patch_dim(); ++k) {
+            const int64_t c = int64_t(k) / (T * P * P), y = (int64_t(k) / P) % P, x = int64_t(k) % P;
+            const float want = (float(pixel(int(c), int(py * P + y), int(px * P + x))) - 127.5f) / 127.5f;
+            bad += v.patches[r * v.patch_dim() + k] != want;
+        }
+    }
+    CHECK(bad == 0);
+}
+
+} // namespace
+
+TEST_CASE("a lossless PNG becomes its exact patches in transformers' order", "[media_decode]") {
+    const VisionInput v = decode_media(Kind::Image, media_fixture("grad.png"), kConfig, kLimits);
+    CHECK(v.kind == Kind::Image);
+    CHECK(v.grid_t == 1);
+    CHECK(v.grid_h == 4);
+    CHECK(v.grid_w == 4);
+    CHECK(v.patch_dim() == 1536);
+    CHECK(v.merged_tokens() == 4);
+    CHECK(v.timestamps_s.empty());
+    // make_fixtures.sh: pixel (x, y) = (4x, 4y, 2(x+y)); both frames of the temporal pair are the image.
+    check_every_value(v, [](int c, int y, int x) { return c == 0 ? 4 * x : c == 1 ? 4 * y : 2 * (x + y); });
+}
+
+TEST_CASE("alpha is composited on white and a GIF gives its first frame", "[media_decode]") {
+    const VisionInput a = decode_media(Kind::Image, media_fixture("alpha.png"), kConfig, kLimits);
+    REQUIRE(a.grid_h == 2);
+    REQUIRE(a.grid_w == 2);
+    check_every_value(a, [](int c, int, int x) { return x < 16 ? 255 : c == 0 ? 255 : 0; });
+    const VisionInput g = decode_media(Kind::Image, media_fixture("anim.gif"), kConfig, kLimits);
+    // Red in the GIF encoder's 3-3-2 palette is (252, 0, 0); the second frame is blue.
+    check_every_value(g, [](int c, int, int) { return c == 0 ? 252 : 0; });
+}
+
+TEST_CASE("JPEG, WebP and GIF images are resized to multiples of 32", "[media_decode]") {
+    for (const char* name : {"grad.jpg", "grad.webp", "grad.gif"}) {
+        INFO(name);
+        const VisionInput v = decode_media(Kind::Image, media_fixture(name), kConfig, kLimits);
+        CHECK(v.grid_h == 4); // 96x48 -> smart_resize (64, 96)
+        CHECK(v.grid_w == 6);
+        CHECK(v.merged_tokens() == 6);
+        if (std::string(name) == "grad.gif") continue; // 3-3-2 palette with dithering: no smooth gradient
+        // The pattern survives: in the top-left patch red (4x) grows along x, green (4y) along y;
+        // column k = c*512 + tt*256 + y*16 + x.
+        CHECK(v.patches[15] > v.patches[0] + 0.3f);      // red at x = 15 vs x = 0 (60/127.5 apart)
+        CHECK(v.patches[512 + 15 * 16] > v.patches[512] + 0.3f); // green at y = 15 vs y = 0
+        for (float x : v.patches) REQUIRE(std::fabs(x) <= 1.0f);
+    }
+}
+
+TEST_CASE("videos: frames sampled at 2 fps, paired, resized, with pair timestamps", "[media_decode]") {
+    // 20 frames at 10 fps: frames 0, 6, 13, 19; video bounds make 4 x 64x64 -> 192x192.
+    for (const char* name : {"clip.mp4", "clip.webm", "clip.mkv"}) {
+        INFO(name);
+        const VisionInput v = decode_media(Kind::Video, media_fixture(name), kConfig, kLimits);
+        CHECK(v.kind == Kind::Video);
+        CHECK(v.grid_t == 2);
+        CHECK(v.grid_h == 12);
+        CHECK(v.grid_w == 12);
+        CHECK(v.merged_tokens() == 72);
+        REQUIRE(v.timestamps_s.size() == 2);
+        CHECK(v.timestamps_s[0] == Approx(0.3));
+        CHECK(v.timestamps_s[1] == Approx(1.6));
+        const MediaPlan plan = plan_media(Kind::Video, media_fixture(name), kConfig, kLimits);
+        CHECK(plan.frame_indices == std::vector<int64_t>{0, 6, 13, 19});
+        CHECK(plan.merged_tokens == 72);
+    }
+}
+
+TEST_CASE("an image sent as a video is one frame, repeated to a temporal pair", "[media_decode]") {
+    const VisionInput v = decode_media(Kind::Video, media_fixture("grad.png"), kConfig, kLimits);
+    CHECK(v.grid_t == 1);
+    CHECK(v.timestamps_s.size() == 1);
+}
+
+TEST_CASE("digests: the same pixels give the same digest, other pixels or kinds another", "[media_decode]") {
+    const auto a = decode_media(Kind::Image, media_fixture("grad.png"), kConfig, kLimits).digest;
+    const auto b = decode_media(Kind::Image, media_fixture("grad.png"), kConfig, kLimits).digest;
+    const auto c = decode_media(Kind::Image, media_fixture("alpha.png"), kConfig, kLimits).digest;
+    const auto d = decode_media(Kind::Video, media_fixture("grad.png"), kConfig, kLimits).digest;
+    CHECK(a == b);
+    CHECK(a != c);
+    CHECK(a != d);
+}
+
+TEST_CASE("SHA-256 matches FIPS 180-4's examples", "[media_decode]") {
+    auto hex = [](const std::array<uint8_t, 32>& d) {
+        std::string s;
+        for (uint8_t b : d) s += "0123456789abcdef"[b >> 4], s += "0123456789abcdef"[b & 15];
+        return s;
+    };
+    const std::string abc = "abc";
+    CHECK(hex(sha256({reinterpret_cast<const uint8_t*>(abc.data()), abc.size()})) ==
+          "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    const std::string two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+    Sha256 h; // fed in uneven pieces
+    for (size_t i = 0; i < two.size(); i += 7) h.update(two.data() + i, std::min<size_t>(7, two.size() - i));
+    CHECK(hex(h.finish()) == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    std::string million(1000000, 'a');
+    CHECK(hex(sha256({reinterpret_cast<const uint8_t*>(million.data()), million.size()})) ==
+          "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
