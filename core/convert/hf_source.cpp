@@ -46,22 +46,6 @@ uint32_t get_u32(const object& o, const char* key) {
     return uint32_t(u);
 }
 
-VisionConfig parse_vision(const object& v) {
-    VisionConfig c;
-    c.depth = get_u32(v, "depth");
-    c.hidden_size = get_u32(v, "hidden_size");
-    c.intermediate_size = get_u32(v, "intermediate_size");
-    c.num_heads = get_u32(v, "num_heads");
-    c.in_channels = get_u32(v, "in_channels") ? get_u32(v, "in_channels") : 3;
-    c.patch_size = get_u32(v, "patch_size");
-    c.temporal_patch_size = get_u32(v, "temporal_patch_size");
-    c.spatial_merge_size = get_u32(v, "spatial_merge_size");
-    c.num_position_embeddings = get_u32(v, "num_position_embeddings");
-    c.out_hidden_size = get_u32(v, "out_hidden_size");
-    c.config_json = simdjson::minify(v);
-    return c;
-}
-
 std::optional<std::string> read_if_exists(const fs::path& p) {
     if (!fs::exists(p))
         return std::nullopt;
@@ -252,7 +236,7 @@ HfSource read_hf_source(const std::string& dir, const std::string& tokenizer_fil
     object vision;
     if (known->multimodal && root["vision_config"].get_object().get(vision) == simdjson::SUCCESS) {
         src.has_vision_config = true;
-        src.vision = parse_vision(vision);
+        src.vision = VisionConfig::parse(simdjson::minify(vision));
     }
 
     TextResources& r = src.resources;

@@ -22,19 +22,13 @@
 
 #include "core/convert/recipe.h"
 #include "core/model/config.h"
+#include "core/model/vision_config.h"
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace ninfer::core {
-
-struct VisionConfig {
-    uint32_t depth = 0, hidden_size = 0, intermediate_size = 0, num_heads = 0;
-    uint32_t in_channels = 3, patch_size = 0, temporal_patch_size = 0, spatial_merge_size = 0;
-    uint32_t num_position_embeddings = 0, out_hidden_size = 0;
-    std::string config_json; // the checkpoint's vision_config, stored as the component config
-};
 
 // Checkpoint key spelling: text-only `model.` or multimodal `model.language_model.`.
 struct CheckpointNaming {

@@ -1,6 +1,9 @@
 // ninfer::core - bind the text model's logical parameters and check their shapes.
 #include "core/model/weights.h"
 
+#include "core/model/vision_weights.h"
+#include "core/model/weight_binder.h"
+
 #include "core/artifact/artifact.h"
 #include "core/formats/codec.h"
 #include "core/formats/format.h"
@@ -58,34 +61,33 @@ std::vector<float> decode_all(const WeightBinding& b) {
     return out;
 }
 
-class Binder {
-  public:
-    Binder(const BindingLookup& lookup) : lookup_(lookup) {}
+} // namespace
 
-    const WeightBinding& get(const std::string& name) {
-        const WeightBinding* b = lookup_(name);
-        if (!b)
-            throw Error("weights: missing parameter " + name);
-        return *b;
-    }
-    Matrix matrix(const std::string& name, uint64_t rows, uint64_t cols) {
-        const WeightBinding& b = get(name);
-        check_shape(b, {rows, cols});
-        return Matrix::from_binding(b, rows, cols);
-    }
-    std::vector<float> vector(const std::string& name, std::vector<uint64_t> shape) {
-        const WeightBinding& b = get(name);
-        check_shape(b, shape);
-        return decode_all(b);
-    }
-    MlpWeights mlp(const std::string& prefix, uint64_t hidden, uint64_t inter) {
-        return {matrix(prefix + "/gate", inter, hidden), matrix(prefix + "/up", inter, hidden),
-                matrix(prefix + "/down", hidden, inter)};
-    }
+const WeightBinding& WeightBinder::get(const std::string& name) {
+    const WeightBinding* b = lookup_(name);
+    if (!b)
+        throw Error("weights: missing parameter " + name);
+    return *b;
+}
 
-  private:
-    const BindingLookup& lookup_;
-};
+Matrix WeightBinder::matrix(const std::string& name, uint64_t rows, uint64_t cols) {
+    const WeightBinding& b = get(name);
+    check_shape(b, {rows, cols});
+    return Matrix::from_binding(b, rows, cols);
+}
+
+std::vector<float> WeightBinder::vector(const std::string& name, std::vector<uint64_t> shape) {
+    const WeightBinding& b = get(name);
+    check_shape(b, shape);
+    return decode_all(b);
+}
+
+namespace {
+
+MlpWeights bind_mlp(WeightBinder& b, const std::string& prefix, uint64_t hidden, uint64_t inter) {
+    return {b.matrix(prefix + "/gate", inter, hidden), b.matrix(prefix + "/up", inter, hidden),
+            b.matrix(prefix + "/down", hidden, inter)};
+}
 
 } // namespace
 
@@ -192,7 +194,7 @@ void add_layer_specs(const ModelConfig& c, const std::string& p, LayerKind kind,
     }
 }
 
-LayerWeights bind_layer(Binder& b, const ModelConfig& c, const std::string& p, LayerKind kind) {
+LayerWeights bind_layer(WeightBinder& b, const ModelConfig& c, const std::string& p, LayerKind kind) {
     const uint64_t H = c.hidden_size;
     LayerWeights L;
     L.kind = kind;
@@ -227,10 +229,10 @@ LayerWeights bind_layer(Binder& b, const ModelConfig& c, const std::string& p, L
         m.router = b.matrix(p + "moe/router", c.num_experts, H);
         m.shared_score = b.matrix(p + "moe/shared_score", 1, H);
         for (uint32_t e = 0; e < c.num_experts; ++e)
-            m.experts.push_back(b.mlp(p + "moe/experts/" + std::to_string(e), H, c.moe_intermediate_size));
-        m.shared = b.mlp(p + "moe/shared", H, c.shared_expert_intermediate_size);
+            m.experts.push_back(bind_mlp(b, p + "moe/experts/" + std::to_string(e), H, c.moe_intermediate_size));
+        m.shared = bind_mlp(b, p + "moe/shared", H, c.shared_expert_intermediate_size);
     } else {
-        L.mlp = b.mlp(p + "mlp", H, c.intermediate_size);
+        L.mlp = bind_mlp(b, p + "mlp", H, c.intermediate_size);
     }
     return L;
 }
@@ -282,7 +284,7 @@ std::vector<ParameterSpec> mtp_parameter_specs(const ModelConfig& c) {
 
 ModelWeights ModelWeights::bind(const ModelConfig& c, const BindingLookup& lookup) {
     c.validate();
-    Binder b(lookup);
+    WeightBinder b(lookup);
     const uint64_t H = c.hidden_size;
     ModelWeights w;
     w.config = c;
@@ -313,9 +315,18 @@ ModelWeights ModelWeights::from_bindings(const ModelConfig& config,
 
 ModelWeights ModelWeights::from_artifact(const Artifact& artifact) {
     const ModelConfig config = ModelConfig::from_json(artifact.component("text").config_json);
-    return bind(config, [&](std::string_view name) -> const WeightBinding* {
+    const BindingLookup lookup = [&](std::string_view name) -> const WeightBinding* {
         return artifact.has_binding(name) ? &artifact.binding(name) : nullptr;
-    });
+    };
+    ModelWeights w = bind(config, lookup);
+    if (artifact.has_component("vision") && lookup("vision/patch_embedding")) {
+        VisionConfig vc = VisionConfig::parse(artifact.component("vision").config_json);
+        const WeightBinding* fc2 = lookup("vision/merger/fc2");
+        if (vc.out_hidden_size == 0 && fc2 && !fc2->shape.empty())
+            vc.out_hidden_size = uint32_t(fc2->shape[0]);
+        w.vision = std::make_shared<const VisionWeights>(VisionWeights::bind(vc, lookup));
+    }
+    return w;
 }
 
 uint64_t ModelWeights::stored_bytes() const {

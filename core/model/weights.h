@@ -10,6 +10,10 @@
 // - from_artifact binds from an Artifact's bindings (config from its `text` component); the
 //   Artifact must outlive the weights. The MTP head (mtp/..., model.md §8) is bound when the lookup
 //   has `mtp/input_projection` (then every MTP parameter must be there); `mtp` stays empty otherwise.
+//   The vision tower (core/model/vision_weights.h) is bound when the artifact has a `vision`
+//   component and `vision/patch_embedding` (an out_hidden_size the stored config lacks, as in
+//   upgraded artifacts, is read from vision/merger/fc2's rows); `vision` stays null otherwise.
+//   stored_bytes() counts the text model and MTP head only (the tower runs from the mapping).
 //   from_bindings binds from any name -> WeightBinding map (tests
 //   build one in memory, see random_model.h).
 // - Matrix is a logical [rows, cols] parameter made of row segments of stored tensors; its rows
@@ -23,6 +27,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,6 +36,7 @@
 namespace ninfer::core {
 
 class Artifact;
+struct VisionWeights;
 
 // A logical matrix [rows, cols]: consecutive row segments, each a row range of one stored tensor.
 class Matrix {
@@ -112,6 +118,7 @@ class ModelWeights {
     std::vector<float> final_norm;
     std::vector<LayerWeights> layers;
     std::optional<MtpWeights> mtp;
+    std::shared_ptr<const VisionWeights> vision; // the tower (vision_weights.h), when present
 
     static ModelWeights bind(const ModelConfig& config, const BindingLookup& lookup);
     static ModelWeights from_artifact(const Artifact& artifact);
