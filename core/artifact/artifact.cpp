@@ -1,4 +1,5 @@
-// ninfer::core - .ninfer V3 reader: framing checks, parts, object views, bindings (spec §1.3, §6).
+// ninfer::core - .ninfer V3 reader: framing checks, parts, object views, bindings
+// (docs/ARTIFACT_FORMAT.md §1.3, §6).
 #include "core/artifact/artifact.h"
 
 #include "core/artifact/directory.h"

@@ -1,11 +1,11 @@
-// ninfer::core - read a `.ninfer` V3 artifact (spec/artifact-format.md §1.3, §6).
+// ninfer::core - read a `.ninfer` V3 artifact (docs/ARTIFACT_FORMAT.md §1.3, §6).
 //
 // Contract:
 // - Artifact::open(path) mmaps the entry file (and, lazily, its part files), runs every check of
-//   the spec's reader checklist (§6) eagerly, and throws ninfer::Error with a one-line message
-//   naming the problem ("artifact: <file>: truncated: ...", "wrong magic", "object X overlaps ...",
-//   "object X stores B bytes; layout requires E", "unknown tensor format X", ...). A v1/v2 file is
-//   refused with a message telling the user to run `ninferctl artifact upgrade`.
+//   the reader checklist (docs/ARTIFACT_FORMAT.md §6) eagerly, and throws ninfer::Error with a
+//   one-line message naming the problem ("artifact: <file>: truncated: ...", "wrong magic", "object
+//   X overlaps ...", "object X stores B bytes; layout requires E", "unknown tensor format X", ...).
+//   A v1/v2 file is refused with a message telling the user to run `ninferctl artifact upgrade`.
 // - After open, every view is immutable and valid while the Artifact lives; any thread may read.
 // - Objects that straddle file boundaries (multi-file sets) are materialised once into owned
 //   memory at open, so every StoredTensor has contiguous `data`.

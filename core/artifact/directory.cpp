@@ -1,4 +1,4 @@
-// ninfer::core - strict schema checks of the V3 directory JSON (spec §1.3, §6 #4-#14).
+// ninfer::core - strict checks of the V3 directory JSON (docs/ARTIFACT_FORMAT.md §1.3, §6 #4-#14).
 #include "core/artifact/directory.h"
 
 #include "core/artifact/json_strict.h"

@@ -1,4 +1,4 @@
-// ninfer::core - the parsed, schema-checked V3 JSON directory (spec §1.3, §6 #4-#14).
+// ninfer::core - the parsed, checked V3 JSON directory (docs/ARTIFACT_FORMAT.md §1.3, §6 #4-#14).
 //
 // Contract (internal to core/artifact):
 // - parse_directory(json, entry_filename, prefix) parses the directory text strictly (duplicate

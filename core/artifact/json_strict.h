@@ -1,4 +1,4 @@
-// ninfer::core - strict JSON parsing for artifact directories (spec §1.3, §6 #4).
+// ninfer::core - strict JSON parsing of artifact directories (docs/ARTIFACT_FORMAT.md §1.3, §6 #4).
 //
 // Contract:
 // - parse_json_strict(parser, text, prefix) parses with simdjson's DOM and additionally rejects

@@ -366,7 +366,7 @@ ArtifactUpgradeResult artifact_upgrade(const std::string& src, const std::string
     result.payload_bytes = total;
     result.n_files = files.segment_bytes.size();
 
-    // Parts first (published before the entry, spec §1.3), then the entry.
+    // Parts first (published before the entry, docs/ARTIFACT_FORMAT.md §1.3), then the entry.
     std::vector<std::unique_ptr<AtomicFile>> outputs;
     uint64_t logical = 0;
     for (size_t i = 0; i < files.segment_bytes.size(); ++i) {

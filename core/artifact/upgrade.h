@@ -1,5 +1,5 @@
 // ninfer::core - `ninferctl artifact upgrade`: a v1 or v2 `.ninfer` container becomes V3 without new
-// downloads (spec §5.2, §5.3).
+// downloads (docs/ARTIFACT_FORMAT.md §5.2, §5.3).
 //
 // Contract:
 // - artifact_upgrade(src, dst, options) reads SRC's framing and directory (v1: {model_id, objects};

@@ -1,4 +1,5 @@
-// ninfer::core - spec §4.1 v1/v2 inventories of the 27B and 35B-A3B, and their §4.3 v3 bindings/uses.
+// ninfer::core - the v1/v2 inventories of the 27B and 35B-A3B and their v3 bindings/uses
+// (docs/ARTIFACT_FORMAT.md §4.1, §4.3).
 #include "core/artifact/upgrade_inventory.h"
 
 #include "core/util/error.h"
@@ -172,7 +173,8 @@ std::vector<PlannedBinding> plan_bindings(const std::string& model_id, const std
     for (const LegacyObject& o : objects) {
         if (!o.is_tensor) continue;
         std::string n = o.name;
-        // Renamed prefixes (spec §4.3): mtp/layer/ -> mtp/layers/0/, vision/blocks/ -> vision/layers/.
+        // Renamed prefixes (docs/ARTIFACT_FORMAT.md §4.3): mtp/layer/ -> mtp/layers/0/,
+        // vision/blocks/ -> vision/layers/.
         std::string p = n;
         if (p.rfind("mtp/layer/", 0) == 0) p = "mtp/layers/0/" + p.substr(10);
         if (p.rfind("vision/blocks/", 0) == 0) p = "vision/layers/" + p.substr(14);

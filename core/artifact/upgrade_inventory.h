@@ -1,6 +1,6 @@
-// ninfer::core - the published v1/v2 groupwise-int inventories (spec §4.1) and their v3 bindings
-// and uses (spec §4.3), shared by the upgrade (which checks an input against them) and its tests
-// (which build full-inventory sparse files from them).
+// ninfer::core - the published v1/v2 groupwise-int inventories (docs/ARTIFACT_FORMAT.md §4.1) and
+// their v3 bindings and uses (docs/ARTIFACT_FORMAT.md §4.3), shared by the upgrade (which checks an
+// input against them) and its tests (which build full-inventory sparse files from them).
 //
 // Contract:
 // - legacy_inventory(model_id) lists every object of "qwen3.6-27b" (1124) or "qwen3.6-35b-a3b"
@@ -10,8 +10,8 @@
 //   objects or consecutive row blocks / element ranges of fused parents, in directory order; and
 //   plan_uses lists the Use records with their compute-site inputs (A16Only for every groupwise
 //   parent). Counts: 27B 1422 bindings / 785 uses, 35B 32713 / 32184.
-// - The vision block prefix of v1 names is taken to be "vision/blocks/{b}/" (spec §4.1 names the
-//   members, not the prefix; UNCONFIRMED).
+// - The vision block prefix of v1 names is taken to be "vision/blocks/{b}/"
+//   (upstream's documents name the members, not the prefix; docs/ARTIFACT_FORMAT.md §4.1).
 #pragma once
 
 #include "core/formats/tensor.h"

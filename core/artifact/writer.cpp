@@ -419,7 +419,8 @@ uint64_t ArtifactWriter::finish() {
     try {
         impl_->validate_before_finish();
         const uint64_t total = impl_->cursor;
-        // Reserve loop (§1.3): the file table depends on E, and E on the directory's length.
+        // Reserve loop (docs/ARTIFACT_FORMAT.md §1.3): the file table depends on E, and E on the
+        // directory's length.
         uint64_t reserve = std::max<uint64_t>(4096, Impl::reserved_header(impl_->options)) - 32;
         std::vector<detail::FileSegment> segs;
         std::string json;

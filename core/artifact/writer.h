@@ -1,4 +1,4 @@
-// ninfer::core - write a `.ninfer` V3 artifact (spec/artifact-format.md §1.3 "v3 writer publication").
+// ninfer::core - write a `.ninfer` V3 artifact (docs/ARTIFACT_FORMAT.md §1.3, "Writer").
 //
 // Contract:
 // - Tensors are added one at a time with their encoded bytes (the writer never holds the whole

@@ -2,9 +2,9 @@
 //
 // Contract (internal to core/artifact):
 // - plan_segments(entry_path, E, T, L) splits the logical payload [0,T) into the entry and part
-//   files per §1.3's sharding policy (one file if E+T <= L). Segment 0 is the entry (name = the
-//   entry's filename), segment i>=1 is "<entry filename>.part-%04d". Throws if L is too small to
-//   hold a positive payload per file.
+//   files per docs/ARTIFACT_FORMAT.md §1.3's sharding policy (one file if E+T <= L). Segment 0 is
+//   the entry (name = the entry's filename), segment i>=1 is "<entry filename>.part-%04d". Throws
+//   if L is too small to hold a positive payload per file.
 // - WriterFiles(path, force, payload_base) refuses an existing target unless force and creates the
 //   payload temp file `.<name>.XXXXXX.tmp` in the target directory. write_payload(offset, ...)
 //   writes the logical payload at its offset (gaps read as zeros), `payload_base` bytes into the

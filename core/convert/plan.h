@@ -1,6 +1,6 @@
 // ninfer::core - the object plan of a converted artifact: which physical tensor objects it holds,
-// which logical parameters (spec §4.3 v3 names) bind to which rows of them, and where each
-// object's rows come from in a Hugging Face checkpoint.
+// which logical parameters (docs/ARTIFACT_FORMAT.md §4.3 v3 names) bind to which rows of them, and
+// where each object's rows come from in a Hugging Face checkpoint.
 //
 // Contract:
 // - plan_objects(config, options) lists every object of the requested components in writing

@@ -1,5 +1,5 @@
 // ninfer::core - encode a tensor a band of rows at a time and place each band's bytes in the
-// whole tensor's encoding (spec/artifact-format.md §3.2 "Row view"), so the converter never
+// whole tensor's encoding (docs/ARTIFACT_FORMAT.md §3.2 "Row view"), so the converter never
 // holds a whole encoded object.
 //
 // Contract:

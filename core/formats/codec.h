@@ -1,10 +1,10 @@
-// ninfer::core - encode and decode every tensor format on the CPU (spec §2, §3).
+// ninfer::core - encode and decode every tensor format on the CPU (docs/ARTIFACT_FORMAT.md §2, §3).
 //
 // Contract:
-// - encode(format, shape, values) applies the canonical encoder of the spec (grouped_absmax with
-//   reciprocal multiply and RNE, fp8_row_maxabs, nvfp4_absmax, bf16 RNE) to C-order f32 values and
-//   returns exactly encoded_size(format, shape) bytes, bit-exact with the spec's worked vectors.
-//   Non-finite input to a quantized format throws ninfer::Error.
+// - encode(format, shape, values) applies the canonical encoder of docs/ARTIFACT_FORMAT.md §2
+//   (grouped_absmax with reciprocal multiply and RNE, fp8_row_maxabs, nvfp4_absmax, bf16 RNE) to
+//   C-order f32 values and returns exactly encoded_size(format, shape) bytes, bit-exact with the
+//   worked vectors of §2-§3. Non-finite input to a quantized format throws ninfer::Error.
 // - encode_bf16_words copies bf16 words verbatim (bit-exact, NaN payloads kept).
 // - decode_rows(t, row_begin, n_rows, out) writes n_rows * cols f32 values, where a tensor of shape
 //   [d0,...,dk] is viewed as rows = d0*...*d(k-1), cols = dk (a scalar or vector is one row).

@@ -1,4 +1,4 @@
-// ninfer::core - tensor format registry and the exact encoded sizes of spec §3.
+// ninfer::core - tensor format registry and the exact encoded sizes of docs/ARTIFACT_FORMAT.md §3.
 #include "core/formats/format.h"
 
 #include "core/formats/layout.h"

@@ -1,4 +1,4 @@
-// ninfer::core - tensor format registry and encoded sizes (spec/artifact-format.md §2, §3).
+// ninfer::core - tensor format registry and encoded sizes (docs/ARTIFACT_FORMAT.md §2, §3).
 //
 // Contract:
 // - format_name / format_from_name use the v3 spellings ("bf16", "q4_g64_fp16", ...); unknown

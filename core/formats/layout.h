@@ -1,4 +1,4 @@
-// ninfer::core - byte geometry of the quantized layouts (spec/artifact-format.md §3.2-3.4).
+// ninfer::core - byte geometry of the quantized layouts (docs/ARTIFACT_FORMAT.md §3.2-3.4).
 //
 // Contract:
 // - row_split_geometry(format, N, K) for q4/q5/q6/q8 (row_split_k128_v1): planes base | high |

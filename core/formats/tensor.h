@@ -3,7 +3,7 @@
 //
 // Contract:
 // - StoredTensor is a non-owning view of one physical tensor object of an artifact: its format,
-//   its shape and its encoded bytes (layout as in spec/artifact-format.md §3). The memory is owned
+//   its shape and its encoded bytes (layout as in docs/ARTIFACT_FORMAT.md §3). The memory is owned
 //   by whoever produced the view (usually the mmap of an Artifact) and must outlive the view.
 // - WeightBinding is one logical parameter (e.g. "text/layers/3/attention/query"): its logical
 //   shape and the ordered list of pieces whose C-order elements, concatenated, form the parameter.
@@ -18,7 +18,7 @@
 
 namespace ninfer::core {
 
-// The nine tensor formats of spec §2, v3 spelling in format.h.
+// The nine tensor formats of docs/ARTIFACT_FORMAT.md §2, v3 spelling in format.h.
 enum class TensorFormat : uint8_t {
     Bf16,
     Fp32,

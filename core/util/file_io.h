@@ -1,5 +1,5 @@
 // ninfer::core - large sequential file I/O (io_uring with a pread/pwrite fallback) and crash-safe
-// publication (temp file, fsync, rename, directory fsync; reference/os-integration.md §11, §12).
+// publication (temp file, fsync, rename, directory fsync).
 //
 // Contract:
 // - file_io_mode_default() is Uring unless $NINFER_NO_IO_URING is set to a non-empty value other
