@@ -16,7 +16,7 @@
 // - save_lane / restore_lane copy a lane's whole state to/from a host LaneImage (checkpoints,
 //   slot files); restore sizes are checked against the plan. save_lane_async is the checkpoint's
 //   form: the CUDA backend snapshots in stream order and copies on its own thread.
-// - Speculative decoding (issue 28, model.md §8), in rounds per lane: draft -> verify -> accept.
+// - Speculative decoding (issue 28, docs/MODEL.md §8), in rounds per lane: draft, verify, accept.
 //   * draft_mtp(requests) runs the MTP head for several lanes in one batch. A request names the
 //     token sampled for the lane but not yet appended (next_token) and how many drafts it wants
 //     (k, 1..plan.max_draft_tokens). The head first takes every position whose final hidden state

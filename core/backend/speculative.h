@@ -1,5 +1,5 @@
-// ninfer::core - accepting drafts after a verify step (issue 28, model.md §8 "Verification"), the
-// rule every backend's speculative round follows, so that the output equals plain decoding.
+// ninfer::core - accepting drafts after a verify step (issue 28, docs/MODEL.md §8 "Verification"),
+// the rule every backend's speculative round follows, so that the output equals plain decoding.
 //
 // Contract:
 // - accept_drafts(rows, drafts, params, generated) looks at one lane's verify logits: rows holds

@@ -10,15 +10,15 @@
 //   options.gdn_chunked is false), writes the lanes' K/V rows (pages must be reserved), advances
 //   their GDN states, and leaves the final-normed hidden rows in hidden() ([rows][H]).
 // - Positions are text positions: interleaved MRoPE with equal temporal/height/width positions is
-//   exactly 1-D partial RoPE (model.md §5), which is what is applied.
+//   exactly 1-D partial RoPE (docs/MODEL.md §5), which is what is applied.
 // - logits(rows, out) applies the output head to the chosen rows.
 // - A segment with keep_snapshots (a verify window, at most plan.max_draft_tokens + 1 tokens) runs
 //   its GDN layers in the recurrent form and writes, after each of its first n - 1 tokens i, the
 //   lane's whole GDN state (conv history + recurrent state, the layouts of LaneState::conv and
 //   ::recurrent) into snapshot i of LaneState::verify_conv / ::verify_recurrent.
-// - mtp_forward runs the MTP head (model.md §8) over the step's rows: row r holds the main model's
-//   final-normed hidden state h_t (hidden_rows + r*H) and the token x_{t+1}, at MTP position t
-//   (segment start + i). It writes the MTP layer's K/V rows at those positions (KV layer
+// - mtp_forward runs the MTP head (docs/MODEL.md §8) over the step's rows: row r holds the main
+//   model's final-normed hidden state h_t (hidden_rows + r*H) and the token x_{t+1}, at MTP
+//   position t (segment start + i). It writes the MTP layer's K/V rows at those positions (KV layer
 //   n_full_attention_layers of the pool, the lane's pages) and leaves d = mtp.norm(u) in hidden(),
 //   so logits() gives the draft logits and hidden() the state fed back by the next draft step.
 //   Needs weights.mtp and a plan with mtp.

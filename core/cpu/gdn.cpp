@@ -38,7 +38,7 @@ void gdn_recurrent(const GdnHeadSequence& s, float* S) {
     }
 }
 
-// One chunk of C tokens with entry state S0 (see model.md §6, "Chunked prefill"):
+// One chunk of C tokens with entry state S0 (see docs/MODEL.md §6, "Chunked prefill"):
 //   Gamma_i = sum_{j<=i} g_j;  A[i][j] = beta_i exp(Gamma_i - Gamma_j) (k_i . k_j), j < i
 //   (I + A) Delta = diag(beta) (V - diag(exp Gamma) K S0)      (forward substitution)
 //   o_i = exp(Gamma_i) q_i^T S0 + sum_{j<=i} exp(Gamma_i - Gamma_j) (q_i . k_j) Delta_j

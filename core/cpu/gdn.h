@@ -1,4 +1,4 @@
-// ninfer::core - the Gated DeltaNet delta-rule core for one value head (model.md §6), in its
+// ninfer::core - the Gated DeltaNet delta-rule core for one value head (docs/MODEL.md §6), in its
 // recurrent form (decode) and its chunked WY/UT form (prefill). Both give the same outputs and the
 // same final state up to f32 rounding.
 //

@@ -1,5 +1,6 @@
-// ninfer::core - the CPU backend's MTP head driver (model.md §8): it feeds the head the main model's
-// final hidden states as their next tokens become known, and drafts tokens for speculative decoding.
+// ninfer::core - the CPU backend's MTP head driver (docs/MODEL.md §8): it feeds the head the main
+// model's final hidden states as their next tokens become known, and drafts tokens for speculative
+// decoding.
 //
 // Contract:
 // - The head's position t takes (h_t, x_{t+1}): the main model's final-normed hidden state at t and

@@ -1,4 +1,4 @@
-// ninfer::core - the CPU backend's elementwise and per-vector math (model.md §4-§7), all f32.
+// ninfer::core - the CPU backend's elementwise and per-vector math (docs/MODEL.md §4-§7), all f32.
 //
 // Contract: pure functions over raw f32 arrays; `out` may alias the input where noted.
 // - rms_norm_offset: y = x * rsqrt(mean(x^2) + eps) * (1 + w)       (every norm but GDN's)

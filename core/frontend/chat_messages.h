@@ -3,7 +3,7 @@
 // parse_chat_conversation_json() fills it from OpenAI-style JSON (ninferctl render, tests).
 //
 // Contract:
-// - Roles: system, developer (rendered as system, model.md §15), user, assistant, tool.
+// - Roles: system, developer (rendered as system, docs/MODEL.md §15), user, assistant, tool.
 // - content is an ordered list of parts; a plain string is one Text part, a null/absent content is
 //   an empty list (the template treats all three alike after trimming).
 // - Image/Video parts are placeholders only: the template writes

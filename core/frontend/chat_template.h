@@ -1,5 +1,5 @@
-// ninfer::core - our C++ renderer of the official Qwen3.5/3.6 chat template (model.md §15), not
-// a Jinja engine. Byte-equal to transformers' apply_chat_template with the official template on
+// ninfer::core - our C++ renderer of the official Qwen3.5/3.6 chat template (docs/MODEL.md §15),
+// not a Jinja engine. Byte-equal to transformers' apply_chat_template with the official template on
 // every conversation in tests/oracle/template/ (the golden test enforces it).
 //
 // Contract:

@@ -1,4 +1,4 @@
-// ninfer::core - the KV cache row formats of model.md §11, shared by every backend so a CPU
+// ninfer::core - the KV cache row formats of docs/MODEL.md §11, shared by every backend so a CPU
 // result can be compared per dtype with a GPU one and lane images move between backends.
 //
 // Contract: one row is one KV head's K or V vector of head_dim values.
@@ -17,7 +17,7 @@
 
 namespace ninfer::core {
 
-// Bf16, Fp8 (e4m3, per-row scale) and Int8 (group 64) are the serving dtypes of model.md §11.
+// Bf16, Fp8 (e4m3, per-row scale) and Int8 (group 64) are the serving dtypes of docs/MODEL.md §11.
 // F32 keeps K/V exact: the CPU reference mode that tests compare with fp32 transformers.
 enum class KvDtype : uint8_t { Bf16, Fp8, Int8, F32 };
 

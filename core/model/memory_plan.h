@@ -6,14 +6,14 @@
 //   every full-attention layer, K and V rows in the chosen KV dtype), one Gated DeltaNet state slot
 //   per lane (conv history of kernel-1 fp32 columns + fp32 recurrent state [Hv, Dk, Dv] per GDN
 //   layer) and the workspaces (one prefill chunk of activations plus per-lane logits).
-// - Speculative decoding (model.md §8): with request.mtp the pool's pages also hold the MTP layer's
-//   K and V rows (the same positions, so a lane's page table serves both; kv_mtp_bytes_per_token),
-//   and with max_draft_tokens K > 0 every lane gets K GDN state snapshots (conv history + recurrent
-//   state after each of the first K tokens of a K+1-token verify window, so a rejected draft rolls
-//   the state back exactly; gdn_verify_bytes). The MTP head's pending hidden rows (at most K + 2
-//   rows of H f32 a lane between steps; a prefill chunk's rows for the moment the head takes them,
-//   as large as the chunk's activations already counted) and a verify window's logits
-//   ((K + 1) x vocab f32 a lane) are in the workspace.
+// - Speculative decoding (docs/MODEL.md §8): with request.mtp the pool's pages also hold the MTP
+//   layer's K and V rows (the same positions, so a lane's page table serves both;
+//   kv_mtp_bytes_per_token), and with max_draft_tokens K > 0 every lane gets K GDN state snapshots
+//   (conv history + recurrent state after each of the first K tokens of a K+1-token verify window,
+//   so a rejected draft rolls the state back exactly; gdn_verify_bytes). The MTP head's pending
+//   hidden rows (at most K + 2 rows of H f32 a lane between steps; a prefill chunk's rows for the
+//   moment the head takes them, as large as the chunk's activations already counted) and a verify
+//   window's logits ((K + 1) x vocab f32 a lane) are in the workspace.
 // - kv_capacity_tokens 0 means auto: what fits in available - margin, capped at
 //   lanes * max_context; an explicit capacity is used as given. Capacity is rounded up to pages.
 // - A plan that does not fit, or a KV pool smaller than one max_context sequence, is refused with

@@ -1,4 +1,4 @@
-// ninfer::core - the vision tower's configuration (model.md §2.2, §9).
+// ninfer::core - the vision tower's configuration (docs/MODEL.md §2.2, §9).
 //
 // Contract:
 // - VisionConfig::parse reads a Hugging Face `vision_config` object (the checkpoint's, or the

@@ -1,4 +1,4 @@
-// ninfer::core - the vision tower's weights (model.md §9), bound by logical name and shape-checked.
+// ninfer::core - the vision tower's weights (docs/MODEL.md §9), bound by name and shape-checked.
 //
 // Contract:
 // - VisionWeights::bind(config, lookup) validates the config and resolves every parameter of

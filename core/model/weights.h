@@ -2,14 +2,15 @@
 //
 // Contract:
 // - ModelWeights::bind(config, lookup) resolves every logical parameter the config implies
-//   (spec/artifact-format.md §4.3 names: text/token_embedding, text/layers/{l}/attention/query,
+//   (docs/ARTIFACT_FORMAT.md §4.3 names: text/token_embedding, text/layers/{l}/attention/query,
 //   ...) through `lookup`, checks its logical shape against the config and checks that its pieces
 //   cover it exactly in whole rows. A missing or misshapen parameter throws
 //   ninfer::Error("weights: NAME ..."). Nothing is decoded except the small vectors (norms, A_log,
 //   dt_bias, the conv taps), which are copied to f32 once.
 // - from_artifact binds from an Artifact's bindings (config from its `text` component); the
-//   Artifact must outlive the weights. The MTP head (mtp/..., model.md §8) is bound when the lookup
-//   has `mtp/input_projection` (then every MTP parameter must be there); `mtp` stays empty otherwise.
+//   Artifact must outlive the weights. The MTP head (mtp/..., docs/MODEL.md §8) is bound when the
+//   lookup has `mtp/input_projection` (then every MTP parameter must be there); `mtp` stays empty
+//   otherwise.
 //   The vision tower (core/model/vision_weights.h) is bound when the artifact has a `vision`
 //   component and `vision/patch_embedding` (an out_hidden_size the stored config lacks, as in
 //   upgraded artifacts, is read from vision/merger/fc2's rows); `vision` stays null otherwise.
@@ -98,8 +99,9 @@ struct LayerWeights {
     MoeWeights moe;                                     // MoE models
 };
 
-// The MTP head (model.md §8): e = norm(embed(x_{t+1})), h = norm(h_t), u = input_projection([e, h]),
-// one full-attention decoder layer (the main layers' FFN kind), final norm, the main output head.
+// The MTP head (docs/MODEL.md §8): e = norm(embed(x_{t+1})), h = norm(h_t),
+// u = input_projection([e, h]), one full-attention decoder layer (the main layers' FFN kind), final
+// norm, the main output head.
 struct MtpWeights {
     Matrix input_projection;              // [H, 2H], the embedding half first
     std::vector<float> embedding_norm;    // offset RMSNorm weights [H]

@@ -6,10 +6,10 @@
 //   never shared, into the request and on to the engine thread. Plain data: no thread affinity.
 // - Geometry in patches: the resized frame is grid_h * patch_size pixels high and grid_w *
 //   patch_size wide; grid_h and grid_w are multiples of merge_size (the resize makes the frame
-//   a multiple of patch_size * merge_size = 32 px, model.md §9). grid_t counts temporal patches
-//   of temporal_patch_size frames: a still image is its frame duplicated (grid_t = 1), a video of
-//   F sampled frames (F even; an odd count repeats the last frame, as transformers' patchify
-//   pads) has grid_t = F / temporal_patch_size.
+//   a multiple of patch_size * merge_size = 32 px, docs/MODEL.md §9). grid_t counts temporal
+//   patches of temporal_patch_size frames: a still image is its frame duplicated (grid_t = 1), a
+//   video of F sampled frames (F even; an odd count repeats the last frame, as transformers'
+//   patchify pads) has grid_t = F / temporal_patch_size.
 // - patches: row-major [grid_t * grid_h * grid_w, 3 * temporal_patch_size * patch_size^2] f32,
 //   exactly transformers' `pixel_values` / `pixel_values_videos` for this item
 //   (Qwen2VLImageProcessor._preprocess and Qwen3VLVideoProcessor.patchify): the frames
@@ -36,7 +36,7 @@
 //   <|vision_start|> <|image_pad|> x merged_tokens() <|vision_end|>; a video is, per temporal
 //   patch t, the text "<{timestamps_s[t]:.1f} seconds>" then <|vision_start|>
 //   <|video_pad|> x (merged_tokens() / grid_t) <|vision_end|>. The tower's embedding rows replace
-//   the pad tokens in order (image_token_id 248056, video_token_id 248057; model.md §2.2).
+//   the pad tokens in order (image_token_id 248056, video_token_id 248057; docs/MODEL.md §2.2).
 #pragma once
 
 #include <array>

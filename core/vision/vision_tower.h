@@ -1,5 +1,5 @@
 // ninfer::core - the vision tower on the CPU: images and video frame pairs -> embedding rows that
-// replace the prompt's placeholder tokens (model.md §9; transformers' Qwen3_5VisionModel).
+// replace the prompt's placeholder tokens (docs/MODEL.md §9; transformers' Qwen3_5VisionModel).
 //
 // Contract:
 // - VisionTower(weights, pool) runs over weights in their stored format (rows decoded on the fly,
