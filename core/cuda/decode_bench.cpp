@@ -45,7 +45,8 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 }
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-// "mix": the upstream groupwise-int assignment (spec §4.1; the converter's q4 recipe).
+// "mix": the upstream groupwise-int assignment (docs/ARTIFACT_FORMAT.md §4.1; the converter's q4
+// recipe).
 TensorFormat mix_format(const std::string& name) {
     if (ends_with(name, "token_embedding") || ends_with(name, "output_head")) return TensorFormat::Q6G64Fp16;
     if (contains(name, "a_projection") || contains(name, "b_projection") || ends_with(name, "moe/router") ||

@@ -9,9 +9,9 @@
 //   finite and below 1 in magnitude. Matrices take the recipe's format ("bf16", "fp8" =
 //   fp8_e4m3fn_row_bf16, "q4"/"q5"/"q6" = q*_g64_fp16, "q8" = q8_g32_fp16 for every matrix;
 //   "nvfp4" for every matrix of 128-row multiples and 64-column multiples, bf16 for the rest;
-//   "mix" = the upstream groupwise-int assignment of spec §4.1, the converter's q4 recipe: q6
-//   vocabulary, q4 Q/K and gate/up, q5 V/gate/z/outputs/down, q8 shared expert, bf16 GDN a/b and
-//   router); vectors bf16, a_log/dt_bias f32. Unknown recipes throw ninfer::Error.
+//   "mix" = the upstream groupwise-int assignment of docs/ARTIFACT_FORMAT.md §4.1, the converter's
+//   q4 recipe: q6 vocabulary, q4 Q/K and gate/up, q5 V/gate/z/outputs/down, q8 shared expert, bf16
+//   GDN a/b and router); vectors bf16, a_log/dt_bias f32. Unknown recipes throw ninfer::Error.
 //   Numerics are meaningless; bytes, shapes and formats are the real model's.
 // - run_decode_bench: weights of request.weights (an artifact's) or else the synthetic shape;
 //   copy bandwidth (device-to-device copy of 4 GiB, best of 10, read + write bytes); prefill of

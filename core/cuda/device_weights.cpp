@@ -40,8 +40,9 @@ kernels::WeightFormat kernel_format(const StoredTensor& t, const std::string& wh
 }
 
 // Planes of one encoding: per row, the bytes of its codes, high bits and scales at their plane
-// offsets (spec §3.2-3.4). nvfp4 scales are per 128-row tile, so rows move in whole tiles there;
-// its divisor is handled apart (one per matrix in the artifact, one per row on the device).
+// offsets (docs/ARTIFACT_FORMAT.md §3.2-3.4). nvfp4 scales are per 128-row tile, so rows move in
+// whole tiles there; its divisor is handled apart (one per matrix in the artifact, one per row on
+// the device).
 struct Planes {
     uint64_t code_row = 0, high_off = 0, high_row = 0, scale_off = 0, scale_row = 0;
 };

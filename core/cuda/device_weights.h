@@ -5,7 +5,7 @@
 //   alloc() throws ninfer::Error("cuda: out of GPU memory allocating N bytes for WHAT").
 // - DeviceModel::upload(weights, arena) copies every matrix in its stored format (bf16,
 //   fp8_e4m3fn_row_bf16, q4/q5/q6_g64_fp16, q8_g32_fp16, nvfp4; byte layouts of
-//   spec/artifact-format.md §3, which are the layouts kernels/gemv.h reads; nvfp4 gets one divisor
+//   docs/ARTIFACT_FORMAT.md §3, which are the layouts kernels/gemv.h reads; nvfp4 gets one divisor
 //   per row, its matrix's d_w, since rows of matrices with different divisors are concatenated)
 //   straight from the artifact's pages, one copy per plane of each stored segment (no host
 //   staging). With tiled, every matrix that kernels::gemv reads (all but the embedding and the
@@ -16,10 +16,10 @@
 //   (else Error).
 //   Another format is refused with
 //   ninfer::Error("cuda: NAME is stored as FORMAT; ...") naming the formats it takes.
-// - Attention query and gate are interleaved per head ([query_h | gate_h], model.md §5) into one
-//   matrix when both have one format, else kept as two matrices. With tiled, rows of projections
-//   that read the same input are concatenated where the formats agree (see DeviceAttention,
-//   DeviceGdn, DeviceMlp). MoE experts of a layer become two matrices
+// - Attention query and gate are interleaved per head ([query_h | gate_h], docs/MODEL.md §5) into
+//   one matrix when both have one format, else kept as two matrices. With tiled, rows of
+//   projections that read the same input are concatenated where the formats agree (see
+//   DeviceAttention, DeviceGdn, DeviceMlp). MoE experts of a layer become two matrices
 //   (all experts' [gate; up] rows, all experts' down rows), one format each.
 // - Vectors: norms, A_log, dt_bias as f32; q/k norms, the GDN gated norm and the conv taps
 //   ([conv_dim][kernel]) as bf16 (their stored values are bf16, so this is exact).

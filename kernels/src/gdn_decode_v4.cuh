@@ -16,7 +16,8 @@ __device__ __forceinline__ float4 conv_taps(const GdnConvArgs& c, int ch) {
     const __nv_bfloat16* w = c.conv_w + int64_t(ch) * 4;
     return make_float4(__bfloat162float(w[0]), __bfloat162float(w[1]), __bfloat162float(w[2]), __bfloat162float(w[3]));
 }
-// The pre-activation sum_j w_j x_j over the inputs oldest first, in the order of model.md §6's reference.
+// The pre-activation sum_j w_j x_j over the inputs oldest first, in the order of docs/MODEL.md §6's
+// reference.
 __device__ __forceinline__ float conv_sum(float4 w, const __nv_bfloat16 (&x)[4]) {
     float acc = fmaf(w.x, __bfloat162float(x[0]), 0.f);
     acc = fmaf(w.y, __bfloat162float(x[1]), acc);

@@ -1,5 +1,5 @@
 // ninfer::kernels - the chunked (WY / state-passing) delta rule of gdn_prefill, internal to
-// gdn_prefill.cu and gdn_prefill_chunked.cu (model.md §6 "Chunked prefill").
+// gdn_prefill.cu and gdn_prefill_chunked.cu (docs/MODEL.md §6 "Chunked prefill").
 //
 // Contract: gdn_chunked_launch enqueues two kernels that turn the prep's outputs into the fp32
 // scan output o [t][Hv*128] and the updated state slot, the same function as the column scan:

@@ -17,7 +17,7 @@ constexpr int kMinUnitsPerSplit = 8;
 constexpr int kTargetBlocksPerSm = 8;
 
 int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
-// row_split_k128_v1 (spec §3.2): group size, base and high-bit bytes per group.
+// row_split_k128_v1 (docs/ARTIFACT_FORMAT.md §3.2): group size, base and high-bit bytes per group.
 int group_of(WeightFormat f) { return f == WeightFormat::Q8G32Fp16 ? 32 : 64; }
 int high_bytes_of(WeightFormat f) { return f == WeightFormat::Q5G64Fp16 ? 8 : f == WeightFormat::Q6G64Fp16 ? 16 : 0; }
 int64_t groups_per_row(WeightFormat f, int64_t k) { return align_up(k, 128) / group_of(f); }

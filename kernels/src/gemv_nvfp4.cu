@@ -40,7 +40,8 @@ __device__ __forceinline__ void mma_nvfp4_unit(float (&acc)[4], uint2 wa, uint2 
     }
 }
 
-// Byte offset of the E4M3 scale of (row, 16-column block 4 * unit + c) in the scale plane (§3.3).
+// Byte offset of the E4M3 scale of (row, 16-column block 4 * unit + c) in the scale plane
+// (docs/ARTIFACT_FORMAT.md §3.3).
 __device__ __forceinline__ int64_t scale_at(int64_t row, int64_t unit, int c, int64_t units_per_row) {
     return ((row / 128) * units_per_row + unit) * 512 + (row % 32) * 16 + ((row % 128) / 32) * 4 + c;
 }

@@ -90,8 +90,8 @@ NINFER_TILED_HD void q56_pack_lane(int bits, const uint8_t* v, uint32_t* w) {
 }
 
 // Offset-binary v of code gi (0..63) of an artifact row's group: base nibble (even code low, base:
-// the group's 32 bytes) and bits - 4 high bits (code-major, LSB first, spec §3.2: the group's high
-// bytes); a null base is a padding row (code 0).
+// the group's 32 bytes) and bits - 4 high bits (code-major, LSB first, docs/ARTIFACT_FORMAT.md
+// §3.2: the group's high bytes); a null base is a padding row (code 0).
 NINFER_TILED_HD uint32_t q56_artifact_value(int bits, const uint8_t* base, const uint8_t* high, int gi) {
     if (!base) return uint32_t(q56_bias(bits));
     const int fb = bits - 4, bit = gi * fb;

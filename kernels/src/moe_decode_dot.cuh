@@ -15,7 +15,7 @@
 
 namespace ninfer::kernels::detail {
 
-// One matrix in the stored layout (spec/artifact-format.md §3) as the row dots read it.
+// One matrix in the stored layout (docs/ARTIFACT_FORMAT.md §3) as the row dots read it.
 struct MoeRows {
     WeightFormat format = WeightFormat::Bf16;
     const uint8_t* data = nullptr;

@@ -9,7 +9,8 @@
 
 namespace ninfer::kernels::detail {
 
-// Exact decoding of one element of a stored-layout matrix, as core's codecs do it (spec §2, §3).
+// Exact decoding of one element of a stored-layout matrix, as core's codecs do it
+// (docs/ARTIFACT_FORMAT.md §2, §3).
 struct RowDecoder {
     WeightFormat format;
     const uint8_t* data;

@@ -1,15 +1,16 @@
 // ninfer::kernels - gated full attention for decode (one new token per lane) over the paged KV
-// pool, model.md §5.
+// pool, docs/MODEL.md §5.
 //
 // KV pool of one layer: K pages and V pages. A lane's token at position p lives in page
 // page_table[lane * max_pages + p / 64], row p % 64. K is stored after k_norm and RoPE, V raw.
 // - KvDtype::Bf16: kv.k / kv.v, each [n_pages][n_kv_heads][64][head_dim] bf16.
-// - KvDtype::Fp8 / Int8 (model.md §11, core/model/kv_codec.h's row codecs): kv.k_q / kv.v_q, pages
-//   of kv_page_bytes() bytes: codes [n_kv_heads][64][head_dim] (E4M3 / int8), then 16-bit scales
-//   [n_kv_heads][64][kv_scales_per_row()] (fp8: one bf16 per row, scale = bf16(amax/448), a zero
-//   word with amax > 0 becomes 0x0001, code = e4m3(clamp(x * (1/scale), +-448)); int8: one fp16 per
-//   64 values, scale = f16(amax/127) (0 -> 0x0001 likewise), code = clamp(rint(x * (1/scale)),
-//   +-127)); value = code * scale. Quantised from the f32 K after norm and RoPE and from V.
+// - KvDtype::Fp8 / Int8 (docs/MODEL.md §11, core/model/kv_codec.h's row codecs): kv.k_q / kv.v_q,
+//   pages of kv_page_bytes() bytes: codes [n_kv_heads][64][head_dim] (E4M3 / int8), then 16-bit
+//   scales [n_kv_heads][64][kv_scales_per_row()] (fp8: one bf16 per row, scale = bf16(amax/448), a
+//   zero word with amax > 0 becomes 0x0001, code = e4m3(clamp(x * (1/scale), +-448)); int8: one
+//   fp16 per 64 values, scale = f16(amax/127) (0 -> 0x0001 likewise), code = clamp(rint(x *
+//   (1/scale)), +-127)); value = code * scale. Quantised from the f32 K after norm and RoPE and
+//   from V.
 //
 // 1. attn_decode_prep: token t (lane lanes[t], position positions[t]) takes the q_proj output
 //    qg [t][n_heads][2*head_dim] (per head: query | gate) and k, v [t][n_kv_heads*head_dim]:

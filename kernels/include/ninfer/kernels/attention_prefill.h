@@ -1,5 +1,5 @@
 // ninfer::kernels - gated full attention for prefill: T consecutive tokens of ONE lane at positions
-// start_pos .. start_pos + T - 1, over the paged KV pool of attention_decode.h (model.md §5).
+// start_pos .. start_pos + T - 1, over the paged KV pool of attention_decode.h (docs/MODEL.md §5).
 //
 // 1. attn_prefill_prep: for every token, q = rope(offset_rmsnorm(query, q_norm)) -> the q scratch
 //    (bf16 [t][n_heads*256], inside args.scratch), k = rope(offset_rmsnorm(k, k_norm)) and raw v

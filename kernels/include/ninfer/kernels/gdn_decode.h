@@ -1,4 +1,4 @@
-// ninfer::kernels - Gated DeltaNet decode step (one new token per lane), model.md §6.
+// ninfer::kernels - Gated DeltaNet decode step (one new token per lane), docs/MODEL.md §6.
 //
 // Two launches per layer, in this order on one stream:
 // 1. gdn_conv_decode: causal depthwise conv (kernel 4, no bias) over the in_proj_qkv output, then

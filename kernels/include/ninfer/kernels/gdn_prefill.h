@@ -1,5 +1,5 @@
 // ninfer::kernels - Gated DeltaNet prefill: one layer, T consecutive tokens of ONE lane in one
-// call (model.md §6), the same function as T calls of gdn_conv_decode + gdn_recurrent_decode.
+// call (docs/MODEL.md §6), the same function as T calls of gdn_conv_decode + gdn_recurrent_decode.
 //
 // gdn_prefill(args, stream) enqueues, on one stream:
 // 1. conv + SiLU for every token t < T: c = bf16(silu(sum_j w[ch][j] * in[j])) with in = the 4
@@ -13,7 +13,7 @@
 //    128 value columns of a head are independent, so each block owns a slice of columns with the
 //    state in registers (one launch for all T tokens); only the f32 summation order differs from
 //    the decode kernel.
-//    chunked: the WY / state-passing form over chunks of 64 tokens (model.md §6), the chunks'
+//    chunked: the WY / state-passing form over chunks of 64 tokens (docs/MODEL.md §6), the chunks'
 //    triangular solves all at once, then one serial pass per head and 64-column state slice; the
 //    products run on mma.sync: q.k and k.k from the exact bf16 conv outputs (f32 sums), the
 //    f32 operands split into bf16 hi + lo (about 16 significant bits per product, so results

@@ -1,7 +1,7 @@
 // ninfer::kernels - decode linear layer: y[t] = W · x[t] for 1..8 tokens, weight read once per call.
 //
 // Contract:
-// - W is [n, k] in one of three artifact encodings, bytes exactly as spec/artifact-format.md §3:
+// - W is [n, k] in one of three artifact encodings, bytes exactly as docs/ARTIFACT_FORMAT.md §3:
 //   Bf16 (contiguous_le_v1, row-major), Fp8E4m3RowBf16 (row_scale_v1: n*k E4M3FN codes, then at
 //   align_up(n*k, 256) n bf16 row multipliers), Q4G64Fp16 (row_split_k128_v1: base plane of
 //   g*32 bytes per row, g = align_up(k,128)/64, even lane in the low nibble, signed codes; then at

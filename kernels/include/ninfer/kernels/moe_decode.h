@@ -6,7 +6,7 @@
 // For one token the routing moves to (2): every block routes the token from the logits itself (a
 // shorter dependent chain: no counter, no work-list round trip); the results are the same bits.
 //
-// Contract (model.md §6, core/cpu/forward.cpp ModelRunner::ffn):
+// Contract (docs/MODEL.md §7, core/cpu/forward.cpp ModelRunner::ffn):
 // - x: n_tokens f32 rows (stride x_stride elements) of the post-attention-normed hidden state.
 // - logits[t][e] = W_router.row(e) . x[t], score[t] = W_shared_score.row(0) . x[t] (f32 sums of
 //   exact products: weights decoded exactly, x never rounded). p = softmax(logits[t]) in f32;

@@ -7,7 +7,7 @@
 //   (bf16 widened; fp8 code * row multiplier; q4/q5/q6/q8 signed code * group multiplier; nvfp4
 //   (e2m1 * e4m3 block scale) / the row's divisor, in gemv.h's nvfp4 form).
 // - add_rmsnorm: x[t] += add[t] (when add is given, f32 in place); then
-//   y[t] = bf16(x * rsqrt(mean(x^2) + eps) * (1 + w)), w f32 [dim] (model.md §4, offset form);
+//   y[t] = bf16(x * rsqrt(mean(x^2) + eps) * (1 + w)), w f32 [dim] (docs/MODEL.md §4, offset form);
 //   y32 (optional, stride y_stride) gets the same values unrounded, y_lo (optional, same stride)
 //   the low halves bf16(v - float(bf16(v))) for gemv's x_lo; y8 (optional; n_tokens <= 8, dim % 16
 //   == 0, dim <= kAddRmsnormInt8MaxDim, y 16-byte aligned) the q4 int8 route's quantisation of y (+ y_lo) (gemv.h
