@@ -1,8 +1,8 @@
 // ninfer tests (GPU) - every weight format and KV dtype end to end: kernel-shape fixtures converted
 // with --recipe / --format overrides (Recipe::apply_override, the converter's --format path) run
 // through the CUDA backend against the CPU backend on the same artifact (mean KL written here), the
-// upstream 27B groupwise-int mix (spec §4.1) included; fp8/int8 KV, and lane images moving
-// GPU -> CPU -> GPU in each KV dtype.
+// upstream 27B groupwise-int mix (docs/ARTIFACT_FORMAT.md §4.1) included; fp8/int8 KV, and lane
+// images moving GPU -> CPU -> GPU in each KV dtype.
 #include "core/cpu/cpu_backend.h"
 #include "core/cuda/cuda_backend.h"
 #include "core/model/kv_codec.h"
@@ -30,11 +30,11 @@ void set_format(Recipe& r, TensorGroup g, const char* format) {
     r.apply_override(std::string(tensor_group_name(g)) + "=" + format);
 }
 
-// "mix": the upstream 27B/35B groupwise-int assignment of spec §4.1 written as --format overrides
-// on the bf16 recipe: q6 vocabulary matrices, q4 Q/K and gate/up, q5 V/gate/z, outputs and down
-// projections, q8 shared experts; GDN a/b and the router stay bf16. "q5"/"q6"/"nvfp4": every text
-// matrix in that format (nvfp4 where its shape rule holds: the MoE fixture's expert down
-// projection has 32 columns and stays q8). "q8" is the converter's recipe.
+// "mix": the upstream 27B/35B groupwise-int assignment of docs/ARTIFACT_FORMAT.md §4.1 written as
+// --format overrides on the bf16 recipe: q6 vocabulary matrices, q4 Q/K and gate/up, q5 V/gate/z,
+// outputs and down projections, q8 shared experts; GDN a/b and the router stay bf16.
+// "q5"/"q6"/"nvfp4": every text matrix in that format (nvfp4 where its shape rule holds: the MoE
+// fixture's expert down projection has 32 columns and stays q8). "q8" is the converter's recipe.
 Recipe recipe_for_test(const std::string& name, const std::string& fixture) {
     if (name == "q8") return Recipe::parse("q8");
     Recipe r = Recipe::parse(name == "mix" ? "bf16" : "q8");

@@ -219,7 +219,7 @@ TEST_CASE("gemv: low halves of x and an f32 row tail, every tiled format, 1..8 t
     CHECK(kernels::gemv(a, nullptr) == cudaErrorInvalidValue);
 }
 
-TEST_CASE("gemv: q5/q6/q8 sizes follow spec §3.2, their tiled sizes; the tiled layout refuses nvfp4", "[gemv]") {
+TEST_CASE("gemv: q5/q6/q8 sizes follow docs/ARTIFACT_FORMAT.md §3.2, their tiled sizes; the tiled layout refuses nvfp4", "[gemv]") {
     require_gpu();
     CHECK(kernels::weight_bytes(WeightFormat::Q5G64Fp16, 2, 130) == 528);
     CHECK(kernels::weight_bytes(WeightFormat::Q5G64Fp16, 7168, 5120) == 24084480);
@@ -276,7 +276,8 @@ TEST_CASE("gemv: q5/q6/q8 at the 27B and 35B-A3B layer shapes, tiled and stored"
 
 TEST_CASE("gemv: nvfp4 (per-row divisors) matches an fp64 reference of the CPU codec's decoding", "[gemv]") {
     require_gpu();
-    CHECK(kernels::weight_bytes(WeightFormat::Nvfp4, 128, 64) == 4608 + 4 * 128); // spec §3.3 Ex1, d_w per row
+    // docs/ARTIFACT_FORMAT.md §3.3 Ex1, with d_w per row
+    CHECK(kernels::weight_bytes(WeightFormat::Nvfp4, 128, 64) == 4608 + 4 * 128);
     uint64_t seed = 300;
     for (auto [n, k] : std::vector<std::pair<int64_t, int64_t>>{{128, 64}, {256, 192}, {384, 1024}, {128, 5120}})
         for (int tokens : {1, 2, 5, 8})

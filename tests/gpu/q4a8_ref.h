@@ -7,10 +7,10 @@
 // even) clamped to -127..127, d = amax / 127 in fp32; all zero when amax == 0; a group with a NaN
 // (amax NaN) or an infinity (amax inf) has q 0 and d = amax / 127. quantise_row() takes
 // x, or with low halves x + x_lo summed in fp32 (the value the route quantises then). Q4Row holds a
-// q4_g64_fp16 artifact row's signed codes and group multipliers (spec §3.2, as weights_util.h's
-// random_weight writes it). w4a8_dot() is the route's formula sum_j dot_j * s_j * d_j evaluated
-// exactly, and the sum of its terms' magnitudes; fp32_sum_bound() and output_bound() how far the
-// device's fp32 sum and its bf16 / fp32 output may be from it.
+// q4_g64_fp16 artifact row's signed codes and group multipliers (docs/ARTIFACT_FORMAT.md §3.2, as
+// weights_util.h's random_weight writes it). w4a8_dot() is the route's formula sum_j dot_j * s_j *
+// d_j evaluated exactly, and the sum of its terms' magnitudes; fp32_sum_bound() and output_bound()
+// how far the device's fp32 sum and its bf16 / fp32 output may be from it.
 #pragma once
 
 #include "weights_util.h"

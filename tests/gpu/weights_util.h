@@ -1,5 +1,6 @@
-// ninfer tests - host encoders/decoders for the decode weight formats (spec §3.2, §3.4),
-// used by the GEMV test and benchmark to make random weights and an exact fp64 reference.
+// ninfer tests - host encoders/decoders for the decode weight formats (docs/ARTIFACT_FORMAT.md
+// §3.2, §3.4), used by the GEMV test and benchmark to make random weights and an exact fp64
+// reference.
 //
 // Contract: random_weight() returns bytes laid out exactly as the artifact stores them, with valid
 // random codes and multipliers (no NaN codes, positive finite scales, zero padding);

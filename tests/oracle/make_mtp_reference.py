@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# PyTorch reference of the MTP head (../shared/reference/model.md §8, issue 28) on the model fixtures
+# PyTorch reference of the MTP head (docs/MODEL.md §8, issue 28) on the model fixtures
 # that carry random mtp.* weights (generality/dense_vl: dense MLP; generality/moe_fused: MoE layer).
 #
 # transformers has no MTP module, so the head is written out here in float64 from the checkpoint's
@@ -57,7 +57,7 @@ def rope(x, positions, rot, theta):
 
 
 class MtpHead:
-    """model.md §8 over one layer, written from the checkpoint's mtp.* tensors."""
+    """docs/MODEL.md §8 over one layer, written from the checkpoint's mtp.* tensors."""
 
     def __init__(self, tensors, cfg, embed, lm_head, dtype):
         import torch
@@ -217,7 +217,7 @@ def run_case(fixture, prompt_name, k, fixtures_root, out_root, log):
 
 
 def main():
-    ap = argparse.ArgumentParser(description="PyTorch reference of the MTP head (model.md §8)")
+    ap = argparse.ArgumentParser(description="PyTorch reference of the MTP head (docs/MODEL.md §8)")
     ap.add_argument("--fixtures", default=FIXTURES, help="tests/fixtures/model of the checkout")
     ap.add_argument("--out", required=True, help="output root: <fixture>/mtp_ref.json and mtp_*.f32 go here")
     ap.add_argument("--threads", type=int, default=8)
@@ -241,7 +241,7 @@ def main():
                 "torch": torch.__version__, "transformers": transformers.__version__,
                 "hidden_source": "float64 copy of the fp32 model: backbone last_hidden_state (after model.norm)",
                 "output_hidden_states_last": hs_last,
-                "compute": "MTP head in float64 from the bf16 mtp.* tensors (model.md §8); logits files are "
+                "compute": "MTP head in float64 from the bf16 mtp.* tensors (docs/MODEL.md §8); logits files are "
                            "the float64 results rounded to float32", "cases": []})
             doc["cases"].append(entry)
         except BaseException as e:  # keep going: report every case

@@ -6,7 +6,7 @@ the template's exception message for conversations marked expect_error).
 The template is NOT in the repository: it is models/templates/Qwen3.5-4B.jinja of the llama.cpp
 source bundled in node-llama-cpp 3.22.1 (llama/gitRelease.bundle). Pass it with --template.
 
-Conventions applied before rendering (they are the server's, documented in model.md §15):
+Conventions applied before rendering (they are the server's, documented in docs/MODEL.md §15):
 - OpenAI role "developer" becomes "system" (the Qwen3.5 template rejects "developer").
 - preserve_thinking: the Qwen3.5 template ignores it; Qwen3.6's official template gates history
   reasoning on `(preserve_thinking is defined and preserve_thinking is true) or (loop.index0 >

@@ -13,7 +13,7 @@ const fs = require("fs");
 const path = require("path");
 
 const NPM = process.env.NINFER_NPM_DIR || "/opt/ninfer-npm/node_modules";
-// Qwen3.5's pre-tokenizer (reference/model.md §14): \p{M} joins letters, digits one by one.
+// Qwen3.5's pre-tokenizer (docs/MODEL.md §14): \p{M} joins letters, digits one by one.
 const QWEN35_REGEX =
   "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 

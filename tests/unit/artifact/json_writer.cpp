@@ -50,7 +50,8 @@ TEST_CASE("numbers print exactly and round-trip", "[json_writer]") {
     CHECK(json_number(0.1) == "0.1");
     CHECK(json_number(1e-6) == "1e-06");
     CHECK(json_number(10000000.0) == "10000000.0");
-    CHECK(json_number(double(1e-6f)) == "9.999999974752427e-07"); // spec §4.4 rms_norm_eps
+    // docs/ARTIFACT_FORMAT.md §4.4: rms_norm_eps as upstream writes it
+    CHECK(json_number(double(1e-6f)) == "9.999999974752427e-07");
     CHECK(json_number(1e300) == "1e+300");
     CHECK(json_number(1e16) == "1e+16");
     CHECK(json_number(1234567890123456.0) == "1234567890123456.0");

@@ -1,6 +1,7 @@
-// ninfer tests - full-inventory v1/v2 `.ninfer` files built sparse (spec §1.1 layout, the published
-// inventories of upgrade_inventory.h), shared by the artifact upgrade tests and the daemon's
-// artifact-upgrade op test. Header-only test helper (Catch2 REQUIREs on I/O failures).
+// ninfer tests - full-inventory v1/v2 `.ninfer` files built sparse (docs/ARTIFACT_FORMAT.md §1.1
+// layout, the published inventories of upgrade_inventory.h), shared by the artifact upgrade tests
+// and the daemon's artifact-upgrade op test. Header-only test helper (Catch2 REQUIREs on I/O
+// failures).
 #pragma once
 
 #include "core/artifact/upgrade_inventory.h"
@@ -33,7 +34,7 @@ inline const char* legacy_format(TensorFormat f) {
 }
 
 // Resource sizes: unconfirmed individually; their sum (12,833,281) aligns to the 12,833,536 that
-// reproduces the published whole-file sizes (spec §3.6).
+// reproduces the published whole-file sizes (docs/ARTIFACT_FORMAT.md §3.6).
 inline const uint64_t kResourceBytes[6] = {12'800'000, 20'000, 10'000, 200, 1'500, 1'581};
 
 struct Built {
@@ -47,8 +48,9 @@ inline void write_at(const std::string& path, uint64_t offset, const std::string
     ::close(fd);
 }
 
-// A v1 (or v2) file as the upstream writer lays it out (spec §1.1): compact JSON, offsets in
-// array order, zero pad to P, payload; sparse beyond the directory and the markers.
+// A v1 (or v2) file as the upstream writer lays it out (docs/ARTIFACT_FORMAT.md §1.1): compact
+// JSON, offsets in array order, zero pad to P, payload; sparse beyond the directory and the
+// markers.
 inline Built build_legacy(const std::string& path, const std::string& model_id, int version,
                           std::vector<LegacyObject> objects = {}) {
     if (objects.empty()) objects = legacy_inventory(model_id);

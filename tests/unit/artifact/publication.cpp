@@ -17,7 +17,7 @@ using ninfer::test::ScratchDir;
 
 namespace {
 
-// Spec §1.3 test: objects totalling T = 27610 logical payload bytes, split with L = 12288.
+// docs/ARTIFACT_FORMAT.md §1.3's example: T = 27610 logical payload bytes split with L = 12288.
 // fp32 [1000] tensors of 4000 bytes at 256-aligned offsets, then a resource to land on T.
 uint64_t write_large(const std::string& path, uint64_t limit, std::vector<std::vector<float>>& values) {
     ArtifactWriter w(path, {false, limit});

@@ -1,4 +1,5 @@
-// ninfer tests - every reader check of spec §6 refuses a broken entry with a one-line message.
+// ninfer tests - every reader check of docs/ARTIFACT_FORMAT.md §6 refuses a broken entry with a
+// one-line message.
 #include "core/artifact/artifact.h"
 #include "core/formats/codec.h"
 #include "core/util/error.h"

@@ -52,7 +52,8 @@ void upgrade_and_check(const std::string& model_id, int version, uint64_t publis
     TempDir dir;
     std::string path = dir.path + "/model.ninfer";
     Built b = build_legacy(path, model_id, version);
-    if (version == 1) CHECK(b.file_bytes == published_bytes); // spec §3.6: the published size, exactly
+    // docs/ARTIFACT_FORMAT.md §3.6: the published size, exactly
+    if (version == 1) CHECK(b.file_bytes == published_bytes);
     // Markers: the first tensor's first bytes, the chat template, the very last byte.
     write_at(path, b.payload_start + b.offsets["text/token_embedding"], "EMBEDDING-MARKER");
     write_at(path, b.payload_start + b.offsets["frontend/chat_template.jinja"], "{% template %}");

@@ -9,7 +9,7 @@ using namespace ninfer::test;
 
 TEST_CASE("kv_dtype: row sizes and codec round trip", "[kv_dtype]") {
     CHECK(kv_row_bytes(KvDtype::Bf16, 256) == 512);
-    CHECK(kv_row_bytes(KvDtype::Fp8, 256) == 258);  // 516 per K+V (model.md §11)
+    CHECK(kv_row_bytes(KvDtype::Fp8, 256) == 258);  // 516 per K+V (docs/MODEL.md §11)
     CHECK(kv_row_bytes(KvDtype::Int8, 256) == 264); // 528 per K+V
     std::mt19937_64 rng(3);
     std::normal_distribution<float> normal;

@@ -1,7 +1,7 @@
-// ninfer tests - the CPU MTP head (model.md §8) through draft_mtp: against the head written out in
-// double over the whole prompt (mtp_formula.h), and the bookkeeping of which hidden states the
-// head has taken: chunked prefill, a decode, an accepted verify window, lane images and a batch of
-// lanes all give the drafts a fresh lane gives. (The head against PyTorch: mtp_reference.cpp.)
+// ninfer tests - the CPU MTP head (docs/MODEL.md §8) through draft_mtp: against the head written
+// out in double over the whole prompt (mtp_formula.h), and the bookkeeping of which hidden states
+// the head has taken: chunked prefill, a decode, an accepted verify window, lane images and a batch
+// of lanes all give the drafts a fresh lane gives. (The head against PyTorch: mtp_reference.cpp.)
 #include "core/cpu/forward.h"
 #include "core/cpu/lane_state.h"
 #include "core/cpu/thread_pool.h"

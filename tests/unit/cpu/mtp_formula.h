@@ -1,4 +1,4 @@
-// ninfer tests - model.md §8 written out in double over ModelWeights, independent of the CPU
+// ninfer tests - docs/MODEL.md §8 written out in double over ModelWeights, independent of the CPU
 // forward code: the MTP head over a whole sequence of rows (h_t, x_{t+1}) at positions 0..T-1
 // (causal attention with partial NeoX RoPE, q/k offset norms, GQA and the sigmoid gate; dense
 // SwiGLU or the MoE with renormalised top-k and the gated shared expert), and the greedy draft

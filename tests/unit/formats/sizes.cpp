@@ -1,4 +1,5 @@
-// ninfer tests - format registry and the encoded sizes of spec §3 (worked examples Ex1..Ex4).
+// ninfer tests - format registry and the encoded sizes of docs/ARTIFACT_FORMAT.md §3 (worked
+// examples Ex1..Ex4).
 #include "core/formats/format.h"
 #include "core/formats/layout.h"
 #include "core/util/error.h"

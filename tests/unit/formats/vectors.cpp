@@ -1,4 +1,5 @@
-// ninfer tests - bit-exact worked vectors of spec §2-§3 (bit order, scales, rounding ties).
+// ninfer tests - bit-exact worked vectors of docs/ARTIFACT_FORMAT.md §2-§3 (bit order, scales,
+// rounding ties).
 #include "core/formats/codec.h"
 #include "core/formats/codec_detail.h"
 #include "core/formats/format.h"

@@ -51,7 +51,7 @@ TEST_CASE("config: explicit irregular layer_types and MoE fields", "[config]") {
 TEST_CASE("config: round trip of the wrapper config", "[config]") {
     ModelConfig c = ModelConfig::from_json(kDense27b);
     CHECK(ModelConfig::from_json(c.to_json()) == c);
-    // Exact numbers, as upstream's configs store them (spec §4.4).
+    // Exact numbers, as upstream's configs store them (docs/ARTIFACT_FORMAT.md §4.4).
     CHECK_THAT(c.to_json(), Catch::Matchers::Contains("\"rms_norm_eps\":9.999999974752427e-07"));
     CHECK_THAT(c.to_json(), Catch::Matchers::Contains("\"rope_theta\":10000000.0"));
 }

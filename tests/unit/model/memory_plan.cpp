@@ -30,7 +30,7 @@ static ModelConfig dense_27b() {
     return c;
 }
 
-TEST_CASE("memory_plan: 27B state sizes match model.md §11", "[memory_plan]") {
+TEST_CASE("memory_plan: 27B state sizes match docs/MODEL.md §11", "[memory_plan]") {
     const ModelConfig c = dense_27b();
     MemoryRequest r;
     r.max_context = 4096;
@@ -118,7 +118,7 @@ TEST_CASE("memory_plan: speculation counts the MTP layer's KV and the verify sna
     r.mtp = true;
     r.max_draft_tokens = 3;
     const MemoryPlan spec = MemoryPlan::make(c, r);
-    CHECK(spec.kv_mtp_bytes_per_token == 4096); // model.md §11: MTP KV bytes/token BF16, 27B
+    CHECK(spec.kv_mtp_bytes_per_token == 4096); // docs/MODEL.md §11: MTP KV bytes/token BF16, 27B
     CHECK(spec.kv_bytes_per_token == plain.kv_bytes_per_token); // the lane image's main KV is unchanged
     CHECK(spec.kv_bytes == 4096ull * (65536 + 4096));
     // K snapshots of a lane's whole GDN state (fp32 conv history + recurrent state).

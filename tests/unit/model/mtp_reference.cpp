@@ -1,8 +1,9 @@
-// ninfer tests - the CPU backend's MTP head (draft_mtp) against the PyTorch reference of model.md §8
-// (tests/oracle/make_mtp_reference.py: the head in float64 from the fixtures' mtp.* tensors, fed by
-// transformers' final-normed hidden states). Per case: prefill the prompt (in two chunks), draft K
-// tokens after the reference's next token; every draft's logits reach cosine >= 0.9999 and
-// max |d| <= 1e-3 x max |logit|, and the draft ids agree up to the first reference gap under 0.01.
+// ninfer tests - the CPU backend's MTP head (draft_mtp) against the PyTorch reference of
+// docs/MODEL.md §8 (tests/oracle/make_mtp_reference.py: the head in float64 from the fixtures'
+// mtp.* tensors, fed by transformers' final-normed hidden states). Per case: prefill the prompt (in
+// two chunks), draft K tokens after the reference's next token; every draft's logits reach cosine
+// >= 0.9999 and max |d| <= 1e-3 x max |logit|, and the draft ids agree up to the first reference
+// gap under 0.01.
 #include "tests/unit/model/oracle_support.h"
 
 #include <catch2/catch.hpp>
