@@ -6,14 +6,14 @@
 //   (preprocessor_config.json) or Qwen3VLVideoProcessor (video_preprocessor_config.json). Pixel
 //   bounds come from "size": {"shortest_edge", "longest_edge"} (transformers 5's spelling), overridden by
 //   "min_pixels" / "max_pixels" where present (as the fast image processor does); for video they bound frames x height x width. Members absent
-//   from the JSON keep the defaults below (model.md §9, the upstream processor's: image
+//   from the JSON keep the defaults below (docs/MODEL.md §9, the upstream processor's: image
 //   32²..1024² px, video 128·32²..4·1024² px·frames, 2 fps, 4..768 frames; patch 16, temporal 2,
 //   merge 2; mean = std = 0.5 after rescaling by 1/255).
 // - media_config_from_json(image_json, video_json): "" = defaults for that kind. Throws
 //   Error("media: preprocessor_config.json: ...") for JSON that is not an object or values out of
 //   range (non-positive sizes, min > max, a std of 0).
 // - MediaLimits are the server's refusals on top (ninferd options, daemon/options.cpp); each
-//   has its ninferd option named beside it. Defaults = model.md §9's upstream limits.
+//   has its ninferd option named beside it. Defaults = docs/MODEL.md §9's upstream limits.
 // Thread safety: plain values.
 #pragma once
 

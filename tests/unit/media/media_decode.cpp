@@ -15,7 +15,7 @@ using Kind = VisionInput::Kind;
 
 namespace {
 
-const MediaConfig kConfig;  // model.md §9 upstream bounds: a 64x64 image needs no resize
+const MediaConfig kConfig;  // docs/MODEL.md §9 upstream bounds: a 64x64 image needs no resize
 const MediaLimits kLimits;
 
 // The value vision_input.h says patches[r][k] holds, from the frame pixel (t*T + tt, c, y, x).

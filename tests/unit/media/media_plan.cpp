@@ -26,7 +26,7 @@ void check(ResizedSize got, int64_t h, int64_t w) {
 } // namespace
 
 TEST_CASE("image smart_resize: rounding, the max branch and the min branch", "[media_plan]") {
-    const MediaPreprocess up = image_bounds(32 * 32, 1024 * 1024); // model.md §9 upstream bounds
+    const MediaPreprocess up = image_bounds(32 * 32, 1024 * 1024); // docs/MODEL.md §9 upstream bounds
     // 64/32 = 2: already a multiple of the factor.
     check(smart_resize_image(64, 64, up), 64, 64);
     // 48/32 = 1.5 and 80/32 = 2.5 round half to even (Python's round): 2 and 2.
