@@ -1,4 +1,4 @@
-// ninfer::core - bind the vision tower's parameters (artifact-format.md §4.3 vision names).
+// ninfer::core - bind the vision tower's parameters (docs/ARTIFACT_FORMAT.md §4.3 vision names).
 #include "core/model/vision_weights.h"
 
 #include "core/model/weight_binder.h"

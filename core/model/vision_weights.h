@@ -2,7 +2,7 @@
 //
 // Contract:
 // - VisionWeights::bind(config, lookup) validates the config and resolves every parameter of
-//   vision_parameter_specs(config) (spec/artifact-format.md §4.3 names: vision/patch_embedding
+//   vision_parameter_specs(config) (docs/ARTIFACT_FORMAT.md §4.3 names: vision/patch_embedding
 //   [hidden, C*T*P*P] (the Conv3d kernel flattened C-order), vision/patch_embedding_bias,
 //   vision/position_embedding [num_position_embeddings, hidden], vision/layers/{b}/attention/
 //   {query,key,value,output}[_bias], .../mlp/{fc1,fc2}[_bias], .../norm{1,2}_{weight,bias},

@@ -1,6 +1,6 @@
-// ninfer tests - the CPU vision tower against a float64 reference written here from model.md §9 and
-// transformers' Qwen3_5VisionModel (processor patch order, align_corners bilinear position table,
-// axial 2-D rotary, attention per temporal patch, 2x2 merger), plus its input checks.
+// ninfer tests - the CPU vision tower against a float64 reference written here from docs/MODEL.md
+// §9 and transformers' Qwen3_5VisionModel (processor patch order, align_corners bilinear position
+// table, axial 2-D rotary, attention per temporal patch, 2x2 merger), plus its input checks.
 #include "core/cpu/thread_pool.h"
 #include "core/util/error.h"
 #include "core/vision/vision_tower.h"
