@@ -1,0 +1,340 @@
+// ninfer::core::grammar - JSON Schema to GBNF: keyword dispatch, objects, arrays, anyOf/oneOf and $ref.
+#include "core/grammar/json_schema_compiler.h"
+
+#include "core/frontend/output_parser_json.h"
+#include "core/util/error.h"
+
+#include <algorithm>
+
+namespace ninfer::core::grammar {
+namespace {
+
+// Standard keywords this compiler does not implement: refused, never silently ignored.
+constexpr const char* kRefused[] = {
+    "not", "if", "then", "else", "dependencies", "dependentRequired", "dependentSchemas", "patternProperties",
+    "propertyNames", "contains", "minContains", "maxContains", "multipleOf", "unevaluatedProperties",
+    "unevaluatedItems", "$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor"};
+
+std::string join_pointer(const std::string& pointer, std::string_view key) {
+    std::string out = pointer + "/";
+    for (char c : key) out += c == '~' ? std::string("~0") : c == '/' ? std::string("~1") : std::string(1, c);
+    return out;
+}
+
+bool has(element schema, const char* key) {
+    element unused;
+    return !schema[key].get(unused);
+}
+
+std::string opt(const std::string& body) { return "(" + body + ")?"; }
+
+} // namespace
+
+void SchemaCompiler::fail(const std::string& pointer, const std::string& why) const {
+    throw Error("grammar: " + (pointer.empty() ? std::string("/") : pointer) + ": " + why);
+}
+
+int64_t SchemaCompiler::count_keyword(element schema, const char* key, int64_t fallback, const std::string& pointer) const {
+    element v;
+    if (schema[key].get(v)) return fallback;
+    double d = -1;
+    if (v.is_int64()) d = double(int64_t(v));
+    else if (v.is_uint64()) d = double(uint64_t(v));
+    else if (v.is_double()) d = double(v);
+    if (d < 0 || d != double(int64_t(d)) || d > 1e9) fail(pointer + "/" + key, "must be a non-negative integer (at most 1e9)");
+    return int64_t(d);
+}
+
+std::string SchemaCompiler::new_rule_name(const std::string& pointer) {
+    std::string base;
+    for (char c : pointer) {
+        const bool word = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        base += word ? c : '-';
+    }
+    while (base.find("--") != std::string::npos) base.erase(base.find("--"), 1);
+    if (base.size() > 40) base = base.substr(base.size() - 40);
+    base = "s" + base;
+    std::string name = base;
+    for (size_t n = 1; names_.count(name); ++n) name = base + "-" + std::to_string(n);
+    names_.insert(name);
+    if (names_.size() > limits_.max_rules) fail(pointer, "more than " + std::to_string(limits_.max_rules) + " rules (max_rules)");
+    return name;
+}
+
+void SchemaCompiler::define(const std::string& name, const std::string& body) {
+    rules_ += name + " ::= " + body + "\n";
+    if (rules_.size() > limits_.max_states * 8) fail("", "grammar text over " + std::to_string(limits_.max_states * 8) + " bytes (max_states)");
+}
+
+void SchemaCompiler::check_keywords(element schema, const std::string& pointer) {
+    for (const char* key : kRefused)
+        if (has(schema, key)) fail(pointer, std::string("unsupported keyword '") + key + "'");
+    bool unique = false;
+    if (!schema["uniqueItems"].get(unique) && unique) {
+        int64_t max_items = -1;
+        if (schema["maxItems"].get(max_items) || max_items > 1) fail(pointer, "unsupported keyword 'uniqueItems' (true)");
+    }
+    element all;
+    if (!schema["allOf"].get(all) && (!all.is_array() || simdjson::dom::array(all).size() != 1))
+        fail(pointer, "unsupported keyword 'allOf' (only a single subschema is supported)");
+    std::string_view id;
+    if (!pointer.empty() && !schema["$id"].get(id)) fail(pointer, "unsupported keyword '$id' below the root");
+}
+
+std::string SchemaCompiler::compile() {
+    const Gen root = gen(root_, "");
+    if (!root) fail("", "the schema accepts no value");
+    return "root ::= " + *root + "\n" + rules_;
+}
+
+Gen SchemaCompiler::gen(element schema, const std::string& pointer) {
+    if (++n_gen_ % 64 == 0) clock_.check(pointer.empty() ? "/" : pointer);
+    if (schema.is_bool()) return bool(schema) ? Gen(common("json-value")) : std::nullopt;
+    if (!schema.is_object()) fail(pointer, "a schema must be an object or a boolean");
+    std::string_view ref;
+    if (!schema["$ref"].get(ref)) return gen_ref(ref, pointer); // draft 7: siblings of $ref are ignored
+    check_keywords(schema, pointer);
+    element all;
+    if (!schema["allOf"].get(all)) {
+        for (const char* key : {"type", "properties", "items", "enum", "const", "anyOf", "oneOf", "minimum", "maximum",
+                                "minLength", "maxLength", "pattern", "format", "required", "minItems", "maxItems"})
+            if (has(schema, key)) fail(pointer, std::string("unsupported keyword 'allOf' beside '") + key + "'");
+        return gen(simdjson::dom::array(all).at(0), pointer + "/allOf/0");
+    }
+    for (const char* key : {"anyOf", "oneOf"})
+        if (has(schema, key)) return gen_alternatives(schema, pointer, key);
+    if (has(schema, "enum") || has(schema, "const")) return gen_enum(schema, pointer);
+    element type;
+    std::vector<std::string> types;
+    if (!schema["type"].get(type)) {
+        if (type.is_string()) types.emplace_back(std::string_view(type));
+        else if (type.is_array())
+            for (element t : simdjson::dom::array(type)) {
+                if (!t.is_string()) fail(pointer + "/type", "type names must be strings");
+                types.emplace_back(std::string_view(t));
+            }
+        else fail(pointer + "/type", "type must be a string or an array");
+    } else {
+        types = {"null", "boolean", "number", "string", "array", "object"};
+    }
+    if (std::find(types.begin(), types.end(), "number") != types.end()) std::erase(types, std::string("integer"));
+    std::vector<std::string> alts;
+    for (const std::string& t : types)
+        if (Gen g = gen_typed(schema, pointer, t)) alts.push_back(*g);
+    if (alts.empty()) return std::nullopt;
+    if (alts.size() == 1) return alts[0];
+    std::string body;
+    for (const std::string& a : alts) body += (body.empty() ? "" : " | ") + a;
+    return "(" + body + ")";
+}
+
+Gen SchemaCompiler::gen_typed(element schema, const std::string& pointer, const std::string& type) {
+    if (type == "null") return "\"null\"";
+    if (type == "boolean") return "(\"true\" | \"false\")";
+    if (type == "integer") return gen_integer(schema, pointer);
+    if (type == "number") return gen_number(schema, pointer);
+    if (type == "string") return gen_string(schema, pointer);
+    if (type == "array") return gen_array(schema, pointer);
+    if (type == "object") return gen_object(schema, pointer);
+    fail(pointer + "/type", "unknown type '" + type + "'");
+}
+
+// anyOf: any branch. oneOf: the same, only when no value can validate against two branches - the
+// branches' possible JSON types must be disjoint (checked per branch), so a value matching one
+// branch's grammar fails every other branch.
+Gen SchemaCompiler::gen_alternatives(element schema, const std::string& pointer, const char* key) {
+    for (const char* sibling : {"type", "properties", "items", "enum", "const", "minimum", "maximum", "minLength",
+                                "maxLength", "pattern", "format", "required", "minItems", "maxItems",
+                                "additionalProperties", "anyOf", "oneOf"})
+        if (std::string_view(sibling) != key && has(schema, sibling))
+            fail(pointer, std::string("unsupported keyword '") + sibling + "' beside '" + key + "'");
+    element branches;
+    if (schema[key].get(branches) || !branches.is_array() || simdjson::dom::array(branches).size() == 0)
+        fail(pointer + "/" + key, "must be a non-empty array");
+    uint8_t seen = 0;
+    std::vector<std::string> alts;
+    size_t i = 0;
+    for (element branch : simdjson::dom::array(branches)) {
+        const std::string at = pointer + "/" + key + "/" + std::to_string(i++);
+        if (std::string_view(key) == "oneOf") {
+            const uint8_t mask = schema_type_mask(branch);
+            if (mask & seen) fail(at, "oneOf branches that may overlap (their JSON types must differ)");
+            seen |= mask;
+        }
+        if (Gen g = gen(branch, at)) alts.push_back(*g);
+    }
+    if (alts.empty()) return std::nullopt;
+    std::string body;
+    for (const std::string& a : alts) body += (body.empty() ? "" : " | ") + a;
+    return "(" + body + ")";
+}
+
+Gen SchemaCompiler::gen_ref(std::string_view ref, const std::string& pointer) {
+    if (ref.empty() || ref[0] != '#') fail(pointer + "/$ref", "only local references (#/...) are supported: " + std::string(ref));
+    const std::string key(ref);
+    if (auto found = refs_.find(key); found != refs_.end()) return found->second;
+    element target = root_;
+    std::string_view rest = ref.substr(1);
+    if (!rest.empty() && rest[0] != '/') fail(pointer + "/$ref", "anchor references are not supported: " + key);
+    while (!rest.empty()) {
+        rest.remove_prefix(1);
+        const size_t slash = std::min(rest.find('/'), rest.size());
+        std::string token;
+        for (size_t i = 0; i < slash; ++i) {
+            if (rest[i] == '~' && i + 1 < slash) { token += rest[i + 1] == '1' ? '/' : '~'; ++i; }
+            else if (rest[i] == '%' && i + 2 < slash) { token += char(std::stoi(std::string(rest.substr(i + 1, 2)), nullptr, 16)); i += 2; }
+            else token += rest[i];
+        }
+        rest.remove_prefix(slash);
+        element next;
+        if (target.is_object() && !target[token].get(next)) target = next;
+        else if (target.is_array() && !token.empty() && std::all_of(token.begin(), token.end(), ::isdigit) &&
+                 !simdjson::dom::array(target).at(std::stoul(token)).get(next)) target = next;
+        else fail(pointer + "/$ref", "reference target not found: " + key);
+    }
+    const std::string name = new_rule_name(std::string(ref.substr(1)));
+    refs_[key] = name; // before the body: recursive references resolve to the rule
+    const Gen body = gen(target, std::string(ref.substr(1)));
+    if (!body) {
+        refs_[key] = std::nullopt;
+        return std::nullopt;
+    }
+    define(name, *body);
+    return name;
+}
+
+Gen SchemaCompiler::gen_enum(element schema, const std::string& pointer) {
+    for (const char* sibling : {"properties", "items", "minimum", "maximum", "minLength", "maxLength", "pattern",
+                                "format", "required", "minItems", "maxItems"})
+        if (has(schema, sibling)) fail(pointer, std::string("unsupported keyword '") + sibling + "' beside enum/const");
+    std::vector<element> values;
+    element value;
+    if (!schema["const"].get(value)) values.push_back(value);
+    else if (!schema["enum"].get(value) && value.is_array())
+        for (element v : simdjson::dom::array(value)) values.push_back(v);
+    else fail(pointer + "/enum", "must be an array");
+    const uint8_t allowed = has(schema, "type") ? schema_type_mask(schema) : 0xFF;
+    std::set<std::string> texts; // alternatives, deduplicated; only values of an allowed type
+    for (element v : values) {
+        if (value_type_mask(v) & allowed) texts.insert(json_text(v));
+    }
+    if (texts.empty()) return std::nullopt;
+    std::string body;
+    for (const std::string& t : texts) body += (body.empty() ? "" : " | ") + gbnf_literal(t);
+    return "(" + body + ")";
+}
+
+Gen SchemaCompiler::gen_object(element schema, const std::string& pointer) {
+    element props, required_list, additional;
+    const bool has_props = !schema["properties"].get(props);
+    if (has_props && !props.is_object()) fail(pointer + "/properties", "must be an object");
+    std::vector<std::string> required;
+    if (!schema["required"].get(required_list)) {
+        if (!required_list.is_array()) fail(pointer + "/required", "must be an array");
+        for (element r : simdjson::dom::array(required_list)) {
+            if (!r.is_string()) fail(pointer + "/required", "names must be strings");
+            required.emplace_back(std::string_view(r));
+        }
+    }
+    struct Prop { std::string key; Gen value; bool required; };
+    std::vector<Prop> list;
+    if (has_props)
+        for (auto field : simdjson::dom::object(props)) {
+            const std::string key(field.key);
+            const bool req = std::find(required.begin(), required.end(), key) != required.end();
+            list.push_back({key, gen(field.value, join_pointer(pointer + "/properties", key)), req});
+        }
+    for (const std::string& r : required) // required names without a declared schema: any value
+        if (std::none_of(list.begin(), list.end(), [&](const Prop& p) { return p.key == r; }))
+            list.push_back({r, common("json-value"), true});
+    for (const Prop& p : list)
+        if (p.required && !p.value) return std::nullopt;
+    std::erase_if(list, [](const Prop& p) { return !p.value; });
+    const int64_t min_props = count_keyword(schema, "minProperties", 0, pointer);
+    const int64_t max_props = count_keyword(schema, "maxProperties", -1, pointer);
+    const bool additional_false = !schema["additionalProperties"].get(additional) && additional.is_bool() && !bool(additional);
+    if (list.empty() && !additional_false) {
+        // A map: keys are free (no declared key to collide with); duplicate keys only lower the
+        // count, so maxProperties bounds the pairs soundly, minProperties above 1 cannot be kept.
+        if (min_props > 1) fail(pointer + "/minProperties", "minProperties above 1 is not supported for maps");
+        Gen value = common("json-value");
+        if (!schema["additionalProperties"].get(additional) && !additional.is_bool())
+            value = gen(additional, pointer + "/additionalProperties");
+        if (!value || max_props == 0) return min_props > 0 ? Gen() : Gen("\"{}\"");
+        const std::string pair = common("json-string") + " \":\" " + *value;
+        const std::string more = max_props < 0 ? "(\",\" " + pair + ")*" : "(\",\" " + pair + "){0," + std::to_string(max_props - 1) + "}";
+        const std::string inner = pair + " " + more;
+        return "\"{\" " + (min_props > 0 ? inner : opt(inner)) + " \"}\"";
+    }
+    // Declared properties in order; extra properties are never generated (sound whatever
+    // additionalProperties says). after[i] / first[i]: the properties from i on when one came
+    // before (each takes a leading comma) / when none did.
+    const int64_t n_required = std::count_if(list.begin(), list.end(), [](const Prop& p) { return p.required; });
+    if (min_props > n_required) fail(pointer + "/minProperties", "minProperties above the number of required properties");
+    if (max_props >= 0 && max_props < int64_t(list.size())) fail(pointer + "/maxProperties", "maxProperties below the number of properties");
+    std::vector<std::string> after(list.size() + 1), first(list.size() + 1);
+    auto then = [](const std::string& head, const std::string& rest) { return rest.empty() ? head : head + " " + rest; };
+    for (size_t i = list.size(); i-- > 0;) {
+        const std::string kv = gbnf_literal(json_string_of(list[i].key)) + " \":\" " + *list[i].value;
+        std::string body_after = then("\",\" " + kv, after[i + 1]);
+        std::string body_first = then(kv, after[i + 1]);
+        if (!list[i].required) {
+            body_after += " | " + (after[i + 1].empty() ? std::string("\"\"") : after[i + 1]);
+            body_first += " | " + (first[i + 1].empty() ? std::string("\"\"") : first[i + 1]);
+        }
+        after[i] = new_rule_name(pointer + "/a" + std::to_string(i));
+        define(after[i], body_after);
+        first[i] = new_rule_name(pointer + "/f" + std::to_string(i));
+        define(first[i], body_first);
+    }
+    return "\"{\" " + then(first[0], "\"}\"");
+}
+
+Gen SchemaCompiler::gen_array(element schema, const std::string& pointer) {
+    const int64_t min_items = count_keyword(schema, "minItems", 0, pointer);
+    const int64_t max_items = count_keyword(schema, "maxItems", -1, pointer);
+    std::vector<Gen> prefix;
+    Gen rest = common("json-value");
+    element items, extra;
+    const bool has_prefix = !schema["prefixItems"].get(items);
+    if (has_prefix || (!schema["items"].get(items) && items.is_array())) {
+        const std::string key = has_prefix ? "/prefixItems/" : "/items/";
+        size_t i = 0;
+        for (element item : simdjson::dom::array(items)) prefix.push_back(gen(item, pointer + key + std::to_string(i++)));
+        const char* rest_key = has_prefix ? "items" : "additionalItems";
+        if (!schema[rest_key].get(extra)) rest = gen(extra, pointer + "/" + rest_key);
+    } else if (!schema["items"].get(items)) {
+        rest = gen(items, pointer + "/items");
+    }
+    const int64_t n_prefix = int64_t(prefix.size());
+    // Elements from index i on, i > 0 meaning a comma goes first.
+    std::string tail;
+    const int64_t limit = max_items < 0 ? INT64_MAX : max_items;
+    if (rest && limit > n_prefix) {
+        const std::string item = (n_prefix > 0 ? "\",\" " : "") + *rest;
+        const int64_t need = std::max<int64_t>(0, min_items - n_prefix);
+        if (n_prefix == 0) {
+            if (limit == INT64_MAX) tail = need > 0 ? *rest + " (\",\" " + *rest + "){" + std::to_string(need - 1) + ",}"
+                                                : opt(*rest + " (\",\" " + *rest + ")*");
+            else tail = need > 0 ? *rest + " (\",\" " + *rest + "){" + std::to_string(need - 1) + "," + std::to_string(limit - 1) + "}"
+                                 : opt(*rest + " (\",\" " + *rest + "){0," + std::to_string(limit - 1) + "}");
+        } else {
+            tail = "(" + item + "){" + std::to_string(need) + "," + (limit == INT64_MAX ? std::string() : std::to_string(limit - n_prefix)) + "}";
+        }
+    } else if (min_items > n_prefix) {
+        return std::nullopt; // more items needed than the schema allows
+    }
+    for (int64_t i = std::min(n_prefix, limit); i-- > 0;) {
+        if (!prefix[size_t(i)]) { // this element cannot exist: the array stops before it
+            if (i < min_items) return std::nullopt;
+            tail.clear();
+            continue;
+        }
+        const std::string elem = (i > 0 ? "\",\" " : "") + *prefix[size_t(i)] + (tail.empty() ? "" : " " + tail);
+        tail = i < min_items ? elem : opt(elem);
+    }
+    if (n_prefix > limit && min_items > limit) return std::nullopt;
+    return "\"[\" " + (tail.empty() ? std::string() : tail + " ") + "\"]\"";
+}
+
+} // namespace ninfer::core::grammar

@@ -1,0 +1,110 @@
+// ninfer::core::grammar - the per-request matcher: token masks from the cached tables, advancing, rollback.
+#include "core/grammar/matcher.h"
+
+#include "core/grammar/pda.h"
+#include "core/grammar/token_masks.h"
+#include "core/util/error.h"
+
+#include <algorithm>
+
+namespace ninfer::core::grammar {
+
+struct Matcher::Scratch {
+    explicit Scratch(const Program& program) : stepper(program), walker(program) {}
+    Stepper stepper;
+    MaskWalker walker;
+    std::vector<Frame> a, b;
+};
+
+Matcher::Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenIndex> index)
+    : grammar_(std::move(grammar)), index_(std::move(index)) {
+    if (!grammar_ || !index_) throw Error("grammar: matcher needs a grammar and a token index");
+    masks_ = grammar_->masks_for(index_);
+    scratch_ = std::make_unique<Scratch>(grammar_->program());
+    frames_ = new_frame_pool();
+    const CloseResult r = scratch_->stepper.start(frames_, tops_);
+    steps_.push_back({0, uint32_t(tops_.size()), uint32_t(frames_.size()), r.reached_root, false});
+}
+
+Matcher::Matcher(const Matcher& other)
+    : grammar_(other.grammar_), index_(other.index_), masks_(other.masks_), frames_(other.frames_), tops_(other.tops_),
+      steps_(other.steps_), scratch_(std::make_unique<Scratch>(grammar_->program())) {}
+
+Matcher::~Matcher() = default;
+
+std::span<const Frame> Matcher::tops() const {
+    const Step& s = steps_.back();
+    return std::span<const Frame>(tops_).subspan(s.tops_begin, s.tops_end - s.tops_begin);
+}
+
+bool Matcher::accepting() const { return steps_.back().accepting; }
+
+bool Matcher::finished() const { return steps_.back().ended || steps_.back().tops_begin == steps_.back().tops_end; }
+
+void Matcher::fill_mask(std::span<uint32_t> words) const {
+    if (words.size() < index_->n_words())
+        throw Error("grammar: mask has " + std::to_string(words.size()) + " words, the vocabulary needs " +
+                    std::to_string(index_->n_words()));
+    std::fill(words.begin(), words.end(), 0u);
+    const Step& s = steps_.back();
+    if (!s.ended) {
+        for (const Frame& top : tops()) {
+            const PositionMask& mask = masks_->get(top.pos);
+            mask.add_accepted(words);
+            scratch_->walker.add_uncertain(*index_, mask, top, frames_, words);
+        }
+    }
+    if (s.accepting && !s.ended)
+        for (int32_t id : index_->end_ids()) words[size_t(id) >> 5] |= uint32_t(1) << (id & 31);
+}
+
+bool Matcher::advance_bytes(std::string_view bytes, bool& accepting) {
+    Scratch& s = *scratch_;
+    s.a.assign(tops().begin(), tops().end());
+    accepting = steps_.back().accepting;
+    for (char c : bytes) {
+        s.b.clear();
+        const CloseResult r = s.stepper.advance(frames_, s.a, uint8_t(c), s.b);
+        if (!r.matched) return false;
+        accepting = r.reached_root;
+        std::swap(s.a, s.b);
+    }
+    return true;
+}
+
+bool Matcher::accept_bytes(std::string_view bytes) {
+    if (steps_.back().ended) return false;
+    const size_t pool_size = frames_.size();
+    bool accepting = false;
+    if (!advance_bytes(bytes, accepting)) {
+        frames_.resize(pool_size);
+        return false;
+    }
+    const auto begin = uint32_t(tops_.size());
+    tops_.insert(tops_.end(), scratch_->a.begin(), scratch_->a.end());
+    steps_.push_back({begin, uint32_t(tops_.size()), uint32_t(frames_.size()), accepting, false});
+    return true;
+}
+
+bool Matcher::accept(int32_t token) {
+    if (index_->is_end(token)) {
+        if (!accepting() || steps_.back().ended) return false;
+        const auto end = uint32_t(tops_.size());
+        steps_.push_back({end, end, uint32_t(frames_.size()), true, true});
+        return true;
+    }
+    const std::string_view bytes = index_->bytes(token);
+    if (bytes.empty()) return false;
+    return accept_bytes(bytes);
+}
+
+void Matcher::rollback(size_t n_tokens) {
+    if (n_tokens > n_accepted())
+        throw Error("grammar: rollback of " + std::to_string(n_tokens) + " tokens, only " +
+                    std::to_string(n_accepted()) + " accepted");
+    steps_.resize(steps_.size() - n_tokens);
+    tops_.resize(steps_.back().tops_end);
+    frames_.resize(steps_.back().pool_size);
+}
+
+} // namespace ninfer::core::grammar

@@ -1,0 +1,145 @@
+// ninfer::core::grammar - per-position token tables (a pruned vocabulary-trie walk) and their runtime check.
+#include "core/grammar/token_masks.h"
+
+#include <algorithm>
+
+namespace ninfer::core::grammar {
+
+void PositionMask::add_accepted(std::span<uint32_t> words) const {
+    if (!accepted_words.empty()) {
+        for (size_t w = 0; w < accepted_words.size(); ++w) words[w] |= accepted_words[w];
+        return;
+    }
+    for (int32_t id : accepted_ids) words[size_t(id) >> 5] |= uint32_t(1) << (id & 31);
+}
+
+void MaskWalker::reset(Frame top, std::vector<Frame>& pool) {
+    tops_.assign(1, top);
+    level_end_.assign(1, 1);
+    level_pool_.assign(1, uint32_t(pool.size()));
+}
+
+void MaskWalker::truncate(size_t n_levels, std::vector<Frame>& pool) {
+    level_end_.resize(n_levels);
+    level_pool_.resize(n_levels);
+    tops_.resize(level_end_.back());
+    pool.resize(level_pool_.back());
+}
+
+CloseResult MaskWalker::push(uint8_t byte, std::vector<Frame>& pool) {
+    const size_t k = level_end_.size() - 1;
+    out_.clear();
+    const CloseResult result = stepper_.advance(pool, std::span<const Frame>(tops_).subspan(level_begin(k), level_end_[k] - level_begin(k)),
+                                                byte, out_);
+    tops_.insert(tops_.end(), out_.begin(), out_.end());
+    level_end_.push_back(uint32_t(tops_.size()));
+    level_pool_.push_back(uint32_t(pool.size()));
+    return result;
+}
+
+void MaskWalker::add_uncertain(const TokenIndex& index, const PositionMask& mask, Frame top, std::vector<Frame>& pool,
+                               std::span<uint32_t> words) {
+    if (mask.uncertain_ranks.empty()) return;
+    const size_t pool_size = pool.size();
+    reset(top, pool);
+    constexpr size_t kNone = SIZE_MAX;
+    size_t fail_at = kNone; // index of the byte the previous token failed on
+    for (size_t j = 0; j < mask.uncertain_ranks.size(); ++j) {
+        const size_t lcp = mask.uncertain_lcp[j];
+        if (fail_at != kNone && lcp > fail_at) continue; // shares the failed byte
+        const uint32_t rank = mask.uncertain_ranks[j];
+        const std::string_view b = index.bytes_at_rank(rank);
+        truncate(std::min(lcp, n_levels() - 1) + 1, pool);
+        fail_at = kNone;
+        for (size_t k = n_levels() - 1; k < b.size(); ++k) {
+            const CloseResult r = push(uint8_t(b[k]), pool);
+            if (!r.matched || (k + 1 < b.size() && last_level_empty())) {
+                fail_at = r.matched ? k + 1 : k;
+                if (!r.matched) truncate(n_levels() - 1, pool);
+                break;
+            }
+        }
+        if (fail_at == kNone) {
+            const int32_t id = index.sorted_ids()[rank];
+            words[size_t(id) >> 5] |= uint32_t(1) << (id & 31);
+        }
+    }
+    truncate(1, pool);
+    pool.resize(pool_size);
+}
+
+TokenMaskCache::TokenMaskCache(const Program& program, std::shared_ptr<const TokenIndex> index)
+    : program_(program), index_(std::move(index)), by_pos_(program.elements.size()) {}
+
+TokenMaskCache::~TokenMaskCache() = default;
+
+const PositionMask& TokenMaskCache::get(uint32_t pos) {
+    if (const PositionMask* mask = by_pos_[pos].load(std::memory_order_acquire)) return *mask;
+    std::lock_guard lock(mutex_);
+    if (const PositionMask* mask = by_pos_[pos].load(std::memory_order_acquire)) return *mask;
+    owned_.push_back(std::make_unique<PositionMask>(compute(pos)));
+    by_pos_[pos].store(owned_.back().get(), std::memory_order_release);
+    return *owned_.back();
+}
+
+void TokenMaskCache::precompute(std::span<const uint32_t> positions) {
+    for (uint32_t pos : positions) get(pos);
+}
+
+// Walks the trie in preorder with level k = the in-rule stacks after k bytes, from [pos] over
+// the open frame. open_ended[k]: the rule could have ended within the first k bytes, so a token
+// that fails later inside the rule may still continue in the unknown context below.
+PositionMask TokenMaskCache::compute(uint32_t pos) {
+    const auto& nodes = index_->nodes();
+    const auto& ids = index_->sorted_ids();
+    MaskWalker walker(program_);
+    std::vector<Frame> pool = new_frame_pool();
+    walker.reset({pos, kOpenFrame}, pool);
+    std::vector<bool> open_ended{false};
+    std::vector<int32_t> accepted;
+    std::vector<uint32_t> uncertain;
+    auto mark_uncertain = [&](uint32_t from, uint32_t to) { for (uint32_t r = from; r < to; ++r) uncertain.push_back(r); };
+    for (size_t i = 0; i < nodes.size();) {
+        const TrieNode& node = nodes[i];
+        walker.truncate(node.depth, pool);
+        open_ended.resize(node.depth);
+        const bool open_before = open_ended.back();
+        const CloseResult r = walker.push(node.byte, pool);
+        if (!r.matched) {
+            if (open_before) mark_uncertain(node.rank_begin, node.rank_subtree_end);
+            i = node.subtree_end;
+            continue;
+        }
+        for (uint32_t rank = node.rank_begin; rank < node.rank_here_end; ++rank) accepted.push_back(ids[rank]);
+        const bool open_now = open_before || r.reached_open;
+        if (walker.last_level_empty()) {
+            if (open_now) mark_uncertain(node.rank_here_end, node.rank_subtree_end);
+            i = node.subtree_end;
+            continue;
+        }
+        open_ended.push_back(open_now);
+        ++i;
+    }
+    PositionMask mask;
+    if (accepted.size() > index_->n_tokens() / 32) {
+        mask.accepted_words.assign(index_->n_words(), 0);
+        for (int32_t id : accepted) mask.accepted_words[size_t(id) >> 5] |= uint32_t(1) << (id & 31);
+    } else {
+        std::sort(accepted.begin(), accepted.end());
+        mask.accepted_ids = std::move(accepted);
+    }
+    std::sort(uncertain.begin(), uncertain.end());
+    mask.uncertain_lcp.reserve(uncertain.size());
+    std::string_view previous;
+    for (uint32_t rank : uncertain) {
+        const std::string_view b = index_->bytes_at_rank(rank);
+        size_t common = 0;
+        while (common < previous.size() && common < b.size() && previous[common] == b[common]) ++common;
+        mask.uncertain_lcp.push_back(uint16_t(std::min<size_t>(common, UINT16_MAX)));
+        previous = b;
+    }
+    mask.uncertain_ranks = std::move(uncertain);
+    return mask;
+}
+
+} // namespace ninfer::core::grammar
