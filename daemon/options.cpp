@@ -32,7 +32,7 @@ constexpr OptionSpec kOptions[] = {
      "Unix socket of the control protocol (ninferctl)", 0,
      text_field<&DaemonConfig::control_socket>()},
     {"state-dir", OptionKind::Text, "/var/lib/ninfer", 0, 0, "", "DIR",
-     "directory for slot files and the persistent cache", 0,
+     "directory for slot files (slots/) and --persist-slots (lanes/)", 0,
      text_field<&DaemonConfig::state_dir>()},
     {"host-cache-mib", OptionKind::Integer, "4096", 0, 1048576, "", "MIB",
      "host memory for prefix-cache checkpoints, page-locked (0 = no prefix cache)", 0,

@@ -9,7 +9,7 @@
 //   of all n tokens, as 16 hex digits.
 // - insert(image, now) stores a checkpoint (the caller takes it at the end of a prompt and at the
 //   assistant boundary after a reply); an identical sequence replaces the old one. Storage and
-//   eviction are the SnapshotStore's (host budget, disk tier, value formula).
+//   eviction are the SnapshotStore's (host budget, value formula; no disk tier).
 // - match(prompt, now) finds the longest checkpoint whose tokens are a proper prefix of prompt
 //   (n < prompt.size(): at least one token must be prefilled to produce logits) and returns its
 //   image (cached_tokens = image->tokens.size()), or nullptr. It does not change the index.
