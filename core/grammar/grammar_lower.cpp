@@ -87,17 +87,22 @@ class Lowerer {
             emit(seq, byte_set_element(set));
             return;
         }
+        // One alternative per distinct tail, the lead bytes of all sequences with that tail in
+        // one byte set: the lead byte then decides the alternative (fewer stacks to carry).
+        std::map<std::vector<std::pair<uint8_t, uint8_t>>, ByteSet> by_tail;
+        for (const auto& s : seqs) by_tail[{s.begin() + 1, s.end()}].add_range(s[0].first, s[0].second);
         std::string key;
-        for (const auto& s : seqs) {
-            for (auto [lo, hi] : s) { key += char(lo); key += char(hi); }
+        for (const auto& [tail, lead] : by_tail) {
+            for (uint64_t w : lead.bits) key.append(reinterpret_cast<const char*>(&w), sizeof w);
+            for (auto [lo, hi] : tail) { key += char(lo); key += char(hi); }
             key += '|';
         }
         auto found = class_rules_.find(key);
         if (found == class_rules_.end()) {
             const uint32_t rule = helper_rule();
-            for (const auto& s : seqs) {
-                Seq alt;
-                for (auto [lo, hi] : s) {
+            for (const auto& [tail, lead] : by_tail) {
+                Seq alt{byte_set_element(lead)};
+                for (auto [lo, hi] : tail) {
                     ByteSet set;
                     set.add_range(lo, hi);
                     alt.push_back(byte_set_element(set));

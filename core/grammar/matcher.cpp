@@ -49,7 +49,7 @@ void Matcher::fill_mask(std::span<uint32_t> words) const {
     const Step& s = steps_.back();
     if (!s.ended) {
         for (const Frame& top : tops()) {
-            const PositionMask& mask = masks_->get(top.pos);
+            const PositionMask& mask = masks_->get(top, frames_);
             mask.add_accepted(words);
             scratch_->walker.add_uncertain(*index_, mask, top, frames_, words);
         }

@@ -69,32 +69,51 @@ void MaskWalker::add_uncertain(const TokenIndex& index, const PositionMask& mask
 }
 
 TokenMaskCache::TokenMaskCache(const Program& program, std::shared_ptr<const TokenIndex> index)
-    : program_(program), index_(std::move(index)), by_pos_(program.elements.size()) {}
+    : program_(program), index_(std::move(index)) {}
 
 TokenMaskCache::~TokenMaskCache() = default;
 
-const PositionMask& TokenMaskCache::get(uint32_t pos) {
-    if (const PositionMask* mask = by_pos_[pos].load(std::memory_order_acquire)) return *mask;
-    std::lock_guard lock(mutex_);
-    if (const PositionMask* mask = by_pos_[pos].load(std::memory_order_acquire)) return *mask;
-    owned_.push_back(std::make_unique<PositionMask>(compute(pos)));
-    by_pos_[pos].store(owned_.back().get(), std::memory_order_release);
-    return *owned_.back();
+size_t TokenMaskCache::n_tables() const {
+    std::shared_lock lock(mutex_);
+    return tables_.size();
 }
 
-void TokenMaskCache::precompute(std::span<const uint32_t> positions) {
-    for (uint32_t pos : positions) get(pos);
+// The key: the top's position, then each context frame's position; a trailing marker when the
+// stack ends (at the root) within the context.
+const PositionMask& TokenMaskCache::get(Frame top, const std::vector<Frame>& pool) {
+    std::vector<uint32_t> context{top.pos};
+    uint32_t parent = top.parent;
+    for (size_t k = 0; k < kContextFrames && parent != kRootFrame && parent != kOpenFrame; ++k) {
+        context.push_back(pool[parent].pos);
+        parent = pool[parent].parent;
+    }
+    const bool reaches_root = parent == kRootFrame;
+    std::string key(reinterpret_cast<const char*>(context.data()), context.size() * sizeof(uint32_t));
+    key += reaches_root ? 'r' : 'o';
+    {
+        std::shared_lock lock(mutex_);
+        if (auto it = tables_.find(key); it != tables_.end()) return *it->second;
+    }
+    std::unique_lock lock(mutex_); // one computation at a time: a second caller waits, then finds it
+    if (auto it = tables_.find(key); it != tables_.end()) return *it->second;
+    auto table = std::make_unique<PositionMask>(compute(context, reaches_root));
+    return *tables_.emplace(key, std::move(table)).first->second;
 }
 
-// Walks the trie in preorder with level k = the in-rule stacks after k bytes, from [pos] over
-// the open frame. open_ended[k]: the rule could have ended within the first k bytes, so a token
-// that fails later inside the rule may still continue in the unknown context below.
-PositionMask TokenMaskCache::compute(uint32_t pos) {
+// Walks the trie in preorder with level k = the stacks after k bytes, from the context's partial
+// stack over the open frame (or the root). open_ended[k]: the partial stack could have emptied
+// within the first k bytes, so a token that fails later may still continue in the real stack.
+PositionMask TokenMaskCache::compute(const std::vector<uint32_t>& context, bool reaches_root) {
     const auto& nodes = index_->nodes();
     const auto& ids = index_->sorted_ids();
-    MaskWalker walker(program_);
     std::vector<Frame> pool = new_frame_pool();
-    walker.reset({pos, kOpenFrame}, pool);
+    uint32_t below = reaches_root ? kRootFrame : kOpenFrame;
+    for (size_t k = context.size(); k-- > 1;) {
+        pool.push_back({context[k], below});
+        below = uint32_t(pool.size() - 1);
+    }
+    MaskWalker walker(program_);
+    walker.reset({context[0], below}, pool);
     std::vector<bool> open_ended{false};
     std::vector<int32_t> accepted;
     std::vector<uint32_t> uncertain;

@@ -2,15 +2,19 @@
 // adaptive token mask), and the runtime check of the tokens they leave open.
 //
 // Contract:
-// - For a byte-set position p, PositionMask classifies every matchable token by simulating it from
-//   the stack [p] with the context below unknown: accepted (its bytes are all consumed inside p's
-//   rule: allowed whatever the stack below), uncertain (the rule may end before the token does:
-//   the stack below decides), or rejected (neither: never allowed). accepted is a dense bitset
-//   by id when large, else a sorted id list; uncertain is a list of trie ranks in ascending order
-//   with each one's common prefix length with the previous (for sharing work at runtime).
-// - TokenMaskCache::get(pos) computes a position's table on first use (a walk over the vocabulary
-//   trie, pruned where the grammar rejects) and keeps it; later calls are one atomic load.
-//   precompute(positions) fills several at once (e.g. on a worker thread before decoding).
+// - A table is keyed by a stack's context: the top's position and the positions of its nearest
+//   kContextFrames continuation frames (fewer when the stack is shallower, then the bottom is
+//   the root). PositionMask classifies every matchable token by simulating it from that partial
+//   stack with what lies below it unknown: accepted (all its bytes are consumed without popping
+//   past the partial stack: allowed whatever lies below), uncertain (the partial stack may empty
+//   before the token ends: the real stack decides), or rejected (never allowed). A deeper context
+//   leaves fewer tokens uncertain (a string's characters see its closing quote) but makes more
+//   distinct tables. accepted is a dense bitset by id when large, else a sorted id list; uncertain
+//   is a list of trie ranks in ascending order with each one's common prefix length with the
+//   previous (for sharing work at runtime).
+// - TokenMaskCache::get(top, pool) computes a context's table on first use (a walk over the
+//   vocabulary trie, pruned where the grammar rejects) and keeps it; later calls are a hash lookup
+//   under a shared lock.
 // - MaskWalker::add_uncertain(mask, top, pool, words) sets the bits of the uncertain tokens that the
 //   real stack `top` accepts; tokens that share a prefix which already failed are skipped in O(1).
 //   It extends pool while it works and restores its size before returning.
@@ -24,6 +28,9 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
 #include <span>
 #include <vector>
 
@@ -41,17 +48,17 @@ class TokenMaskCache {
   public:
     TokenMaskCache(const Program& program, std::shared_ptr<const TokenIndex> index);
     ~TokenMaskCache();
-    const PositionMask& get(uint32_t pos);
-    void precompute(std::span<const uint32_t> positions);
+    static constexpr size_t kContextFrames = 2;
+    const PositionMask& get(Frame top, const std::vector<Frame>& pool);
     const TokenIndex& index() const { return *index_; }
+    size_t n_tables() const;
 
   private:
-    PositionMask compute(uint32_t pos);
+    PositionMask compute(const std::vector<uint32_t>& context, bool reaches_root);
     const Program& program_;
     std::shared_ptr<const TokenIndex> index_;
-    std::mutex mutex_;
-    std::vector<std::atomic<const PositionMask*>> by_pos_;
-    std::vector<std::unique_ptr<PositionMask>> owned_;
+    mutable std::shared_mutex mutex_;
+    std::unordered_map<std::string, std::unique_ptr<PositionMask>> tables_;
 };
 
 // Depth-indexed stack sets for walking token bytes with prefix sharing.
