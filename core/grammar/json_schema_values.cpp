@@ -295,7 +295,18 @@ Gen SchemaCompiler::gen_number(element schema, const std::string& pointer) {
         if (b.min) mhi = Int(std::floor(-*b.min)) - 1;
         if (!mhi || mlo <= *mhi) alts.push_back("(\"-\" " + natural_range(mlo, mhi ? *mhi : -1) + frac + ")");
     }
-    if (alts.empty()) return std::nullopt;
+    // An exclusive integral bound m: m.F with a non-zero digit in F lies strictly beyond m.
+    const std::string frac_nonzero = " \".\" [0-9]* [1-9] [0-9]*";
+    auto integral = [](double v) { return std::floor(v) == v; };
+    if (b.min && b.min_exclusive && integral(*b.min) && *b.min >= 0 && (!b.max || *b.min + 1 <= *b.max))
+        alts.push_back("(" + natural_range(Int(*b.min), Int(*b.min)) + frac_nonzero + ")");
+    if (b.max && b.max_exclusive && integral(*b.max) && *b.max <= 0 && (!b.min || *b.max - 1 >= *b.min))
+        alts.push_back("(\"-\" " + natural_range(Int(-*b.max), Int(-*b.max)) + frac_nonzero + ")");
+    if (alts.empty()) {
+        const bool empty_range = b.min && b.max && (*b.min > *b.max || (*b.min == *b.max && (b.min_exclusive || b.max_exclusive)));
+        if (empty_range) return std::nullopt;
+        fail(pointer, "number range too narrow for the approximation (integers and I.F fractions with whole I inside)");
+    }
     std::string out;
     for (const auto& a : alts) out += (out.empty() ? "" : " | ") + a;
     return "(" + out + ")";
