@@ -180,18 +180,9 @@ void handle_messages(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<R
 void handle_count_tokens(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<ResponseWriter> writer) {
     require_ready(ctx);
     writer->add_header("request-id", request_id_of(ctx.next_request_id++));
-    auto chat = std::make_shared<ChatRequest>(parse_anthropic_request(request.body, true));
-    auto frontend = ctx.frontend;
-    bool thinking = ctx.config.enable_thinking;
-    auto n_tokens = std::make_shared<size_t>(0);
-    DaemonContext* c = &ctx;
-    run_off_loop(
-        ctx.loop, [=] { *n_tokens = frontend->prepare(*chat, thinking).tokens.size(); },
-        [c, writer, n_tokens](std::optional<ApiError> error) {
-            if (!writer->is_open()) return;
-            if (error) return respond_anthropic_error(*c, *writer, *error);
-            writer->send(200, "application/json", "{\"input_tokens\":" + std::to_string(*n_tokens) + "}");
-        });
+    auto chat = std::make_shared<const ChatRequest>(parse_anthropic_request(request.body, true));
+    respond_prompt_tokens(ctx, std::move(writer), std::move(chat), true,
+                          [](size_t n) { return "{\"input_tokens\":" + std::to_string(n) + "}"; });
 }
 
 } // namespace ninfer::daemon

@@ -1,6 +1,9 @@
 // ninfer::daemon - shared API pieces: output blocks, named SSE events, ids, pool work.
 #include "daemon/api_common.h"
 
+#include "daemon/anthropic_session.h"
+#include "daemon/chat_session.h"
+
 #include <memory>
 #include <random>
 
@@ -130,6 +133,21 @@ void run_off_loop(uv_loop_t* loop, std::function<void()> work, std::function<voi
         [](uv_work_t* req, int) {
             std::unique_ptr<PoolJob> j(static_cast<PoolJob*>(req->data));
             j->done(std::move(j->error));
+        });
+}
+
+void respond_prompt_tokens(DaemonContext& ctx, std::shared_ptr<ResponseWriter> writer, std::shared_ptr<const ChatRequest> chat,
+                           bool anthropic, std::function<std::string(size_t)> body_of) {
+    auto frontend = ctx.frontend;
+    const bool thinking = ctx.config.enable_thinking;
+    auto n_tokens = std::make_shared<size_t>(0);
+    DaemonContext* c = &ctx;
+    run_off_loop(
+        ctx.loop, [=] { *n_tokens = frontend->prepare(*chat, thinking).tokens.size(); },
+        [c, writer, n_tokens, anthropic, body_of = std::move(body_of)](std::optional<ApiError> error) {
+            if (!writer->is_open()) return;
+            if (error) return anthropic ? respond_anthropic_error(*c, *writer, *error) : respond_error(*c, *writer, *error);
+            writer->send(200, "application/json", body_of(*n_tokens));
         });
 }
 

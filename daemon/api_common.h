@@ -12,6 +12,9 @@
 // - random_id(prefix, n) = prefix + n lowercase hex digits.
 // - run_off_loop(loop, work, done): work() on the libuv thread pool, then done() on the loop
 //   thread; an exception from work() reaches done as an ApiError (400 unless it is one).
+// - respond_prompt_tokens(ctx, writer, chat, anthropic, body_of): renders and tokenizes chat's
+//   prompt off the loop (template + tokenizer, no engine work), then sends 200 application/json
+//   body_of(n_tokens), or the error in the route's shape (Anthropic's when `anthropic`).
 // - require_ready(ctx) throws 503 model_not_ready unless the engine is Ready; require_model(ctx,
 //   model) throws 404 model_not_found when a model is named and is not the served one.
 // Thread safety: OutputBlocks belongs to one session (loop thread).
@@ -19,10 +22,12 @@
 
 #include "core/frontend/output_parser.h"
 #include "daemon/api_error.h"
+#include "daemon/chat_request.h"
 #include "daemon/daemon_context.h"
 #include "daemon/http_server.h"
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -67,5 +72,7 @@ std::string random_id(std::string_view prefix, size_t n_hex);
 void require_ready(const DaemonContext& ctx);
 void require_model(const DaemonContext& ctx, const std::string& model);
 void run_off_loop(uv_loop_t* loop, std::function<void()> work, std::function<void(std::optional<ApiError>)> done);
+void respond_prompt_tokens(DaemonContext& ctx, std::shared_ptr<ResponseWriter> writer, std::shared_ptr<const ChatRequest> chat,
+                           bool anthropic, std::function<std::string(size_t)> body_of);
 
 } // namespace ninfer::daemon

@@ -99,9 +99,11 @@ void ChatSession::after_work_cb(uv_work_t* work, int) {
 void ChatSession::submit() {
     uint32_t max_context = ctx_.config.max_context;
     size_t n_prompt = prepared_.tokens.size();
+    // Anthropic's wording, which Claude Code parses to learn the limit and compact; "maximum
+    // context length" is what OpenAI-compatible clients look for beside the code.
     if (n_prompt >= max_context)
-        return fail({400, "the prompt has " + std::to_string(n_prompt) + " tokens; this server's context is " +
-                              std::to_string(max_context) + " tokens",
+        return fail({400, "prompt is too long: " + std::to_string(n_prompt) + " tokens > " +
+                              std::to_string(max_context) + " maximum (the server's maximum context length, --max-context)",
                      "context_length_exceeded", "messages", ""});
     uint32_t room = max_context - uint32_t(n_prompt);
     // llama.cpp's behaviour: a max_tokens beyond what is left is shortened to fit (the reply ends

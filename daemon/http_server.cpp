@@ -35,9 +35,13 @@ void ResponseWriter::send(int status, std::string_view content_type, std::string
     std::string out = status_line_and_headers(status, content_type, extra, connection_->limits().common_headers, headers_);
     if (!keep_alive_) out += "Connection: close\r\n";
     out += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
-    out += body;
+    if (!omit_body_) out += body;
     connection_->note_response(status);
     connection_->write_raw(std::move(out));
+    finish();
+}
+
+void ResponseWriter::finish() {
     ended_ = true;
     Connection* c = connection_;
     connection_ = nullptr;
@@ -51,6 +55,7 @@ void ResponseWriter::start_stream(int status, std::string_view content_type, con
     out += "Transfer-Encoding: chunked\r\n\r\n";
     connection_->note_response(status);
     connection_->write_raw(std::move(out));
+    if (omit_body_) return finish();
     streaming_ = true;
     if (content_type.rfind("text/event-stream", 0) == 0) connection_->start_sse_keepalive();
 }
@@ -68,10 +73,7 @@ void ResponseWriter::write(std::string_view data) {
 void ResponseWriter::end() {
     if (!is_open()) return;
     if (streaming_) connection_->write_raw("0\r\n\r\n");
-    ended_ = true;
-    Connection* c = connection_;
-    connection_ = nullptr;
-    c->response_finished(keep_alive_);
+    finish();
 }
 
 size_t ResponseWriter::write_queue_bytes() const { return connection_ ? connection_->write_queue_bytes() : 0; }

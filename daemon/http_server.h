@@ -25,7 +25,8 @@
 //   headers (never one with a body arriving or a response running); only if there is none is the
 //   new one refused. Those events are logged at most once per 10 s with a count.
 // - ResponseWriter: send() for a whole response, or start_stream() + write()* + end() for chunked
-//   transfer (SSE). Calls after the peer closed are ignored (is_open() says so). A
+//   transfer (SSE). Calls after the peer closed are ignored (is_open() says so). For a HEAD
+//   request (omit_body) only the status line and headers are written. A
 //   text/event-stream response that stays silent for sse_ping_ms gets an SSE comment ": ping", so
 //   proxies and clients do not cut a stream waiting on a long prefill.
 #pragma once
@@ -72,16 +73,21 @@ class ResponseWriter {
     void on_close(std::function<void()> callback) { on_close_ = std::move(callback); }
     // A header for the response not sent yet (CORS, x-request-id).
     void add_header(std::string name, std::string value) { headers_.emplace_back(std::move(name), std::move(value)); }
+    // The request was HEAD: send() and start_stream() write the status and headers GET would get
+    // (Content-Length included) and no body; a stream ends right after its headers.
+    void omit_body() { omit_body_ = true; }
     size_t write_queue_bytes() const;
 
     // Internal (Connection): the connection is gone.
     void detach();
 
   private:
+    void finish(); // the response is complete: the connection goes on to the next request
     Connection* connection_;
     bool keep_alive_;
     bool streaming_ = false;
     bool ended_ = false;
+    bool omit_body_ = false;
     std::function<void()> on_close_;
     HeaderList headers_;
 };

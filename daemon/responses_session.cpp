@@ -61,6 +61,20 @@ ApiError response_not_found(const std::string& id, const char* param) {
             param, ""};
 }
 
+// What the model sees: the earlier turns, then this request's input, the instructions (if any) first.
+std::vector<core::ChatMessage> with_instructions(std::vector<core::ChatMessage> messages, const std::string& instructions) {
+    if (!instructions.empty()) messages.insert(messages.begin(), core::ChatMessage::text(core::ChatRole::System, instructions));
+    return messages;
+}
+
+// The stored conversation previous_response_id names (none when empty), else 404.
+std::vector<core::ChatMessage> history_of(DaemonContext& ctx, const std::string& previous_response_id) {
+    if (previous_response_id.empty()) return {};
+    const StoredResponse* previous = store_of(ctx).get(previous_response_id);
+    if (!previous) throw response_not_found(previous_response_id, "previous_response_id");
+    return previous->conversation;
+}
+
 } // namespace
 
 ResponsesSession::ResponsesSession(DaemonContext& ctx, uint64_t id, ResponsesRequest request,
@@ -69,9 +83,7 @@ ResponsesSession::ResponsesSession(DaemonContext& ctx, uint64_t id, ResponsesReq
       input_(std::move(history)), response_id_(random_id("resp_", 32)), created_at_(int64_t(std::time(nullptr))) {
     std::vector<core::ChatMessage>& messages = request_.conversation.messages;
     input_.insert(input_.end(), messages.begin(), messages.end());
-    messages = input_;
-    if (!echo_.instructions.empty())
-        messages.insert(messages.begin(), core::ChatMessage::text(core::ChatRole::System, echo_.instructions));
+    messages = with_instructions(input_, echo_.instructions);
 }
 
 std::string ResponsesSession::render_response(const ChatUpdate* u) const {
@@ -235,14 +247,24 @@ void handle_responses_create(DaemonContext& ctx, HttpRequest& request, std::shar
     writer->add_header("x-request-id", std::to_string(id));
     ResponsesRequest parsed = parse_responses_request(request.body);
     require_model(ctx, parsed.chat.model);
-    std::vector<core::ChatMessage> history;
-    if (!parsed.previous_response_id.empty()) {
-        const StoredResponse* previous = store_of(ctx).get(parsed.previous_response_id);
-        if (!previous) throw response_not_found(parsed.previous_response_id, "previous_response_id");
-        history = previous->conversation;
-    }
+    std::vector<core::ChatMessage> history = history_of(ctx, parsed.previous_response_id);
     auto session = std::make_shared<ResponsesSession>(ctx, id, std::move(parsed), std::move(history), std::move(writer));
     session->start();
+}
+
+void handle_responses_input_tokens(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<ResponseWriter> writer) {
+    require_ready(ctx);
+    writer->add_header("x-request-id", std::to_string(ctx.next_request_id++));
+    ResponsesRequest parsed = parse_responses_request(request.body);
+    require_model(ctx, parsed.chat.model);
+    std::vector<core::ChatMessage> messages = history_of(ctx, parsed.previous_response_id);
+    const std::vector<core::ChatMessage>& input = parsed.chat.conversation.messages;
+    messages.insert(messages.end(), input.begin(), input.end());
+    parsed.chat.conversation.messages = with_instructions(std::move(messages), parsed.instructions);
+    respond_prompt_tokens(ctx, std::move(writer), std::make_shared<const ChatRequest>(std::move(parsed.chat)), false,
+                          [](size_t n) {
+                              return "{\"object\":\"response.input_tokens\",\"input_tokens\":" + std::to_string(n) + "}";
+                          });
 }
 
 void handle_responses_get(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<ResponseWriter> writer) {

@@ -1,5 +1,5 @@
-// ninfer::daemon - POST /v1/responses (create, stream) and GET/DELETE /v1/responses/{id}: the
-// shared generation session rendered as OpenAI Responses.
+// ninfer::daemon - POST /v1/responses (create, stream), POST /v1/responses/input_tokens and
+// GET/DELETE /v1/responses/{id}: the shared generation session rendered as OpenAI Responses.
 //
 // Contract:
 // - Output items in order: reasoning ({type:reasoning, content:[reasoning_text]}), message
@@ -18,6 +18,8 @@
 //   excluded) in ctx.response_store; previous_response_id continues that conversation (404
 //   previous_response_not_found when it is not there). GET returns the stored object, DELETE
 //   removes it ({id, object:"response.deleted", deleted:true}); unknown ids 404.
+// - input_tokens takes a create body and answers {object:"response.input_tokens", input_tokens}:
+//   the prompt create would prefill (instructions, previous_response_id's conversation, input).
 // - x-request-id on every answer of these routes. Loop thread only.
 #pragma once
 

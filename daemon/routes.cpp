@@ -24,6 +24,7 @@ constexpr Route kRoutes[] = {
     {"POST", "/v1/chat/completions", handle_chat_completions, false, false},
     {"POST", "/chat/completions", handle_chat_completions, false, false},
     {"POST", "/v1/responses", handle_responses_create, false, false},
+    {"POST", "/v1/responses/input_tokens", handle_responses_input_tokens, false, false},
     {"GET", "/v1/responses/", handle_responses_get, false, true},
     {"DELETE", "/v1/responses/", handle_responses_delete, false, true},
     {"POST", "/v1/messages", handle_messages, false, false},
@@ -80,10 +81,14 @@ void dispatch(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<Response
     if (cors) add_cors_headers(*writer, origin);
     const Route* path_match = nullptr;
     const Route* route = nullptr;
+    // HEAD is GET without the body (RFC 9110 9.3.2): same route, status and headers.
+    const bool head = request.method == "HEAD";
+    if (head) writer->omit_body();
+    const std::string_view method = head ? std::string_view("GET") : std::string_view(request.method);
     for (const Route& r : kRoutes) {
         if (!path_matches(r, request.path)) continue;
         path_match = &r;
-        if (r.method == request.method) {
+        if (r.method == method) {
             route = &r;
             break;
         }

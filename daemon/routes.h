@@ -5,7 +5,8 @@
 //   /v1/models/), answers OPTIONS preflights (204 with Access-Control-Allow-* when the Origin is
 //   allowed), requires the API key on every route but /health and the /monitor page (Bearer or
 //   x-api-key, compared in constant time) -> 401 invalid_api_key, unknown paths -> 404, wrong
-//   methods -> 405, and while draining -> 503 for everything but /health. Handlers are table
+//   methods -> 405, and while draining -> 503 for everything but /health. HEAD is answered as
+//   GET without the body (an error included). Handlers are table
 //   entries, never an if-chain.
 // - Handlers never let an exception escape: dispatch converts ApiError to its status and any
 //   other exception to 500 internal_error (a bug, logged).
@@ -43,6 +44,7 @@ void handle_chat_completions(DaemonContext& ctx, HttpRequest& request, std::shar
 // Other APIs (responses_session.cpp, anthropic_session.cpp, completions_session.cpp,
 // handlers_tokenize.cpp, handlers_props.cpp).
 void handle_responses_create(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<ResponseWriter> writer);
+void handle_responses_input_tokens(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<ResponseWriter> writer);
 void handle_responses_get(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<ResponseWriter> writer);
 void handle_responses_delete(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<ResponseWriter> writer);
 void handle_messages(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<ResponseWriter> writer);

