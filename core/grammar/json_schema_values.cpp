@@ -18,8 +18,10 @@ const std::map<std::string, std::string> kCommonRules = {
     {"json-string", "\"\\\"\" json-char* \"\\\"\""},
     {"json-char", "[^\"\\\\\\x00-\\x1f] | \"\\\\\" ( [\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4} )"},
     {"json-char-1", "[^\"\\\\\\x00-\\x1f] | \"\\\\\" ( [\"\\\\/bfnrt] | \"u\" ( [0-9a-cA-Ce-fE-F] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2} ) )"},
-    {"json-int", "\"-\"? ( \"0\" | [1-9] [0-9]* )"},
-    {"json-number", "json-int ( \".\" [0-9]+ )? ( [eE] [-+]? [0-9]+ )?"},
+    // At most 16 digits before the point and 2 in an exponent: every number stays a finite double
+    // (a validator reads 1e400 as Infinity, and simdjson refuses it).
+    {"json-int", "\"-\"? ( \"0\" | [1-9] [0-9]{0,15} )"},
+    {"json-number", "json-int ( \".\" [0-9]+ )? ( [eE] [-+]? [0-9]{1,2} )?"},
     {"json-digits", "[0-9]+"},
     // Raw parameter text: no "</parameter>" inside (states: how much of it was just seen).
     {"raw-char", "[^<]"},
@@ -67,6 +69,7 @@ const std::map<std::string, std::vector<std::string>> kCommonDeps = {
 
 using Int = long long;
 constexpr Int kIntLimit = 1000000000000000LL; // |bounds| above this are not made exact
+constexpr size_t kMaxDigits = 16;              // digits of generated integers (as json-int)
 
 std::string digits_class(char lo, char hi) {
     if (lo == hi) return std::string("\"") + lo + "\"";
@@ -104,7 +107,7 @@ std::string natural_range(Int lo, Int hi) {
         const Int to = (hi < 0 || n < hi_len) ? pow10(n) - 1 : hi;
         if (from <= to) alts.push_back(same_length_range(std::to_string(from), std::to_string(to)));
     }
-    if (hi < 0) alts.push_back("[1-9] [0-9]{" + std::to_string(lo_len) + ",}");
+    if (hi < 0 && lo_len < kMaxDigits) alts.push_back("[1-9] [0-9]{" + std::to_string(lo_len) + "," + std::to_string(kMaxDigits - 1) + "}");
     std::string out;
     for (const auto& a : alts) out += (out.empty() ? "" : " | ") + a;
     return "(" + out + ")";

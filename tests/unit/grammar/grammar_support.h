@@ -45,6 +45,21 @@ inline bool grammar_prefix(const std::shared_ptr<const core::grammar::Grammar>& 
 
 namespace ninfer::test {
 
+// Ids 0..255 the single bytes, then the tool-call markup pieces (so random walks can close raw
+// parameter values), then the end token.
+inline std::shared_ptr<const core::grammar::TokenIndex> markup_index() {
+    static const auto index = [] {
+        std::vector<std::string> pieces;
+        for (int b = 0; b < 256; ++b) pieces.emplace_back(1, char(b));
+        for (const char* m : {"\n</parameter>\n", "<parameter=", "</function>", "\n</tool_call>", "<tool_call>\n", "<function="})
+            pieces.emplace_back(m);
+        pieces.emplace_back("<end>");
+        const auto end = int32_t(pieces.size() - 1);
+        return core::grammar::TokenIndex::from_pieces(std::move(pieces), {end});
+    }();
+    return index;
+}
+
 // A random string of the grammar, walked through fill_mask over `index` (each step a uniformly
 // chosen allowed token; the end token, when allowed, with probability p_end). "" (and ok=false)
 // when no end was reached within max_bytes.
@@ -77,7 +92,8 @@ inline std::string grammar_random_walk(const std::shared_ptr<const core::grammar
             std::vector<int32_t> closing;
             for (int32_t t : allowed) {
                 const std::string_view b = index->bytes(t);
-                if (b.size() == 1 && !std::isalnum(uint8_t(b[0])) && uint8_t(b[0]) < 0x80) closing.push_back(t);
+                if ((b.size() == 1 && !std::isalnum(uint8_t(b[0])) && uint8_t(b[0]) < 0x80) || (b.size() > 1 && b.find('<') != std::string_view::npos))
+                    closing.push_back(t);
             }
             if (!closing.empty()) allowed.swap(closing);
         }
