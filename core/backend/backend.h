@@ -9,6 +9,15 @@
 // - prefill(lane, tokens, out) appends tokens to the lane (one chunk; chunks may follow and must
 //   give the same result as one whole prefill). `out` selects what comes back: nothing, the last
 //   position's logits, or every position's logits (perplexity).
+// - prefill_with(lane, tokens, inputs, out) is prefill for a chunk of a multimodal prompt
+//   (issue 31): token i's input row is inputs.embeddings row inputs.embedding_rows[i] instead of
+//   its token's embedding when that index is >= 0 (the vision tower's rows at the placeholders),
+//   and its RoPE position is inputs.positions[i] (M-RoPE, core/backend/mrope.h) instead of the
+//   lane's next text position. The lane then remembers the largest position it holds + 1 as its
+//   next text position: later prefills and decodes take token index + (next - length) on all
+//   three axes, and lane images carry it (lane_image.h, RopePosition). A plain prefill or decode
+//   on a lane that never had one is exactly today's text path. A backend without it throws
+//   ninfer::Error("backend: ... does not take image or video input").
 // - decode(steps) advances several lanes by one token each in one batched step; every lane in
 //   the batch is independent (a batch of 8 equals 8 single steps). Sampling happens inside the
 //   backend (on the GPU for CUDA) so a step returns only the sampled ids, plus the chosen token's
@@ -43,6 +52,7 @@
 #pragma once
 
 #include "core/backend/lane_image.h"
+#include "core/backend/mrope.h"
 #include "core/backend/sampling.h"
 #include "core/util/error.h"
 
@@ -66,6 +76,14 @@ struct DecodeStep {
     SamplingParams sampling;       // per-lane sampling
     std::span<const int32_t> generated; // ids generated so far (for penalties)
     int n_top_logprobs = 0;        // 0..20
+};
+
+// One prefill chunk's own inputs (prefill_with): spans of the chunk's length, embedding rows of
+// the model's hidden size.
+struct PrefillInputs {
+    std::span<const MropePosition> positions; // one per token
+    std::span<const int32_t> embedding_rows;  // one per token: -1 = the token's own embedding
+    std::span<const float> embeddings;        // rows the indices point into
 };
 
 struct DecodeResult {
@@ -98,6 +116,8 @@ class Backend {
     // Appends tokens to the lane. logits receives vocab floats (Last) or tokens.size()*vocab (All).
     virtual void prefill(int lane, std::span<const int32_t> tokens, LogitsOut out,
                          std::vector<float>* logits) = 0;
+    virtual void prefill_with(int lane, std::span<const int32_t> tokens, const PrefillInputs& inputs,
+                              LogitsOut out, std::vector<float>* logits);
     // Samples the next token of a lane from the logits left by its last prefill (the first token
     // of a generation). Uses the same sampler as decode.
     virtual DecodeResult sample_after_prefill(int lane, const SamplingParams& sampling,
@@ -168,6 +188,10 @@ class Backend {
 inline std::vector<std::vector<int32_t>> Backend::draft_mtp(std::span<const DraftRequest>,
                                                             std::vector<std::vector<float>>*) {
     throw Error("backend: " + name() + " has no MTP head");
+}
+inline void Backend::prefill_with(int, std::span<const int32_t>, const PrefillInputs&, LogitsOut,
+                                  std::vector<float>*) {
+    throw Error("backend: " + name() + " does not take image or video input yet (the CPU backend does)");
 }
 inline void Backend::verify(std::span<const VerifyStep>, std::vector<float>&) {
     throw Error("backend: " + name() + " does not verify drafts");

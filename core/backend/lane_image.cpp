@@ -3,6 +3,8 @@
 
 #include "core/util/error.h"
 
+#include <algorithm>
+
 namespace ninfer::core {
 
 std::string lane_section_name(uint32_t tag) {
@@ -12,6 +14,7 @@ std::string lane_section_name(uint32_t tag) {
     case LaneSectionTag::Gdn: return "gdn";
     case LaneSectionTag::MtpKv: return "mtp_kv";
     case LaneSectionTag::MediaDigests: return "media_digests";
+    case LaneSectionTag::RopePosition: return "rope_position";
     }
     return "tag " + std::to_string(tag);
 }
@@ -48,7 +51,7 @@ uint64_t LaneImage::n_bytes() const {
     return n;
 }
 
-void lane_image_check(const LaneImage& img, const MemoryPlan& plan) {
+void lane_image_check(const LaneImage& img, const MemoryPlan& plan, std::span<const LaneSectionTag> restorable) {
     const uint32_t n = uint32_t(img.tokens.size());
     if (img.kv_dtype != plan.kv_dtype) throw Error("backend: lane image KV dtype differs from the plan's");
     if (img.tokens.size() > plan.max_context)
@@ -59,7 +62,8 @@ void lane_image_check(const LaneImage& img, const MemoryPlan& plan) {
         throw Error("backend: lane image sizes do not match the plan (kv " + std::to_string(img.kv().size()) +
                     " bytes, gdn " + std::to_string(img.gdn().size()) + ")");
     for (const LaneSection& s : img.sections)
-        if (s.required && s.tag != LaneSectionTag::Kv && s.tag != LaneSectionTag::Gdn)
+        if (s.required && s.tag != LaneSectionTag::Kv && s.tag != LaneSectionTag::Gdn &&
+            std::find(restorable.begin(), restorable.end(), s.tag) == restorable.end())
             throw Error("backend: lane image holds a " + lane_section_name(uint32_t(s.tag)) +
                         " section this backend cannot restore");
 }

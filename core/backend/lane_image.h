@@ -14,6 +14,9 @@
 //         backend whose plan has mtp: u32 mtp_length m, u32 r, the MTP layer's K then V rows of
 //         positions [0, m) in kv_dtype's row format (n_kv_heads rows each), then the r = n - m
 //         final hidden rows (H f32 each) the head has not taken yet.
+//     RopePosition (only when a multimodal prefill moved the lane's positions off its token
+//         count; required, since positions a reader ignores would silently change the output):
+//         u32 next text position (backend.h prefill_with).
 //   The byte layout belongs to the backend that wrote it, but the CPU and CUDA backends use the
 //   same one so an image moves between them.
 // - add_section(tag, n) allocates a section of n zero bytes and returns where to fill it. The span
@@ -23,8 +26,8 @@
 //   (a second add_section of it throws ninfer::Error).
 // - lane_image_check(image, plan) is what every backend's restore_lane checks first: the plan's KV
 //   dtype, at most max_context tokens, Kv and Gdn sections of the plan's sizes, no other required
-//   section (MtpKv is optional and checked by the backend that reads it); ninfer::Error("backend:
-//   ...") otherwise.
+//   section but the ones the caller names in `restorable` (MtpKv is optional and checked by the
+//   backend that reads it); ninfer::Error("backend: ...") otherwise.
 // - Tags are written into slot files: append-only, never renumbered. A section is `required` when
 //   a reader that does not know its tag must refuse the image rather than drop it.
 // Thread safety: plain data.
@@ -46,6 +49,7 @@ enum class LaneSectionTag : uint32_t {
     Gdn = 3,          // GDN conv histories, then recurrent states
     MtpKv = 4,        // optional: the MTP head's K and V rows and its pending hidden rows
     MediaDigests = 5, // reserved: digests of the media in the prompt
+    RopePosition = 6, // the lane's next text position when it differs from its length (M-RoPE)
 };
 
 // "tokens", "kv", "gdn", "mtp_kv", "media_digests", or "tag N" for a tag this build does not know.
@@ -75,6 +79,7 @@ struct LaneImage {
     bool operator==(const LaneImage&) const = default;
 };
 
-void lane_image_check(const LaneImage& image, const MemoryPlan& plan);
+void lane_image_check(const LaneImage& image, const MemoryPlan& plan,
+                      std::span<const LaneSectionTag> restorable = {});
 
 } // namespace ninfer::core

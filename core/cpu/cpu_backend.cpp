@@ -56,6 +56,7 @@ class CpuBackend final : public Backend {
         std::fill(s.conv.begin(), s.conv.end(), 0.0f);
         std::fill(s.recurrent.begin(), s.recurrent.end(), 0.0f);
         s.has_logits = false;
+        s.rope_offset = 0;
         s.mtp_length = 0;
         s.mtp_hidden.clear();
         s.verify_count = 0;
@@ -63,22 +64,28 @@ class CpuBackend final : public Backend {
 
     void prefill(int lane, std::span<const int32_t> tokens, LogitsOut out,
                  std::vector<float>* logits) override {
+        prefill_rows(lane, tokens, nullptr, out, logits);
+    }
+
+    void prefill_with(int lane, std::span<const int32_t> tokens, const PrefillInputs& in, LogitsOut out,
+                      std::vector<float>* logits) override {
+        const size_t H = w_.config.hidden_size;
+        if (in.positions.size() != tokens.size() || in.embedding_rows.size() != tokens.size())
+            throw Error("backend: a multimodal prefill of " + std::to_string(tokens.size()) + " tokens with " +
+                        std::to_string(in.positions.size()) + " positions and " +
+                        std::to_string(in.embedding_rows.size()) + " embedding indices");
+        for (int32_t row : in.embedding_rows)
+            if (row >= 0 && (size_t(row) + 1) * H > in.embeddings.size())
+                throw Error("backend: embedding row " + std::to_string(row) + " past the " +
+                            std::to_string(in.embeddings.size() / H) + " rows given");
+        // Text after the chunk continues at the lane's largest position + 1 (get_rope_index's
+        // rope_deltas); before the chunk that is where text would have gone next.
         cpu::LaneState& s = at(lane);
-        if (tokens.empty())
-            throw Error("backend: prefill with no tokens");
-        s.verify_count = 0;
-        const uint32_t start = uint32_t(s.tokens.size());
-        grow(s, tokens.size());
-        const cpu::RowSegment seg{&s, start, uint32_t(tokens.size()), 0};
-        runner_.forward(std::span(&seg, 1), tokens);
-        s.tokens.insert(s.tokens.end(), tokens.begin(), tokens.end());
-        s.has_logits = false;
-        if (mtp_active())
-            mtp_.keep_hidden(std::span(&seg, 1));
-        if (out != LogitsOut::None) // a middle chunk skips the output head
-            prefill_logits(s, tokens.size(), out, logits);
-        if (mtp_active()) // after the output head: the head reuses the runner's rows
-            mtp_catch_up(std::span(&seg, 1), {});
+        int64_t next = int64_t(s.tokens.size()) + s.rope_offset;
+        prefill_rows(lane, tokens, &in, out, logits);
+        for (const MropePosition& p : in.positions)
+            next = std::max<int64_t>(next, int64_t(std::max({p.t, p.h, p.w})) + 1);
+        s.rope_offset = next - int64_t(s.tokens.size());
     }
 
     DecodeResult sample_after_prefill(int lane, const SamplingParams& sampling,
@@ -140,14 +147,28 @@ class CpuBackend final : public Backend {
                     s.recurrent.size() * sizeof(float));
         if (mtp_active())
             save_mtp(s, img);
+        if (s.rope_offset != 0) { // a multimodal prompt's positions (lane_image.h RopePosition)
+            const uint32_t next = uint32_t(int64_t(n) + s.rope_offset);
+            std::memcpy(img.add_section(LaneSectionTag::RopePosition, 4).data(), &next, 4);
+        }
         return img;
     }
 
     void restore_lane(int lane, const LaneImage& img) override {
         cpu::LaneState& s = at(lane);
-        lane_image_check(img, plan_);
+        constexpr LaneSectionTag kRestorable[] = {LaneSectionTag::RopePosition};
+        lane_image_check(img, plan_, kRestorable);
         const uint32_t n = uint32_t(img.tokens.size());
+        const std::span<const uint8_t> rope = img.section(LaneSectionTag::RopePosition);
+        if (img.find(LaneSectionTag::RopePosition) && rope.size() != 4)
+            throw Error("backend: lane image rope_position section of " + std::to_string(rope.size()) +
+                        " bytes, 4 expected");
         reset_lane(lane);
+        if (rope.size() == 4) {
+            uint32_t next = 0;
+            std::memcpy(&next, rope.data(), 4);
+            s.rope_offset = int64_t(next) - int64_t(n);
+        }
         kv_.reserve(s.pages, n);
         s.tokens = img.tokens;
         const uint32_t n_full = w_.config.n_full_attention_layers();
@@ -182,6 +203,32 @@ class CpuBackend final : public Backend {
     void accept_verified(int lane, uint32_t n_keep) override;
 
   private:
+    // A prefill chunk, text or (with inputs) multimodal.
+    void prefill_rows(int lane, std::span<const int32_t> tokens, const PrefillInputs* in, LogitsOut out,
+                      std::vector<float>* logits) {
+        cpu::LaneState& s = at(lane);
+        if (tokens.empty())
+            throw Error("backend: prefill with no tokens");
+        s.verify_count = 0;
+        const uint32_t start = uint32_t(s.tokens.size());
+        grow(s, tokens.size());
+        cpu::RowSegment seg{&s, start, uint32_t(tokens.size()), 0};
+        if (in) {
+            seg.positions = in->positions.data();
+            seg.embedding_rows = in->embedding_rows.data();
+            seg.embeddings = in->embeddings.data();
+        }
+        runner_.forward(std::span(&seg, 1), tokens);
+        s.tokens.insert(s.tokens.end(), tokens.begin(), tokens.end());
+        s.has_logits = false;
+        if (mtp_active())
+            mtp_.keep_hidden(std::span(&seg, 1));
+        if (out != LogitsOut::None) // a middle chunk skips the output head
+            prefill_logits(s, tokens.size(), out, logits);
+        if (mtp_active()) // after the output head: the head reuses the runner's rows
+            mtp_catch_up(std::span(&seg, 1), {});
+    }
+
     void prefill_logits(cpu::LaneState& s, size_t n, LogitsOut out, std::vector<float>* logits) {
         const uint32_t V = w_.config.vocab_size;
         std::vector<size_t> rows;

@@ -34,10 +34,13 @@ static void add_into(float* x, const float* y, size_t n) {
 
 void ModelRunner::set_rows(std::span<const RowSegment> segs, size_t R) {
     row_position_.resize(R);
+    row_rope_.resize(R);
     row_segment_.resize(R);
     for (const RowSegment& s : segs)
         for (uint32_t i = 0; i < s.n; ++i) {
             row_position_[s.row + i] = s.start + i;
+            row_rope_[s.row + i] = s.positions ? s.positions[i]
+                                               : MropePosition::text(uint32_t(int64_t(s.start + i) + s.lane->rope_offset));
             row_segment_[s.row + i] = &s;
         }
     x_.resize(R * hidden_size_);
@@ -79,6 +82,11 @@ void ModelRunner::forward(std::span<const RowSegment> segs, std::span<const int3
     const size_t R = tokens.size();
     set_rows(segs, R);
     embed(tokens, x_.data());
+    for (const RowSegment& s : segs) // the vision tower's rows at the placeholders
+        for (uint32_t i = 0; s.embedding_rows && i < s.n; ++i)
+            if (s.embedding_rows[i] >= 0)
+                std::copy_n(s.embeddings + size_t(s.embedding_rows[i]) * hidden_size_, hidden_size_,
+                            x_.data() + (s.row + i) * hidden_size_);
     uint32_t full_index = 0, gdn_index = 0;
     for (uint32_t l = 0; l < c_.num_hidden_layers; ++l) {
         const LayerWeights& L = w_.layers[l];
@@ -138,7 +146,8 @@ void ModelRunner::attention(const LayerWeights& L, uint32_t fi, std::span<const 
         std::vector<float> cs(rot / 2 + 1), sn(rot / 2 + 1);
         for (size_t r = r0; r < r1; ++r) {
             const uint32_t pos = row_position_[r];
-            rope_tables(pos, rot, c_.rope_theta, cs.data(), sn.data());
+            mrope_tables(row_rope_[r], rot, c_.rope_theta, c_.mrope_section, c_.mrope_interleaved, cs.data(),
+                         sn.data());
             for (uint32_t h = 0; h < nH; ++h) {
                 float* q = q_.data() + r * qd + size_t(h) * hd;
                 rms_norm_offset(q, w.query_norm.data(), hd, eps, q);

@@ -9,8 +9,9 @@
 //   chunked form, chunks aligned to absolute positions, for longer ones unless
 //   options.gdn_chunked is false), writes the lanes' K/V rows (pages must be reserved), advances
 //   their GDN states, and leaves the final-normed hidden rows in hidden() ([rows][H]).
-// - Positions are text positions: interleaved MRoPE with equal temporal/height/width positions is
-//   exactly 1-D partial RoPE (docs/MODEL.md §5), which is what is applied.
+// - RoPE positions: a segment's own M-RoPE positions when it has them, else the text position
+//   start + i + lane->rope_offset on all three axes, which interleaved M-RoPE turns into exactly
+//   1-D partial RoPE (docs/MODEL.md §5). KV rows and the causal extent follow the token index.
 // - logits(rows, out) applies the output head to the chosen rows.
 // - A segment with keep_snapshots (a verify window, at most plan.max_draft_tokens + 1 tokens) runs
 //   its GDN layers in the recurrent form and writes, after each of its first n - 1 tokens i, the
@@ -25,6 +26,7 @@
 // Thread safety: engine thread only; uses the pool for data parallelism.
 #pragma once
 
+#include "core/backend/mrope.h"
 #include "core/cpu/lane_state.h"
 #include "core/cpu/thread_pool.h"
 #include "core/model/memory_plan.h"
@@ -42,6 +44,11 @@ struct RowSegment {
     uint32_t n = 0;
     size_t row = 0;     // first row of the step
     bool keep_snapshots = false; // a verify window: recurrent GDN + per-token state snapshots
+    // Multimodal prefill (backend.h prefill_with): per token an M-RoPE position, and an index into
+    // `embeddings` (rows of H) replacing the token's embedding when >= 0. Null: text.
+    const MropePosition* positions = nullptr;
+    const int32_t* embedding_rows = nullptr;
+    const float* embeddings = nullptr;
 };
 
 struct ForwardOptions {
@@ -82,7 +89,8 @@ class ModelRunner {
     ThreadPool& pool_;
     ForwardOptions options_;
     size_t hidden_size_;
-    std::vector<uint32_t> row_position_;
+    std::vector<uint32_t> row_position_;   // token index (KV row, causal extent)
+    std::vector<MropePosition> row_rope_;  // RoPE position
     std::vector<const RowSegment*> row_segment_;
     std::vector<float> x_, xn_, mix_;                        // [R][H]
     std::vector<float> q_, gate_, k_, v_, attn_;             // attention

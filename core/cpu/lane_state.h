@@ -58,6 +58,9 @@ struct LaneState {
     std::vector<float> recurrent; // [n_gdn][Hv][Dk][Dv]
     std::vector<float> logits;    // last step's logits (vocab)
     bool has_logits = false;
+    // RoPE position of token index i is i + rope_offset: 0 for text, next M-RoPE position minus
+    // the length after a multimodal prefill (backend.h prefill_with).
+    int64_t rope_offset = 0;
 
     // MTP head: MTP positions [0, mtp_length) are in the KV; mtp_hidden holds the final-normed
     // hidden rows ([rows][H]) of positions [mtp_length, tokens.size()), waiting for their next token.

@@ -4,6 +4,7 @@
 #include "core/cpu/simd.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace ninfer::core::cpu {
 
@@ -60,6 +61,29 @@ void rope_tables(uint32_t position, uint32_t rotary_dim, double theta, float* co
         const float angle = float(position) * inv_freq;
         cos_out[i] = std::cos(angle);
         sin_out[i] = std::sin(angle);
+    }
+}
+
+void mrope_tables(const MropePosition& p, uint32_t rotary_dim, double theta,
+                  std::span<const uint32_t> sections, bool interleaved, float* cos_out, float* sin_out) {
+    rope_tables(p.t, rotary_dim, theta, cos_out, sin_out);
+    if ((p.h == p.t && p.w == p.t) || sections.size() < 3)
+        return;
+    const uint32_t half = rotary_dim / 2;
+    std::vector<float> cos_h(half), sin_h(half), cos_w(half), sin_w(half);
+    rope_tables(p.h, rotary_dim, theta, cos_h.data(), sin_h.data());
+    rope_tables(p.w, rotary_dim, theta, cos_w.data(), sin_w.data());
+    for (uint32_t j = 0; j < half; ++j) {
+        const bool height = interleaved ? j % 3 == 1 && j < 3 * sections[1]
+                                        : j >= sections[0] && j < sections[0] + sections[1];
+        const bool width = interleaved ? j % 3 == 2 && j < 3 * sections[2] : j >= sections[0] + sections[1];
+        if (height) {
+            cos_out[j] = cos_h[j];
+            sin_out[j] = sin_h[j];
+        } else if (width) {
+            cos_out[j] = cos_w[j];
+            sin_out[j] = sin_w[j];
+        }
     }
 }
 

@@ -8,9 +8,12 @@
 // - softplus follows torch (threshold 20).
 #pragma once
 
+#include "core/backend/mrope.h"
+
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 namespace ninfer::core::cpu {
 
@@ -25,6 +28,12 @@ void l2_normalize(float* x, size_t n);
 // computed like transformers (f32 inverse frequencies and f32 angle).
 void rope_tables(uint32_t position, uint32_t rotary_dim, double theta, float* cos_out, float* sin_out);
 void rope_neox(float* x, uint32_t rotary_dim, const float* cos_t, const float* sin_t);
+// M-RoPE tables (docs/MODEL.md §5): pair j turns by the temporal, height or width position as the
+// config's mrope_section says, interleaved (h where j%3==1 && j<3*s[1], w where j%3==2 &&
+// j<3*s[2], else t) or in contiguous sections [t | h | w]. Equal positions (text) give exactly
+// rope_tables(position); so does an empty section list (plain RoPE uses the temporal position).
+void mrope_tables(const MropePosition& p, uint32_t rotary_dim, double theta,
+                  std::span<const uint32_t> sections, bool interleaved, float* cos_out, float* sin_out);
 
 void softmax(float* x, size_t n); // in place, f32, max-subtracted
 

@@ -93,7 +93,8 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 
 bool is_readable_tag(uint32_t tag) {
     return tag == uint32_t(LaneSectionTag::Tokens) || tag == uint32_t(LaneSectionTag::Kv) ||
-           tag == uint32_t(LaneSectionTag::Gdn) || tag == uint32_t(LaneSectionTag::MtpKv);
+           tag == uint32_t(LaneSectionTag::Gdn) || tag == uint32_t(LaneSectionTag::MtpKv) ||
+           tag == uint32_t(LaneSectionTag::RopePosition);
 }
 
 // Sections whose length the header alone fixes; the others' (MtpKv: it depends on how far the
@@ -140,6 +141,7 @@ Header check_header(const uint8_t* b, uint64_t file_bytes, const SlotIdentity& w
         switch (LaneSectionTag(tag)) {
         case LaneSectionTag::Tokens: return h.n_tokens * 4;
         case LaneSectionTag::Kv: return h.n_tokens * want.kv_bytes_per_token;
+        case LaneSectionTag::RopePosition: return uint64_t(4);
         default: return want.gdn_bytes;
         }
     };
