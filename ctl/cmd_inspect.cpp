@@ -2,6 +2,7 @@
 #include "ctl/command_list.h"
 
 #include "core/artifact/artifact.h"
+#include "core/model/vision_config.h"
 #include "core/formats/format.h"
 #include "core/util/json_writer.h"
 
@@ -94,6 +95,14 @@ void print_human(const core::Artifact& a) {
             std::printf("    resource  %-28s %s\n", role.c_str(), rid.c_str());
         if (!c.proposal_json.empty())
             std::printf("    proposal  %s\n", c.proposal_json.c_str());
+    }
+    if (a.has_component("vision")) { // the tower as the CPU backend would run it (model.md §9)
+        const core::VisionConfig v = core::VisionConfig::parse(a.component("vision").config_json);
+        std::printf("\nvision      %u blocks of %u (%u heads), MLP %u, patch %u px x %u frames, merge %u, "
+                    "position grid %ux%u, merger out %s\n", v.depth, v.hidden_size, v.num_heads,
+                    v.intermediate_size, v.patch_size, v.temporal_patch_size, v.spatial_merge_size,
+                    v.position_grid_side(), v.position_grid_side(),
+                    v.out_hidden_size ? std::to_string(v.out_hidden_size).c_str() : "(from vision/merger/fc2)");
     }
     std::printf("\ntensors (%zu)\n  %-40s %-22s %-20s %14s\n", a.tensors().size(), "ID", "SHAPE", "FORMAT", "BYTES");
     for (const core::StoredTensor& t : a.tensors())

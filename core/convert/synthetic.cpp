@@ -83,6 +83,46 @@ ModelConfig synthetic_shape_config(std::string_view shape) {
     throw Error("convert: unknown synthetic shape \"" + std::string(shape) + "\" (shapes: " + names + ")");
 }
 
+VisionConfig synthetic_shape_vision(std::string_view shape) {
+    const ModelConfig text = synthetic_shape_config(shape);
+    VisionConfig v;
+    v.patch_size = 16, v.temporal_patch_size = 2, v.spatial_merge_size = 2;
+    v.out_hidden_size = text.hidden_size;
+    if (shape == "tiny" || shape == "tiny-moe")
+        v.depth = 2, v.hidden_size = 64, v.intermediate_size = 128, v.num_heads = 4, v.num_position_embeddings = 16;
+    else
+        v.depth = 27, v.hidden_size = 1152, v.intermediate_size = 4304, v.num_heads = 16, v.num_position_embeddings = 2304;
+    v.validate();
+    v.config_json = v.to_json();
+    return v;
+}
+
+// The processor configs the media decoder reads (transformers' Qwen2VLImageProcessor and
+// Qwen3VLVideoProcessor with the pixel bounds of model.md §9).
+std::vector<std::pair<std::string, std::string>> synthetic_vision_resources(const VisionConfig& v) {
+    auto common = [&](JsonWriter& w) {
+        w.member("patch_size", v.patch_size).member("temporal_patch_size", v.temporal_patch_size);
+        w.member("merge_size", v.spatial_merge_size).member("rescale_factor", 1.0 / 255.0);
+        for (const char* key : {"image_mean", "image_std"}) {
+            w.key(key).begin_array();
+            for (int i = 0; i < 3; ++i)
+                w.value(0.5);
+            w.end_array();
+        }
+    };
+    JsonWriter image, video;
+    image.begin_object().member("image_processor_type", "Qwen2VLImageProcessor");
+    common(image);
+    image.key("size").begin_object().member("shortest_edge", 65536).member("longest_edge", 16777216).end_object();
+    image.end_object();
+    video.begin_object().member("video_processor_type", "Qwen3VLVideoProcessor");
+    common(video);
+    video.key("size").begin_object().member("shortest_edge", 4096).member("longest_edge", 25165824).end_object();
+    video.member("fps", 2.0).member("min_frames", 4).member("max_frames", 768);
+    video.end_object();
+    return {{"preprocessor_config.json", image.take()}, {"video_preprocessor_config.json", video.take()}};
+}
+
 uint64_t write_synthetic(const SyntheticRequest& req) {
     ModelConfig config = synthetic_shape_config(req.shape);
     if (req.num_layers) {
@@ -91,6 +131,9 @@ uint64_t write_synthetic(const SyntheticRequest& req) {
     }
     PlanOptions options;
     options.with_mtp = req.with_mtp;
+    options.with_vision = req.with_vision;
+    if (req.with_vision)
+        options.vision = synthetic_shape_vision(req.shape);
     const std::vector<PlannedObject> plan = plan_objects(config, options);
     unsigned threads = req.n_threads ? req.n_threads : std::max(1u, std::thread::hardware_concurrency());
     SyntheticFiller filler(req.seed, threads, req.band_bytes);
@@ -122,6 +165,11 @@ uint64_t write_synthetic(const SyntheticRequest& req) {
     e.text_resources.generation_config_json = generation_config_for({*im_end, *eot}, eot);
     check_token_ids(config.vocab_size, e.text_resources);
     e.with_mtp = req.with_mtp;
+    e.with_vision = req.with_vision;
+    if (req.with_vision) {
+        e.vision_config_json = options.vision.config_json;
+        e.vision_resources = synthetic_vision_resources(options.vision);
+    }
     e.name = req.name.empty() ? std::filesystem::path(req.out_path).stem().string() : req.name;
     e.synthetic = true;
     e.provenance_json = "{\"source\":\"synthetic\",\"shape\":" + json_quote(req.shape) +

@@ -14,6 +14,11 @@
 // - Generation is a pipeline (synthetic_fill.h): bands of band_bytes generated on n_threads into
 //   two reused buffers and streamed to the writer, so peak memory does not grow with the largest
 //   tensor. generate_only returns the payload bytes without writing anything (throughput runs).
+// - with_vision adds a random vision tower and its processor configs: the real tower for the
+//   qwen3.6 shapes (model.md §2.2: 27 blocks of 1152, merger to the text hidden size), and for the
+//   tiny shapes a tiny one of the same structure (2 blocks of 64, 4 heads of 16, patch 16 x 2
+//   frames, merge 2, a 4x4 position grid, out = the text hidden size) so CI can run it.
+//   synthetic_shape_vision(shape) gives that config.
 // - metadata.synthetic is true; provenance records shape, recipe and seed.
 // - warn_if_synthetic prints one warning line to stderr when `artifact` holds random weights and
 //   returns the line ("" otherwise), so a daemon can also log it. Every tool that loads an
@@ -23,6 +28,7 @@
 #include "core/convert/emit.h"
 #include "core/convert/recipe.h"
 #include "core/model/config.h"
+#include "core/model/vision_config.h"
 
 #include <cstdint>
 #include <string>
@@ -38,6 +44,7 @@ inline constexpr std::string_view kSyntheticTokenizerDir =
 
 std::vector<std::string_view> synthetic_shape_names();
 ModelConfig synthetic_shape_config(std::string_view shape); // throws for an unknown shape
+VisionConfig synthetic_shape_vision(std::string_view shape);
 
 struct SyntheticRequest {
     std::string shape = "tiny";
@@ -46,6 +53,7 @@ struct SyntheticRequest {
     Recipe recipe = Recipe::parse(kDefaultRecipe);
     uint64_t seed = 0;
     bool with_mtp = false;
+    bool with_vision = false;
     std::string tokenizer_dir = std::string(kSyntheticTokenizerDir);
     std::string name; // metadata.name; default: the output file stem
     unsigned n_threads = 0; // 0 = hardware concurrency

@@ -2,6 +2,7 @@
 #include "core/model/vision_config.h"
 
 #include "core/util/error.h"
+#include "core/util/json_writer.h"
 
 #include <simdjson.h>
 
@@ -67,6 +68,20 @@ VisionConfig VisionConfig::parse(std::string_view json) {
     }
     c.config_json = simdjson::minify(o);
     return c;
+}
+
+std::string VisionConfig::to_json() const {
+    JsonWriter w;
+    w.begin_object();
+    w.member("model_type", "qwen3_5_vision");
+    for (const SizeField& f : kSizeFields)
+        w.member(f.key, this->*f.member);
+    w.member("hidden_act", hidden_act);
+    w.key("rope_parameters").begin_object();
+    w.member("rope_type", "axial").member("rope_theta", rope_theta);
+    w.end_object();
+    w.end_object();
+    return w.take();
 }
 
 uint32_t VisionConfig::position_grid_side() const {

@@ -12,6 +12,8 @@
 //   of 4 (the 2-D rotary splits each head into height and width halves of rotate-half pairs),
 //   num_position_embeddings a square (the learned grid), hidden_act gelu_pytorch_tanh;
 //   ninfer::Error("config: vision_config ...") otherwise.
+// - to_json() writes the Hugging Face spelling (model_type qwen3_5_vision, rope_parameters
+//   {rope_type axial, rope_theta}); parse(to_json()) gives the same sizes back.
 // - Derived sizes are methods so no caller recomputes them.
 // Thread safety: plain data.
 #pragma once
@@ -32,6 +34,7 @@ struct VisionConfig {
 
     static VisionConfig parse(std::string_view json);
     void validate() const;
+    std::string to_json() const;
 
     uint32_t head_dim() const { return num_heads ? hidden_size / num_heads : 0; }
     // Values of one patch: in_channels x temporal_patch_size x patch_size^2 (the Conv3d kernel).
