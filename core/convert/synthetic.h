@@ -15,7 +15,7 @@
 //   two reused buffers and streamed to the writer, so peak memory does not grow with the largest
 //   tensor. generate_only returns the payload bytes without writing anything (throughput runs).
 // - with_vision adds a random vision tower and its processor configs: the real tower for the
-//   qwen3.6 shapes (model.md §2.2: 27 blocks of 1152, merger to the text hidden size), and for the
+//   qwen3.6 shapes (docs/MODEL.md §2: 27 blocks of 1152, merger to the text hidden size), and for the
 //   tiny shapes a tiny one of the same structure (2 blocks of 64, 4 heads of 16, patch 16 x 2
 //   frames, merge 2, a 4x4 position grid, out = the text hidden size) so CI can run it.
 //   synthetic_shape_vision(shape) gives that config.
