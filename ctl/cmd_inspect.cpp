@@ -96,7 +96,7 @@ void print_human(const core::Artifact& a) {
         if (!c.proposal_json.empty())
             std::printf("    proposal  %s\n", c.proposal_json.c_str());
     }
-    if (a.has_component("vision")) { // the tower as the CPU backend would run it (model.md §9)
+    if (a.has_component("vision")) { // the tower as the CPU backend would run it (docs/MODEL.md §9)
         const core::VisionConfig v = core::VisionConfig::parse(a.component("vision").config_json);
         std::printf("\nvision      %u blocks of %u (%u heads), MLP %u, patch %u px x %u frames, merge %u, "
                     "position grid %ux%u, merger out %s\n", v.depth, v.hidden_size, v.num_heads,

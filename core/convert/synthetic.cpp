@@ -98,7 +98,7 @@ VisionConfig synthetic_shape_vision(std::string_view shape) {
 }
 
 // The processor configs the media decoder reads (transformers' Qwen2VLImageProcessor and
-// Qwen3VLVideoProcessor with the pixel bounds of model.md §9).
+// Qwen3VLVideoProcessor with the pixel bounds of docs/MODEL.md §9).
 std::vector<std::pair<std::string, std::string>> synthetic_vision_resources(const VisionConfig& v) {
     auto common = [&](JsonWriter& w) {
         w.member("patch_size", v.patch_size).member("temporal_patch_size", v.temporal_patch_size);
