@@ -62,7 +62,8 @@ inline std::shared_ptr<const core::grammar::TokenIndex> markup_index() {
 
 // A random string of the grammar, walked through fill_mask over `index` (each step a uniformly
 // chosen allowed token; the end token, when allowed, with probability p_end). "" (and ok=false)
-// when no end was reached within max_bytes.
+// when no end was reached within max_bytes. A dead end (no token allowed, not accepting) is a
+// grammar bug: it throws.
 inline std::string grammar_random_walk(const std::shared_ptr<const core::grammar::Grammar>& g,
                                        const std::shared_ptr<const core::grammar::TokenIndex>& index,
                                        std::mt19937& rng, bool& ok, size_t max_bytes = 600, double p_end = 0.3) {
@@ -85,7 +86,7 @@ inline std::string grammar_random_walk(const std::shared_ptr<const core::grammar
             ok = m.accept(index->end_ids()[0]);
             return ok ? out : std::string();
         }
-        if (allowed.empty()) return {}; // a dead end: the caller's test fails on ok == false
+        if (allowed.empty()) throw Error("random walk: dead end after '" + out + "'");
         // Past a quarter of the budget, lean towards one-byte punctuation (quotes, brackets, '@',
         // '.'), which is what closes strings and structures; random letters would go on forever.
         if (out.size() > max_bytes / 4 && std::uniform_real_distribution<double>(0, 1)(rng) < 0.7) {
@@ -98,7 +99,7 @@ inline std::string grammar_random_walk(const std::shared_ptr<const core::grammar
             if (!closing.empty()) allowed.swap(closing);
         }
         const int32_t t = allowed[std::uniform_int_distribution<size_t>(0, allowed.size() - 1)(rng)];
-        if (!m.accept(t)) return {};
+        if (!m.accept(t)) throw Error("random walk: the mask allowed a token accept() refused after '" + out + "'");
         out += index->bytes(t);
     }
     return {};
