@@ -219,9 +219,7 @@ Gen SchemaCompiler::gen_enum(element schema, const std::string& pointer) {
         if (value_type_mask(v) & allowed) texts.insert(json_text(v));
     }
     if (texts.empty()) return std::nullopt;
-    std::string body;
-    for (const std::string& t : texts) body += (body.empty() ? "" : " | ") + gbnf_literal(t);
-    return "(" + body + ")";
+    return literal_trie({texts.begin(), texts.end()});
 }
 
 Gen SchemaCompiler::gen_object(element schema, const std::string& pointer) {

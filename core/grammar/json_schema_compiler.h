@@ -24,6 +24,9 @@ using Gen = std::optional<std::string>;
 
 // The GBNF literal for some bytes: "..." with \", \\ and control characters escaped.
 std::string gbnf_literal(std::string_view bytes);
+// Alternatives of literal strings factored by common prefixes (a trie, split at UTF-8 character
+// boundaries), so a matcher follows one path instead of one stack per value. texts: sorted, unique.
+std::string literal_trie(const std::vector<std::string>& texts);
 // The compact JSON text of a value (simdjson minify).
 std::string json_text(element value);
 

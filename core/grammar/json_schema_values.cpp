@@ -150,6 +150,48 @@ std::string gbnf_literal(std::string_view bytes) {
     return out + "\"";
 }
 
+namespace {
+
+size_t utf8_char_length(char lead) {
+    const auto c = uint8_t(lead);
+    return c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+}
+
+std::string literal_trie_of(const std::vector<std::string_view>& items) {
+    bool has_empty = false;
+    std::vector<std::string> alts;
+    for (size_t i = 0; i < items.size();) {
+        if (items[i].empty()) { has_empty = true; ++i; continue; }
+        const std::string_view first = items[i].substr(0, utf8_char_length(items[i][0]));
+        size_t j = i;
+        while (j < items.size() && items[j].substr(0, first.size()) == first) ++j;
+        // The group [i, j) shares `first`; extend to the longest common prefix at a character boundary.
+        size_t common = first.size();
+        for (;;) {
+            if (items[i].size() <= common) break;
+            const size_t next = common + utf8_char_length(items[i][common]);
+            bool all = true;
+            for (size_t k = i; k < j && all; ++k) all = items[k].size() >= next && items[k].substr(common, next - common) == items[i].substr(common, next - common);
+            if (!all) break;
+            common = next;
+        }
+        std::vector<std::string_view> rest;
+        for (size_t k = i; k < j; ++k) rest.push_back(items[k].substr(common));
+        const bool only_end = rest.size() == 1 && rest[0].empty();
+        alts.push_back(gbnf_literal(items[i].substr(0, common)) + (only_end ? "" : " " + literal_trie_of(rest)));
+        i = j;
+    }
+    std::string out;
+    for (const std::string& a : alts) out += (out.empty() ? "" : " | ") + a;
+    return "(" + out + ")" + (has_empty ? "?" : "");
+}
+
+} // namespace
+
+std::string literal_trie(const std::vector<std::string>& texts) {
+    return literal_trie_of({texts.begin(), texts.end()});
+}
+
 std::string json_text(element value) { return simdjson::minify(value); }
 
 uint8_t value_type_mask(element v) {

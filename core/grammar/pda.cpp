@@ -16,11 +16,17 @@ bool contains(const std::vector<Frame>& v, Frame f) {
 // nullable rules and shared continuations).
 void Stepper::close(std::vector<Frame>& pool, std::vector<Frame>& out, CloseResult& result) {
     seen_.clear();
+    seen_set_.clear();
     while (!work_.empty()) {
         const Frame item = work_.back();
         work_.pop_back();
-        if (contains(seen_, item)) continue;
-        seen_.push_back(item);
+        if (seen_.size() < 64) {
+            if (contains(seen_, item)) continue;
+            seen_.push_back(item);
+            if (seen_.size() == 64) seen_set_.insert(seen_.begin(), seen_.end()); // switch to hashing
+        } else if (!seen_set_.insert(item).second) {
+            continue;
+        }
         const uint32_t kind = program_.kind(item.pos);
         if (kind == Program::kByteSet) {
             if (out.size() < kMaxTops) out.push_back(item);

@@ -19,6 +19,7 @@
 #include "core/grammar/matcher.h"
 
 #include <span>
+#include <unordered_set>
 #include <vector>
 
 namespace ninfer::core::grammar {
@@ -44,7 +45,14 @@ class Stepper {
   private:
     const Program& program_;
     std::vector<Frame> work_;
-    std::vector<Frame> seen_;
+    struct FrameHash {
+        size_t operator()(const Frame& f) const { return (uint64_t(f.pos) << 32 | f.parent) * 0x9E3779B97F4A7C15ull >> 16; }
+    };
+    struct FrameEq {
+        bool operator()(const Frame& a, const Frame& b) const { return a.pos == b.pos && a.parent == b.parent; }
+    };
+    std::vector<Frame> seen_;                                   // small closures: linear search
+    std::unordered_set<Frame, FrameHash, FrameEq> seen_set_;    // large ones (big enums)
 };
 
 // A fresh pool: the two sentinel frames.

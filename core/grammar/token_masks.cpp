@@ -94,10 +94,11 @@ const PositionMask& TokenMaskCache::get(Frame top, const std::vector<Frame>& poo
         std::shared_lock lock(mutex_);
         if (auto it = tables_.find(key); it != tables_.end()) return *it->second;
     }
-    std::unique_lock lock(mutex_); // one computation at a time: a second caller waits, then finds it
-    if (auto it = tables_.find(key); it != tables_.end()) return *it->second;
+    // Computed outside the lock (it takes milliseconds and other matchers keep reading); two
+    // threads may compute the same table, the first one stored is kept.
     auto table = std::make_unique<PositionMask>(compute(context, reaches_root));
-    return *tables_.emplace(key, std::move(table)).first->second;
+    std::unique_lock lock(mutex_);
+    return *tables_.try_emplace(key, std::move(table)).first->second;
 }
 
 // Walks the trie in preorder with level k = the stacks after k bytes, from the context's partial

@@ -10,6 +10,7 @@
 #include "core/grammar/grammar.h"
 #include "core/grammar/matcher.h"
 #include "core/grammar/token_index.h"
+#include "core/grammar/token_masks.h"
 #include "core/util/error.h"
 
 #include <algorithm>
@@ -74,15 +75,20 @@ int main(int argc, char** argv) try {
                 text.size(), tokens.size());
     std::vector<uint32_t> words(index->n_words());
     std::vector<double> warm;
+    std::vector<double> warm_max_by_step(tokens.size(), 0);
     double cold_total_us = 0, cold_max_us = 0;
     for (int round = 0; round < rounds; ++round) {
         grammar::Matcher m(g, index);
-        for (TokenId t : tokens) {
+        for (size_t step = 0; step < tokens.size(); ++step) {
+            const TokenId t = tokens[step];
             const auto s = Clock::now();
             m.fill_mask(words);
             const double us = us_since(s);
             if (round == 0) { cold_total_us += us; cold_max_us = std::max(cold_max_us, us); }
-            else warm.push_back(us);
+            else {
+                warm.push_back(us);
+                warm_max_by_step[step] = std::max(warm_max_by_step[step], us);
+            }
             if (!((words[size_t(t) >> 5] >> (t & 31)) & 1)) throw ninfer::Error("bench_grammar: the mask refuses token " + std::to_string(t) + " of the instance");
             if (!m.accept(t)) throw ninfer::Error("bench_grammar: the grammar refuses token " + std::to_string(t));
         }
@@ -90,9 +96,20 @@ int main(int argc, char** argv) try {
         const int32_t end = index->end_ids().at(0);
         if (!((words[size_t(end) >> 5] >> (end & 31)) & 1) || !m.accept(end)) throw ninfer::Error("bench_grammar: the end token is not allowed after the instance");
     }
-    std::printf("cold round (tables computed on first visit): total %.1f ms, max step %.1f ms\n", cold_total_us / 1000, cold_max_us / 1000);
+    std::printf("cold round (tables computed on first visit): total %.1f ms, max step %.1f ms; %zu tables\n", cold_total_us / 1000,
+                cold_max_us / 1000, g->masks_for(index)->n_tables());
     std::printf("warm fill_mask over %d rounds x %zu steps: p50 %.1f us, p90 %.1f us, p99 %.1f us, max %.1f us\n", rounds - 1,
                 tokens.size(), percentile(warm, 0.5), percentile(warm, 0.9), percentile(warm, 0.99), percentile(warm, 1.0));
+    // The same step slow in every round is the engine; a step slow once is the machine.
+    std::vector<double> steady = warm_max_by_step;
+    for (size_t i = 0; i < steady.size(); ++i) {
+        std::vector<double> per_round;
+        for (size_t r = 0; r + 1 < size_t(rounds); ++r) per_round.push_back(warm[r * tokens.size() + i]);
+        steady[i] = percentile(per_round, 0.5);
+    }
+    const size_t worst = size_t(std::max_element(steady.begin(), steady.end()) - steady.begin());
+    std::printf("slowest step by its median over the warm rounds: step %zu, %.1f us (after '%s')\n", worst, steady[worst],
+                tokenizer->decode(std::span<const TokenId>(tokens.data(), worst)).c_str());
     return 0;
 } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());

@@ -115,3 +115,18 @@ TEST_CASE("json schema: unsupported constructs are refused by pointer", "[json_s
     CHECK_THROWS_WITH(schema("false"), Contains("accepts no value"));
     CHECK_THROWS_WITH(schema(R"({"type":"integer","maximum":1e300})"), Contains("1e15"));
 }
+
+TEST_CASE("json schema: large enums are factored by common prefixes (UTF-8 safe)", "[json_schema]") {
+    std::string values;
+    std::vector<std::string> words;
+    for (int i = 0; i < 1000; ++i) words.push_back("item-" + std::to_string(i * 7919 % 100000));
+    words.push_back("caf\xc3\xa9");
+    words.push_back("caf\xc3\xa8");
+    words.push_back("caf");
+    for (const std::string& w : words) values += (values.empty() ? "\"" : ",\"") + w + "\"";
+    auto g = Grammar::from_json_schema("{\"enum\":[" + values + "]}");
+    for (const std::string& w : words) CHECK(grammar_matches(g, "\"" + w + "\""));
+    CHECK_FALSE(grammar_matches(g, "\"item-1\""));
+    CHECK_FALSE(grammar_matches(g, "\"caf\xc3\xa7\""));
+    CHECK(g->gbnf().find("\"item-\"") != std::string::npos); // one shared prefix
+}
