@@ -121,12 +121,14 @@ class GbnfReader {
         if (c == '[') return read_class();
         if (c == '.') { advance(); return Expr::any(); }
         if (c == '(') {
+            if (++depth_ > kMaxNesting) fail("parentheses nested deeper than " + std::to_string(kMaxNesting));
             advance();
             skip_space(true);
             Expr inner = read_alternatives(true);
             skip_space(true);
             if (peek() != ')') fail("expected ')'");
             advance();
+            --depth_;
             return inner;
         }
         if (is_word_char(c)) {
@@ -267,6 +269,8 @@ class GbnfReader {
     const CompileClock& clock_;
     size_t pos_ = 0;
     size_t line_ = 1;
+    size_t depth_ = 0;
+    static constexpr size_t kMaxNesting = 1000; // the reader and the lowering recurse per level
     std::vector<RuleDef> rules_;
     std::vector<bool> defined_;
     std::vector<size_t> first_use_line_;

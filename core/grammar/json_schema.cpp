@@ -66,6 +66,13 @@ void SchemaCompiler::define(const std::string& name, const std::string& body) {
     if (rules_.size() > limits_.max_states * 8) fail("", "grammar text over " + std::to_string(limits_.max_states * 8) + " bytes (max_states)");
 }
 
+std::string SchemaCompiler::shared(const std::string& expr, const std::string& pointer) {
+    if (expr.size() <= 32) return expr;
+    const std::string name = new_rule_name(pointer);
+    define(name, expr);
+    return name;
+}
+
 void SchemaCompiler::check_keywords(element schema, const std::string& pointer) {
     for (const char* key : kRefused)
         if (has(schema, key)) fail(pointer, std::string("unsupported keyword '") + key + "'");
@@ -259,7 +266,7 @@ Gen SchemaCompiler::gen_object(element schema, const std::string& pointer) {
         if (!schema["additionalProperties"].get(additional) && !additional.is_bool())
             value = gen(additional, pointer + "/additionalProperties");
         if (!value || max_props == 0) return min_props > 0 ? Gen() : Gen("\"{}\"");
-        const std::string pair = common("json-string") + " \":\" " + *value;
+        const std::string pair = shared(common("json-string") + " \":\" " + *value, pointer + "/pair");
         const std::string more = max_props < 0 ? "(\",\" " + pair + ")*" : "(\",\" " + pair + "){0," + std::to_string(max_props - 1) + "}";
         const std::string inner = pair + " " + more;
         return "\"{\" " + (min_props > 0 ? inner : opt(inner)) + " \"}\"";
@@ -273,7 +280,7 @@ Gen SchemaCompiler::gen_object(element schema, const std::string& pointer) {
     std::vector<std::string> after(list.size() + 1), first(list.size() + 1);
     auto then = [](const std::string& head, const std::string& rest) { return rest.empty() ? head : head + " " + rest; };
     for (size_t i = list.size(); i-- > 0;) {
-        const std::string kv = gbnf_literal(json_string_of(list[i].key)) + " \":\" " + *list[i].value;
+        const std::string kv = gbnf_literal(json_string_of(list[i].key)) + " \":\" " + shared(*list[i].value, join_pointer(pointer + "/properties", list[i].key));
         std::string body_after = then("\",\" " + kv, after[i + 1]);
         std::string body_first = then(kv, after[i + 1]);
         if (!list[i].required) {
@@ -304,6 +311,7 @@ Gen SchemaCompiler::gen_array(element schema, const std::string& pointer) {
     } else if (!schema["items"].get(items)) {
         rest = gen(items, pointer + "/items");
     }
+    if (rest) rest = shared(*rest, pointer + "/items");
     const int64_t n_prefix = int64_t(prefix.size());
     // Elements from index i on, i > 0 meaning a comma goes first.
     std::string tail;

@@ -55,6 +55,9 @@ class SchemaCompiler {
     // A fresh rule name from a pointer; define(name, body) appends the rule.
     std::string new_rule_name(const std::string& pointer);
     void define(const std::string& name, const std::string& body);
+    // An expression that will be written more than once: long ones become a rule (its name is
+    // returned), so nested schemas grow the grammar linearly, not exponentially.
+    std::string shared(const std::string& expr, const std::string& pointer);
     [[noreturn]] void fail(const std::string& pointer, const std::string& why) const;
     // A non-negative integer keyword (minLength, maxItems, ...), or fallback when absent.
     int64_t count_keyword(element schema, const char* key, int64_t fallback, const std::string& pointer) const;
