@@ -34,7 +34,13 @@ void Stepper::close(std::vector<Frame>& pool, std::vector<Frame>& out, CloseResu
             uint32_t cont = item.parent;
             if (program_.kind(item.pos + 1) != Program::kEnd) {
                 cont = uint32_t(pool.size());
-                pool.push_back({item.pos + 1, item.parent});
+                if (interner_) {
+                    auto [it, fresh] = interner_->try_emplace(uint64_t(item.pos + 1) << 32 | item.parent, cont);
+                    if (fresh) pool.push_back({item.pos + 1, item.parent});
+                    cont = it->second;
+                } else {
+                    pool.push_back({item.pos + 1, item.parent});
+                }
             }
             const uint32_t rule = program_.payload(item.pos);
             for (uint32_t a = program_.rule_alts[rule + 1]; a-- > program_.rule_alts[rule];)

@@ -19,6 +19,7 @@
 #include "core/grammar/matcher.h"
 
 #include <span>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -37,6 +38,9 @@ struct CloseResult {
 class Stepper {
   public:
     explicit Stepper(const Program& program) : program_(program) {}
+    // With an interner, equal continuation frames share one pool entry ((pos << 32 | parent) ->
+    // index), so equal stacks are equal Frame values (token_masks.cpp memoizes on them).
+    void set_interner(std::unordered_map<uint64_t, uint32_t>* interner) { interner_ = interner; }
     void close(std::vector<Frame>& pool, std::vector<Frame>& out, CloseResult& result);
     CloseResult advance(std::vector<Frame>& pool, std::span<const Frame> tops, uint8_t byte, std::vector<Frame>& out);
     // The tops of the start state (root rule alternatives over kRootFrame).
@@ -44,6 +48,7 @@ class Stepper {
 
   private:
     const Program& program_;
+    std::unordered_map<uint64_t, uint32_t>* interner_ = nullptr;
     std::vector<Frame> work_;
     struct FrameHash {
         size_t operator()(const Frame& f) const { return (uint64_t(f.pos) << 32 | f.parent) * 0x9E3779B97F4A7C15ull >> 16; }

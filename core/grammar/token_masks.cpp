@@ -101,42 +101,92 @@ const PositionMask& TokenMaskCache::get(Frame top, const std::vector<Frame>& poo
     return *tables_.try_emplace(key, std::move(table)).first->second;
 }
 
-// Walks the trie in preorder with level k = the stacks after k bytes, from the context's partial
+namespace {
+
+// The automaton seen from one table's partial stack as a graph of states: frames are interned, a
+// state is its sorted set of tops, and byte transitions are memoized, so the trie walk costs one
+// lookup per node once a state repeats (inside a string every character leads back to one state).
+class StateGraph {
+  public:
+    struct Transition {
+        uint32_t next = 0;
+        bool matched = false, reached_open = false;
+    };
+
+    StateGraph(const Program& program, const std::vector<uint32_t>& context, bool reaches_root)
+        : stepper_(program), pool_(new_frame_pool()) {
+        stepper_.set_interner(&frame_ids_);
+        uint32_t below = reaches_root ? kRootFrame : kOpenFrame;
+        for (size_t k = context.size(); k-- > 1;) {
+            frame_ids_[uint64_t(context[k]) << 32 | below] = uint32_t(pool_.size());
+            pool_.push_back({context[k], below});
+            below = uint32_t(pool_.size() - 1);
+        }
+        state_of({Frame{context[0], below}});
+    }
+
+    Transition step(uint32_t state, uint8_t byte) {
+        const uint64_t key = uint64_t(state) << 8 | byte;
+        if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+        out_.clear();
+        const CloseResult r = stepper_.advance(pool_, states_[state], byte, out_);
+        std::sort(out_.begin(), out_.end(), [](const Frame& a, const Frame& b) { return a.pos != b.pos ? a.pos < b.pos : a.parent < b.parent; });
+        const Transition t{state_of(out_), r.matched, r.reached_open};
+        memo_.emplace(key, t);
+        return t;
+    }
+    bool empty(uint32_t state) const { return states_[state].empty(); }
+
+  private:
+    uint32_t state_of(const std::vector<Frame>& tops) {
+        std::string key(reinterpret_cast<const char*>(tops.data()), tops.size() * sizeof(Frame));
+        auto [it, fresh] = state_ids_.try_emplace(std::move(key), uint32_t(states_.size()));
+        if (fresh) states_.push_back(tops);
+        return it->second;
+    }
+
+    Stepper stepper_;
+    std::vector<Frame> pool_;
+    std::unordered_map<uint64_t, uint32_t> frame_ids_;
+    std::vector<std::vector<Frame>> states_;
+    std::unordered_map<std::string, uint32_t> state_ids_;
+    std::unordered_map<uint64_t, Transition> memo_;
+    std::vector<Frame> out_;
+};
+
+} // namespace
+
+// Walks the trie in preorder with level k = the state after k bytes, from the context's partial
 // stack over the open frame (or the root). open_ended[k]: the partial stack could have emptied
 // within the first k bytes, so a token that fails later may still continue in the real stack.
 PositionMask TokenMaskCache::compute(const std::vector<uint32_t>& context, bool reaches_root) {
     const auto& nodes = index_->nodes();
     const auto& ids = index_->sorted_ids();
-    std::vector<Frame> pool = new_frame_pool();
-    uint32_t below = reaches_root ? kRootFrame : kOpenFrame;
-    for (size_t k = context.size(); k-- > 1;) {
-        pool.push_back({context[k], below});
-        below = uint32_t(pool.size() - 1);
-    }
-    MaskWalker walker(program_);
-    walker.reset({context[0], below}, pool);
+    StateGraph graph(program_, context, reaches_root);
+    std::vector<uint32_t> level_state{0};
     std::vector<bool> open_ended{false};
     std::vector<int32_t> accepted;
     std::vector<uint32_t> uncertain;
     auto mark_uncertain = [&](uint32_t from, uint32_t to) { for (uint32_t r = from; r < to; ++r) uncertain.push_back(r); };
     for (size_t i = 0; i < nodes.size();) {
         const TrieNode& node = nodes[i];
-        walker.truncate(node.depth, pool);
+        level_state.resize(node.depth);
         open_ended.resize(node.depth);
         const bool open_before = open_ended.back();
-        const CloseResult r = walker.push(node.byte, pool);
-        if (!r.matched) {
+        const StateGraph::Transition t = graph.step(level_state.back(), node.byte);
+        if (!t.matched) {
             if (open_before) mark_uncertain(node.rank_begin, node.rank_subtree_end);
             i = node.subtree_end;
             continue;
         }
         for (uint32_t rank = node.rank_begin; rank < node.rank_here_end; ++rank) accepted.push_back(ids[rank]);
-        const bool open_now = open_before || r.reached_open;
-        if (walker.last_level_empty()) {
+        const bool open_now = open_before || t.reached_open;
+        if (graph.empty(t.next)) {
             if (open_now) mark_uncertain(node.rank_here_end, node.rank_subtree_end);
             i = node.subtree_end;
             continue;
         }
+        level_state.push_back(t.next);
         open_ended.push_back(open_now);
         ++i;
     }
