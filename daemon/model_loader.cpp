@@ -9,6 +9,7 @@
 #include "core/engine/script_backend.h"
 #include "core/util/error.h"
 #include "core/util/regular_file.h"
+#include "core/vision/cpu_vision_encoder.h"
 
 #include <filesystem>
 #include <sstream>
@@ -140,6 +141,10 @@ std::unique_ptr<core::Backend> load_backend(const DaemonConfig& config, PlannedM
     if (config.device == "cuda") throw Error("backend: this ninferd was built without the CUDA backend");
     core::CpuBackendOptions options;
     options.threads = unsigned(config.threads);
+    if (model.weights->vision) // the tower shares the cores with the backend; they take turns
+        model.vision = core::make_cpu_vision_encoder(*model.weights->vision, options.threads,
+                                                     frontend.tokenizer().token_id("<|image_pad|>"),
+                                                     frontend.tokenizer().token_id("<|video_pad|>"));
     return core::make_cpu_backend(*model.weights, model.plan, options);
 }
 

@@ -22,6 +22,7 @@
 #include "core/model/memory_plan.h"
 #include "core/model/weights.h"
 #include "daemon/config_load.h"
+#include "core/backend/vision_encoder.h"
 #include "daemon/model_frontend.h"
 
 #include <memory>
@@ -34,6 +35,9 @@ struct PlannedModel {
     std::unique_ptr<core::ModelWeights> weights;
     core::MemoryPlan plan;
     std::string model_id; // --model-id, else the artifact's name, else the file name
+    // The CPU vision tower, made by load_backend when the artifact has one and the backend takes
+    // image and video rows (the CPU backend); null otherwise.
+    std::unique_ptr<core::VisionEncoder> vision;
 };
 
 PlannedModel plan_model(const DaemonConfig& config);

@@ -139,7 +139,9 @@ class Daemon {
         engine_.start(
             [this, frontend_slot]() {
                 *frontend_slot = ModelFrontend::from_artifact(*model_.artifact);
-                return load_backend(ctx_.config, model_, **frontend_slot);
+                auto backend = load_backend(ctx_.config, model_, **frontend_slot);
+                engine_.set_vision_encoder(model_.vision.get());
+                return backend;
             },
             [this, frontend_slot](core::EngineState state, const std::string& why) {
                 bridge_->post([this, frontend_slot, state, why] { on_engine_state(state, why, *frontend_slot); });

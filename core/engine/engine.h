@@ -77,6 +77,9 @@ class Engine {
     void persist_all(std::function<void(LanesSummary)> done);
     void restore_all(std::function<void(LanesSummary)> done);
     void set_assistant_marker(std::vector<int32_t> marker);
+    // The vision tower for requests with media (SchedulerOptions::vision). Only from the loader
+    // passed to start(), on the engine thread before it returns; the encoder must outlive the engine.
+    void set_vision_encoder(VisionEncoder* encoder) { options_.vision = encoder; }
     void post_io(std::function<void()> job) { io_.post(std::move(job)); }
     const LaneStateOptions& lane_options() const { return lane_state_; }
 

@@ -22,6 +22,7 @@
 
 #include "core/backend/backend.h"
 #include "core/backend/sampling.h"
+#include "core/vision/vision_input.h"
 
 #include <chrono>
 #include <cstdint>
@@ -83,6 +84,9 @@ struct GenerationRequest {
     std::vector<int32_t> stop_token_ids;
     int n_top_logprobs = 0;
     std::optional<SpeculativeConfig> speculative; // nullopt: the server's
+    // Images and videos of the prompt in prompt order (core/vision/vision_input.h); their rows
+    // replace the placeholder tokens (SchedulerOptions::vision runs the tower before the prefill).
+    std::vector<VisionInput> media;
     std::shared_ptr<GenerationSink> sink;
     std::chrono::steady_clock::time_point submitted = std::chrono::steady_clock::now();
 };

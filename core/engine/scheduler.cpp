@@ -31,6 +31,7 @@ Scheduler::Scheduler(Backend& backend, SchedulerOptions options, EngineStats& st
 }
 
 void Scheduler::submit(GenerationRequest request) {
+    if (refuse_media(request)) return;
     uint64_t need = uint64_t(request.prompt.size()) + request.max_tokens;
     if (request.prompt.empty() || request.max_tokens == 0 || need > options_.max_context ||
         need > options_.kv_capacity_tokens) {
@@ -245,7 +246,7 @@ void Scheduler::prefill_one_chunk() {
     std::span<const int32_t> chunk(prompt.data() + lane.n_prefilled, n);
     bool last = lane.n_prefilled + n == prompt.size();
     auto t0 = Clock::now();
-    backend_.prefill(chosen, chunk, last ? LogitsOut::Last : LogitsOut::None, nullptr);
+    if (!prefill_chunk(chosen, chunk, last ? LogitsOut::Last : LogitsOut::None)) return;
     lane.history.insert(lane.history.end(), chunk.begin(), chunk.end());
     lane.n_prefilled += n;
     stats_.n_prefill_tokens_total += n;

@@ -47,6 +47,7 @@
 #include "core/engine/engine_stats.h"
 #include "core/engine/generation.h"
 #include "core/engine/ngram_drafter.h"
+#include "core/engine/vision_prefill.h"
 
 #include <chrono>
 #include <deque>
@@ -71,6 +72,10 @@ struct SchedulerOptions {
     // The server's speculation. Mtp needs Backend::has_mtp(); any kind needs the backend's plan to
     // verify K + 1 tokens (MemoryRequest.max_draft_tokens >= k).
     SpeculativeConfig speculative{};
+    // The vision tower (engine-thread owned; null: requests with media are refused). A request's
+    // media are encoded when its lane's prefill starts (only the items past a reused prefix), and
+    // its chunks go through Backend::prefill_with (scheduler_vision.cpp).
+    VisionEncoder* vision = nullptr;
 };
 
 class Scheduler {
@@ -122,12 +127,19 @@ class Scheduler {
         SpeculativeConfig speculative; // this request's (off for plain lanes)
         NgramDrafter ngram;            // prompt + reported tokens, with ngram speculation
         uint32_t draft_n = 0, draft_n_accepted = 0;
+        std::optional<VisionPrefill> vision; // the request's tower rows and positions while it prefills
+        uint64_t vision_admission = 0;       // the admission they belong to
     };
 
     void expire_queue(Clock::time_point now);
     void admit(Clock::time_point now);
     int pick_lane(const GenerationRequest& request) const;
     void prefill_one_chunk();
+    // Multimodal requests (scheduler_vision.cpp): refuse_media rejects one this engine cannot
+    // run (true = rejected); prefill_chunk feeds a chunk, through prefill_with when the request has
+    // media (false: its media could not be encoded and the request was finished Failed).
+    bool refuse_media(GenerationRequest& request);
+    bool prefill_chunk(int lane_index, std::span<const int32_t> chunk, LogitsOut out);
     // One decode round: begin the next step, end the one begun in the previous round.
     void decode_batch();
     void end_step_in_flight();
