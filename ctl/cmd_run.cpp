@@ -230,13 +230,7 @@ int cmd_run(int argc, char** argv) {
     }
 
     auto t0 = std::chrono::steady_clock::now();
-    const size_t chunk = session->plan.prefill_chunk;
-    for (size_t at = 0; at < prompt.size(); at += chunk) {
-        const size_t n = std::min(chunk, prompt.size() - at);
-        const bool last = at + n == prompt.size();
-        backend.prefill(0, std::span(prompt).subspan(at, n), last ? core::LogitsOut::Last : core::LogitsOut::None,
-                        nullptr);
-    }
+    prefill_prompt(*session, prompt, {});
     const double prefill_s = seconds_since(t0);
 
     t0 = std::chrono::steady_clock::now();

@@ -6,7 +6,9 @@
 #ifdef NINFER_HAVE_CUDA_BACKEND
 #include "core/cuda/cuda_backend.h"
 #endif
+#include "core/engine/vision_prefill.h"
 #include "core/util/error.h"
+#include "core/vision/cpu_vision_encoder.h"
 
 #include <simdjson.h>
 
@@ -90,9 +92,33 @@ void start_backend(ModelSession& s, const BackendOptions& o) {
     if (!s.backend) {
         s.plan = core::MemoryPlan::make(c, req);
         s.backend = core::make_cpu_backend(s.weights, s.plan);
+        const auto image = s.tokenizer ? s.tokenizer->find_token("<|image_pad|>") : std::nullopt;
+        const auto video = s.tokenizer ? s.tokenizer->find_token("<|video_pad|>") : std::nullopt;
+        if (s.weights.vision && image && video)
+            s.vision = core::make_cpu_vision_encoder(*s.weights.vision, 0, *image, *video);
     }
     std::fprintf(stderr, "loaded %s in %.2f s on %s: %s\n", s.artifact->path().c_str(), s.load_seconds,
                  device.c_str(), s.plan.describe().c_str());
+}
+
+void prefill_prompt(ModelSession& s, std::span<const int32_t> prompt, std::span<const core::VisionInput> media) {
+    std::optional<core::VisionPrefill> vision;
+    if (!media.empty()) {
+        if (!s.vision)
+            throw Error("run: images and video need an artifact with a vision tower on the CPU backend");
+        vision = core::prepare_vision_prefill(prompt, media, *s.vision, 0);
+        std::fprintf(stderr, "vision: %zu item(s) through the tower in %.3f s\n", vision->n_items_encoded,
+                     vision->tower_ms / 1e3);
+    }
+    const size_t chunk = s.plan.prefill_chunk;
+    for (size_t at = 0; at < prompt.size(); at += chunk) {
+        const size_t n = std::min(chunk, prompt.size() - at);
+        const core::LogitsOut out = at + n == prompt.size() ? core::LogitsOut::Last : core::LogitsOut::None;
+        if (vision)
+            s.backend->prefill_with(0, prompt.subspan(at, n), vision->chunk(at, n), out, nullptr);
+        else
+            s.backend->prefill(0, prompt.subspan(at, n), out, nullptr);
+    }
 }
 
 } // namespace ninfer::ctl

@@ -15,12 +15,14 @@
 #include "core/artifact/artifact.h"
 #include "core/backend/backend.h"
 #include "core/backend/generation_config.h"
+#include "core/backend/vision_encoder.h"
 #include "core/frontend/tokenizer.h"
 #include "core/model/memory_plan.h"
 #include "core/model/weights.h"
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -42,11 +44,20 @@ struct ModelSession {
     std::unique_ptr<core::Backend> backend;
     std::unique_ptr<core::Tokenizer> tokenizer; // null when the artifact has none
     core::GenerationConfig generation; // the artifact's generation_config.json (stop ids, sampling)
+    // The CPU vision tower: set by start_backend when the artifact has one, the backend is the
+    // CPU's and the tokenizer has <|image_pad|> / <|video_pad|>; null otherwise.
+    std::unique_ptr<core::VisionEncoder> vision;
     double load_seconds = 0;
 };
 
 std::unique_ptr<ModelSession> open_model_session(const std::string& artifact_path);
 void start_backend(ModelSession& session, const BackendOptions& options);
+// Prefills lane 0 with the prompt in plan.prefill_chunk chunks, the last one leaving its logits.
+// With media (images and video in prompt order), the tower runs first and the chunks go through
+// prefill_with (core/engine/vision_prefill.h); its time is printed to stderr. ninfer::Error when
+// the session has no tower or the placeholders and media do not pair up.
+void prefill_prompt(ModelSession& session, std::span<const int32_t> prompt,
+                    std::span<const core::VisionInput> media);
 // The device a request names ("" = default), or ninfer::Error if this build cannot use it.
 std::string check_device(const std::string& requested);
 
