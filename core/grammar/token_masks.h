@@ -48,7 +48,7 @@ class TokenMaskCache {
   public:
     TokenMaskCache(const Program& program, std::shared_ptr<const TokenIndex> index);
     ~TokenMaskCache();
-    static constexpr size_t kContextFrames = 2;
+    static constexpr size_t kContextFrames = 4;
     const PositionMask& get(Frame top, const std::vector<Frame>& pool);
     const TokenIndex& index() const { return *index_; }
     size_t n_tables() const;
