@@ -1,5 +1,6 @@
 // ninfer::ctl - `ninferctl bench`: prefill and decode speed of the CUDA backend, with the fraction
 // of the memory roofline it measures itself (core/cuda/decode_bench.h).
+#include "ctl/bench_vision.h"
 #include "ctl/command_list.h"
 #include "ctl/model_session.h"
 
@@ -25,6 +26,7 @@ constexpr const char* kBenchUsage =
     "           [--prompt-len 512,8192] [--gen N] [--batch 1,2,4,8] [--prefill-chunk N]\n"
     "           [--kv-dtype bf16|fp8|int8] [--decode-only] [--json]\n"
     "           [--temperature T] [--top-p P] [--top-k K]\n"
+    "       ninferctl bench ARTIFACT (--image WxH | --video SECONDS [--frame WxH]) [--repeat N] [--json]\n"
     "  On the CUDA backend: prefill tok/s, TTFT, TFLOP/s and the fraction of the bf16 tensor-core\n"
     "  peak it measures (8192^3 GEMM, ours and cuBLASLt if present) per prompt length, prefilled in\n"
     "  chunks of --prefill-chunk tokens (default 2048); decode tok/s per batch size\n"
@@ -34,7 +36,10 @@ constexpr const char* kBenchUsage =
     "  upstream groupwise-int assignment (q4/q5/q6/q8, the converter's q4 recipe). Decode is greedy\n"
     "  unless --temperature (> 0) samples every step as a request with those parameters would.\n"
     "  CUDA only, and without speculation (the CUDA backend has no draft/verify yet; `ninferctl run\n"
-    "  --speculative mtp:K --stats` measures acceptance on the CPU backend).\n";
+    "  --speculative mtp:K --stats` measures acceptance on the CPU backend).\n"
+    "  --image / --video time the artifact's vision tower on the CPU (any build) over random patches of\n"
+    "  that size (the tower's input: multiples of 32 px; a video takes 2 frames/s of --frame, default\n"
+    "  864x480, a 30 s 720p clip as the processor resizes it).\n";
 
 std::vector<uint32_t> count_list(const char* flag, const std::string& text) {
     std::vector<uint32_t> out;
@@ -66,10 +71,17 @@ int cmd_bench(int argc, char** argv) {
     uint32_t prefill_chunk = 2048;
     bool json = false, decode_only = false;
     core::SamplingParams sampling; // greedy
+    VisionBenchArgs vision;
     for (int i = 0; i < argc; ++i) {
         const std::string arg = argv[i];
         const bool has_value = i + 1 < argc;
-        if (arg == "--synthetic" && has_value) shape = argv[++i];
+        if ((arg == "--image" || arg == "--frame") && has_value) {
+            int& w = arg == "--image" ? vision.image_w : vision.frame_w;
+            int& h = arg == "--image" ? vision.image_h : vision.frame_h;
+            if (!parse_size(argv[++i], w, h)) throw Error("bench: " + arg + " needs WxH");
+        } else if (arg == "--video" && has_value) vision.video_seconds = parse_number("--video", argv[++i], 0.5, 600);
+        else if (arg == "--repeat" && has_value) vision.repeat = std::max(1, int(parse_count("--repeat", argv[++i])));
+        else if (arg == "--synthetic" && has_value) shape = argv[++i];
         else if (arg == "--recipe" && has_value) recipe = argv[++i];
         else if (arg == "--prompt-len" && has_value) prompt_lens = count_list("--prompt-len", argv[++i]);
         else if (arg == "--batch" && has_value) batches = count_list("--batch", argv[++i]);
@@ -86,6 +98,10 @@ int cmd_bench(int argc, char** argv) {
             std::fputs(kBenchUsage, stderr);
             return 2;
         }
+    }
+    if ((vision.image_w || vision.video_seconds > 0) && !artifact.empty()) {
+        vision.json = json;
+        return run_vision_bench(artifact, vision);
     }
     if (artifact.empty() == shape.empty() || gen < 1) {
         std::fputs(kBenchUsage, stderr);
