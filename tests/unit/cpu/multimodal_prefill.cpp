@@ -3,11 +3,14 @@
 // position after a multimodal span across decode, chunks and lane images.
 #include "core/backend/mrope.h"
 #include "core/cpu/ops.h"
+#include "core/engine/slot_file.h"
 #include "tests/unit/cpu/tiny_models.h"
 
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <filesystem>
+#include <unistd.h>
 
 using namespace ninfer::core;
 using namespace ninfer::test;
@@ -167,7 +170,20 @@ TEST_CASE("multimodal_prefill: lane images keep the next text position", "[multi
     CHECK(next == p.layout.next);
     CHECK_THROWS_WITH(lane_image_check(image, r.plan), Catch::Contains("rope_position section this backend cannot"));
 
-    r.backend->restore_lane(2, image);
+    // Through a slot file too (the section is readable there and kept byte for byte).
+    SlotIdentity id;
+    id.model_id = "multimodal-test";
+    id.kv_dtype = r.plan.kv_dtype;
+    id.kv_bytes_per_token = r.plan.kv_bytes_per_token;
+    id.gdn_bytes = r.plan.lane_image_gdn_bytes();
+    id.max_context = r.plan.max_context;
+    const std::string path = (std::filesystem::temp_directory_path() /
+                              ("ninfer_multimodal_" + std::to_string(getpid()) + ".nslot")).string();
+    slot_file_write(path, id, image, FileIoMode::Plain);
+    const LaneImage back = slot_file_read(path, id, FileIoMode::Plain);
+    std::filesystem::remove(path);
+    CHECK(back == image);
+    r.backend->restore_lane(2, back);
     for (int lane : {0, 2}) {
         DecodeStep step;
         step.lane = lane;
