@@ -149,6 +149,56 @@ Gen SchemaCompiler::gen_typed(element schema, const std::string& pointer, const 
 // anyOf: any branch. oneOf: the same, only when no value can validate against two branches - the
 // branches' possible JSON types must be disjoint (checked per branch), so a value matching one
 // branch's grammar fails every other branch.
+namespace {
+
+// The const/enum strings a discriminating property allows; empty when it is not such a property.
+std::set<std::string> discriminator_values(element property) {
+    std::set<std::string> out;
+    element v;
+    if (!property.is_object()) return out;
+    if (!property["const"].get(v)) {
+        if (v.is_string()) out.insert(std::string(std::string_view(v)));
+        return out;
+    }
+    if (!property["enum"].get(v) && v.is_array()) {
+        for (element e : simdjson::dom::array(v)) {
+            if (!e.is_string()) return {};
+            out.insert(std::string(std::string_view(e)));
+        }
+    }
+    return out;
+}
+
+} // namespace
+
+// No value validates against both: their JSON types differ, or both are objects (type "object")
+// requiring one property whose allowed strings (const/enum) do not meet.
+bool SchemaCompiler::branches_disjoint(element a, element b) const {
+    a = resolved(a);
+    b = resolved(b);
+    const uint8_t ma = schema_type_mask(a), mb = schema_type_mask(b);
+    if ((ma & mb) == 0) return true;
+    if (ma != kTypeObject || mb != kTypeObject) return false;
+    element props_a, props_b, req_a, req_b;
+    if (a["properties"].get(props_a) || b["properties"].get(props_b) || a["required"].get(req_a) || b["required"].get(req_b) ||
+        !props_a.is_object() || !props_b.is_object() || !req_a.is_array() || !req_b.is_array())
+        return false;
+    for (element name_a : simdjson::dom::array(req_a)) {
+        if (!name_a.is_string()) continue;
+        const std::string_view name = name_a;
+        bool in_b = false;
+        for (element name_b : simdjson::dom::array(req_b)) in_b = in_b || (name_b.is_string() && std::string_view(name_b) == name);
+        element pa, pb;
+        if (!in_b || simdjson::dom::object(props_a)[name].get(pa) || simdjson::dom::object(props_b)[name].get(pb)) continue;
+        const auto va = discriminator_values(resolved(pa)), vb = discriminator_values(resolved(pb));
+        if (va.empty() || vb.empty()) continue;
+        bool meet = false;
+        for (const std::string& v : va) meet = meet || vb.count(v);
+        if (!meet) return true;
+    }
+    return false;
+}
+
 Gen SchemaCompiler::gen_alternatives(element schema, const std::string& pointer, const char* key) {
     for (const char* sibling : {"type", "properties", "items", "enum", "const", "minimum", "maximum", "minLength",
                                 "maxLength", "pattern", "format", "required", "minItems", "maxItems",
@@ -158,16 +208,15 @@ Gen SchemaCompiler::gen_alternatives(element schema, const std::string& pointer,
     element branches;
     if (schema[key].get(branches) || !branches.is_array() || simdjson::dom::array(branches).size() == 0)
         fail(pointer + "/" + key, "must be a non-empty array");
-    uint8_t seen = 0;
     std::vector<std::string> alts;
     size_t i = 0;
     for (element branch : simdjson::dom::array(branches)) {
         const std::string at = pointer + "/" + key + "/" + std::to_string(i++);
-        if (std::string_view(key) == "oneOf") {
-            const uint8_t mask = schema_type_mask(branch);
-            if (mask & seen) fail(at, "oneOf branches that may overlap (their JSON types must differ)");
-            seen |= mask;
-        }
+        if (std::string_view(key) == "oneOf")
+            for (size_t j = 0; j + 1 < i; ++j)
+                if (!branches_disjoint(simdjson::dom::array(branches).at(j), branch))
+                    fail(at, "oneOf branches that may overlap with branch " + std::to_string(j) +
+                                 " (their JSON types must differ, or both be objects with a required property of different const/enum strings)");
         if (Gen g = gen(branch, at)) alts.push_back(*g);
     }
     if (alts.empty()) return std::nullopt;
@@ -176,29 +225,51 @@ Gen SchemaCompiler::gen_alternatives(element schema, const std::string& pointer,
     return "(" + body + ")";
 }
 
-Gen SchemaCompiler::gen_ref(std::string_view ref, const std::string& pointer) {
-    if (ref.empty() || ref[0] != '#') fail(pointer + "/$ref", "only local references (#/...) are supported: " + std::string(ref));
-    const std::string key(ref);
-    if (auto found = refs_.find(key); found != refs_.end()) return found->second;
+std::optional<element> SchemaCompiler::resolve_pointer(std::string_view ref) const {
+    if (ref.empty() || ref[0] != '#') return std::nullopt;
     element target = root_;
     std::string_view rest = ref.substr(1);
-    if (!rest.empty() && rest[0] != '/') fail(pointer + "/$ref", "anchor references are not supported: " + key);
+    if (!rest.empty() && rest[0] != '/') return std::nullopt;
+    auto hex = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1; };
     while (!rest.empty()) {
         rest.remove_prefix(1);
         const size_t slash = std::min(rest.find('/'), rest.size());
         std::string token;
         for (size_t i = 0; i < slash; ++i) {
             if (rest[i] == '~' && i + 1 < slash) { token += rest[i + 1] == '1' ? '/' : '~'; ++i; }
-            else if (rest[i] == '%' && i + 2 < slash) { token += char(std::stoi(std::string(rest.substr(i + 1, 2)), nullptr, 16)); i += 2; }
-            else token += rest[i];
+            else if (rest[i] == '%' && i + 2 < slash && hex(rest[i + 1]) >= 0 && hex(rest[i + 2]) >= 0) {
+                token += char(hex(rest[i + 1]) * 16 + hex(rest[i + 2]));
+                i += 2;
+            } else token += rest[i];
         }
         rest.remove_prefix(slash);
         element next;
         if (target.is_object() && !target[token].get(next)) target = next;
-        else if (target.is_array() && !token.empty() && std::all_of(token.begin(), token.end(), ::isdigit) &&
+        else if (target.is_array() && !token.empty() && token.size() < 10 && std::all_of(token.begin(), token.end(), ::isdigit) &&
                  !simdjson::dom::array(target).at(std::stoul(token)).get(next)) target = next;
-        else fail(pointer + "/$ref", "reference target not found: " + key);
+        else return std::nullopt;
     }
+    return target;
+}
+
+element SchemaCompiler::resolved(element schema) const {
+    std::string_view ref;
+    for (int hops = 0; hops < 16 && schema.is_object() && !schema["$ref"].get(ref); ++hops) {
+        const auto target = resolve_pointer(ref);
+        if (!target) break;
+        schema = *target;
+    }
+    return schema;
+}
+
+Gen SchemaCompiler::gen_ref(std::string_view ref, const std::string& pointer) {
+    if (ref.empty() || ref[0] != '#') fail(pointer + "/$ref", "only local references (#/...) are supported: " + std::string(ref));
+    const std::string key(ref);
+    if (auto found = refs_.find(key); found != refs_.end()) return found->second;
+    if (ref.size() > 1 && ref[1] != '/') fail(pointer + "/$ref", "anchor references are not supported: " + key);
+    const auto target_found = resolve_pointer(ref);
+    if (!target_found) fail(pointer + "/$ref", "reference target not found: " + key);
+    const element target = *target_found;
     const std::string name = new_rule_name(std::string(ref.substr(1)));
     refs_[key] = name; // before the body: recursive references resolve to the rule
     const Gen body = gen(target, std::string(ref.substr(1)));

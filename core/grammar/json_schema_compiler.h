@@ -70,6 +70,9 @@ class SchemaCompiler {
     Gen gen_enum(element schema, const std::string& pointer);
     Gen gen_alternatives(element schema, const std::string& pointer, const char* key);
     void check_keywords(element schema, const std::string& pointer);
+    std::optional<element> resolve_pointer(std::string_view ref) const; // "#/a/b" in root_
+    element resolved(element schema) const;                             // follows $ref chains
+    bool branches_disjoint(element a, element b) const;
 
     element root_;
     const GrammarLimits& limits_;

@@ -60,6 +60,17 @@ TEST_CASE("json schema: enum, const, anyOf, type arrays, oneOf with disjoint typ
     auto o = schema(R"({"oneOf":[{"type":"string"},{"type":"integer"}]})");
     CHECK(grammar_matches(o, "7"));
     CHECK_THROWS_WITH(schema(R"({"oneOf":[{"type":"number"},{"type":"integer"}]})"), Contains("/oneOf/1") && Contains("overlap"));
+    // Objects told apart by a required property with different const/enum strings (through $ref).
+    auto tagged = schema(R"({"oneOf":[{"$ref":"#/$defs/a"},{"$ref":"#/$defs/b"}],"$defs":{
+        "a":{"type":"object","properties":{"kind":{"const":"a"},"x":{"type":"integer"}},"required":["kind","x"]},
+        "b":{"type":"object","properties":{"kind":{"enum":["b","c"]},"y":{"type":"string"}},"required":["kind"]}}})");
+    CHECK(grammar_matches(tagged, R"({"kind":"a","x":1})"));
+    CHECK(grammar_matches(tagged, R"({"kind":"c","y":"z"})"));
+    CHECK_FALSE(grammar_matches(tagged, R"({"kind":"a","y":"z"})"));
+    CHECK_THROWS_WITH(schema(R"({"oneOf":[{"type":"object","properties":{"k":{"const":"a"}},"required":["k"]},
+        {"type":"object","properties":{"k":{"enum":["a","b"]}},"required":["k"]}]})"), Contains("overlap"));
+    CHECK_THROWS_WITH(schema(R"({"oneOf":[{"properties":{"k":{"const":"a"}},"required":["k"]},
+        {"properties":{"k":{"const":"b"}},"required":["k"]}]})"), Contains("overlap")); // untyped: 1 validates both
 }
 
 TEST_CASE("json schema: integer and number bounds", "[json_schema]") {
