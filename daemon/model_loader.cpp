@@ -10,6 +10,7 @@
 #include "core/util/error.h"
 #include "core/util/regular_file.h"
 #include "core/vision/cpu_vision_encoder.h"
+#include "core/vision/vision_tower.h"
 
 #include <filesystem>
 #include <sstream>
@@ -90,6 +91,8 @@ PlannedModel plan_model(const DaemonConfig& config) {
     request.weight_bytes = m.weights->stored_bytes();
     request.available_bytes = core::host_available_bytes();
     request.margin_bytes = core::host_default_margin(request.available_bytes);
+    if (m.weights->vision && resolved_device(config.device) == "cpu") // the CPU tower's activations (load_backend)
+        request.backend_workspace_bytes += core::VisionTower::host_bytes(m.weights->vision->config);
 #ifdef NINFER_HAVE_CUDA_BACKEND
     if (wants_cuda(config.device)) { // the KV pool and state live in GPU memory
         if (const std::string why = core::cuda_unavailable_reason(); !why.empty())

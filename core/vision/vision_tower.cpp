@@ -72,6 +72,10 @@ uint64_t VisionTower::workspace_bytes(const VisionConfig& c, size_t rows) {
     return uint64_t(rows) * (6ull * c.hidden_size + wide + c.head_dim()) * sizeof(float);
 }
 
+uint64_t VisionTower::host_bytes(const VisionConfig& c) {
+    return workspace_bytes(c, kMaxBatchRows) + uint64_t(c.num_position_embeddings) * c.hidden_size * sizeof(float);
+}
+
 void VisionTower::check(const VisionInput& item) const {
     const VisionConfig& c = w_.config;
     if (uint32_t(item.patch_size) != c.patch_size || uint32_t(item.temporal_patch_size) != c.temporal_patch_size ||

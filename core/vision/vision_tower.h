@@ -19,7 +19,9 @@
 //   four consecutive rows, so patch row r's grid cell is that order's inverse (patch_cell).
 // - Work is split into batches of whole temporal patches of at most kMaxBatchRows rows (one
 //   temporal patch may exceed it), so a long video never holds more than one batch's activations:
-//   workspace_bytes(config, rows) is what a batch of `rows` patches holds, f32.
+//   workspace_bytes(config, rows) is what a batch of `rows` patches holds, f32; host_bytes(config)
+//   is what a tower holds besides its weights when its frames have at most kMaxBatchRows patches
+//   (a 1024x1024 image): one batch's workspace and the decoded position table.
 // - Errors: an item whose patch size, temporal patch size or merge size differs from the config,
 //   whose grid is empty or not a multiple of the merge size, or whose patches do not hold
 //   grid_t * grid_h * grid_w rows of C*T*P*P values: ninfer::Error("vision: ...").
@@ -53,6 +55,7 @@ class VisionTower {
     std::vector<float> encode(const VisionInput& item);
 
     static uint64_t workspace_bytes(const VisionConfig& config, size_t rows);
+    static uint64_t host_bytes(const VisionConfig& config);
 
   private:
     void embed(const VisionInput& item, size_t row0, size_t n_rows);

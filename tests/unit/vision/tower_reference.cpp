@@ -89,6 +89,10 @@ TEST_CASE("vision config parses a checkpoint's vision_config and refuses what th
     CHECK(c.patch_dim() == 1536);
     CHECK(c.position_grid_side() == 48);
     CHECK(c.merged_dim() == 4608);
+    // One 4096-patch batch: x, xn, q, k, v, attn [4096][1152], mlp [4096][4608] (the merger's input is
+    // wider than fc1's 4304), rope tables [4096][72]; plus the 2304 x 1152 position table, f32.
+    CHECK(VisionTower::workspace_bytes(c, 4096) == 4096ull * (6 * 1152 + 4608 + 72) * 4);
+    CHECK(VisionTower::host_bytes(c) == 4096ull * (6 * 1152 + 4608 + 72) * 4 + 2304ull * 1152 * 4);
     VisionConfig bad = c;
     bad.num_position_embeddings = 2300;
     CHECK_THROWS_WITH(bad.validate(), Catch::Contains("must be a square"));
