@@ -144,10 +144,12 @@ std::unique_ptr<core::Backend> load_backend(const DaemonConfig& config, PlannedM
     if (config.device == "cuda") throw Error("backend: this ninferd was built without the CUDA backend");
     core::CpuBackendOptions options;
     options.threads = unsigned(config.threads);
-    if (model.weights->vision) // the tower shares the cores with the backend; they take turns
-        model.vision = core::make_cpu_vision_encoder(*model.weights->vision, options.threads,
-                                                     frontend.tokenizer().token_id("<|image_pad|>"),
-                                                     frontend.tokenizer().token_id("<|video_pad|>"));
+    // The tower shares the cores with the backend (they take turns on the engine thread); without
+    // the placeholder tokens in the tokenizer no prompt can hold media, so there is no tower then.
+    const auto image = frontend.tokenizer().find_token("<|image_pad|>");
+    const auto video = frontend.tokenizer().find_token("<|video_pad|>");
+    if (model.weights->vision && image && video)
+        model.vision = core::make_cpu_vision_encoder(*model.weights->vision, options.threads, *image, *video);
     return core::make_cpu_backend(*model.weights, model.plan, options);
 }
 
