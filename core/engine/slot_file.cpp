@@ -1,7 +1,7 @@
 // ninfer::core - slot file writer and validating reader (header checked before any allocation).
 #include "core/engine/slot_file.h"
 
-#include "core/engine/crc32c.h"
+#include "core/util/crc32c.h"
 #include "core/model/kv_codec.h"
 #include "core/util/error.h"
 #include "core/util/regular_file.h"

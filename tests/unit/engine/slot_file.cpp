@@ -1,6 +1,6 @@
 // ninfer tests - slot files (version 2, tagged sections): round trip on both I/O paths, every
 // refusal (truncation at every byte, bad tags, bad lengths, an older version), kill -9 during a save.
-#include "core/engine/crc32c.h"
+#include "core/util/crc32c.h"
 #include "core/engine/slot_file.h"
 #include "core/util/error.h"
 #include "temp_dir.h"

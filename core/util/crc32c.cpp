@@ -1,5 +1,5 @@
-// ninfer::core - CRC-32C: SSE4.2 instruction with a table fallback.
-#include "core/engine/crc32c.h"
+// ninfer::core - CRC-32C: SSE4.2 instruction with a table fallback; combining two CRCs.
+#include "core/util/crc32c.h"
 
 #include <array>
 #include <cstring>
@@ -37,7 +37,37 @@ __attribute__((target("sse4.2"))) uint32_t crc32c_hw(uint32_t crc, const uint8_t
 const bool kHaveSse42 = __builtin_cpu_supports("sse4.2");
 #endif
 
+// GF(2) 32x32 matrix times vector / squared: the operator that appends zero bytes to a CRC.
+uint32_t gf2_times(const uint32_t* m, uint32_t v) {
+    uint32_t r = 0;
+    for (int i = 0; v; ++i, v >>= 1)
+        if (v & 1) r ^= m[i];
+    return r;
+}
+void gf2_square(uint32_t* out, const uint32_t* m) {
+    for (int i = 0; i < 32; ++i) out[i] = gf2_times(m, m[i]);
+}
+
 } // namespace
+
+uint32_t crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t n_b) {
+    if (n_b == 0) return crc_a;
+    uint32_t even[32], odd[32]; // operators for 2^k zero bits, alternating
+    odd[0] = kPoly;             // one zero bit
+    for (int i = 1; i < 32; ++i) odd[i] = 1u << (i - 1);
+    gf2_square(even, odd); // two zero bits
+    gf2_square(odd, even); // four zero bits
+    do { // apply the operator for each set bit of n_b (in bytes: the first square gives 8 bits)
+        gf2_square(even, odd);
+        if (n_b & 1) crc_a = gf2_times(even, crc_a);
+        n_b >>= 1;
+        if (!n_b) break;
+        gf2_square(odd, even);
+        if (n_b & 1) crc_a = gf2_times(odd, crc_a);
+        n_b >>= 1;
+    } while (n_b);
+    return crc_a ^ crc_b;
+}
 
 uint32_t crc32c_extend_portable(uint32_t crc, const void* data, size_t n) {
     const uint8_t* p = static_cast<const uint8_t*>(data);
