@@ -27,6 +27,7 @@ struct DaemonConfig {
     std::string state_dir;
     uint64_t host_cache_mib{}; // prefix-cache host store (0 = none)
     bool persist_slots{};      // lanes saved at stop, restored at start (core::Engine::persist_all)
+    bool verify_artifact{};    // payload CRC-32Cs checked at start-up (core/artifact/checksums.h)
     std::string device;        // "auto", "cpu", "cuda" or "script:FILE"
     int threads{};
     uint32_t max_context{};

@@ -1,6 +1,7 @@
 // ninfer::daemon - model start-up: artifact validation, memory plan, backend construction.
 #include "daemon/model_loader.h"
 
+#include "core/artifact/checksums.h"
 #include "core/cpu/cpu_backend.h"
 #ifdef NINFER_HAVE_CUDA_BACKEND
 #include "core/cuda/cuda_backend.h"
@@ -11,9 +12,13 @@
 #include "core/util/regular_file.h"
 #include "core/vision/cpu_vision_encoder.h"
 #include "core/vision/vision_tower.h"
+#include "daemon/log.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <sstream>
+#include <thread>
 
 namespace ninfer::daemon {
 namespace {
@@ -44,6 +49,19 @@ bool wants_cuda(const std::string& device) {
 }
 #endif
 
+// --verify-artifact: fail closed, since the operator asked for the check.
+void verify_artifact_payload(const core::Artifact& artifact) {
+    core::PayloadVerifyResult v = core::verify_payload_checksums(artifact, std::max(1u, std::thread::hardware_concurrency()));
+    if (!v.has_checksums)
+        throw Error("artifact: --verify-artifact: " + artifact.path() +
+                    " records no payload checksums (metadata.payload_crc32c): nothing to verify; convert it with "
+                    "this ninferctl, or start without --verify-artifact");
+    char line[160];
+    std::snprintf(line, sizeof line, "artifact, payload verified: %llu objects, %.1f MiB, every CRC-32C matches in %.2f s",
+                  (unsigned long long)v.n_objects, double(v.n_bytes) / (1 << 20), v.seconds);
+    log_info(line);
+}
+
 } // namespace
 
 std::string resolved_device(const std::string& device) {
@@ -70,6 +88,7 @@ std::string device_choice_line(const std::string& device, bool& fallback) {
 PlannedModel plan_model(const DaemonConfig& config) {
     PlannedModel m;
     m.artifact = core::Artifact::open(config.artifact_path);
+    if (config.verify_artifact) verify_artifact_payload(*m.artifact);
     m.weights = std::make_unique<core::ModelWeights>(core::ModelWeights::from_artifact(*m.artifact));
     core::MemoryRequest request;
     request.max_context = config.max_context;

@@ -6,6 +6,8 @@
 //   weights (shape checks, no decoding) and makes the MemoryPlan for the configured lanes, context,
 //   KV capacity and dtype against the host's available memory. A plan that does not fit throws
 //   ninfer::Error naming the deficit in bytes; ninferd then refuses to start.
+//   With --verify-artifact it first checks every payload object's CRC-32C (all cores; logs the
+//   figures): a mismatch, or an artifact that records no checksums, throws and start-up fails.
 // - load_backend(config, model) builds the backend the device option names: "cpu" (or "auto"
 //   without CUDA) -> the CPU reference backend; "script:FILE" -> the test-only ScriptBackend,
 //   whose FILE holds one script per line: token ids ("ids: 1 2 3" or bare numbers) or text

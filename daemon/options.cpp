@@ -41,6 +41,10 @@ constexpr OptionSpec kOptions[] = {
      "save every lane's sequence at stop and load it back at start (state-dir/lanes), so a restart keeps "
      "conversations' context",
      0, bool_field<&DaemonConfig::persist_slots>()},
+    {"verify-artifact", OptionKind::Boolean, "false", 0, 0, "", "BOOL",
+     "check every payload object of the artifact against the CRC-32C its writer recorded before serving "
+     "(reads the whole artifact once; ninferctl inspect --verify does the same offline)",
+     0, bool_field<&DaemonConfig::verify_artifact>()},
     {"device", OptionKind::Choice, "auto", 0, 0, "auto|cpu|cuda|script:*", "DEVICE",
      "compute backend: auto (cuda if a GPU is found, else cpu), cpu or cuda", 0,
      text_field<&DaemonConfig::device>()},

@@ -1,10 +1,12 @@
 // ninfer::core - .ninfer V3 writer: streamed payload, reserve-loop directory, sharding, publication.
 #include "core/artifact/writer.h"
 
+#include "core/artifact/checksums.h"
 #include "core/artifact/json_strict.h"
 #include "core/artifact/writer_files.h"
 #include "core/formats/format.h"
 #include "core/formats/layout.h"
+#include "core/util/crc32c.h"
 #include "core/util/error.h"
 #include "core/util/json_writer.h"
 
@@ -23,6 +25,7 @@ struct ArtifactWriter::Impl {
         TensorFormat format = TensorFormat::Bf16;
         std::vector<uint64_t> shape;
         uint64_t offset = 0, bytes = 0;
+        uint32_t crc32c = 0; // of the payload bytes, recorded in metadata.payload_crc32c
     };
     struct Component {
         std::string id, config_json, target, proposal_json;
@@ -43,9 +46,13 @@ struct ArtifactWriter::Impl {
     std::vector<std::pair<std::string, Binding>> bindings;
     std::unordered_map<std::string, size_t> binding_index;
     std::vector<Use> uses;
-    // Open tensor streams: object index -> written byte ranges [begin, end), disjoint, merged
-    // when adjacent.
-    std::map<size_t, std::map<uint64_t, uint64_t>> open_streams;
+    // Open tensor streams: object index -> written byte ranges [begin, end) with the CRC-32C of
+    // their bytes, disjoint, merged (CRCs combined) when adjacent.
+    struct Written {
+        uint64_t end;
+        uint32_t crc32c;
+    };
+    std::map<size_t, std::map<uint64_t, Written>> open_streams;
     std::string metadata_json = "{}", provenance_json = "{}";
     bool finished = false, failed = false;
 
@@ -183,7 +190,10 @@ std::string ArtifactWriter::Impl::directory_json(const std::vector<detail::FileS
         }
         w.end_object();
     }
-    w.end_array().key("metadata").raw(metadata_json).key("provenance").raw(provenance_json);
+    std::vector<std::pair<std::string_view, uint32_t>> crcs;
+    for (const Object& o : objects) crcs.emplace_back(o.id, o.crc32c);
+    w.end_array().key("metadata").raw(metadata_with_payload_crc32c(metadata_json, crcs));
+    w.key("provenance").raw(provenance_json);
     w.key("files").begin_array();
     for (size_t i = 0; i < segs.size(); ++i) {
         w.begin_object().key("path");
@@ -238,6 +248,7 @@ std::string ArtifactWriter::add_resource(std::string id, std::span<const uint8_t
         throw;
     }
     impl_->objects.back().bytes = bytes.size();
+    impl_->objects.back().crc32c = crc32c_extend(0, bytes.data(), bytes.size());
     impl_->cursor = offset + bytes.size();
     return id;
 }
@@ -280,28 +291,31 @@ void ArtifactWriter::write(const TensorStream& stream, uint64_t offset, std::spa
                     ") exceeds its " + std::to_string(o.bytes) + " bytes");
     if (bytes.empty())
         return;
-    std::map<uint64_t, uint64_t>& done = open->second;
+    std::map<uint64_t, Impl::Written>& done = open->second;
     auto next = done.lower_bound(end); // first range starting at or after `end`
     auto prev = next == done.begin() ? done.end() : std::prev(next);
-    if (prev != done.end() && prev->second > begin && prev->first < end)
+    if (prev != done.end() && prev->second.end > begin && prev->first < end)
         impl_->fail("tensor " + o.id + ": bytes [" + std::to_string(std::max(begin, prev->first)) + "," +
-                    std::to_string(std::min(end, prev->second)) + ") written twice");
+                    std::to_string(std::min(end, prev->second.end)) + ") written twice");
     try {
         impl_->files.write_payload(o.offset + begin, bytes.data(), bytes.size());
     } catch (...) {
         impl_->failed = true;
         throw;
     }
-    uint64_t merged_begin = begin, merged_end = end;
+    uint64_t merged_begin = begin;
+    Impl::Written merged{end, crc32c_extend(0, bytes.data(), bytes.size())};
     if (next != done.end() && next->first == end) {
-        merged_end = next->second;
+        merged.crc32c = crc32c_combine(merged.crc32c, next->second.crc32c, next->second.end - next->first);
+        merged.end = next->second.end;
         done.erase(next);
     }
-    if (prev != done.end() && prev->second == begin) {
+    if (prev != done.end() && prev->second.end == begin) {
+        merged.crc32c = crc32c_combine(prev->second.crc32c, merged.crc32c, merged.end - begin);
         merged_begin = prev->first;
         done.erase(prev);
     }
-    done.emplace(merged_begin, merged_end);
+    done.emplace(merged_begin, merged);
 }
 
 std::string ArtifactWriter::end_tensor(const TensorStream& stream) {
@@ -309,17 +323,18 @@ std::string ArtifactWriter::end_tensor(const TensorStream& stream) {
     auto open = impl_->open_streams.find(stream.object);
     if (open == impl_->open_streams.end())
         impl_->fail("end of a tensor stream that is not open");
-    const Impl::Object& o = impl_->objects[stream.object];
-    const std::map<uint64_t, uint64_t>& done = open->second;
+    Impl::Object& o = impl_->objects[stream.object];
+    const std::map<uint64_t, Impl::Written>& done = open->second;
     const bool complete = o.bytes == 0 ? done.empty()
-                                        : done.size() == 1 && done.begin()->first == 0 && done.begin()->second == o.bytes;
+                                        : done.size() == 1 && done.begin()->first == 0 && done.begin()->second.end == o.bytes;
     if (!complete) {
         uint64_t gap = 0; // first byte not written
         if (!done.empty() && done.begin()->first == 0)
-            gap = done.begin()->second;
+            gap = done.begin()->second.end;
         impl_->fail("tensor " + o.id + ": byte " + std::to_string(gap) + " of " + std::to_string(o.bytes) +
                     " was never written");
     }
+    o.crc32c = done.empty() ? 0 : done.begin()->second.crc32c;
     impl_->open_streams.erase(open);
     return o.id;
 }
@@ -399,6 +414,8 @@ void ArtifactWriter::set_metadata_json(std::string json) {
     auto name = root["name"];
     if (name.error() || !name.is_string() || name.get_string().value().empty())
         impl_->fail("metadata must contain \"name\" (a nonempty string)");
+    if (!root[kPayloadCrc32cMember].error())
+        impl_->fail(std::string("metadata member ") + kPayloadCrc32cMember + " is written by the writer itself");
     impl_->metadata_json = std::move(json);
 }
 
