@@ -8,6 +8,7 @@
 
 #include "core/engine/engine.h"
 #include "daemon/config_load.h"
+#include "daemon/http_server.h"
 #include "daemon/loop_bridge.h"
 #include "daemon/model_frontend.h"
 
@@ -58,6 +59,7 @@ struct DaemonContext {
     uv_loop_t* loop = nullptr;
     LoopBridge* bridge = nullptr;
     core::Engine* engine = nullptr;
+    const HttpServer* http = nullptr; // its memory peaks for /metrics; null before listening
     std::shared_ptr<ModelFrontend> frontend;
     ServeState state = ServeState::Loading;
     bool admission_paused = false; // ninferctl drain: new requests 503 until resume

@@ -194,8 +194,9 @@ void Connection::write_raw(std::string data) {
     });
     if (rc < 0) {
         delete w;
-        close();
+        return close();
     }
+    server_->note_output_queued(write_queue_bytes());
 }
 
 size_t Connection::write_queue_bytes() const {
@@ -346,6 +347,7 @@ int Connection::cb_body(llhttp_t* p, const char* at, size_t n) {
 int Connection::cb_message_complete(llhttp_t* p) {
     Connection* c = self(p);
     c->request_.keep_alive = llhttp_should_keep_alive(p);
+    c->server_->note_request_body(c->request_.body.size());
     c->request_ready_ = true;
     return HPE_PAUSED; // dispatch after llhttp_execute returns; the next request waits its turn
 }

@@ -24,6 +24,10 @@
 // - At max_connections a new connection closes the oldest one that is idle or still in its
 //   headers (never one with a body arriving or a response running); only if there is none is the
 //   new one refused. Those events are logged at most once per 10 s with a count.
+// - memory_peaks(): high-water marks since start, in bytes (loop thread; /metrics reports them):
+//   the largest request body received, the most body bytes held at once over all connections,
+//   the most unsent response bytes queued on one connection (measured after each write is
+//   handed to libuv, so output the kernel took at once does not count).
 // - ResponseWriter: send() for a whole response, or start_stream() + write()* + end() for chunked
 //   transfer (SSE). Calls after the peer closed are ignored (is_open() says so). For a HEAD
 //   request (omit_body) only the status line and headers are written. A
@@ -113,6 +117,12 @@ struct HttpLimits {
 
 HttpLimits http_limits_of(const DaemonConfig& config); // max-header-kib, max-body-mib, ... timeouts
 
+struct HttpMemoryPeaks {
+    uint64_t request_body_bytes = 0;      // one request's body
+    uint64_t inflight_body_bytes = 0;     // request bodies held at once, all connections
+    uint64_t connection_output_bytes = 0; // unsent response bytes queued on one connection
+};
+
 class HttpServer {
   public:
     HttpServer(uv_loop_t* loop, HttpLimits limits, RequestHandler handler);
@@ -138,10 +148,14 @@ class HttpServer {
     bool hold_body_bytes(uint64_t n) {
         if (inflight_body_bytes_ + n > limits_.max_inflight_body_bytes) return false;
         inflight_body_bytes_ += n;
+        peaks_.inflight_body_bytes = std::max(peaks_.inflight_body_bytes, inflight_body_bytes_);
         return true;
     }
     void release_body_bytes(uint64_t n) { inflight_body_bytes_ -= std::min(n, inflight_body_bytes_); }
     uint64_t inflight_body_bytes() const { return inflight_body_bytes_; }
+    const HttpMemoryPeaks& memory_peaks() const { return peaks_; }
+    void note_request_body(uint64_t n) { peaks_.request_body_bytes = std::max(peaks_.request_body_bytes, n); }
+    void note_output_queued(uint64_t n) { peaks_.connection_output_bytes = std::max(peaks_.connection_output_bytes, n); }
     void note_response(int status) const {
         if (on_response_) on_response_(status);
     }
@@ -157,6 +171,7 @@ class HttpServer {
     bool listener_closed_ = false;
     std::vector<Connection*> connections_; // oldest first
     uint64_t inflight_body_bytes_ = 0;
+    HttpMemoryPeaks peaks_;
     RepeatedLog refused_log_{10000}, evicted_log_{10000};
 };
 

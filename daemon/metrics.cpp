@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <sstream>
 
 namespace ninfer::daemon {
@@ -39,6 +40,20 @@ void histogram(std::ostringstream& out, const std::string& name, const char* hel
 }
 
 } // namespace
+
+ProcessMemory read_process_memory() {
+    ProcessMemory m;
+    FILE* f = std::fopen("/proc/self/status", "re");
+    if (!f) return m;
+    char line[256];
+    unsigned long long kib = 0;
+    while (std::fgets(line, sizeof line, f)) {
+        if (std::sscanf(line, "VmRSS: %llu kB", &kib) == 1) m.resident_bytes = kib * 1024;
+        else if (std::sscanf(line, "VmHWM: %llu kB", &kib) == 1) m.resident_peak_bytes = kib * 1024;
+    }
+    std::fclose(f);
+    return m;
+}
 
 void Histogram::observe(double seconds) {
     for (size_t i = 0; i < kLatencyBuckets.size(); ++i)
@@ -108,6 +123,19 @@ std::string render_metrics(const DaemonContext& ctx) {
         double(ctx.counters.n_client_disconnects_total));
     histogram(out, "ninfer_time_to_first_token_seconds", "Request arrival to first token", ctx.counters.ttft_seconds);
     histogram(out, "ninfer_request_duration_seconds", "Request arrival to last token", ctx.counters.request_seconds);
+    const ProcessMemory memory = read_process_memory();
+    one(out, "ninfer_process_resident_bytes", "gauge", "Resident memory now (VmRSS)", double(memory.resident_bytes));
+    one(out, "ninfer_process_resident_peak_bytes", "gauge", "Most resident memory since start (VmHWM)",
+        double(memory.resident_peak_bytes));
+    const HttpMemoryPeaks peaks = ctx.http ? ctx.http->memory_peaks() : HttpMemoryPeaks{};
+    one(out, "ninfer_http_inflight_body_bytes", "gauge", "Request body bytes held now, all connections",
+        double(ctx.http ? ctx.http->inflight_body_bytes() : 0));
+    one(out, "ninfer_http_inflight_body_peak_bytes", "gauge", "Most request body bytes held at once since start",
+        double(peaks.inflight_body_bytes));
+    one(out, "ninfer_http_request_body_peak_bytes", "gauge", "Largest request body received since start",
+        double(peaks.request_body_bytes));
+    one(out, "ninfer_http_connection_output_peak_bytes", "gauge",
+        "Most unsent response bytes queued on one connection since start", double(peaks.connection_output_bytes));
 
     one(out, "llamacpp:prompt_tokens_total", "counter", "Number of prompt tokens processed.", double(prefill_n));
     one(out, "llamacpp:prompt_seconds_total", "counter", "Prompt process time", prompt_s);

@@ -93,6 +93,7 @@ class Daemon {
                                                    dispatch(ctx_, r, std::move(w));
                                                });
         server_->on_response([this](int status) { ++ctx_.counters.http_responses_by_status[status]; });
+        ctx_.http = server_.get();
         try {
             int fd = activated_http_fd();
             if (fd >= 0) server_->listen_fd(fd);

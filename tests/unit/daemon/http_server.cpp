@@ -35,11 +35,13 @@ struct Harness {
     std::atomic<int> closed_callbacks{0};
     std::atomic<int> n_handled{0};
     std::map<int, int> responses_by_status; // from HttpServer::on_response (loop thread)
+    HttpMemoryPeaks final_peaks;            // the server's, read as the loop stops
 
     explicit Harness(HttpLimits limits) {
         uv_loop_init(&loop);
         uv_async_init(&loop, &stop, [](uv_async_t* a) {
             auto* h = static_cast<Harness*>(a->data);
+            h->final_peaks = h->server->memory_peaks();
             h->server.reset();
             uv_close(reinterpret_cast<uv_handle_t*>(&h->stop), nullptr);
         });
@@ -365,6 +367,9 @@ TEST_CASE("a pipelining peer that does not read stops being read: its output sta
     });
     CHECK(handled_unread < kRequests / 2);
     CHECK(answered == kRequests); // reading resumes once the peer reads
+    // What one connection queued: the high-water mark plus the one 64 KiB answer that crossed it.
+    CHECK(h.final_peaks.connection_output_bytes > 0);
+    CHECK(h.final_peaks.connection_output_bytes <= limits.max_output_bytes + (65 << 10));
 }
 
 TEST_CASE("a stream whose peer reads nothing is closed after the write timeout", "[http_server]") {
@@ -413,4 +418,6 @@ TEST_CASE("request bodies held at once are bounded over all connections: 503 pas
     CHECK(refused.find("HTTP/1.1 503") == 0);
     CHECK(first.find("HTTP/1.1 200") == 0);
     CHECK(later.find("HTTP/1.1 200") == 0);
+    CHECK(h.final_peaks.request_body_bytes == 90000);
+    CHECK(h.final_peaks.inflight_body_bytes == 90000); // b's 20,000 were refused, c came after a ended
 }

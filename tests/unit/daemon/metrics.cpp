@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <sstream>
+#include <vector>
 
 using namespace ninfer;
 using namespace ninfer::daemon;
@@ -54,4 +55,26 @@ TEST_CASE("metrics text is well-formed Prometheus exposition", "[metrics]") {
     CHECK(text.find("ninfer_time_to_first_token_seconds_count 4\n") != std::string::npos);
     CHECK(text.find("ninfer_http_responses_total{code=\"200\"} 3\n") != std::string::npos);
     CHECK(text.find("ninfer_engine_ready 1\n") != std::string::npos);
+    CHECK(text.find("ninfer_http_request_body_peak_bytes 0\n") != std::string::npos); // no server yet
+}
+
+TEST_CASE("metrics: the resident memory of the process and its peak, in bytes", "[metrics]") {
+    ProcessMemory before = read_process_memory();
+    REQUIRE(before.resident_bytes > 0);
+    std::vector<char> touched(64 << 20, 1); // 64 MiB made resident
+    ProcessMemory after = read_process_memory();
+    CHECK(after.resident_peak_bytes >= before.resident_bytes + (60 << 20));
+    CHECK(after.resident_peak_bytes >= after.resident_bytes);
+    core::Engine engine({});
+    DaemonContext ctx;
+    ctx.engine = &engine;
+    std::string text = render_metrics(ctx);
+    auto value_of = [&](const std::string& name) {
+        size_t at = text.find("\n" + name + " ");
+        REQUIRE(at != std::string::npos);
+        return std::stod(text.substr(at + name.size() + 2));
+    };
+    CHECK(value_of("ninfer_process_resident_peak_bytes") >= double(after.resident_peak_bytes));
+    CHECK(value_of("ninfer_process_resident_bytes") > 0);
+    CHECK(touched[12345] == 1);
 }
