@@ -13,7 +13,8 @@ apt-get install -y -q --no-install-recommends \
     json-schema-test-suite \
     libavcodec-dev libavformat-dev libavutil-dev libswscale-dev \
     python3 python3-prometheus-client systemd systemd-container util-linux procps curl \
-    debhelper devscripts lintian rpm rpmlint mandoc man-db scdoc fakeroot dpkg-dev
+    debhelper devscripts lintian rpm rpmlint mandoc man-db scdoc fakeroot dpkg-dev \
+    clang-16 libclang-rt-16-dev
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
     apt-get install -y -q --no-install-recommends nodejs npm
 fi

@@ -1,6 +1,7 @@
 #!/bin/bash
 # ninfer - build everything and run every test (the README's test command; .ci/run calls it).
-# Stages: configure + build the CUDA-off tree, run all tests from it (ctest, both cores), build,
+# Stages: configure + build the CUDA-off tree, run all tests from it (ctest, both cores), the
+# sanitizer and libFuzzer builds with short fuzz runs, build,
 # lint, install and purge the .deb, build and lint the .rpm, then
 # compile the CUDA targets once and check the CUDA-enabled binaries work without the NVIDIA driver.
 # Each stage prints its wall time. Usage: scripts/test.sh [--no-cuda]
@@ -34,6 +35,13 @@ SAN_BUILD=${NINFER_SAN_BUILD_DIR:-build-ci-asan}
 stage sanitizer-configure cmake -S . -B "$SAN_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DNINFER_SANITIZE=ON
 stage sanitizer-build cmake --build "$SAN_BUILD" -j "$JOBS" --target test_proto
 stage sanitizer-proto-fuzz ctest --test-dir "$SAN_BUILD" -j "$JOBS" --output-on-failure -R '^proto\.'
+# libFuzzer targets (tests/fuzz/: HTTP, API bodies, control frames, artifact, slot files, tokenizer,
+# chat template, config) built with clang-16 under ASan + UBSan, each run 10 s over its seed corpus.
+FUZZ_BUILD=${NINFER_FUZZ_BUILD_DIR:-build-ci-fuzz}
+stage fuzz-configure env CC=clang-16 CXX=clang++-16 cmake -S . -B "$FUZZ_BUILD" -G Ninja \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNINFER_FUZZ=ON -DNINFER_TESTS=OFF
+stage fuzz-build cmake --build "$FUZZ_BUILD" -j "$JOBS" --target fuzz_all
+stage fuzz-short tests/fuzz/run.sh 10 "$FUZZ_BUILD"
 # Packages: each builds a copy of the tree without tests (DEB_BUILD_OPTIONS=nocheck), then the .deb
 # is installed, run and purged on this machine (root), the .rpm built and linted (see the scripts).
 if [ "$(id -u)" = 0 ]; then
