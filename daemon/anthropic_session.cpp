@@ -1,6 +1,7 @@
 // ninfer::daemon - Anthropic Messages rendering (message, SSE events, errors) and its handlers.
 #include "daemon/anthropic_session.h"
 
+#include "core/frontend/unicode_utf8.h"
 #include "core/util/json_writer.h"
 #include "daemon/anthropic_request.h"
 #include "daemon/routes.h"
@@ -70,8 +71,9 @@ std::string render_anthropic_error(const ApiError& e) {
     w.begin_object().member("type", "error").key("error").begin_object();
     // Anthropic's error object has no param: the message names the field itself.
     bool names_param = e.param.empty() || e.message.find(e.param) != std::string::npos;
+    // Messages may echo client bytes (a path): invalid UTF-8 would make the writer throw (a 500).
     w.member("type", anthropic_error_type(anthropic_status(e)))
-        .member("message", names_param ? e.message : e.param + ": " + e.message);
+        .member("message", core::utf8_lossy(names_param ? e.message : e.param + ": " + e.message));
     w.end_object().end_object();
     return w.take();
 }

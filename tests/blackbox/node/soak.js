@@ -29,7 +29,7 @@ const ctl = (socket, args) => new Promise((resolve) => {
 // Bodies every API must refuse with a 4xx (never a 5xx, never a hang).
 const BAD = [
     ['/v1/chat/completions', '{"model":"tiny","messages":'],
-    ['/v1/chat/completions', '{"model":"tiny","messages":[{"role":"user"}]}'],
+    ['/v1/chat/completions', '{"model":"tiny","messages":[{"role":"robot","content":"x"}]}'],
     ['/v1/chat/completions', '{"model":"tiny","messages":[{"role":"user","content":"x"}],"max_tokens":-1}'],
     ['/v1/chat/completions', '{"model":"tiny","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{}}]}'],
     ['/v1/messages', '{"model":"c","messages":[{"content":"x"}],"max_tokens":4}'],
@@ -42,7 +42,7 @@ const BAD = [
 main('soak', async (start) => {
     const socket = path.join(TEST_DIR, 'soak-ctl.sock');
     const d = await start(['--max-concurrency', '4', '--max-pending', '256', '--host-cache-mib', '16',
-        '--control-socket', socket, '--state-dir', path.join(TEST_DIR, 'state')]);
+        '--control-socket', socket, '--state-dir', path.join(TEST_DIR, 'state'), '--idle-timeout-s', '2']);
     const pid = d.proc.pid;
     const client = d.client();
     const counts = { streams: 0, tokens: 0, cancelled: 0, bad: 0, other: 0, ctl: 0 };
@@ -108,8 +108,8 @@ main('soak', async (start) => {
                 ['cache', 'list'], ['slot', 'restore', String((i + 1) % 4), `soak${i % 3}`], ['slot', 'erase', String((i + 2) % 4)]];
             const op = ops[i % ops.length];
             const r = await ctl(socket, op);
-            // A lane in use answers busy, a name not saved yet not found: answers, not failures.
-            if (r.code !== 0 && !/busy|not found|no such/i.test(r.out)) fail(`ninferctl ${op.join(' ')} -> ${r.code}: ${r.out.trim()}`);
+            // A lane in use answers busy, an empty lane empty, a name not saved yet not found: answers.
+            if (r.code !== 0 && !/busy|is empty|no saved slot|not found/i.test(r.out)) fail(`ninferctl ${op.join(' ')} -> ${r.code}: ${r.out.trim()}`);
             counts.ctl++;
             await sleep(200);
         }
@@ -126,7 +126,7 @@ main('soak', async (start) => {
     };
     await Promise.all([...[...Array(STREAMS)].map((_, w) => streamer(w)), canceller(), badClient(), otherApis(), controller(), sampler()]);
     agent.destroy();
-    await sleep(2000);
+    await sleep(3500); // clients' idle keep-alive connections close after --idle-timeout-s 2
     const fdEnd = fdCount(pid), rssEnd = rssKiB(pid);
     const afterWarmup = samples.filter((s) => s.t >= WARMUP_S);
     const rssBase = afterWarmup.length ? afterWarmup[0].rss : rssEnd;

@@ -121,6 +121,9 @@ TEST_CASE("errors render in the Anthropic shape with Anthropic statuses", "[anth
     CHECK(anthropic_error_type(404) == "not_found_error");
     CHECK(anthropic_error_type(413) == "request_too_large");
     CHECK(anthropic_error_type(500) == "api_error");
+    // A path with invalid UTF-8 echoed in a 404 (found by tests/fuzz/fuzz_http: it was a 500).
+    CHECK(render_anthropic_error({404, "no route GET /v1/messages\xb6\xb6", "not_found", "", ""}) ==
+          "{\"type\":\"error\",\"error\":{\"type\":\"not_found_error\",\"message\":\"no route GET /v1/messages\xEF\xBF\xBD\xEF\xBF\xBD\"}}");
     CHECK(is_anthropic_route("/v1/messages/count_tokens"));
     CHECK_FALSE(is_anthropic_route("/v1/chat/completions"));
 }
