@@ -37,9 +37,12 @@ stage sanitizer-build cmake --build "$SAN_BUILD" -j "$JOBS" --target test_proto
 stage sanitizer-proto-fuzz ctest --test-dir "$SAN_BUILD" -j "$JOBS" --output-on-failure -R '^proto\.'
 # libFuzzer targets (tests/fuzz/: HTTP, API bodies, control frames, artifact, slot files, tokenizer,
 # chat template, config) built with clang-16 under ASan + UBSan, each run 10 s over its seed corpus.
+# This second whole-tree build goes through ccache where installed: unchanged files cost nothing.
 FUZZ_BUILD=${NINFER_FUZZ_BUILD_DIR:-build-ci-fuzz}
+fuzz_launcher=()
+command -v ccache > /dev/null && fuzz_launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 stage fuzz-configure env CC=clang-16 CXX=clang++-16 cmake -S . -B "$FUZZ_BUILD" -G Ninja \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNINFER_FUZZ=ON -DNINFER_TESTS=OFF
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNINFER_FUZZ=ON -DNINFER_TESTS=OFF "${fuzz_launcher[@]}"
 stage fuzz-build cmake --build "$FUZZ_BUILD" -j "$JOBS" --target fuzz_all
 stage fuzz-short tests/fuzz/run.sh 10 "$FUZZ_BUILD"
 # Packages: each builds a copy of the tree without tests (DEB_BUILD_OPTIONS=nocheck), then the .deb
