@@ -15,7 +15,7 @@ namespace ninfer::ctl {
 struct VisionBenchArgs {
     int image_w = 0, image_h = 0;   // --image WxH (0: no image)
     double video_seconds = 0;       // --video SECONDS at 2 frames/s (0: no video)
-    int frame_w = 864, frame_h = 480; // --frame WxH: a 30 s 720p clip as the processor resizes it
+    int frame_w = 832, frame_h = 480; // --frame WxH: a 30 s 720p clip as the processor resizes it
     int repeat = 3;
     unsigned threads = 0;
     bool json = false;

@@ -39,7 +39,7 @@ constexpr const char* kBenchUsage =
     "  --speculative mtp:K --stats` measures acceptance on the CPU backend).\n"
     "  --image / --video time the artifact's vision tower on the CPU (any build) over random patches of\n"
     "  that size (the tower's input: multiples of 32 px; a video takes 2 frames/s of --frame, default\n"
-    "  864x480, a 30 s 720p clip as the processor resizes it).\n";
+    "  832x480, a 30 s 720p clip as the processor resizes it).\n";
 
 std::vector<uint32_t> count_list(const char* flag, const std::string& text) {
     std::vector<uint32_t> out;
