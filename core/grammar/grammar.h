@@ -44,6 +44,9 @@ struct GrammarLimits {
     size_t max_rules = 20000;    // rules after lowering (repetition and char classes add rules)
     size_t max_states = 400000;  // program positions (elements) after lowering
     std::chrono::milliseconds max_compile_time{2000};
+    // JSON Schema / json_object grammars: whitespace (space, tab, newline) allowed around each
+    // structural token ({ } [ ] , :), at most this many bytes per place; 0 = compact JSON.
+    size_t max_json_whitespace = 0;
 };
 
 struct ToolSpec {

@@ -66,6 +66,18 @@ void SchemaCompiler::define(const std::string& name, const std::string& body) {
     if (rules_.size() > limits_.max_states * 8) fail("", "grammar text over " + std::to_string(limits_.max_states * 8) + " bytes (max_states)");
 }
 
+std::string SchemaCompiler::tok(char c) {
+    const std::string literal = gbnf_literal(std::string(1, c));
+    if (limits_.max_json_whitespace == 0) return literal;
+    if (defined_common_.insert("json-ws").second) {
+        names_.insert("json-ws");
+        define("json-ws", "[ \\t\\n]{0," + std::to_string(limits_.max_json_whitespace) + "}");
+    }
+    if (c == '{' || c == '[') return literal + " json-ws";
+    if (c == '}' || c == ']') return "json-ws " + literal;
+    return "json-ws " + literal + " json-ws";
+}
+
 std::string SchemaCompiler::shared(const std::string& expr, const std::string& pointer) {
     if (expr.size() <= 32) return expr;
     const std::string name = new_rule_name(pointer);
@@ -337,10 +349,10 @@ Gen SchemaCompiler::gen_object(element schema, const std::string& pointer) {
         if (!schema["additionalProperties"].get(additional) && !additional.is_bool())
             value = gen(additional, pointer + "/additionalProperties");
         if (!value || max_props == 0) return min_props > 0 ? Gen() : Gen("\"{}\"");
-        const std::string pair = shared(common("json-string") + " \":\" " + *value, pointer + "/pair");
-        const std::string more = max_props < 0 ? "(\",\" " + pair + ")*" : "(\",\" " + pair + "){0," + std::to_string(max_props - 1) + "}";
+        const std::string pair = shared(common("json-string") + " " + tok(':') + " " + *value, pointer + "/pair");
+        const std::string more = max_props < 0 ? "(" + tok(',') + " " + pair + ")*" : "(" + tok(',') + " " + pair + "){0," + std::to_string(max_props - 1) + "}";
         const std::string inner = pair + " " + more;
-        return "\"{\" " + (min_props > 0 ? inner : opt(inner)) + " \"}\"";
+        return tok('{') + " " + (min_props > 0 ? inner : opt(inner)) + " " + tok('}');
     }
     // Declared properties in order; extra properties are never generated (sound whatever
     // additionalProperties says). after[i] / first[i]: the properties from i on when one came
@@ -351,8 +363,8 @@ Gen SchemaCompiler::gen_object(element schema, const std::string& pointer) {
     std::vector<std::string> after(list.size() + 1), first(list.size() + 1);
     auto then = [](const std::string& head, const std::string& rest) { return rest.empty() ? head : head + " " + rest; };
     for (size_t i = list.size(); i-- > 0;) {
-        const std::string kv = gbnf_literal(json_string_of(list[i].key)) + " \":\" " + shared(*list[i].value, join_pointer(pointer + "/properties", list[i].key));
-        std::string body_after = then("\",\" " + kv, after[i + 1]);
+        const std::string kv = gbnf_literal(json_string_of(list[i].key)) + " " + tok(':') + " " + shared(*list[i].value, join_pointer(pointer + "/properties", list[i].key));
+        std::string body_after = then(tok(',') + " " + kv, after[i + 1]);
         std::string body_first = then(kv, after[i + 1]);
         if (!list[i].required) {
             body_after += " | " + (after[i + 1].empty() ? std::string("\"\"") : after[i + 1]);
@@ -363,7 +375,7 @@ Gen SchemaCompiler::gen_object(element schema, const std::string& pointer) {
         first[i] = new_rule_name(pointer + "/f" + std::to_string(i));
         define(first[i], body_first);
     }
-    return "\"{\" " + then(first[0], "\"}\"");
+    return tok('{') + " " + then(first[0], tok('}'));
 }
 
 Gen SchemaCompiler::gen_array(element schema, const std::string& pointer) {
@@ -388,13 +400,14 @@ Gen SchemaCompiler::gen_array(element schema, const std::string& pointer) {
     std::string tail;
     const int64_t limit = max_items < 0 ? INT64_MAX : max_items;
     if (rest && limit > n_prefix) {
-        const std::string item = (n_prefix > 0 ? "\",\" " : "") + *rest;
+        const std::string item = (n_prefix > 0 ? tok(',') + " " : "") + *rest;
         const int64_t need = std::max<int64_t>(0, min_items - n_prefix);
         if (n_prefix == 0) {
-            if (limit == INT64_MAX) tail = need > 0 ? *rest + " (\",\" " + *rest + "){" + std::to_string(need - 1) + ",}"
-                                                : opt(*rest + " (\",\" " + *rest + ")*");
-            else tail = need > 0 ? *rest + " (\",\" " + *rest + "){" + std::to_string(need - 1) + "," + std::to_string(limit - 1) + "}"
-                                 : opt(*rest + " (\",\" " + *rest + "){0," + std::to_string(limit - 1) + "}");
+            const std::string comma = " (" + tok(',') + " ";
+            if (limit == INT64_MAX) tail = need > 0 ? *rest + comma + *rest + "){" + std::to_string(need - 1) + ",}"
+                                                : opt(*rest + comma + *rest + ")*");
+            else tail = need > 0 ? *rest + comma + *rest + "){" + std::to_string(need - 1) + "," + std::to_string(limit - 1) + "}"
+                                 : opt(*rest + comma + *rest + "){0," + std::to_string(limit - 1) + "}");
         } else {
             tail = "(" + item + "){" + std::to_string(need) + "," + (limit == INT64_MAX ? std::string() : std::to_string(limit - n_prefix)) + "}";
         }
@@ -407,11 +420,11 @@ Gen SchemaCompiler::gen_array(element schema, const std::string& pointer) {
             tail.clear();
             continue;
         }
-        const std::string elem = (i > 0 ? "\",\" " : "") + *prefix[size_t(i)] + (tail.empty() ? "" : " " + tail);
+        const std::string elem = (i > 0 ? tok(',') + " " : "") + *prefix[size_t(i)] + (tail.empty() ? "" : " " + tail);
         tail = i < min_items ? elem : opt(elem);
     }
     if (n_prefix > limit && min_items > limit) return std::nullopt;
-    return "\"[\" " + (tail.empty() ? std::string() : tail + " ") + "\"]\"";
+    return tok('[') + " " + (tail.empty() ? std::string() : tail + " ") + tok(']');
 }
 
 } // namespace ninfer::core::grammar

@@ -52,6 +52,9 @@ class SchemaCompiler {
     std::string regex_to_gbnf(std::string_view pattern, const std::string& pointer, bool raw);
     // Common rules by name (json-value, json-string, ...), defined on first use.
     std::string common(const std::string& name);
+    // A structural JSON token with the whitespace allowed around it ({ [ after, } ] before, , :
+    // both sides; nothing when limits.max_json_whitespace is 0).
+    std::string tok(char c);
     // A fresh rule name from a pointer; define(name, body) appends the rule.
     std::string new_rule_name(const std::string& pointer);
     void define(const std::string& name, const std::string& body);

@@ -13,8 +13,6 @@ namespace {
 // left out, since a pair of them is one character to a validator but two units here.
 const std::map<std::string, std::string> kCommonRules = {
     {"json-value", "json-object | json-array | json-string | json-number | \"true\" | \"false\" | \"null\""},
-    {"json-object", "\"{\" ( json-string \":\" json-value ( \",\" json-string \":\" json-value )* )? \"}\""},
-    {"json-array", "\"[\" ( json-value ( \",\" json-value )* )? \"]\""},
     {"json-string", "\"\\\"\" json-char* \"\\\"\""},
     {"json-char", "[^\"\\\\\\x00-\\x1f] | \"\\\\\" ( [\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4} )"},
     {"json-char-1", "[^\"\\\\\\x00-\\x1f] | \"\\\\\" ( [\"\\\\/bfnrt] | \"u\" ( [0-9a-cA-Ce-fE-F] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2} ) )"},
@@ -242,7 +240,13 @@ uint8_t schema_type_mask(element schema) {
 
 std::string SchemaCompiler::common(const std::string& name) {
     if (defined_common_.insert(name).second) {
-        define(name, kCommonRules.at(name));
+        if (name == "json-object")
+            define(name, tok('{') + " ( json-string " + tok(':') + " json-value ( " + tok(',') + " json-string " + tok(':') +
+                             " json-value )* )? " + tok('}'));
+        else if (name == "json-array")
+            define(name, tok('[') + " ( json-value ( " + tok(',') + " json-value )* )? " + tok(']'));
+        else
+            define(name, kCommonRules.at(name));
         names_.insert(name);
         if (auto deps = kCommonDeps.find(name); deps != kCommonDeps.end())
             for (const std::string& dep : deps->second) common(dep);

@@ -141,3 +141,17 @@ TEST_CASE("json schema: large enums are factored by common prefixes (UTF-8 safe)
     CHECK_FALSE(grammar_matches(g, "\"caf\xc3\xa7\""));
     CHECK(g->gbnf().find("\"item-\"") != std::string::npos); // one shared prefix
 }
+
+TEST_CASE("json schema: compact by default, bounded whitespace on request", "[json_schema]") {
+    const char* text = R"({"type":"object","properties":{"a":{"type":"array","items":{"type":"integer"}}},"required":["a"]})";
+    CHECK_FALSE(grammar_matches(schema(text), "{ \"a\":[1]}"));
+    ninfer::core::grammar::GrammarLimits limits;
+    limits.max_json_whitespace = 2;
+    auto g = Grammar::from_json_schema(text, limits);
+    CHECK(grammar_matches(g, "{\"a\":[1,2]}"));
+    CHECK(grammar_matches(g, "{ \"a\" :\n [ 1 ,\t2 ] }"));
+    CHECK(grammar_matches(g, "{\n \"a\": [1, 2]\n}"));
+    CHECK_FALSE(grammar_matches(g, "{   \"a\":[1]}")); // three spaces
+    CHECK_FALSE(grammar_matches(g, "{\"a\":[1 2]}"));
+    CHECK(grammar_matches(Grammar::json_object(limits), "{ \"k\" : [ ] , \"j\" : { } }"));
+}

@@ -31,13 +31,14 @@ std::vector<FixtureSchema> fixture_schemas() {
     return out;
 }
 
-void walk_and_validate(const std::shared_ptr<const TokenIndex>& index, int walks_per_schema, const std::string& tag) {
+void walk_and_validate(const std::shared_ptr<const TokenIndex>& index, int walks_per_schema, const std::string& tag,
+                       const ninfer::core::grammar::GrammarLimits& limits = {}) {
     std::mt19937 rng(11);
     std::vector<OracleGroup> groups;
     size_t total = 0;
     for (const FixtureSchema& f : fixture_schemas()) {
         INFO(f.name);
-        auto g = Grammar::from_json_schema(f.schema);
+        auto g = Grammar::from_json_schema(f.schema, limits);
         OracleGroup og{f.schema, f.draft, {}};
         int ended = 0;
         for (int k = 0; k < walks_per_schema; ++k) {
@@ -60,6 +61,12 @@ void walk_and_validate(const std::shared_ptr<const TokenIndex>& index, int walks
 
 TEST_CASE("random strings over single bytes validate with ajv", "[schema_random]") {
     walk_and_validate(byte_index(), 60, "bytes");
+}
+
+TEST_CASE("random strings with bounded whitespace validate with ajv", "[schema_random]") {
+    ninfer::core::grammar::GrammarLimits limits;
+    limits.max_json_whitespace = 2;
+    walk_and_validate(byte_index(), 40, "bytes_ws", limits);
 }
 
 TEST_CASE("random strings over the Qwen3 vocabulary validate with ajv", "[schema_random]") {
