@@ -102,3 +102,44 @@ TEST_CASE("concurrent matchers on one grammar agree with a single-threaded run",
     for (auto& t : threads) t.join();
     CHECK(same == 80);
 }
+
+TEST_CASE("mutated schemas and grammars fail only with ninfer::Error", "[limits]") {
+    const std::vector<std::string> seeds = {
+        R"({"type":"object","properties":{"a":{"type":"string","maxLength":3,"pattern":"^x"},"b":{"$ref":"#/$defs/n"}},"required":["a"],"$defs":{"n":{"type":"integer","minimum":-3,"maximum":70}}})",
+        R"({"oneOf":[{"type":"array","prefixItems":[{"const":1}],"items":{"enum":["a",null]},"maxItems":4},{"type":"string","format":"date-time"}]})",
+        R"({"anyOf":[{"type":"number","exclusiveMinimum":0.5},{"type":"object","additionalProperties":{"type":"boolean"},"maxProperties":2}]})",
+        "root ::= (\"a\" | [b-d\\u00e9]+ | x){1,3} \"!\"?\nx ::= \"(\" root \")\" | .\n",
+    };
+    std::mt19937 rng(3);
+    const std::string alphabet = "{}[]\":,01-9aez$#/\\()|*+?.^ \n";
+    int compiled = 0, refused = 0;
+    for (int n = 0; n < 10000; ++n) {
+        std::string text = seeds[size_t(n) % seeds.size()];
+        for (int k = std::uniform_int_distribution<int>(1, 4)(rng); k > 0; --k) {
+            const size_t at = std::uniform_int_distribution<size_t>(0, text.size() - 1)(rng);
+            const char c = alphabet[std::uniform_int_distribution<size_t>(0, alphabet.size() - 1)(rng)];
+            switch (std::uniform_int_distribution<int>(0, 2)(rng)) {
+            case 0: text[at] = c; break;
+            case 1: text.insert(text.begin() + long(at), c); break;
+            default: text.erase(at, 1 + at % 3);
+            }
+        }
+        const bool gbnf = text.find("::=") != std::string::npos;
+        std::shared_ptr<const Grammar> g;
+        try {
+            g = gbnf ? Grammar::from_gbnf(text) : Grammar::from_json_schema(text);
+            ++compiled;
+        } catch (const ninfer::Error&) {
+            ++refused;
+        } catch (const std::exception& e) {
+            FAIL("not a ninfer::Error: " << e.what() << " for: " << text);
+        }
+        if (!g) continue;
+        bool ok = false;
+        std::mt19937 walk_rng{uint32_t(n)};
+        INFO(text);
+        CHECK_NOTHROW(ninfer::test::grammar_random_walk(g, ninfer::test::byte_index(), walk_rng, ok, 200)); // no dead end
+    }
+    CHECK(compiled > 100);
+    CHECK(refused > 100);
+}
