@@ -1,6 +1,7 @@
-// ninfer::core::grammar - internal: the JSON Schema to GBNF compiler's state, shared by its two files
-// (json_schema.cpp: dispatch, objects, arrays, references; json_schema_values.cpp: strings,
-// numbers, formats, literals).
+// ninfer::core::grammar - internal: the JSON Schema to GBNF compiler's state, shared by its files
+// (json_schema.cpp: dispatch, anyOf/oneOf, references; json_schema_containers.cpp: objects and
+// arrays; json_schema_values.cpp: strings, numbers, formats, literals; json_schema_regex.cpp:
+// patterns; tool_calls.cpp uses it for parameter values).
 //
 // Contract: gen(schema, pointer) returns a GBNF expression matching compact JSON texts that
 // validate against the schema, or nullopt when no value can (the schema `false`). Rules it needs
@@ -27,6 +28,13 @@ std::string gbnf_literal(std::string_view bytes);
 // Alternatives of literal strings factored by common prefixes (a trie, split at UTF-8 character
 // boundaries), so a matcher follows one path instead of one stack per value. texts: sorted, unique.
 std::string literal_trie(const std::vector<std::string>& texts);
+// pointer + "/" + key with ~ and / escaped (RFC 6901).
+inline std::string join_pointer(const std::string& pointer, std::string_view key) {
+    std::string out = pointer + "/";
+    for (char c : key) out += c == '~' ? std::string("~0") : c == '/' ? std::string("~1") : std::string(1, c);
+    return out;
+}
+inline std::string opt(const std::string& body) { return "(" + body + ")?"; } // GBNF optional group
 // The compact JSON text of a value (simdjson minify).
 std::string json_text(element value);
 
