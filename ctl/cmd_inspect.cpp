@@ -165,7 +165,7 @@ int cmd_inspect(int argc, char** argv) {
         verified = core::verify_payload_checksums(*artifact, std::max(1u, std::thread::hardware_concurrency()));
         if (!verified.has_checksums) {
             std::fprintf(stderr, "ninferctl inspect: %s records no payload checksums (metadata.payload_crc32c): "
-                                 "nothing verified (ninferctl convert writes them; artifact upgrade does not yet)\n", path.c_str());
+                                 "nothing verified (ninferctl convert and artifact upgrade write them)\n", path.c_str());
             return 1;
         }
     }

@@ -54,8 +54,8 @@ void verify_artifact_payload(const core::Artifact& artifact) {
     core::PayloadVerifyResult v = core::verify_payload_checksums(artifact, std::max(1u, std::thread::hardware_concurrency()));
     if (!v.has_checksums)
         throw Error("artifact: --verify-artifact: " + artifact.path() +
-                    " records no payload checksums (metadata.payload_crc32c): nothing to verify; convert it with "
-                    "this ninferctl, or start without --verify-artifact");
+                    " records no payload checksums (metadata.payload_crc32c): nothing to verify; convert or "
+                    "upgrade it with this ninferctl, or start without --verify-artifact");
     char line[160];
     std::snprintf(line, sizeof line, "artifact, payload verified: %llu objects, %.1f MiB, every CRC-32C matches in %.2f s",
                   (unsigned long long)v.n_objects, double(v.n_bytes) / (1 << 20), v.seconds);

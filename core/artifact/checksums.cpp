@@ -101,6 +101,33 @@ std::string metadata_without_payload_crc32c(std::string_view metadata_json) {
     return w.take();
 }
 
+PayloadCrcs::PayloadCrcs(std::vector<Object> objects) : objects_(std::move(objects)), crc_(objects_.size(), 0) {}
+
+void PayloadCrcs::extend(uint64_t offset, const uint8_t* data, uint64_t n) {
+    const uint64_t end = offset + n;
+    while (next_ < objects_.size() && objects_[next_].offset < end) {
+        const Object& o = objects_[next_];
+        const uint64_t a = std::max(offset, o.offset), b = std::min(end, o.offset + o.bytes);
+        if (a < b) crc_[next_] = data ? crc32c_extend(crc_[next_], data + (a - offset), b - a) : crc32c_extend_zeros(crc_[next_], b - a);
+        if (b < o.offset + o.bytes) break; // the object goes on past this piece
+        ++next_;
+    }
+}
+
+void PayloadCrcs::feed(uint64_t offset, const uint8_t* data, uint64_t n) {
+    if (offset < fed_to_) throw Error("artifact checksums: payload fed out of order");
+    extend(fed_to_, nullptr, offset - fed_to_);
+    extend(offset, data, n);
+    fed_to_ = offset + n;
+}
+
+std::vector<std::pair<std::string_view, uint32_t>> PayloadCrcs::crcs(uint64_t total) {
+    feed(total, nullptr, 0);
+    std::vector<std::pair<std::string_view, uint32_t>> out;
+    for (size_t i = 0; i < objects_.size(); ++i) out.emplace_back(objects_[i].id, crc_[i]);
+    return out;
+}
+
 PayloadVerifyResult verify_payload_checksums(const Artifact& artifact, unsigned n_threads) {
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<Checked> objects;

@@ -14,6 +14,11 @@
 //   SHA-256 of the files is (spec §5.1).
 // - metadata_with_payload_crc32c(metadata_json, crcs) returns the metadata object text with the
 //   member added (metadata_json must be an object without it; the writer refuses one that has it).
+// - PayloadCrcs computes the member's values from a payload streamed in increasing logical
+//   offsets (the upgrade's copy): construct it with the objects sorted by offset, non-overlapping;
+//   feed(offset, data, n) one read at a time (offset >= the end of the previous feed; bytes skipped
+//   between feeds, such as sparse holes, count as zeros); crcs(total) ends the stream at `total`
+//   and returns (id, crc) in object order for metadata_with_payload_crc32c.
 // - metadata_without_payload_crc32c(metadata_json): the metadata text minus that member (for
 //   displays; the member is long), members otherwise as they were (minified).
 // - verify_payload_checksums(artifact, n_threads) recomputes every object's CRC (objects split
@@ -41,6 +46,24 @@ std::string metadata_with_payload_crc32c(std::string_view metadata_json,
                                          const std::vector<std::pair<std::string_view, uint32_t>>& crcs);
 
 std::string metadata_without_payload_crc32c(std::string_view metadata_json);
+
+class PayloadCrcs {
+  public:
+    struct Object {
+        std::string_view id; // must outlive the PayloadCrcs
+        uint64_t offset = 0, bytes = 0;
+    };
+    explicit PayloadCrcs(std::vector<Object> objects);
+    void feed(uint64_t offset, const uint8_t* data, uint64_t n);
+    std::vector<std::pair<std::string_view, uint32_t>> crcs(uint64_t total);
+
+  private:
+    void extend(uint64_t offset, const uint8_t* data, uint64_t n); // data null: zeros
+    std::vector<Object> objects_;
+    std::vector<uint32_t> crc_;
+    size_t next_ = 0;     // first object not complete
+    uint64_t fed_to_ = 0; // logical offset fed so far
+};
 
 struct PayloadVerifyResult {
     bool has_checksums = false;

@@ -2,6 +2,7 @@
 // V3 directory, copy the payload extent by extent, publish crash-safe.
 #include "core/artifact/upgrade.h"
 
+#include "core/artifact/checksums.h"
 #include "core/artifact/json_strict.h"
 #include "core/artifact/upgrade_inventory.h"
 #include "core/formats/format.h"
@@ -242,8 +243,11 @@ std::string part_name(const std::string& entry, size_t i) {
     return entry + buf;
 }
 
+using ObjectCrcs = std::vector<std::pair<std::string_view, uint32_t>>;
+
 std::string build_directory(const Source& s, const std::vector<PlannedBinding>& bindings,
-                            const std::vector<PlannedUse>& uses, const FilePlan& files, const std::string& entry_name) {
+                            const std::vector<PlannedUse>& uses, const FilePlan& files, const std::string& entry_name,
+                            const ObjectCrcs& crcs) {
     bool moe = s.model_id == "qwen3.6-35b-a3b";
     JsonWriter w;
     w.begin_object();
@@ -277,7 +281,9 @@ std::string build_directory(const Source& s, const std::vector<PlannedBinding>& 
     w.end_object().key("uses").begin_array();
     for (const PlannedUse& u : uses)
         w.begin_object().member("parameter", u.parameter).member("input", u.input).member("activation_policy", "A16Only").end_object();
-    w.end_array().key("metadata").begin_object().member("name", s.model_id).end_object();
+    JsonWriter metadata;
+    metadata.begin_object().member("name", s.model_id).end_object();
+    w.end_array().key("metadata").raw(metadata_with_payload_crc32c(metadata.take(), crcs));
     w.key("provenance").begin_object().key("upgraded_from").begin_object().member("version", s.version);
     w.member("model_id", s.model_id).member("weights_id", s.weights_id).end_object().end_object();
     w.key("files").begin_array();
@@ -291,9 +297,11 @@ std::string build_directory(const Source& s, const std::vector<PlannedBinding>& 
     return w.take();
 }
 
-// Copies src [from, from+n) to dst at `to`, data extents only (holes stay holes).
+// Copies src [from, from+n) to dst at `to`, data extents only (holes stay holes); `seen` gets
+// each piece read (its offset from `from`).
 uint64_t copy_extents(int src, uint64_t from, int dst, uint64_t to, uint64_t n, const std::string& path,
-                      const std::function<void(uint64_t)>& advanced) {
+                      const std::function<void(uint64_t)>& advanced,
+                      const std::function<void(uint64_t, const uint8_t*, size_t)>& seen) {
     std::vector<uint8_t> buf(8u << 20);
     uint64_t end = from + n, copied = 0, pos = from;
     while (pos < end) {
@@ -309,6 +317,7 @@ uint64_t copy_extents(int src, uint64_t from, int dst, uint64_t to, uint64_t n, 
             if (r <= 0) throw Error("read: " + path + ": " + (r < 0 ? std::strerror(errno) : "truncated"));
             IoSegment seg[] = {write_segment(buf.data(), uint64_t(r), to + (at - from))};
             file_write_all(dst, seg, FileIoMode::Plain, path);
+            seen(at - from, buf.data(), size_t(r));
             at += uint64_t(r);
             copied += uint64_t(r);
             if (advanced) advanced(at - from);
@@ -340,12 +349,21 @@ ArtifactUpgradeResult artifact_upgrade(const std::string& src, const std::string
     std::vector<PlannedUse> uses = plan_uses(s.model_id, bindings);
     const uint64_t total = s.file_bytes - s.payload_start; // logical payload: the old bytes [P, size)
 
+    // Each object's CRC-32C is computed as the payload is copied; the directory is sized with
+    // placeholders of the same width and rewritten with the values before publication.
+    std::vector<PayloadCrcs::Object> crc_objects;
+    ObjectCrcs placeholder;
+    for (const SourceObject& o : s.objects) {
+        crc_objects.push_back({o.legacy.name, o.offset, o.bytes});
+        placeholder.emplace_back(o.legacy.name, 0);
+    }
+    PayloadCrcs payload_crcs(std::move(crc_objects));
     uint64_t reserve = 4064;
     std::string json;
     FilePlan files;
     for (;;) {
         files = plan_files(32 + reserve, total, options.file_size_limit);
-        json = build_directory(s, bindings, uses, files, base_name(dst));
+        json = build_directory(s, bindings, uses, files, base_name(dst), placeholder);
         if (json.size() <= reserve) break;
         reserve = align_up(32 + json.size(), 4096) - 32;
     }
@@ -385,11 +403,18 @@ ArtifactUpgradeResult artifact_upgrade(const std::string& src, const std::string
         result.copied_bytes += copy_extents(in.get(), s.payload_start + logical, out.fd(), header_bytes, n, out.temp_path(),
                                             [&](uint64_t done) {
                                                 if (options.progress) options.progress(logical + done, total);
+                                            },
+                                            [&](uint64_t at, const uint8_t* data, size_t len) {
+                                                payload_crcs.feed(logical + at, data, len);
                                             });
         if (::ftruncate(out.fd(), off_t(header_bytes + n)) != 0)
             throw Error("artifact upgrade: " + out.temp_path() + ": " + std::strerror(errno));
         logical += n;
     }
+    json = build_directory(s, bindings, uses, files, base_name(dst), payload_crcs.crcs(total));
+    json.append(reserve - json.size(), ' '); // same length as the placeholder's: hex digits are fixed width
+    IoSegment directory[] = {write_segment(json.data(), reserve, 32)};
+    file_write_all(outputs[0]->fd(), directory, FileIoMode::Plain, outputs[0]->temp_path());
     for (size_t i = 1; i < outputs.size(); ++i) outputs[i]->commit();
     outputs[0]->commit();
     return result;

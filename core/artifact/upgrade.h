@@ -8,7 +8,8 @@
 //   size, ordered, inside the payload) and that the objects are exactly the published inventory
 //   of the model (upgrade_inventory.h: names, shapes, formats, order). Then it writes a V3 entry
 //   file: header, directory (components §4.4, objects with v3 names and the same logical offsets,
-//   bindings and uses §4.3, metadata, provenance, files) padded with spaces, and SRC's payload
+//   bindings and uses §4.3, metadata with every object's CRC-32C computed during the copy
+//   (checksums.h), provenance, files) padded with spaces, and SRC's payload
 //   bytes verbatim at the same logical offsets. Payload is copied extent by extent (SEEK_DATA /
 //   SEEK_HOLE), so holes stay holes: a sparse test input gives a sparse output.
 // - dst "" = in place: the V3 file is written beside SRC (temp in the same directory) and renamed

@@ -69,6 +69,12 @@ uint32_t crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t n_b) {
     return crc_a ^ crc_b;
 }
 
+uint32_t crc32c_extend_zeros(uint32_t crc, uint64_t n) {
+    // combine(a, 0, n) applies the n-zero-byte operator to a; the CRC of n zeros is that operator
+    // on the all-ones start state, inverted.
+    return crc32c_combine(crc, ~crc32c_combine(0xFFFFFFFFu, 0, n), n);
+}
+
 uint32_t crc32c_extend_portable(uint32_t crc, const void* data, size_t n) {
     const uint8_t* p = static_cast<const uint8_t*>(data);
     uint32_t c = ~crc;

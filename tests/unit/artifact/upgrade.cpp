@@ -4,6 +4,7 @@
 #include "core/artifact/upgrade.h"
 #include "core/artifact/upgrade_inventory.h"
 #include "core/formats/format.h"
+#include "core/util/crc32c.h"
 #include "core/util/error.h"
 #include "core/util/json_writer.h"
 #include "tests/unit/artifact/legacy_file.h"
@@ -92,6 +93,19 @@ void upgrade_and_check(const std::string& model_id, int version, uint64_t publis
     CHECK(a->has_binding("text/layers/3/attention/key"));
     CHECK(a->has_binding("mtp/layers/0/input_norm"));
     CHECK(a->has_binding("vision/layers/26/norm2_bias"));
+    // Payload checksums computed during the copy: the marked embedding (marker, then a hole of
+    // zeros) and the chat template, against CRCs computed here independently.
+    auto stored = [&](const std::string& id) {
+        const std::string metadata = a->metadata_json(), key = "\"" + id + "\":\"";
+        const size_t at = metadata.find(key, metadata.find("\"payload_crc32c\""));
+        REQUIRE(at != std::string::npos);
+        return uint32_t(std::stoul(metadata.substr(at + key.size(), 8), nullptr, 16));
+    };
+    const StoredTensor& embedding = *a->binding("text/token_embedding").pieces.at(0).tensor;
+    CHECK(stored("text/token_embedding") ==
+          crc32c_extend_zeros(crc32c_extend(0, "EMBEDDING-MARKER", 16), embedding.bytes - 16));
+    const ArtifactResource& chat_template = *a->resource("text", "chat_template.jinja");
+    CHECK(stored("frontend/chat_template.jinja") == crc32c_extend(0, chat_template.data, chat_template.bytes));
 }
 
 } // namespace

@@ -34,4 +34,10 @@ TEST_CASE("crc32c: combine(crc(A), crc(B), |B|) == crc(A then B)", "[crc32c]") {
              p3 = crc32c_extend(0, data.data() + 1000, 5000);
     CHECK(crc32c_combine(p1, crc32c_combine(p2, p3, 5000), 5900) == crc32c_extend(0, data.data(), 6000));
     CHECK(crc32c_combine(0x12345678u, 0, 0) == 0x12345678u);
+    const std::vector<uint8_t> zeros(100000, 0);
+    for (size_t n : {size_t(0), size_t(1), size_t(9), size_t(4096), size_t(99999)}) {
+        INFO("zeros " << n);
+        CHECK(crc32c_extend_zeros(0, n) == crc32c_extend(0, zeros.data(), n));
+        CHECK(crc32c_extend_zeros(p1, n) == crc32c_extend(p1, zeros.data(), n));
+    }
 }
