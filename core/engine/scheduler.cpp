@@ -404,6 +404,7 @@ void Scheduler::finish(int lane_index, FinishReason reason) {
     if (!lane.request) return;
     GenerationRequest r = std::move(*lane.request);
     lane.request.reset();
+    lane.vision.reset(); // a request cancelled while it prefilled leaves no tower rows behind
     Clock::time_point now = Clock::now();
     GenerationSummary s;
     s.reason = reason;

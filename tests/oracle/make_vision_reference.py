@@ -159,10 +159,8 @@ def process(name, log):
     if kind == "image":
         import transformers as tf
         for cls_name in ("Qwen2VLImageProcessor", "Qwen2VLImageProcessorPil", "Qwen2VLImageProcessorFast"):
-            cls = getattr(tf, cls_name, None)
-            if cls is None:
-                continue
-            try:
+            try:  # a lazy import may fail on a missing backend (torchvision, PIL): try the next one
+                cls = getattr(tf, cls_name)
                 proc = cls(size={"shortest_edge": IMAGE_PIXELS[0], "longest_edge": IMAGE_PIXELS[1]}, **common)
                 out = proc(images=[rgb[0]], return_tensors="pt")
                 return out["pixel_values"].float(), [int(x) for x in out["image_grid_thw"][0]], cls_name
