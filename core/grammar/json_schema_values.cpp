@@ -45,6 +45,10 @@ const std::map<std::string, std::string> kCommonRules = {
     {"email-word", "[a-zA-Z0-9_+-]+"},
     {"email-label", "[a-zA-Z0-9] ( [a-zA-Z0-9-]* [a-zA-Z0-9] )?"},
     {"format-ipv4", "ipv4-octet \".\" ipv4-octet \".\" ipv4-octet \".\" ipv4-octet"},
+    // At most 3 labels of at most 22 characters: well inside the 253 / 63 limits.
+    {"format-hostname", "host-label ( \".\" host-label ){0,2}"},
+    {"host-label", "[a-zA-Z0-9] ( [a-zA-Z0-9-]{0,20} [a-zA-Z0-9] )?"},
+    {"format-uri", "\"http\" \"s\"? \"://\" format-hostname ( \":\" [0-9]{1,5} )? ( \"/\" [a-zA-Z0-9._~-]* )* ( \"?\" [a-zA-Z0-9._~=&-]* )?"},
     {"ipv4-octet", "\"25\" [0-5] | \"2\" [0-4] [0-9] | \"1\" [0-9] [0-9] | [1-9]? [0-9]"},
 };
 
@@ -60,6 +64,8 @@ const std::map<std::string, std::vector<std::string>> kCommonDeps = {
     {"format-date-time", {"format-date", "format-time"}},
     {"format-email", {"email-word", "email-label"}},
     {"format-ipv4", {"ipv4-octet"}},
+    {"format-hostname", {"host-label"}},
+    {"format-uri", {"format-hostname"}},
     {"raw-text", {"raw-p1", "raw-p2", "raw-p3", "raw-p4", "raw-p5", "raw-p6", "raw-p7", "raw-p8", "raw-p9", "raw-p10", "raw-p11"}},
 };
 
@@ -270,7 +276,7 @@ std::string SchemaCompiler::gen_string_body(element schema, const std::string& p
         return regex_to_gbnf(pattern, pointer + "/pattern", raw);
     }
     if (!schema["format"].get(format)) {
-        static const std::set<std::string_view> kFormats = {"date", "time", "date-time", "uuid", "email", "ipv4"};
+        static const std::set<std::string_view> kFormats = {"date", "time", "date-time", "uuid", "email", "ipv4", "hostname", "uri"};
         if (!kFormats.count(format)) fail(pointer + "/format", "unsupported format '" + std::string(format) + "'");
         if (bounded) fail(pointer, "format together with minLength/maxLength is not supported");
         return common("format-" + std::string(format));
