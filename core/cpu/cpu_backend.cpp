@@ -59,6 +59,7 @@ class CpuBackend final : public Backend {
         s.rope_offset = 0;
         s.mtp_length = 0;
         s.mtp_hidden.clear();
+        s.mtp_rope.clear();
         s.verify_count = 0;
     }
 
@@ -225,8 +226,12 @@ class CpuBackend final : public Backend {
             mtp_.keep_hidden(std::span(&seg, 1));
         if (out != LogitsOut::None) // a middle chunk skips the output head
             prefill_logits(s, tokens.size(), out, logits);
-        if (mtp_active()) // after the output head: the head reuses the runner's rows
+        if (mtp_active()) { // after the output head: the head reuses the runner's rows
+            s.mtp_chunk = in; // a placeholder's next-token input is its tower row
+            s.mtp_chunk_start = start;
             mtp_catch_up(std::span(&seg, 1), {});
+            s.mtp_chunk = nullptr;
+        }
     }
 
     void prefill_logits(cpu::LaneState& s, size_t n, LogitsOut out, std::vector<float>* logits) {
@@ -355,6 +360,9 @@ class CpuBackend final : public Backend {
         s.mtp_length = m;
         s.mtp_hidden.assign(reinterpret_cast<const float*>(in.data() + rows_at),
                             reinterpret_cast<const float*>(in.data() + rows_at) + size_t(r) * H);
+        s.mtp_rope.clear(); // the pending rows' positions are not in the image: text positions
+        for (uint32_t j = 0; j < r; ++j)
+            s.mtp_rope.push_back(MropePosition::text(uint32_t(int64_t(m + j) + s.rope_offset)));
         return true;
     }
 
@@ -436,8 +444,10 @@ void CpuBackend::accept_verified(int lane, uint32_t n_keep) {
         const uint32_t length = s.verify_start + n_keep;
         s.tokens.resize(length);
         kv_.truncate(s.pages, length);
-        if (mtp_active()) // the pending hidden rows of the dropped positions go too
+        if (mtp_active()) { // the pending hidden rows of the dropped positions go too
             s.mtp_hidden.resize(size_t(length - s.mtp_length) * w_.config.hidden_size);
+            s.mtp_rope.resize(std::min<size_t>(s.mtp_rope.size(), length - s.mtp_length));
+        }
         s.logits.assign(s.verify_logits.begin() + long(at * V), s.verify_logits.begin() + long(n_keep * V));
     }
     s.verify_count = 0;

@@ -56,6 +56,14 @@ void ModelRunner::embed(std::span<const int32_t> tokens, float* out) {
     }
 }
 
+void ModelRunner::override_embeddings(std::span<const RowSegment> segs, float* out) {
+    for (const RowSegment& s : segs) // the vision tower's rows at the placeholders
+        for (uint32_t i = 0; s.embedding_rows && i < s.n; ++i)
+            if (s.embedding_rows[i] >= 0)
+                std::copy_n(s.embeddings + size_t(s.embedding_rows[i]) * hidden_size_, hidden_size_,
+                            out + (s.row + i) * hidden_size_);
+}
+
 void ModelRunner::norm_rows(const std::vector<float>& weight, const float* in, float* out, size_t R) {
     const size_t H = hidden_size_;
     const float eps = c_.rms_norm_eps;
@@ -82,11 +90,7 @@ void ModelRunner::forward(std::span<const RowSegment> segs, std::span<const int3
     const size_t R = tokens.size();
     set_rows(segs, R);
     embed(tokens, x_.data());
-    for (const RowSegment& s : segs) // the vision tower's rows at the placeholders
-        for (uint32_t i = 0; s.embedding_rows && i < s.n; ++i)
-            if (s.embedding_rows[i] >= 0)
-                std::copy_n(s.embeddings + size_t(s.embedding_rows[i]) * hidden_size_, hidden_size_,
-                            x_.data() + (s.row + i) * hidden_size_);
+    override_embeddings(segs, x_.data());
     uint32_t full_index = 0, gdn_index = 0;
     for (uint32_t l = 0; l < c_.num_hidden_layers; ++l) {
         const LayerWeights& L = w_.layers[l];
@@ -105,6 +109,7 @@ void ModelRunner::mtp_forward(std::span<const RowSegment> segs, std::span<const 
     // u = fc([norm_e(embed(x_{t+1})), norm_h(h_t)]): the embedding half first.
     mtp_in_.resize(R * 2 * H);
     embed(next_tokens, xn_.data());
+    override_embeddings(segs, xn_.data());
     const float eps = c_.rms_norm_eps;
     pool_.parallel_for(R, [&](size_t r0, size_t r1) {
         for (size_t r = r0; r < r1; ++r) {

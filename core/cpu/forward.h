@@ -21,7 +21,8 @@
 //   model's final-normed hidden state h_t (hidden_rows + r*H) and the token x_{t+1}, at MTP
 //   position t (segment start + i). It writes the MTP layer's K/V rows at those positions (KV layer
 //   n_full_attention_layers of the pool, the lane's pages) and leaves d = mtp.norm(u) in hidden(),
-//   so logits() gives the draft logits and hidden() the state fed back by the next draft step.
+//   so logits() gives the draft logits and hidden() the state fed back by the next draft step. A
+//   segment's positions and embedding rows apply there as in forward() (multimodal lanes).
 //   Needs weights.mtp and a plan with mtp.
 // Thread safety: engine thread only; uses the pool for data parallelism.
 #pragma once
@@ -73,6 +74,7 @@ class ModelRunner {
   private:
     void set_rows(std::span<const RowSegment> segs, size_t R);
     void embed(std::span<const int32_t> tokens, float* out);
+    void override_embeddings(std::span<const RowSegment> segs, float* out); // segments' embedding rows
     void norm_rows(const std::vector<float>& weight, const float* in, float* out, size_t R);
     // One pre-norm decoder layer over x_ (mixer, residual, FFN, residual).
     void layer(const LayerWeights& L, uint32_t kv_or_gdn_index, std::span<const RowSegment> segs,

@@ -12,6 +12,7 @@
 // Thread safety: engine thread; row() may be called concurrently for distinct rows.
 #pragma once
 
+#include "core/backend/backend.h"
 #include "core/model/config.h"
 #include "core/model/memory_plan.h"
 
@@ -66,6 +67,13 @@ struct LaneState {
     // hidden rows ([rows][H]) of positions [mtp_length, tokens.size()), waiting for their next token.
     uint32_t mtp_length = 0;
     std::vector<float> mtp_hidden;
+    // The RoPE positions of those pending rows (their main-model positions: M-RoPE ones from a
+    // multimodal prefill), and while a multimodal chunk's rows are fed to the head, that chunk's
+    // inputs from token index mtp_chunk_start on: a placeholder's next-token input is its tower row
+    // (docs/MODEL.md §8), not the placeholder's embedding.
+    std::vector<MropePosition> mtp_rope;
+    const PrefillInputs* mtp_chunk = nullptr;
+    uint32_t mtp_chunk_start = 0;
 
     // Open verify window: positions [verify_start, verify_start + verify_count) of the last verify
     // step; snapshot i (i < verify_count - 1) is the GDN state after the window's token i.

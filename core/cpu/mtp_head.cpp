@@ -23,9 +23,13 @@ MtpHead::MtpHead(const ModelWeights& weights, const MemoryPlan& plan, ModelRunne
 
 void MtpHead::keep_hidden(std::span<const RowSegment> segments) {
     const size_t H = c_.hidden_size;
-    for (const RowSegment& s : segments)
+    for (const RowSegment& s : segments) {
         s.lane->mtp_hidden.insert(s.lane->mtp_hidden.end(), runner_.hidden(s.row),
                                   runner_.hidden(s.row) + size_t(s.n) * H);
+        for (uint32_t i = 0; i < s.n; ++i) // the positions the main model gave these rows
+            s.lane->mtp_rope.push_back(s.positions ? s.positions[i]
+                                                   : MropePosition::text(uint32_t(int64_t(s.start + i) + s.lane->rope_offset)));
+    }
 }
 
 std::vector<size_t> MtpHead::feed(std::span<LaneState* const> lanes, std::span<const int32_t> next_tokens,
@@ -34,6 +38,8 @@ std::vector<size_t> MtpHead::feed(std::span<LaneState* const> lanes, std::span<c
     segs_.clear();
     tokens_.clear();
     hidden_.clear();
+    rope_.clear();
+    embedding_rows_.clear();
     std::vector<size_t> last_row(lanes.size(), kNone);
     for (size_t i = 0; i < lanes.size(); ++i) {
         LaneState& lane = *lanes[i];
@@ -47,17 +53,31 @@ std::vector<size_t> MtpHead::feed(std::span<LaneState* const> lanes, std::span<c
         if (count == 0)
             continue;
         segs_.push_back({&lane, lane.mtp_length, count, tokens_.size()});
+        const PrefillInputs* chunk = lane.mtp_chunk;
         for (uint32_t j = 0; j < count; ++j) {
             const size_t next = lane.mtp_length + j + 1;
             tokens_.push_back(next < n ? lane.tokens[next] : next_tokens[i]);
+            const size_t in_chunk = next - lane.mtp_chunk_start; // wraps when before the chunk
+            embedding_rows_.push_back(chunk && next >= lane.mtp_chunk_start && in_chunk < chunk->embedding_rows.size()
+                                          ? chunk->embedding_rows[in_chunk] : -1);
+            rope_.push_back(j < lane.mtp_rope.size() ? lane.mtp_rope[j]
+                                                     : MropePosition::text(uint32_t(int64_t(lane.mtp_length + j) + lane.rope_offset)));
         }
+        if (chunk)
+            segs_.back().embeddings = chunk->embeddings.data();
         hidden_.insert(hidden_.end(), lane.mtp_hidden.begin(), lane.mtp_hidden.begin() + size_t(count) * H);
         // A draft feeds the lane's last position with a token the lane does not hold yet: that
         // position stays pending, so the next pass feeds it again with the token appended then.
         const uint32_t consumed = count - (keep_last && next_tokens[i] >= 0 ? 1 : 0);
         lane.mtp_hidden.erase(lane.mtp_hidden.begin(), lane.mtp_hidden.begin() + size_t(consumed) * H);
+        lane.mtp_rope.erase(lane.mtp_rope.begin(), lane.mtp_rope.begin() + std::min<size_t>(consumed, lane.mtp_rope.size()));
         lane.mtp_length += consumed;
         last_row[i] = tokens_.size() - 1;
+    }
+    for (RowSegment& seg : segs_) { // the vectors are complete: point into them
+        seg.positions = rope_.data() + seg.row;
+        if (seg.embeddings)
+            seg.embedding_rows = embedding_rows_.data() + seg.row;
     }
     if (!segs_.empty())
         runner_.mtp_forward(segs_, tokens_, hidden_.data());

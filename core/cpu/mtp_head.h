@@ -17,6 +17,10 @@
 //   with the token actually appended), so drafting changes no lane state and can be repeated.
 //   Draft positions n-1..n+k-2 write scratch K/V rows that the next catch-up overwrites before any
 //   position attends to them; mtp_length never counts them.
+// - Multimodal lanes (backend.h prefill_with): position t runs at the main model's RoPE position
+//   of token t (LaneState::mtp_rope), and when x_{t+1} is a placeholder of the chunk being
+//   prefilled its input is the tower's row (LaneState::mtp_chunk), as docs/MODEL.md §8 says. Draft
+//   positions past the lane take text positions (length + rope offset on).
 // - Pages: draft reserves the lane's pages up to position n + k - 2 (KvStore::reserve, which throws
 //   "backend: KV pool full" before anything ran).
 // Thread safety: engine thread only; it reuses the runner's buffers (hidden() is overwritten).
@@ -57,7 +61,8 @@ class MtpHead {
     ModelRunner& runner_;
     KvStore& kv_;
     std::vector<RowSegment> segs_;
-    std::vector<int32_t> tokens_;
+    std::vector<int32_t> tokens_, embedding_rows_;
+    std::vector<MropePosition> rope_;
     std::vector<float> hidden_, logits_, fed_back_;
 };
 

@@ -197,3 +197,54 @@ TEST_CASE("multimodal_prefill: lane images keep the next text position", "[multi
     r.backend->prefill(0, random_tokens(9, r.c.vocab_size, 8), LogitsOut::Last, nullptr);
     CHECK_FALSE(r.backend->save_lane(0).find(LaneSectionTag::RopePosition));
 }
+
+TEST_CASE("multimodal_prefill: the MTP head takes the tower rows and M-RoPE positions", "[multimodal_prefill]") {
+    const ModelConfig c = tiny_config(false);
+    auto model = InMemoryModel::random(c, {.seed = 43, .with_mtp = true});
+    const ModelWeights w = model->weights();
+    const MemoryPlan plan = tiny_speculative_plan(c, 4, 3, true);
+    auto backend = make_cpu_backend(w, plan);
+    const DraftRequest base{0, 3, 3};
+
+    // Rows holding token 17's embedding at 5 and 17 equal a prompt with 17 there, for the head too
+    // (it reads x_{t+1} at t = 4 and 16), in two chunks split right before the second row.
+    const auto tokens = random_tokens(30, c.vocab_size, 2);
+    std::vector<int32_t> replaced = tokens, rows(tokens.size(), -1);
+    std::vector<MropePosition> text;
+    for (uint32_t i = 0; i < tokens.size(); ++i)
+        text.push_back(MropePosition::text(i));
+    const std::vector<float> emb = embedding_of(w, 17);
+    for (size_t i : {5, 17}) {
+        replaced[i] = 17;
+        rows[i] = 0;
+    }
+    for (auto [begin, end] : {std::pair<size_t, size_t>{0, 17}, {17, 30}}) {
+        backend->prefill(0, std::span(replaced).subspan(begin, end - begin), LogitsOut::Last, nullptr);
+        backend->prefill_with(1, std::span(tokens).subspan(begin, end - begin),
+                              {std::span(text).subspan(begin, end - begin), std::span(rows).subspan(begin, end - begin), emb},
+                              LogitsOut::Last, nullptr);
+    }
+    std::vector<std::vector<float>> want, got;
+    DraftRequest r0 = base, r1 = base;
+    r1.lane = 1;
+    const auto d0 = backend->draft_mtp(std::span(&r0, 1), &want);
+    const auto d1 = backend->draft_mtp(std::span(&r1, 1), &got);
+    CHECK(d1 == d0);
+    CHECK(got == want);
+
+    // An image's M-RoPE positions: one prefill and two chunks split inside the image (the head's
+    // pending row keeps its position across the chunks) draft the same.
+    Rig r;
+    const ImagePrompt p = image_prompt(r, 200);
+    ImagePrompt q = p; // the same prompt on this MTP model's vocabulary
+    backend->prefill_with(2, q.tokens, inputs_of(q, 0, q.tokens.size()), LogitsOut::Last, nullptr);
+    backend->prefill_with(3, std::span(q.tokens).first(8), inputs_of(q, 0, 8), LogitsOut::None, nullptr);
+    backend->prefill_with(3, std::span(q.tokens).subspan(8), inputs_of(q, 8, q.tokens.size()), LogitsOut::Last, nullptr);
+    DraftRequest r2 = base, r3 = base;
+    r2.lane = 2;
+    r3.lane = 3;
+    std::vector<std::vector<float>> whole, chunked;
+    CHECK(backend->draft_mtp(std::span(&r2, 1), &whole) == backend->draft_mtp(std::span(&r3, 1), &chunked));
+    REQUIRE(whole.size() == 1);
+    CHECK(relative_error(chunked[0], whole[0]) < 1e-5);
+}
