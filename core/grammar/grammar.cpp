@@ -18,7 +18,12 @@ Grammar::Grammar(std::string gbnf, std::unique_ptr<Program> program)
 
 Grammar::~Grammar() = default;
 
-size_t Grammar::memory_bytes() const { return program_->memory_bytes() + gbnf_.size(); }
+size_t Grammar::memory_bytes() const {
+    size_t bytes = program_->memory_bytes() + gbnf_.size();
+    std::lock_guard lock(impl_->mutex);
+    for (const auto& [index, cache] : impl_->masks) bytes += cache->memory_bytes();
+    return bytes;
+}
 
 std::shared_ptr<TokenMaskCache> Grammar::masks_for(const std::shared_ptr<const TokenIndex>& index) const {
     std::lock_guard lock(impl_->mutex);

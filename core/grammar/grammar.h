@@ -82,7 +82,7 @@ class Grammar {
     const std::string& gbnf() const { return gbnf_; }
     // The mask tables of this grammar over one tokenizer's vocabulary (created on first use).
     std::shared_ptr<TokenMaskCache> masks_for(const std::shared_ptr<const TokenIndex>& index) const;
-    size_t memory_bytes() const; // program size (for the cache's byte bound)
+    size_t memory_bytes() const; // program, source and the token tables computed so far
 
     struct Impl;
 

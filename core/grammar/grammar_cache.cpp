@@ -34,17 +34,17 @@ std::shared_ptr<const Grammar> GrammarCache::get_or_compile(GrammarKind kind, st
     auto [begin, end] = by_hash_.equal_range(h);
     for (auto it = begin; it != end; ++it)
         if (it->second->kind == kind && it->second->source == source) return it->second->grammar; // another thread won
-    const size_t bytes = grammar->memory_bytes() + source.size();
-    lru_.push_front({kind, std::string(source), grammar, bytes});
+    lru_.push_front({kind, std::string(source), grammar});
     by_hash_.emplace(h, lru_.begin());
-    bytes_ += bytes;
-    while (lru_.size() > max_entries_ || (bytes_ > max_bytes_ && lru_.size() > 1)) {
+    size_t bytes = 0;
+    for (const Entry& e : lru_) bytes += e.grammar->memory_bytes() + e.source.size();
+    while (lru_.size() > max_entries_ || (bytes > max_bytes_ && lru_.size() > 1)) {
         Entry& last = lru_.back();
-        const uint64_t last_hash = key_hash(last.kind, last.source);
-        auto [b, e] = by_hash_.equal_range(last_hash);
+        auto [b, e] = by_hash_.equal_range(key_hash(last.kind, last.source));
         for (auto it = b; it != e; ++it)
             if (&*it->second == &last) { by_hash_.erase(it); break; }
-        bytes_ -= last.bytes;
+        const size_t last_bytes = last.grammar->memory_bytes() + last.source.size(); // may have grown meanwhile
+        bytes = bytes > last_bytes ? bytes - last_bytes : 0;
         lru_.pop_back();
     }
     return grammar;

@@ -4,9 +4,9 @@
 // - get_or_compile(kind, source, compile) returns the cached grammar for (kind, source) or calls
 //   compile() (outside the lock; two threads may compile the same key at once, the first to finish
 //   is kept) and caches its result. An exception from compile() propagates and nothing is cached.
-// - Bounded by both a count and a byte size (Grammar::memory_bytes, token-mask tables excluded):
-//   least recently used entries are dropped first; a dropped grammar lives on while requests hold
-//   it. max_entries 0 disables caching (every call compiles).
+// - Bounded by both a count and a byte size (Grammar::memory_bytes, which grows as requests fill
+//   token tables; summed anew at each insertion): least recently used entries are dropped first;
+//   a dropped grammar lives on while requests hold it. max_entries 0 disables caching.
 // - The key is a 64-bit hash of (kind, source) with the full text compared on a hit, so a hash
 //   collision never returns the wrong grammar.
 // Thread safety: all members may be called concurrently.
@@ -41,10 +41,9 @@ class GrammarCache {
         GrammarKind kind;
         std::string source;
         std::shared_ptr<const Grammar> grammar;
-        size_t bytes;
     };
     mutable std::mutex mutex_;
-    size_t max_entries_, max_bytes_, bytes_ = 0, hits_ = 0, misses_ = 0;
+    size_t max_entries_, max_bytes_, hits_ = 0, misses_ = 0;
     std::list<Entry> lru_; // front = most recent
     std::unordered_multimap<uint64_t, std::list<Entry>::iterator> by_hash_;
 };

@@ -78,6 +78,13 @@ size_t TokenMaskCache::n_tables() const {
     return tables_.size();
 }
 
+size_t TokenMaskCache::memory_bytes() const {
+    std::shared_lock lock(mutex_);
+    size_t bytes = 0;
+    for (const auto& [key, table] : tables_) bytes += key.size() + table->memory_bytes();
+    return bytes;
+}
+
 // The key: the top's position, then each context frame's position; a trailing marker when the
 // stack ends (at the root) within the context.
 const PositionMask& TokenMaskCache::get(Frame top, const std::vector<Frame>& pool) {

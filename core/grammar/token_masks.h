@@ -42,6 +42,9 @@ struct PositionMask {
     std::vector<uint32_t> uncertain_ranks;
     std::vector<uint16_t> uncertain_lcp;
     void add_accepted(std::span<uint32_t> words) const;
+    size_t memory_bytes() const {
+        return accepted_words.size() * 4 + accepted_ids.size() * 4 + uncertain_ranks.size() * 4 + uncertain_lcp.size() * 2;
+    }
 };
 
 class TokenMaskCache {
@@ -52,6 +55,7 @@ class TokenMaskCache {
     const PositionMask& get(Frame top, const std::vector<Frame>& pool);
     const TokenIndex& index() const { return *index_; }
     size_t n_tables() const;
+    size_t memory_bytes() const; // the tables computed so far
 
   private:
     PositionMask compute(const std::vector<uint32_t>& context, bool reaches_root);

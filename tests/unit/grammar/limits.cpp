@@ -74,6 +74,10 @@ TEST_CASE("grammar cache: hits by (kind, source), LRU bound, errors not cached",
     CHECK_THROWS_AS(get(GrammarKind::Gbnf, "root ::= nope\n"), ninfer::Error);
     CHECK(compiles == 6);
     CHECK(cache.n_hits() == 3);
+    GrammarCache small(10, a->memory_bytes() + 100); // room for about one grammar
+    small.get_or_compile(GrammarKind::Gbnf, "1", [&] { return a; });
+    small.get_or_compile(GrammarKind::Gbnf, "2", [&] { return Grammar::from_gbnf("root ::= \"x\" [a-z]*\n"); });
+    CHECK(small.n_entries() == 1); // the least recent one went
     GrammarCache off(0);
     CHECK(off.get_or_compile(GrammarKind::Gbnf, "x", [&] { return a; }) == a);
     CHECK(off.n_entries() == 0);
