@@ -80,7 +80,7 @@ int main(int argc, char** argv) try {
     std::printf("schema %s: compiled in %.2f ms; instance %zu bytes = %zu tokens\n", schema_path.c_str(), compile_ms,
                 text.size(), tokens.size());
     std::vector<uint32_t> words(index->n_words());
-    std::vector<double> warm;
+    std::vector<double> warm, accept_us;
     std::vector<double> warm_max_by_step(tokens.size(), 0);
     double cold_total_us = 0, cold_max_us = 0;
     for (int round = 0; round < rounds; ++round) {
@@ -96,7 +96,9 @@ int main(int argc, char** argv) try {
                 warm_max_by_step[step] = std::max(warm_max_by_step[step], us);
             }
             if (!((words[size_t(t) >> 5] >> (t & 31)) & 1)) throw ninfer::Error("bench_grammar: the mask refuses token " + std::to_string(t) + " of the instance");
+            const auto a = Clock::now();
             if (!m.accept(t)) throw ninfer::Error("bench_grammar: the grammar refuses token " + std::to_string(t));
+            if (round > 0) accept_us.push_back(us_since(a));
         }
         m.fill_mask(words);
         const int32_t end = index->end_ids().at(0);
@@ -106,6 +108,7 @@ int main(int argc, char** argv) try {
                 cold_max_us / 1000, g->masks_for(index)->n_tables());
     std::printf("warm fill_mask over %d rounds x %zu steps: p50 %.1f us, p90 %.1f us, p99 %.1f us, max %.1f us\n", rounds - 1,
                 tokens.size(), percentile(warm, 0.5), percentile(warm, 0.9), percentile(warm, 0.99), percentile(warm, 1.0));
+    std::printf("accept: p50 %.2f us, p99 %.2f us\n", percentile(accept_us, 0.5), percentile(accept_us, 0.99));
     // The same step slow in every round is the engine; a step slow once is the machine.
     std::vector<double> steady = warm_max_by_step;
     for (size_t i = 0; i < steady.size(); ++i) {
