@@ -6,6 +6,7 @@
 #include "core/util/error.h"
 
 #include <algorithm>
+#include <random>
 
 namespace ninfer::core::grammar {
 
@@ -105,6 +106,35 @@ void Matcher::rollback(size_t n_tokens) {
     steps_.resize(steps_.size() - n_tokens);
     tops_.resize(steps_.back().tops_end);
     frames_.resize(steps_.back().pool_size);
+}
+
+size_t warm_up(const std::shared_ptr<const Grammar>& grammar, const std::shared_ptr<const TokenIndex>& index,
+               std::chrono::milliseconds budget, uint32_t seed) {
+    const auto deadline = std::chrono::steady_clock::now() + budget;
+    std::mt19937 rng(seed);
+    std::vector<uint32_t> words(index->n_words());
+    std::vector<int32_t> allowed;
+    size_t steps = 0;
+    while (std::chrono::steady_clock::now() < deadline) {
+        Matcher m(grammar, index);
+        for (size_t n = 0; n < 4096 && std::chrono::steady_clock::now() < deadline; ++n, ++steps) {
+            m.fill_mask(words);
+            allowed.clear();
+            bool end = false;
+            for (size_t w = 0; w < words.size(); ++w)
+                for (uint32_t bits = words[w]; bits; bits &= bits - 1) {
+                    const auto t = int32_t(w * 32 + size_t(__builtin_ctz(bits)));
+                    if (index->is_end(t)) end = true;
+                    else allowed.push_back(t);
+                }
+            if (allowed.empty() || (end && rng() % 4 == 0)) break;
+            // The shorter of two random tokens: walks then leave strings and reach more of the
+            // grammar's structure than uniform picks, which mostly extend long strings.
+            const int32_t a = allowed[rng() % allowed.size()], b = allowed[rng() % allowed.size()];
+            m.accept(index->bytes(a).size() <= index->bytes(b).size() ? a : b);
+        }
+    }
+    return steps;
 }
 
 } // namespace ninfer::core::grammar

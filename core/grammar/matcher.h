@@ -16,8 +16,8 @@
 // - accepting(): the text so far is a complete string of the grammar (an end token may come).
 // - finished(): nothing but an end token can follow.
 // Cost: fill_mask is a few microseconds plus the tokens the per-position tables leave uncertain
-// (token_masks.h); the first visit of a grammar position computes its table (a trie walk, up to a
-// few ms) and caches it in the grammar for every later request.
+// (token_masks.h); the first visit of a stack context computes its table (a memoized trie walk,
+// typically 1-30 ms) and caches it in the grammar for every later request.
 // Thread safety: one matcher per request, used from one thread at a time (fill_mask is const but
 // uses internal scratch space).
 #pragma once
@@ -25,6 +25,7 @@
 #include "core/grammar/grammar.h"
 #include "core/grammar/token_index.h"
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -73,5 +74,12 @@ class Matcher {
     struct Scratch;
     mutable std::unique_ptr<Scratch> scratch_;
 };
+
+// Fills a grammar's token tables ahead of the first request (on a worker thread, after compiling):
+// random walks through the grammar over `index` (the shorter of two random allowed tokens; an
+// allowed end token with probability 1/4, then a new walk) until `budget` has passed. Coverage is whatever the
+// walks reach; contexts they miss are computed on first use as usual. Returns the steps walked.
+size_t warm_up(const std::shared_ptr<const Grammar>& grammar, const std::shared_ptr<const TokenIndex>& index,
+               std::chrono::milliseconds budget, uint32_t seed = 1);
 
 } // namespace ninfer::core::grammar

