@@ -146,7 +146,7 @@ DaemonConfig to_daemon_config(const Settings& s) {
     for (const OptionSpec& o : option_table())
         if (o.field.store) o.field.store(c, s.get(o.name));
     if (c.artifact_path.empty()) throw Error("config: no artifact given (--artifact PATH or 'artifact = PATH')");
-    if (c.kv_capacity_tokens && c.kv_capacity_tokens < c.max_context)
+    if (c.kv_capacity_tokens && c.max_context && c.kv_capacity_tokens < c.max_context)
         throw Error("config: kv-capacity " + std::to_string(c.kv_capacity_tokens) +
                     " is below max-context " + std::to_string(c.max_context) + ": one request could never fit");
     return c;

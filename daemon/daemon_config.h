@@ -30,7 +30,7 @@ struct DaemonConfig {
     bool verify_artifact{};    // payload CRC-32Cs checked at start-up (core/artifact/checksums.h)
     std::string device;        // "auto", "cpu", "cuda" or "script:FILE"
     int threads{};
-    uint32_t max_context{};
+    uint32_t max_context{};        // 0 = auto until plan_model resolves it (run_daemon stores the plan's)
     uint64_t kv_capacity_tokens{}; // 0 = auto
     std::string kv_dtype;
     std::string speculative = "off"; // "mtp:K" or "ngram:K" (core::parse_speculative)

@@ -121,7 +121,13 @@ PlannedModel plan_model(const DaemonConfig& config) {
         request.backend_workspace_bytes = core::cuda_backend_workspace_bytes(m.weights->config, request);
     }
 #endif
-    m.plan = core::MemoryPlan::make(m.weights->config, request);
+    if (config.max_context == 0) {
+        core::ContextChoice choice = core::plan_max_context_auto(m.weights->config, request);
+        m.plan = std::move(choice.plan);
+        m.max_context_choice = std::move(choice.reason);
+    } else {
+        m.plan = core::MemoryPlan::make(m.weights->config, request);
+    }
     m.model_id = config.model_id;
     if (m.model_id.empty()) m.model_id = m.artifact->metadata_name();
     if (m.model_id.empty()) m.model_id = std::filesystem::path(config.artifact_path).stem().string();

@@ -5,7 +5,9 @@
 // - plan_model(config) opens and validates the artifact, parses its text config, binds the
 //   weights (shape checks, no decoding) and makes the MemoryPlan for the configured lanes, context,
 //   KV capacity and dtype against the host's available memory. A plan that does not fit throws
-//   ninfer::Error naming the deficit in bytes; ninferd then refuses to start.
+//   ninfer::Error naming the deficit in bytes; ninferd then refuses to start. max-context auto
+//   (config.max_context 0) takes core::plan_max_context_auto's choice: plan.max_context, with the
+//   reason in max_context_choice (empty for a fixed max-context).
 //   With --verify-artifact it first checks every payload object's CRC-32C (all cores; logs the
 //   figures): a mismatch, or an artifact that records no checksums, throws and start-up fails.
 // - load_backend(config, model) builds the backend the device option names: "cpu" (or "auto"
@@ -40,6 +42,7 @@ struct PlannedModel {
     // The CPU vision tower, made by load_backend when the artifact has one and the backend takes
     // image and video rows (the CPU backend); null otherwise.
     std::unique_ptr<core::VisionEncoder> vision;
+    std::string max_context_choice; // --max-context auto: the choice and its figures, for the log
 };
 
 PlannedModel plan_model(const DaemonConfig& config);

@@ -50,10 +50,10 @@ constexpr OptionSpec kOptions[] = {
      text_field<&DaemonConfig::device>()},
     {"threads", OptionKind::Integer, "0", 0, 1024, "", "N", "CPU backend threads (0 = one per core)", 0,
      integer_field<&DaemonConfig::threads>()},
-    {"max-context", OptionKind::Integer, "32768", 16, 1048576, "", "TOKENS",
-     "longest sequence (prompt + output) one request may use (the default holds coding agents' "
-     "15-18K-token first prompts)", 0,
-     integer_field<&DaemonConfig::max_context>()},
+    {"max-context", OptionKind::Choice, "auto", 16, 1048576, "auto|[0-9]*", "TOKENS|auto",
+     "longest sequence (prompt + output) one request may use; auto = the model's max_position_embeddings "
+     "if max-concurrency lanes of it fit the memory plan, else the most that fits (logged with the figures)", 0,
+     auto_or_integer_field<&DaemonConfig::max_context>()},
     {"kv-capacity", OptionKind::Choice, "auto", 0, 0, "auto|[0-9]*", "TOKENS|auto",
      "tokens in the KV pool shared by all lanes (auto = max-context x max-concurrency)", 0,
      auto_or_integer_field<&DaemonConfig::kv_capacity_tokens>()},
@@ -257,11 +257,16 @@ void Settings::set(std::string_view name, std::string_view value, std::string_vi
             throw Error(fail_prefix(where, name) + " wants a number in " + option_number_range(*o) + ", got '" +
                         std::string(value) + "'");
         break;
-    case OptionKind::Choice:
+    case OptionKind::Choice: {
         if (!matches_choice(o->choices, value))
             throw Error(fail_prefix(where, name) + " must be one of " + std::string(o->choices) + ", got '" +
                         std::string(value) + "'");
+        int64_t n = 0; // a number a choice admits ("auto|[0-9]*") keeps the row's range, if it has one
+        if (o->min_value < o->max_value && parse_int(value, n) && (n < o->min_value || n > o->max_value))
+            throw Error(fail_prefix(where, name) + " must be auto or in " + std::to_string(o->min_value) + ".." +
+                        std::to_string(o->max_value) + ", got " + std::to_string(n));
         break;
+    }
     default:
         break;
     }

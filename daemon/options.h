@@ -41,7 +41,8 @@ enum class OptionKind : uint8_t {
     Text,     // any string (paths, hosts, keys)
     Integer,  // decimal integer within [min_value, max_value]
     Boolean,  // true/false/yes/no/on/off/1/0; on the CLI `--name` alone means true
-    Choice,   // one of `choices` ("a|b|c"); a trailing "*" on a choice accepts it as a prefix
+    Choice,   // one of `choices` ("a|b|c"); a trailing "*" on a choice accepts it as a prefix;
+              // "[0-9]*" a positive integer, within [min_value, max_value] when min < max
     Action,   // CLI only, takes no value: --help, --version, --check-config
     Number,   // "" (unset) or a decimal number within [min_value, max_value] thousandths
 };

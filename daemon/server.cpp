@@ -317,6 +317,8 @@ int run_daemon(const CommandLine& cli) {
     if (!warning.empty()) // the packaged demo: say how to serve a real model (ninferd.conf(5))
         log_warning("model, to serve a real model convert it with `ninferctl convert` and set `artifact = PATH` "
                     "in /etc/ninfer/ninferd.conf.d/50-local.conf");
+    if (!model.max_context_choice.empty()) log_info("plan, " + model.max_context_choice);
+    config.max_context = model.plan.max_context; // auto resolved: what requests, /v1/models and /props see
     log_info("model, " + model.model_id + ": " + model.plan.describe());
     Daemon daemon(cli, std::move(settings), std::move(config), std::move(model));
     return daemon.run();

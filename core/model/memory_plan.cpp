@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <sstream>
 
 namespace ninfer::core {
@@ -124,21 +123,6 @@ std::string MemoryPlan::describe() const {
         o << ", verify snapshots " << mib(gdn_verify_bytes) << " (K=" << max_draft_tokens << ")";
     o << ", workspace " << mib(workspace_bytes) << ", max-context " << max_context;
     return o.str();
-}
-
-uint64_t host_available_bytes() {
-    std::ifstream in("/proc/meminfo");
-    std::string key;
-    uint64_t kib = 0;
-    std::string unit;
-    while (in >> key >> kib >> unit)
-        if (key == "MemAvailable:")
-            return kib * 1024;
-    return 0;
-}
-
-uint64_t host_default_margin(uint64_t available) {
-    return std::max<uint64_t>(512ull << 20, available / 10);
 }
 
 } // namespace ninfer::core

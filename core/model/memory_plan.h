@@ -85,9 +85,28 @@ struct MemoryPlan {
     }
 };
 
-// Memory the host can give (MemAvailable of /proc/meminfo), and the CPU's default margin:
-// max(512 MiB, 10% of it), so auto sizing never takes all of RAM.
+// --max-context auto (memory_plan_auto.cpp): the largest max-context for which every one of the
+// request's lanes can hold a full sequence: the plan fits, and its KV pool (auto: what memory
+// allows; an explicit kv_capacity_tokens: as given) holds lanes x max-context tokens. That is the
+// model's max_position_embeddings when it fits, else the largest multiple of 64 tokens below it
+// (found by bisection over MemoryPlan::make; request.max_context is ignored). reason is one log
+// line with the figures behind the choice. Throws ninfer::Error("plan: --max-context auto: ...")
+// when the model gives no max_position_embeddings, or with make()'s deficit when not even 64
+// tokens a lane fit.
+struct ContextChoice {
+    MemoryPlan plan;
+    std::string reason;
+};
+ContextChoice plan_max_context_auto(const ModelConfig& config, MemoryRequest request);
+
+// Memory the host can give (memory_host.cpp): MemAvailable of /proc/meminfo, lowered to what the
+// process's memory cgroup still allows (limit - usage, the tightest level of v2's hierarchy or v1's
+// memory controller), so a unit with MemoryMax= or a container plans within its limit. And the
+// CPU's default margin: max(512 MiB, 10% of it), so auto sizing never takes all of it.
 uint64_t host_available_bytes();
 uint64_t host_default_margin(uint64_t available_bytes);
+// The room the cgroup of /proc/self/cgroup's text leaves under `sysfs_root` (normally
+// /sys/fs/cgroup), in bytes; UINT64_MAX when no limit applies or none can be read.
+uint64_t cgroup_memory_room(const std::string& proc_self_cgroup, const std::string& sysfs_root);
 
 } // namespace ninfer::core

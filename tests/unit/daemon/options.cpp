@@ -34,7 +34,7 @@ TEST_CASE("defaults come from the table and every option has help", "[options]")
     CHECK(s.get("host") == "127.0.0.1");
     CHECK(s.get_int("port") == 8080);
     CHECK(s.get_int("max-concurrency") == 4);
-    CHECK(s.get_int("max-context") == 32768);
+    CHECK(s.get("max-context") == "auto");
     CHECK(s.get("kv-capacity") == "auto");
     for (const OptionSpec& o : option_table()) CHECK_FALSE(o.help.empty());
     std::string help = render_help("ninferd");
@@ -51,6 +51,11 @@ TEST_CASE("values are validated by kind and range with a message naming the opti
     CHECK_THROWS_WITH(s.set("bogus", "1", "f.conf:3"), Catch::Contains("f.conf:3: unknown option 'bogus'"));
     s.set("kv-capacity", "65536", "x");
     CHECK_THROWS(s.set("kv-capacity", "-5", "x"));
+    s.set("max-context", "16", "x"); // auto or a number in the row's range
+    s.set("max-context", "auto", "x");
+    CHECK_THROWS_WITH(s.set("max-context", "8", "x"), Catch::Contains("'max-context' must be auto or in 16..1048576, got 8"));
+    CHECK_THROWS_WITH(s.set("max-context", "2000000", "x"), Catch::Contains("must be auto or in 16..1048576"));
+    CHECK_THROWS_WITH(s.set("max-context", "big", "x"), Catch::Contains("must be one of auto|[0-9]*"));
     s.set("enable-thinking", "off", "x");
     CHECK_FALSE(s.get_bool("enable-thinking"));
     s.set("device", "script:/tmp/a.txt", "x");
@@ -110,5 +115,7 @@ TEST_CASE("DaemonConfig: artifact required, key file read, secrets redacted, cap
     CHECK(s.dump().find("secret-a") == std::string::npos);
     CHECK(s.dump().find("api-key = <redacted>") != std::string::npos);
     s.set("kv-capacity", "100", "x");
+    CHECK_NOTHROW(to_daemon_config(s)); // max-context auto: the plan fits the context to the pool
+    s.set("max-context", "4096", "x");
     CHECK_THROWS_WITH(to_daemon_config(s), Catch::Contains("below max-context"));
 }
