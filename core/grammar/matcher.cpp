@@ -108,6 +108,17 @@ void Matcher::rollback(size_t n_tokens) {
     frames_.resize(steps_.back().pool_size);
 }
 
+bool allowed_tokens(std::span<const uint32_t> words, const TokenIndex& index, std::vector<int32_t>& tokens) {
+    bool end = false;
+    for (size_t w = 0; w < words.size(); ++w)
+        for (uint32_t bits = words[w]; bits; bits &= bits - 1) {
+            const auto t = int32_t(w * 32 + size_t(__builtin_ctz(bits)));
+            if (index.is_end(t)) end = true;
+            else tokens.push_back(t);
+        }
+    return end;
+}
+
 size_t warm_up(const std::shared_ptr<const Grammar>& grammar, const std::shared_ptr<const TokenIndex>& index,
                std::chrono::milliseconds budget, uint32_t seed) {
     const auto deadline = std::chrono::steady_clock::now() + budget;
@@ -120,13 +131,7 @@ size_t warm_up(const std::shared_ptr<const Grammar>& grammar, const std::shared_
         for (size_t n = 0; n < 4096 && std::chrono::steady_clock::now() < deadline; ++n, ++steps) {
             m.fill_mask(words);
             allowed.clear();
-            bool end = false;
-            for (size_t w = 0; w < words.size(); ++w)
-                for (uint32_t bits = words[w]; bits; bits &= bits - 1) {
-                    const auto t = int32_t(w * 32 + size_t(__builtin_ctz(bits)));
-                    if (index->is_end(t)) end = true;
-                    else allowed.push_back(t);
-                }
+            const bool end = allowed_tokens(words, *index, allowed);
             if (allowed.empty() || (end && rng() % 4 == 0)) break;
             // The shorter of two random tokens: walks then leave strings and reach more of the
             // grammar's structure than uniform picks, which mostly extend long strings.

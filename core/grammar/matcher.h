@@ -75,6 +75,10 @@ class Matcher {
     mutable std::unique_ptr<Scratch> scratch_;
 };
 
+// The tokens a mask allows, split: grammar tokens appended to `tokens`; returns whether an end
+// token is allowed.
+bool allowed_tokens(std::span<const uint32_t> words, const TokenIndex& index, std::vector<int32_t>& tokens);
+
 // Fills a grammar's token tables ahead of the first request (on a worker thread, after compiling):
 // random walks through the grammar over `index` (the shorter of two random allowed tokens; an
 // allowed end token with probability 1/4, then a new walk) until `budget` has passed. Coverage is whatever the

@@ -75,13 +75,7 @@ inline std::string grammar_random_walk(const std::shared_ptr<const core::grammar
     while (out.size() < max_bytes) {
         m.fill_mask(words);
         allowed.clear();
-        bool end_allowed = false;
-        for (size_t w = 0; w < words.size(); ++w)
-            for (uint32_t bits = words[w]; bits; bits &= bits - 1) {
-                const auto t = int32_t(w * 32 + size_t(__builtin_ctz(bits)));
-                if (index->is_end(t)) end_allowed = true;
-                else allowed.push_back(t);
-            }
+        const bool end_allowed = core::grammar::allowed_tokens(words, *index, allowed);
         if (end_allowed && (allowed.empty() || std::uniform_real_distribution<double>(0, 1)(rng) < p_end)) {
             ok = m.accept(index->end_ids()[0]);
             return ok ? out : std::string();
