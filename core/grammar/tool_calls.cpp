@@ -81,7 +81,7 @@ class ToolGrammar {
 
   private:
     Gen param_value(element schema, uint8_t parser_bits, const std::string& pointer) {
-        const uint8_t typed = parser_bits == 0 ? kTypeString : parser_mask(parser_bits);
+        const uint8_t typed = parser_bits == 0 ? uint8_t(kTypeString) : parser_mask(parser_bits);
         const uint8_t mask = schema_type_mask(schema);
         if (typed & kTypeString) {
             if (typed & ~(kTypeString | kTypeNull))

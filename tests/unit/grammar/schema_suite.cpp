@@ -25,7 +25,7 @@ struct FileStats {
 TEST_CASE("draft-7 suite: no invalid instance accepted; random strings validate with ajv", "[schema_suite]") {
     REQUIRE(std::filesystem::is_directory(kSuiteDir)); // apt-get install json-schema-test-suite
     std::vector<std::filesystem::path> files;
-    for (const std::string dir : {std::string(kSuiteDir), std::string(kSuiteDir) + "/optional/format"})
+    for (const std::string& dir : {std::string(kSuiteDir), std::string(kSuiteDir) + "/optional/format"})
         for (const auto& entry : std::filesystem::directory_iterator(dir))
             if (entry.path().extension() == ".json") files.push_back(entry.path());
     std::sort(files.begin(), files.end());
