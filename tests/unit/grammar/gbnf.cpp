@@ -83,3 +83,36 @@ TEST_CASE("gbnf dead alternatives are pruned; limits are enforced", "[gbnf]") {
     small.max_states = 1000;
     CHECK_THROWS_WITH(Grammar::from_gbnf("root ::= \"abc\"{2000}\n", small), Catch::Matchers::Contains("max_states"));
 }
+
+TEST_CASE("gbnf as llama.cpp writes it: multi-line groups with comments, empty alternatives, its JSON converter's output", "[gbnf]") {
+    auto chess = Grammar::from_gbnf(R"(# `root` specifies the pattern for the overall output
+root ::= (
+    # it must start with "1. " followed by a move
+    "1. " move " " move "\n"
+
+    # then numbered moves
+    ([1-9] [0-9]? ". " move " " move "\n")+
+)
+move ::= (pawn | nonpawn | castle) [+#]?
+pawn ::= [a-h] [1-8]
+nonpawn ::= [NBKQR] [a-h] [1-8]
+castle ::= "O-O" "-O"?
+)");
+    CHECK(grammar_matches(chess, "1. e4 e5\n2. Nf3 Nc6\n10. O-O O-O-O#\n"));
+    CHECK_FALSE(grammar_matches(chess, "1. e4 e5\n"));
+    auto people = Grammar::from_gbnf(R"(char ::= [^"\\\x7F\x00-\x1F] | [\\] (["\\bfnrt] | "u" [0-9a-fA-F]{4})
+item ::= "{" space item-name-kv "," space item-age-kv "}" space
+item-age ::= ([0-9] | ([1-8] [0-9] | [9] [0-9]) | "1" ([0-4] [0-9] | [5] "0")) space
+item-age-kv ::= "\"age\"" space ":" space item-age
+item-name ::= "\"" char{1,100} "\"" space
+item-name-kv ::= "\"name\"" space ":" space item-name
+root ::= "[" space item ("," space item){1,9} "]" space
+space ::= | " " | "\n" [ \t]{0,20}
+)");
+    CHECK(grammar_matches(people, R"([{"name": "Ada", "age": 36}, {"name":"Alan","age":41}])"));
+    CHECK(grammar_matches(people, "[\n  {\"name\": \"A\\u00e9\", \"age\": 150}, {\"name\": \"B\", \"age\": 0}]\n"));
+    CHECK_FALSE(grammar_matches(people, R"([{"name": "Ada", "age": 151}, {"name":"Alan","age":41}])"));
+    CHECK_FALSE(grammar_matches(people, R"([{"name": "Ada", "age": 36}])"));
+    auto continued = Grammar::from_gbnf("root ::= \"a\" |\n  \"b\" |\n  \"c\"\n");
+    CHECK(grammar_matches(continued, "c"));
+}
