@@ -218,6 +218,7 @@ void ChatSession::deliver(ChatUpdate&& u) {
     case ChatUpdate::Kind::Admitted:
         lane_ = u.lane;
         n_cached_tokens_ = u.cached_tokens;
+        ctx_.counters.queue_seconds.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
         if (request_.stream && !peer_gone_) {
             writer_->add_header("Cache-Control", "no-cache");
             writer_->add_header("X-Accel-Buffering", "no");
@@ -228,10 +229,13 @@ void ChatSession::deliver(ChatUpdate&& u) {
         return;
     case ChatUpdate::Kind::Tokens:
         ++n_generated_tokens_;
-        if (!first_token_seen_) {
+        if (const auto now = std::chrono::steady_clock::now(); !first_token_seen_) {
             first_token_seen_ = true;
-            ctx_.counters.ttft_seconds.observe(
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
+            ctx_.counters.ttft_seconds.observe(std::chrono::duration<double>(now - started_).count());
+            last_token_at_ = now;
+        } else {
+            ctx_.counters.token_gap_seconds.observe(std::chrono::duration<double>(now - last_token_at_).count());
+            last_token_at_ = now;
         }
         for (auto& lp : u.logprobs) (request_.stream ? pending_logprobs_ : result_.logprobs).push_back(std::move(lp));
         if (peer_gone_) return;
@@ -254,6 +258,8 @@ void ChatSession::deliver(ChatUpdate&& u) {
 void ChatSession::finish(const ChatUpdate& u) {
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
     ctx_.counters.request_seconds.observe(seconds);
+    ctx_.counters.prompt_tokens.observe(double(u.summary.prompt_tokens));
+    ctx_.counters.generation_tokens.observe(double(u.summary.completion_tokens));
     ctx_.counters.n_tokens_max =
         std::max<uint64_t>(ctx_.counters.n_tokens_max, uint64_t(u.summary.prompt_tokens) + u.summary.completion_tokens);
     log_request_finished(id_, u.summary, finish_reason_name(u.finish), seconds * 1000);

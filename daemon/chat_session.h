@@ -80,6 +80,7 @@ class ChatSession : public std::enable_shared_from_this<ChatSession> {
     bool peer_gone_ = false;
     bool ended_ = false;
     bool first_token_seen_ = false;
+    std::chrono::steady_clock::time_point last_token_at_; // the inter-token latency histogram's
     int lane_ = -1;
     uint32_t n_prompt_tokens_ = 0;
     uint32_t n_cached_tokens_ = 0; // of the prompt, known once admitted

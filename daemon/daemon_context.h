@@ -17,8 +17,10 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include <uv.h>
 
@@ -29,24 +31,38 @@ enum class ServeState : uint8_t { Loading, Ready, Failed, Draining };
 class ChatSession;
 class ResponseStore;
 
-// Histogram bucket bounds in seconds (Prometheus `le`), shared by TTFT and request duration.
-// Up to an hour: an agent's long turn (a 32K-token answer on a CPU) must not land in +Inf only.
+// Histogram bucket bounds (Prometheus `le`). Latencies in seconds (TTFT, queue time, request
+// duration) up to an hour: an agent's long turn (a 32K-token answer on a CPU) must not land in
+// +Inf only. The gap between two tokens of a reply: vLLM's inter-token latency buckets. Token
+// counts of a request: vLLM's 1-2-5 series, up to a million.
 inline constexpr std::array<double, 17> kLatencyBuckets = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,   2.5, 5,
                                                            10,   30,    60,   120, 300,  600, 1800, 3600};
+inline constexpr std::array<double, 19> kTokenGapBuckets = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,  0.3,  0.4, 0.5,
+                                                            0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0, 40.0, 80.0};
+inline constexpr std::array<double, 19> kTokenCountBuckets = {1,     2,     5,      10,     20,     50,    100,
+                                                              200,   500,   1000,   2000,   5000,   10000, 20000,
+                                                              50000, 100000, 200000, 500000, 1000000};
 
 struct Histogram {
-    std::array<uint64_t, kLatencyBuckets.size()> counts{};
+    explicit Histogram(std::span<const double> bucket_bounds = kLatencyBuckets)
+        : bounds(bucket_bounds), counts(bucket_bounds.size()) {}
+    std::span<const double> bounds; // a constant table above
+    std::vector<uint64_t> counts;   // per bucket, not cumulative
     uint64_t count = 0;
     double sum = 0;
-    void observe(double seconds);
+    void observe(double value);
 };
 
 struct LoopCounters {
     std::map<int, uint64_t> http_responses_by_status; // every response, counted by HttpServer::on_response
     uint64_t n_chat_requests_total = 0;
     uint64_t n_client_disconnects_total = 0;
-    Histogram ttft_seconds;
-    Histogram request_seconds;
+    Histogram ttft_seconds;                             // arrival -> first token
+    Histogram request_seconds;                          // arrival -> last token
+    Histogram queue_seconds;                            // arrival -> a lane takes it (Admitted)
+    Histogram token_gap_seconds{kTokenGapBuckets};      // between two tokens of one reply
+    Histogram prompt_tokens{kTokenCountBuckets};        // a finished request's prompt
+    Histogram generation_tokens{kTokenCountBuckets};    // a finished request's output
     uint64_t n_tokens_max = 0; // largest prompt + generated tokens of a finished request
 };
 

@@ -30,9 +30,9 @@ void one(std::ostringstream& out, const char* name, const char* type, const char
 void histogram(std::ostringstream& out, const std::string& name, const char* help, const Histogram& h) {
     family(out, name.c_str(), "histogram", help);
     uint64_t cumulative = 0;
-    for (size_t i = 0; i < kLatencyBuckets.size(); ++i) {
+    for (size_t i = 0; i < h.bounds.size(); ++i) {
         cumulative += h.counts[i];
-        out << name << "_bucket{le=\"" << kLatencyBuckets[i] << "\"} " << cumulative << "\n";
+        out << name << "_bucket{le=\"" << h.bounds[i] << "\"} " << cumulative << "\n";
     }
     out << name << "_bucket{le=\"+Inf\"} " << h.count << "\n";
     sample(out, (name + "_sum").c_str(), h.sum);
@@ -55,14 +55,14 @@ ProcessMemory read_process_memory() {
     return m;
 }
 
-void Histogram::observe(double seconds) {
-    for (size_t i = 0; i < kLatencyBuckets.size(); ++i)
-        if (seconds <= kLatencyBuckets[i]) {
+void Histogram::observe(double value) {
+    for (size_t i = 0; i < bounds.size(); ++i)
+        if (value <= bounds[i]) {
             ++counts[i];
             break;
         }
     ++count;
-    sum += seconds;
+    sum += value;
 }
 
 std::string render_metrics(const DaemonContext& ctx) {
@@ -123,6 +123,14 @@ std::string render_metrics(const DaemonContext& ctx) {
         double(ctx.counters.n_client_disconnects_total));
     histogram(out, "ninfer_time_to_first_token_seconds", "Request arrival to first token", ctx.counters.ttft_seconds);
     histogram(out, "ninfer_request_duration_seconds", "Request arrival to last token", ctx.counters.request_seconds);
+    // vLLM's names (vllm:* there): queue time, the gaps between a reply's tokens, and the
+    // prompt and output lengths of finished requests.
+    histogram(out, "ninfer_request_queue_time_seconds", "Request arrival to a lane taking it", ctx.counters.queue_seconds);
+    histogram(out, "ninfer_inter_token_latency_seconds", "Time between two tokens of one reply",
+              ctx.counters.token_gap_seconds);
+    histogram(out, "ninfer_request_prompt_tokens", "Prompt tokens of a finished request", ctx.counters.prompt_tokens);
+    histogram(out, "ninfer_request_generation_tokens", "Generated tokens of a finished request",
+              ctx.counters.generation_tokens);
     const ProcessMemory memory = read_process_memory();
     one(out, "ninfer_process_resident_bytes", "gauge", "Resident memory now (VmRSS)", double(memory.resident_bytes));
     one(out, "ninfer_process_resident_peak_bytes", "gauge", "Most resident memory since start (VmHWM)",

@@ -1,5 +1,6 @@
 // ninfer tests - /metrics text: every sample belongs to a family with HELP and TYPE, histograms are
-// cumulative with +Inf = count, and the llama.cpp names dashboards read are present.
+// cumulative with +Inf = count over their own buckets, and the llama.cpp and vLLM names dashboards
+// read are present.
 #include "daemon/metrics.h"
 
 #include <catch2/catch.hpp>
@@ -20,6 +21,8 @@ TEST_CASE("metrics text is well-formed Prometheus exposition", "[metrics]") {
     ctx.state = ServeState::Ready;
     ctx.counters.http_responses_by_status[200] = 3;
     for (double s : {0.005, 0.3, 0.3, 100.0}) ctx.counters.ttft_seconds.observe(s);
+    for (double n : {3.0, 700.0, 2'000'000.0}) ctx.counters.prompt_tokens.observe(n);
+    ctx.counters.token_gap_seconds.observe(0.06);
     std::string text = render_metrics(ctx);
 
     std::map<std::string, std::string> types;
@@ -53,6 +56,19 @@ TEST_CASE("metrics text is well-formed Prometheus exposition", "[metrics]") {
     CHECK(text.find("ninfer_time_to_first_token_seconds_bucket{le=\"60\"} 3\n") != std::string::npos);
     CHECK(text.find("ninfer_time_to_first_token_seconds_bucket{le=\"+Inf\"} 4\n") != std::string::npos);
     CHECK(text.find("ninfer_time_to_first_token_seconds_count 4\n") != std::string::npos);
+    // vLLM's histograms under ninfer_ names, each with its own buckets.
+    for (const char* name : {"ninfer_request_queue_time_seconds", "ninfer_inter_token_latency_seconds",
+                             "ninfer_request_prompt_tokens", "ninfer_request_generation_tokens"})
+        CHECK(types[name] == "histogram");
+    CHECK(text.find("ninfer_request_prompt_tokens_bucket{le=\"2\"} 0\n") != std::string::npos);
+    CHECK(text.find("ninfer_request_prompt_tokens_bucket{le=\"5\"} 1\n") != std::string::npos);
+    CHECK(text.find("ninfer_request_prompt_tokens_bucket{le=\"1000\"} 2\n") != std::string::npos);
+    CHECK(text.find("ninfer_request_prompt_tokens_bucket{le=\"1e+06\"} 2\n") != std::string::npos);
+    CHECK(text.find("ninfer_request_prompt_tokens_bucket{le=\"+Inf\"} 3\n") != std::string::npos);
+    CHECK(text.find("ninfer_request_prompt_tokens_sum 2000703\n") != std::string::npos);
+    CHECK(text.find("ninfer_inter_token_latency_seconds_bucket{le=\"0.05\"} 0\n") != std::string::npos);
+    CHECK(text.find("ninfer_inter_token_latency_seconds_bucket{le=\"0.075\"} 1\n") != std::string::npos);
+    CHECK(text.find("ninfer_request_generation_tokens_count 0\n") != std::string::npos);
     CHECK(text.find("ninfer_http_responses_total{code=\"200\"} 3\n") != std::string::npos);
     CHECK(text.find("ninfer_engine_ready 1\n") != std::string::npos);
     CHECK(text.find("ninfer_http_request_body_peak_bytes 0\n") != std::string::npos); // no server yet
