@@ -5,6 +5,7 @@
 #include "core/convert/recipe.h"
 #include "core/convert/synthetic.h"
 #include "core/util/error.h"
+#include "core/util/temp_cleanup.h"
 
 #include <chrono>
 #include <cstdio>
@@ -119,6 +120,7 @@ int cmd_convert(int argc, char** argv) {
     ConvertArgs a;
     if (!parse_args(argc, argv, a))
         return 2;
+    core::install_temp_cleanup_on_signals(); // Ctrl-C leaves no hidden multi-GB temp file
     core::Recipe recipe = core::Recipe::parse(a.recipe);
     for (const std::string& f : a.formats)
         recipe.apply_override(f);

@@ -2,6 +2,7 @@
 #include "core/artifact/writer_files.h"
 
 #include "core/util/error.h"
+#include "core/util/temp_cleanup.h"
 
 #include <array>
 #include <cerrno>
@@ -79,7 +80,7 @@ WriterFiles::Temp WriterFiles::make_temp() {
     if (fd < 0)
         fail("cannot create a temp file in " + dir_ + ": " + std::strerror(errno));
     ::fchmod(fd, 0644);
-    temps_.push_back({tmpl, fd});
+    temps_.push_back({tmpl, fd, temp_cleanup_register(tmpl)});
     return temps_.back();
 }
 
@@ -224,6 +225,7 @@ uint64_t WriterFiles::publish(const std::string& json, const std::vector<FileSeg
                 ::unlink(t.path.c_str());
             if (t.fd >= 0)
                 ::close(t.fd);
+            temp_cleanup_unregister(t.cleanup_slot);
             t = Temp{};
         }
         int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -248,6 +250,7 @@ void WriterFiles::abandon() noexcept {
             ::close(t.fd);
         if (!t.path.empty())
             ::unlink(t.path.c_str());
+        temp_cleanup_unregister(t.cleanup_slot);
         t = Temp{};
     }
     for (const std::string& p : published_)

@@ -48,6 +48,7 @@ class WriterFiles {
     struct Temp {
         std::string path;
         int fd = -1;
+        int cleanup_slot = -1; // core/util/temp_cleanup.h: unlinked if a fatal signal comes first
     };
     Temp make_temp();
     [[noreturn]] void fail(const std::string& msg) const;

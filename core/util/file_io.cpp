@@ -2,6 +2,7 @@
 #include "core/util/file_io.h"
 
 #include "core/util/error.h"
+#include "core/util/temp_cleanup.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -205,12 +206,14 @@ AtomicFile::AtomicFile(std::string final_path) : final_path_(std::move(final_pat
     fd_ = ::mkostemp(buf.data(), O_CLOEXEC);
     if (fd_ < 0) fail("create", templ, errno);
     temp_path_ = buf.data();
+    cleanup_slot_ = temp_cleanup_register(temp_path_);
     ::fchmod(fd_, 0640);
 }
 
 AtomicFile::~AtomicFile() {
     if (fd_ >= 0) ::close(fd_);
     if (!temp_path_.empty()) ::unlink(temp_path_.c_str());
+    temp_cleanup_unregister(cleanup_slot_);
 }
 
 void AtomicFile::commit() {
@@ -222,6 +225,8 @@ void AtomicFile::commit() {
         std::abort(); // fault injection for crash tests: the temp is complete, the rename never happens
     if (::rename(temp_path_.c_str(), final_path_.c_str()) != 0) fail("rename", final_path_, errno);
     temp_path_.clear();
+    temp_cleanup_unregister(cleanup_slot_);
+    cleanup_slot_ = -1;
     fsync_directory(directory_of(final_path_));
 }
 

@@ -12,7 +12,9 @@
 // - AtomicFile creates `.<name>.tmp.XXXXXX` (mode 0640, O_CLOEXEC) beside the final path. commit()
 //   fdatasyncs, renames over the final name and fsyncs the directory; a failure at any step
 //   unlinks the temp and throws. Destroying an uncommitted AtomicFile unlinks the temp, so the
-//   final name only ever holds the old file or the complete new one.
+//   final name only ever holds the old file or the complete new one. The temp is registered with
+//   temp_cleanup (core/util/temp_cleanup.h) until committed or removed, so a tool that installed
+//   the signal cleanup (ninferctl) leaves no temp when interrupted.
 // - remove_stale_temps(dir, suffix) deletes `.*<suffix>.tmp.*` litter of crashed writers.
 // Thread safety: functions are reentrant; each call sets up its own ring (never shared).
 #pragma once
@@ -65,6 +67,7 @@ class AtomicFile {
   private:
     std::string final_path_, temp_path_;
     int fd_ = -1;
+    int cleanup_slot_ = -1; // core/util/temp_cleanup.h: unlinked if a fatal signal comes first
 };
 
 size_t remove_stale_temps(const std::string& dir, const std::string& suffix);
