@@ -42,7 +42,7 @@ const BAD = [
 main('soak', async (start) => {
     const socket = path.join(TEST_DIR, 'soak-ctl.sock');
     const d = await start(['--max-concurrency', '4', '--max-pending', '256', '--host-cache-mib', '16',
-        '--control-socket', socket, '--state-dir', path.join(TEST_DIR, 'state'), '--idle-timeout-s', '2']);
+        '--control-socket', socket, '--state-dir', path.join(TEST_DIR, 'state'), '--idle-timeout-s', '10']);
     const pid = d.proc.pid;
     const client = d.client();
     const counts = { streams: 0, tokens: 0, cancelled: 0, bad: 0, other: 0, ctl: 0 };
@@ -126,7 +126,9 @@ main('soak', async (start) => {
     };
     await Promise.all([...[...Array(STREAMS)].map((_, w) => streamer(w)), canceller(), badClient(), otherApis(), controller(), sampler()]);
     agent.destroy();
-    await sleep(3500); // clients' idle keep-alive connections close after --idle-timeout-s 2
+    // Clients' idle keep-alive connections close after --idle-timeout-s 10 (shorter idle timeouts
+    // make a client that reuses a connection as the server closes it see a reset: 4 in 390 s at 2 s).
+    await sleep(11500);
     const fdEnd = fdCount(pid), rssEnd = rssKiB(pid);
     const afterWarmup = samples.filter((s) => s.t >= WARMUP_S);
     const rssBase = afterWarmup.length ? afterWarmup[0].rss : rssEnd;
