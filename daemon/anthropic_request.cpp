@@ -33,6 +33,23 @@ std::string text_of(element content, const std::string& param, const char* joine
     return out;
 }
 
+// {"type":"image","source":{"type":"base64","media_type":"image/png","data":"..."}} as a data: URL;
+// a "url" source is a remote URL (refused by media_part unless it is itself a data: URL).
+core::ContentPart image_block(element b, const std::string& p) {
+    element source;
+    if (b["source"].get(source) || !source.is_object()) fail(p + ".source", "an image block needs a 'source' object", "");
+    const std::string kind = string_of(source["type"], p + ".source.type");
+    if (kind == "base64")
+        return media_part(core::ContentPart::Kind::Image,
+                          "data:" + string_of(source["media_type"], p + ".source.media_type") + ";base64," +
+                              string_of(source["data"], p + ".source.data"),
+                          p + ".source");
+    if (kind == "url")
+        return media_part(core::ContentPart::Kind::Image, string_of(source["url"], p + ".source.url"), p + ".source.url");
+    fail(p + ".source.type", "image source type '" + kind + "' is not supported by this server (base64 is)",
+         "modality_not_supported");
+}
+
 void add_user_blocks(element content, const std::string& param, std::vector<core::ChatMessage>& out) {
     core::ChatMessage user;
     user.role = core::ChatRole::User;
@@ -50,7 +67,9 @@ void add_user_blocks(element content, const std::string& param, std::vector<core
             if (!b["content"].get(c) && !c.is_null())
                 tool.content.push_back({core::ContentPart::Kind::Text, text_of(c, p + ".content", "\n")});
             out.push_back(std::move(tool));
-        } else if (type == "image" || type == "document") {
+        } else if (type == "image") {
+            user.content.push_back(image_block(b, p));
+        } else if (type == "document") {
             fail(p, "content block type '" + type + "' is not supported by this server", "modality_not_supported");
         } else {
             fail(p, "unsupported content block type '" + type + "' in a user message", "");

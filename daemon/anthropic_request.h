@@ -10,8 +10,10 @@
 //   messages: role user|assistant|system, content a
 //   string or blocks: text, thinking (-> reasoning_content; redacted_thinking is dropped),
 //   tool_use (-> tool_calls, input kept as a JSON object), tool_result (-> one tool message per
-//   block, content a string or text blocks, before the user's other blocks); image and document
-//   blocks -> 400 modality_not_supported.
+//   block, content a string or text blocks, before the user's other blocks); image blocks with a
+//   base64 source -> an Image part (as a data: URL; a url source is checked like any media URL,
+//   remote ones refused 400 invalid_media_url); document blocks and other image sources -> 400
+//   modality_not_supported.
 // - tools {name, description, input_schema} become OpenAI-shaped function tools; server tools
 //   (a type other than custom: web_search_*, bash_*, ...) are dropped into ignored_tools; tool_choice
 //   auto|any|none|tool(name) -> Auto|Required|None|Named. thinking {type: enabled|adaptive,

@@ -74,7 +74,15 @@ std::vector<core::ContentPart> parse_content(element content, const std::string&
         std::string type = part["type"].error() ? "" : string_of(part["type"], param + ".type");
         if (type == "text") {
             parts.push_back({core::ContentPart::Kind::Text, string_of(part["text"], param + ".text")});
-        } else if (type == "image_url" || type == "input_audio" || type == "video_url" || type == "file") {
+        } else if (type == "image_url" || type == "video_url") {
+            // {"type":"image_url","image_url":{"url":"data:..."}} (OpenAI), or the URL as a string.
+            const std::string p = param + "." + type;
+            element src;
+            if (part[type].get(src)) fail(p, "'" + p + "' is required");
+            std::string url = src.is_string() ? string_of(src, p) : string_of(src["url"], p + ".url");
+            parts.push_back(media_part(type == "image_url" ? core::ContentPart::Kind::Image : core::ContentPart::Kind::Video,
+                                       std::move(url), p));
+        } else if (type == "input_audio" || type == "file") {
             fail(param, "content part type '" + type + "' is not supported by this server", "modality_not_supported");
         } else {
             fail(param, "unknown content part type '" + type + "'");

@@ -5,7 +5,9 @@
 //   ApiError (400, with `param` naming the field) for bad JSON, wrong types, out-of-range values
 //   and unsupported features: n != 1 (n_not_supported), response_format other than text
 //   (response_format_not_supported), functions/function_call (tools_not_supported),
-//   image/audio/video parts (modality_not_supported). Tools of a type other than 'function' are
+//   audio and file parts (modality_not_supported). image_url / video_url parts ({"url": ...} or a
+//   string) become Image / Video content parts with their URL; a remote or unknown URL is a 400
+//   "invalid_media_url" (request_json.h media_part); decoding happens off the loop thread. Tools of a type other than 'function' are
 //   dropped and listed in ignored_tools (what OpenAI-compatible servers that cannot run them do).
 // - Unknown members are ignored (clients send many). Sampling fields the request leaves out come
 //   from the server's defaults (generation_config.h: options over the model's

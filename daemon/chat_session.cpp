@@ -25,6 +25,7 @@ ApiError rejection_error(core::RejectReason reason, const std::string& message) 
     case core::RejectReason::QueueFull: return {429, message, "server_overloaded", "", ""};
     case core::RejectReason::QueueTimeout: return {503, message, "request_queue_timeout", "", ""};
     case core::RejectReason::ContextExceeded: return {400, message, "context_length_exceeded", "messages", ""};
+    case core::RejectReason::Unsupported: return {501, message, "vision_not_supported", "messages", ""};
     case core::RejectReason::Unavailable: break;
     }
     return api_error_of({Errc::Unavailable, message});
@@ -131,6 +132,8 @@ void ChatSession::submit() {
     if (!request_.ignore_eos) g.stop_token_ids = frontend_->stop_token_ids();
     g.n_top_logprobs = request_.logprobs ? request_.top_logprobs : 0;
     g.speculative = request_.speculative;
+    g.media = std::move(prepared_.media);
+    g.media_spans = std::move(prepared_.media_spans);
     LoopBridge* bridge = ctx_.bridge;
     DaemonContext* ctx = &ctx_;
     uint64_t id = id_;

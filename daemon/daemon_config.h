@@ -54,6 +54,15 @@ struct DaemonConfig {
     uint32_t write_timeout_s{};
     uint32_t idle_timeout_s{};
     bool enable_thinking{};
+    // Images and video (core/media): limits on top of the artifact's processor configs.
+    std::string allowed_local_media_path;
+    uint64_t media_max_bytes{};
+    int64_t media_max_pixels{};
+    int media_max_frames{};
+    int media_max_video_seconds{};
+    int media_max_items{};
+    int64_t media_max_vision_tokens{};
+    int media_decode_threads{};
     std::string log_level;
 
     bool operator==(const DaemonConfig&) const = default;

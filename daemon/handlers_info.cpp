@@ -17,7 +17,12 @@ void write_model(core::JsonWriter& w, const DaemonContext& ctx) {
     w.member("owned_by", "ninfer").member("max_model_len", uint64_t(ctx.config.max_context));
     w.key("meta").begin_object().member("n_ctx", uint64_t(ctx.config.max_context));
     if (ctx.frontend) w.member("n_vocab", uint64_t(ctx.frontend->tokenizer().n_ids()));
-    w.end_object().end_object();
+    w.end_object();
+    // The inputs the served artifact takes: images and video where it has a vision tower.
+    const bool vision = ctx.frontend && ctx.frontend->media() && ctx.frontend->media()->takes_media();
+    w.key("modalities").begin_array().value("text");
+    if (vision) w.value("image").value("video");
+    w.end_array().end_object();
 }
 
 } // namespace

@@ -36,7 +36,10 @@ void handle_props(DaemonContext& ctx, HttpRequest&, std::shared_ptr<ResponseWrit
     w.member("enable_thinking", c.enable_thinking).end_object().end_object();
     w.member("total_slots", n_lanes_of(ctx)).member("model_path", c.artifact_path).member("model_alias", ctx.model_id);
     w.member("chat_template", "qwen3.5 (built-in renderer)");
-    w.key("modalities").begin_object().member("vision", false).member("audio", false).end_object();
+    // Whether the served artifact takes images and video (it has a vision tower; daemon/media_input.h).
+    const bool vision = ctx.frontend && ctx.frontend->media() && ctx.frontend->media()->takes_media();
+    w.key("modalities").begin_object().member("vision", vision).member("image", vision).member("video", vision);
+    w.member("audio", false).end_object();
     w.member("build_info", "ninfer-" NINFER_VERSION_STRING).member("is_sleeping", false);
     w.member("state", ctx.state == ServeState::Ready ? "ready" : ctx.state == ServeState::Loading ? "loading" : "unavailable");
     w.end_object();

@@ -2,6 +2,7 @@
 #include "daemon/model_frontend.h"
 
 #include "core/frontend/chat_template.h"
+#include "core/media/placeholders.h"
 #include "core/util/error.h"
 #include "daemon/api_error.h"
 
@@ -42,6 +43,32 @@ ModelFrontend::ModelFrontend(std::unique_ptr<core::Tokenizer> tokenizer) : token
     if (stop_token_ids_.empty()) throw Error("frontend: the tokenizer has no <|im_end|> or <|endoftext|> token");
 }
 
+std::vector<core::MediaSpan> ModelFrontend::media_spans(const std::vector<int32_t>& tokens,
+                                                        const std::vector<core::VisionInput>& media) const {
+    const auto image_pad = tokenizer_->find_token("<|image_pad|>");
+    const auto video_pad = tokenizer_->find_token("<|video_pad|>");
+    auto is_pad = [&](int32_t t) { return (image_pad && t == int32_t(*image_pad)) || (video_pad && t == int32_t(*video_pad)); };
+    size_t n_pads = 0, want = 0;
+    for (int32_t t : tokens) n_pads += is_pad(t);
+    for (const core::VisionInput& item : media) want += item.merged_tokens();
+    if (n_pads != want)
+        throw bad_request("the prompt holds " + std::to_string(n_pads) + " image/video pad tokens where its media take " +
+                              std::to_string(want) + " (pad tokens written into the text are refused)",
+                          "messages", "invalid_media");
+    std::vector<core::MediaSpan> spans;
+    size_t at = 0;
+    for (const core::VisionInput& item : media) {
+        while (!is_pad(tokens[at])) ++at; // the counts agree: every item's pads are there
+        core::MediaSpan span;
+        span.position = uint32_t(at);
+        for (size_t counted = 0; counted < item.merged_tokens(); ++at) counted += is_pad(tokens[at]);
+        span.n_tokens = uint32_t(at - span.position);
+        span.digest = item.digest;
+        spans.push_back(span);
+    }
+    return spans;
+}
+
 std::vector<int32_t> ModelFrontend::assistant_marker() const {
     std::vector<int32_t> ids;
     for (auto id : tokenizer_->encode(core::assistant_turn_opener())) ids.push_back(int32_t(id));
@@ -65,14 +92,22 @@ PreparedPrompt ModelFrontend::prepare(const ChatRequest& request, bool default_t
     options.enable_thinking = request.enable_thinking.value_or(default_thinking);
     options.preserve_thinking = request.preserve_thinking;
     PreparedPrompt out;
+    if (has_media(conversation)) {
+        if (!media_ || !media_->takes_media())
+            throw bad_request("this model takes no images or video (its artifact has no vision tower)", "messages",
+                              "modality_not_supported");
+        out.media = media_->decode(conversation);
+    }
     std::string text;
     try {
         text = core::render_chat_prompt(conversation, options);
         out.parser_options.tools = core::tool_signatures_from_json(conversation.tools_json);
+        if (!out.media.empty()) text = core::expand_vision_placeholders(text, out.media);
     } catch (const Error& e) {
         throw api_error_of(error_info(e), "messages");
     }
     out.tokens = tokenizer_->encode(text);
+    out.media_spans = media_spans(out.tokens, out.media);
     out.parser_options.starts_in_reasoning = options.enable_thinking;
     out.parser_options.stop_strings = request.stop;
     out.parser_options.call_id_prefix = "call_" + random_hex(12);

@@ -10,6 +10,11 @@
 //   whether the prompt opened <think>, which tools the parser may recognise (none for
 //   tool_choice none; only the named one for a named choice) and the stop strings; with thinking
 //   on and a thinking_budget, the budget and the ids that close the reasoning.
+// - With images or video in the conversation, prepare also decodes them (MediaInput::decode, on
+//   this pool thread; 400 "modality_not_supported" when the artifact has no vision tower), expands
+//   the template's placeholders to one pad token per merged vision token (core/media/
+//   placeholders.h) and records each item's span of pad tokens; pad tokens the client typed
+//   into its text are refused (400), since they would take another item's rows.
 // - assistant_marker() is the chat template's assistant-turn opener as token ids (the engine's
 //   assistant-boundary checkpoint, core::Engine::set_assistant_marker).
 // Thread safety: const methods may run on any thread at once.
@@ -19,6 +24,7 @@
 #include "core/frontend/output_parser.h"
 #include "core/frontend/tokenizer.h"
 #include "daemon/chat_request.h"
+#include "daemon/media_input.h"
 
 #include <memory>
 #include <vector>
@@ -27,6 +33,8 @@ namespace ninfer::daemon {
 
 struct PreparedPrompt {
     std::vector<int32_t> tokens;
+    std::vector<core::VisionInput> media;      // the request's images and videos, decoded
+    std::vector<core::MediaSpan> media_spans;  // where each one's placeholder tokens sit
     core::OutputParserOptions parser_options;
     uint32_t reasoning_budget = 0;               // 0 = none (thinking_budget with thinking on)
     std::vector<int32_t> reasoning_close_tokens; // "\n</think>\n\n"
@@ -37,6 +45,9 @@ class ModelFrontend {
     static std::shared_ptr<ModelFrontend> from_artifact(const core::Artifact& artifact);
     explicit ModelFrontend(std::unique_ptr<core::Tokenizer> tokenizer);
     PreparedPrompt prepare(const ChatRequest& request, bool default_thinking) const;
+    // The artifact's media path (daemon/media_input.h); null = none set (tools, tests).
+    void set_media(std::shared_ptr<const MediaInput> media) { media_ = std::move(media); }
+    const MediaInput* media() const { return media_.get(); }
     const core::Tokenizer& tokenizer() const { return *tokenizer_; }
     const std::vector<int32_t>& stop_token_ids() const { return stop_token_ids_; }
     std::vector<int32_t> assistant_marker() const;
@@ -44,9 +55,12 @@ class ModelFrontend {
     const core::SamplingDefaults& sampling_defaults() const { return sampling_defaults_; }
 
   private:
+    std::vector<core::MediaSpan> media_spans(const std::vector<int32_t>& tokens,
+                                             const std::vector<core::VisionInput>& media) const;
     std::unique_ptr<core::Tokenizer> tokenizer_;
     std::vector<int32_t> stop_token_ids_;
     core::SamplingDefaults sampling_defaults_;
+    std::shared_ptr<const MediaInput> media_;
 };
 
 } // namespace ninfer::daemon

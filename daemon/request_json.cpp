@@ -1,6 +1,8 @@
 // ninfer::daemon - request JSON helpers shared by the Responses, Anthropic and completions parsers.
 #include "daemon/request_json.h"
 
+#include "core/media/media_source.h"
+#include "core/util/error.h"
 #include "core/util/json_writer.h"
 
 namespace ninfer::daemon::request_json {
@@ -17,6 +19,15 @@ uint32_t positive_count(simdjson::dom::element e, const std::string& param) {
     int64_t n = integer_of(e, param);
     if (n < 1 || n > INT32_MAX) fail(param, "'" + param + "' must be between 1 and " + std::to_string(INT32_MAX), "");
     return uint32_t(n);
+}
+
+core::ContentPart media_part(core::ContentPart::Kind kind, std::string url, const std::string& param) {
+    try {
+        core::media_url_check(url);
+    } catch (const Error& e) {
+        fail(param, e.what(), "invalid_media_url");
+    }
+    return {kind, {}, std::move(url)};
 }
 
 namespace {

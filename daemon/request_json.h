@@ -14,6 +14,9 @@
 // Defined in request_json.cpp (used by the other APIs only):
 // - parse_json_object(parser, body): the body's root object, or 400 for bad JSON / not an object.
 // - positive_count(e, param): an integer in 1..INT32_MAX, else 400.
+// - media_part(kind, url, param): an Image/Video content part with its source URL, checked by
+//   core::media_url_check (remote http(s) URLs and other schemes: 400 naming param, code
+//   "invalid_media_url"); the bytes are read and decoded later, off the loop thread.
 // - parse_flat_tools(tools, schema_key, r): tools written flat ({name, description, <schema_key>},
 //   as Anthropic and Responses do) rewrapped as OpenAI chat tools and read by parse_tools;
 //   a {type:"namespace", tools:[...]} contributes its tools (Codex's MCP groups); a tool for
@@ -49,6 +52,7 @@ void parse_tool_choice(simdjson::dom::element choice, ChatRequest& r);
 
 simdjson::dom::object parse_json_object(simdjson::dom::parser& parser, const simdjson::padded_string& body);
 uint32_t positive_count(simdjson::dom::element e, const std::string& param);
+core::ContentPart media_part(core::ContentPart::Kind kind, std::string url, const std::string& param);
 void parse_flat_tools(simdjson::dom::element tools, std::string_view schema_key, ChatRequest& r,
                       const std::function<bool(simdjson::dom::element tool)>& is_callable);
 

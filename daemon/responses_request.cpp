@@ -11,24 +11,60 @@ using namespace request_json;
 using simdjson::dom::element;
 using simdjson::dom::object;
 
+// One content part's text ("" for a refusal); 400 for parts this server does not take.
+std::string part_text(element part, const std::string& p) {
+    if (!part.is_object()) fail(p, "content parts must be objects", "");
+    std::string type = string_of(part["type"], p + ".type");
+    if (type == "input_text" || type == "output_text" || type == "text" || type == "reasoning_text" ||
+        type == "summary_text")
+        return string_of(part["text"], p + ".text");
+    if (type == "input_file" || type == "input_audio" || type == "input_image")
+        fail(p, "content part type '" + type + "' is not supported by this server" +
+                    (type == "input_image" ? std::string(" here (images go in user messages)") : std::string()),
+             "modality_not_supported");
+    if (type != "refusal") fail(p, "unknown content part type '" + type + "'", "");
+    return "";
+}
+
 std::string text_parts(element content, const std::string& param) {
     if (content.is_string()) return string_of(content, param);
     if (!content.is_array()) fail(param, "'" + param + "' must be a string or an array of parts", "");
     std::string out;
     size_t k = 0;
+    for (element part : content.get_array()) out += part_text(part, param + "[" + std::to_string(k++) + "]");
+    return out;
+}
+
+// A user or system message's content: text parts joined as text_parts does, input_image parts
+// (image_url as a data: URL; file_id is refused) as Image parts in their place.
+std::vector<core::ContentPart> message_parts(element content, const std::string& param) {
+    std::vector<core::ContentPart> parts;
+    if (!content.is_array()) {
+        parts.push_back({core::ContentPart::Kind::Text, text_parts(content, param)});
+        return parts;
+    }
+    std::string text;
+    auto flush = [&] {
+        if (!text.empty()) parts.push_back({core::ContentPart::Kind::Text, std::move(text)});
+        text.clear();
+    };
+    size_t k = 0;
     for (element part : content.get_array()) {
         std::string p = param + "[" + std::to_string(k++) + "]";
-        if (!part.is_object()) fail(p, "content parts must be objects", "");
-        std::string type = string_of(part["type"], p + ".type");
-        if (type == "input_text" || type == "output_text" || type == "text" || type == "reasoning_text" ||
-            type == "summary_text")
-            out += string_of(part["text"], p + ".text");
-        else if (type == "input_image" || type == "input_file" || type == "input_audio")
-            fail(p, "content part type '" + type + "' is not supported by this server", "modality_not_supported");
-        else if (type != "refusal")
-            fail(p, "unknown content part type '" + type + "'", "");
+        std::string_view type;
+        if (part.is_object() && !part["type"].get(type) && type == "input_image") {
+            element url;
+            if (part["image_url"].get(url) || url.is_null())
+                fail(p, "input_image needs an 'image_url' (a data: URL); file_id is not supported by this server",
+                     "modality_not_supported");
+            flush();
+            parts.push_back(media_part(core::ContentPart::Kind::Image, string_of(url, p + ".image_url"), p + ".image_url"));
+            continue;
+        }
+        text += part_text(part, p);
     }
-    return out;
+    flush();
+    return parts;
 }
 
 // The assistant message the next output item belongs to: the last message when it is an
@@ -51,12 +87,14 @@ void append_item(element item, const std::string& p, std::vector<core::ChatMessa
         auto parsed = core::chat_role_from_name(role);
         if (!parsed || *parsed == core::ChatRole::Tool) fail(p + ".role", "unsupported role '" + role + "'", "unsupported_role");
         if (item["content"].get(e)) fail(p + ".content", "message without content", "");
-        std::string text = text_parts(e, p + ".content");
         if (*parsed == core::ChatRole::Assistant) {
             core::ChatMessage& m = assistant_for(messages, false);
-            m.content.push_back({core::ContentPart::Kind::Text, text});
+            m.content.push_back({core::ContentPart::Kind::Text, text_parts(e, p + ".content")});
         } else {
-            messages.push_back(core::ChatMessage::text(*parsed, text));
+            core::ChatMessage m;
+            m.role = *parsed;
+            m.content = message_parts(e, p + ".content");
+            messages.push_back(std::move(m));
         }
     } else if (type == "function_call") {
         core::ToolCall call;

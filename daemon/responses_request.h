@@ -8,8 +8,9 @@
 //   output_text parts; roles user, assistant, system, developer), function_call
 //   (-> the assistant's tool call, arguments kept as the JSON string the client sent),
 //   function_call_output (-> a tool message) and reasoning (its reasoning_text / summary text
-//   -> reasoning_content of the assistant message that follows). Images, files and other items
-//   -> 400 (modality_not_supported / unsupported_item).
+//   -> reasoning_content of the assistant message that follows). input_image parts of user and
+//   system messages with an image_url (a data: URL) -> Image parts in place; file_id images,
+//   images elsewhere, files and other items -> 400 (modality_not_supported / unsupported_item).
 // - `instructions` becomes a leading system message at render time (not stored with the
 //   conversation, as in OpenAI's API); tools ({type:function, name, parameters}) become
 //   OpenAI chat tools, a {type:namespace, tools} contributes its functions, other types

@@ -140,6 +140,7 @@ class Daemon {
         engine_.start(
             [this, frontend_slot]() {
                 *frontend_slot = ModelFrontend::from_artifact(*model_.artifact);
+                (*frontend_slot)->set_media(std::make_shared<MediaInput>(*model_.artifact, ctx_.config));
                 auto backend = load_backend(ctx_.config, model_, **frontend_slot);
                 engine_.set_vision_encoder(model_.vision.get());
                 return backend;

@@ -1,6 +1,8 @@
 // ninfer::core - LaneImage sections: add, find, size, and the check before a restore.
 #include "core/backend/lane_image.h"
 
+#include <algorithm>
+
 #include "core/util/error.h"
 
 #include <algorithm>
@@ -45,8 +47,54 @@ std::span<uint8_t> LaneImage::section(LaneSectionTag tag) {
     return {};
 }
 
+std::vector<MediaSpan> media_within(std::span<const MediaSpan> media, size_t n) {
+    std::vector<MediaSpan> out;
+    for (const MediaSpan& m : media)
+        if (m.position < n) out.push_back(m);
+    return out;
+}
+
+bool media_prefix_equal(std::span<const MediaSpan> a, std::span<const MediaSpan> b, size_t n) {
+    return media_within(a, n) == media_within(b, n);
+}
+
+namespace {
+constexpr size_t kMediaSpanBytes = 4 + 4 + 32;
+void put_u32(std::vector<uint8_t>& out, uint32_t v) {
+    for (int i = 0; i < 4; ++i) out.push_back(uint8_t(v >> (8 * i)));
+}
+uint32_t get_u32(const uint8_t* p) { return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24; }
+} // namespace
+
+std::vector<uint8_t> media_digests_encode(std::span<const MediaSpan> media) {
+    std::vector<uint8_t> out;
+    put_u32(out, uint32_t(media.size()));
+    for (const MediaSpan& m : media) {
+        put_u32(out, m.position);
+        put_u32(out, m.n_tokens);
+        out.insert(out.end(), m.digest.begin(), m.digest.end());
+    }
+    return out;
+}
+
+std::vector<MediaSpan> media_digests_decode(std::span<const uint8_t> bytes) {
+    if (bytes.size() < 4) throw Error("backend: a media_digests section of " + std::to_string(bytes.size()) + " bytes");
+    const uint32_t n = get_u32(bytes.data());
+    if ((bytes.size() - 4) / kMediaSpanBytes != n || (bytes.size() - 4) % kMediaSpanBytes != 0)
+        throw Error("backend: a media_digests section of " + std::to_string(bytes.size()) + " bytes does not hold " +
+                    std::to_string(n) + " items");
+    std::vector<MediaSpan> out(n);
+    for (uint32_t i = 0; i < n; ++i) {
+        const uint8_t* p = bytes.data() + 4 + size_t(i) * kMediaSpanBytes;
+        out[i].position = get_u32(p);
+        out[i].n_tokens = get_u32(p + 4);
+        std::copy(p + 8, p + 40, out[i].digest.begin());
+    }
+    return out;
+}
+
 uint64_t LaneImage::n_bytes() const {
-    uint64_t n = tokens.size() * sizeof(int32_t);
+    uint64_t n = tokens.size() * sizeof(int32_t) + media.size() * kMediaSpanBytes;
     for (const LaneSection& s : sections) n += s.bytes.size();
     return n;
 }

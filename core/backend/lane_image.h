@@ -17,6 +17,10 @@
 //     RopePosition (only when a multimodal prefill moved the lane's positions off its token
 //         count; required, since positions a reader ignores would silently change the output):
 //         u32 next text position (backend.h prefill_with).
+//     MediaDigests (slot files; in memory LaneImage::media) the images and videos whose
+//         placeholder tokens the sequence holds: u32 count, then per item u32 position, u32
+//         n_tokens, 32 digest bytes (media_digests_encode / media_digests_decode). Required: a
+//         reader that dropped it would match the tokens of other pixels.
 //   The byte layout belongs to the backend that wrote it, but the CPU and CUDA backends use the
 //   same one so an image moves between them.
 // - add_section(tag, n) allocates a section of n zero bytes and returns where to fill it. The span
@@ -36,6 +40,7 @@
 #include "core/model/kv_codec.h"
 #include "core/model/memory_plan.h"
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -48,9 +53,28 @@ enum class LaneSectionTag : uint32_t {
     Kv = 2,           // full-attention layers' K and V rows
     Gdn = 3,          // GDN conv histories, then recurrent states
     MtpKv = 4,        // optional: the MTP head's K and V rows and its pending hidden rows
-    MediaDigests = 5, // reserved: digests of the media in the prompt
+    MediaDigests = 5, // digests of the media in the sequence (LaneImage::media)
     RopePosition = 6, // the lane's next text position when it differs from its length (M-RoPE)
 };
+
+// One image or video in a sequence: its placeholder tokens run from `position` for `n_tokens`
+// (the first to the last pad token of the item; a video's timestamps and frame markers lie
+// inside), and `digest` is its VisionInput::digest (core/vision/vision_input.h). Two sequences
+// are the same state only if their tokens AND the media spans starting within them agree.
+struct MediaSpan {
+    uint32_t position = 0;
+    uint32_t n_tokens = 0;
+    std::array<uint8_t, 32> digest{};
+    bool operator==(const MediaSpan&) const = default;
+};
+
+// The spans that start before position n (what a prefix of n tokens holds).
+std::vector<MediaSpan> media_within(std::span<const MediaSpan> media, size_t n);
+// Whether two sequences agreeing on their first n tokens also agree on the media in them.
+bool media_prefix_equal(std::span<const MediaSpan> a, std::span<const MediaSpan> b, size_t n);
+std::vector<uint8_t> media_digests_encode(std::span<const MediaSpan> media);
+// Throws ninfer::Error("backend: ...") for bytes that are not a whole encoding.
+std::vector<MediaSpan> media_digests_decode(std::span<const uint8_t> bytes);
 
 // "tokens", "kv", "gdn", "mtp_kv", "media_digests", or "tag N" for a tag this build does not know.
 std::string lane_section_name(uint32_t tag);
@@ -64,6 +88,7 @@ struct LaneSection {
 
 struct LaneImage {
     std::vector<int32_t> tokens;  // token ids of the sequence, position i = tokens[i]
+    std::vector<MediaSpan> media; // the media among those tokens (empty for text)
     KvDtype kv_dtype = KvDtype::Bf16;
     std::vector<LaneSection> sections;
 

@@ -1,8 +1,9 @@
 // ninfer::core - one generation request as the scheduler sees it, and the sink its results go to.
 //
 // Contract:
-// - GenerationRequest carries token ids only: the caller has rendered and tokenized the prompt and
-//   resolved max_tokens (prompt + max_tokens <= max_context, checked again at submit).
+// - GenerationRequest carries token ids (and, with images or video, the decoded media): the caller
+//   has rendered and tokenized the prompt and resolved max_tokens (prompt + max_tokens <=
+//   max_context, checked again at submit).
 // - GenerationSink methods run on the engine thread, in this order: on_admitted (a lane was
 //   assigned) -> on_token* -> on_finished; or on_rejected alone (never admitted). on_token
 //   returns Stop when the caller wants no more tokens (stop string, tool call closed); the token
@@ -36,7 +37,9 @@ namespace ninfer::core {
 // Failed: the backend threw while the request ran (Engine, Scheduler::fail_all); its output is
 // incomplete and the engine serves no more.
 enum class FinishReason : uint8_t { Stop, Length, Cancelled, Failed };
-enum class RejectReason : uint8_t { QueueFull, QueueTimeout, ContextExceeded, Unavailable };
+// Unsupported: the request needs what this engine cannot run (media without a vision tower, or
+// media whose placeholders do not pair up; Scheduler::refuse_media).
+enum class RejectReason : uint8_t { QueueFull, QueueTimeout, ContextExceeded, Unavailable, Unsupported };
 
 enum class TokenVerdict : uint8_t { Continue, Stop };
 
@@ -86,7 +89,10 @@ struct GenerationRequest {
     std::optional<SpeculativeConfig> speculative; // nullopt: the server's
     // Images and videos of the prompt in prompt order (core/vision/vision_input.h); their rows
     // replace the placeholder tokens (SchedulerOptions::vision runs the tower before the prefill).
+    // media_spans[i] is where media[i]'s placeholder tokens sit: lane reuse and the prefix cache
+    // match a prefix only when the digests of the spans starting in it agree too.
     std::vector<VisionInput> media;
+    std::vector<MediaSpan> media_spans;
     std::shared_ptr<GenerationSink> sink;
     std::chrono::steady_clock::time_point submitted = std::chrono::steady_clock::now();
 };

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 namespace ninfer::core {
 namespace {
@@ -43,6 +44,16 @@ uint64_t prefix_key(std::span<const int32_t> tokens) {
     return whole < tokens.size() ? prefix_hash_extend(h, tokens.subspan(whole)) : mix(h ^ 1);
 }
 
+uint64_t prefix_key(std::span<const int32_t> tokens, std::span<const MediaSpan> media) {
+    uint64_t h = prefix_key(tokens);
+    for (const MediaSpan& m : media) { // each item as 10 words: position, length, the digest
+        int32_t words[10] = {int32_t(m.position), int32_t(m.n_tokens)};
+        std::memcpy(words + 2, m.digest.data(), m.digest.size());
+        h = prefix_hash_extend(h, words);
+    }
+    return h;
+}
+
 std::string prefix_key_hex(uint64_t key) {
     char buf[17];
     std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(key));
@@ -74,7 +85,7 @@ void PrefixCache::forget_dropped() {
 
 bool PrefixCache::insert(LaneImage image, Clock::time_point now) {
     if (image.tokens.empty()) return false;
-    uint64_t key = prefix_key(image.tokens);
+    uint64_t key = prefix_key(image.tokens, image.media);
     uint64_t block = block_key(image.tokens);
     remove(key);
     bool stored = store_.put(key, std::move(image), now);
@@ -87,7 +98,8 @@ bool PrefixCache::insert(LaneImage image, Clock::time_point now) {
     return stored;
 }
 
-const LaneImage* PrefixCache::match(std::span<const int32_t> prompt, Clock::time_point now) {
+const LaneImage* PrefixCache::match(std::span<const int32_t> prompt, std::span<const MediaSpan> media,
+                                    Clock::time_point now) {
     std::vector<uint64_t> blocks = prefix_block_hashes(prompt);
     // Longest first: block counts from the most the prompt has down to zero whole blocks.
     for (size_t k = blocks.size() + 1; k-- > 0;) {
@@ -99,7 +111,7 @@ const LaneImage* PrefixCache::match(std::span<const int32_t> prompt, Clock::time
             const SnapshotInfo* info = store_.info(it->second);
             size_t n = info ? size_t(info->n_tokens) : 0;
             if (n == 0 || n >= prompt.size() || n / kPrefixBlockTokens != k || n <= best_n) continue;
-            if (prefix_key(prompt.subspan(0, n)) != it->second) continue;
+            if (prefix_key(prompt.subspan(0, n), media_within(media, n)) != it->second) continue;
             best_key = it->second;
             best_n = n;
         }
@@ -107,7 +119,8 @@ const LaneImage* PrefixCache::match(std::span<const int32_t> prompt, Clock::time
         const LaneImage* image = store_.get(best_key, now);
         forget_dropped();
         if (image && image->tokens.size() == best_n &&
-            std::equal(image->tokens.begin(), image->tokens.end(), prompt.begin())) {
+            std::equal(image->tokens.begin(), image->tokens.end(), prompt.begin()) &&
+            media_prefix_equal(image->media, media, best_n)) {
             ++stats_.hits;
             return image;
         }

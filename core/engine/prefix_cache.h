@@ -10,9 +10,12 @@
 // - insert(image, now) stores a checkpoint (the caller takes it at the end of a prompt and at the
 //   assistant boundary after a reply); an identical sequence replaces the old one. Storage and
 //   eviction are the SnapshotStore's (host budget, value formula; no disk tier).
-// - match(prompt, now) finds the longest checkpoint whose tokens are a proper prefix of prompt
-//   (n < prompt.size(): at least one token must be prefilled to produce logits) and returns its
-//   image (cached_tokens = image->tokens.size()), or nullptr. It does not change the index.
+// - match(prompt, media, now) finds the longest checkpoint whose tokens are a proper prefix of
+//   prompt (n < prompt.size(): at least one token must be prefilled to produce logits) and whose
+//   media (LaneImage::media) are the prompt's media starting before n, digests included, so a
+//   checkpoint is reused only for the same pixels; returns its image (cached_tokens =
+//   image->tokens.size()), or nullptr. It does not change the index. A checkpoint's key covers
+//   its tokens and its media (prefix_key(tokens, media)).
 // - evict_all / evict_key / evict_older_than return (entries, bytes) removed.
 #pragma once
 
@@ -32,6 +35,9 @@ uint64_t prefix_hash_extend(uint64_t previous, std::span<const int32_t> block);
 // Chain hashes of every whole block of tokens: result[k] covers blocks 0..k.
 std::vector<uint64_t> prefix_block_hashes(std::span<const int32_t> tokens);
 uint64_t prefix_key(std::span<const int32_t> tokens); // chain over all tokens (last block partial)
+// The key of a sequence with media: the tokens' key extended by every span's position, length
+// and digest (no media: prefix_key(tokens)).
+uint64_t prefix_key(std::span<const int32_t> tokens, std::span<const MediaSpan> media);
 std::string prefix_key_hex(uint64_t key);
 
 struct PrefixCacheStats {
@@ -44,7 +50,8 @@ class PrefixCache {
     explicit PrefixCache(SnapshotStoreOptions options);
 
     bool insert(LaneImage image, Clock::time_point now);
-    const LaneImage* match(std::span<const int32_t> prompt, Clock::time_point now);
+    const LaneImage* match(std::span<const int32_t> prompt, std::span<const MediaSpan> media, Clock::time_point now);
+    const LaneImage* match(std::span<const int32_t> prompt, Clock::time_point now) { return match(prompt, {}, now); }
 
     struct Removed {
         uint64_t count = 0, bytes = 0;

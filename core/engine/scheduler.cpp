@@ -158,6 +158,12 @@ void Scheduler::expire_queue(Clock::time_point now) {
     }
 }
 
+bool Scheduler::lane_extends(const Lane& l, const GenerationRequest& request) {
+    const size_t h = l.history.size();
+    return h > 0 && h < request.prompt.size() && std::equal(l.history.begin(), l.history.end(), request.prompt.begin()) &&
+           media_prefix_equal(l.media, request.media_spans, h);
+}
+
 // The free lane whose sequence is the longest proper prefix of the prompt, else the
 // lowest-numbered free lane (scanning upward, only a strictly longer match replaces a choice).
 int Scheduler::pick_lane(const GenerationRequest& request) const {
@@ -166,10 +172,7 @@ int Scheduler::pick_lane(const GenerationRequest& request) const {
     for (size_t i = 0; i < lanes_.size(); ++i) {
         const Lane& l = lanes_[i];
         if (l.request || l.closing) continue;
-        size_t h = l.history.size();
-        bool extends = h > 0 && h < request.prompt.size() &&
-                       std::equal(l.history.begin(), l.history.end(), request.prompt.begin());
-        size_t reuse = extends ? h : 0;
+        size_t reuse = lane_extends(l, request) ? l.history.size() : 0;
         if (best < 0 || reuse > best_reuse) {
             best = int(i);
             best_reuse = reuse;
@@ -191,14 +194,14 @@ void Scheduler::admit(Clock::time_point now) {
         Lane& lane = lanes_[size_t(index)];
         GenerationRequest r = std::move(queue_.front());
         queue_.pop_front();
-        bool reuse = !lane.history.empty() && lane.history.size() < r.prompt.size() &&
-                     std::equal(lane.history.begin(), lane.history.end(), r.prompt.begin());
+        bool reuse = lane_extends(lane, r);
         if (options_.prefix_cache)
-            reuse = restore_from_cache(index, r.prompt, reuse ? lane.history.size() : 0, now) || reuse;
+            reuse = restore_from_cache(index, r, reuse ? lane.history.size() : 0, now) || reuse;
         if (!reuse) {
             backend_.reset_lane(index);
             lane.history.clear();
         }
+        lane.media = r.media_spans; // agrees with the reused prefix's; spans past history count once fed
         lane.cached_tokens = uint32_t(lane.history.size());
         lane.n_prefilled = lane.cached_tokens;
         lane.checkpoint_at = options_.prefix_cache ? assistant_boundary(r.prompt, lane.n_prefilled) : 0;

@@ -112,6 +112,7 @@ class Scheduler {
     struct Lane {
         std::optional<GenerationRequest> request;
         std::vector<int32_t> history; // tokens fed to the backend (kept after finish for reuse)
+        std::vector<MediaSpan> media; // the media among history's tokens (spans starting before its end count)
         std::vector<int32_t> generated;
         uint32_t n_prefilled = 0;     // prompt tokens already in the lane
         uint32_t cached_tokens = 0;
@@ -164,7 +165,9 @@ class Scheduler {
     uint64_t reserved_tokens() const;
     void update_gauges();
     void publish_lanes();
-    bool restore_from_cache(int lane, const std::vector<int32_t>& prompt, size_t reusable, Clock::time_point now);
+    bool restore_from_cache(int lane, const GenerationRequest& request, size_t reusable, Clock::time_point now);
+    // Whether the lane's sequence is a proper prefix of the request's prompt, media digests included.
+    static bool lane_extends(const Lane& lane, const GenerationRequest& request);
     void checkpoint(int lane);
     uint32_t assistant_boundary(const std::vector<int32_t>& prompt, uint32_t after) const;
     const Lane& slot_lane(int lane) const;

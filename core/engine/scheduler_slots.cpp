@@ -22,6 +22,7 @@ LaneImage Scheduler::slot_save(int lane) const {
     LaneImage image = backend_.save_lane(lane);
     if (image.tokens.size() != l.history.size())
         throw Error(Errc::Busy, "slot " + std::to_string(lane) + " changed while saving");
+    image.media = media_within(l.media, image.tokens.size());
     return image;
 }
 
@@ -35,10 +36,12 @@ void Scheduler::slot_restore(int lane, const LaneImage& image) {
     } catch (...) {
         backend_.reset_lane(lane); // never leave a half-restored lane that claims a history
         target.history.clear();
+        target.media.clear();
         publish_lanes();
         throw;
     }
     target.history = image.tokens;
+    target.media = image.media;
     publish_lanes();
 }
 
@@ -47,18 +50,19 @@ void Scheduler::slot_erase(int lane) {
     if (l.request) throw Error(Errc::Busy, "slot " + std::to_string(lane) + " is busy");
     backend_.reset_lane(lane);
     lanes_[size_t(lane)].history.clear();
+    lanes_[size_t(lane)].media.clear();
     publish_lanes();
 }
 
-bool Scheduler::restore_from_cache(int lane, const std::vector<int32_t>& prompt, size_t reusable,
-                                   Clock::time_point now) {
-    const LaneImage* image = options_.prefix_cache->match(prompt, now);
+bool Scheduler::restore_from_cache(int lane, const GenerationRequest& request, size_t reusable, Clock::time_point now) {
+    const LaneImage* image = options_.prefix_cache->match(request.prompt, request.media_spans, now);
     if (!image || image->tokens.size() <= reusable) {
         ++stats_.n_prefix_cache_misses_total;
         return false;
     }
     backend_.restore_lane(lane, *image);
     lanes_[size_t(lane)].history = image->tokens;
+    lanes_[size_t(lane)].media = image->media;
     ++stats_.n_prefix_cache_hits_total;
     return true;
 }
@@ -72,7 +76,10 @@ void Scheduler::checkpoint(int lane) {
     // The image reaches the cache when the backend has copied it (a later step's poll_saves);
     // until then a prompt that would match it prefills instead.
     PrefixCache* cache = options_.prefix_cache;
-    backend_.save_lane_async(lane, [cache](LaneImage image) { cache->insert(std::move(image), Clock::now()); });
+    backend_.save_lane_async(lane, [cache, media = l.media](LaneImage image) {
+        image.media = media_within(media, image.tokens.size());
+        cache->insert(std::move(image), Clock::now());
+    });
 }
 
 uint32_t Scheduler::assistant_boundary(const std::vector<int32_t>& prompt, uint32_t after) const {

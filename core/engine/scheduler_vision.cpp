@@ -25,7 +25,7 @@ bool Scheduler::refuse_media(GenerationRequest& request) {
     }
     if (why.empty()) return false;
     ++stats_.n_requests_rejected_total;
-    request.sink->on_rejected(RejectReason::Unavailable, why);
+    request.sink->on_rejected(RejectReason::Unsupported, why);
     return true;
 }
 

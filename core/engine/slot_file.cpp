@@ -94,12 +94,16 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 bool is_readable_tag(uint32_t tag) {
     return tag == uint32_t(LaneSectionTag::Tokens) || tag == uint32_t(LaneSectionTag::Kv) ||
            tag == uint32_t(LaneSectionTag::Gdn) || tag == uint32_t(LaneSectionTag::MtpKv) ||
-           tag == uint32_t(LaneSectionTag::RopePosition);
+           tag == uint32_t(LaneSectionTag::RopePosition) ||
+           tag == uint32_t(LaneSectionTag::MediaDigests);
 }
 
 // Sections whose length the header alone fixes; the others' (MtpKv: it depends on how far the
-// MTP head got) are bounded by the file size here and checked whole by the backend's restore.
-bool has_fixed_length(uint32_t tag) { return is_readable_tag(tag) && tag != uint32_t(LaneSectionTag::MtpKv); }
+// MTP head got; MediaDigests: on the media count) are bounded by the file size here and checked
+// whole by their reader (the backend's restore; media_digests_decode).
+bool has_fixed_length(uint32_t tag) {
+    return is_readable_tag(tag) && tag != uint32_t(LaneSectionTag::MtpKv) && tag != uint32_t(LaneSectionTag::MediaDigests);
+}
 
 // Every check that needs only the header and the file size; throws with the refusal reason.
 Header check_header(const uint8_t* b, uint64_t file_bytes, const SlotIdentity& want, const std::string& what) {
@@ -222,6 +226,10 @@ SlotFileStats slot_file_write(const std::string& path, const SlotIdentity& ident
     h.sections.push_back({uint32_t(LaneSectionTag::Tokens), kFlagRequired, h.n_tokens * 4, 0, image.tokens.data()});
     for (const LaneSection& s : image.sections)
         h.sections.push_back({uint32_t(s.tag), s.required ? kFlagRequired : 0, s.bytes.size(), 0, s.bytes.data()});
+    // The media's digests (required: a ninfer that dropped them would match other pixels' tokens).
+    const std::vector<uint8_t> media = image.media.empty() ? std::vector<uint8_t>() : media_digests_encode(image.media);
+    if (!media.empty())
+        h.sections.push_back({uint32_t(LaneSectionTag::MediaDigests), kFlagRequired, media.size(), 0, media.data()});
     std::vector<IoSegment> segments;
     uint64_t at = kSlotHeaderBytes;
     for (SectionEntry& s : h.sections) {
@@ -257,11 +265,15 @@ LaneImage slot_file_read(const std::string& path, const SlotIdentity& expected, 
     std::vector<IoSegment> body;
     std::vector<std::pair<const SectionEntry*, const void*>> to_check;
     uint64_t at = kSlotHeaderBytes;
+    std::vector<uint8_t> media; // MediaDigests, decoded into image.media once its checksum holds
     for (const SectionEntry& s : h.sections) {
         void* out = nullptr;
         if (s.tag == uint32_t(LaneSectionTag::Tokens)) {
             image.tokens.resize(h.n_tokens);
             out = image.tokens.data();
+        } else if (s.tag == uint32_t(LaneSectionTag::MediaDigests)) {
+            media.resize(s.length);
+            out = media.data();
         } else if (is_readable_tag(s.tag)) {
             out = image.add_section(LaneSectionTag(s.tag), s.length, (s.flags & kFlagRequired) != 0).data();
         }
@@ -275,6 +287,13 @@ LaneImage slot_file_read(const std::string& path, const SlotIdentity& expected, 
     for (auto [s, data] : to_check)
         if (crc32c_extend(0, data, s->length) != s->crc)
             throw Error(what + ": corrupted (" + lane_section_name(s->tag) + " section checksum mismatch)");
+    if (!media.empty()) {
+        try {
+            image.media = media_digests_decode(media);
+        } catch (const Error& e) {
+            throw Error(what + ": corrupted (" + e.what() + ")");
+        }
+    }
     if (stats) *stats = {h.n_tokens, file_bytes, ms_since(t0), mode};
     return image;
 }

@@ -9,7 +9,9 @@
 //     124 u32 zero | 128 section directory, n_sections entries of 24 bytes:
 //       u32 tag | u32 flags (bit 0: required; the rest zero) | u64 length | u32 crc32c | u32 zero |
 //     zeros | 4092 u32 header crc32c (of bytes 0..4091).
-//   The writer puts the Tokens section (n_tokens x i32) first, then the image's sections in order.
+//   The writer puts the Tokens section (n_tokens x i32) first, then the image's sections in order,
+//   then, when the image holds media, a required MediaDigests section (LaneImage::media,
+//   media_digests_encode), which the reader decodes back into LaneImage::media.
 // - Version history: 1 (a fixed tokens / kv / gdn payload) is refused with a message naming both
 //   versions (save the lane again); 2 has the section directory.
 // - slot_file_write publishes through AtomicFile (temp, fsync, rename, directory fsync): the name
@@ -19,7 +21,8 @@
 //   max_context, every section's tag (a duplicate, or an unknown tag marked required, is refused;
 //   an unknown optional one is skipped unread), every known section's length against the plan
 //   (tokens 4n, kv n x kv_bytes_per_token, gdn the plan's; mtp_kv, whose length depends on the
-//   MTP head's progress, only against the file: the backend's restore checks it whole), tokens /
+//   MTP head's progress, and media_digests only against the file: the backend's restore and
+//   media_digests_decode check them whole), tokens /
 //   kv / gdn all present, and the
 //   file size against the sum of the lengths; then reads each known section and verifies its
 //   checksum. Every refusal is a ninfer::Error("slot file NAME: reason") that says what to do; the

@@ -25,15 +25,30 @@ std::string_view string_member(object obj, std::string_view key) {
     return obj.at_key(key).get_string().get(s) ? std::string_view() : s;
 }
 
+// The source URL of a media part: "image_url" / "video_url" as a string or {"url": ...}, or
+// "image" / "video" as a string; "" when none.
+std::string media_url(object part) {
+    for (std::string_view key : {"image_url", "video_url", "image", "video"}) {
+        element e;
+        if (part.at_key(key).get(e)) continue;
+        std::string_view s;
+        object o;
+        if (!e.get_string().get(s)) return std::string(s);
+        if (!e.get_object().get(o)) return std::string(string_member(o, "url"));
+    }
+    return {};
+}
+
 // Mirrors the template: image if the part has "image"/"image_url" or type "image"; video if
 // "video"/"video_url" or type "video"/"video_url"; otherwise it must carry "text".
 ContentPart read_part(size_t index, element item) {
     object part;
     if (item.get_object().get(part)) fail(index, "content part is not an object");
     const std::string_view type = string_member(part, "type");
-    if (has_key(part, "image") || has_key(part, "image_url") || type == "image") return {ContentPart::Kind::Image, {}};
+    if (has_key(part, "image") || has_key(part, "image_url") || type == "image")
+        return {ContentPart::Kind::Image, {}, media_url(part)};
     if (has_key(part, "video") || has_key(part, "video_url") || type == "video" || type == "video_url")
-        return {ContentPart::Kind::Video, {}};
+        return {ContentPart::Kind::Video, {}, media_url(part)};
     element text;
     if (part.at_key("text").get(text)) fail(index, "unexpected content part type '" + std::string(type) + "'");
     std::string_view s;

@@ -6,8 +6,10 @@
 // - Roles: system, developer (rendered as system, docs/MODEL.md §15), user, assistant, tool.
 // - content is an ordered list of parts; a plain string is one Text part, a null/absent content is
 //   an empty list (the template treats all three alike after trimming).
-// - Image/Video parts are placeholders only: the template writes
-//   <|vision_start|><|image_pad|><|vision_end|> (or <|video_pad|>); pixels travel elsewhere.
+// - Image/Video parts are placeholders to the template, which writes
+//   <|vision_start|><|image_pad|><|vision_end|> (or <|video_pad|>); their `url` is where the
+//   pixels come from as the client gave it (a data: URL, a file:// URL; core/media/media_source.h
+//   decodes and checks it), "" when the message shape named none (ninferctl render).
 // - ToolCall::arguments_json is the JSON text of the arguments exactly as the client sent it:
 //   either a JSON object (`{"city":"Paris"}`, Anthropic `input`) or a JSON string holding an
 //   object (`"{\"city\":\"Paris\"}"`, OpenAI `function.arguments`). Empty text = no arguments.
@@ -35,6 +37,7 @@ struct ContentPart {
     enum class Kind { Text, Image, Video };
     Kind kind = Kind::Text;
     std::string text; // Text parts only
+    std::string url;  // Image/Video parts: the media source URL as sent
 };
 
 struct ToolCall {

@@ -95,8 +95,14 @@ TEST_CASE("bad Anthropic requests are 400 with the field named", "[anthropic_req
     CHECK(error_of(R"({"max_tokens":5,"messages":[{"role":"robot","content":"x"}]})").code == "unsupported_role");
     ApiError image = error_of(
         R"({"max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","data":""}}]}]})");
-    CHECK(image.code == "modality_not_supported");
-    CHECK(image.param == "messages[0].content[0]");
+    CHECK(image.param == "messages[0].content[0].source.media_type");
+    image = error_of(R"({"max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"url","url":"https://x/a.png"}}]}]})");
+    CHECK(image.code == "invalid_media_url");
+    CHECK(image.param == "messages[0].content[0].source.url");
+    CHECK(error_of(R"({"max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"file","file_id":"f"}}]}]})")
+              .code == "modality_not_supported");
+    CHECK(error_of(R"({"max_tokens":5,"messages":[{"role":"user","content":[{"type":"document","source":{}}]}]})").code ==
+          "modality_not_supported");
     CHECK(error_of(R"({"max_tokens":5,"messages":[{"role":"user","content":"x"}],"tools":[{"type":"custom"}]})").param ==
           "tools[0].name");
     CHECK(error_of(R"({"max_tokens":5,"messages":[{"role":"user","content":"x"}],"tools":[{"name":"bad name!"}]})").param ==

@@ -78,8 +78,21 @@ TEST_CASE("bad input is a 400 naming the field, with OpenAI codes for unsupporte
     CHECK(parse_chat_request("{" + msg + R"(,"tools":[{"type":"retrieval"}]})").ignored_tools ==
           std::vector<std::string>{"retrieval"});
     CHECK(error_of("{" + msg + R"(,"top_logprobs":2})").param == "top_logprobs");
+    // Media parts: remote and unknown URLs are refused here; data: URLs are decoded later (media_input.h).
     CHECK(error_of(R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]})").code ==
+          "invalid_media_url");
+    CHECK(error_of(R"({"messages":[{"role":"user","content":[{"type":"video_url","video_url":{"url":"http://a/b.mp4"}}]}]})")
+              .message.find("remote media URLs are not fetched") != std::string::npos);
+    CHECK(error_of(R"({"messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{}}]}]})").code ==
           "modality_not_supported");
+    const ChatRequest media = parse_chat_request(
+        R"({"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}},)"
+        R"({"type":"video_url","video_url":"file:///m/v.mp4"}]}]})");
+    REQUIRE(media.conversation.messages[0].content.size() == 3);
+    CHECK(media.conversation.messages[0].content[1].kind == ninfer::core::ContentPart::Kind::Image);
+    CHECK(media.conversation.messages[0].content[1].url == "data:image/png;base64,AAAA");
+    CHECK(media.conversation.messages[0].content[2].kind == ninfer::core::ContentPart::Kind::Video);
+    CHECK(media.conversation.messages[0].content[2].url == "file:///m/v.mp4");
     CHECK(parse_chat_request("{" + msg + R"(,"response_format":{"type":"text"}})").conversation.messages.size() == 1);
 }
 

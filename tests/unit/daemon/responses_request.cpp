@@ -71,7 +71,20 @@ TEST_CASE("bad Responses requests are 400 with the field named", "[responses_req
     CHECK(error_of(R"({"model":"m"})").param == "input");
     CHECK(error_of(R"({"input":[{"type":"item_reference","id":"x"}]})").code == "unsupported_item");
     CHECK(error_of(R"({"input":[{"role":"user","content":[{"type":"input_image","image_url":"u"}]}]})").code ==
+          "invalid_media_url");
+    CHECK(error_of(R"({"input":[{"role":"user","content":[{"type":"input_image","file_id":"f"}]}]})").code ==
           "modality_not_supported");
+    CHECK(error_of(R"({"input":[{"role":"assistant","content":[{"type":"input_image","image_url":"data:,"}]}]})").code ==
+          "modality_not_supported");
+    const ResponsesRequest media = parse_responses_request(
+        R"({"input":[{"role":"user","content":[{"type":"input_text","text":"a"},{"type":"input_image","image_url":"data:image/png;base64,AA=="},)"
+        R"({"type":"input_text","text":"b"}]}]})");
+    REQUIRE(media.chat.conversation.messages.size() == 1);
+    const auto& parts = media.chat.conversation.messages[0].content;
+    REQUIRE(parts.size() == 3);
+    CHECK(parts[0].text == "a");
+    CHECK(parts[1].url == "data:image/png;base64,AA==");
+    CHECK(parts[2].text == "b");
     CHECK(error_of(R"({"input":"x","text":{"format":{"type":"json_schema"}}})").code == "response_format_not_supported");
     CHECK(error_of(R"({"input":"x","tools":[{"type":"namespace","name":"n"}]})").param == "tools[0].tools");
     CHECK(error_of(R"({"input":"x","tools":[{"type":"namespace","tools":[{"type":"function"}]}]})").param ==

@@ -1,0 +1,51 @@
+// ninfer::daemon - a request's images and videos: read, decoded on the media pool, checked
+// against the server's limits (issue 31).
+//
+// Contract:
+// - MediaInput(artifact, config): takes_media() is whether the artifact has a vision component;
+//   the processor settings come from its stored preprocessor_config.json /
+//   video_preprocessor_config.json (core/media/media_config.h; defaults where absent); the
+//   limits and the local-file directory from the media-* options. FFmpeg is not loaded here:
+//   the first decode loads it (core/media/ffmpeg_api.h), so a server without it serves text.
+// - decode(conversation) runs on a libuv pool thread (never the loop): it refuses more than
+//   media-max-items items (400), hands every Image/Video part's URL to the media pool
+//   (media-decode-threads threads: media_source_bytes, then decode_media with the remaining
+//   byte budget), waits for all, and refuses a total above media-max-vision-tokens. Returns the
+//   items in part order. Errors: ApiError 400 (code "invalid_media", param "messages") with the
+//   decoder's message; 501 "media_decoding_unavailable" naming the missing FFmpeg library.
+// - has_media(conversation): whether any message holds an Image or Video part.
+// Thread safety: decode may run on several pool threads at once.
+#pragma once
+
+#include "core/artifact/artifact.h"
+#include "core/frontend/chat_messages.h"
+#include "core/media/media_config.h"
+#include "core/media/media_pool.h"
+#include "core/vision/vision_input.h"
+#include "daemon/daemon_config.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ninfer::daemon {
+
+class MediaInput {
+  public:
+    MediaInput(const core::Artifact& artifact, const DaemonConfig& config);
+    bool takes_media() const { return takes_media_; }
+    std::vector<core::VisionInput> decode(const core::ChatConversation& conversation) const;
+    const core::MediaConfig& media_config() const { return config_; }
+    const core::MediaLimits& limits() const { return limits_; }
+
+  private:
+    bool takes_media_ = false;
+    core::MediaConfig config_;
+    core::MediaLimits limits_;
+    std::string allowed_local_dir_;
+    std::unique_ptr<core::MediaPool> pool_;
+};
+
+bool has_media(const core::ChatConversation& conversation);
+
+} // namespace ninfer::daemon
