@@ -7,6 +7,10 @@
 #include "core/frontend/chat_template.h"
 #include "core/frontend/detokenizer.h"
 #include "core/model/kv_codec.h"
+#ifdef NINFER_HAVE_MEDIA
+#include "core/media/media_request.h"
+#include "core/media/placeholders.h"
+#endif
 #include "core/util/error.h"
 #include "core/util/regular_file.h"
 
@@ -29,7 +33,9 @@ constexpr const char* kRunUsage =
     "           [--seed S] [--no-thinking] [--ignore-eos] [--print-token-ids] [--device cpu|cuda]\n"
     "           [--kv-dtype bf16|fp8|int8|f32] [--speculative off|mtp:K|ngram:K] [--stats]\n"
     "  --prompt is wrapped in the chat template as one user turn unless --raw; --messages takes\n"
-    "  {\"messages\": [...], \"tools\": [...]}; --prompt-ids bypasses template and tokenizer.\n"
+    "  {\"messages\": [...], \"tools\": [...]} (image_url / video_url parts: data: or file:// URLs,\n"
+    "  decoded like ninferd does, for an artifact with a vision tower); --prompt-ids bypasses template\n"
+    "  and tokenizer.\n"
     "  stdout: the generated text, or with --print-token-ids the generated ids on one line.\n"
     "  Sampling defaults come from the artifact's generation_config.json, else temperature 1 and top-p 1,\n  as ninferd applies them to requests; --greedy is argmax.\n"
     "  --speculative drafts K (1..5) tokens a round with the artifact's MTP head or n-gram prompt lookup and\n"
@@ -102,12 +108,38 @@ bool parse_args(int argc, char** argv, RunArgs& a) {
     return !a.artifact.empty() && sources == 1;
 }
 
-std::vector<int32_t> prompt_tokens(const RunArgs& a, const ModelSession& s) {
+struct RunPrompt {
+    std::vector<int32_t> tokens;
+    std::vector<core::VisionInput> media; // --messages with image_url / video_url parts
+};
+
+// A conversation's images and videos, decoded as ninferd decodes them (its default limits; any
+// local file may be named: it is the user's own shell).
+std::vector<core::VisionInput> conversation_media(const core::ChatConversation& conversation, const ModelSession& s) {
+#ifdef NINFER_HAVE_MEDIA
+    const std::vector<core::MediaSource> sources = core::media_sources(conversation);
+    if (sources.empty()) return {};
+    if (!s.artifact->has_component("vision"))
+        throw Error("run: --messages holds images or video, and the artifact has no vision tower");
+    core::MediaPool pool(2);
+    return core::decode_request_media(sources, core::media_config_of(*s.artifact), core::MediaLimits{}, "/", pool);
+#else
+    (void)s;
+    for (const core::ChatMessage& m : conversation.messages)
+        for (const core::ContentPart& p : m.content)
+            if (p.kind != core::ContentPart::Kind::Text)
+                throw Error("run: this ninferctl was built without FFmpeg's headers and cannot decode images or video");
+    return {};
+#endif
+}
+
+RunPrompt prompt_tokens(const RunArgs& a, const ModelSession& s) {
     if (!a.prompt_ids.empty())
-        return parse_ids(a.prompt_ids);
+        return {parse_ids(a.prompt_ids), {}};
     if (!s.tokenizer)
         throw Error("run: the artifact carries no tokenizer.json; use --prompt-ids");
     std::string text;
+    RunPrompt out;
     if (a.has_prompt && a.raw) {
         text = a.prompt;
     } else {
@@ -119,8 +151,13 @@ std::vector<int32_t> prompt_tokens(const RunArgs& a, const ModelSession& s) {
         core::ChatRenderOptions options;
         options.enable_thinking = !a.no_thinking;
         text = core::render_chat_prompt(conversation, options);
+        out.media = conversation_media(conversation, s);
+#ifdef NINFER_HAVE_MEDIA
+        if (!out.media.empty()) text = core::expand_vision_placeholders(text, out.media);
+#endif
     }
-    return s.tokenizer->encode(text);
+    out.tokens = s.tokenizer->encode(text);
+    return out;
 }
 
 // The flags over the artifact's generation_config.json over OpenAI's neutral values: the rule
@@ -174,7 +211,10 @@ int cmd_run(int argc, char** argv) {
     check_device(a.device);
     core::kv_dtype_from_name(a.kv_dtype);
     auto session = open_model_session(a.artifact);
-    const std::vector<int32_t> prompt = prompt_tokens(a, *session);
+    const RunPrompt run_prompt = prompt_tokens(a, *session);
+    const std::vector<int32_t>& prompt = run_prompt.tokens;
+    if (!run_prompt.media.empty() && a.speculative.on())
+        throw Error("run: --speculative with images or video is not supported (drop --speculative)");
     BackendOptions bo;
     bo.device = a.device;
     bo.kv_dtype = core::kv_dtype_from_name(a.kv_dtype);
@@ -230,7 +270,7 @@ int cmd_run(int argc, char** argv) {
     }
 
     auto t0 = std::chrono::steady_clock::now();
-    prefill_prompt(*session, prompt, {});
+    prefill_prompt(*session, prompt, run_prompt.media);
     const double prefill_s = seconds_since(t0);
 
     t0 = std::chrono::steady_clock::now();

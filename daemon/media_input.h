@@ -7,12 +7,10 @@
 //   video_preprocessor_config.json (core/media/media_config.h; defaults where absent); the
 //   limits and the local-file directory from the media-* options. FFmpeg is not loaded here:
 //   the first decode loads it (core/media/ffmpeg_api.h), so a server without it serves text.
-// - decode(conversation) runs on a libuv pool thread (never the loop): it refuses more than
-//   media-max-items items (400), hands every Image/Video part's URL to the media pool
-//   (media-decode-threads threads: media_source_bytes, then decode_media with the remaining
-//   byte budget), waits for all, and refuses a total above media-max-vision-tokens. Returns the
-//   items in part order. Errors: ApiError 400 (code "invalid_media", param "messages") with the
-//   decoder's message; 501 "media_decoding_unavailable" naming the missing FFmpeg library.
+// - decode(conversation) runs on a libuv pool thread (never the loop): core/media/media_request.h
+//   on the media pool (media-decode-threads threads) with the media-* limits. Errors: ApiError
+//   400 "invalid_media" (param "messages") with the decoder's message ("media item N: ..."); 501
+//   "media_decoding_unavailable" naming the missing FFmpeg library.
 // - has_media(conversation): whether any message holds an Image or Video part.
 // Thread safety: decode may run on several pool threads at once.
 #pragma once

@@ -5,7 +5,8 @@
 // runs the tower, else a 501 naming it); bad media (truncated PNG, a 30000x30000 header, a zip
 // named .mp4, an hour-long video, 17 images, remote URLs, file:// outside the allowed directory)
 // are each a 400 and the next request is served; without FFmpeg (NINFER_FFMPEG_DIR pointing at an
-// empty directory) media is a 501 naming the library and text is served.
+// empty directory) media is a 501 naming the library and text is served; `ninferctl run
+// --messages` takes the same image part.
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -109,6 +110,20 @@ main('media_api', async (start) => {
         .then((v) => ({ v }), (err) => ({ err }));
     check(resp.v ? resp.v.usage.input_tokens > P0 : resp.err.status === 501, 'Responses input_image decoded',
         resp.err ? `${resp.err.status} ${resp.err.message}` : '');
+
+    // --- ninferctl run --messages takes the same shapes (the tower runs on the CPU) ----------------
+    const messagesFile = path.join(TEST_DIR, 'messages.json');
+    fs.writeFileSync(messagesFile, JSON.stringify({ messages: [{ role: 'user', content: [
+        { type: 'image_url', image_url: { url: 'file://' + path.join(allowed, 'grad.png') } },
+        { type: 'text', text: 'Describe the picture.' }] }] }));
+    const runOut = require('child_process').spawnSync(ctl, ['run', process.env.NINFER_TINY_ARTIFACT, '--messages', messagesFile,
+        '--max-new', '2', '--greedy', '--print-token-ids'], { encoding: 'utf8' });
+    const textRun = require('child_process').spawnSync(ctl, ['run', process.env.NINFER_TINY_ARTIFACT, '--prompt', 'Describe the picture.',
+        '--max-new', '2', '--greedy', '--print-token-ids'], { encoding: 'utf8' });
+    const prefillOf = (r) => Number(((r.stderr || '').match(/prefill: (\d+) tokens/) || [])[1]);
+    check(runOut.status === 0 && /vision: 1 item\(s\) through the tower/.test(runOut.stderr) &&
+        prefillOf(runOut) === prefillOf(textRun) + 66, 'ninferctl run --messages: the image through the tower, 66 more prompt tokens',
+        `${runOut.status} ${runOut.stderr} | ${textRun.stderr}`);
 
     // --- bad media: each a clear 400, the next request served ------------------------------------
     const png = fixture('grad.png');
