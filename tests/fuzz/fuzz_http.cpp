@@ -19,6 +19,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 using namespace ninfer;
 using namespace ninfer::daemon;
@@ -31,6 +32,7 @@ struct Harness {
     DaemonContext ctx;
     std::unique_ptr<HttpServer> server;
     int port = 0;
+    uint32_t n_connections = 0;
 
     Harness() {
         uv_loop_init(&loop);
@@ -58,13 +60,23 @@ struct Harness {
         port = server->bound_port();
     }
 
-    int connect_client() const {
+    // Each connection ends in TIME_WAIT on the client side (it half-closes first) for a minute:
+    // at a thousand inputs a second one source address would run out of ports, so the client
+    // binds a new address of 127.0.0.0/8 each time (all loopback).
+    int connect_client() {
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in from{};
+        from.sin_family = AF_INET;
+        from.sin_addr.s_addr = htonl(0x7F000000u + 2 + (n_connections++ % 0xFFFF00u));
         sockaddr_in addr{};
         addr.sin_family = AF_INET;
         addr.sin_port = htons(uint16_t(port));
         addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) abort();
+        if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0 ||
+            ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+            std::fprintf(stderr, "fuzz_http: harness cannot connect: %s\n", std::strerror(errno));
+            abort();
+        }
         fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
         return fd;
     }
