@@ -13,6 +13,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -72,8 +73,18 @@ struct Harness {
         addr.sin_family = AF_INET;
         addr.sin_port = htons(uint16_t(port));
         addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0 ||
-            ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+        int rc = fd < 0 ? -1 : ::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from);
+        if (rc == 0) rc = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+        if (rc != 0 && errno == EINTR) { // libFuzzer's timer signal: the connect goes on; wait for it
+            pollfd p{fd, POLLOUT, 0};
+            while (::poll(&p, 1, 1000) < 0 && errno == EINTR) {}
+            int err = 0;
+            socklen_t n = sizeof err;
+            ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &n);
+            rc = err ? -1 : 0;
+            errno = err;
+        }
+        if (rc != 0) {
             std::fprintf(stderr, "fuzz_http: harness cannot connect: %s\n", std::strerror(errno));
             abort();
         }
@@ -92,14 +103,14 @@ struct Harness {
             if (sent < n) {
                 ssize_t w = ::send(fd, data + sent, n - sent, MSG_NOSIGNAL);
                 if (w > 0) sent += size_t(w);
-                else if (errno != EAGAIN) server_closed = true; // the server closed early (an error answer)
+                else if (errno != EAGAIN && errno != EINTR) server_closed = true; // closed early (an error answer)
             } else if (!half_closed) {
                 ::shutdown(fd, SHUT_WR);
                 half_closed = true;
             }
             uv_run(&loop, UV_RUN_NOWAIT);
             ssize_t r = ::recv(fd, sink, sizeof sink, 0);
-            if (r == 0 || (r < 0 && errno != EAGAIN)) server_closed = true;
+            if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) server_closed = true;
         }
         ::close(fd);
         while (server->n_connections() > 0) uv_run(&loop, UV_RUN_NOWAIT);
