@@ -131,6 +131,7 @@ void ChatSession::submit() {
     g.max_tokens = request_.max_tokens.value_or(std::min(ctx_.config.default_max_tokens, room));
     if (!request_.ignore_eos) g.stop_token_ids = frontend_->stop_token_ids();
     g.n_top_logprobs = request_.logprobs ? request_.top_logprobs : 0;
+    g.logprobs = request_.logprobs;
     g.speculative = request_.speculative;
     g.media = std::move(prepared_.media);
     g.media_spans = std::move(prepared_.media_spans);

@@ -75,7 +75,7 @@ struct DaemonContext {
     uv_loop_t* loop = nullptr;
     LoopBridge* bridge = nullptr;
     core::Engine* engine = nullptr;
-    const HttpServer* http = nullptr; // its memory peaks for /metrics; null before listening
+    const HttpServer* http = nullptr; // its memory peaks and write figures for /metrics; null before listening
     std::shared_ptr<ModelFrontend> frontend;
     ServeState state = ServeState::Loading;
     bool admission_paused = false; // ninferctl drain: new requests 503 until resume

@@ -175,6 +175,23 @@ void Connection::write_raw(std::string data) {
                   std::to_string(limits().write_timeout_ms / 1000) + " s");
         return close(); // the peer stopped reading: its stream is cancelled through on_close
     }
+    if (server_->corked()) {
+        if (gathered_.empty()) server_->gathered(this);
+        gathered_ += data;
+        return;
+    }
+    write_now(std::move(data));
+}
+
+void Connection::write_gathered() {
+    if (closing_ || gathered_.empty()) return;
+    std::string data;
+    data.swap(gathered_);
+    write_now(std::move(data));
+}
+
+void Connection::write_now(std::string data) {
+    server_->note_write(data.size());
     auto* w = new WriteRequest{{}, std::move(data), this};
     uv_buf_t buf = uv_buf_init(w->data.data(), unsigned(w->data.size()));
     int rc = uv_write(&w->req, reinterpret_cast<uv_stream_t*>(&tcp_), &buf, 1, [](uv_write_t* req, int status) {
@@ -200,7 +217,7 @@ void Connection::write_raw(std::string data) {
 }
 
 size_t Connection::write_queue_bytes() const {
-    return uv_stream_get_write_queue_size(reinterpret_cast<const uv_stream_t*>(&tcp_));
+    return gathered_.size() + uv_stream_get_write_queue_size(reinterpret_cast<const uv_stream_t*>(&tcp_));
 }
 
 void Connection::response_finished(bool keep_alive) {

@@ -18,7 +18,8 @@ class Connection {
     void close(); // idempotent; writers get on_close, memory freed after the uv callbacks
 
     // ResponseWriter side.
-    void write_raw(std::string data);
+    void write_raw(std::string data); // now, or gathered while the server is corked
+    void write_gathered();            // HttpServer::uncork: the gathered output in one write
     void response_finished(bool keep_alive);
     void start_sse_keepalive(); // ": ping" chunks while the active stream is silent
     size_t write_queue_bytes() const;
@@ -50,11 +51,13 @@ class Connection {
     bool hold_body(uint64_t n); // false: 503, the server-wide body budget is spent
     void release_body();
     void arm_timer(uint64_t ms);
+    void write_now(std::string data); // one uv_write
 
     HttpServer* server_;
     uv_tcp_t tcp_{};
     uv_timer_t timer_{};
     uv_timer_t ping_timer_{};
+    std::string gathered_;             // output gathered while the server is corked
     uint64_t last_write_ms_ = 0;
     uint64_t last_drain_ms_ = 0;       // the write queue was last empty or made progress
     bool output_paused_ = false;       // input held back for output over max_output_bytes

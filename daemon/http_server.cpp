@@ -189,6 +189,14 @@ bool HttpServer::has_pending_writes() const {
 
 void HttpServer::forget(Connection* connection) {
     connections_.erase(std::remove(connections_.begin(), connections_.end(), connection), connections_.end());
+    gathering_.erase(std::remove(gathering_.begin(), gathering_.end(), connection), gathering_.end());
+}
+
+void HttpServer::uncork() {
+    corked_ = false;
+    std::vector<Connection*> ready;
+    ready.swap(gathering_);
+    for (Connection* c : ready) c->write_gathered(); // may close c: forget() no longer finds it in gathering_
 }
 
 } // namespace ninfer::daemon

@@ -33,6 +33,10 @@
 //   request (omit_body) only the status line and headers are written. A
 //   text/event-stream response that stays silent for sse_ping_ms gets an SSE comment ": ping", so
 //   proxies and clients do not cut a stream waiting on a long prefill.
+// - Write batching: between cork() and uncork() (the loop bridge's batch of engine events), each
+//   connection's output is gathered and handed to the kernel in one write at uncork(), so a
+//   stream given several tokens at once (a speculative round, a loop that fell behind) costs one
+//   write, not one per token. Gathered bytes count as unsent output for the limits above.
 #pragma once
 
 #include "daemon/daemon_config.h"
@@ -140,8 +144,24 @@ class HttpServer {
     // server's own 400/408/413/431): the one place responses are counted.
     void on_response(std::function<void(int status)> observer) { on_response_ = std::move(observer); }
 
+    // Writes handed to the kernel's socket queue (uv_write calls) and their bytes, all connections.
+    struct WriteFigures {
+        uint64_t n_writes = 0;
+        uint64_t n_bytes = 0;
+    };
+    const WriteFigures& write_figures() const { return write_figures_; }
+
+    void cork() { corked_ = true; }
+    void uncork(); // writes every connection's gathered output
+
     // Internal (Connection).
     const HttpLimits& limits() const { return limits_; }
+    bool corked() const { return corked_; }
+    void gathered(Connection* connection) { gathering_.push_back(connection); } // first bytes while corked
+    void note_write(size_t bytes) {
+        ++write_figures_.n_writes;
+        write_figures_.n_bytes += bytes;
+    }
     const RequestHandler& handler() const { return handler_; }
     void forget(Connection* connection);
     // Request body bytes held over all connections; false (nothing added) past the budget.
@@ -172,6 +192,9 @@ class HttpServer {
     std::vector<Connection*> connections_; // oldest first
     uint64_t inflight_body_bytes_ = 0;
     HttpMemoryPeaks peaks_;
+    WriteFigures write_figures_;
+    bool corked_ = false;
+    std::vector<Connection*> gathering_; // connections with output gathered since cork()
     RepeatedLog refused_log_{10000}, evicted_log_{10000};
 };
 

@@ -96,6 +96,19 @@ std::string render_metrics(const DaemonContext& ctx) {
     one(out, "ninfer_prefill_tokens_total", "counter", "Prompt tokens computed", double(prefill_n));
     one(out, "ninfer_generation_tokens_total", "counter", "Tokens generated", double(gen_n));
     one(out, "ninfer_decode_steps_total", "counter", "Batched decode steps", double(steps));
+    // The host's per-token work (issue 27.4): divide by ninfer_generation_tokens_total for a mean per token.
+    one(out, "ninfer_token_report_cpu_seconds_total", "counter",
+        "Engine thread CPU time reporting sampled tokens (detokenise, parse, hand to the loop)", f.token_report_cpu_s);
+    one(out, "ninfer_loop_engine_event_cpu_seconds_total", "counter",
+        "Loop thread CPU time running engine events (render, write)", f.loop_events_cpu_s);
+    one(out, "ninfer_loop_engine_events_total", "counter", "Engine events run on the loop thread",
+        double(f.loop_events_total));
+    one(out, "ninfer_loop_engine_event_batches_total", "counter", "Loop wake-ups that ran engine events",
+        double(f.loop_batches_total));
+    one(out, "ninfer_http_socket_writes_total", "counter", "Writes issued on HTTP connections",
+        double(f.socket_writes_total));
+    one(out, "ninfer_http_socket_write_bytes_total", "counter", "Bytes written on HTTP connections",
+        double(f.socket_write_bytes_total));
     one(out, "ninfer_prefix_cache_hits_total", "counter", "Admissions restored from the prefix cache",
         double(f.prefix_cache_hits_total));
     one(out, "ninfer_prefix_cache_misses_total", "counter", "Admissions the prefix cache could not serve",

@@ -1,6 +1,8 @@
 // ninfer::daemon - reads the engine atomics once and derives the averages /metrics and /monitor/stats show.
 #include "daemon/serve_figures.h"
 
+#include "daemon/http_server.h"
+
 #include <algorithm>
 #include <ctime>
 
@@ -30,6 +32,17 @@ ServeFigures read_serve_figures(const DaemonContext& ctx) {
     f.decode_lane_steps_total = s.n_decode_lane_steps_total;
     f.prefill_s = double(s.t_prefill_us_total.load()) / 1e6;
     f.decode_s = double(s.t_decode_us_total.load()) / 1e6;
+    f.token_report_cpu_s = double(s.t_token_report_cpu_us_total.load()) / 1e6;
+    if (ctx.bridge) {
+        const LoopBridge::Figures& b = ctx.bridge->figures();
+        f.loop_batches_total = b.n_batches;
+        f.loop_events_total = b.n_closures;
+        f.loop_events_cpu_s = double(b.cpu_us) / 1e6;
+    }
+    if (ctx.http) {
+        f.socket_writes_total = ctx.http->write_figures().n_writes;
+        f.socket_write_bytes_total = ctx.http->write_figures().n_bytes;
+    }
     f.requests_finished_total = s.n_requests_finished_total;
     f.requests_cancelled_total = s.n_requests_cancelled_total;
     f.requests_rejected_total = s.n_requests_rejected_total;

@@ -47,6 +47,13 @@ struct ServeFigures {
     uint64_t decode_lane_steps_total = 0;    // n_decode_lane_steps_total: sum of batch sizes
     double prefill_s = 0;                    // t_prefill_us_total / 1e6
     double decode_s = 0;                     // t_decode_us_total / 1e6
+    double token_report_cpu_s = 0;           // t_token_report_cpu_us_total / 1e6: engine thread CPU reporting tokens
+    // The loop thread's share of the per-token work (LoopBridge::figures, HttpServer's writes).
+    uint64_t loop_batches_total = 0;         // bridge wake-ups that ran engine events
+    uint64_t loop_events_total = 0;          // engine events (closures) run on the loop
+    double loop_events_cpu_s = 0;            // cpu_us / 1e6: loop thread CPU inside them, writes included
+    uint64_t socket_writes_total = 0;        // uv_write calls on HTTP connections
+    uint64_t socket_write_bytes_total = 0;   // bytes they carried
     uint64_t requests_finished_total = 0;
     uint64_t requests_cancelled_total = 0;
     uint64_t requests_rejected_total = 0;

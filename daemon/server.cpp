@@ -94,6 +94,7 @@ class Daemon {
                                                });
         server_->on_response([this](int status) { ++ctx_.counters.http_responses_by_status[status]; });
         ctx_.http = server_.get();
+        bridge_->set_batch_hooks([this] { server_->cork(); }, [this] { server_->uncork(); });
         try {
             int fd = activated_http_fd();
             if (fd >= 0) server_->listen_fd(fd);

@@ -28,6 +28,9 @@ struct EngineStats {
     std::atomic<uint64_t> t_decode_us_total{0};
     std::atomic<uint64_t> n_decode_steps_total{0};
     std::atomic<uint64_t> n_decode_lane_steps_total{0}; // sum of batch sizes
+    // Engine thread CPU time reporting sampled tokens (sinks: detokenise, parse, hand to the loop;
+    // stops and finishes), by thread_cpu_us.
+    std::atomic<uint64_t> t_token_report_cpu_us_total{0};
     std::atomic<uint64_t> n_requests_finished_total{0};
     std::atomic<uint64_t> n_requests_cancelled_total{0};
     std::atomic<uint64_t> n_requests_rejected_total{0};

@@ -86,6 +86,9 @@ struct GenerationRequest {
     uint32_t max_tokens = 0;
     std::vector<int32_t> stop_token_ids;
     int n_top_logprobs = 0;
+    // The sink reads DecodeResult::logprob. A speculative round computes it (a log-sum-exp over the
+    // vocabulary per token, on the host) only then; a plain step's comes with its sample anyway.
+    bool logprobs = false;
     std::optional<SpeculativeConfig> speculative; // nullopt: the server's
     // Images and videos of the prompt in prompt order (core/vision/vision_input.h); their rows
     // replace the placeholder tokens (SchedulerOptions::vision runs the tower before the prefill).

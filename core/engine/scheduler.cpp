@@ -1,6 +1,8 @@
 // ninfer::core - scheduler: FIFO admission with KV reservation, chunked prefill, batched decode.
 #include "core/engine/scheduler.h"
 
+#include "core/util/thread_clock.h"
+
 #include <algorithm>
 
 namespace ninfer::core {
@@ -385,6 +387,7 @@ void Scheduler::end_step_in_flight() {
     auto t0 = Clock::now();
     std::vector<DecodeResult> results = backend_.decode_end();
     stats_.t_decode_us_total += us_between(t0, Clock::now());
+    const uint64_t cpu0 = thread_cpu_us();
     for (size_t k = 0; k < rows.size(); ++k) {
         Lane& l = lanes_[size_t(rows[k].lane)];
         // A closing lane's row, or a request that finished (or was cancelled) after this step began.
@@ -392,6 +395,7 @@ void Scheduler::end_step_in_flight() {
         --l.samples_outstanding;
         accept_token(rows[k].lane, results[k]);
     }
+    stats_.t_token_report_cpu_us_total += thread_cpu_us() - cpu0;
 }
 
 // A finished lane's last sample is in its state now: it is free, and its reply checkpoint is taken.

@@ -1,6 +1,7 @@
 // ninfer::core - the scheduler's speculative rounds: draft -> verify -> accept, reported as plain samples.
 #include "core/backend/speculative.h"
 #include "core/engine/scheduler.h"
+#include "core/util/thread_clock.h"
 #include "core/util/error.h"
 
 #include <algorithm>
@@ -11,13 +12,14 @@ namespace ninfer::core {
 namespace {
 
 // What a plain step reports for `token` drawn from these raw logits: its log-softmax and the top n.
-DecodeResult result_of(std::span<const float> raw, int32_t token, int n_top) {
+DecodeResult result_of(std::span<const float> raw, int32_t token, bool logprobs, int n_top) {
+    DecodeResult r;
+    r.token = token;
+    if (!logprobs && n_top == 0) return r; // nobody reads them: skip a pass over the vocabulary
     const float max = *std::max_element(raw.begin(), raw.end());
     double sum = 0;
     for (float x : raw) sum += std::exp(double(x) - double(max));
     const double lse = double(max) + std::log(sum);
-    DecodeResult r;
-    r.token = token;
     r.logprob = float(double(raw[size_t(token)]) - lse);
     if (n_top > 0) {
         std::vector<int32_t> ids(raw.size());
@@ -153,16 +155,18 @@ void Scheduler::report_round(int lane_index, std::span<const int32_t> drafts, st
     l.pending_token = -1;
     uint32_t kept = 1;
     const int n_top = l.request->n_top_logprobs;
+    const uint64_t cpu0 = thread_cpu_us();
     for (uint32_t i = 0; i <= a.accepted; ++i) {
         const int32_t token = i < a.accepted ? drafts[i] : a.next_token;
         const bool replaced = !l.forced.empty(); // a forced id takes this token's place: the run ends
-        if (!accept_token(lane_index, result_of(raw_rows.subspan(size_t(i) * V, V), token, n_top)) || replaced ||
+        if (!accept_token(lane_index, result_of(raw_rows.subspan(size_t(i) * V, V), token, l.request->logprobs, n_top)) || replaced ||
             i == a.accepted)
             break;
         l.history.push_back(token); // an accepted draft, already in the lane
         l.pending_token = -1;
         ++kept;
     }
+    stats_.t_token_report_cpu_us_total += thread_cpu_us() - cpu0;
     backend_.accept_verified(lane_index, kept);
 }
 

@@ -70,6 +70,13 @@ for path in sys.argv[2:]:
     assert all(q["cancelled"] and 0 < q["completion_tokens"] < 1800 for q in decoders), decoders
     assert len(longs) == 2 and all(q["completion_tokens"] == 2 and q["prompt_tokens"] == 200 for q in longs)
     assert mx["itl_p99_s"] is not None and mx["long_ttft_max_s"] > 0
+    # The daemon's own per-token host figures (/metrics deltas): every token reached a socket.
+    for name in ("streams", "steady", "decode"):
+        h = r["scenarios"][name]["host"]
+        assert h and h["tokens"] > 0, (name, h)
+        assert 0 < h["writes_per_token"] <= 2 and h["bytes_per_token"] > 20, (name, h)
+        assert h["report_cpu_us_per_token"] >= 0 and h["loop_cpu_us_per_token"] > 0, (name, h)
+    assert "host CPU µs/token" in summary
     sh = r["scenarios"]["short"]["parts"][0]
     assert [q["prompt_tokens"] for q in sh["requests"]] == [16, 16, 600]
     assert sh["short_during_ttft_s"] > 0 and sh["long_ttft_s"] > 0

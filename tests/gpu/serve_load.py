@@ -323,6 +323,41 @@ SCENARIOS = {"decode": scenario_decode, "ttft": scenario_ttft, "streams": scenar
              "steady": scenario_steady, "mixed": scenario_mixed, "short": scenario_short}
 
 
+HOST_COUNTERS = ("ninfer_generation_tokens_total", "ninfer_token_report_cpu_seconds_total",
+                 "ninfer_loop_engine_event_cpu_seconds_total", "ninfer_loop_engine_events_total",
+                 "ninfer_http_socket_writes_total", "ninfer_http_socket_write_bytes_total")
+
+
+def scrape(url):
+    """ninferd's /metrics counters of the host's per-token work (HOST_COUNTERS), or {} if unreadable."""
+    import urllib.request
+    try:
+        with urllib.request.urlopen(url.rstrip("/") + "/metrics", timeout=10) as f:
+            text = f.read().decode()
+    except OSError:
+        return {}
+    out = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name in HOST_COUNTERS:
+            out[name] = float(value)
+    return out
+
+
+def host_figures(before, after):
+    """Per generated token, between two scrapes: the engine thread's and the loop's CPU time (µs) and
+    the socket writes and bytes. None when the daemon has no such counters or made no tokens."""
+    d = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in HOST_COUNTERS}
+    tokens = d["ninfer_generation_tokens_total"]
+    if not tokens or not all(k in after for k in HOST_COUNTERS):
+        return None
+    return {"tokens": tokens, "report_cpu_us_per_token": d["ninfer_token_report_cpu_seconds_total"] * 1e6 / tokens,
+            "loop_cpu_us_per_token": d["ninfer_loop_engine_event_cpu_seconds_total"] * 1e6 / tokens,
+            "events_per_token": d["ninfer_loop_engine_events_total"] / tokens,
+            "writes_per_token": d["ninfer_http_socket_writes_total"] / tokens,
+            "bytes_per_token": d["ninfer_http_socket_write_bytes_total"] / tokens}
+
+
 async def run_all(a):
     client = Client(a.url, a.api_key, a.temperature, a.seed, a.timeout_s)
     result = {"label": a.label, "url": a.url, "temperature": a.temperature, "args": vars(a).copy(), "scenarios": {}}
@@ -332,11 +367,12 @@ async def run_all(a):
         warm = await asyncio.gather(*(client.one(a.warmup_prompt, a.warmup_gen) for _ in range(a.warmup_streams)))
         result["warmup"] = {"wall_s": time.perf_counter() - t, "errors": [r["error"] for r in warm if r["error"]]}
     for name in a.scenarios:
-        t = time.perf_counter()
+        t, before = time.perf_counter(), scrape(a.url)
         try:
             result["scenarios"][name] = {"parts": await SCENARIOS[name](client, a, state)}
         except Exception as e:
             result["scenarios"][name] = {"error": f"{type(e).__name__}: {e}"}
+        result["scenarios"][name]["host"] = host_figures(before, scrape(a.url))
         result["scenarios"][name]["wall_s"] = time.perf_counter() - t
         print(f"serve_load: {name} {'FAILED ' + result['scenarios'][name]['error'] if 'error' in result['scenarios'][name] else 'ok'}"
               f" in {result['scenarios'][name]['wall_s']:.1f} s", file=sys.stderr, flush=True)

@@ -162,6 +162,10 @@ def table(result, bench_doc=None):
                 row(label, f"short TTFT during long ms", fmt(ms(part["short_during_ttft_s"])), "",
                     part["short_during_ttft_s"] / part["short_idle_ttft_s"] if part["short_idle_ttft_s"] and part["short_during_ttft_s"] else None)
                 row(label, "long TTFT ms (short sent at)", f"{fmt(ms(part['long_ttft_s']))} ({fmt(ms(part['short_delay_s']))})")
+        h = sc.get("host")
+        if h:  # the daemon's own counters over the scenario (serve_load.host_figures)
+            row(name, "host CPU µs/token: engine / loop", f"{h['report_cpu_us_per_token']:.1f} / {h['loop_cpu_us_per_token']:.1f}")
+            row(name, "socket writes / bytes per token", f"{h['writes_per_token']:.2f} / {h['bytes_per_token']:.0f}")
     head = ("scenario", "figure", "serve", "bench (same run)", "serve/bench")
     widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(5)]
     lines = [f"ninfer serving benchmark: {result.get('label', '')} ({result.get('url', '')}), "

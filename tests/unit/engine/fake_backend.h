@@ -96,6 +96,7 @@ class FakeBackend final : public core::Backend {
 // Collects what the scheduler reports for one request.
 struct RecordingSink : core::GenerationSink {
     std::vector<int32_t> tokens;
+    std::vector<float> logprobs; // each token's DecodeResult::logprob
     bool admitted = false, finished = false, rejected = false;
     int lane = -1;
     uint32_t cached = 0;
@@ -105,6 +106,7 @@ struct RecordingSink : core::GenerationSink {
     void on_admitted(int l, uint32_t c) override { admitted = true, lane = l, cached = c; }
     core::TokenVerdict on_token(const core::DecodeResult& r) override {
         tokens.push_back(r.token);
+        logprobs.push_back(r.logprob);
         return r.token == stop_after_token ? core::TokenVerdict::Stop : core::TokenVerdict::Continue;
     }
     void on_finished(const core::GenerationSummary& s) override { finished = true, summary = s; }

@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -130,7 +131,8 @@ struct Outcome {
 
 // Runs the jobs (or the first n) on a fresh backend with `lanes` lanes; probe: each job's free tokens.
 void run_jobs(const Model& m, int lanes, SpeculativeConfig spec, const std::map<uint64_t, std::vector<int32_t>>* probe,
-              Outcome& out, const std::function<Backend&(Backend&)>& wrap = {}, float temperature = 0) {
+              Outcome& out, const std::function<Backend&(Backend&)>& wrap = {}, float temperature = 0,
+              bool logprobs = false) {
     auto cpu = make_cpu_backend(m.weights, test::tiny_speculative_plan(m.config, lanes, kMaxDraftTokens, true,
                                                                        KvDtype::F32, kContext));
     Backend& backend = wrap ? wrap(*cpu) : *cpu;
@@ -154,6 +156,7 @@ void run_jobs(const Model& m, int lanes, SpeculativeConfig spec, const std::map<
         r.max_tokens = j.max_tokens;
         r.sampling.temperature = temperature;
         r.sampling.seed = 1000 + j.id;
+        r.logprobs = logprobs;
         if (probe && j.id == 3) r.stop_token_ids = {probe->at(3)[9]};
         if (probe && j.id == 4) sink->stop_after_token = probe->at(4)[6];
         if (j.id == 9) r.speculative = SpeculativeConfig{};
@@ -376,4 +379,34 @@ TEST_CASE("scheduler_speculative: admission reserves the verify window's K token
     CHECK(reserved_for(SpeculativeConfig{SpeculativeKind::Mtp, 5}, 2 * kContext) == 30 + 20 + 4); // never raised
     CHECK(reserved_for(SpeculativeConfig{}, 2 * kContext) == 30 + 20);
     CHECK(reserved_for(std::nullopt, 30 + 20 + 1) == 30 + 20 + 1); // the capacity left
+}
+
+TEST_CASE("scheduler_speculative: a round computes log-probabilities when the request reads them, else skips them",
+          "[scheduler_speculative]") {
+    const Model m(false);
+    const auto probe = probe_of(m);
+    Outcome plain, with, without;
+    run_jobs(m, 3, {}, &probe, plain, {}, 0, true);
+    run_jobs(m, 3, {SpeculativeKind::Mtp, 3}, &probe, with, {}, 0, true);
+    run_jobs(m, 3, {SpeculativeKind::Mtp, 3}, &probe, without, {}, 0, false);
+    check_same(plain, with);
+    check_same(plain, without);
+    REQUIRE(with.stats.n_spec_rounds_total > 0);
+    size_t nonzero_with = 0, nonzero_without = 0;
+    for (const auto& [id, a] : plain.sinks) {
+        INFO("request " << id);
+        const auto& b = *with.sinks.at(id);
+        const size_t n = std::min(a->tokens.size(), b.tokens.size()); // request 8: a cancelled prefix
+        for (size_t i = 0; i < n; ++i) {
+            INFO("token " << i);
+            CHECK(std::abs(a->logprobs[i] - b.logprobs[i]) <= 1e-4f); // the verify rows vs the step's logits
+            nonzero_with += b.logprobs[i] != 0.0f;
+        }
+        for (float lp : without.sinks.at(id)->logprobs) nonzero_without += lp != 0.0f;
+    }
+    CHECK(nonzero_with > 0);
+    // Plain steps give logprobs anyway (request 9 does not speculate; every first token comes from
+    // the prefill's sample); the speculative rounds' tokens, most of the rest, came without.
+    INFO("tokens with logprobs: " << nonzero_with << " asked, " << nonzero_without << " not asked");
+    CHECK(nonzero_without * 2 < nonzero_with);
 }
