@@ -4,14 +4,14 @@
 // Contract:
 // - Where: metadata.payload_crc32c = {"<object id>": "<8 lowercase hex digits>", ...}, one member
 //   per object (tensor or resource) in directory order: the CRC-32C (core/util/crc32c.h) of the
-//   object's `bytes` payload bytes. metadata is an open member of the v3 root (spec §1.3), so
-//   readers that do not know it (upstream's) are unaffected. Not in the spec upstream: ours
+//   object's `bytes` payload bytes. metadata is an open member of the v3 root
+//   (docs/ARTIFACT_FORMAT.md §1.3), so readers that do not know it (upstream's) are unaffected. Not in the spec upstream: ours
 //   (docs/ARTIFACT_FORMAT.md §4, §7).
 // - Why CRC-32C and not SHA-256: it detects storage and copy corruption (every burst up to 32
 //   bits, any other error with probability 1 - 2^-32), runs at memory speed with the SSE4.2
 //   instruction and splits into chunks checked on several threads and combined, so a load-time
 //   check is cheap. It is no defence against a forger (who rewrites the CRC too); a published
-//   SHA-256 of the files is (spec §5.1).
+//   SHA-256 of the files is (docs/ARTIFACT_FORMAT.md §5.1).
 // - metadata_with_payload_crc32c(metadata_json, crcs) returns the metadata object text with the
 //   member added (metadata_json must be an object without it; the writer refuses one that has it).
 // - PayloadCrcs computes the member's values from a payload streamed in increasing logical
