@@ -273,6 +273,9 @@ void ChatSession::finish(const ChatUpdate& u) {
     if (u.finish == ChatFinish::EngineFailed)
         return fail(api_error_of({Errc::Unavailable, "the inference engine failed while generating this reply "
                                                      "(see the server log); the server cannot generate until it restarts"}));
+    if (u.finish == ChatFinish::ConstraintFailed)
+        return fail({500, "constrained decoding: the grammar allowed no next token the model's vocabulary holds "
+                          "(or refused a forced one); the reply is incomplete", "constraint_failed", "", ""});
     result_.finish_reason = finish_reason_name(u.finish);
     render_finished(u);
 }

@@ -72,8 +72,11 @@ void ChatSink::on_finished(const core::GenerationSummary& summary) {
     u.kind = ChatUpdate::Kind::Finished;
     u.summary = summary;
     u.reasoning_tokens = reasoning_tokens_;
-    if (summary.reason == core::FinishReason::Cancelled || summary.reason == core::FinishReason::Failed) {
-        u.finish = summary.reason == core::FinishReason::Failed ? ChatFinish::EngineFailed : ChatFinish::Cancelled;
+    if (summary.reason == core::FinishReason::Cancelled || summary.reason == core::FinishReason::Failed ||
+        summary.reason == core::FinishReason::ConstraintFailed) {
+        u.finish = summary.reason == core::FinishReason::Failed             ? ChatFinish::EngineFailed
+                   : summary.reason == core::FinishReason::ConstraintFailed ? ChatFinish::ConstraintFailed
+                                                                            : ChatFinish::Cancelled;
         deliver_(std::move(u));
         return;
     }
@@ -96,6 +99,7 @@ std::string_view finish_reason_name(ChatFinish finish) {
     case ChatFinish::ToolCalls: return "tool_calls";
     case ChatFinish::Cancelled: return "cancelled";
     case ChatFinish::EngineFailed: return "engine_failed";
+    case ChatFinish::ConstraintFailed: return "constraint_failed";
     }
     return "stop";
 }

@@ -8,7 +8,8 @@
 // - Every callback produces one ChatUpdate passed to `deliver`, which must only queue it for the
 //   loop thread (LoopBridge::post). Finished carries how the generation ended as a ChatFinish
 //   (the parser's stop / length / tool calls; Cancelled when the engine cancelled it, EngineFailed
-//   when the backend failed under it); each API renders it in its own words.
+//   when the backend failed under it, ConstraintFailed when the request's grammar allowed no token);
+//   each API renders it in its own words.
 // - Reasoning budget (set_reasoning_budget): once the reasoning channel holds that many tokens
 //   and is still open, forced_tokens() returns the closing ids once ("\n</think>\n\n", as
 //   Qwen's template closes it), which the engine appends without sampling. Finished reports the
@@ -33,8 +34,9 @@ struct TokenLogprob {
     std::vector<std::pair<std::string, float>> top;
 };
 
-enum class ChatFinish : uint8_t { Stop, Length, ToolCalls, Cancelled, EngineFailed };
-// OpenAI's finish_reason ("stop", "length", "tool_calls"); "cancelled" and "engine_failed" for logs.
+enum class ChatFinish : uint8_t { Stop, Length, ToolCalls, Cancelled, EngineFailed, ConstraintFailed };
+// OpenAI's finish_reason ("stop", "length", "tool_calls"); "cancelled", "engine_failed" and
+// "constraint_failed" for logs.
 std::string_view finish_reason_name(ChatFinish finish);
 
 struct ChatUpdate {

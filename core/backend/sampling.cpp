@@ -8,6 +8,8 @@
 // and the tail is consulted only in the rare cases where a rank inside it decides the token.
 #include "core/backend/sampling.h"
 
+#include "core/backend/token_constraint.h"
+
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -59,6 +61,7 @@ int32_t argmax(std::span<const float> l) {
 
 void apply_penalties(std::span<float> logits, const SamplingParams& p,
                      std::span<const int32_t> generated) {
+    if (!p.allowed_tokens.empty()) apply_token_mask(logits, p.allowed_tokens);
     for (const auto& [id, bias] : p.logit_bias)
         if (id >= 0 && size_t(id) < logits.size())
             logits[size_t(id)] += bias;

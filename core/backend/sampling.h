@@ -3,7 +3,7 @@
 //
 // Contract:
 // - temperature <= 0 (or greedy) means exact argmax, ties to the lower id.
-// - Order: logit_bias -> penalties (repetition, presence, frequency over `generated`) ->
+// - Order: allowed_tokens (a constraint's bitset: every other id gets -inf) -> logit_bias -> penalties (repetition, presence, frequency over `generated`) ->
 //   temperature -> top_k (any size; 0 = all) -> softmax -> top_p -> min_p (relative to the max
 //   probability) -> draw with a counter-based RNG seeded by (seed, step).
 // - The draw uses Philox-style hashing of (seed, step) so CPU and GPU draw the same uniform.
@@ -27,6 +27,10 @@ struct SamplingParams {
     uint64_t seed = 0;
     uint64_t step = 0; // index of the token being drawn, part of the RNG counter
     std::vector<std::pair<int32_t, float>> logit_bias;
+    // Empty: every token. Else a bitset over ids (core/backend/token_constraint.h) that allows at
+    // least one id below the vocabulary size; a view the caller keeps alive for the call (the
+    // scheduler sets it per step; a request never holds one).
+    std::span<const uint32_t> allowed_tokens;
     bool is_greedy() const { return temperature <= 0.0f; }
 };
 

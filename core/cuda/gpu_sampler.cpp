@@ -39,6 +39,8 @@ GpuSampler::~GpuSampler() {
 bool GpuSampler::samplable(const SamplingParams& p, int n_top) {
     if (n_top < 0 || n_top > kernels::kSampleMaxTopLogprobs)
         return false;
+    if (!p.allowed_tokens.empty()) // a constrained row: the host sampler applies its bitset
+        return false;
     if (p.logit_bias.size() < 2)
         return true;
     std::vector<int32_t> ids;

@@ -6,7 +6,9 @@
 //   n_lanes x vocab x 4 bytes each) and zeroes the counts. Throws ninfer::Error("cuda: ...").
 // - samplable(params, n_top): whether the GPU sampler covers the request: everything except a
 //   logit_bias list naming an id twice (the CPU adds the entries in turn; the GPU holds one value
-//   per id) and more than kSampleMaxTopLogprobs top logprobs. The backend samples those on the host.
+//   per id), more than kSampleMaxTopLogprobs top logprobs and a constrained row (allowed_tokens
+//   set: issue 32's bitset is applied by the host sampler over the row's logits). The backend
+//   samples those on the host.
 // - prepare(lane, params, generated, n_top) returns the row parameters and enqueues, when needed,
 //   the uploads that bring the lane's rows to the request: the counts row is rebuilt from
 //   `generated` only when it does not already hold it or all but its last id (then count_token

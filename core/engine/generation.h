@@ -18,12 +18,17 @@
 //   rejection sampling (core/backend/speculative.h). draft_n / draft_n_accepted count its drafts.
 // - parse_speculative("off" | "mtp:K" | "ngram:K", K 1..kMaxSpeculativeK) throws ninfer::Error
 //   ("speculative: ...") on anything else; speculative_name gives the same spelling back.
+// - constraint (issue 32; core/engine/reply_constraint.h): the grammar the reply must follow, its
+//   fresh state owned by the request (so a request is move-only). The scheduler samples only
+//   tokens it allows, ends the reply with Stop when it is finished, and ends the request with
+//   ConstraintFailed when it allows nothing. Constrained requests do not speculate.
 // - Everything here is plain data except the sink, which the request shares with its caller.
 #pragma once
 
 #include "core/backend/backend.h"
 #include "core/backend/sampling.h"
 #include "core/vision/vision_input.h"
+#include "core/engine/reply_constraint.h"
 
 #include <chrono>
 #include <cstdint>
@@ -35,8 +40,9 @@
 namespace ninfer::core {
 
 // Failed: the backend threw while the request ran (Engine, Scheduler::fail_all); its output is
-// incomplete and the engine serves no more.
-enum class FinishReason : uint8_t { Stop, Length, Cancelled, Failed };
+// incomplete and the engine serves no more. ConstraintFailed: the request's constraint allowed no
+// token, or refused a forced one; only this request ends (its output is incomplete).
+enum class FinishReason : uint8_t { Stop, Length, Cancelled, Failed, ConstraintFailed };
 // Unsupported: the request needs what this engine cannot run (media without a vision tower, or
 // media whose placeholders do not pair up; Scheduler::refuse_media).
 enum class RejectReason : uint8_t { QueueFull, QueueTimeout, ContextExceeded, Unavailable, Unsupported };
@@ -96,6 +102,7 @@ struct GenerationRequest {
     // match a prefix only when the digests of the spans starting in it agree too.
     std::vector<VisionInput> media;
     std::vector<MediaSpan> media_spans;
+    std::optional<ConstraintSpec> constraint;     // nullopt: free text
     std::shared_ptr<GenerationSink> sink;
     std::chrono::steady_clock::time_point submitted = std::chrono::steady_clock::now();
 };

@@ -44,6 +44,14 @@ void Scheduler::submit(GenerationRequest request) {
                                       std::to_string(options_.max_context) + " tokens");
         return;
     }
+    if (request.constraint && (!request.constraint->grammar ||
+                               (request.constraint->after_reasoning && request.constraint->think_end_token < 0))) {
+        ++stats_.n_requests_rejected_total;
+        request.sink->on_rejected(RejectReason::Unavailable,
+                                  "constraint: a constrained request needs a grammar (and after the reasoning, the "
+                                  "token that closes it)");
+        return;
+    }
     size_t free_lanes = lanes_.size() - size_t(n_running());
     if (queue_.size() >= options_.max_pending + free_lanes) {
         ++stats_.n_requests_rejected_total;
@@ -219,6 +227,9 @@ void Scheduler::admit(Clock::time_point now) {
         lane.draft_n = lane.draft_n_accepted = 0;
         lane.ngram.reset();
         if (lane.speculative.kind == SpeculativeKind::Ngram) lane.ngram.append(r.prompt);
+        lane.constraint.reset();
+        if (r.constraint) lane.constraint = std::make_unique<ReplyConstraint>(std::move(*r.constraint));
+        r.constraint.reset();
         stats_.n_prompt_tokens_total += r.prompt.size();
         stats_.n_prompt_tokens_cached_total += lane.cached_tokens;
         auto sink = r.sink;
@@ -263,6 +274,7 @@ void Scheduler::prefill_one_chunk() {
     if (options_.prefix_cache) checkpoint(chosen); // end of the prompt
     SamplingParams sampling = lane.request->sampling;
     sampling.step = 0;
+    if (lane.constraint && !constrain_sample(chosen, sampling)) return;
     DecodeResult first = backend_.sample_after_prefill(chosen, sampling, {}, lane.request->n_top_logprobs);
     lane.first_token = Clock::now();
     stats_.t_prefill_us_total += us_between(t0, lane.first_token);
@@ -285,8 +297,13 @@ bool Scheduler::accept_token(int lane_index, DecodeResult result) {
         lane.pending_token = result.token;
     }
     ++stats_.n_generation_tokens_total;
+    if (lane.constraint && !lane.constraint->accept(result.token)) { // a forced id the grammar refuses
+        finish(lane_index, FinishReason::ConstraintFailed);
+        return false;
+    }
     TokenVerdict verdict = lane.request->sink->on_token(result);
-    if (verdict == TokenVerdict::Stop || is_stop_token(*lane.request, result.token)) {
+    if (verdict == TokenVerdict::Stop || is_stop_token(*lane.request, result.token) ||
+        (lane.constraint && lane.constraint->finished())) {
         finish(lane_index, FinishReason::Stop);
         return false;
     }
@@ -303,6 +320,13 @@ bool Scheduler::accept_token(int lane_index, DecodeResult result) {
 
 void Scheduler::decode_batch() {
     // Speculating lanes take a round instead of a plain step; a round needs their last samples.
+    // A constrained lane's mask needs its previous sample: that step ends before this one begins.
+    if (constrained_sample_in_flight()) end_step_in_flight();
+    for (size_t i = 0; i < lanes_.size(); ++i)
+        if (lanes_[i].request && lanes_[i].decoding && lanes_[i].constraint) {
+            SamplingParams unused;
+            constrain_sample(int(i), unused); // fills lanes_[i].mask, or ends the request
+        }
     std::vector<bool> speculating(lanes_.size());
     for (size_t i = 0; i < lanes_.size(); ++i)
         speculating[i] = lanes_[i].request && lanes_[i].decoding && lanes_[i].speculative.on();
@@ -325,6 +349,7 @@ void Scheduler::decode_batch() {
             const bool from_step = l.samples_outstanding > 0;
             s.sampling = l.request->sampling;
             s.sampling.step = l.generated.size() + (from_step ? 1 : 0);
+            if (l.constraint) s.sampling.allowed_tokens = l.mask;
             s.generated = l.generated;
             s.n_top_logprobs = l.request->n_top_logprobs;
             if (!from_step) {
@@ -412,6 +437,7 @@ void Scheduler::finish(int lane_index, FinishReason reason) {
     GenerationRequest r = std::move(*lane.request);
     lane.request.reset();
     lane.vision.reset(); // a request cancelled while it prefilled leaves no tower rows behind
+    lane.constraint.reset();
     Clock::time_point now = Clock::now();
     GenerationSummary s;
     s.reason = reason;
@@ -445,7 +471,7 @@ void Scheduler::finish(int lane_index, FinishReason reason) {
         }
     }
     lane.decoding = false;
-    if (reason == FinishReason::Cancelled || reason == FinishReason::Failed) {
+    if (reason == FinishReason::Cancelled || reason == FinishReason::Failed || reason == FinishReason::ConstraintFailed) {
         ++stats_.n_requests_cancelled_total; // ended before their reply was complete
     } else {
         ++stats_.n_requests_finished_total;

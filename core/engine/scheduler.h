@@ -40,6 +40,15 @@
 //   takes plain steps. K is clamped so that the verify window fits the context and is not longer
 //   than the tokens still allowed; admission reserves K more tokens per speculating request
 //   (the verify window's slack), up to the KV capacity left after prompt + max_tokens.
+// - Constrained requests (GenerationRequest::constraint; scheduler_constraint.cpp): the lane owns
+//   a ReplyConstraint built at admission. Before each of its samples the scheduler fills the
+//   lane's allowed-token bitset from the constraint's state after every reported token, and the
+//   sampler applies it (SamplingParams::allowed_tokens); each reported token (forced ids too) is
+//   fed to the constraint. A step mask depends on the previous step's token, so a round with a
+//   constrained decoding lane whose sample is still in flight ends that step first (such rounds
+//   are not pipelined); constrained lanes never speculate. A constraint that allows nothing or
+//   refuses a forced id ends the request with FinishReason::ConstraintFailed; a finished one ends
+//   it with Stop.
 #pragma once
 
 #include "core/backend/backend.h"
@@ -51,6 +60,7 @@
 
 #include <chrono>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -130,6 +140,8 @@ class Scheduler {
         uint32_t draft_n = 0, draft_n_accepted = 0;
         std::optional<VisionPrefill> vision; // the request's tower rows and positions while it prefills
         uint64_t vision_admission = 0;       // the admission they belong to
+        std::unique_ptr<ReplyConstraint> constraint; // the request's, from admission to finish
+        std::vector<uint32_t> mask;                  // its allowed-token bitset for the next sample
     };
 
     void expire_queue(Clock::time_point now);
@@ -154,6 +166,10 @@ class Scheduler {
     void report_round(int lane_index, std::span<const int32_t> drafts, std::span<const float> raw_rows,
                       const DraftAcceptance& acceptance);
     void lane_fed_last_sample(int lane_index);
+    // Constraints (scheduler_constraint.cpp). constrain_sample fills the lane's mask and points
+    // `sampling` at it; false when nothing is allowed (the request ended ConstraintFailed).
+    bool constrain_sample(int lane_index, SamplingParams& sampling);
+    bool constrained_sample_in_flight() const; // a constrained lane's sample is not reported yet
     struct StepRow {
         int lane = 0;
         bool closing = false;    // a closing lane's last sample: its result is discarded

@@ -57,7 +57,8 @@ std::string speculative_name(const SpeculativeConfig& c) {
 SpeculativeConfig Scheduler::speculation_of(const GenerationRequest& request) const {
     const SpeculativeConfig server = options_.speculative;
     SpeculativeConfig want = request.speculative.value_or(server);
-    if (!server.on() || !want.on()) return {};
+    // A constrained lane's every sample needs its mask from the tokens before it: no drafts.
+    if (!server.on() || !want.on() || request.constraint) return {};
     if (want.kind == SpeculativeKind::Mtp && server.kind != SpeculativeKind::Mtp) return {};
     want.k = std::min(want.k, server.k);
     return want;
