@@ -5,6 +5,7 @@
 
 #include "core/frontend/chat_messages.h"
 #include "core/frontend/chat_template.h"
+#include "core/engine/grammar_constraint.h"
 #include "core/frontend/detokenizer.h"
 #include "core/model/kv_codec.h"
 #ifdef NINFER_HAVE_MEDIA
@@ -32,6 +33,7 @@ constexpr const char* kRunUsage =
     "           [--max-new N (256)] [--greedy] [--temperature T] [--top-p P] [--top-k K] [--min-p M]\n"
     "           [--seed S] [--no-thinking] [--ignore-eos] [--print-token-ids] [--device cpu|cuda]\n"
     "           [--kv-dtype bf16|fp8|int8|f32] [--speculative off|mtp:K|ngram:K] [--stats]\n"
+    "           [--json-schema FILE | --grammar FILE]\n"
     "  --prompt is wrapped in the chat template as one user turn unless --raw; --messages takes\n"
     "  {\"messages\": [...], \"tools\": [...]} (image_url / video_url parts: data: or file:// URLs,\n"
     "  decoded like ninferd does, for an artifact with a vision tower); --prompt-ids bypasses template\n"
@@ -40,7 +42,10 @@ constexpr const char* kRunUsage =
     "  Sampling defaults come from the artifact's generation_config.json, else temperature 1 and top-p 1,\n  as ninferd applies them to requests; --greedy is argmax.\n"
     "  --speculative drafts K (1..5) tokens a round with the artifact's MTP head or n-gram prompt lookup and\n"
     "  verifies them in one step (exact: greedy output is unchanged; CPU backend only); --stats prints the\n"
-    "  rounds, drafted and accepted tokens and tokens per round on stderr.\n";
+    "  rounds, drafted and accepted tokens and tokens per round on stderr.\n"
+    "  --json-schema / --grammar (llama.cpp GBNF) constrain the reply as ninferd's response_format and\n"
+    "  grammar do: after </think> in thinking mode, from the first token with --no-thinking, --raw or\n"
+    "  --prompt-ids; the end token comes only once the grammar accepts (docs/GRAMMAR.md).\n";
 
 struct RunArgs {
     std::string artifact, prompt, messages_file, prompt_ids;
@@ -53,6 +58,7 @@ struct RunArgs {
     std::string device, kv_dtype = "bf16";
     core::SpeculativeConfig speculative;
     bool stats = false;
+    std::string json_schema_file, grammar_file;
 };
 
 float parse_float(const char* option, const char* text) {
@@ -101,11 +107,27 @@ bool parse_args(int argc, char** argv, RunArgs& a) {
         else if (arg == "--kv-dtype") a.kv_dtype = value();
         else if (arg == "--speculative") a.speculative = core::parse_speculative(value());
         else if (arg == "--stats") a.stats = true;
+        else if (arg == "--json-schema") a.json_schema_file = value();
+        else if (arg == "--grammar") a.grammar_file = value();
         else if (a.artifact.empty() && !arg.empty() && arg[0] != '-') a.artifact = arg;
         else return false;
     }
     const int sources = int(a.has_prompt) + int(!a.messages_file.empty()) + int(!a.prompt_ids.empty());
-    return !a.artifact.empty() && sources == 1;
+    return !a.artifact.empty() && sources == 1 && (a.json_schema_file.empty() || a.grammar_file.empty());
+}
+
+// The constraint of --json-schema / --grammar (nullopt without them), compiled here.
+std::optional<core::ConstraintSpec> constraint_of(const RunArgs& a, const ModelSession& s,
+                                                  const std::vector<int32_t>& stop_ids) {
+    if (a.json_schema_file.empty() && a.grammar_file.empty()) return std::nullopt;
+    if (!s.tokenizer) throw Error("run: --json-schema and --grammar need the artifact's tokenizer");
+    const bool schema = !a.json_schema_file.empty();
+    const std::string text = core::read_input_file(schema ? a.json_schema_file : a.grammar_file,
+                                                   schema ? "run: --json-schema" : "run: --grammar");
+    auto grammar = schema ? core::grammar::Grammar::from_json_schema(text) : core::grammar::Grammar::from_gbnf(text);
+    const bool thinking = !a.no_thinking && !a.raw && a.prompt_ids.empty();
+    return core::grammar_constraint_spec(std::move(grammar), core::grammar::TokenIndex::from_tokenizer(*s.tokenizer, stop_ids),
+                                         core::reply_shape(*s.tokenizer, thinking, stop_ids));
 }
 
 struct RunPrompt {
@@ -255,15 +277,20 @@ int cmd_run(int argc, char** argv) {
         }
         return stop;
     };
-    if (a.speculative.on()) { // through the scheduler, which runs the rounds
+    std::optional<core::ConstraintSpec> constraint =
+        constraint_of(a, *session, a.ignore_eos ? session->generation.stop_ids : stop_ids);
+    if (a.speculative.on() || constraint) { // through the scheduler: speculative rounds, grammar masks
         core::GenerationRequest r;
         r.sampling = params;
         r.max_tokens = a.max_new;
         r.stop_token_ids = stop_ids;
         r.speculative = a.speculative;
+        r.constraint = std::move(constraint);
         const SpeculativeRun run =
             run_speculative(backend, session->plan, prompt, std::move(r), [&](int32_t token) { emit(token); });
         print_output(detok.get(), generated, a.print_ids);
+        if (run.summary.reason == core::FinishReason::ConstraintFailed)
+            throw Error("run: the grammar allowed no next token the model's vocabulary holds (the reply is incomplete)");
         print_times(prompt.size(), run.summary.prompt_ms / 1e3, generated.size(), run.summary.decode_ms / 1e3);
         if (a.stats) std::fprintf(stderr, "%s\n", speculative_stats_line(a.speculative, run).c_str());
         return 0;

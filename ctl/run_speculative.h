@@ -1,5 +1,6 @@
-// ninfer::ctl - `ninferctl run --speculative`: the one generation through the engine's scheduler,
-// which runs the draft -> verify -> accept rounds (core/engine/scheduler.h), on one lane.
+// ninfer::ctl - `ninferctl run --speculative` (and --json-schema / --grammar): the one generation
+// through the engine's scheduler, which runs the draft -> verify -> accept rounds and applies a
+// request's constraint (core/engine/scheduler.h), on one lane.
 //
 // Contract:
 // - run_speculative(backend, plan, prompt, request, on_token) prefills the prompt and generates

@@ -148,11 +148,12 @@ void parse_anthropic_tool_choice(element choice, ChatRequest& r) {
     if (!choice.is_object()) fail("tool_choice", "'tool_choice' must be an object", "");
     std::string type = string_of(choice["type"], "tool_choice.type");
     if (type == "auto") r.tool_choice = ToolChoice::Auto;
-    else if (type == "any") r.tool_choice = ToolChoice::Required;
+    else if (type == "any") r.tool_choice = ToolChoice::Required, r.force_tool_schemas = true;
     else if (type == "none") r.tool_choice = ToolChoice::None;
     else if (type == "tool") {
         r.tool_choice = ToolChoice::Named;
         r.tool_choice_name = string_of(choice["name"], "tool_choice.name");
+        r.force_tool_schemas = true;
     } else {
         fail("tool_choice.type", "tool_choice type must be auto, any, none or tool", "");
     }

@@ -16,7 +16,8 @@
 //   modality_not_supported.
 // - tools {name, description, input_schema} become OpenAI-shaped function tools; server tools
 //   (a type other than custom: web_search_*, bash_*, ...) are dropped into ignored_tools; tool_choice
-//   auto|any|none|tool(name) -> Auto|Required|None|Named. thinking {type: enabled|adaptive,
+//   auto|any|none|tool(name) -> Auto|Required|None|Named; any and tool force the tools' input
+//   schemas (force_tool_schemas: the call's input follows its input_schema). thinking {type: enabled|adaptive,
 //   budget_tokens} turns thinking on with that budget, disabled turns it off; absent = the
 //   server default. stop_sequences -> stop strings; temperature, top_p, top_k as sampled.
 // - The model name is kept but not checked: Anthropic clients send their own model names.

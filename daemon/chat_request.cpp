@@ -270,14 +270,7 @@ void parse_limits_and_flags(object body, ChatRequest& r) {
     }
     if (!body["n"].get(e) && !e.is_null() && integer_of(e, "n") != 1)
         fail("n", "only n = 1 is supported", "n_not_supported");
-    if (!body["response_format"].get(e) && !e.is_null()) {
-        element type;
-        if (!e.is_object() || e["type"].get(type)) fail("response_format", "'response_format' needs a 'type'");
-        std::string t = string_of(type, "response_format.type");
-        if (t != "text")
-            fail("response_format", "response_format '" + t + "' is not supported yet (no constrained decoding)",
-                 "response_format_not_supported");
-    }
+    parse_output_format(body, r);
     if (!body["functions"].error() || !body["function_call"].error())
         fail("functions", "'functions'/'function_call' are not supported: use 'tools'", "tools_not_supported");
     if (!body["logprobs"].get(e) && !e.is_null()) r.logprobs = bool_of(e, "logprobs");

@@ -3,12 +3,16 @@
 // Contract:
 // - parse_chat_request(body) parses with simdjson and returns the typed request, or throws
 //   ApiError (400, with `param` naming the field) for bad JSON, wrong types, out-of-range values
-//   and unsupported features: n != 1 (n_not_supported), response_format other than text
-//   (response_format_not_supported), functions/function_call (tools_not_supported),
+//   and unsupported features: n != 1 (n_not_supported), functions/function_call (tools_not_supported),
 //   audio and file parts (modality_not_supported). image_url / video_url parts ({"url": ...} or a
 //   string) become Image / Video content parts with their URL; a remote or unknown URL is a 400
 //   "invalid_media_url" (request_json.h media_part); decoding happens off the loop thread. Tools of a type other than 'function' are
 //   dropped and listed in ignored_tools (what OpenAI-compatible servers that cannot run them do).
+// - Structured output (issue 32; output_format.cpp): response_format {type: text | json_object |
+//   json_schema {name, schema, strict}} and llama.cpp's `json_schema` (an object) and `grammar`
+//   (GBNF text) fill output_format; a type other than these is 400 response_format_not_supported.
+//   Tools whose function says strict: true, tool_choice required / a named function constrain the
+//   tool calls (daemon/output_constraint.h compiles them before submission).
 // - Unknown members are ignored (clients send many). Sampling fields the request leaves out come
 //   from the server's defaults (generation_config.h: options over the model's
 //   generation_config.json over OpenAI's temperature 1, top_p 1), applied by the session; `reasoning_effort: "none"` or chat_template_kwargs.enable_thinking=false turn
@@ -31,6 +35,14 @@ namespace ninfer::daemon {
 
 enum class ToolChoice : uint8_t { Auto, None, Required, Named };
 
+// The grammar the reply must follow (issue 32), as the request gave it.
+struct OutputFormat {
+    enum class Kind : uint8_t { Text, JsonObject, JsonSchema, Gbnf };
+    Kind kind = Kind::Text;
+    std::string source; // the schema (minified JSON) or the GBNF text
+    std::string param;  // the member it came from ("response_format.json_schema.schema"), named in 400s
+};
+
 struct ChatRequest {
     std::string model;
     core::ChatConversation conversation; // tools_json holds the tools as the client sent them
@@ -50,6 +62,9 @@ struct ChatRequest {
     bool preserve_thinking = false;
     ToolChoice tool_choice = ToolChoice::Auto;
     std::string tool_choice_name; // Named
+    OutputFormat output_format;
+    // Anthropic's tool_choice any / tool: every tool's input follows its input_schema (as strict).
+    bool force_tool_schemas = false;
     // Tools of a type the model cannot call (web_search, local_shell, Anthropic server tools...),
     // dropped rather than refused, as "type" or "type:name"; named in the x-ninfer-ignored-tools
     // response header and a log line.

@@ -4,6 +4,7 @@
 #include "core/util/json_writer.h"
 #include "daemon/journal.h"
 #include "daemon/log.h"
+#include "daemon/output_constraint.h"
 
 #include <ctime>
 #include <random>
@@ -69,6 +70,9 @@ void ChatSession::start() {
     writer_->on_close([weak] {
         if (auto self = weak.lock()) self->on_peer_closed();
     });
+    if (!ctx_.grammar_cache)
+        ctx_.grammar_cache = std::make_shared<core::grammar::GrammarCache>(ctx_.config.grammar_cache_entries);
+    grammar_cache_ = ctx_.grammar_cache;
     keep_alive_ = shared_from_this();
     work_.data = this;
     uv_queue_work(ctx_.loop, &work_, work_cb, after_work_cb);
@@ -78,6 +82,8 @@ void ChatSession::work_cb(uv_work_t* work) {
     auto* self = static_cast<ChatSession*>(work->data);
     try {
         self->prepared_ = self->prepare_prompt();
+        self->constraint_ = compile_output_constraint(self->request_, *self->frontend_, *self->grammar_cache_,
+                                                      self->prepared_.parser_options.starts_in_reasoning);
     } catch (const ApiError& e) {
         self->prepare_error_ = e;
     } catch (const std::exception& e) {
@@ -135,6 +141,7 @@ void ChatSession::submit() {
     g.speculative = request_.speculative;
     g.media = std::move(prepared_.media);
     g.media_spans = std::move(prepared_.media_spans);
+    g.constraint = std::move(constraint_);
     LoopBridge* bridge = ctx_.bridge;
     DaemonContext* ctx = &ctx_;
     uint64_t id = id_;

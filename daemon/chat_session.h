@@ -3,7 +3,9 @@
 // ChatUpdates into SSE chunks or one JSON body.
 //
 // Contract:
-// - start() registers the session in ctx.sessions and queues the prompt preparation. The engine
+// - start() registers the session in ctx.sessions and queues the prompt preparation (and the
+//   compilation of the grammar a constrained reply follows: output_constraint.h; a bad schema or
+//   grammar is a 400 naming the member, before anything reaches the engine). The engine
 //   reports every submitted request's end exactly once (Finished or Rejected); the session then
 //   removes itself and calls ctx.on_session_end.
 // - max_tokens: explicit values that do not fit max_context - prompt are 400
@@ -72,6 +74,8 @@ class ChatSession : public std::enable_shared_from_this<ChatSession> {
     std::vector<TokenLogprob> pending_logprobs_; // streamed with the next chunk
     PreparedPrompt prepared_;
     std::optional<ApiError> prepare_error_;
+    std::shared_ptr<core::grammar::GrammarCache> grammar_cache_; // for the pool thread
+    std::optional<core::ConstraintSpec> constraint_;            // compiled with the prompt
     uv_work_t work_{};
     std::shared_ptr<ChatSession> keep_alive_; // holds the session while the pool works
     std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();

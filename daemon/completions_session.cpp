@@ -77,6 +77,7 @@ CompletionsRequest parse_completions_request(std::string_view body) {
     if (!b["suffix"].get(e) && !e.is_null()) fail("suffix", "'suffix' (fill in the middle) is not supported", "");
     if (!b["stop"].get(e)) parse_stop(e, "stop", r.chat);
     parse_sampling(b, r.chat);
+    parse_output_format(b, r.chat); // llama.cpp's json_schema / grammar (and response_format)
     return r;
 }
 

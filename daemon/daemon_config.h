@@ -38,6 +38,7 @@ struct DaemonConfig {
     uint32_t prefill_chunk{};
     uint32_t default_max_tokens{};
     bool strict_max_tokens{}; // a max_tokens beyond the context left is a 400, not shortened
+    uint32_t grammar_cache_entries{}; // compiled grammars kept (core::grammar::GrammarCache)
     core::SamplingDefaults sampling; // --temperature ...: over the model's generation_config.json
     uint32_t max_pending{};
     uint64_t pending_timeout_ms{};

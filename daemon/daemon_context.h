@@ -7,6 +7,7 @@
 #pragma once
 
 #include "core/engine/engine.h"
+#include "core/grammar/grammar_cache.h"
 #include "daemon/config_load.h"
 #include "daemon/http_server.h"
 #include "daemon/loop_bridge.h"
@@ -84,6 +85,9 @@ struct DaemonContext {
     uint64_t next_request_id = 1;
     std::unordered_map<uint64_t, std::shared_ptr<ChatSession>> sessions;
     std::shared_ptr<ResponseStore> response_store; // /v1/responses, made on first use
+    // Compiled grammars of constrained requests (grammar-cache entries), made on first use; the
+    // worker pool's threads compile into it (thread-safe).
+    std::shared_ptr<core::grammar::GrammarCache> grammar_cache;
     LoopCounters counters;
     std::function<void()> on_session_end; // the drain check
 };

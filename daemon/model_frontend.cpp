@@ -75,6 +75,12 @@ std::vector<int32_t> ModelFrontend::assistant_marker() const {
     return ids;
 }
 
+std::shared_ptr<const core::grammar::TokenIndex> ModelFrontend::token_index() const {
+    std::call_once(token_index_once_,
+                   [this] { token_index_ = core::grammar::TokenIndex::from_tokenizer(*tokenizer_, stop_token_ids_); });
+    return token_index_;
+}
+
 PreparedPrompt ModelFrontend::prepare(const ChatRequest& request, bool default_thinking) const {
     core::ChatConversation conversation = request.conversation;
     if (request.tool_choice == ToolChoice::None) {

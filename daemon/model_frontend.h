@@ -15,6 +15,9 @@
 //   the template's placeholders to one pad token per merged vision token (core/media/
 //   placeholders.h) and records each item's span of pad tokens; pad tokens the client typed
 //   into its text are refused (400), since they would take another item's rows.
+// - token_index() is the tokenizer's vocabulary as the grammar engine reads it (a byte trie; end
+//   ids = stop_token_ids()), built once on first use (~0.1-1 s for a 151k vocabulary: call it off
+//   the loop thread) and shared by every constrained request.
 // - assistant_marker() is the chat template's assistant-turn opener as token ids (the engine's
 //   assistant-boundary checkpoint, core::Engine::set_assistant_marker).
 // Thread safety: const methods may run on any thread at once.
@@ -23,10 +26,12 @@
 #include "core/artifact/artifact.h"
 #include "core/frontend/output_parser.h"
 #include "core/frontend/tokenizer.h"
+#include "core/grammar/token_index.h"
 #include "daemon/chat_request.h"
 #include "daemon/media_input.h"
 
 #include <memory>
+#include <mutex>
 #include <vector>
 
 namespace ninfer::daemon {
@@ -51,6 +56,7 @@ class ModelFrontend {
     const core::Tokenizer& tokenizer() const { return *tokenizer_; }
     const std::vector<int32_t>& stop_token_ids() const { return stop_token_ids_; }
     std::vector<int32_t> assistant_marker() const;
+    std::shared_ptr<const core::grammar::TokenIndex> token_index() const;
     // The artifact's generation_config.json sampling values (empty without one).
     const core::SamplingDefaults& sampling_defaults() const { return sampling_defaults_; }
 
@@ -61,6 +67,8 @@ class ModelFrontend {
     std::vector<int32_t> stop_token_ids_;
     core::SamplingDefaults sampling_defaults_;
     std::shared_ptr<const MediaInput> media_;
+    mutable std::once_flag token_index_once_;
+    mutable std::shared_ptr<const core::grammar::TokenIndex> token_index_;
 };
 
 } // namespace ninfer::daemon

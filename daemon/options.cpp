@@ -76,6 +76,10 @@ constexpr OptionSpec kOptions[] = {
     {"strict-max-tokens", OptionKind::Boolean, "false", 0, 0, "", "BOOL",
      "reject a max_tokens beyond the context left after the prompt (default: shorten it, as llama.cpp does)", kR,
      bool_field<&DaemonConfig::strict_max_tokens>()},
+    {"grammar-cache", OptionKind::Integer, "64", 0, 100000, "", "N",
+     "compiled grammars of constrained requests (JSON schemas, GBNF, tool calls) kept for reuse, least "
+     "recently used dropped first (0 = compile every time)", 0,
+     integer_field<&DaemonConfig::grammar_cache_entries>()},
     // Sampling defaults for requests that leave a field out; "" = the model's generation_config.json
     // (then OpenAI's neutral values). Bounds in thousandths, as the request fields allow.
     {"temperature", OptionKind::Number, "", 0, 2000, "", "T", "default temperature (0 = greedy)", kR,

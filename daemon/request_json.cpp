@@ -65,6 +65,7 @@ void add_flat_tools(simdjson::dom::element tools, const std::string& param, Flat
         f.out.member("name", tool_name_of(t["name"], p + ".name"));
         if (!t["description"].get(e) && !e.is_null()) f.out.member("description", string_of(e, p + ".description"));
         if (!t[f.schema_key].get(e) && e.is_object()) f.out.key("parameters").raw(simdjson::minify(e));
+        if (!t["strict"].get(e) && e.is_bool()) f.out.member("strict", bool(e));
         f.out.end_object().end_object();
     }
 }

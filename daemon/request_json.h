@@ -21,7 +21,7 @@
 //   as Anthropic and Responses do) rewrapped as OpenAI chat tools and read by parse_tools;
 //   a {type:"namespace", tools:[...]} contributes its tools (Codex's MCP groups); a tool for
 //   which is_callable(tool) is false (web_search, local_shell, server tools) is dropped and
-//   recorded in r.ignored_tools, never a 400.
+//   recorded in r.ignored_tools, never a 400. A tool's `strict` is kept.
 // Thread safety: pure.
 #pragma once
 
@@ -49,6 +49,11 @@ void parse_sampling(simdjson::dom::object body, ChatRequest& r);
 void parse_stop(simdjson::dom::element stop, const std::string& param, ChatRequest& r);
 void parse_tools(simdjson::dom::element tools, ChatRequest& r);
 void parse_tool_choice(simdjson::dom::element choice, ChatRequest& r);
+// Structured output (output_format.cpp): response_format, llama.cpp's json_schema and grammar
+// members; parse_text_format reads the Responses API's text.format object. Two of them at once
+// are a 400 naming both; an unknown format type is 400 response_format_not_supported.
+void parse_output_format(simdjson::dom::object body, ChatRequest& r);
+void parse_text_format(simdjson::dom::element format, ChatRequest& r);
 
 simdjson::dom::object parse_json_object(simdjson::dom::parser& parser, const simdjson::padded_string& body);
 uint32_t positive_count(simdjson::dom::element e, const std::string& param);

@@ -186,12 +186,8 @@ ResponsesRequest parse_responses_request(std::string_view body) {
         }
     }
     if (!b["text"].get(e) && e.is_object()) {
-        element format, type;
-        if (!e["format"].get(format) && format.is_object() && !format["type"].get(type) &&
-            string_of(type, "text.format.type") != "text")
-            fail("text.format", "text.format '" + string_of(type, "text.format.type") +
-                                    "' is not supported yet (no constrained decoding)",
-                 "response_format_not_supported");
+        element format;
+        if (!e["format"].get(format) && !format.is_null()) parse_text_format(format, r.chat);
     }
     parse_sampling(b, r.chat);
     return r;

@@ -16,7 +16,8 @@
 //   OpenAI chat tools, a {type:namespace, tools} contributes its functions, other types
 //   (web_search, local_shell, custom, ...) are dropped into ignored_tools; tool_choice none|auto|required|{type:function,name};
 //   max_output_tokens -> max_tokens; reasoning.effort "none" turns thinking off;
-//   text.format other than text -> 400 response_format_not_supported; store (default true),
+//   text.format {type: text | json_object | json_schema, name, schema, strict} -> output_format
+//   (another type: 400 response_format_not_supported); store (default true),
 //   previous_response_id and metadata are kept for the session.
 // Thread safety: pure.
 #pragma once

@@ -32,7 +32,7 @@ const ANSWER = 'text: The tool answered.\\n</think>\\n\\nIt is sunny in Paris.<|
 const STOP = 'text: Short.\\n</think>\\n\\nHello STOP world<|im_end|>';
 const BUDGET = 'text: one two three four five six seven eight nine ten eleven twelve<|im_end|>';
 // One script per generation, in request order (the script backend takes them round robin).
-const SCRIPTS = [TOOL, ANSWER, TOOL, ANSWER, STOP, BUDGET, TOOL, ANSWER, TOOL];
+const SCRIPTS = [TOOL, ANSWER, TOOL, ANSWER, STOP, BUDGET, TOOL, TOOL, TOOL, ANSWER];
 
 main('api_anthropic', async (start) => {
     // --- the tiny model: real generation --------------------------------------------------
@@ -178,10 +178,15 @@ main('api_anthropic', async (start) => {
     const choiceNone = await sc.messages.create({ ...ask, tool_choice: { type: 'none' } }); // TOOL, but no tools rendered
     check(choiceNone.stop_reason === 'end_turn' && !choiceNone.content.some((b) => b.type === 'tool_use'),
         'tool_choice none: the call stays text', JSON.stringify(choiceNone.content));
-    const choiceTool = await sc.messages.create({ ...ask, tool_choice: { type: 'tool', name: 'get_weather' } }); // ANSWER
-    check(choiceTool.stop_reason === 'end_turn', 'tool_choice tool accepted');
+    const choiceTool = await sc.messages.create({ ...ask, tool_choice: { type: 'tool', name: 'get_weather' } }); // TOOL
+    check(choiceTool.stop_reason === 'tool_use', 'tool_choice tool: the forced call', JSON.stringify(choiceTool.content));
     const choiceAny = await sc.messages.create({ ...ask, tool_choice: { type: 'any' } }); // TOOL
     check(choiceAny.stop_reason === 'tool_use', 'tool_choice any: tool_use');
+    // A forced tool constrains the reply (issue 32); the script backend cannot follow the mask, so
+    // its text answer is refused token by token and ends the request with a 500, not a reply.
+    const refused = await errorOf(sc.messages.create({ ...ask, tool_choice: { type: 'tool', name: 'get_weather' } })); // ANSWER
+    check(refused instanceof Anthropic.InternalServerError && /grammar/.test(refused.message),
+        'a reply the forced tool\'s grammar refuses: 500', String(refused));
     const unknownTool = await errorOf(sc.messages.create({ ...ask, tool_choice: { type: 'tool', name: 'nope' } }));
     check(unknownTool instanceof Anthropic.BadRequestError, 'tool_choice naming an unknown tool: 400');
     await sd.stop();

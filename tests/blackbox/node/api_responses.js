@@ -91,7 +91,7 @@ main('api_responses', async (start) => {
     // Errors in the OpenAI shape.
     const cases = [
         ['unknown model', { ...off, model: 'gpt-9' }, 404, 'model_not_found'],
-        ['text.format json_schema', { ...off, text: { format: { type: 'json_object' } } }, 400, 'response_format_not_supported'],
+        ['text.format of an unknown type', { ...off, text: { format: { type: 'yaml' } } }, 400, 'response_format_not_supported'],
         ['image input', { ...off, input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'http://x/y.png' }] }] }, 400, 'modality_not_supported'],
     ];
     for (const [label, params, status, code] of cases) {

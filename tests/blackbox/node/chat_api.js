@@ -92,7 +92,7 @@ main('chat_api', async (start) => {
         'bad JSON: 400 with message/type/param/code', bad.text);
     const cases = [
         ['unknown model', { ...base, model: 'gpt-9' }, 404, 'model_not_found'],
-        ['response_format json_object', { ...base, response_format: { type: 'json_object' } }, 400, 'response_format_not_supported'],
+        ['response_format of an unknown type', { ...base, response_format: { type: 'xml' } }, 400, 'response_format_not_supported'],
         ['n = 2', { ...base, n: 2 }, 400, 'n_not_supported'],
         ['prompt beyond the context', { ...base, messages: user('word '.repeat(3000)) }, 400, 'context_length_exceeded'],
         ['temperature out of range', { ...base, temperature: 7 }, 400, null],

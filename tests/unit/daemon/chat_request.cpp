@@ -73,7 +73,7 @@ TEST_CASE("bad input is a 400 naming the field, with OpenAI codes for unsupporte
     CHECK(error_of("{" + msg + R"(,"temperature":3})").param == "temperature");
     CHECK(error_of("{" + msg + R"(,"max_tokens":0})").param == "max_tokens");
     CHECK(error_of("{" + msg + R"(,"n":2})").code == "n_not_supported");
-    CHECK(error_of("{" + msg + R"(,"response_format":{"type":"json_object"}})").code == "response_format_not_supported");
+    CHECK(error_of("{" + msg + R"(,"response_format":{"type":"xml"}})").code == "response_format_not_supported");
     CHECK(error_of("{" + msg + R"(,"functions":[]})").code == "tools_not_supported");
     CHECK(parse_chat_request("{" + msg + R"(,"tools":[{"type":"retrieval"}]})").ignored_tools ==
           std::vector<std::string>{"retrieval"});

@@ -85,7 +85,8 @@ TEST_CASE("bad Responses requests are 400 with the field named", "[responses_req
     CHECK(parts[0].text == "a");
     CHECK(parts[1].url == "data:image/png;base64,AA==");
     CHECK(parts[2].text == "b");
-    CHECK(error_of(R"({"input":"x","text":{"format":{"type":"json_schema"}}})").code == "response_format_not_supported");
+    CHECK(error_of(R"({"input":"x","text":{"format":{"type":"yaml"}}})").code == "response_format_not_supported");
+    CHECK(error_of(R"({"input":"x","text":{"format":{"type":"json_schema"}}})").param == "text.format.schema");
     CHECK(error_of(R"({"input":"x","tools":[{"type":"namespace","name":"n"}]})").param == "tools[0].tools");
     CHECK(error_of(R"({"input":"x","tools":[{"type":"namespace","tools":[{"type":"function"}]}]})").param ==
           "tools[0].tools[0].name");
