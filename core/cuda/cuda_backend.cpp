@@ -214,7 +214,7 @@ class CudaBackend final : public Backend {
         for (int i = 0; i < n; ++i) { // after every check: prepare() advances the lanes' count mirrors
             const DecodeStep& d = st[size_t(i)];
             if (GpuSampler::samplable(d.sampling, d.n_top_logprobs)) {
-                b.params[size_t(i)] = sampler_.prepare(d.lane, d.sampling, d.generated, d.n_top_logprobs);
+                b.params[size_t(i)] = sampler_.prepare(d.lane, d.sampling, d.generated, d.n_top_logprobs, b.slot);
                 plan.draws |= !d.sampling.is_greedy();
                 plan.top |= d.n_top_logprobs > 0;
             } else {

@@ -1,6 +1,7 @@
 // ninfer::core - GpuSampler: the lanes' count and bias rows, kernels::sample calls and their results.
 #include "core/cuda/gpu_sampler.h"
 
+#include "core/backend/token_constraint.h"
 #include "core/cuda/cuda_runner.h"
 #include "core/util/error.h"
 
@@ -25,6 +26,9 @@ GpuSampler::GpuSampler(int n_lanes, uint32_t vocab, uint32_t max_history, cudaSt
     last_ids_ = arena_.alloc_n<int32_t>(kRows, "last sampled ids");
     cuda_check(cudaMallocHost(&out_host_, kSlots * kOutWords * 4), "pinned result buffer");
     cuda_check(cudaMallocHost(&params_host_, kSlots * kRows * sizeof(kernels::SampleRowParams)), "pinned parameters");
+    mask_words_ = token_mask_words(vocab);
+    mask_ = arena_.alloc_n<uint32_t>(size_t(n_lanes) * mask_words_, "sampler token masks");
+    cuda_check(cudaMallocHost(&mask_host_, size_t(kSlots) * size_t(n_lanes) * mask_words_ * 4), "pinned token masks");
     for (cudaEvent_t& e : read_done_)
         cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "sampler events");
 }
@@ -33,13 +37,12 @@ GpuSampler::~GpuSampler() {
     for (cudaEvent_t e : read_done_)
         cudaEventDestroy(e);
     cudaFreeHost(params_host_);
+    cudaFreeHost(mask_host_);
     cudaFreeHost(out_host_);
 }
 
 bool GpuSampler::samplable(const SamplingParams& p, int n_top) {
     if (n_top < 0 || n_top > kernels::kSampleMaxTopLogprobs)
-        return false;
-    if (!p.allowed_tokens.empty()) // a constrained row: the host sampler applies its bitset
         return false;
     if (p.logit_bias.size() < 2)
         return true;
@@ -51,7 +54,7 @@ bool GpuSampler::samplable(const SamplingParams& p, int n_top) {
 }
 
 kernels::SampleRowParams GpuSampler::prepare(int lane, const SamplingParams& p, std::span<const int32_t> generated,
-                                             int n_top) {
+                                             int n_top, int slot) {
     kernels::SampleRowParams r;
     r.temperature = p.is_greedy() ? 0.f : p.temperature;
     r.top_k = p.top_k;
@@ -74,6 +77,15 @@ kernels::SampleRowParams GpuSampler::prepare(int lane, const SamplingParams& p, 
     if (!p.logit_bias.empty()) {
         r.flags |= kernels::kSampleUseBias;
         sync_bias(lane, p.logit_bias);
+    }
+    if (!p.allowed_tokens.empty()) { // a constrained row: its bitset goes up through the slot's pinned row
+        r.flags |= kernels::kSampleUseMask;
+        uint32_t* staged = mask_host_ + (size_t(slot) * lanes_.size() + size_t(lane)) * mask_words_;
+        const size_t n = std::min(mask_words_, p.allowed_tokens.size());
+        std::copy_n(p.allowed_tokens.begin(), n, staged);
+        std::fill(staged + n, staged + mask_words_, 0u);
+        cuda_check(cudaMemcpyAsync(mask_ + size_t(lane) * mask_words_, staged, mask_words_ * 4, cudaMemcpyHostToDevice,
+                                   stream_), "sampler token mask");
     }
     return r;
 }
@@ -138,6 +150,8 @@ void GpuSampler::enqueue(const float* logits, int64_t stride, int n, const kerne
     a.rows = params_;
     a.counts = counts_;
     a.bias = bias_;
+    a.mask = mask_;
+    a.mask_words = int(mask_words_);
     a.workspace = workspace_;
     a.ids = out_;
     a.logprobs = reinterpret_cast<float*>(out_ + kRows);

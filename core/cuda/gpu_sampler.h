@@ -3,17 +3,19 @@
 //
 // Contract:
 // - GpuSampler(n_lanes, vocab, max_history, stream) allocates everything up front (counts and bias:
-//   n_lanes x vocab x 4 bytes each) and zeroes the counts. Throws ninfer::Error("cuda: ...").
+//   n_lanes x vocab x 4 bytes each; masks n_lanes x vocab / 8 bytes, and kSlots times that pinned)
+//   and zeroes the counts. Throws ninfer::Error("cuda: ...").
 // - samplable(params, n_top): whether the GPU sampler covers the request: everything except a
 //   logit_bias list naming an id twice (the CPU adds the entries in turn; the GPU holds one value
-//   per id), more than kSampleMaxTopLogprobs top logprobs and a constrained row (allowed_tokens
-//   set: issue 32's bitset is applied by the host sampler over the row's logits). The backend
-//   samples those on the host.
+//   per id) and more than kSampleMaxTopLogprobs top logprobs. The backend samples those on the host.
 // - prepare(lane, params, generated, n_top) returns the row parameters and enqueues, when needed,
 //   the uploads that bring the lane's rows to the request: the counts row is rebuilt from
 //   `generated` only when it does not already hold it or all but its last id (then count_token
 //   carries that id and kernels::sample adds it on the GPU: no upload while a request goes on);
-//   the bias row is rewritten only when the list differs from the one it holds.
+//   the bias row is rewritten only when the list differs from the one it holds; a constrained row's
+//   allowed-token bitset (params.allowed_tokens, issue 32) is copied into the slot's pinned row of
+//   the lane and uploaded to the lane's mask row every time (kSampleUseMask), in stream order
+//   before the step's sampling: the mask is the host's, computed after the previous token.
 // - upload(rows, slot) copies row parameters (<= kMaxStepTokens) to the device through slot's
 //   pinned buffer (so it never waits for the stream); enqueue(logits, stride, n, plan) appends
 //   kernels::sample over them (graph-capturable: fixed device pointers); read(rows) waits for the
@@ -51,7 +53,7 @@ class GpuSampler {
         return !(p.presence_penalty == 0.f && p.frequency_penalty == 0.f && p.repetition_penalty == 1.f);
     }
     kernels::SampleRowParams prepare(int lane, const SamplingParams& params, std::span<const int32_t> generated,
-                                     int n_top);
+                                     int n_top, int slot = 0);
     static constexpr int kSlots = 3;
     void upload(std::span<const kernels::SampleRowParams> rows, int slot = 0);
     void enqueue(const float* logits, int64_t stride, int n, const kernels::SamplePlan& plan);
@@ -86,6 +88,8 @@ class GpuSampler {
     cudaEvent_t read_done_[kSlots] = {};
     float *bias_ = nullptr, *bias_values_ = nullptr;
     uint8_t* workspace_ = nullptr;
+    size_t mask_words_ = 0;
+    uint32_t *mask_ = nullptr, *mask_host_ = nullptr; // mask_host_: pinned [kSlots][n_lanes][mask_words_]
 };
 
 } // namespace ninfer::core::cuda

@@ -67,6 +67,8 @@ __global__ void __launch_bounds__(kWideThreads) sample_prep_kernel(SampleArgs a,
     const int32_t* counts =
         (p.flags & kSampleUseCounts) && a.counts ? a.counts + int64_t(p.lane) * a.vocab : nullptr;
     const float* bias = (p.flags & kSampleUseBias) && a.bias ? a.bias + int64_t(p.lane) * a.vocab : nullptr;
+    const uint32_t* mask =
+        (p.flags & kSampleUseMask) && a.mask ? a.mask + int64_t(p.lane) * a.mask_words : nullptr;
     const float inv_t = p.temperature > 0.f ? __fdiv_rn(1.f, p.temperature) : 1.f;
     const int base = blockIdx.x * kChunk;
     float raw[kItemsPerThread];
@@ -86,7 +88,9 @@ __global__ void __launch_bounds__(kWideThreads) sample_prep_kernel(SampleArgs a,
             continue;
         if (m > -INFINITY)
             s += expf(raw[j] - m);
-        const float v = transform(raw[j], i, p, counts, bias, inv_t);
+        // A disallowed id is -inf before bias, penalties and temperature, which keep it -inf.
+        const bool allowed = !mask || ((i >> 5) < a.mask_words && ((mask[i >> 5] >> (i & 31)) & 1u));
+        const float v = allowed ? transform(raw[j], i, p, counts, bias, inv_t) : -INFINITY;
         z[i] = v;
         if (better(v, i, zb, zi)) { zb = v; zi = i; }
     }

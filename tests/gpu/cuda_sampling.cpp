@@ -1,5 +1,7 @@
 // ninfer tests (GPU) - the CUDA backend's sampling end to end: every step's token, logprob and top
-// logprobs against core::sample_token over the very logits that step produced (last_logits).
+// logprobs against core::sample_token over the very logits that step produced (last_logits), free
+// and constrained (allowed-token bitsets, issue 32).
+#include "core/backend/token_constraint.h"
 #include "core/cpu/cpu_backend.h"
 #include "core/cuda/cuda_backend.h"
 #include "tests/gpu/fixture_models.h"
@@ -46,6 +48,17 @@ void check_result(Backend& b, int lane, const LaneRun& run, const DecodeResult& 
         CHECK(got.top_logprobs[j].first == order[j]);
         CHECK(std::fabs(got.top_logprobs[j].second - (double(raw[size_t(order[j])]) - lse)) < 2e-4);
     }
+}
+
+// The lane's next decode step, as the scheduler builds it: the appended token joins `generated`.
+DecodeStep next_step(int lane, LaneRun& r, int32_t token) {
+    r.generated.push_back(token);
+    r.sp.step = r.generated.size();
+    DecodeStep st = step(lane, token);
+    st.sampling = r.sp;
+    st.generated = r.generated;
+    st.n_top_logprobs = r.n_top;
+    return st;
 }
 
 std::vector<LaneRun> lane_configs(uint32_t vocab) {
@@ -108,13 +121,7 @@ TEST_CASE("cuda backend: sampling on the GPU equals the CPU sampler on the same 
                     std::vector<DecodeStep> steps;
                     for (int l : lanes) {
                         LaneRun& r = runs[size_t(l)];
-                        r.generated.push_back(s == 9 && l == 1 ? 42 : r.pending);
-                        r.sp.step = r.generated.size();
-                        DecodeStep st = step(l, r.generated.back());
-                        st.sampling = r.sp;
-                        st.generated = r.generated;
-                        st.n_top_logprobs = r.n_top;
-                        steps.push_back(st);
+                        steps.push_back(next_step(l, r, s == 9 && l == 1 ? 42 : r.pending));
                     }
                     const auto res = b->decode(steps);
                     for (size_t i = 0; i < lanes.size(); ++i) {
@@ -129,5 +136,62 @@ TEST_CASE("cuda backend: sampling on the GPU equals the CPU sampler on the same 
             std::printf("RESULT cuda_sampling %s graphs %d equal %d boundary %d\n", fixture.c_str(), int(graphs), t.equal,
                         t.boundary);
         }
+    }
+}
+
+TEST_CASE("cuda backend: constrained sampling equals the CPU's", "[cuda_sampling]") {
+    // Issue 32: rows with an allowed-token bitset (kSampleUseMask, uploaded per step from pinned
+    // rows) beside a free lane, greedy and drawn, with bias and penalties; every token is allowed
+    // and equals core::sample_token with the same bitset over the step's logits.
+    require_gpu();
+    auto m = load("kernel/dense", "q4");
+    const auto ids = read_refs("kernel/dense").ppl_ids;
+    for (bool graphs : {true, false}) {
+        INFO("graphs " << graphs);
+        auto b = make_cuda_backend(m->weights, m->plan, {graphs});
+        const uint32_t vocab = b->vocab_size();
+        std::vector<LaneRun> runs = lane_configs(vocab);
+        runs.resize(4); // lanes 0..2 constrained, lane 3 free
+        std::vector<std::vector<uint32_t>> masks(runs.size());
+        Rng rng(5 + int(graphs));
+        // A new bitset every step: a few ids, about 1%, about half, or one id past the vocabulary too.
+        auto refresh = [&](size_t l, int s) {
+            if (l == 3) return;
+            std::vector<uint32_t>& w = masks[l];
+            w.assign(token_mask_words(vocab), 0u);
+            const int kind = (int(l) + s) % 3;
+            const int n = kind == 0 ? 3 : kind == 1 ? int(vocab / 100) : int(vocab / 2);
+            for (int i = 0; i < n; ++i) token_mask_set(w, rng.integer(0, int(vocab) - 1), true);
+            runs[l].sp.allowed_tokens = w;
+        };
+        Tally t;
+        for (int l = 0; l < 4; ++l) {
+            b->reset_lane(l);
+            b->prefill(l, std::span(ids).subspan(size_t(l) * 5, 20 + size_t(l)), LogitsOut::Last, nullptr);
+            LaneRun& r = runs[size_t(l)];
+            refresh(size_t(l), 0);
+            r.sp.step = 0;
+            const DecodeResult first = b->sample_after_prefill(l, r.sp, r.generated, r.n_top);
+            check_result(*b, l, r, first, t);
+            if (l < 3) CHECK(token_mask_test(masks[size_t(l)], first.token));
+            r.pending = first.token;
+        }
+        for (int s = 1; s <= 16; ++s) {
+            std::vector<DecodeStep> steps;
+            for (int l = 0; l < 4; ++l) {
+                refresh(size_t(l), s);
+                steps.push_back(next_step(l, runs[size_t(l)], runs[size_t(l)].pending));
+            }
+            const auto res = b->decode(steps);
+            for (int l = 0; l < 4; ++l) {
+                INFO("step " << s << " lane " << l);
+                check_result(*b, l, runs[size_t(l)], res[size_t(l)], t);
+                if (l < 3) CHECK(token_mask_test(masks[size_t(l)], res[size_t(l)].token));
+                runs[size_t(l)].pending = res[size_t(l)].token;
+            }
+        }
+        INFO("equal " << t.equal << " at a boundary " << t.boundary);
+        CHECK(t.boundary * 50 <= t.equal);
+        std::printf("RESULT cuda_sampling constrained graphs %d equal %d boundary %d\n", int(graphs), t.equal, t.boundary);
     }
 }

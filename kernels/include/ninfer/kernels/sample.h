@@ -3,7 +3,9 @@
 //
 // Contract (per row r, parameters rows[r] in device memory so a captured graph can change them):
 // - The arithmetic is core::sample_token's (core/backend/sampling.cpp), in its order:
-//   v = logit + bias[lane][id] (when kSampleUseBias) -> for ids with n = counts[lane][id] > 0
+//   v = -inf where bit id of mask[lane] (mask_words words a lane, bit id % 32 of word id / 32) is
+//   clear or past the row (when kSampleUseMask: a grammar's allowed tokens; at least one allowed
+//   id below vocab, the caller's check), else v = logit + bias[lane][id] (when kSampleUseBias) -> for ids with n = counts[lane][id] > 0
 //   (when kSampleUseCounts; count_token counts once more): repetition (v > 0 ? v / rep : v * rep,
 //   when rep != 1 and rep > 0), then v -= presence + frequency * n, all f32 without contraction.
 // - temperature <= 0: greedy, the exact argmax of v, ties to the lower id (a NaN first logit wins,
@@ -30,7 +32,7 @@
 // - workspace: sample_workspace_bytes(n_rows, vocab) bytes of device memory, no initial contents;
 //   one sample() at a time per workspace (stream order).
 // - Requirements: 1 <= vocab <= kSampleMaxVocab, 1 <= n_rows, stride >= vocab, workspace set;
-//   counts/bias set when any row uses them; top_ids/top_logprobs set when plan.top. Else
+//   counts/bias/mask set when any row uses them; top_ids/top_logprobs set when plan.top. Else
 //   cudaErrorInvalidValue.
 // Thread safety: stateless apart from the caller's buffers; any host thread, any stream.
 #pragma once
@@ -46,6 +48,7 @@ constexpr int kSampleMaxTopLogprobs = 20;
 constexpr int kSampleMaxVocab = 1 << 20; // ids take 20 bits of the 52-bit ordering key
 constexpr uint32_t kSampleUseCounts = 1u; // apply repetition/presence/frequency from counts[lane]
 constexpr uint32_t kSampleUseBias = 2u;   // add bias[lane]
+constexpr uint32_t kSampleUseMask = 4u;   // only the ids set in mask[lane] (constrained decoding)
 
 struct SampleRowParams {
     float temperature = 0.f;
@@ -58,7 +61,7 @@ struct SampleRowParams {
     int32_t lane = 0;          // row of counts and bias
     int32_t count_token = -1;  // counted once more for this row, and added to counts (see above)
     int32_t n_top_logprobs = 0; // 0..kSampleMaxTopLogprobs
-    uint32_t flags = 0;        // kSampleUseCounts | kSampleUseBias
+    uint32_t flags = 0;        // kSampleUseCounts | kSampleUseBias | kSampleUseMask
     uint64_t seed = 0;
     uint64_t step = 0;
 };
@@ -76,6 +79,8 @@ struct SampleArgs {
     const SampleRowParams* rows = nullptr; // device memory
     int32_t* counts = nullptr;             // [lanes][vocab], device
     const float* bias = nullptr;           // [lanes][vocab], device (0 where no bias)
+    const uint32_t* mask = nullptr;        // [lanes][mask_words], device: allowed-token bitsets
+    int mask_words = 0;
     void* workspace = nullptr;
     int32_t* ids = nullptr;                // device memory
     float* logprobs = nullptr;             // device memory, optional
