@@ -92,7 +92,7 @@ main('api_responses', async (start) => {
     const cases = [
         ['unknown model', { ...off, model: 'gpt-9' }, 404, 'model_not_found'],
         ['text.format of an unknown type', { ...off, text: { format: { type: 'yaml' } } }, 400, 'response_format_not_supported'],
-        ['image input', { ...off, input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'http://x/y.png' }] }] }, 400, 'modality_not_supported'],
+        ['image input', { ...off, input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'http://x/y.png' }] }] }, 400, 'invalid_media_url'],
     ];
     for (const [label, params, status, code] of cases) {
         const e = await errorOf(client.responses.create(params));
