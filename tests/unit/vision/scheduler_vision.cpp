@@ -16,7 +16,6 @@ using namespace ninfer::test;
 
 namespace {
 
-constexpr int32_t kImagePad = 200, kVideoPad = 201; // tiny vocabulary of 211
 
 struct MessageSink final : RecordingSink {
     std::string message;
@@ -26,16 +25,8 @@ struct MessageSink final : RecordingSink {
     }
 };
 
-struct Rig {
-    ModelConfig c = tiny_config(false);
-    std::unique_ptr<InMemoryModel> model = InMemoryModel::random(c, {.seed = 5});
-    ModelWeights w = model->weights();
-    InMemoryModel vision_model;
-    VisionConfig vc = tiny_vision_config(c.hidden_size);
-    VisionWeights vw = random_vision_weights(vision_model, vc, 9);
-    std::unique_ptr<VisionEncoder> encoder = make_cpu_vision_encoder(vw, 2, kImagePad, kVideoPad);
-    MemoryPlan plan = tiny_plan(c, 2, KvDtype::F32);
-    std::unique_ptr<Backend> backend = make_cpu_backend(w, plan);
+struct Rig : VisionRig {
+    Rig() : VisionRig(2) {}
 };
 
 // text, an image of 4x6 patches (6 placeholders), text, a 2-frame-pair video of 4x4 (2 x 4

@@ -4,7 +4,9 @@
 
 #include "core/model/random_model.h"
 #include "core/model/vision_weights.h"
+#include "core/vision/cpu_vision_encoder.h"
 #include "core/vision/vision_input.h"
+#include "tests/unit/cpu/tiny_models.h"
 
 #include <cmath>
 #include <memory>
@@ -78,5 +80,22 @@ inline VisionInput random_vision_input(const VisionConfig& c, VisionInput::Kind 
         x = u(rng);
     return in;
 }
+
+// The tiny text model and a tiny tower with a CPU encoder and a CPU backend of `lanes` lanes, F32 KV
+// (the scheduler tests of media: image placeholder 200, video placeholder 201, vocabulary of 211).
+constexpr int32_t kImagePad = 200, kVideoPad = 201;
+
+struct VisionRig {
+    ModelConfig c = tiny_config(false);
+    std::unique_ptr<InMemoryModel> model = InMemoryModel::random(c, {.seed = 5});
+    ModelWeights w = model->weights();
+    InMemoryModel vision_model;
+    VisionConfig vc = tiny_vision_config(c.hidden_size);
+    VisionWeights vw = random_vision_weights(vision_model, vc, 9);
+    std::unique_ptr<VisionEncoder> encoder = make_cpu_vision_encoder(vw, 2, kImagePad, kVideoPad);
+    MemoryPlan plan;
+    std::unique_ptr<Backend> backend;
+    explicit VisionRig(int lanes) : plan(tiny_plan(c, lanes, KvDtype::F32)), backend(make_cpu_backend(w, plan)) {}
+};
 
 } // namespace ninfer::test
