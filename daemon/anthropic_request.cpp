@@ -58,14 +58,14 @@ void add_user_blocks(element content, const std::string& param, std::vector<core
         std::string p = param + "[" + std::to_string(k++) + "]";
         std::string type = block_type(b, p);
         if (type == "text") {
-            user.content.push_back({core::ContentPart::Kind::Text, string_of(b["text"], p + ".text")});
+            user.content.push_back(core::ContentPart::of_text(string_of(b["text"], p + ".text")));
         } else if (type == "tool_result") {
             core::ChatMessage tool;
             tool.role = core::ChatRole::Tool;
             tool.tool_call_id = string_of(b["tool_use_id"], p + ".tool_use_id");
             element c;
             if (!b["content"].get(c) && !c.is_null())
-                tool.content.push_back({core::ContentPart::Kind::Text, text_of(c, p + ".content", "\n")});
+                tool.content.push_back(core::ContentPart::of_text(text_of(c, p + ".content", "\n")));
             out.push_back(std::move(tool));
         } else if (type == "image") {
             user.content.push_back(image_block(b, p));
@@ -86,7 +86,7 @@ core::ChatMessage assistant_from_blocks(element content, const std::string& para
         std::string p = param + "[" + std::to_string(k++) + "]";
         std::string type = block_type(b, p);
         if (type == "text") {
-            msg.content.push_back({core::ContentPart::Kind::Text, string_of(b["text"], p + ".text")});
+            msg.content.push_back(core::ContentPart::of_text(string_of(b["text"], p + ".text")));
         } else if (type == "thinking") {
             msg.reasoning_content = msg.reasoning_content.value_or("") + string_of(b["thinking"], p + ".thinking");
         } else if (type == "redacted_thinking") {

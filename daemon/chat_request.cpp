@@ -65,7 +65,7 @@ std::vector<core::ContentPart> parse_content(element content, const std::string&
     std::vector<core::ContentPart> parts;
     if (content.is_null()) return parts;
     if (content.is_string()) {
-        parts.push_back({core::ContentPart::Kind::Text, string_of(content, param)});
+        parts.push_back(core::ContentPart::of_text(string_of(content, param)));
         return parts;
     }
     if (!content.is_array()) fail(param, "'" + param + "' must be a string or an array of content parts");
@@ -73,7 +73,7 @@ std::vector<core::ContentPart> parse_content(element content, const std::string&
         if (!part.is_object()) fail(param, "content parts must be objects");
         std::string type = part["type"].error() ? "" : string_of(part["type"], param + ".type");
         if (type == "text") {
-            parts.push_back({core::ContentPart::Kind::Text, string_of(part["text"], param + ".text")});
+            parts.push_back(core::ContentPart::of_text(string_of(part["text"], param + ".text")));
         } else if (type == "image_url" || type == "video_url") {
             // {"type":"image_url","image_url":{"url":"data:..."}} (OpenAI), or the URL as a string.
             const std::string p = param + "." + type;

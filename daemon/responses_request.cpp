@@ -40,12 +40,12 @@ std::string text_parts(element content, const std::string& param) {
 std::vector<core::ContentPart> message_parts(element content, const std::string& param) {
     std::vector<core::ContentPart> parts;
     if (!content.is_array()) {
-        parts.push_back({core::ContentPart::Kind::Text, text_parts(content, param)});
+        parts.push_back(core::ContentPart::of_text(text_parts(content, param)));
         return parts;
     }
     std::string text;
     auto flush = [&] {
-        if (!text.empty()) parts.push_back({core::ContentPart::Kind::Text, std::move(text)});
+        if (!text.empty()) parts.push_back(core::ContentPart::of_text(std::move(text)));
         text.clear();
     };
     size_t k = 0;
@@ -89,7 +89,7 @@ void append_item(element item, const std::string& p, std::vector<core::ChatMessa
         if (item["content"].get(e)) fail(p + ".content", "message without content", "");
         if (*parsed == core::ChatRole::Assistant) {
             core::ChatMessage& m = assistant_for(messages, false);
-            m.content.push_back({core::ContentPart::Kind::Text, text_parts(e, p + ".content")});
+            m.content.push_back(core::ContentPart::of_text(text_parts(e, p + ".content")));
         } else {
             core::ChatMessage m;
             m.role = *parsed;
@@ -107,7 +107,7 @@ void append_item(element item, const std::string& p, std::vector<core::ChatMessa
         tool.role = core::ChatRole::Tool;
         tool.tool_call_id = string_of(item["call_id"], p + ".call_id");
         if (item["output"].get(e)) fail(p + ".output", "function_call_output needs 'output'", "");
-        tool.content.push_back({core::ContentPart::Kind::Text, text_parts(e, p + ".output")});
+        tool.content.push_back(core::ContentPart::of_text(text_parts(e, p + ".output")));
         messages.push_back(std::move(tool));
     } else if (type == "reasoning") {
         std::string text;

@@ -204,7 +204,7 @@ void ResponsesSession::store_result(const std::string& response_json) const {
     out.role = core::ChatRole::Assistant;
     for (const OutputBlock& b : blocks_.blocks()) {
         if (b.kind == BK::Reasoning) out.reasoning_content = out.reasoning_content.value_or("") + b.text;
-        else if (b.kind == BK::Text) out.content.push_back({core::ContentPart::Kind::Text, b.text});
+        else if (b.kind == BK::Text) out.content.push_back(core::ContentPart::of_text(b.text));
         else out.tool_calls.push_back({b.call_id, b.name, b.text.empty() ? "{}" : b.text});
     }
     record.conversation.push_back(std::move(out));

@@ -53,13 +53,13 @@ ContentPart read_part(size_t index, element item) {
     if (part.at_key("text").get(text)) fail(index, "unexpected content part type '" + std::string(type) + "'");
     std::string_view s;
     if (text.get_string().get(s)) fail(index, "content part text is not a string");
-    return {ContentPart::Kind::Text, std::string(s)};
+    return ContentPart::of_text(std::string(s));
 }
 
 std::vector<ContentPart> read_content(size_t index, object msg) {
     element content;
     if (msg.at_key("content").get(content) || content.is_null()) return {};
-    if (content.is_string()) return {{ContentPart::Kind::Text, std::string(content.get_string().value_unsafe())}};
+    if (content.is_string()) return {ContentPart::of_text(std::string(content.get_string().value_unsafe()))};
     if (!content.is_array()) fail(index, "content is neither a string, an array nor null");
     std::vector<ContentPart> parts;
     for (element item : simdjson::dom::array(content.get_array().value_unsafe())) parts.push_back(read_part(index, item));
@@ -107,7 +107,7 @@ ChatMessage read_message(size_t index, element item) {
 ChatMessage ChatMessage::text(ChatRole role, std::string text) {
     ChatMessage m;
     m.role = role;
-    m.content.push_back({ContentPart::Kind::Text, std::move(text)});
+    m.content.push_back(ContentPart::of_text(std::move(text)));
     return m;
 }
 

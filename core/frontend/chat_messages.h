@@ -26,6 +26,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <string_view>
 #include <vector>
 
@@ -38,6 +39,8 @@ struct ContentPart {
     Kind kind = Kind::Text;
     std::string text; // Text parts only
     std::string url;  // Image/Video parts: the media source URL as sent
+
+    static ContentPart of_text(std::string text) { return {Kind::Text, std::move(text), {}}; }
 };
 
 struct ToolCall {

@@ -33,6 +33,11 @@ printf '%-20s %12s %10s %8s %6s  %s\n' target executions exec/s cov ft result
 while read -r target max_len dict; do
     if [ $# -gt 0 ] && [[ " $* " != *" $target "* ]]; then continue; fi
     mkdir -p "$work/$target"
+    if ! compgen -G "tests/fuzz/corpus/$target/*" > /dev/null; then
+        printf '%-20s %12s %10s %8s %6s  %s\n' "$target" - - - - "FAILED (no seed corpus in tests/fuzz/corpus/$target/)"
+        failed=1
+        continue
+    fi
     args=(-max_total_time="$seconds" -max_len="$max_len" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
           -artifact_prefix="$work/crash-$target-")
     [ "$dict" != - ] && args+=(-dict="tests/fuzz/$dict")

@@ -42,7 +42,8 @@ TEST_CASE("slot operations report NotFound and Busy as kinds", "[error_kinds]") 
     r.sink = std::make_shared<test::RecordingSink>();
     s.submit(std::move(r));
     s.step(); // admitted and running on lane 0
-    LaneImage image{{4, 5, 6}, {}, {}};
+    LaneImage image;
+    image.tokens = {4, 5, 6};
     CHECK(kind_of([&] { s.slot_restore(0, image); }) == Errc::Busy);
     CHECK(kind_of([&] { s.slot_erase(0); }) == Errc::Busy);
     CHECK(kind_of([&] { s.slot_restore(1, LaneImage{}); }) == Errc::Invalid); // nothing to restore

@@ -51,7 +51,8 @@ class FakeBackend final : public core::Backend {
     // from the tokens), as a real backend's do, and a restore checks their sizes.
     uint64_t kv_bytes_per_token = 0, gdn_bytes = 0;
     core::LaneImage save_lane(int lane) const override {
-        core::LaneImage image{lanes_[size_t(lane)], {}, {}};
+        core::LaneImage image;
+        image.tokens = lanes_[size_t(lane)];
         if (kv_bytes_per_token == 0) return image;
         std::span<uint8_t> kv = image.add_section(core::LaneSectionTag::Kv, kv_bytes_per_token * image.tokens.size());
         for (size_t i = 0; i < kv.size(); ++i) kv[i] = uint8_t(image.tokens[i / kv_bytes_per_token] + i);
