@@ -2,9 +2,7 @@
 // out in double over the whole prompt (mtp_formula.h), and the bookkeeping of which hidden states
 // the head has taken: chunked prefill, a decode, an accepted verify window, lane images and a batch
 // of lanes all give the drafts a fresh lane gives. (The head against PyTorch: mtp_reference.cpp.)
-#include "core/cpu/forward.h"
-#include "core/cpu/lane_state.h"
-#include "core/cpu/thread_pool.h"
+#include "tests/unit/cpu/lane_forward.h"
 #include "tests/unit/cpu/mtp_formula.h"
 #include "tests/unit/cpu/tiny_models.h"
 
@@ -42,18 +40,10 @@ TEST_CASE("mtp_draft: drafts equal the head's formula over the whole prompt", "[
         const auto prompt = random_tokens(6, c.vocab_size, 17);
         const int32_t next = 101;
         // h_t: the main model's final-normed hidden states over the prompt.
-        ThreadPool pool(1);
-        cpu::KvStore kv(c, plan);
-        cpu::ModelRunner runner(w, plan, kv, pool);
-        cpu::LaneState lane;
-        lane.conv.assign(runner.conv_floats(), 0.0f);
-        lane.recurrent.assign(runner.recurrent_floats(), 0.0f);
-        kv.reserve(lane.pages, uint32_t(prompt.size()));
-        const cpu::RowSegment seg{&lane, 0, uint32_t(prompt.size()), 0};
-        runner.forward(std::span(&seg, 1), prompt);
+        const std::vector<float> rows = final_hidden_rows(w, plan, prompt);
         std::vector<Vec> hidden;
         for (size_t t = 0; t < prompt.size(); ++t)
-            hidden.emplace_back(runner.hidden(t), runner.hidden(t) + c.hidden_size);
+            hidden.emplace_back(rows.begin() + long(t * c.hidden_size), rows.begin() + long((t + 1) * c.hidden_size));
         const std::vector<Vec> want = MtpFormula(w).draft(hidden, prompt, next, 3);
 
         auto b = make_cpu_backend(w, plan);
