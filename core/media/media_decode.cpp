@@ -54,49 +54,124 @@ MediaPlan plan_from(Kind kind, const MediaInfo& info, const MediaConfig& config,
     return plan;
 }
 
-// Converts decoded frames to RGB24 at the planned size (swscale bicubic), alpha over white.
-class FrameScaler {
+// What one swscale pass does: source size and format to a destination size and format.
+struct SwsSetup {
+    int w = 0, h = 0;
+    AVPixelFormat fmt = AV_PIX_FMT_NONE;
+    int dw = 0, dh = 0;
+    AVPixelFormat dfmt = AV_PIX_FMT_NONE;
+    int flags = 0;
+    double c = 0; // bicubic's C (a = -C; B = 0)
+    bool operator==(const SwsSetup&) const = default;
+};
+
+// One swscale context, remade when the setup changes.
+class SwsStage {
   public:
-    FrameScaler(const FfmpegApi& av, ResizedSize size) : av_(av), w_(int(size.width)), h_(int(size.height)) {}
-    ~FrameScaler() {
+    explicit SwsStage(const FfmpegApi& av) : av_(av) {}
+    ~SwsStage() {
         if (sws_) av_.sws_freeContext(sws_);
     }
-    FrameScaler(const FrameScaler&) = delete;
-    FrameScaler& operator=(const FrameScaler&) = delete;
+    SwsStage(const SwsStage&) = delete;
+    SwsStage& operator=(const SwsStage&) = delete;
 
-    std::vector<uint8_t> convert(const AVFrame* f) {
-        const auto fmt = AVPixelFormat(f->format);
-        if (!sws_ || f->width != src_w_ || f->height != src_h_ || fmt != src_fmt_) {
+    void run(const SwsSetup& s, const uint8_t* const src[], const int src_stride[], uint8_t* const dst[], const int dst_stride[]) {
+        if (!sws_ || !(s == setup_)) {
             if (sws_) av_.sws_freeContext(sws_);
-            const AVPixFmtDescriptor* d = av_.av_pix_fmt_desc_get(fmt);
-            alpha_ = d && (d->flags & AV_PIX_FMT_FLAG_ALPHA);
-            sws_ = av_.sws_getContext(f->width, f->height, fmt, w_, h_, alpha_ ? AV_PIX_FMT_RGBA : AV_PIX_FMT_RGB24,
-                                      SWS_BICUBIC | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT, nullptr, nullptr, nullptr);
-            if (!sws_) throw Error("media: cannot convert frames of pixel format " + std::to_string(int(fmt)));
-            src_w_ = f->width, src_h_ = f->height, src_fmt_ = fmt;
+            const double param[2] = {0.0, s.c};
+            sws_ = av_.sws_getContext(s.w, s.h, s.fmt, s.dw, s.dh, s.dfmt, s.flags, nullptr, nullptr, param);
+            if (!sws_) throw Error("media: cannot convert frames of pixel format " + std::to_string(int(s.fmt)));
+            setup_ = s;
         }
-        const int channels = alpha_ ? 4 : 3;
-        std::vector<uint8_t> out(size_t(w_) * size_t(h_) * size_t(channels));
-        uint8_t* dst[4] = {out.data(), nullptr, nullptr, nullptr};
-        const int stride[4] = {w_ * channels, 0, 0, 0};
-        if (av_.sws_scale(sws_, f->data, f->linesize, 0, f->height, dst, stride) != h_)
-            throw Error("media: cannot resize a " + size_text(f->width, f->height) + " frame");
-        if (!alpha_) return out;
-        std::vector<uint8_t> rgb(size_t(w_) * size_t(h_) * 3);
-        for (size_t i = 0, n = size_t(w_) * size_t(h_); i < n; ++i) {
-            const unsigned a = out[4 * i + 3];
-            for (int c = 0; c < 3; ++c) rgb[3 * i + size_t(c)] = uint8_t((out[4 * i + size_t(c)] * a + 255 * (255 - a) + 127) / 255);
-        }
-        return rgb;
+        if (av_.sws_scale(sws_, src, src_stride, 0, s.h, dst, dst_stride) != s.dh)
+            throw Error("media: cannot convert a " + size_text(s.w, s.h) + " frame");
     }
 
   private:
     const FfmpegApi& av_;
-    int w_, h_;
     SwsContext* sws_ = nullptr;
-    int src_w_ = 0, src_h_ = 0;
-    AVPixelFormat src_fmt_ = AV_PIX_FMT_NONE;
-    bool alpha_ = false;
+    SwsSetup setup_;
+};
+
+// A picture as swscale takes it: format, size, up to four planes.
+struct Picture {
+    AVPixelFormat fmt = AV_PIX_FMT_NONE;
+    int w = 0, h = 0;
+    const uint8_t* data[4] = {nullptr, nullptr, nullptr, nullptr};
+    int stride[4] = {0, 0, 0, 0};
+};
+
+// Converts decoded frames to RGB24 at the planned size in the reference processor's order
+// (transformers decodes to RGB, composites alpha on white, then resizes the RGB image):
+// 1. to RGB at the source size (an RGB24 frame is used as it is): planar GBR, chroma planes
+//    upsampled bilinearly (swscale's default siting: centred). A JPEG's subsampled YCbCr (the
+//    yuvj formats) is first upsampled to 8-bit 4:4:4 and then converted, which is what libjpeg
+//    does for PIL ("fancy upsampling"); swscale's direct 4:2:0 -> RGB24 path is several levels
+//    off at colour edges. A format with alpha goes to RGBA and is composited on white.
+// 2. resized to RGB24 with a bicubic of a = -0.5 (swscale's param C = 0.5; its default is 0.6),
+//    the kernel of PIL's BICUBIC and of torchvision's antialiased bicubic; like both, swscale
+//    widens the kernel by the scale when it shrinks.
+// It holds the frame at its source size (3 bytes a pixel, 4 with alpha, 6 for a JPEG) while
+// converting.
+class FrameScaler {
+  public:
+    FrameScaler(const FfmpegApi& av, ResizedSize size)
+        : w_(int(size.width)), h_(int(size.height)), av_(av), to_444_(av), to_rgb_(av), resize_(av) {}
+
+    std::vector<uint8_t> convert(const AVFrame* f) {
+        Picture p{AVPixelFormat(f->format), f->width, f->height};
+        std::copy_n(f->data, 4, p.data), std::copy_n(f->linesize, 4, p.stride);
+        if (p.fmt != AV_PIX_FMT_RGB24) p = to_rgb(p);
+        std::vector<uint8_t> out(size_t(w_) * size_t(h_) * 3);
+        if (p.fmt == AV_PIX_FMT_RGB24 && p.w == w_ && p.h == h_) { // no resize: the RGB rows as they are
+            for (int y = 0; y < h_; ++y)
+                std::copy_n(p.data[0] + ptrdiff_t(y) * p.stride[0], size_t(w_) * 3, out.data() + size_t(y) * size_t(w_) * 3);
+            return out;
+        }
+        uint8_t* dst[4] = {out.data(), nullptr, nullptr, nullptr};
+        const int dst_stride[4] = {w_ * 3, 0, 0, 0};
+        resize_.run({p.w, p.h, p.fmt, w_, h_, AV_PIX_FMT_RGB24, SWS_BICUBIC | SWS_ACCURATE_RND, 0.5}, p.data, p.stride, dst,
+                    dst_stride);
+        return out;
+    }
+
+  private:
+    // Same size in and out: bilinear only upsamples chroma; luma and RGB pass exactly.
+    static constexpr int kSameSize = SWS_BILINEAR | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT | SWS_FULL_CHR_H_INP;
+
+    // Stage 1: p at its own size as GBRP (rgb_), or RGB24 (rgb_) where it had alpha.
+    Picture to_rgb(Picture p) {
+        const AVPixFmtDescriptor* d = av_.av_pix_fmt_desc_get(p.fmt);
+        const bool alpha = d && (d->flags & AV_PIX_FMT_FLAG_ALPHA);
+        const size_t n = size_t(p.w) * size_t(p.h);
+        if (p.fmt == AV_PIX_FMT_YUVJ420P || p.fmt == AV_PIX_FMT_YUVJ422P || p.fmt == AV_PIX_FMT_YUVJ440P ||
+            p.fmt == AV_PIX_FMT_YUVJ411P)
+            p = planar(p, AV_PIX_FMT_YUVJ444P, yuv_, n, to_444_);
+        if (!alpha) return planar(p, AV_PIX_FMT_GBRP, rgb_, n, to_rgb_);
+        rgb_.resize(4 * n);
+        uint8_t* dst[4] = {rgb_.data(), nullptr, nullptr, nullptr};
+        const int dst_stride[4] = {p.w * 4, 0, 0, 0};
+        to_rgb_.run({p.w, p.h, p.fmt, p.w, p.h, AV_PIX_FMT_RGBA, kSameSize, 0.0}, p.data, p.stride, dst, dst_stride);
+        for (size_t i = 0; i < n; ++i) { // over white, in place: convert_to_rgb's alpha_composite, rounded
+            const unsigned a = rgb_[4 * i + 3];
+            for (size_t c = 0; c < 3; ++c) rgb_[3 * i + c] = uint8_t((rgb_[4 * i + c] * a + 255 * (255 - a) + 127) / 255);
+        }
+        return {AV_PIX_FMT_RGB24, p.w, p.h, {rgb_.data()}, {p.w * 3}};
+    }
+
+    // p converted at its size to the three-plane 8-bit format fmt, into buf.
+    static Picture planar(const Picture& p, AVPixelFormat fmt, std::vector<uint8_t>& buf, size_t n, SwsStage& stage) {
+        buf.resize(3 * n);
+        Picture q{fmt, p.w, p.h, {buf.data(), buf.data() + n, buf.data() + 2 * n}, {p.w, p.w, p.w}};
+        uint8_t* dst[4] = {buf.data(), buf.data() + n, buf.data() + 2 * n, nullptr};
+        stage.run({p.w, p.h, p.fmt, p.w, p.h, fmt, kSameSize, 0.0}, p.data, p.stride, dst, q.stride);
+        return q;
+    }
+
+    int w_, h_;
+    const FfmpegApi& av_;
+    SwsStage to_444_, to_rgb_, resize_;
+    std::vector<uint8_t> yuv_, rgb_; // the frame at its source size: JPEG's YCbCr 4:4:4; GBR planes or RGB(A)
 };
 
 void put_i32(Sha256& h, int64_t v) {

@@ -10,11 +10,13 @@
 // - decode_media(kind, bytes, config, limits) does the plan, then decodes: an Image is the first
 //   frame (GIF: the first frame of an animation), duplicated to temporal_patch_size frames; a
 //   Video is the planned frames (sample_frame_indices at config.video.fps, at most
-//   min(config.video.max_frames, limits.max_frames)), each converted to RGB and resized (FFmpeg's
-//   swscale bicubic) as soon as it is decoded, then patchified in pairs, so no more than two
-//   resized frames and the output are ever held. A stream that ends before a planned frame
-//   (a container whose frame count was estimated from its duration) repeats its last sampled
-//   frame. Pixels with alpha are composited on white, as transformers' convert_to_rgb does.
+//   min(config.video.max_frames, limits.max_frames)), each converted to RGB at its own size
+//   (pixels with alpha composited on white, as transformers' convert_to_rgb does) and resized
+//   with swscale's bicubic at a = -0.5, the kernel of the reference processors' PIL and
+//   torchvision resizes, as soon as it is decoded, then patchified in pairs, so no more than one
+//   source-size RGB frame, two resized frames and the output are ever held (docs/MEDIA.md gives
+//   the measured distance to the references). A stream that ends before a planned frame (a
+//   container whose frame count was estimated from its duration) repeats its last sampled frame.
 // - The result is the VisionInput of core/vision/vision_input.h (patch order, normalisation,
 //   timestamps); digest = SHA-256 over "ninfer-media-v1", kind, grid_t/h/w, patch/temporal/merge
 //   sizes (int32 LE each) and every frame's resized RGB24 bytes in order (duplicates included).

@@ -18,20 +18,16 @@ namespace {
 const MediaConfig kConfig;  // docs/MODEL.md §9 upstream bounds: a 64x64 image needs no resize
 const MediaLimits kLimits;
 
-// The value vision_input.h says patches[r][k] holds, from the frame pixel (t*T + tt, c, y, x).
+// Every value of v against pixel(c, y, x) of its frame (all frames are the same picture here),
+// read back through vision_input.h's row/column formula (media_fixtures.h's unpatchify).
 template <class Pixel> void check_every_value(const VisionInput& v, Pixel pixel) {
-    const int64_t P = v.patch_size, M = v.merge_size, T = v.temporal_patch_size, gh = v.grid_h, gw = v.grid_w;
     REQUIRE(v.patches.size() == v.n_patches() * v.patch_dim());
+    const std::vector<float> frames = unpatchify(v);
+    const int64_t H = int64_t(v.grid_h) * v.patch_size, W = int64_t(v.grid_w) * v.patch_size;
     size_t bad = 0;
-    for (size_t r = 0; r < v.n_patches(); ++r) {
-        const int64_t q = int64_t(r) % (gh * gw);
-        const int64_t by = q / ((gw / M) * M * M), bx = (q / (M * M)) % (gw / M), my = (q / M) % M, mx = q % M;
-        const int64_t py = by * M + my, px = bx * M + mx;
-        for (size_t k = 0; k < v.patch_dim(); ++k) {
-            const int64_t c = int64_t(k) / (T * P * P), y = (int64_t(k) / P) % P, x = int64_t(k) % P;
-            const float want = (float(pixel(int(c), int(py * P + y), int(px * P + x))) - 127.5f) / 127.5f;
-            bad += v.patches[r * v.patch_dim() + k] != want;
-        }
+    for (size_t i = 0; i < frames.size(); ++i) {
+        const int64_t c = int64_t(i % 3), x = int64_t(i / 3) % W, y = int64_t(i / 3 / size_t(W)) % H;
+        bad += frames[i] != (float(pixel(int(c), int(y), int(x))) - 127.5f) / 127.5f;
     }
     CHECK(bad == 0);
 }
