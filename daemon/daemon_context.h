@@ -30,6 +30,7 @@ namespace ninfer::daemon {
 enum class ServeState : uint8_t { Loading, Ready, Failed, Draining };
 
 class ChatSession;
+class MonitorHistory;
 class ResponseStore;
 
 // Histogram bucket bounds (Prometheus `le`). Latencies in seconds (TTFT, queue time, request
@@ -89,6 +90,7 @@ struct DaemonContext {
     // worker pool's threads compile into it (thread-safe).
     std::shared_ptr<core::grammar::GrammarCache> grammar_cache;
     LoopCounters counters;
+    std::shared_ptr<MonitorHistory> monitor_history; // /monitor/history; the Daemon samples it once a second
     std::function<void()> on_session_end; // the drain check
 };
 

@@ -1,10 +1,14 @@
-// ninfer::daemon - GET /monitor (the embedded live page) and GET /monitor/stats (its JSON).
+// ninfer::daemon - GET /monitor (the embedded live page), /monitor/stats and /monitor/history (its JSON).
 #include "daemon/monitor.h"
 
 #include "core/util/json_writer.h"
+#include "daemon/api_error.h"
+#include "daemon/monitor_history.h"
 #include "daemon/routes.h"
 #include "daemon/serve_figures.h"
 #include "generated/monitor_page.h" // from daemon/monitor.html, see daemon/CMakeLists.txt
+
+#include <charconv>
 
 namespace ninfer::daemon {
 namespace {
@@ -21,6 +25,24 @@ const char* state_name(ServeState s) {
 
 void write_histogram(core::JsonWriter& w, std::string_view name, const Histogram& h) {
     w.key(name).begin_object().member("count", h.count).member("sum", h.sum).member("mean", mean_seconds(h)).end_object();
+}
+
+// ?after=SEQ of /monitor/history: the last sample the caller holds (0, all, when absent).
+uint64_t after_seq_of(std::string_view query) {
+    while (!query.empty()) {
+        const size_t amp = query.find('&');
+        const std::string_view pair = query.substr(0, amp);
+        query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+        if (!pair.starts_with("after=")) continue;
+        const std::string_view digits = pair.substr(6);
+        uint64_t seq = 0;
+        auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), seq);
+        if (digits.empty() || ec != std::errc{} || end != digits.data() + digits.size())
+            throw bad_request("after: expected the sequence number of a sample (digits), got '" + std::string(digits) + "'",
+                              "after");
+        return seq;
+    }
+    return 0;
 }
 
 } // namespace
@@ -84,6 +106,12 @@ void handle_monitor(DaemonContext& ctx, HttpRequest&, std::shared_ptr<ResponseWr
 
 void handle_monitor_stats(DaemonContext& ctx, HttpRequest&, std::shared_ptr<ResponseWriter> writer) {
     writer->send(200, "application/json", render_monitor_stats(ctx), {{"Cache-Control", "no-store"}});
+}
+
+void handle_monitor_history(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<ResponseWriter> writer) {
+    const uint64_t after = after_seq_of(request.query);
+    const std::string body = ctx.monitor_history ? ctx.monitor_history->render_json(after) : MonitorHistory{}.render_json(after);
+    writer->send(200, "application/json", body, {{"Cache-Control", "no-store"}});
 }
 
 } // namespace ninfer::daemon

@@ -1,5 +1,5 @@
-// ninfer::daemon - GET /monitor (a live HTML view of the server) and GET /monitor/stats (the JSON
-// the view polls every second).
+// ninfer::daemon - GET /monitor (a live HTML view of the server), GET /monitor/stats (the JSON
+// the view polls every second) and GET /monitor/history (the last minutes its charts draw).
 //
 // Contract:
 // - /monitor answers daemon/monitor.html (embedded at build time by daemon/embed_page.cmake) as
@@ -26,6 +26,10 @@
 //               client_disconnects_total}
 //     http_responses_total {"<status>": count}
 //   Per-second rates are the page's: counter deltas between two polls over the time between them.
+// - GET /monitor/history[?after=SEQ] (API key, like /monitor/stats) answers MonitorHistory's JSON
+//   (daemon/monitor_history.h: one sample a second, the last 5 minutes, samples after SEQ only);
+//   a malformed after is 400 invalid_request_error with param "after". The page fetches it all
+//   once, then only the samples after the last one it holds, so a reload shows the last minutes.
 #pragma once
 
 #include "daemon/daemon_context.h"

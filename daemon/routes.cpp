@@ -37,6 +37,7 @@ constexpr Route kRoutes[] = {
     {"GET", "/slots", handle_slots, false, true},
     {"GET", "/monitor", handle_monitor, true, true}, // static page, no figures: see daemon/monitor.h
     {"GET", "/monitor/stats", handle_monitor_stats, false, true},
+    {"GET", "/monitor/history", handle_monitor_history, false, true},
 };
 
 bool path_matches(const Route& r, std::string_view path) {

@@ -57,5 +57,6 @@ void handle_slots(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<Resp
 // The live view (handlers_monitor.cpp).
 void handle_monitor(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<ResponseWriter> writer);
 void handle_monitor_stats(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<ResponseWriter> writer);
+void handle_monitor_history(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<ResponseWriter> writer);
 
 } // namespace ninfer::daemon

@@ -7,6 +7,7 @@
 #include "daemon/journal.h"
 #include "daemon/log.h"
 #include "daemon/model_loader.h"
+#include "daemon/monitor_history.h"
 #include "daemon/routes.h"
 #include "daemon/systemd_notify.h"
 
@@ -112,6 +113,7 @@ class Daemon {
         sd_notify(0, "STATUS=loading the model");
         notifier_.start_loading(ctx_.config.artifact_path);
         install_signals();
+        start_history_sampler();
         start_engine();
         uv_run(&loop_, UV_RUN_DEFAULT);
         engine_.stop();
@@ -134,6 +136,19 @@ class Daemon {
         uv_run(&loop_, UV_RUN_DEFAULT);
         if (int rc = uv_loop_close(&loop_); rc != 0)
             log_warning(std::string("server, the event loop did not close: ") + uv_strerror(rc));
+    }
+
+    // /monitor/history: one reading of the figures a second, on this (the loop) thread. Unreferenced:
+    // the timer alone never keeps the loop running.
+    void start_history_sampler() {
+        ctx_.monitor_history = std::make_shared<MonitorHistory>();
+        uv_timer_init(&loop_, &history_timer_);
+        history_timer_.data = this;
+        uv_timer_start(&history_timer_, [](uv_timer_t* t) {
+            auto* self = static_cast<Daemon*>(t->data);
+            self->ctx_.monitor_history->record(read_history(self->ctx_));
+        }, 0, kHistoryPeriodMs);
+        uv_unref(reinterpret_cast<uv_handle_t*>(&history_timer_));
     }
 
     void start_engine() {
@@ -288,7 +303,7 @@ class Daemon {
     std::unique_ptr<HttpServer> server_;
     std::unique_ptr<ControlServer> control_;
     uv_signal_t sigterm_{}, sigint_{}, sighup_{};
-    uv_timer_t drain_timer_{}, flush_timer_{};
+    uv_timer_t drain_timer_{}, flush_timer_{}, history_timer_{};
     uint64_t flush_started_ = 0;
     bool shutting_down_ = false, persisting_ = false, persist_when_drained_ = false;
     int exit_code_ = 0;

@@ -3,6 +3,7 @@
 # Also installs the npm oracles (tokenizer, OpenAI and Anthropic SDKs, ajv) at a fixed path, /opt/ninfer-npm,
 # and the coding agents Claude Code and Codex (pinned, native binaries) at /opt/ninfer-agents for
 # tests/blackbox/test_real_agents.sh; NINFER_NO_AGENTS=1 leaves them out (that test then skips).
+# chromium: the headless browser of tests/blackbox/test_monitor_charts.sh (/monitor's charts).
 set -eu
 if [ "$(id -u)" != 0 ]; then echo "install-deps: run as root" >&2; exit 2; fi
 export DEBIAN_FRONTEND=noninteractive
@@ -11,6 +12,7 @@ apt-get install -y -q --no-install-recommends \
     build-essential cmake ninja-build pkg-config git ca-certificates time \
     libuv1-dev libsimdjson-dev node-llhttp libsystemd-dev liburing-dev catch2 libpcre2-dev unicode-data \
     json-schema-test-suite \
+    chromium \
     libavcodec-dev libavformat-dev libavutil-dev libswscale-dev \
     python3 python3-prometheus-client systemd systemd-container util-linux procps curl \
     debhelper devscripts lintian rpm rpmlint mandoc man-db scdoc fakeroot dpkg-dev \

@@ -23,13 +23,14 @@ function metric(text, name) {
 }
 
 // Runs the page's inline script in a fresh VM context with just the browser APIs it uses: elements
-// by id (textContent, className, hidden, value, dataset, children), sessionStorage, location.hash,
+// by id (textContent, className, hidden, value, dataset, children, attributes), sessionStorage, location.hash,
 // history.replaceState, setTimeout and fetch, relative URLs resolved against the daemon.
 function runPageScript(html, base, hash) {
     const script = html.match(/<script>([\s\S]*?)<\/script>/)[1];
     const element = (tag) => ({
-        tag, textContent: '', className: '', hidden: false, value: '', dataset: {}, children: [], listeners: {},
+        tag, textContent: '', className: '', hidden: false, value: '', dataset: {}, children: [], listeners: {}, attributes: {},
         replaceChildren(...c) { this.children = c; }, append(c) { this.children.push(c); },
+        setAttribute(name, v) { this.attributes[name] = String(v); },
         addEventListener(type, fn) { this.listeners[type] = fn; },
     });
     const els = {};
@@ -155,11 +156,19 @@ main('monitor', async (start) => {
     // The page's script, with the key in the URL fragment: Bearer header, fragment dropped, numbers filled.
     const p1 = runPageScript(page.text, d.base, '#key=' + KEY);
     const live = await waitFor(() => p1.body.dataset.state === 'live' && p1.els.gen_rate.textContent !== '–', 5000);
+    await waitFor(() => Number(p1.els.charts.dataset.samples) > 0, 5000); // the daemon's first sample comes after 1 s
     p1.stop();
     const f = p1.fetches[0] || { opts: { headers: {} } };
     check(live, 'page script: live after two polls', JSON.stringify([p1.body.dataset, p1.els.status.textContent]));
-    check(p1.fetches.length >= 2 && p1.fetches.every((x) => x.url === '/monitor/stats') && f.opts.headers.Authorization === 'Bearer ' + KEY,
-        'page script: polls /monitor/stats with the key as a Bearer header, never in the URL', JSON.stringify(p1.fetches.map((x) => x.url)));
+    const urls = p1.fetches.map((x) => x.url);
+    check(p1.fetches.length >= 4 && urls[0] === '/monitor/stats' && urls[1] === '/monitor/history?after=0' &&
+        urls.every((u) => /^\/monitor\/(stats|history\?after=\d+)$/.test(u)) && !urls.some((u) => u.includes(KEY)) &&
+        p1.fetches.every((x) => x.opts.headers.Authorization === 'Bearer ' + KEY),
+    'page script: polls /monitor/stats and /monitor/history (all, then after the last sample) with the key as a Bearer header, never in the URL',
+    JSON.stringify(urls));
+    check(/^M[\d.]+ [\d.]+/.test(p1.els.tput_gen.attributes.d || '') && Number(p1.els.tput_gen.dataset.points) > 0 &&
+        Number(p1.els.charts.dataset.samples) > 0, 'page script: the throughput chart drew the history',
+    JSON.stringify([p1.els.tput_gen.attributes, p1.els.tput_gen.dataset, p1.els.charts.dataset]));
     check(p1.replaced === '/monitor', 'page script: the key leaves the address bar', String(p1.replaced));
     const unfilled = numbers.filter((id) => id !== 'ttft_recent' && !/^[\d,]+(\.\d+)?$/.test(p1.els[id].textContent));
     if (!/^(\d+ d )?(\d+ h )?(\d+ min )?\d+ s$/.test(p1.els.uptime.textContent)) unfilled.push('uptime');
@@ -190,7 +199,8 @@ main('monitor', async (start) => {
         console.log('skip headless Chromium check: chromium is not installed (the page script ran against a stub DOM above)');
     } else {
         const dom = execFileSync(chromium, ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-            '--virtual-time-budget=5000', '--dump-dom', `${d.base}/monitor#key=${KEY}`], { encoding: 'utf8', timeout: 60000 });
+            '--virtual-time-budget=5000', '--dump-dom', `${d.base}/monitor#key=${KEY}`],
+        { encoding: 'utf8', timeout: 60000, stdio: ['ignore', 'pipe', 'pipe'] }); // its D-Bus complaints stay out of the log
         check(/<body data-state="live"/.test(dom) && /id="model_id">tiny</.test(dom) && /id="tok_generated">[\d,]+</.test(dom) &&
             /id="kv_capacity">[\d,]+</.test(dom), 'Chromium: the page script ran under its CSP and filled the numbers', dom.slice(0, 3000));
     }
