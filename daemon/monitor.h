@@ -7,8 +7,8 @@
 //   their SHA-256) runs, and it may only fetch from its own origin. The page holds no figures,
 //   so it is public like /health: a browser cannot send a Bearer header on navigation, and the
 //   page must load to read the key (URL fragment #key=..., or a form) it then sends to
-//   /monitor/stats as Authorization: Bearer. /monitor/stats needs the API key like every other
-//   route. Both work while draining; CORS is dispatch's (daemon/cors.h).
+//   /monitor/stats as Authorization: Bearer. /monitor/stats and /monitor/history need the API
+//   key like every other route. All three work while draining; CORS is dispatch's (daemon/cors.h).
 // - render_monitor_stats(ctx) (loop thread) is one JSON object built from read_serve_figures and
 //   the loop counters, the same figures /metrics renders. Units are in the names
 //   (_s seconds, _tokens / *_tokens.* tokens, _per_s tokens per second, _total counts since start):

@@ -2,12 +2,12 @@
 // content type and CSP (hashes recomputed here from the served page), the stats fields and how they
 // move after a request, agreement with /metrics, the API key (Bearer and x-api-key; never the
 // query string), CORS, and the page's own script: run in node against a stub DOM wired to the
-// daemon, and in headless Chromium when `chromium` is installed.
+// daemon (its charts included), and in headless Chromium when `chromium` is installed.
 'use strict';
 const crypto = require('crypto');
 const vm = require('vm');
 const { execFileSync } = require('child_process');
-const { main, check, request, sleep, user } = require('./harness');
+const { main, check, request, sleep, user, TEST_DIR } = require('./harness');
 
 const KEY = 'sekrit';
 const auth = { authorization: 'Bearer ' + KEY };
@@ -199,6 +199,7 @@ main('monitor', async (start) => {
         console.log('skip headless Chromium check: chromium is not installed (the page script ran against a stub DOM above)');
     } else {
         const dom = execFileSync(chromium, ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+            `--user-data-dir=${TEST_DIR}/chromium-profile`, // its own: a parallel Chromium never shares it
             '--virtual-time-budget=5000', '--dump-dom', `${d.base}/monitor#key=${KEY}`],
         { encoding: 'utf8', timeout: 60000, stdio: ['ignore', 'pipe', 'pipe'] }); // its D-Bus complaints stay out of the log
         check(/<body data-state="live"/.test(dom) && /id="model_id">tiny</.test(dom) && /id="tok_generated">[\d,]+</.test(dom) &&

@@ -8,7 +8,7 @@
 const fs = require('fs');
 const path = require('path');
 const { execFileSync } = require('child_process');
-const { main, check, request, sleep, user } = require('./harness');
+const { main, check, request, sleep, user, TEST_DIR } = require('./harness');
 
 const KEY = 'sekrit';
 const auth = { authorization: 'Bearer ' + KEY };
@@ -16,8 +16,11 @@ const CHROMIUM = process.env.NINFER_CHROMIUM || 'chromium';
 const LOAD_MS = 6000;
 const LINES = ['tput_gen', 'tput_prompt', 'itl_p50', 'itl_p99', 'ttft_p50', 'ttft_p99', 'lanes_run', 'lanes_pre', 'lanes_wait', 'kv_use'];
 
+// Each run has its own profile under the test's directory: another Chromium (test_monitor's, a
+// parallel ctest) never shares it, and $HOME need not be writable.
 function browser(args, url) {
     return execFileSync(CHROMIUM, ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+        `--user-data-dir=${path.join(TEST_DIR, 'chromium-profile')}`,
         '--hide-scrollbars', '--virtual-time-budget=4000', ...args, url], { encoding: 'utf8', timeout: 90000, stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
