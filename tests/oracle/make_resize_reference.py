@@ -20,6 +20,9 @@
 # on the torchvision backend by default, the PIL one being a separate class / backend="pil". That
 # was read, not run: transformers is not here. `--check-transformers` (where it is installed, e.g.
 # the GPU machine) runs both of its backends on the same sources and compares with these files.
+# As a cross-check the filter is also written out here (separable a = -0.5 cubic, widened when
+# shrinking): in floats it must equal torchvision's output, with its horizontal pass rounded and
+# clipped to 8 bits PIL's within a level (reference.json: written_out_*_levels).
 # After the resize both paths hold uint8 pixels, so the model's input is (u/255 - mean)/std of
 # them: the files store those uint8 pixels, exactly.
 #
@@ -144,6 +147,31 @@ def resize_tv(frame, h, w):
     return out.permute(1, 2, 0).numpy()
 
 
+def cubic_weights(insz, outsz, a=-0.5):
+    """Rows of a separable a = -0.5 cubic resize, support widened by the scale when shrinking
+    (antialias), pixel centres aligned: the filter PIL and torchvision's antialiased path use."""
+    scale = insz / outsz
+    widen = max(scale, 1.0)
+    out = np.zeros((outsz, insz))
+    for i in range(outsz):
+        centre = (i + 0.5) * scale
+        lo = int(max(0, np.floor(centre - 2 * widen + 0.5)))
+        hi = int(min(insz, np.floor(centre + 2 * widen + 0.5)))
+        t = np.abs((np.arange(lo, hi) - centre + 0.5) / widen)
+        k = np.where(t < 1, ((a + 2) * t - (a + 3)) * t * t + 1, np.where(t < 2, (((t - 5) * t + 8) * t - 4) * a, 0))
+        out[i, lo:hi] = k / k.sum()
+    return out
+
+
+def separable(frame, h, w, eight_bit_pass):
+    """The resize written out: horizontal pass, then vertical; eight_bit_pass rounds and clips the
+    horizontal result to uint8 first (PIL does; torchvision keeps floats)."""
+    x = np.einsum("ox,yxc->yoc", cubic_weights(frame.shape[1], w), frame.astype(np.float64))
+    if eight_bit_pass:
+        x = np.clip(np.rint(x), 0, 255)
+    return np.clip(np.rint(np.einsum("oy,yxc->oxc", cubic_weights(frame.shape[0], h), x)), 0, 255).astype(np.uint8)
+
+
 def normalised(frames_u8):
     """The model's input values: rescale 1/255 then (x - mean) / std, float32."""
     x = np.stack(frames_u8).astype(np.float32) * np.float32(1 / 255)
@@ -193,12 +221,16 @@ def build(check_only):
             case["references"][ref] = fname
         if "pil" in refs:
             case["pil_vs_tv_levels"] = levels(refs["pil"], refs["tv"])
+        # The same filter written out here, as a cross-check of both libraries' outputs.
+        case["written_out_vs_tv_levels"] = levels(np.stack([separable(f, h, w, False) for f in src]), refs["tv"])
+        if "pil" in refs:
+            case["written_out_8bit_vs_pil_levels"] = levels(np.stack([separable(f, h, w, True) for f in src]), refs["pil"])
         if (h, w) == (height, width) and kind == "image":
             for ref, pix in refs.items():
                 if not np.array_equal(pix[0], src[0]):
                     raise SystemExit(f"{name}: the {ref} resize to the same size is not the identity")
         manifest["cases"].append(case)
-        print(f"{name}: {width}x{height} -> {w}x{h}", case.get("pil_vs_tv_levels", ""))
+        print(f"{name}: {width}x{height} -> {w}x{h}", {k: v for k, v in case.items() if k.endswith("_levels")})
     if not check_only:
         with open(os.path.join(OUT, "reference.json"), "w") as fh:
             json.dump(manifest, fh, indent=1)
