@@ -256,16 +256,18 @@ def image_processor(tf, ref, **kwargs):
     """transformers' Qwen2-VL image processor of the backend `ref` names (pil / tv), by its own word."""
     names = ["Qwen2VLImageProcessorPil", "Qwen2VLImageProcessor"] if ref == "pil" else \
         ["Qwen2VLImageProcessor", "Qwen2VLImageProcessorFast"]
+    errors = []
     for name in names:
-        cls = getattr(tf, name, None)
-        if cls is None:
+        try:  # a backend whose library is missing fails on use (transformers' dummy objects)
+            proc = getattr(tf, name)(**kwargs)
+        except Exception as e:
+            errors.append(f"{name}: {e!r}")
             continue
-        proc = cls(**kwargs)
         backend = getattr(proc, "backend", None)  # transformers 5; 4.x: the class name says it
         backend = backend or ("torchvision" if name.endswith("Fast") else "pil")
         if backend == ("pil" if ref == "pil" else "torchvision"):
             return proc
-    raise SystemExit(f"transformers {tf.__version__} has no {ref} backend for Qwen2-VL images")
+    raise SystemExit(f"transformers {tf.__version__} has no {ref} backend for Qwen2-VL images: {errors}")
 
 
 def check_transformers():
