@@ -119,7 +119,8 @@ class Backend {
     virtual void prefill_with(int lane, std::span<const int32_t> tokens, const PrefillInputs& inputs,
                               LogitsOut out, std::vector<float>* logits);
     // Samples the next token of a lane from the logits left by its last prefill (the first token
-    // of a generation). Uses the same sampler as decode.
+    // of a generation) or, for the default decode_sample, its last decode step. Uses the same
+    // sampler as decode.
     virtual DecodeResult sample_after_prefill(int lane, const SamplingParams& sampling,
                                               std::span<const int32_t> generated,
                                               int n_top_logprobs) = 0;
@@ -131,6 +132,7 @@ class Backend {
     // after it). The CUDA backend returns from decode_begin before the GPU has run the step, so the
     // caller's bookkeeping of one step overlaps the next; this default computes at once.
     virtual void decode_begin(std::span<const DecodeStep> steps) {
+        if (!begun_.empty() && !begun_.back().sampled) throw_unsampled("decode_begin");
         std::vector<DecodeStep> resolved(steps.begin(), steps.end());
         std::vector<std::vector<int32_t>> with_last(steps.size());
         for (size_t i = 0; i < resolved.size(); ++i) {
@@ -142,13 +144,41 @@ class Backend {
         }
         std::vector<int> lanes;
         for (const DecodeStep& st : resolved) lanes.push_back(st.lane);
-        begun_.push_back({std::move(lanes), decode(resolved)});
+        std::vector<DecodeResult> results = decode(resolved);
+        begun_.push_back({std::move(lanes), std::move(results), true});
     }
     virtual std::vector<DecodeResult> decode_end() {
         if (begun_.empty()) throw_no_step();
-        std::vector<DecodeResult> out = std::move(begun_.front().second);
+        if (!begun_.front().sampled) throw_unsampled("decode_end");
+        std::vector<DecodeResult> out = std::move(begun_.front().results);
         begun_.erase(begun_.begin());
         return out;
+    }
+    // Deferred sampling, for rows whose sampling depends on the sample of the step before (a
+    // constrained lane's allowed-token mask, known once that step is ended): decode_begin_forward
+    // begins a step like decode_begin (tokens, kTokenOfLastStep, lane state from now on) but
+    // samples nothing yet; decode_sample(steps) then gives the same rows in the same order (lanes
+    // and tokens as begun) with their final sampling, generated and n_top_logprobs, and starts the
+    // sampling. In between, the caller may end the step before (decode_end) and save lanes; the
+    // next decode_begin*, decode_end of this step and decode() wait for decode_sample. The CUDA
+    // backend runs the forward pass from decode_begin_forward on, so the host's work between the
+    // two calls overlaps it. This default computes the step at once with the rows' sampling as
+    // given and samples again, from the lane's last logits (sample_after_prefill), each row whose
+    // final sampling has allowed_tokens (the other rows' sampling must not change).
+    virtual void decode_begin_forward(std::span<const DecodeStep> steps) {
+        decode_begin(steps);
+        begun_.back().sampled = false;
+    }
+    virtual void decode_sample(std::span<const DecodeStep> steps) {
+        if (begun_.empty() || begun_.back().sampled)
+            throw Error("backend: decode_sample with no step begun by decode_begin_forward");
+        Begun& b = begun_.back();
+        check_same_rows(b.lanes, steps);
+        for (size_t i = 0; i < steps.size(); ++i)
+            if (!steps[i].sampling.allowed_tokens.empty())
+                b.results[i] = sample_after_prefill(steps[i].lane, steps[i].sampling, steps[i].generated,
+                                                    steps[i].n_top_logprobs);
+        b.sampled = true;
     }
     // Raw logits of the last decode step for a lane (tests and perplexity); vocab floats.
     virtual std::vector<float> last_logits(int lane) const = 0;
@@ -170,13 +200,30 @@ class Backend {
     virtual void verify(std::span<const VerifyStep> steps, std::vector<float>& logits);
     virtual void accept_verified(int lane, uint32_t n_keep);
 
+  protected:
+    // decode_sample's rows must be the begun step's lanes in order.
+    static void check_same_rows(std::span<const int> begun_lanes, std::span<const DecodeStep> steps) {
+        bool same = begun_lanes.size() == steps.size();
+        for (size_t i = 0; same && i < steps.size(); ++i) same = begun_lanes[i] == steps[i].lane;
+        if (!same) throw Error("backend: decode_sample's rows are not the lanes of the step begun");
+    }
+    [[noreturn]] static void throw_unsampled(const char* call) {
+        throw Error(std::string("backend: ") + call + " before decode_sample of the step begun by decode_begin_forward");
+    }
+
   private:
-    // The default decode_begin's steps not yet ended: each step's lanes and results.
-    std::vector<std::pair<std::vector<int>, std::vector<DecodeResult>>> begun_;
+    // The default decode_begin's steps not yet ended: each step's lanes and results (sampled:
+    // false between decode_begin_forward and decode_sample).
+    struct Begun {
+        std::vector<int> lanes;
+        std::vector<DecodeResult> results;
+        bool sampled = true;
+    };
+    std::vector<Begun> begun_;
     int32_t token_of_last_step(int lane) const {
         if (!begun_.empty())
-            for (size_t i = 0; i < begun_.back().first.size(); ++i)
-                if (begun_.back().first[i] == lane) return begun_.back().second[i].token;
+            for (size_t i = 0; i < begun_.back().lanes.size(); ++i)
+                if (begun_.back().lanes[i] == lane) return begun_.back().results[i].token;
         throw_no_last(lane);
     }
     [[noreturn]] static void throw_no_step() { throw Error("backend: decode_end with no step begun"); }

@@ -33,6 +33,8 @@ using cuda::GpuSampler;
 // Sampler variants captured per batch size: bit 0 some row draws, bit 1 some row wants top logprobs.
 constexpr int kSampleVariants = 4;
 int sample_variant(const kernels::SamplePlan& plan) { return (plan.draws ? 1 : 0) | (plan.top ? 2 : 0); }
+// The graphs of steps begun by decode_begin_forward: the forward pass only (decode_sample samples).
+constexpr int kForwardOnly = kSampleVariants;
 
 // The CPU backend's sampler over host logits (penalties, logit bias, any top_k, top logprobs).
 DecodeResult host_sample(const std::vector<float>& logits, const SamplingParams& params,
@@ -161,15 +163,35 @@ class CudaBackend final : public Backend {
         return decode_end();
     }
 
+    void decode_begin(std::span<const DecodeStep> steps) override { begin_step(steps, true); }
+    // The forward pass is enqueued now; decode_sample enqueues the sampling behind it, so the host
+    // computes constrained rows' masks while the GPU runs the step.
+    void decode_begin_forward(std::span<const DecodeStep> steps) override { begin_step(steps, false); }
+    void decode_sample(std::span<const DecodeStep> steps) override {
+        if (begun_.empty() || !begun_.back().awaiting_sample)
+            throw Error("backend: decode_sample with no step begun by decode_begin_forward");
+        Begun& b = begun_.back();
+        check_same_rows(b.lanes, steps);
+        const kernels::SamplePlan plan = prepare_rows(b, steps);
+        sampler_.upload(b.params, b.slot);
+        sampler_.enqueue(run_.logits(), run_.logits_stride(), int(steps.size()), plan);
+        sampler_.enqueue_read(b.slot, plan.top);
+        b.awaiting_sample = false;
+        sample_host_rows(b, steps);
+    }
+
     // Enqueues one step and returns: its inputs go up through pinned buffers (no wait for the step
     // in flight), rows whose token is kTokenOfLastStep copy it on the device from the previous
     // step's sampled ids, and its results come back into a pinned slot behind an event. A row
     // whose sampling needs the host (penalties read `generated`, host-sampled requests) waits for
     // the previous step's ids instead, and a step with a host-sampled row completes at once.
-    void decode_begin(std::span<const DecodeStep> steps) override {
+    // sample_now false: the forward pass only (decode_begin_forward).
+    void begin_step(std::span<const DecodeStep> steps, bool sample_now) {
         const int n = int(steps.size());
         if (n < 1 || n > kMaxStepTokens)
             throw Error("backend: decode takes 1.." + std::to_string(kMaxStepTokens) + " lanes");
+        if (!begun_.empty() && begun_.back().awaiting_sample)
+            throw Error("backend: a decode step begun before decode_sample of the one begun by decode_begin_forward");
         if (begun_.size() >= 2)
             throw Error("backend: a third decode step begun before the first was ended");
         Begun* prev = begun_.empty() ? nullptr : &begun_.back();
@@ -208,31 +230,24 @@ class CudaBackend final : public Backend {
             in[kMaxStepTokens + i] = st[size_t(i)].lane;
             in[2 * kMaxStepTokens + i] = int32_t(at(st[size_t(i)].lane).tokens.size());
         }
-        b.params.resize(size_t(n));
         kernels::SamplePlan plan{false, false};
-        bool host_rows = false;
-        for (int i = 0; i < n; ++i) { // after every check: prepare() advances the lanes' count mirrors
-            const DecodeStep& d = st[size_t(i)];
-            if (GpuSampler::samplable(d.sampling, d.n_top_logprobs)) {
-                b.params[size_t(i)] = sampler_.prepare(d.lane, d.sampling, d.generated, d.n_top_logprobs, b.slot);
-                plan.draws |= !d.sampling.is_greedy();
-                plan.top |= d.n_top_logprobs > 0;
-            } else {
-                host_rows = true;
-            }
-        }
+        if (sample_now) // after every check: prepare() advances the lanes' count mirrors
+            plan = prepare_rows(b, st);
         cuda_check(cudaMemcpyAsync(run_.step_in(), in, 3 * kMaxStepTokens * 4, cudaMemcpyHostToDevice, run_.stream()),
                    "step inputs");
         for (int i = 0; i < n; ++i)
             if (src[size_t(i)] >= 0)
                 cuda_check(cudaMemcpyAsync(run_.step_in() + i, sampler_.last_ids() + src[size_t(i)], 4,
                                            cudaMemcpyDeviceToDevice, run_.stream()), "step inputs");
-        sampler_.upload(b.params, b.slot);
+        if (sample_now)
+            sampler_.upload(b.params, b.slot);
         if (options_.graphs)
-            cuda_check(cudaGraphLaunch(graph_for(n, plan), run_.stream()), "decode graph");
+            cuda_check(cudaGraphLaunch(graph_for(n, plan, sample_now), run_.stream()), "decode graph");
         else
-            enqueue_decode(n, plan);
-        sampler_.enqueue_read(b.slot, plan.top);
+            enqueue_decode(n, plan, sample_now);
+        if (sample_now)
+            sampler_.enqueue_read(b.slot, plan.top);
+        b.awaiting_sample = !sample_now;
         for (int i = 0; i < n; ++i) {
             Lane& s = at(st[size_t(i)].lane);
             b.lanes.push_back(st[size_t(i)].lane);
@@ -241,21 +256,16 @@ class CudaBackend final : public Backend {
             s.tokens.push_back(src[size_t(i)] >= 0 ? -1 : st[size_t(i)].token);
             s.has_logits = true;
         }
-        if (host_rows) { // the lanes' logits are this step's only until the next one begins
-            std::vector<DecodeResult> r = sampler_.collect(b.slot, b.params);
-            for (int i = 0; i < n; ++i) {
-                const DecodeStep& d = st[size_t(i)];
-                if (!GpuSampler::samplable(d.sampling, d.n_top_logprobs))
-                    r[size_t(i)] = host_sample(last_logits(d.lane), d.sampling, d.generated, d.n_top_logprobs);
-            }
-            b.results = std::move(r);
-        }
         begun_.push_back(std::move(b));
+        if (sample_now)
+            sample_host_rows(begun_.back(), st);
     }
 
     std::vector<DecodeResult> decode_end() override {
         if (begun_.empty())
             throw Error("backend: decode_end with no step begun");
+        if (begun_.front().awaiting_sample)
+            throw Error("backend: decode_end before decode_sample of the step begun by decode_begin_forward");
         std::vector<DecodeResult> r = results_of(begun_.front());
         for (const Feed& f : begun_.front().feeds) { // the next step's ids, known now
             Lane& s = at(f.lane);
@@ -440,22 +450,23 @@ class CudaBackend final : public Backend {
                                    cudaMemcpyDeviceToDevice, run_.stream()), "lane logits");
     }
 
-    void enqueue_decode(int n, const kernels::SamplePlan& plan) {
+    void enqueue_decode(int n, const kernels::SamplePlan& plan, bool sample) {
         run_.enqueue_forward(n, false);
         run_.enqueue_head(0, n);
         cuda_check(kernels::scatter_rows(run_.logits(), run_.logits_stride(), run_.step_in() + kMaxStepTokens,
                                          run_.lane_logits(), run_.logits_stride(), vocab_size(), n, run_.stream()),
                    "lane logits");
-        sampler_.enqueue(run_.logits(), run_.logits_stride(), n, plan);
+        if (sample)
+            sampler_.enqueue(run_.logits(), run_.logits_stride(), n, plan);
     }
-    cudaGraphExec_t graph_for(int n, const kernels::SamplePlan& plan) {
-        cudaGraphExec_t& exec = graphs_[size_t(sample_variant(plan))][size_t(n)];
+    cudaGraphExec_t graph_for(int n, const kernels::SamplePlan& plan, bool sample) {
+        cudaGraphExec_t& exec = graphs_[size_t(sample ? sample_variant(plan) : kForwardOnly)][size_t(n)];
         if (exec)
             return exec;
         cudaGraph_t graph = nullptr;
         cuda_check(cudaStreamBeginCapture(run_.stream(), cudaStreamCaptureModeThreadLocal), "graph capture");
         try {
-            enqueue_decode(n, plan);
+            enqueue_decode(n, plan, sample);
         } catch (...) {
             cudaStreamEndCapture(run_.stream(), &graph);
             if (graph)
@@ -482,6 +493,7 @@ class CudaBackend final : public Backend {
         std::deque<std::vector<int32_t>> generated; // rows' histories with the previous step's id
         std::optional<std::vector<DecodeResult>> results;
         std::vector<Feed> feeds;
+        bool awaiting_sample = false; // begun by decode_begin_forward, decode_sample not yet called
         int row_of(int lane) const {
             for (size_t i = 0; i < lanes.size(); ++i)
                 if (lanes[i] == lane)
@@ -494,6 +506,36 @@ class CudaBackend final : public Backend {
             b.results = sampler_.collect(b.slot, b.params);
         return *b.results;
     }
+    // The rows' sampler parameters (prepare() enqueues their count, bias and mask uploads).
+    kernels::SamplePlan prepare_rows(Begun& b, std::span<const DecodeStep> st) {
+        kernels::SamplePlan plan{false, false};
+        b.params.assign(st.size(), kernels::SampleRowParams{});
+        for (size_t i = 0; i < st.size(); ++i) {
+            const DecodeStep& d = st[i];
+            if (!GpuSampler::samplable(d.sampling, d.n_top_logprobs))
+                continue;
+            b.params[i] = sampler_.prepare(d.lane, d.sampling, d.generated, d.n_top_logprobs, b.slot);
+            plan.draws |= !d.sampling.is_greedy();
+            plan.top |= d.n_top_logprobs > 0;
+        }
+        return plan;
+    }
+    // A step with a host-sampled row completes now: the lanes' logits are this step's only until
+    // the next one begins.
+    void sample_host_rows(Begun& b, std::span<const DecodeStep> st) {
+        const bool host_rows = std::any_of(st.begin(), st.end(), [](const DecodeStep& d) {
+            return !GpuSampler::samplable(d.sampling, d.n_top_logprobs);
+        });
+        if (!host_rows)
+            return;
+        std::vector<DecodeResult> r = sampler_.collect(b.slot, b.params);
+        for (size_t i = 0; i < st.size(); ++i) {
+            const DecodeStep& d = st[i];
+            if (!GpuSampler::samplable(d.sampling, d.n_top_logprobs))
+                r[i] = host_sample(last_logits(d.lane), d.sampling, d.generated, d.n_top_logprobs);
+        }
+        b.results = std::move(r);
+    }
 
     MemoryPlan plan_;
     CudaBackendOptions options_;
@@ -501,7 +543,7 @@ class CudaBackend final : public Backend {
     std::vector<Lane> lanes_;
     GpuSampler sampler_;
     std::vector<uint32_t> free_;
-    std::array<std::array<cudaGraphExec_t, kMaxStepTokens + 1>, kSampleVariants> graphs_{};
+    std::array<std::array<cudaGraphExec_t, kMaxStepTokens + 1>, kSampleVariants + 1> graphs_{};
     std::unique_ptr<cuda::PrefillRunner> prefill_;
     // Declared after run_ and sampler_: its thread stops (and its copies end) before they go.
     mutable cuda::LaneImageCopier copier_;

@@ -320,13 +320,6 @@ bool Scheduler::accept_token(int lane_index, DecodeResult result) {
 
 void Scheduler::decode_batch() {
     // Speculating lanes take a round instead of a plain step; a round needs their last samples.
-    // A constrained lane's mask needs its previous sample: that step ends before this one begins.
-    if (constrained_sample_in_flight()) end_step_in_flight();
-    for (size_t i = 0; i < lanes_.size(); ++i)
-        if (lanes_[i].request && lanes_[i].decoding && lanes_[i].constraint) {
-            SamplingParams unused;
-            constrain_sample(int(i), unused); // fills lanes_[i].mask, or ends the request
-        }
     std::vector<bool> speculating(lanes_.size());
     for (size_t i = 0; i < lanes_.size(); ++i)
         speculating[i] = lanes_[i].request && lanes_[i].decoding && lanes_[i].speculative.on();
@@ -334,6 +327,15 @@ void Scheduler::decode_batch() {
         end_step_in_flight();
         speculative_round(speculating);
     }
+    // A constrained lane's mask needs its previous sample. Known now: the mask is filled here.
+    // Still in flight: this step begins without sampling, and the mask is filled once the step in
+    // flight has ended, while the new step's forward pass runs (sample_constrained_later).
+    const bool sample_later = constrained_sample_in_flight();
+    for (size_t i = 0; i < lanes_.size(); ++i)
+        if (lanes_[i].request && lanes_[i].decoding && lanes_[i].constraint && lanes_[i].samples_outstanding == 0) {
+            SamplingParams unused;
+            constrain_sample(int(i), unused); // fills lanes_[i].mask, or ends the request
+        }
     std::vector<DecodeStep> steps;
     std::vector<StepRow> rows;
     std::vector<bool> fed_now; // the row's token is the lane's pending (known, unfed) sample
@@ -349,7 +351,7 @@ void Scheduler::decode_batch() {
             const bool from_step = l.samples_outstanding > 0;
             s.sampling = l.request->sampling;
             s.sampling.step = l.generated.size() + (from_step ? 1 : 0);
-            if (l.constraint) s.sampling.allowed_tokens = l.mask;
+            if (l.constraint && !from_step) s.sampling.allowed_tokens = l.mask;
             s.generated = l.generated;
             s.n_top_logprobs = l.request->n_top_logprobs;
             if (!from_step) {
@@ -375,7 +377,10 @@ void Scheduler::decode_batch() {
     if (!steps.empty()) {
         auto t0 = Clock::now();
         try {
-            backend_.decode_begin(steps);
+            if (sample_later)
+                backend_.decode_begin_forward(steps);
+            else
+                backend_.decode_begin(steps);
         } catch (...) {
             // A failing backend: what the step in flight computed still reaches its requests.
             try {
@@ -401,6 +406,7 @@ void Scheduler::decode_batch() {
     }
     // Pipelined: the step begun in the previous round is reported while this one computes.
     end_step_in_flight();
+    if (sample_later && !steps.empty()) sample_constrained_later(steps, rows);
     in_flight_ = std::move(rows);
     if (!options_.pipeline_decode) end_step_in_flight();
 }

@@ -44,9 +44,11 @@
 //   a ReplyConstraint built at admission. Before each of its samples the scheduler fills the
 //   lane's allowed-token bitset from the constraint's state after every reported token, and the
 //   sampler applies it (SamplingParams::allowed_tokens); each reported token (forced ids too) is
-//   fed to the constraint. A step mask depends on the previous step's token, so a round with a
-//   constrained decoding lane whose sample is still in flight ends that step first (such rounds
-//   are not pipelined); constrained lanes never speculate. A constraint that allows nothing or
+//   fed to the constraint. A step's mask depends on the previous step's token: when a constrained
+//   lane's sample is still in flight, the round begins its step with Backend::decode_begin_forward
+//   (the forward pass runs), ends the step in flight (reporting that token), fills the masks and
+//   calls Backend::decode_sample, so constrained rounds stay pipelined and give the same tokens
+//   as the unpipelined order; constrained lanes never speculate. A constraint that allows nothing or
 //   refuses a forced id ends the request with FinishReason::ConstraintFailed; a finished one ends
 //   it with Stop.
 #pragma once
@@ -175,6 +177,9 @@ class Scheduler {
         bool closing = false;    // a closing lane's last sample: its result is discarded
         uint64_t admission = 0;  // else the admission (Lane::admit_order) that samples in this row
     };
+    // The rows of a step begun by decode_begin_forward, once the step before has been reported:
+    // the constrained lanes' masks from their constraints' new state, then Backend::decode_sample.
+    void sample_constrained_later(std::vector<DecodeStep>& steps, const std::vector<StepRow>& rows);
     // Reports a sampled token; returns false if the lane finished.
     bool accept_token(int lane_index, DecodeResult result);
     void finish(int lane_index, FinishReason reason);

@@ -19,13 +19,7 @@
 
 using namespace ninfer::core;
 
-namespace {
-
 using namespace ninfer::test;
-
-const std::vector<std::string> kKernelFixtures = {"kernel/dense", "kernel/moe"};
-
-} // namespace
 
 // Prompts' first-step and greedy logits (cosine >= cos_bound) and every position of a prefill in
 // backend calls of 77 tokens (cosine >= rows_bound), GPU vs CPU; greedy tokens vs transformers at every step before the first one whose
@@ -309,19 +303,8 @@ TEST_CASE("cuda backend: pipelined steps equal one step at a time", "[cuda_backe
         INFO(fixture);
         auto m = load(fixture, "bf16");
         auto gpu = make_cuda_backend(m->weights, m->plan);
-        const FixtureRefs refs = read_refs(fixture);
-        const std::vector<int32_t> ids(refs.ppl_ids.begin(), refs.ppl_ids.begin() + 60);
-        std::vector<float> lg;
-        gpu->prefill(0, ids, LogitsOut::Last, &lg);
-        const LaneImage start = gpu->save_lane(0);
-        const int32_t first = argmax(lg);
-        auto params = [](int row) {
-            SamplingParams p;
-            if (row == 1) p.temperature = 0.8f, p.seed = 7;
-            if (row == 2) p.temperature = 0.7f, p.top_k = 40, p.repetition_penalty = 1.3f, p.seed = 9;
-            if (row == 3) p.temperature = 1.0f, p.top_p = 0.9f, p.seed = 11;
-            return p;
-        };
+        const auto [start, first] = prefill_start(*gpu, fixture, 60);
+        const auto params = pipeline_row_params;
         constexpr int kRows = 4, kSteps = 12, kForcedAt = 5;
         constexpr int32_t kForced = 17;
         auto top_n = [](int row) { return row == 3 ? 25 : row == 1 ? 3 : 0; };
@@ -380,20 +363,8 @@ TEST_CASE("cuda backend: pipelined steps equal one step at a time", "[cuda_backe
                 }
             }
         }
-        for (int r = 0; r < kRows; ++r) {
-            INFO("row " << r);
-            REQUIRE(got[size_t(r)].size() == ref[size_t(r)].size());
-            for (size_t k = 0; k < ref[size_t(r)].size(); ++k) {
-                INFO("step " << k);
-                CHECK(got[size_t(r)][k].token == ref[size_t(r)][k].token);
-                CHECK(got[size_t(r)][k].logprob == ref[size_t(r)][k].logprob);
-                CHECK(got[size_t(r)][k].top_logprobs == ref[size_t(r)][k].top_logprobs);
-            }
-            // The lanes hold the same ids (the in-flight ones patched in) and state.
-            const LaneImage a = gpu->save_lane(r), b = gpu->save_lane(4 + r);
-            CHECK(a.tokens == b.tokens);
-            CHECK(a.sections == b.sections);
-        }
+        // The lanes hold the same ids (the in-flight ones patched in) and state.
+        check_same_runs(*gpu, got, ref, 4);
         CHECK_THROWS_WITH(gpu->decode_end(), Catch::Contains("no step begun"));
     }
 }

@@ -32,6 +32,9 @@
 
 namespace ninfer::test {
 
+// The fixtures whose shapes the CUDA kernels cover (head_dim 256, GDN dims 128).
+inline const std::vector<std::string> kKernelFixtures = {"kernel/dense", "kernel/moe"};
+
 using namespace ninfer::core;
 
 // "q4" here means every matrix q4_g64_fp16 (the CUDA kernels' formats), the recipe's bf16
@@ -110,6 +113,49 @@ inline double kl(const std::vector<float>& p_logits, const std::vector<float>& q
 }
 
 inline int32_t argmax(const std::vector<float>& v) { return int32_t(std::max_element(v.begin(), v.end()) - v.begin()); }
+
+// A pipelining test's start: the fixture's first n perplexity ids prefilled on lane 0, its image
+// (restored on the lanes under test) and the greedy first token.
+struct PromptStart {
+    LaneImage image;
+    int32_t first = 0;
+};
+inline PromptStart prefill_start(Backend& backend, const std::string& fixture, size_t n) {
+    const FixtureRefs refs = read_refs(fixture);
+    const std::vector<int32_t> ids(refs.ppl_ids.begin(), refs.ppl_ids.begin() + long(n));
+    std::vector<float> lg;
+    backend.prefill(0, ids, LogitsOut::Last, &lg);
+    return {backend.save_lane(0), argmax(lg)};
+}
+
+// The rows of the pipelining tests: greedy, a seeded draw, a penalised draw (its id comes from
+// the host), top-p.
+inline SamplingParams pipeline_row_params(int row) {
+    SamplingParams p;
+    if (row == 1) p.temperature = 0.8f, p.seed = 7;
+    if (row == 2) p.temperature = 0.7f, p.top_k = 40, p.repetition_penalty = 1.3f, p.seed = 9;
+    if (row == 3) p.temperature = 1.0f, p.top_p = 0.9f, p.seed = 11;
+    return p;
+}
+
+// Two runs of the same rows on lanes 0..n-1 (ref) and offset..offset+n-1 (got): the same ids,
+// logprobs and top logprobs at every step, and the lanes end with the same ids and state.
+inline void check_same_runs(Backend& backend, const std::vector<std::vector<DecodeResult>>& got,
+                            const std::vector<std::vector<DecodeResult>>& ref, int offset) {
+    for (size_t r = 0; r < ref.size(); ++r) {
+        INFO("row " << r);
+        REQUIRE(got[r].size() == ref[r].size());
+        for (size_t k = 0; k < ref[r].size(); ++k) {
+            INFO("step " << k);
+            CHECK(got[r][k].token == ref[r][k].token);
+            CHECK(got[r][k].logprob == ref[r][k].logprob);
+            CHECK(got[r][k].top_logprobs == ref[r][k].top_logprobs);
+        }
+        const LaneImage a = backend.save_lane(int(r)), b = backend.save_lane(offset + int(r));
+        CHECK(a.tokens == b.tokens);
+        CHECK(a.sections == b.sections);
+    }
+}
 
 inline DecodeStep step(int lane, int32_t token) {
     DecodeStep s;

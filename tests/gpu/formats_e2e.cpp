@@ -17,8 +17,6 @@ using namespace ninfer::test;
 
 namespace {
 
-const std::vector<std::string> kKernelFixtures = {"kernel/dense", "kernel/moe"};
-
 // The text matrix groups a recipe override touches (the fixtures have no vision tower or MTP).
 const TensorGroup kTextGroups[] = {TensorGroup::Embedding,   TensorGroup::OutputHead,       TensorGroup::AttentionQk,
                                    TensorGroup::AttentionGv, TensorGroup::AttentionOutput,  TensorGroup::GdnQk,

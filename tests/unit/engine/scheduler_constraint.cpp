@@ -71,9 +71,62 @@ GenerationRequest request_of(Job& j, uint32_t max_tokens = 24) {
     return r;
 }
 
+// How a run's decode steps overlapped: the most steps begun and not yet ended at once, and the
+// calls of the deferred-sampling pair.
+struct Overlap {
+    int max_outstanding = 0, n_forward_only = 0, n_sampled_later = 0;
+};
+
+// Forwards to the CPU backend and records its decode steps' overlap.
+class OverlapRecorder final : public Backend {
+  public:
+    OverlapRecorder(Backend& inner, Overlap& seen) : b_(inner), seen_(seen) {}
+    std::string name() const override { return b_.name(); }
+    int n_lanes() const override { return b_.n_lanes(); }
+    uint32_t vocab_size() const override { return b_.vocab_size(); }
+    uint32_t max_context() const override { return b_.max_context(); }
+    uint32_t lane_length(int lane) const override { return b_.lane_length(lane); }
+    void reset_lane(int lane) override { b_.reset_lane(lane); }
+    void prefill(int lane, std::span<const int32_t> t, LogitsOut out, std::vector<float>* logits) override {
+        b_.prefill(lane, t, out, logits);
+    }
+    DecodeResult sample_after_prefill(int lane, const SamplingParams& s, std::span<const int32_t> g, int n) override {
+        return b_.sample_after_prefill(lane, s, g, n);
+    }
+    std::vector<DecodeResult> decode(std::span<const DecodeStep> steps) override { return b_.decode(steps); }
+    void decode_begin(std::span<const DecodeStep> steps) override {
+        b_.decode_begin(steps);
+        seen_.max_outstanding = std::max(seen_.max_outstanding, ++outstanding_);
+    }
+    void decode_begin_forward(std::span<const DecodeStep> steps) override {
+        b_.decode_begin_forward(steps);
+        seen_.max_outstanding = std::max(seen_.max_outstanding, ++outstanding_);
+        ++seen_.n_forward_only;
+    }
+    void decode_sample(std::span<const DecodeStep> steps) override {
+        b_.decode_sample(steps);
+        ++seen_.n_sampled_later;
+    }
+    std::vector<DecodeResult> decode_end() override {
+        --outstanding_;
+        return b_.decode_end();
+    }
+    std::vector<float> last_logits(int lane) const override { return b_.last_logits(lane); }
+    LaneImage save_lane(int lane) const override { return b_.save_lane(lane); }
+    void restore_lane(int lane, const LaneImage& image) override { b_.restore_lane(lane, image); }
+
+  private:
+    Backend& b_;
+    Overlap& seen_;
+    int outstanding_ = 0;
+};
+
 void run(std::vector<Job>& jobs, int lanes, bool pipelined, SpeculativeConfig speculative = {},
-         uint32_t max_tokens = 24) {
-    auto backend = make_cpu_backend(tiny().weights, test::tiny_speculative_plan(tiny().config, lanes, 4, false));
+         uint32_t max_tokens = 24, Overlap* overlap = nullptr) {
+    auto cpu = make_cpu_backend(tiny().weights, test::tiny_speculative_plan(tiny().config, lanes, 4, false));
+    std::optional<OverlapRecorder> recorder;
+    Backend* backend = cpu.get();
+    if (overlap) backend = &recorder.emplace(*cpu, *overlap);
     EngineStats stats;
     SchedulerOptions o{.max_context = 512, .prefill_chunk = 16};
     o.pipeline_decode = pipelined;
@@ -114,6 +167,25 @@ TEST_CASE("constrained and free lanes in one batch: masks apply to their own lan
         } else {
             CHECK_FALSE(follows_bracket_digits(got)); // noise: the model alone does not write it
         }
+    }
+}
+
+TEST_CASE("constrained rounds stay pipelined: the next forward pass runs while masks are filled",
+          "[scheduler_constraint]") {
+    auto make = [] { return std::vector<Job>{{21, true, 0.f}, {22, true, 0.9f}, {23, true, 1.3f}}; };
+    std::vector<Job> piped = make(), plain = make();
+    Overlap piped_calls;
+    run(piped, 3, true, {}, 24, &piped_calls);
+    run(plain, 3, false);
+    // A constrained lane's step begins before the step holding its previous sample has ended.
+    CHECK(piped_calls.max_outstanding == 2);
+    CHECK(piped_calls.n_forward_only > 0);
+    CHECK(piped_calls.n_sampled_later == piped_calls.n_forward_only);
+    for (size_t i = 0; i < piped.size(); ++i) {
+        INFO("request " << piped[i].id);
+        CHECK(piped[i].sink->tokens == plain[i].sink->tokens);
+        CHECK(piped[i].sink->summary.reason == plain[i].sink->summary.reason);
+        if (piped[i].constrained) CHECK(follows_bracket_digits(piped[i].sink->tokens));
     }
 }
 
