@@ -107,7 +107,11 @@ void Engine::list_cache(std::function<void(CacheListing)> done) {
             listing.used_bytes = cache_->store().used_bytes();
         }
         done(std::move(listing));
-    }, [done](ErrorInfo e) { done({std::move(e)}); });
+    }, [done](ErrorInfo e) {
+        CacheListing failed;
+        failed.error = std::move(e);
+        done(std::move(failed));
+    });
 }
 
 void Engine::set_assistant_marker(std::vector<int32_t> marker) {
