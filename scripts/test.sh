@@ -1,9 +1,9 @@
 #!/bin/bash
 # ninfer - build everything and run every test (the README's test command; .ci/run calls it).
 # Stages: configure + build the CUDA-off tree, run all tests from it (ctest, both cores), the
-# sanitizer and libFuzzer builds with short fuzz runs, build,
-# lint, install and purge the .deb, build and lint the .rpm, then
-# compile the CUDA targets once and check the CUDA-enabled binaries work without the NVIDIA driver.
+# sanitizer and libFuzzer builds with short fuzz runs, build (with CUDA where nvcc is: the one
+# CUDA compile), lint, install and purge the .deb, check the packaged CUDA-enabled binaries work
+# without the NVIDIA driver, build and lint the .rpm.
 # Each stage prints its wall time. Usage: scripts/test.sh [--no-cuda]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,17 +47,29 @@ stage fuzz-build cmake --build "$FUZZ_BUILD" -j "$JOBS" --target fuzz_all
 stage fuzz-short tests/fuzz/run.sh 10 "$FUZZ_BUILD"
 # Packages: each builds a copy of the tree without tests (DEB_BUILD_OPTIONS=nocheck), then the .deb
 # is installed, run and purged on this machine (root), the .rpm built and linted (see the scripts).
+# Where nvcc is, the .deb is the CUDA flavour (the package's default): its build is the run's one
+# CUDA compile, and the packaged binaries are checked to work without the NVIDIA driver. The .rpm
+# is the CPU flavour. Without root, the CUDA targets are compiled in a build tree instead.
+cuda=0
+[ "${1:-}" != "--no-cuda" ] && [ -x /usr/local/cuda/bin/nvcc ] && cuda=1
 if [ "$(id -u)" = 0 ]; then
-    stage package-deb env NINFER_DEB_JOBS="$JOBS" tests/blackbox/test_package_deb.sh
+    deb_work=$(mktemp -d)
+    deb_profiles=pkg.ninfer.nocuda
+    [ $cuda = 1 ] && deb_profiles=
+    stage package-deb env NINFER_DEB_JOBS="$JOBS" NINFER_DEB_PROFILES="$deb_profiles" NINFER_DEB_WORKDIR="$deb_work" \
+        tests/blackbox/test_package_deb.sh
+    if [ $cuda = 1 ]; then
+        stage cuda-binaries-without-driver tests/cuda_without_driver.sh --deb "$(ls "$deb_work"/ninfer_*_amd64.deb)"
+    fi
+    rm -rf "$deb_work"
     stage package-rpm tests/blackbox/test_package_rpm.sh
 else
     echo "=== stage: package-deb, package-rpm: skipped (they install packages: run as root)"
-fi
-
-if [ "${1:-}" != "--no-cuda" ] && [ -x /usr/local/cuda/bin/nvcc ]; then
-    stage cuda-configure cmake -S . -B "$CUDA_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-        -DNINFER_CUDA=ON -DNINFER_CUDA_ARCH=90a -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DNINFER_TESTS=OFF
-    stage cuda-build cmake --build "$CUDA_BUILD" -j "$JOBS"
-    stage cuda-binaries-without-driver tests/cuda_without_driver.sh "$CUDA_BUILD"
+    if [ $cuda = 1 ]; then
+        stage cuda-configure cmake -S . -B "$CUDA_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+            -DNINFER_CUDA=ON -DNINFER_CUDA_ARCH=90a -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DNINFER_TESTS=OFF
+        stage cuda-build cmake --build "$CUDA_BUILD" -j "$JOBS"
+        stage cuda-binaries-without-driver tests/cuda_without_driver.sh "$CUDA_BUILD"
+    fi
 fi
 echo "=== all stages passed in $(( $(date +%s) - t_total )) s"

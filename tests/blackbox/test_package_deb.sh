@@ -4,8 +4,8 @@
 # then remove and purge it and check what is left. Installs system-wide: a CI stage (scripts/test.sh),
 # never a ctest entry. Run as root on Debian 12; systemd need not be PID 1 (nothing is started).
 # Env: NINFER_SOURCE_DIR (default: this checkout), NINFER_DEB_WORKDIR (default: a temp dir),
-#      NINFER_DEB_JOBS (default: nproc), NINFER_DEB_PROFILES (default: pkg.ninfer.nocuda: CI packages
-#      the CPU flavour, its CUDA compile is the cuda-build stage; set it empty for the CUDA .deb).
+#      NINFER_DEB_JOBS (default: nproc), NINFER_DEB_PROFILES (default: pkg.ninfer.nocuda, the CPU
+#      flavour; empty for the CUDA .deb, which scripts/test.sh builds where nvcc is).
 set -euo pipefail
 SRC=${NINFER_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 W=${NINFER_DEB_WORKDIR:-$(mktemp -d)}
