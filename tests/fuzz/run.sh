@@ -4,6 +4,8 @@
 # Build first: CC=clang-16 CXX=clang++-16 cmake -S . -B build-fuzz -G Ninja -DNINFER_FUZZ=ON
 #              -DNINFER_TESTS=OFF && cmake --build build-fuzz --target fuzz_all
 # Usage: tests/fuzz/run.sh [SECONDS_PER_TARGET (10)] [BUILD_DIR (build-fuzz)] [TARGET...]
+# NINFER_FUZZ_RUNS=N also stops a target after N executions (the long campaign of issue 30:
+# NINFER_FUZZ_RUNS=10000000 tests/fuzz/run.sh 1800 build-fuzz: 10^7 executions or 30 minutes each).
 # New inputs go to $NINFER_FUZZ_WORK/<target>/ (default: a temp dir, removed), never into the
 # committed corpus; a crash input is kept as $NINFER_FUZZ_WORK/crash-<target>-<hash> (kept).
 set -uo pipefail
@@ -40,6 +42,7 @@ while read -r target max_len dict; do
     fi
     args=(-max_total_time="$seconds" -max_len="$max_len" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
           -artifact_prefix="$work/crash-$target-")
+    [ -n "${NINFER_FUZZ_RUNS:-}" ] && args+=(-runs="$NINFER_FUZZ_RUNS")
     [ "$dict" != - ] && args+=(-dict="tests/fuzz/$dict")
     log="$work/$target.log"
     "$build/tests/fuzz/fuzz_$target" "${args[@]}" "$work/$target" "tests/fuzz/corpus/$target" >"$log" 2>&1
