@@ -21,7 +21,8 @@
 // - constraint (issue 32; core/engine/reply_constraint.h): the grammar the reply must follow, its
 //   fresh state owned by the request (so a request is move-only). The scheduler samples only
 //   tokens it allows, ends the reply with Stop when it is finished, and ends the request with
-//   ConstraintFailed when it allows nothing. Constrained requests do not speculate.
+//   ConstraintFailed when it allows nothing. Constrained requests speculate with n-gram drafts
+//   checked against the grammar (mtp:K becomes ngram:K for them; scheduler.h).
 // - Everything here is plain data except the sink, which the request shares with its caller.
 #pragma once
 

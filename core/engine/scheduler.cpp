@@ -332,7 +332,8 @@ void Scheduler::decode_batch() {
     // flight has ended, while the new step's forward pass runs (sample_constrained_later).
     const bool sample_later = constrained_sample_in_flight();
     for (size_t i = 0; i < lanes_.size(); ++i)
-        if (lanes_[i].request && lanes_[i].decoding && lanes_[i].constraint && lanes_[i].samples_outstanding == 0) {
+        if (lanes_[i].request && lanes_[i].decoding && lanes_[i].constraint && lanes_[i].samples_outstanding == 0 &&
+            !speculating[i]) { // a lane that took a round samples in its next one
             SamplingParams unused;
             constrain_sample(int(i), unused); // fills lanes_[i].mask, or ends the request
         }

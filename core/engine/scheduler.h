@@ -48,9 +48,19 @@
 //   lane's sample is still in flight, the round begins its step with Backend::decode_begin_forward
 //   (the forward pass runs), ends the step in flight (reporting that token), fills the masks and
 //   calls Backend::decode_sample, so constrained rounds stay pipelined and give the same tokens
-//   as the unpipelined order; constrained lanes never speculate. A constraint that allows nothing or
-//   refuses a forced id ends the request with FinishReason::ConstraintFailed; a finished one ends
-//   it with Stop.
+//   as the unpipelined order. A constraint that allows nothing or refuses a forced id ends the
+//   request with FinishReason::ConstraintFailed; a finished one ends it with Stop.
+// - Constrained lanes speculate with n-gram drafts checked on the host (core/engine/
+//   constrained_drafts.h): a request that speculates (the server's setting or its own lower one;
+//   with mtp:K configured, n-gram drafts of the same K: MTP drafts live on the device, n-gram
+//   drafts are host tokens, so the check adds no synchronisation and a round keeps its one) takes
+//   rounds like other lanes. Before the verify, its drafts walk its constraint and back
+//   (accept, then rollback): the run is cut at the first draft the grammar refuses or after which
+//   nothing is allowed (an end token) and after one that finishes the grammar; cut drafts are never
+//   verified (EngineStats::n_spec_draft_tokens_refused_total). Verify row j is sampled under the
+//   mask after drafts 0..j-1 (accept_masked_drafts), i.e. as plain constrained decoding samples
+//   it: greedy output equals plain constrained greedy output token for token, sampled output
+//   follows its distribution. The constraint is fed only the reported tokens, one by one.
 #pragma once
 
 #include "core/backend/backend.h"
@@ -62,6 +72,7 @@
 
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -84,6 +95,10 @@ struct SchedulerOptions {
     // The server's speculation. Mtp needs Backend::has_mtp(); any kind needs the backend's plan to
     // verify K + 1 tokens (MemoryRequest.max_draft_tokens >= k).
     SpeculativeConfig speculative{};
+    // Tests only (null in serving): a lane that speculates with n-gram drafts takes them from this
+    // function of (its prompt + reported tokens, k) instead of prompt lookup: an oracle or an
+    // always-wrong drafter. Constrained lanes' drafts are still checked against their grammar.
+    std::function<std::vector<int32_t>(std::span<const int32_t>, int)> test_drafter{};
     // The vision tower (engine-thread owned; null: requests with media are refused). A request's
     // media are encoded when its lane's prefill starts (only the items past a reused prefix), and
     // its chunks go through Backend::prefill_with (scheduler_vision.cpp).

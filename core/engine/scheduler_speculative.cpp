@@ -1,5 +1,6 @@
 // ninfer::core - the scheduler's speculative rounds: draft -> verify -> accept, reported as plain samples.
 #include "core/backend/speculative.h"
+#include "core/engine/constrained_drafts.h"
 #include "core/engine/scheduler.h"
 #include "core/util/thread_clock.h"
 #include "core/util/error.h"
@@ -57,10 +58,13 @@ std::string speculative_name(const SpeculativeConfig& c) {
 SpeculativeConfig Scheduler::speculation_of(const GenerationRequest& request) const {
     const SpeculativeConfig server = options_.speculative;
     SpeculativeConfig want = request.speculative.value_or(server);
-    // A constrained lane's every sample needs its mask from the tokens before it: no drafts.
-    if (!server.on() || !want.on() || request.constraint) return {};
+    if (!server.on() || !want.on()) return {};
     if (want.kind == SpeculativeKind::Mtp && server.kind != SpeculativeKind::Mtp) return {};
     want.k = std::min(want.k, server.k);
+    // A constrained lane's drafts are checked against its grammar on the host before the verify:
+    // n-gram drafts are host tokens anyway, so this adds no device synchronisation to the round
+    // (the MTP head's drafts would have to come back first); the same K, drafted by prompt lookup.
+    if (request.constraint) want.kind = SpeculativeKind::Ngram;
     return want;
 }
 
@@ -104,13 +108,32 @@ void Scheduler::speculative_round(std::vector<bool>& speculating) {
         } else { // the drafter holds the prompt and the tokens reported before
             const size_t known = l.ngram.tokens().size() - l.request->prompt.size();
             l.ngram.append(std::span(l.generated).subspan(known));
-            drafts[j] = l.ngram.draft(ks[j]);
+            drafts[j] = options_.test_drafter ? options_.test_drafter(l.ngram.tokens(), ks[j]) : l.ngram.draft(ks[j]);
         }
     }
     if (!from_head.empty()) {
         std::vector<std::vector<int32_t>> d = backend_.draft_mtp(from_head, nullptr);
         for (size_t q = 0; q < head_of.size(); ++q) drafts[head_of[q]] = std::move(d.at(q));
     }
+    // Constrained lanes: the drafts the grammar refuses (and every one after) are cut here, never
+    // verified; the masks of the verify rows come from the same walk through the grammar.
+    const uint32_t V = backend_.vocab_size();
+    std::vector<CheckedDrafts> checked(lanes.size());
+    for (size_t j = 0; j < lanes.size(); ++j) {
+        Lane& l = lanes_[size_t(lanes[j])];
+        if (!l.constraint) continue;
+        checked[j] = check_drafts(*l.constraint, drafts[j], V);
+        stats_.n_spec_draft_tokens_refused_total += drafts[j].size() - checked[j].kept;
+        drafts[j].resize(checked[j].kept);
+        if (token_mask_count(std::span(checked[j].masks).first(token_mask_words(V)), V) == 0)
+            finish(lanes[j], FinishReason::ConstraintFailed); // as its plain step would: nothing allowed
+    }
+    for (size_t j = lanes.size(); j-- > 0;) // a lane ended above leaves the round (its closing row is fed later)
+        if (!lanes_[size_t(lanes[j])].request) {
+            lanes.erase(lanes.begin() + long(j)), drafts.erase(drafts.begin() + long(j));
+            checked.erase(checked.begin() + long(j));
+        }
+    if (lanes.empty()) return;
     std::vector<std::vector<int32_t>> windows(lanes.size());
     std::vector<VerifyStep> steps;
     for (size_t j = 0; j < lanes.size(); ++j) {
@@ -123,7 +146,6 @@ void Scheduler::speculative_round(std::vector<bool>& speculating) {
     stats_.t_decode_us_total += uint64_t(std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count());
     ++stats_.n_decode_steps_total;
     stats_.n_decode_lane_steps_total += lanes.size();
-    const size_t V = backend_.vocab_size();
     size_t at = 0;
     for (size_t j = 0; j < lanes.size(); ++j) {
         const std::span<float> lane_rows(rows.data() + at * V, windows[j].size() * V);
@@ -132,7 +154,8 @@ void Scheduler::speculative_round(std::vector<bool>& speculating) {
         Lane& l = lanes_[size_t(lanes[j])];
         SamplingParams p = l.request->sampling;
         p.step = l.generated.size();
-        const DraftAcceptance a = accept_drafts(lane_rows, V, drafts[j], p, l.generated);
+        const DraftAcceptance a = l.constraint ? accept_masked_drafts(lane_rows, V, checked[j].masks, drafts[j], p, l.generated)
+                                               : accept_drafts(lane_rows, V, drafts[j], p, l.generated);
         report_round(lanes[j], drafts[j], raw, a);
     }
 }
