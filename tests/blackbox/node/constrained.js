@@ -4,7 +4,8 @@
 // Responses text.format, streaming and not), @anthropic-ai/sdk (forced tool_choice any / tool,
 // with and without thinking), llama.cpp's json_schema and grammar members on /v1/chat/completions
 // and /v1/completions, and the 400s that name the bad part. Every reply that ends with stop (or
-// tool calls) parses and validates with ajv; the share of replies that end so is printed.
+// tool calls) parses and validates with ajv; the share of replies that end so is printed. A daemon
+// with --speculative ngram:3 gives the same greedy constrained replies, and valid sampled ones.
 'use strict';
 const Ajv = require('ajv');
 const Anthropic = require('@anthropic-ai/sdk');
@@ -213,6 +214,36 @@ main('constrained', async (start) => {
     }
     const healthy = await chat(client, { ...base, max_tokens: 8 }, false);
     check(healthy.finish === 'length', 'the server still serves after the bad requests');
+
+    // Speculation (issue 32 item 5): with --speculative ngram:3, constrained replies take n-gram
+    // drafts checked against the grammar; greedy replies equal the plain daemon's, sampled ones validate.
+    const spec = await start(['--max-concurrency', '2', '--speculative', 'ngram:3']);
+    const example = 'Like these: {"ok":true,"pick":"b","code":"xyz"} {"ok":false,"pick":"a","code":"abc"} yes 12 no 34';
+    const specCases = [['json_schema', { response_format: { type: 'json_schema', json_schema: { name: 's', schema: SMALL, strict: true } } }],
+                       ['grammar', { grammar: yesNo }]];
+    let drafted = 0, accepted = 0;
+    for (const [label, extra] of specCases) {
+        const body = { ...base, messages: user(example), temperature: 0, max_tokens: 80, ...extra };
+        const [a, b] = await Promise.all([d, spec].map((x) => request(x.base, 'POST', '/v1/chat/completions', { body })));
+        check(a.status === 200 && b.status === 200 && a.json.choices[0].message.content === b.json.choices[0].message.content &&
+            a.json.choices[0].finish_reason === b.json.choices[0].finish_reason,
+            `ngram:3 ${label}: the greedy reply equals the plain daemon's`, `${a.text} / ${b.text}`);
+        if (b.status !== 200) continue;
+        drafted += b.json.timings.draft_n, accepted += b.json.timings.draft_n_accepted;
+        check(b.json.timings.draft_n_accepted <= b.json.timings.draft_n, `ngram:3 ${label}: draft_n_accepted <= draft_n`);
+        if (label === 'json_schema' && b.json.choices[0].finish_reason === 'stop') validates(SMALL, b.json.choices[0].message.content, 'ngram:3 json_schema');
+        if (label === 'grammar') check(/^(yes|no) [0-9]{2}$/.test(b.json.choices[0].message.content), 'ngram:3 grammar (GBNF)', b.text);
+    }
+    for (const stream of [false, true]) { // sampled, a batch of two
+        const runs = [1, 2].map((seed) => chat(spec.client(), { ...base, messages: user(example), seed, ...specCases[0][1] }, stream));
+        for (const out of await Promise.all(runs)) {
+            ++tally.replies;
+            if (out.finish !== 'stop') continue;
+            ++tally.ended;
+            validates(SMALL, out.content, `ngram:3 json_schema sampled${stream ? ' streamed' : ''}`);
+        }
+    }
+    console.log(`ngram:3 constrained greedy replies: ${accepted} of ${drafted} verified drafts accepted`);
 
     console.log(`constrained replies ending with stop (or tool calls): ${tally.ended} of ${tally.replies}`);
     check(tally.ended > 0, 'some constrained replies ended inside max_tokens');

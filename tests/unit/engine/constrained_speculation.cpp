@@ -164,6 +164,18 @@ void check_grammar(const Job& j) {
     CHECK(follows(j.kind == Kind::Bracket ? bracket_sets() : record_sets(), t, stop));
 }
 
+// The speculative run's replies are the plain run's, and each keeps its grammar.
+void check_same(const std::vector<Job>& got, const std::vector<Job>& plain) {
+    REQUIRE(got.size() == plain.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+        INFO("request " << got[i].id);
+        CHECK(got[i].sink->tokens == plain[i].sink->tokens);
+        CHECK(got[i].sink->summary.reason == plain[i].sink->summary.reason);
+        CHECK(got[i].sink->summary.draft_n_accepted <= got[i].sink->summary.draft_n);
+        check_grammar(got[i]);
+    }
+}
+
 std::vector<Job> mixed_jobs(float temperature) {
     return {{1, Kind::Records, temperature},  {2, Kind::Free, 0.f},       {3, Kind::Bracket, temperature},
             {4, Kind::FreeNoSpec, 0.f},       {5, Kind::Thinking, temperature}, {6, Kind::Records, temperature}};
@@ -196,13 +208,7 @@ TEST_CASE("constrained lanes speculate: greedy output equals plain constrained d
             std::vector<Job> spec = mixed_jobs(0.f);
             Outcome o;
             run(spec, lanes, {SpeculativeKind::Ngram, k}, o);
-            for (size_t i = 0; i < spec.size(); ++i) {
-                INFO("request " << spec[i].id);
-                CHECK(spec[i].sink->tokens == plain[i].sink->tokens);
-                CHECK(spec[i].sink->summary.reason == plain[i].sink->summary.reason);
-                CHECK(spec[i].sink->summary.draft_n_accepted <= spec[i].sink->summary.draft_n);
-                check_grammar(spec[i]);
-            }
+            check_same(spec, plain);
             CHECK(spec[3].sink->summary.draft_n == 0); // speculation off for this request
             CHECK(spec[1].sink->summary.draft_n > 0);  // the free lane beside them speculates
             // Prompt lookup finds the records' forced tokens: drafts the grammar keeps and the model takes.
@@ -221,12 +227,7 @@ TEST_CASE("constrained lanes speculate under mtp:K with n-gram drafts of the sam
     Outcome none, o;
     run(plain, 3, {}, none);
     run(spec, 3, {SpeculativeKind::Mtp, 3}, o);
-    for (size_t i = 0; i < spec.size(); ++i) {
-        INFO("request " << spec[i].id);
-        CHECK(spec[i].sink->tokens == plain[i].sink->tokens);
-        CHECK(spec[i].sink->summary.reason == plain[i].sink->summary.reason);
-        check_grammar(spec[i]);
-    }
+    check_same(spec, plain);
     CHECK(spec[0].sink->summary.draft_n_accepted > 0); // n-gram drafts of the records
     CHECK(spec[1].sink->summary.draft_n > 0);          // the free lane drafts with the head
 }
@@ -238,12 +239,7 @@ TEST_CASE("a speculating constrained lane whose grammar allows nothing ends Cons
     Outcome none, o;
     run(plain, 2, {}, none);
     run(spec, 2, {SpeculativeKind::Ngram, 3}, o);
-    for (size_t i = 0; i < spec.size(); ++i) {
-        INFO("request " << spec[i].id);
-        CHECK(spec[i].sink->tokens == plain[i].sink->tokens);
-        CHECK(spec[i].sink->summary.reason == plain[i].sink->summary.reason);
-        check_grammar(spec[i]);
-    }
+    check_same(spec, plain);
     CHECK(o.stats.n_spec_rounds_total > 0);
 }
 
@@ -287,19 +283,11 @@ TEST_CASE("constrained lanes: an oracle drafter is accepted whole, an always-wro
             return d;
         };
     };
-    auto check_plain = [&](const std::vector<Job>& got) {
-        for (size_t i = 0; i < got.size(); ++i) {
-            INFO("request " << got[i].id);
-            CHECK(got[i].sink->tokens == plain[i].sink->tokens);
-            CHECK(got[i].sink->summary.reason == plain[i].sink->summary.reason);
-            check_grammar(got[i]);
-        }
-    };
     SECTION("oracle") {
         std::vector<Job> got = make();
         Outcome o;
         run(got, 2, {SpeculativeKind::Ngram, 4}, o, drafter({}));
-        check_plain(got);
+        check_same(got, plain);
         REQUIRE(o.stats.n_spec_draft_tokens_total > 0);
         CHECK(o.stats.n_spec_accepted_tokens_total == o.stats.n_spec_draft_tokens_total);
         CHECK(o.stats.n_spec_draft_tokens_refused_total == 0); // the true tokens all fit the grammar
@@ -310,7 +298,7 @@ TEST_CASE("constrained lanes: an oracle drafter is accepted whole, an always-wro
         std::vector<Job> got = make();
         Outcome o;
         run(got, 2, {SpeculativeKind::Ngram, 4}, o, drafter([](size_t, int32_t t) { return (t + 1) % 211; }));
-        check_plain(got);
+        check_same(got, plain);
         CHECK(o.stats.n_spec_draft_tokens_total > 0);       // wrong digits the grammar lets through
         CHECK(o.stats.n_spec_accepted_tokens_total == 0);   // the verify rejects them all
         CHECK(o.stats.n_spec_draft_tokens_refused_total > 0);
@@ -320,7 +308,7 @@ TEST_CASE("constrained lanes: an oracle drafter is accepted whole, an always-wro
         std::vector<Job> got = make();
         Outcome o;
         run(got, 2, {SpeculativeKind::Ngram, 4}, o, drafter([](size_t i, int32_t t) { return i == 1 ? kEnd : t; }));
-        check_plain(got);
+        check_same(got, plain);
         CHECK(std::count(o.verified.begin(), o.verified.end(), kEnd) == 0); // never verified
         CHECK(o.stats.n_spec_draft_tokens_refused_total > 0);
         CHECK(proposed == o.stats.n_spec_draft_tokens_total + o.stats.n_spec_draft_tokens_refused_total);
