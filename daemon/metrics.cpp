@@ -90,6 +90,11 @@ std::string render_metrics(const DaemonContext& ctx) {
     one(out, "ninfer_requests_prefilling", "gauge", "Requests prefilling their prompt", f.n_requests_prefilling);
     one(out, "ninfer_kv_reserved_tokens", "gauge", "KV tokens reserved by admitted requests", double(f.kv_reserved_tokens));
     one(out, "ninfer_kv_capacity_tokens", "gauge", "KV pool capacity in tokens", double(f.kv_capacity_tokens));
+    one(out, "ninfer_prefix_cache_used_bytes", "gauge", "Host memory held by prefix-cache snapshots",
+        double(f.host_cache_used_bytes));
+    one(out, "ninfer_prefix_cache_budget_bytes", "gauge", "Host memory budget of the prefix cache (--host-cache-mib)",
+        double(f.host_cache_budget_bytes));
+    one(out, "ninfer_prefix_cache_entries", "gauge", "Prefix-cache snapshots held", double(f.host_cache_entries));
     one(out, "ninfer_prompt_tokens_total", "counter", "Prompt tokens of admitted requests", double(f.prompt_tokens_total));
     one(out, "ninfer_prompt_tokens_cached_total", "counter", "Prompt tokens reused from a lane",
         double(f.prompt_tokens_cached_total));

@@ -67,6 +67,8 @@ void MonitorHistory::record(HistoryReading reading) {
         s.requests_waiting = reading.requests_waiting;
         s.kv_reserved_tokens = reading.kv_reserved_tokens;
         s.kv_capacity_tokens = reading.kv_capacity_tokens;
+        s.host_cache_used_bytes = reading.host_cache_used_bytes;
+        s.host_cache_budget_bytes = reading.host_cache_budget_bytes;
         samples_.push_back(s);
         if (samples_.size() > kHistoryCapacity) samples_.pop_front();
     }
@@ -91,6 +93,8 @@ std::string MonitorHistory::render_json(uint64_t after_seq) const {
         w.member("lanes_total", s.lanes_total).member("lanes_running", s.lanes_running);
         w.member("lanes_prefilling", s.lanes_prefilling).member("requests_waiting", s.requests_waiting);
         w.member("kv_reserved_tokens", s.kv_reserved_tokens).member("kv_capacity_tokens", s.kv_capacity_tokens);
+        w.member("host_cache_used_bytes", s.host_cache_used_bytes);
+        w.member("host_cache_budget_bytes", s.host_cache_budget_bytes);
         w.end_object();
     }
     w.end_array().end_object();
@@ -114,6 +118,8 @@ HistoryReading read_history(const DaemonContext& ctx) {
     r.requests_waiting = f.n_requests_waiting;
     r.kv_reserved_tokens = f.kv_reserved_tokens;
     r.kv_capacity_tokens = f.kv_capacity_tokens;
+    r.host_cache_used_bytes = f.host_cache_used_bytes;
+    r.host_cache_budget_bytes = f.host_cache_budget_bytes;
     return r;
 }
 

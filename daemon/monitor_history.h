@@ -64,6 +64,7 @@ struct HistoryReading {
     int requests_waiting = 0;
     uint64_t kv_reserved_tokens = 0;
     uint64_t kv_capacity_tokens = 0;
+    uint64_t host_cache_used_bytes = 0, host_cache_budget_bytes = 0;
 };
 
 struct HistorySample {
@@ -76,6 +77,7 @@ struct HistorySample {
     double itl_p50_s = 0, itl_p99_s = 0;   // NaN: no token gap in the window
     int lanes_total = 0, lanes_running = 0, lanes_prefilling = 0, requests_waiting = 0;
     uint64_t kv_reserved_tokens = 0, kv_capacity_tokens = 0;
+    uint64_t host_cache_used_bytes = 0, host_cache_budget_bytes = 0;
 };
 
 // The q-quantile (0 < q < 1) of the observations between two states of one histogram, as

@@ -24,6 +24,9 @@ ServeFigures read_serve_figures(const DaemonContext& ctx) {
     f.n_requests_prefilling = s.n_requests_prefilling;
     f.kv_reserved_tokens = s.kv_reserved_tokens;
     f.kv_capacity_tokens = s.kv_capacity_tokens;
+    f.host_cache_used_bytes = s.host_cache_used_bytes;
+    f.host_cache_budget_bytes = s.host_cache_budget_bytes;
+    f.host_cache_entries = s.host_cache_entries;
     f.prompt_tokens_total = s.n_prompt_tokens_total;
     f.prompt_tokens_cached_total = s.n_prompt_tokens_cached_total;
     f.prefill_tokens_total = s.n_prefill_tokens_total;

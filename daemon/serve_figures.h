@@ -38,6 +38,9 @@ struct ServeFigures {
     int n_requests_prefilling = 0;
     uint64_t kv_reserved_tokens = 0; // kv_reserved_tokens: prompt + max_tokens of admitted requests
     uint64_t kv_capacity_tokens = 0;
+    uint64_t host_cache_used_bytes = 0;   // host_cache_used_bytes: prefix-cache snapshots held in host memory
+    uint64_t host_cache_budget_bytes = 0; // host_cache_budget_bytes: --host-cache-mib in bytes (0: no cache)
+    uint64_t host_cache_entries = 0;      // host_cache_entries: snapshots held
     // Counters (EngineStats).
     uint64_t prompt_tokens_total = 0;        // n_prompt_tokens_total: prompt tokens of admitted requests
     uint64_t prompt_tokens_cached_total = 0; // n_prompt_tokens_cached_total: reused from a lane

@@ -1,5 +1,6 @@
 // ninfer::core - the engine's lane-state operations: engine thread -> I/O thread -> result, written once.
 #include "core/engine/engine.h"
+#include "core/engine/prefix_cache.h"
 
 #include <chrono>
 #include <sys/stat.h>
@@ -94,6 +95,7 @@ void Engine::evict(CacheEvictRequest what, std::function<void(CacheEvictResult)>
         else if (what.mode == CacheEvictRequest::Mode::OlderThan) gone = cache_->evict_older_than(what.older_than_s, Clock::now());
         else if ((gone = cache_->evict_key(what.key)).count == 0)
             throw Error(Errc::NotFound, "cache entry '" + what.key + "' does not exist");
+        publish_cache_gauges(cache_.get(), stats_);
         done({std::nullopt, gone.count, gone.bytes});
     }, [done](ErrorInfo e) { done({std::move(e)}); });
 }

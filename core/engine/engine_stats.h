@@ -19,6 +19,11 @@ struct EngineStats {
     std::atomic<int> n_requests_prefilling{0};
     std::atomic<uint64_t> kv_reserved_tokens{0}; // admitted prompt + max_tokens
     std::atomic<uint64_t> kv_capacity_tokens{0};
+    // The prefix cache's host (pinned) snapshot store: bytes held by its entries, its budget
+    // (--host-cache-mib; 0 without a prefix cache) and its entries.
+    std::atomic<uint64_t> host_cache_used_bytes{0};
+    std::atomic<uint64_t> host_cache_budget_bytes{0};
+    std::atomic<uint64_t> host_cache_entries{0};
     // Counters.
     std::atomic<uint64_t> n_prompt_tokens_total{0};  // prompt tokens of admitted requests
     std::atomic<uint64_t> n_prompt_tokens_cached_total{0};

@@ -164,4 +164,10 @@ PrefixCache::Removed PrefixCache::evict_older_than(double idle_s, Clock::time_po
     return total;
 }
 
+void publish_cache_gauges(const PrefixCache* cache, EngineStats& stats) {
+    stats.host_cache_used_bytes = cache ? cache->store().used_bytes() : 0;
+    stats.host_cache_budget_bytes = cache ? cache->store().budget_bytes() : 0;
+    stats.host_cache_entries = cache ? cache->store().n_entries() : 0;
+}
+
 } // namespace ninfer::core

@@ -19,6 +19,7 @@
 // - evict_all / evict_key / evict_older_than return (entries, bytes) removed.
 #pragma once
 
+#include "core/engine/engine_stats.h"
 #include "core/engine/snapshot_store.h"
 
 #include <cstdint>
@@ -76,5 +77,9 @@ class PrefixCache {
     std::unordered_map<uint64_t, uint64_t> block_of_; // full key -> block key
     PrefixCacheStats stats_;
 };
+
+// The cache's store figures into the engine's gauges (EngineStats::host_cache_*; zeros without a
+// cache). Engine thread: after the steps and admin operations that change the store.
+void publish_cache_gauges(const PrefixCache* cache, EngineStats& stats);
 
 } // namespace ninfer::core

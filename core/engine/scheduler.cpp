@@ -1,6 +1,7 @@
 // ninfer::core - scheduler: FIFO admission with KV reservation, chunked prefill, batched decode.
 #include "core/engine/scheduler.h"
 
+#include "core/engine/prefix_cache.h"
 #include "core/util/thread_clock.h"
 
 #include <algorithm>
@@ -488,6 +489,7 @@ void Scheduler::finish(int lane_index, FinishReason reason) {
 }
 
 void Scheduler::update_gauges() {
+    publish_cache_gauges(options_.prefix_cache, stats_);
     stats_.n_requests_running = n_running();
     stats_.n_requests_waiting = int(queue_.size());
     stats_.n_requests_prefilling =

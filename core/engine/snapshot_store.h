@@ -68,6 +68,7 @@ class SnapshotStore {
 
     std::vector<SnapshotInfo> list() const;
     uint64_t used_bytes() const { return used_; }
+    size_t n_entries() const { return entries_.size(); }
     uint64_t budget_bytes() const { return options_.host_budget_bytes; }
     bool memory_locked() const { return lock_ok_; }
 

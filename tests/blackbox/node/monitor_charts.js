@@ -14,7 +14,8 @@ const KEY = 'sekrit';
 const auth = { authorization: 'Bearer ' + KEY };
 const CHROMIUM = process.env.NINFER_CHROMIUM || 'chromium';
 const LOAD_MS = 6000;
-const LINES = ['tput_gen', 'tput_prompt', 'itl_p50', 'itl_p99', 'ttft_p50', 'ttft_p99', 'lanes_run', 'lanes_pre', 'lanes_wait', 'kv_use'];
+const LINES = ['tput_gen', 'tput_prompt', 'itl_p50', 'itl_p99', 'ttft_p50', 'ttft_p99', 'lanes_run', 'lanes_pre', 'lanes_wait', 'kv_use',
+    'host_cache_use'];
 
 // Each run has its own profile under the test's directory: another Chromium (test_monitor's, a
 // parallel ctest) never shares it, and $HOME need not be writable.
@@ -62,7 +63,7 @@ main('monitor_charts', async (start) => {
         'idle samples: no tokens, no latency (null), no lane busy', JSON.stringify(idle.samples.at(-1)));
 
     // Before any load the charts hold nothing: the check made after the load is false here.
-    const holdsData = (c) => c.live && c.samples > 0 && ['tput_gen', 'itl_p50', 'itl_p99', 'ttft_p50', 'lanes_run', 'kv_use']
+    const holdsData = (c) => c.live && c.samples > 0 && ['tput_gen', 'itl_p50', 'itl_p99', 'ttft_p50', 'lanes_run', 'kv_use', 'host_cache_use']
         .every((id) => c.lines[id].points > 0 && c.lines[id].max > 0 && c.lines[id].commands === c.lines[id].points);
     const empty = chartsOf(browser(['--dump-dom'], url));
     check(empty.live && empty.samples >= 2 && empty.lines.tput_gen.points === empty.samples && empty.lines.tput_gen.max === 0 &&
@@ -90,6 +91,9 @@ main('monitor_charts', async (start) => {
     check(busy.length >= 3 && busy.some((s) => s.lanes_running > 0 && s.kv_reserved_tokens > 0 && s.itl_p50_s > 0 && s.ttft_p50_s > 0),
         `history after ${replies} replies: samples with tokens, busy lanes, KV reserved, latency percentiles`,
         JSON.stringify(busy.slice(0, 3)));
+    // Replies end with a checkpoint into the prefix cache (host memory, --host-cache-mib).
+    check(h.samples.some((s) => s.host_cache_used_bytes > 0 && s.host_cache_used_bytes <= s.host_cache_budget_bytes),
+        'history: the prefix cache holds snapshots within its budget', JSON.stringify(h.samples.at(-1)));
     check(Math.abs(sum - stats.tokens.generated_total) <= 2 + 0.01 * stats.tokens.generated_total,
         'history: the rates times their intervals add up to the tokens generated', `${sum} vs ${stats.tokens.generated_total}`);
     check(h.samples.every((s) => s.itl_p50_s === null || (s.itl_p50_s <= s.itl_p99_s && s.itl_p99_s > 0)) &&
@@ -101,7 +105,8 @@ main('monitor_charts', async (start) => {
     // A fresh page (as after a reload) draws the last minutes at once.
     const full = chartsOf(browser(['--dump-dom'], url));
     check(holdsData(full), 'Chromium after load: throughput, latency, lanes and KV charts hold data', JSON.stringify(full));
-    check(full.lines.tput_gen.max > 0 && full.lines.lanes_run.max <= 2 && full.lines.kv_use.max <= 100,
+    check(full.lines.tput_gen.max > 0 && full.lines.lanes_run.max <= 2 && full.lines.kv_use.max <= 100 &&
+        full.lines.host_cache_use.max <= 100,
         'Chromium after load: values within their bounds (2 lanes, KV at most 100 %)', JSON.stringify(full.lines));
 
     const dir = path.join(process.env.NINFER_BIN || '.', 'test-artifacts');

@@ -34,6 +34,8 @@ HistoryReading reading_at(uint64_t i, uint64_t prefill, uint64_t generated, Buck
     r.lanes_running = int(i % 5);
     r.kv_reserved_tokens = 100 * i;
     r.kv_capacity_tokens = 8192;
+    r.host_cache_used_bytes = 1000 * i;
+    r.host_cache_budget_bytes = 1 << 20;
     return r;
 }
 
@@ -138,6 +140,8 @@ TEST_CASE("history JSON: every field, after= filters, no percentile is null", "[
     CHECK(int64_t(last["requests_waiting"]) == 0);
     CHECK(uint64_t(last["kv_reserved_tokens"]) == 300);
     CHECK(uint64_t(last["kv_capacity_tokens"]) == 8192);
+    CHECK(uint64_t(last["host_cache_used_bytes"]) == 3000);
+    CHECK(uint64_t(last["host_cache_budget_bytes"]) == 1 << 20);
 
     auto newer = parse(parser, h.render_json(2));
     simdjson::dom::array tail = newer["samples"];

@@ -181,6 +181,10 @@ TEST_CASE("the engine builds and owns the prefix cache from its options", "[engi
     uint64_t sum = 0;
     for (const SnapshotInfo& i : listing.entries) sum += i.bytes;
     CHECK(listing.used_bytes == sum);
+    // The gauges /metrics and /monitor read without a round trip agree with the listing.
+    CHECK(engine.stats().host_cache_used_bytes == sum);
+    CHECK(engine.stats().host_cache_budget_bytes == 1 << 20);
+    CHECK(engine.stats().host_cache_entries == listing.entries.size());
 
     CacheEvictRequest absent{CacheEvictRequest::Mode::Key, 0, "0000000000000000"};
     CacheEvictResult none = call<CacheEvictResult>([&](auto d) { engine.evict(absent, std::move(d)); });
@@ -190,6 +194,8 @@ TEST_CASE("the engine builds and owns the prefix cache from its options", "[engi
     CHECK(all.count == listing.entries.size());
     CHECK(all.bytes == sum);
     CHECK(call<CacheListing>([&](auto d) { engine.list_cache(std::move(d)); }).used_bytes == 0);
+    CHECK(engine.stats().host_cache_used_bytes == 0); // published by the eviction itself
+    CHECK(engine.stats().host_cache_entries == 0);
 }
 
 TEST_CASE("without a prefix cache the cache ops report nothing; a failed engine reports Unavailable",
