@@ -125,6 +125,9 @@ std::string render_metrics(const DaemonContext& ctx) {
         double(f.spec_draft_tokens_total));
     one(out, "ninfer_spec_decode_num_accepted_tokens_total", "counter", "Draft tokens accepted",
         double(f.spec_accepted_tokens_total));
+    one(out, "ninfer_spec_decode_num_draft_tokens_refused_total", "counter",
+        "Draft tokens of constrained requests that their grammar refused before verification",
+        double(f.spec_draft_tokens_refused_total));
     family(out, "ninfer_spec_decode_num_accepted_tokens_per_pos", "counter", "Draft tokens accepted by position in the round");
     const int spec_k = core::parse_speculative(ctx.config.speculative).k;
     for (int i = 0; i < spec_k && size_t(i) < f.spec_accepted_per_pos.size(); ++i)

@@ -54,6 +54,7 @@ ServeFigures read_serve_figures(const DaemonContext& ctx) {
     f.spec_rounds_total = s.n_spec_rounds_total;
     f.spec_draft_tokens_total = s.n_spec_draft_tokens_total;
     f.spec_accepted_tokens_total = s.n_spec_accepted_tokens_total;
+    f.spec_draft_tokens_refused_total = s.n_spec_draft_tokens_refused_total;
     for (size_t i = 0; i < f.spec_accepted_per_pos.size(); ++i) f.spec_accepted_per_pos[i] = s.n_spec_accepted_per_pos[i];
 
     f.prompt_tokens_per_s = ratio(double(f.prefill_tokens_total), f.prefill_s);

@@ -65,6 +65,7 @@ struct ServeFigures {
     uint64_t spec_rounds_total = 0;          // n_spec_rounds_total: speculative rounds (one per lane)
     uint64_t spec_draft_tokens_total = 0;    // n_spec_draft_tokens_total: drafts verified
     uint64_t spec_accepted_tokens_total = 0; // n_spec_accepted_tokens_total
+    uint64_t spec_draft_tokens_refused_total = 0; // n_spec_draft_tokens_refused_total: cut by a grammar, not verified
     std::array<uint64_t, 5> spec_accepted_per_pos{}; // n_spec_accepted_per_pos
     // Derived (see the contract).
     double prompt_tokens_per_s = 0;

@@ -244,6 +244,10 @@ main('constrained', async (start) => {
         }
     }
     console.log(`ngram:3 constrained greedy replies: ${accepted} of ${drafted} verified drafts accepted`);
+    const metrics = (await request(spec.base, 'GET', '/metrics')).text;
+    const refused = metrics.match(/^ninfer_spec_decode_num_draft_tokens_refused_total (\d+)$/m);
+    check(refused !== null, '/metrics counts the drafts a grammar refused (ninfer_spec_decode_num_draft_tokens_refused_total)');
+    if (refused) console.log(`ngram:3 drafts refused by the grammar before verification: ${refused[1]}`);
 
     console.log(`constrained replies ending with stop (or tool calls): ${tally.ended} of ${tally.replies}`);
     check(tally.ended > 0, 'some constrained replies ended inside max_tokens');
