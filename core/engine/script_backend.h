@@ -32,6 +32,11 @@ class ScriptBackend final : public Backend {
     DecodeResult sample_after_prefill(int lane, const SamplingParams& sampling, std::span<const int32_t> generated,
                                       int n_top_logprobs) override;
     std::vector<DecodeResult> decode(std::span<const DecodeStep> steps) override;
+    // Scripted ids ignore sampling, masks included: a step begun before its sampling is known is
+    // the plain step, and the later sampling changes nothing (sampling again would take the next
+    // script instead).
+    void decode_begin_forward(std::span<const DecodeStep> steps) override { decode_begin(steps); }
+    void decode_sample(std::span<const DecodeStep>) override {}
     std::vector<float> last_logits(int lane) const override;
     LaneImage save_lane(int lane) const override;
     void restore_lane(int lane, const LaneImage& image) override;
