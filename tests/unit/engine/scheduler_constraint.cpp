@@ -5,6 +5,7 @@
 // </think> and the grammar after it; a finished grammar ends with Stop; a grammar that allows
 // nothing, or refuses a forced id, ends only its request (ConstraintFailed); speculating
 // constrained lanes give the same output (constrained_speculation.cpp tests them in depth).
+#include "core/backend/token_constraint.h"
 #include "core/engine/scheduler.h"
 #include "fake_backend.h"
 #include "forwarding_backend.h"
@@ -172,6 +173,37 @@ TEST_CASE("constrained rounds stay pipelined: the next forward pass runs while m
         CHECK(piped[i].sink->summary.reason == plain[i].sink->summary.reason);
         if (piped[i].constrained) CHECK(follows_bracket_digits(piped[i].sink->tokens));
     }
+}
+
+TEST_CASE("deferred sampling: the backend's default keeps the order and samples masked rows again",
+          "[scheduler_constraint]") {
+    auto b = make_cpu_backend(tiny().weights, test::tiny_speculative_plan(tiny().config, 2, 4, false));
+    const std::vector<int32_t> prompt = test::random_tokens(12, 211, 3);
+    std::vector<float> logits;
+    b->prefill(0, prompt, LogitsOut::Last, &logits);
+    const int32_t first = b->sample_after_prefill(0, {}, {}, 0).token;
+    std::vector<DecodeStep> st(1);
+    st[0].lane = 0;
+    st[0].token = first;
+    b->decode_begin_forward(st);
+    CHECK_THROWS_WITH(b->decode_end(), Catch::Contains("before decode_sample"));
+    CHECK_THROWS_WITH(b->decode_begin(st), Catch::Contains("before decode_sample"));
+    std::vector<DecodeStep> other = st;
+    other[0].lane = 1;
+    CHECK_THROWS_WITH(b->decode_sample(other), Catch::Contains("not the lanes of the step begun"));
+    // The mask allows one id that greedy decoding would not pick: the sample is that id.
+    const std::vector<float> raw = b->last_logits(0);
+    const int32_t argmax = int32_t(std::max_element(raw.begin(), raw.end()) - raw.begin());
+    const int32_t only = argmax == 5 ? 6 : 5;
+    std::vector<uint32_t> mask(token_mask_words(b->vocab_size()), 0u);
+    token_mask_set(mask, only, true);
+    st[0].sampling.allowed_tokens = mask;
+    b->decode_sample(st);
+    CHECK_THROWS_WITH(b->decode_sample(st), Catch::Contains("no step begun by decode_begin_forward"));
+    const std::vector<DecodeResult> r = b->decode_end();
+    REQUIRE(r.size() == 1);
+    CHECK(r[0].token == only);
+    CHECK(b->lane_length(0) == prompt.size() + 1); // the step's token was fed at decode_begin_forward
 }
 
 TEST_CASE("end tokens come exactly when the grammar accepts", "[scheduler_constraint]") {
