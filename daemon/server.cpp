@@ -179,10 +179,13 @@ class Daemon {
         ctx_.failure = why;
         if (ctx_.state != ServeState::Draining) ctx_.state = ServeState::Failed;
         log_error("engine, failed: " + why);
-        if (during_load) {
-            exit_code_ = 1;
-            shutdown();
-        }
+        // A backend that failed while serving (a CUDA error) leaves the device's state unknown:
+        // the requests it ran already have their error events (queued on this loop before this
+        // one); exit non-zero once they are written, so the service manager (Restart=on-failure)
+        // starts a fresh process instead of one that answers 503 until someone notices.
+        if (!during_load) log_error("engine, exiting so that the service manager restarts ninferd");
+        exit_code_ = 1;
+        shutdown();
     }
 
     // --persist-slots (<state-dir>/lanes): the engine saves or restores every lane; the summary
