@@ -160,8 +160,9 @@ std::unique_ptr<core::Backend> load_backend(const DaemonConfig& config, PlannedM
                                             const ModelFrontend& frontend) {
     if (config.device.rfind("script:", 0) == 0) {
         auto scripts = read_script_file(config.device.substr(7), frontend.tokenizer());
-        return std::make_unique<core::ScriptBackend>(std::move(scripts), model.plan.n_lanes,
-                                                     model.weights->config.vocab_size, model.plan.max_context);
+        return std::make_unique<core::ScriptBackend>(
+            std::move(scripts), model.plan.n_lanes, model.weights->config.vocab_size, model.plan.max_context,
+            core::ScriptLaneLayout{model.plan.kv_bytes_per_token, model.plan.lane_image_gdn_bytes()});
     }
 #ifdef NINFER_HAVE_CUDA_BACKEND
     if (wants_cuda(config.device)) return core::make_cuda_backend(*model.weights, model.plan);

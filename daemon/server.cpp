@@ -275,12 +275,18 @@ class Daemon {
         notifier_.stop();
         server_->stop_accepting();
         if (control_) control_->close();
-        if (ctx_.config.persist_slots && ctx_.frontend && ctx_.state != ServeState::Failed) {
+        if (ctx_.config.persist_slots && ctx_.frontend) {
             persisting_ = true; // the loop stops only once every lane is on disk
-            engine_.persist_all(on_loop([this](const core::LanesSummary& summary) {
-                log_info(summary.describe("saved"));
+            const bool failed = !ctx_.failure.empty();
+            auto saved = on_loop([this, failed](const core::LanesSummary& summary) {
+                log_info(summary.describe(failed ? "saved from host checkpoints" : "saved"));
                 persisting_ = false;
-            }));
+            });
+            // A failed engine's device is not read: the lanes' host checkpoints are saved instead.
+            if (failed)
+                engine_.persist_checkpoints(std::move(saved));
+            else
+                engine_.persist_all(std::move(saved));
         }
         uv_timer_init(&loop_, &flush_timer_);
         flush_timer_.data = this;

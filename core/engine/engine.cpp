@@ -123,6 +123,7 @@ void Engine::run(Loader loader, StateCallback on_state) {
         } catch (const std::exception& e) {
             // A backend failure leaves lane state unknown: fail what is running and stop serving.
             state_ = EngineState::Failed;
+            failed_lanes_ = scheduler_->lane_sequences();
             scheduler_->fail_all(e.what());
             scheduler_.reset();
             on_state(EngineState::Failed, e.what());

@@ -75,6 +75,11 @@ class Engine {
     void evict(CacheEvictRequest what, std::function<void(CacheEvictResult)> done);
     void list_cache(std::function<void(CacheListing)> done);
     void persist_all(std::function<void(LanesSummary)> done);
+    // persist_all for an engine that failed (its device state is unknown, nothing reads it): each
+    // lane's file is the prefix cache's host checkpoint of the lane's sequence when the engine
+    // failed (the exact sequence, else its longest cached prefix: a request that was running goes
+    // back to its prompt's checkpoint); a lane with none has its file removed.
+    void persist_checkpoints(std::function<void(LanesSummary)> done);
     void restore_all(std::function<void(LanesSummary)> done);
     void set_assistant_marker(std::vector<int32_t> marker);
     // The vision tower for requests with media (SchedulerOptions::vision). Only from the loader
@@ -102,6 +107,7 @@ class Engine {
     void on_scheduler(std::function<void(Scheduler&)> fn, std::function<void(ErrorInfo)> failed);
     struct LanePass;
     void save_next(std::shared_ptr<LanePass> pass);
+    std::shared_ptr<LaneImage> checkpoint_of(int lane, ErrorInfo& error);
     void restore_next(std::shared_ptr<LanePass> pass);
 
     SchedulerOptions options_;
@@ -114,6 +120,7 @@ class Engine {
     std::deque<Task> inbox_;
     std::unique_ptr<Backend> backend_;
     std::unique_ptr<Scheduler> scheduler_;
+    std::vector<Scheduler::LaneSequence> failed_lanes_; // what the lanes held when the engine failed
     std::deque<GenerationRequest> early_; // submitted while loading
     std::thread thread_;
     IoWorker io_; // last: destroyed first, its jobs finish while everything they use still exists

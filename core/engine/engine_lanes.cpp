@@ -125,6 +125,7 @@ void Engine::set_assistant_marker(std::vector<int32_t> marker) {
 // One pass over the lanes, one lane image in memory at a time: each step hands the next lane on.
 struct Engine::LanePass {
     std::function<void(LanesSummary)> done;
+    bool from_checkpoints = false; // persist_checkpoints: images from the prefix cache, not the backend
     int next_lane = 0, n_lanes = 0;
     LanesSummary summary;
     Clock::time_point t0 = Clock::now();
@@ -146,6 +147,14 @@ void Engine::persist_all(std::function<void(LanesSummary)> done) {
     io_.post([this, pass] { save_next(pass); }); // so `done` never runs on the caller's thread
 }
 
+void Engine::persist_checkpoints(std::function<void(LanesSummary)> done) {
+    auto pass = std::make_shared<LanePass>();
+    pass->done = std::move(done);
+    pass->n_lanes = stats_.n_lanes;
+    pass->from_checkpoints = true;
+    io_.post([this, pass] { save_next(pass); });
+}
+
 void Engine::restore_all(std::function<void(LanesSummary)> done) {
     auto pass = std::make_shared<LanePass>();
     pass->done = std::move(done);
@@ -156,6 +165,18 @@ void Engine::restore_all(std::function<void(LanesSummary)> done) {
     });
 }
 
+// Engine thread. The cache's checkpoint of what the lane held when the engine failed; null (error
+// NotFound: the lane's file is removed) when there is none.
+std::shared_ptr<LaneImage> Engine::checkpoint_of(int lane, ErrorInfo& error) {
+    error = {Errc::NotFound, "lane " + std::to_string(lane) + " has no host checkpoint"};
+    if (!cache_ || size_t(lane) >= failed_lanes_.size() || failed_lanes_[size_t(lane)].tokens.empty()) return nullptr;
+    const Scheduler::LaneSequence& seq = failed_lanes_[size_t(lane)];
+    const auto now = Clock::now();
+    const LaneImage* image = cache_->store().get(prefix_key(seq.tokens, seq.media), now);
+    if (!image) image = cache_->match(seq.tokens, seq.media, now);
+    return image ? std::make_shared<LaneImage>(*image) : nullptr;
+}
+
 void Engine::save_next(std::shared_ptr<LanePass> p) {
     int lane = 0;
     if (!p->next(lane)) return;
@@ -163,7 +184,10 @@ void Engine::save_next(std::shared_ptr<LanePass> p) {
         std::shared_ptr<LaneImage> image;
         ErrorInfo error{Errc::Unavailable, "the engine is not serving"};
         try {
-            if (s) image = std::make_shared<LaneImage>(s->slot_save(lane));
+            if (p->from_checkpoints)
+                image = checkpoint_of(lane, error);
+            else if (s)
+                image = std::make_shared<LaneImage>(s->slot_save(lane));
         } catch (const std::exception& e) {
             error = error_info(e);
         }

@@ -128,6 +128,13 @@ class Scheduler {
     // at this step boundary; restore and erase need an idle lane. Errors: ninfer::Error of kind
     // NotFound ("slot N is empty", "slot N does not exist") or Busy ("slot N is busy").
     LaneImage slot_save(int lane) const;
+    // What each lane holds (token ids fed, their media), for the host checkpoints of a failed
+    // engine (Engine::persist_checkpoints): read before fail_all, which forgets running lanes'.
+    struct LaneSequence {
+        std::vector<int32_t> tokens;
+        std::vector<MediaSpan> media;
+    };
+    std::vector<LaneSequence> lane_sequences() const;
     void slot_restore(int lane, const LaneImage& image);
     void slot_erase(int lane);
     // Token ids that open an assistant turn ("<|im_start|>assistant\n"): with a prefix cache, the

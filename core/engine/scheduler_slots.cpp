@@ -8,6 +8,12 @@
 
 namespace ninfer::core {
 
+std::vector<Scheduler::LaneSequence> Scheduler::lane_sequences() const {
+    std::vector<LaneSequence> out;
+    for (const Lane& l : lanes_) out.push_back({l.history, l.media});
+    return out;
+}
+
 const Scheduler::Lane& Scheduler::slot_lane(int lane) const {
     if (lane < 0 || size_t(lane) >= lanes_.size())
         throw Error(Errc::NotFound, "slot " + std::to_string(lane) + " does not exist (lanes 0.." + std::to_string(lanes_.size() - 1) + ")");

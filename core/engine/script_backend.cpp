@@ -6,8 +6,9 @@
 namespace ninfer::core {
 
 ScriptBackend::ScriptBackend(std::vector<std::vector<int32_t>> scripts, int n_lanes, uint32_t vocab_size,
-                             uint32_t max_context)
-    : scripts_(std::move(scripts)), lanes_(size_t(n_lanes)), vocab_size_(vocab_size), max_context_(max_context) {
+                             uint32_t max_context, ScriptLaneLayout layout)
+    : scripts_(std::move(scripts)), lanes_(size_t(n_lanes)), vocab_size_(vocab_size), max_context_(max_context),
+      layout_(layout) {
     if (scripts_.empty()) throw Error("backend: script backend needs at least one script");
     for (const auto& s : scripts_)
         if (s.empty()) throw Error("backend: script backend got an empty script");
@@ -67,6 +68,10 @@ std::vector<float> ScriptBackend::last_logits(int) const { return std::vector<fl
 LaneImage ScriptBackend::save_lane(int lane) const {
     LaneImage image;
     image.tokens = const_cast<ScriptBackend*>(this)->lane_at(lane).tokens;
+    if (layout_.kv_bytes_per_token > 0 || layout_.gdn_bytes > 0) {
+        image.add_section(LaneSectionTag::Kv, layout_.kv_bytes_per_token * image.tokens.size()); // zeros
+        image.add_section(LaneSectionTag::Gdn, layout_.gdn_bytes);
+    }
     return image;
 }
 

@@ -6,6 +6,9 @@
 //   script[0], each decode step returns the next one, and past the end the last id repeats.
 //   So streamed tool calls, reasoning and stop strings can be tested end to end over HTTP.
 // - Lanes track only their length (prefill/decode append); save_lane/restore_lane copy token ids.
+//   Given a lane layout (the plan's KV bytes per token and GDN bytes), save_lane adds zero-filled
+//   kv and gdn sections of those sizes, so its images pass the slot-file checks of the daemon's
+//   plan (--persist-slots, ninferctl slot) like a real backend's.
 //   Logprobs are 0 (probability 1) and the top list holds the chosen token only.
 // - The id -1 in a script is a device failure: producing it throws ninfer::Error(Internal,
 //   "backend: scripted device failure"), as a failing GPU would (tests of the engine's failure path).
@@ -19,9 +22,15 @@
 
 namespace ninfer::core {
 
+// The sizes of a real backend's lane-image sections under the daemon's plan.
+struct ScriptLaneLayout {
+    uint64_t kv_bytes_per_token = 0, gdn_bytes = 0; // 0, 0: images hold token ids only
+};
+
 class ScriptBackend final : public Backend {
   public:
-    ScriptBackend(std::vector<std::vector<int32_t>> scripts, int n_lanes, uint32_t vocab_size, uint32_t max_context);
+    ScriptBackend(std::vector<std::vector<int32_t>> scripts, int n_lanes, uint32_t vocab_size, uint32_t max_context,
+                  ScriptLaneLayout layout = {});
     std::string name() const override { return "script"; }
     int n_lanes() const override { return int(lanes_.size()); }
     uint32_t vocab_size() const override { return vocab_size_; }
@@ -54,6 +63,7 @@ class ScriptBackend final : public Backend {
     std::vector<Lane> lanes_;
     uint32_t vocab_size_;
     uint32_t max_context_;
+    ScriptLaneLayout layout_;
     size_t next_script_ = 0;
 };
 

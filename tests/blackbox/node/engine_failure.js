@@ -2,7 +2,8 @@
 // (--device script:FILE) fails the device on its fourth token; the request running then gets
 // 503 engine_unavailable with a message saying the engine failed, and the daemon exits with
 // status 1 once that answer is written (so systemd's Restart=on-failure starts a fresh process),
-// its log naming the failure and why it exits.
+// its log naming the failure and why it exits. With --persist-slots the lanes are saved from the
+// prefix cache's host checkpoints (the failed device is not read) and the next start restores them.
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -24,4 +25,29 @@ main('engine_failure', async (start) => {
     check(/engine, failed: backend: scripted device failure/.test(d.log()), 'the log names the failure', d.log().slice(-400));
     check(/exiting so that the service manager restarts ninferd/.test(d.log()), 'the log says why it exits', d.log().slice(-400));
     await d.stop();
+
+    // --persist-slots: a reply that finished left its checkpoint in host memory; then the device
+    // fails on another lane. The lane files come from the checkpoints and the next start reads them.
+    const state = fs.mkdtempSync(path.join(TEST_DIR, 'state-'));
+    const scripts = path.join(TEST_DIR, 'one_ok_one_failing.txt');
+    fs.writeFileSync(scripts, 'ids: 10 11 12 13\nids: 10 -1\n');
+    const persist = ['--persist-slots', '--state-dir', state, '--max-concurrency', '2'];
+    const p = await start(['--device', `script:${scripts}`, ...persist]);
+    const post = (b) => request(p.base, 'POST', '/v1/chat/completions', { body: b, headers: { 'content-type': 'application/json' } });
+    const ok = await post({ ...body, messages: user('first conversation'), max_tokens: 4 });
+    check(ok.status === 200, 'the first reply finishes', `${ok.status} ${ok.text}`);
+    const bad = await post({ ...body, messages: user('second conversation, on another lane') });
+    check(bad.status === 503, 'the second request meets the device failure', `${bad.status} ${bad.text}`);
+    const gone = await Promise.race([p.exited, timeout]);
+    check(gone.code === 1, 'the daemon exits with status 1', JSON.stringify(gone));
+    const saved = /slots, saved from host checkpoints (\d+) lane\(s\)/.exec(p.log());
+    check(saved !== null && Number(saved[1]) >= 1, 'the lanes are saved from the host checkpoints', p.log().slice(-600));
+    const files = fs.existsSync(path.join(state, 'lanes')) ? fs.readdirSync(path.join(state, 'lanes')) : [];
+    check(files.some((f) => /^lane-\d+\.nslot$/.test(f)), 'lane files are on disk', JSON.stringify(files));
+    const again = await start(['--device', `script:${scripts}`, ...persist]);
+    await new Promise((resolve) => setTimeout(resolve, 500)); // the restore pass runs before READY
+    const restored = /slots, restored (\d+) lane\(s\)/.exec(again.log());
+    check(restored !== null && Number(restored[1]) === Number(saved && saved[1]), 'the next start restores them',
+        again.log().slice(-600));
+    await again.stop();
 });
