@@ -7,6 +7,7 @@
 #include "core/engine/constrained_drafts.h"
 #include "core/engine/grammar_constraint.h"
 #include "core/util/error.h"
+#include "constrained_fixture.h"
 #include "set_grammar.h"
 
 #include <catch2/catch.hpp>
@@ -17,12 +18,14 @@
 using namespace ninfer;
 using namespace ninfer::core;
 using ninfer::test::SetGrammar;
+using ninfer::test::kDigits;
+using ninfer::test::kEnd;
+using ninfer::test::kSeparator;
+using ninfer::test::kThinkEnd;
 
 namespace {
 
 constexpr uint32_t kVocab = 240;
-constexpr int32_t kEnd = 200, kThinkEnd = 150, kSeparator = 151;
-const std::vector<int32_t> kDigits = {10, 11, 12, 13, 14, 15, 16, 17, 18, 19};
 
 // "[" digit{5} "]" (finished and accepting after "]") in a reply that ends with kEnd.
 ReplyConstraint bracket_reply(bool thinking) {

@@ -12,6 +12,7 @@
 #include "fake_backend.h"
 #include "forwarding_backend.h"
 #include "set_grammar.h"
+#include "constrained_fixture.h"
 #include "tests/unit/cpu/tiny_models.h"
 
 #include <catch2/catch.hpp>
@@ -23,23 +24,14 @@
 using namespace ninfer;
 using namespace ninfer::core;
 using ninfer::test::RecordingSink;
+using ninfer::test::kDigits;
+using ninfer::test::kEnd;
+using ninfer::test::kSeparator;
+using ninfer::test::kThinkEnd;
 using ninfer::test::SetGrammar;
 
 namespace {
 
-constexpr int32_t kEnd = 200, kThinkEnd = 150, kSeparator = 151;
-const std::vector<int32_t> kDigits = {10, 11, 12, 13, 14, 15, 16, 17, 18, 19};
-
-struct Model {
-    ModelConfig config = test::tiny_config(false);
-    std::unique_ptr<InMemoryModel> model = InMemoryModel::random(config, {.seed = 5, .with_mtp = true});
-    ModelWeights weights = model->weights();
-};
-
-const Model& tiny() {
-    static const Model m;
-    return m;
-}
 
 // A record like {"k":D,"j":D} over ids ('{' 1, '}' 2, k 20, ':' 21, ',' 22, j 23, D a digit),
 // three of them: mostly forced tokens, the shape of a JSON reply; finished after the last '}'.
@@ -129,7 +121,7 @@ struct Outcome {
 
 void run(std::vector<Job>& jobs, int lanes, SpeculativeConfig speculative, Outcome& out,
          std::function<std::vector<int32_t>(std::span<const int32_t>, int)> drafter = {}) {
-    auto cpu = make_cpu_backend(tiny().weights, test::tiny_speculative_plan(tiny().config, lanes, kMaxSpeculativeK, true));
+    auto cpu = make_cpu_backend(test::constrained_model().weights, test::tiny_speculative_plan(test::constrained_model().config, lanes, kMaxSpeculativeK, true));
     VerifyRecorder backend(*cpu);
     SchedulerOptions o{.max_context = 512, .prefill_chunk = 16};
     o.speculative = speculative;

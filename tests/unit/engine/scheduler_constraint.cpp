@@ -10,6 +10,7 @@
 #include "fake_backend.h"
 #include "forwarding_backend.h"
 #include "set_grammar.h"
+#include "constrained_fixture.h"
 #include "tests/unit/cpu/tiny_models.h"
 
 #include <catch2/catch.hpp>
@@ -21,23 +22,14 @@ using namespace ninfer;
 using namespace ninfer::core;
 using ninfer::test::ForcingSink;
 using ninfer::test::RecordingSink;
+using ninfer::test::kDigits;
+using ninfer::test::kEnd;
+using ninfer::test::kSeparator;
+using ninfer::test::kThinkEnd;
 using ninfer::test::SetGrammar;
 
 namespace {
 
-constexpr int32_t kEnd = 200, kThinkEnd = 150, kSeparator = 151;
-const std::vector<int32_t> kDigits = {10, 11, 12, 13, 14, 15, 16, 17, 18, 19};
-
-struct Model {
-    ModelConfig config = test::tiny_config(false);
-    std::unique_ptr<InMemoryModel> model = InMemoryModel::random(config, {.seed = 5});
-    ModelWeights weights = model->weights();
-};
-
-const Model& tiny() {
-    static const Model m;
-    return m;
-}
 
 struct Job {
     uint64_t id;
@@ -109,7 +101,7 @@ class OverlapRecorder final : public test::ForwardingBackend {
 
 void run(std::vector<Job>& jobs, int lanes, bool pipelined, SpeculativeConfig speculative = {},
          uint32_t max_tokens = 24, Overlap* overlap = nullptr) {
-    auto cpu = make_cpu_backend(tiny().weights, test::tiny_speculative_plan(tiny().config, lanes, 4, false));
+    auto cpu = make_cpu_backend(test::constrained_model().weights, test::tiny_speculative_plan(test::constrained_model().config, lanes, 4, false));
     std::optional<OverlapRecorder> recorder;
     Backend* backend = cpu.get();
     if (overlap) backend = &recorder.emplace(*cpu, *overlap);
@@ -177,7 +169,7 @@ TEST_CASE("constrained rounds stay pipelined: the next forward pass runs while m
 
 TEST_CASE("deferred sampling: the backend's default keeps the order and samples masked rows again",
           "[scheduler_constraint]") {
-    auto b = make_cpu_backend(tiny().weights, test::tiny_speculative_plan(tiny().config, 2, 4, false));
+    auto b = make_cpu_backend(test::constrained_model().weights, test::tiny_speculative_plan(test::constrained_model().config, 2, 4, false));
     const std::vector<int32_t> prompt = test::random_tokens(12, 211, 3);
     std::vector<float> logits;
     b->prefill(0, prompt, LogitsOut::Last, &logits);
