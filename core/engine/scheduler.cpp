@@ -13,10 +13,6 @@ double ms_between(Scheduler::Clock::time_point a, Scheduler::Clock::time_point b
     return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-uint64_t us_between(Scheduler::Clock::time_point a, Scheduler::Clock::time_point b) {
-    return uint64_t(std::chrono::duration_cast<std::chrono::microseconds>(b - a).count());
-}
-
 bool is_stop_token(const GenerationRequest& r, int32_t token) {
     return std::find(r.stop_token_ids.begin(), r.stop_token_ids.end(), token) != r.stop_token_ids.end();
 }

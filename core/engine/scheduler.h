@@ -143,6 +143,10 @@ class Scheduler {
     void set_assistant_marker(std::vector<int32_t> marker) { assistant_marker_ = std::move(marker); }
 
   private:
+    // Microseconds from a to b (the engine-time counters of EngineStats).
+    static uint64_t us_between(Clock::time_point a, Clock::time_point b) {
+        return uint64_t(std::chrono::duration_cast<std::chrono::microseconds>(b - a).count());
+    }
     struct Lane {
         std::optional<GenerationRequest> request;
         std::vector<int32_t> history; // tokens fed to the backend (kept after finish for reuse)

@@ -29,7 +29,7 @@ void Scheduler::sample_constrained_later(std::vector<DecodeStep>& steps, const s
     }
     auto t0 = Clock::now();
     backend_.decode_sample(steps);
-    stats_.t_decode_us_total += uint64_t(std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count());
+    stats_.t_decode_us_total += us_between(t0, Clock::now());
 }
 
 bool Scheduler::constrained_sample_in_flight() const {

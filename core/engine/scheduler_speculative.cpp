@@ -143,7 +143,7 @@ void Scheduler::speculative_round(std::vector<bool>& speculating) {
     }
     std::vector<float> rows;
     backend_.verify(steps, rows);
-    stats_.t_decode_us_total += uint64_t(std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count());
+    stats_.t_decode_us_total += us_between(t0, Clock::now());
     ++stats_.n_decode_steps_total;
     stats_.n_decode_lane_steps_total += lanes.size();
     size_t at = 0;
