@@ -21,6 +21,8 @@
 #   NINFER_SERVE_BENCH=0      no ninferctl bench; NINFER_SERVE_BENCH_ARGS its options (default
 #                             --prompt-len 512,1024,8192,32768 --batch 1,2,4,8 --gen 32)
 #   NINFER_SERVE_DEVICE       cuda (default) or cpu (the CI smoke run)
+#   NINFER_SERVE_ARTIFACTS    a folder whose MODEL.ninfer is used as it is when present (converted
+#                             beforehand with the same recipe, e.g. while GPU tests run), kept
 #   NINFER_SERVE_DIR          where artifacts are written (default /dev/shm when it has 40 GB
 #                             free, else /tmp); NINFER_SERVE_LOGDIR keeps the logs there instead
 #                             of only in the tarball
@@ -130,15 +132,21 @@ stop_daemon() {
 for model in ${NINFER_SERVE_MODELS:-qwen3.6-35b-a3b qwen3.6-27b}; do
     artifact=$WORK/$model.ninfer
     t=$SECONDS
-    run_child timeout 600 "$BIN/ninferctl" convert --synthetic "$model" "$artifact" --recipe "$RECIPE" "${convert_args[@]}" \
-        >"$LOGS/convert_$model.log" 2>&1
-    rc=$?
-    if [ $rc -ne 0 ]; then
-        fail "convert $model: FAILED (exit $rc): $(tail -2 "$LOGS/convert_$model.log" | tr '\n' ' ')"
-        rm -f "$artifact"
-        continue
+    prebuilt=${NINFER_SERVE_ARTIFACTS:+$NINFER_SERVE_ARTIFACTS/$model.ninfer}
+    if [ -n "$prebuilt" ] && [ -f "$prebuilt" ]; then
+        artifact=$prebuilt
+        say "artifact $model: $prebuilt, converted beforehand ($(($(stat -c %s "$artifact") >> 20)) MiB)"
+    else
+        run_child timeout 600 "$BIN/ninferctl" convert --synthetic "$model" "$artifact" --recipe "$RECIPE" "${convert_args[@]}" \
+            >"$LOGS/convert_$model.log" 2>&1
+        rc=$?
+        if [ $rc -ne 0 ]; then
+            fail "convert $model: FAILED (exit $rc): $(tail -2 "$LOGS/convert_$model.log" | tr '\n' ' ')"
+            rm -f "$artifact"
+            continue
+        fi
+        say "convert $model --recipe $RECIPE: $(($(stat -c %s "$artifact") >> 20)) MiB in $((SECONDS - t)) s"
     fi
-    say "convert $model --recipe $RECIPE: $(($(stat -c %s "$artifact") >> 20)) MiB in $((SECONDS - t)) s"
     bench_opt=()
     if [ "${NINFER_SERVE_BENCH:-1}" != 0 ]; then
         t=$SECONDS
@@ -173,7 +181,7 @@ for model in ${NINFER_SERVE_MODELS:-qwen3.6-35b-a3b qwen3.6-27b}; do
         say "scenarios $model $label: $((SECONDS - t)) s"
         stop_daemon
     done
-    rm -f "$artifact"
+    [ "$artifact" = "$WORK/$model.ninfer" ] && rm -f "$artifact"
 done
 say "serve_bench: done in $SECONDS s, status $status"
 exit $status
