@@ -11,7 +11,7 @@
 #                             holding them
 #   NINFER_SERVE_MODELS       shapes (default "qwen3.6-35b-a3b qwen3.6-27b")
 #   NINFER_SERVE_RECIPE       convert recipe (default q4); NINFER_SERVE_CONVERT_ARGS more options
-#   NINFER_SERVE_SCENARIOS    serve_load.py scenarios (default decode,ttft,streams,steady,mixed,short)
+#   NINFER_SERVE_SCENARIOS    serve_load.py scenarios (default decode,ttft,streams,steady,mixed,short,constrained)
 #   NINFER_SERVE_LOAD_ARGS    more serve_load.py options (counts, lengths, --temperature)
 #   NINFER_SERVE_VARIANTS     "label[@bindir][:ninferd options];..." servers measured on each
 #                             artifact (default "serve"), e.g. "base;nocache:--host-cache-mib 0" or
@@ -88,7 +88,7 @@ TOKENIZER=${NINFER_SERVE_TOKENIZER:-}
 [ -z "$TOKENIZER" ] && [ -f "$BIN/tokenizer/tokenizer.json" ] && TOKENIZER=$BIN/tokenizer
 DEVICE=${NINFER_SERVE_DEVICE:-cuda}
 RECIPE=${NINFER_SERVE_RECIPE:-q4}
-SCENARIOS=${NINFER_SERVE_SCENARIOS:-decode,ttft,streams,steady,mixed,short}
+SCENARIOS=${NINFER_SERVE_SCENARIOS:-decode,ttft,streams,steady,mixed,short,constrained}
 words() { read -r -d '' -a "$1" <<<"$2" || true; } # words ARRAY TEXT: TEXT split at blanks and newlines
 words convert_args "${NINFER_SERVE_CONVERT_ARGS:-}"
 words bench_args "${NINFER_SERVE_BENCH_ARGS:---prompt-len 512,1024,8192,32768 --batch 1,2,4,8 --gen 32}"

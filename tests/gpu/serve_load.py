@@ -18,6 +18,11 @@
 #            and the last long request's end, then the decoders are cancelled (connection closed)
 #   short    a --short-long prompt, then after --short-delay-s a --short-len prompt: its TTFT
 #            against the same short request on the idle server
+#   constrained  --constrained N:PROMPT:GEN free streams, then one request with --constrained-schema
+#            as llama.cpp's `json_schema` field (its grammar compiled: the "cold" TTFT), then the same
+#            N streams with it: what a token mask costs a batch (issue 32), beside the free rate. The
+#            default schema (an integer array of at least 1,000 items) cannot end within GEN tokens,
+#            so every constrained request also ends by length with exactly GEN tokens.
 # A warm-up (--warmup-streams concurrent short requests) runs first: graph capture and first-use
 # costs stay out of the figures. Every request must return 200, its prompt token count and
 # exactly max_tokens tokens (finish "length"), else the scenario is marked failed and exit is 1.
@@ -155,11 +160,12 @@ class Client:
     def prompt(self, n):
         return [self.rng.randrange(256, 151000) for _ in range(n)]  # regular vocabulary ids
 
-    def start(self, prompt_tokens, max_tokens):
-        """Sends one streaming request; returns (record, awaitable finishing it, cancel function)."""
+    def start(self, prompt_tokens, max_tokens, extra=None):
+        """Sends one streaming request (extra: more body fields); returns (record, awaitable finishing
+        it, cancel function)."""
         body = json.dumps({"prompt": self.prompt(prompt_tokens), "max_tokens": max_tokens, "stream": True,
                            "stream_options": {"include_usage": True, "continuous_usage_stats": True},
-                           "ignore_eos": True, "temperature": self.temperature}).encode()
+                           "ignore_eos": True, "temperature": self.temperature, **(extra or {})}).encode()
         auth = f"Authorization: Bearer {self.api_key}\r\n" if self.api_key else ""
         request = (f"POST /v1/completions HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
                    f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n{auth}"
@@ -191,8 +197,8 @@ class Client:
 
         return rec, asyncio.ensure_future(run()), cancel
 
-    async def one(self, prompt_tokens, max_tokens):
-        _, task, _ = self.start(prompt_tokens, max_tokens)
+    async def one(self, prompt_tokens, max_tokens, extra=None):
+        _, task, _ = self.start(prompt_tokens, max_tokens, extra)
         return await task
 
 
@@ -227,8 +233,8 @@ def pooled(recs, figure):
     return [x for r in recs for x in figure(r["marks"])]
 
 
-async def streams_part(client, label, n, prompt, gen):
-    recs = await asyncio.gather(*(client.one(prompt, gen) for _ in range(n)))
+async def streams_part(client, label, n, prompt, gen, extra=None):
+    recs = await asyncio.gather(*(client.one(prompt, gen, extra) for _ in range(n)))
     check(recs)
     itl, ttfts = pooled(recs, report.itl_per_token), [report.ttft(r) for r in recs]
     wall = max(r["t_end"] for r in recs) - min(r["t_send"] for r in recs)
@@ -319,8 +325,22 @@ async def scenario_short(client, a, state):
              "long_ttft_s": report.ttft(long_rec), "requests": [summary(r) for r in (idle, short, long_rec)]}]
 
 
+async def scenario_constrained(client, a, _):
+    n, prompt, gen = a.constrained
+    constraint = {"json_schema": json.loads(a.constrained_schema)}
+    free = await streams_part(client, f"free {n}x{prompt}+{gen}", n, prompt, gen)
+    cold = await client.one(prompt, 16, constraint)  # compiles the grammar; later requests hit the cache
+    check([cold])
+    masked = await streams_part(client, f"json_schema {n}x{prompt}+{gen}", n, prompt, gen, constraint)
+    masked["cold_ttft_s"] = report.ttft(cold)
+    if free["all_decode_tok_s"] and masked["all_decode_tok_s"]:
+        masked["vs_free"] = masked["all_decode_tok_s"] / free["all_decode_tok_s"]
+    return [free, masked]
+
+
 SCENARIOS = {"decode": scenario_decode, "ttft": scenario_ttft, "streams": scenario_streams,
-             "steady": scenario_steady, "mixed": scenario_mixed, "short": scenario_short}
+             "steady": scenario_steady, "mixed": scenario_mixed, "short": scenario_short,
+             "constrained": scenario_constrained}
 
 
 HOST_COUNTERS = ("ninfer_generation_tokens_total", "ninfer_token_report_cpu_seconds_total",
@@ -399,7 +419,7 @@ def parse_args(argv):
     p.add_argument("--json", required=True, help="write the results here")
     p.add_argument("--summary", help="write the table here too")
     p.add_argument("--bench", help="`ninferctl bench --json` output of the same artifact, for the ratios")
-    p.add_argument("--scenarios", default="decode,ttft,streams,steady,mixed,short",
+    p.add_argument("--scenarios", default="decode,ttft,streams,steady,mixed,short,constrained",
                    type=lambda s: [x for x in s.split(",") if x])
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy, as the bench")
     p.add_argument("--seed", type=int, default=1)
@@ -424,6 +444,9 @@ def parse_args(argv):
     p.add_argument("--short-long", type=positive, default=32768)
     p.add_argument("--short-len", type=positive, default=128)
     p.add_argument("--short-delay-s", type=float, default=None, help="default: a quarter of the idle TTFT")
+    p.add_argument("--constrained", type=lambda s: counts(s, 3), default=[8, 128, 256], help="N:PROMPT:GEN")
+    p.add_argument("--constrained-schema", default='{"type": "array", "items": {"type": "integer"}, "minItems": 1000}',
+                   help="JSON schema of the constrained requests (must not end within GEN tokens)")
     a = p.parse_args(argv)
     unknown = [s for s in a.scenarios if s not in SCENARIOS]
     if unknown:

@@ -147,6 +147,10 @@ def table(result, bench_doc=None):
                 row(label, "TTFT p50 / p99 ms", f"{fmt(ms(part['ttft_p50_s']))} / {fmt(ms(part['ttft_p99_s']))}")
                 row(label, "ITL p50 / p99 ms", f"{fmt(ms(part['itl_p50_s']), 2)} / {fmt(ms(part['itl_p99_s']), 2)}",
                     f"{b['step_ms']:.2f} step" if b else "", part["itl_p99_s"] * 1000 / b["step_ms"] if b and part["itl_p99_s"] else None)
+                if "cold_ttft_s" in part:  # the constrained scenario's masked streams
+                    row(label, "cold request TTFT ms (compiles)", fmt(ms(part["cold_ttft_s"])))
+                if part.get("vs_free"):
+                    row(label, "all-decode tok/s vs free streams", fmt(part["vs_free"], 3))
             elif kind == "mixed":
                 b = bench.decode(part["decoders"], part["mean_depth"])
                 row(label, "decoders ITL p50 / p99 ms", f"{fmt(ms(part['itl_p50_s']), 2)} / {fmt(ms(part['itl_p99_s']), 2)}",
