@@ -86,7 +86,10 @@ void start_backend(ModelSession& s, const BackendOptions& o) {
         req.margin_bytes = core::cuda_default_margin(req.available_bytes);
         req.backend_workspace_bytes = core::cuda_backend_workspace_bytes(c, req);
         s.plan = core::MemoryPlan::make(c, req);
-        s.backend = core::make_cuda_backend(s.weights, s.plan);
+        std::string note;
+        const core::CudaBackendOptions options = core::cuda_backend_options_from_env(&note);
+        if (!note.empty()) std::fprintf(stderr, "%s\n", note.c_str());
+        s.backend = core::make_cuda_backend(s.weights, s.plan, options);
     }
 #endif
     if (!s.backend) {

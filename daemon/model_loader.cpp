@@ -165,7 +165,12 @@ std::unique_ptr<core::Backend> load_backend(const DaemonConfig& config, PlannedM
             core::ScriptLaneLayout{model.plan.kv_bytes_per_token, model.plan.lane_image_gdn_bytes()});
     }
 #ifdef NINFER_HAVE_CUDA_BACKEND
-    if (wants_cuda(config.device)) return core::make_cuda_backend(*model.weights, model.plan);
+    if (wants_cuda(config.device)) {
+        std::string note;
+        const core::CudaBackendOptions options = core::cuda_backend_options_from_env(&note);
+        if (!note.empty()) log_info(note);
+        return core::make_cuda_backend(*model.weights, model.plan, options);
+    }
 #endif
     if (config.device == "cuda") throw Error("backend: this ninferd was built without the CUDA backend");
     core::CpuBackendOptions options;

@@ -20,6 +20,7 @@
 #include <functional>
 #include <optional>
 #include <numeric>
+#include <stdexcept>
 
 namespace ninfer::core {
 
@@ -71,7 +72,7 @@ struct Lane {
 class CudaBackend final : public Backend {
   public:
     CudaBackend(const ModelWeights& w, const MemoryPlan& plan, const CudaBackendOptions& o)
-        : plan_(plan), options_(o), run_(w, plan, o.f32_activations, o.q4_int8_activations), lanes_(size_t(plan.n_lanes)),
+        : plan_(plan), options_(o), run_(w, plan, o.f32_activations), lanes_(size_t(plan.n_lanes)),
           sampler_(plan.n_lanes, run_.config().vocab_size, plan.max_context, run_.stream()),
           copier_(run_, plan), page_refs_(plan.kv_pages, 0) {
         for (uint32_t p = plan.kv_pages; p-- > 0;)
@@ -574,12 +575,16 @@ void CudaBackend::restore_lane(int lane, const LaneImage& img) {
 
 } // namespace
 
-bool default_q4_int8_activations() {
-    static const bool on = [] {
-        const char* v = std::getenv("NINFER_Q4_INT8_X");
-        return !v || v[0] != '0';
-    }();
-    return on;
+CudaBackendOptions cuda_backend_options_from_env(std::string* note) {
+    CudaBackendOptions options;
+    try {
+        options.tuning = kernels::kernel_tuning_from_env();
+    } catch (const std::invalid_argument& e) {
+        throw Error(std::string("cuda: ") + e.what());
+    }
+    const std::string set = kernels::kernel_tuning_describe(options.tuning);
+    if (note) *note = set.empty() ? std::string() : "cuda: kernel tuning from the environment (A/B timing): " + set;
+    return options;
 }
 
 std::unique_ptr<Backend> make_cuda_backend(const ModelWeights& weights, const MemoryPlan& plan,
@@ -587,6 +592,7 @@ std::unique_ptr<Backend> make_cuda_backend(const ModelWeights& weights, const Me
     const std::string why = cuda_unavailable_reason();
     if (!why.empty())
         throw Error("cuda: --device cuda is unavailable: " + why);
+    kernels::kernel_tuning_apply(options.tuning); // before the upload and any launch
     return std::make_unique<CudaBackend>(weights, plan, options);
 }
 

@@ -31,13 +31,12 @@
 #include "core/backend/backend.h"
 #include "core/model/memory_plan.h"
 #include "core/model/weights.h"
+#include "ninfer/kernels/tuning.h"
 
 #include <memory>
 #include <string>
 
 namespace ninfer::core {
-
-bool default_q4_int8_activations();
 
 struct CudaBackendOptions {
     bool graphs = true; // false: decode launches the kernels directly (tests compare both)
@@ -45,12 +44,17 @@ struct CudaBackendOptions {
     // (projections through a plain kernel, no tensor cores; f32 mixers): slow; it proves the runner
     // against the CPU reference to cosine 1e-4 where bf16 activations cannot.
     bool f32_activations = false;
-    // q4 projections on the decode ring multiply int8 activations (kernels/gemv.h GemvArgs::x_int8:
-    // W4A8, ~40% fewer instructions per weight byte; the q4 KL bounds of tests/gpu hold with it).
-    // Default on unless the environment sets NINFER_Q4_INT8_X=0 (read once; A/B timing). Ignored
-    // in the f32-activation mode.
-    bool q4_int8_activations = default_q4_int8_activations();
+    // The kernels' launch-time choices (kernels/tuning.h): make_cuda_backend installs them
+    // (kernel_tuning_apply) before the weights upload; the backend keeps this copy. The last
+    // backend made sets them for the process (the daemon makes one).
+    kernels::KernelTuning tuning;
 };
+
+// The loaders' options (ninferd, ninferctl, bench_decode): the defaults, with the kernel switches
+// of the environment read once (kernels/tuning.h). A bad or retired value throws
+// ninfer::Error("cuda: NAME='value' ..."). *note: "" when every switch is at its default, else the
+// one line for the loader to log.
+CudaBackendOptions cuda_backend_options_from_env(std::string* note);
 
 std::unique_ptr<Backend> make_cuda_backend(const ModelWeights& weights, const MemoryPlan& plan,
                                            const CudaBackendOptions& options = {});

@@ -59,17 +59,8 @@ namespace {
 // Who quantises x for the int8 route (the same bytes either way, so a token's bits do not depend
 // on it): the GEMV blocks at batch 1, where it hides in the weights' first-load latency; the norm
 // and SwiGLU kernels, once, at batch 2..8, where every GEMV block quantising 8 tokens' x cost more
-// than the int8 route saved (27B q4 batch 8 depth 8192 14.9 vs 10.1 ms; PERF_NOTES "W4A8").
-// NINFER_Q4_INT8_PRODUCER=0 / 1 (read once; A/B timing) makes it the GEMVs / the producers always.
-int producer_mode() {
-    static const int mode = [] {
-        const char* v = std::getenv("NINFER_Q4_INT8_PRODUCER");
-        return v && (v[0] == '0' || v[0] == '1') ? v[0] - '0' : -1;
-    }();
-    return mode;
-}
-bool producer_int8_x() { return producer_mode() != 0; }
-bool producer_writes_int8_x(int n_tokens) { return producer_mode() < 0 ? n_tokens >= 2 : producer_mode() == 1; }
+// than the int8 route saved (kernels/PERF_NOTES.md "W4A8").
+bool producer_writes_int8_x(int n_tokens) { return n_tokens >= 2; }
 // Clears a flag however the scope ends: a cuda_check that throws inside enqueue_forward or ffn must
 // not leave x8_now_ / act8_live_ set, or a later linear() (the head after a prefill's stage_rows,
 // the MoE shared expert's down projection) would attach int8 rows written for other x.
@@ -79,8 +70,8 @@ struct ClearOnExit {
 };
 } // namespace
 
-Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_activations, bool q4_int8_x)
-    : config_(weights.config), plan_(plan), f32_(f32_activations), q4_int8_x_(q4_int8_x && !f32_activations) {
+Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_activations)
+    : config_(weights.config), plan_(plan), f32_(f32_activations), q4_int8_x_(!f32_activations) {
     const ModelConfig& c = config_;
     check_geometry(c, plan);
     // The f32-activation check mode reads projections in the stored layout (gemv_f32x).
@@ -131,7 +122,7 @@ Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_act
     act_ = arena_.alloc_n<__nv_bfloat16>(B * act_w_, "SwiGLU output");
     act32_ = arena_.alloc_n<float>(B * act_w_, "SwiGLU output (f32)");
     act_lo_ = arena_.alloc_n<__nv_bfloat16>(B * act_w_, "SwiGLU output (low halves)");
-    if (q4_int8_x_ && B <= kernels::kGemvMaxTokens && producer_int8_x()) {
+    if (q4_int8_x_ && B <= kernels::kGemvMaxTokens) {
         auto int8_rows = [&](int64_t k, const char* what) {
             kernels::Int8X r;
             r.row_bytes = kernels::int8_x_units(k) * 64;
@@ -404,9 +395,9 @@ void Runner::gdn(const DeviceLayer& L, uint32_t gi, int n, bool one_lane) {
         // Step 0's slots and state were last written by an earlier, synchronised forward (or a host
         // copy / memset before upload_step's sync); step i > 0 reads what step i - 1 writes.
         r.state_settled = i == 0;
-        // Two launches, not gdn_decode_step's one: the same bits, and faster at every batch size on the
-        // H200 (kernels/PERF_NOTES.md "Session 4 run 5": 27B q4 batch 8 depth 8192 13.32 vs 13.76 ms,
-        // batch 1 6.37 vs 6.41; the one launch's clusters span a QK head's 2 x n_v/n_k blocks).
+        // Two launches, not gdn_decode_step's one: the same bits, and faster at every batch size
+        // (kernels/PERF_NOTES.md "Session 4 run 5"; the one launch's clusters span a QK head's
+        // 2 x n_v/n_k blocks).
         cuda_check(kernels::gdn_conv_decode(cv, stream_), "GDN conv");
         cuda_check(kernels::gdn_recurrent_decode(r, stream_), "GDN recurrence");
     }

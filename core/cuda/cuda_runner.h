@@ -49,8 +49,8 @@ class Runner {
     // conv output and GDN output); only the KV pool keeps the plan's dtype, as the CPU's does. Slow,
     // for checking the runner against the CPU reference to the last digits: a near-tied MoE route
     // flips under any bf16 rounding of these (kernels/PERF_NOTES.md, "f32-activation check mode").
-    // q4_int8_x: q4 projections take kernels::GemvArgs::x_int8 (off in the f32 mode).
-    Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_activations = false, bool q4_int8_x = true);
+    // Otherwise q4 projections take kernels::GemvArgs::x_int8 (W4A8, gemv.h).
+    Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_activations = false);
     ~Runner();
     Runner(const Runner&) = delete;
     Runner& operator=(const Runner&) = delete;
@@ -129,10 +129,10 @@ class Runner {
     int32_t* page_table_ = nullptr;
     bool f32_ = false;
     bool q4_int8_x_ = true;
-    // The int8 route's x written by its producers (gemv.h Int8X; cuda_runner.cpp producer_mode):
+    // The int8 route's x written by its producers (gemv.h Int8X; cuda_runner.cpp producer_writes_int8_x):
     // the normed rows (the layers' add_rmsnorm into xn_ while x8_now_, i.e. within enqueue_forward at
     // batch >= 2) and the dense MLP's SwiGLU rows (act8_live_ while its down projection is
-    // enqueued); q null when never used (f32 mode, NINFER_Q4_INT8_PRODUCER=0, hidden <= 4096).
+    // enqueued); q null when never used (f32 mode, hidden <= 4096).
     kernels::Int8X xn8_, act8_;
     bool x8_now_ = false, act8_live_ = false;
     float *x_ = nullptr, *mix_ = nullptr, *xn32_ = nullptr, *act32_ = nullptr; // f32 copies of xn_, act_

@@ -207,7 +207,10 @@ DecodeBenchReport run_decode_bench(const DecodeBenchRequest& r) {
     mr.backend_workspace_bytes = cuda_backend_workspace_bytes(w.config, mr);
     mr.kv_dtype = r.kv_dtype;
     const MemoryPlan plan = MemoryPlan::make(w.config, mr);
-    auto b = make_cuda_backend(w, plan);
+    std::string note;
+    const CudaBackendOptions options = cuda_backend_options_from_env(&note);
+    if (!note.empty()) std::fprintf(stderr, "%s\n", note.c_str());
+    auto b = make_cuda_backend(w, plan, options);
 
     const uint32_t token_ids = std::min(151000u, w.config.vocab_size); // prompt and first tokens: ids below this
     std::vector<int32_t> prompt(depth_max);

@@ -64,12 +64,6 @@ Planes planes_of(kernels::WeightFormat f, uint64_t n, uint64_t k) {
     return {g * 32, high_off, g * high_group, high_off + align_up(n * g * high_group, 256), 2 * g};
 }
 
-bool is_tiled_format(kernels::WeightFormat f) {
-    const bool newer = f == kernels::WeightFormat::Q5G64Fp16 || f == kernels::WeightFormat::Q6G64Fp16 ||
-                       f == kernels::WeightFormat::Q8G32Fp16;
-    return kernels::gemv_has_tiled_layout(f) && (!newer || kernels::gemv_tiled_q5_q8());
-}
-
 // Device memory for artifact-layout matrices on their way to the tiled layout, reused and grown.
 class Staging {
   public:
@@ -203,7 +197,7 @@ class Uploader {
     }
     DeviceLinear pieces(const std::vector<RowPiece>& p, const std::string& what, bool gemv) {
         const bool tile = gemv && tiled_ && p.at(0).m->cols() % 16 == 0 &&
-                          is_tiled_format(kernel_format(*p.at(0).m->segments().at(0).tensor, what));
+                          kernels::gemv_has_tiled_layout(kernel_format(*p.at(0).m->segments().at(0).tensor, what));
         return track(upload_rows(p, arena_, what, tile ? &staging_ : nullptr), gemv);
     }
     bool tiled() const { return tiled_; }

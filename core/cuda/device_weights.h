@@ -12,7 +12,7 @@
 //   MoE matrices - router, shared-expert score, experts, shared expert - which the f32-x and MoE
 //   decode kernels read in the stored layout) is gathered in a reused device staging buffer and
 //   repacked into kernels::WeightLayout::Tiled (the decode GEMV's layout) when its format has one
-//   (kernels::gemv_has_tiled_layout: all but nvfp4; q5/q6/q8 unless kernels::gemv_tiled_q5_q8() is off); bytes then counts the tiled size. nvfp4 rows move in whole 128-row tiles
+//   (kernels::gemv_has_tiled_layout: all but nvfp4); bytes then counts the tiled size. nvfp4 rows move in whole 128-row tiles
 //   (else Error).
 //   Another format is refused with
 //   ninfer::Error("cuda: NAME is stored as FORMAT; ...") naming the formats it takes.

@@ -136,26 +136,15 @@ size_t attn_decode_scratch_floats(int n_tokens, int n_heads, int max_context) {
     return size_t(n_tokens) * size_t(n_heads) * size_t(std::min(pages, detail::kMaxChunks)) * detail::kPartLen;
 }
 
-AttnDecodePath attn_decode_default_path() {
-    static const AttnDecodePath path = [] {
-        const char* v = std::getenv("NINFER_ATTN_DECODE");
-        if (!v || !v[0] || v[1]) return AttnDecodePath::Auto;
-        return v[0] == '0' || v[0] == '1' ? AttnDecodePath::Split : v[0] == '2' ? AttnDecodePath::Staged : AttnDecodePath::Auto;
-    }();
-    return path;
-}
-
 AttnDecodePath attn_decode_schedule(AttnDecodePath path, int n_tokens) {
     if (path != AttnDecodePath::Auto) return path;
-    // Measured in the whole 27B step (kernels/PERF_NOTES.md "Session 6"): at batch 1 the staged
-    // schedule's early loads overlap the qkv GEMV and it wins at every depth (8192: -33 us, 32768:
-    // -89 us a step against split); at batch 8 its loop loses once the grid is more than one wave
-    // (27B depth 8192: +100 us a step).
+    // At batch 1 the staged schedule's early loads overlap the qkv GEMV (a win at every depth); at
+    // batch 8 its loop loses once the grid is more than one wave (kernels/PERF_NOTES.md "Session 6").
     return n_tokens == 1 ? AttnDecodePath::Staged : AttnDecodePath::Split;
 }
 
 cudaError_t attn_decode(const AttnDecodeArgs& a, cudaStream_t stream) {
-    return attn_decode_with(a, attn_decode_default_path(), stream);
+    return attn_decode_with(a, AttnDecodePath::Auto, stream);
 }
 
 cudaError_t attn_decode_with(const AttnDecodeArgs& a, AttnDecodePath path, cudaStream_t stream) {

@@ -1,4 +1,4 @@
-// ninfer::kernels - staged decode attention (AttnDecodePath::Staged, NINFER_ATTN_DECODE=2): the split
+// ninfer::kernels - staged decode attention (AttnDecodePath::Staged): the split
 // kernels' arithmetic with the KV loads issued before the PDL wait and a second slice per warp in flight.
 #include "attention_decode_mma.cuh"
 #include "prefill_async.cuh"

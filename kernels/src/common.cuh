@@ -31,14 +31,11 @@ __device__ __forceinline__ void ninfer_grid_launch_dependents() {
     asm volatile("griddepcontrol.launch_dependents;");
 }
 
-// PDL on unless the environment says NINFER_PDL=0 (read once; for A/B timing).
-inline bool pdl_enabled() {
-    static const bool on = [] {
-        const char* v = std::getenv("NINFER_PDL");
-        return !(v && v[0] == '0');
-    }();
-    return on;
+namespace detail {
+extern bool g_pdl; // KernelTuning::pdl as kernel_tuning_apply installed it (tuning_apply.cpp)
 }
+// Whether launches carry the PDL attribute (KernelTuning::pdl; a launch attribute, not a kernel branch).
+inline bool pdl_enabled() { return detail::g_pdl; }
 
 // The launch configuration of launch_pdl(_cluster): PDL attribute, and the grid's y dimension in
 // clusters of cluster_y blocks when cluster_y > 1. attr must outlive the launch.

@@ -1,4 +1,4 @@
-// ninfer::kernels - Gated DeltaNet decode: conv+SiLU kernel, the fp32 delta-rule step (Split2) and the path switch.
+// ninfer::kernels - Gated DeltaNet decode: conv+SiLU kernel, the fp32 delta-rule step (Split2, the tests' reference) and the path choice.
 #include "common.cuh"
 #include "gdn_decode_v4.cuh"
 #include "ninfer/kernels/gdn_decode.h"
@@ -157,14 +157,6 @@ bool conv_args_ok(const GdnConvArgs& a) {
 
 } // namespace detail
 
-GdnDecodePath gdn_decode_default_path() {
-    static const GdnDecodePath path = [] {
-        const char* v = std::getenv("NINFER_GDN_DECODE");
-        return v && (v[0] == '0' || v[0] == '1') && v[1] == 0 ? GdnDecodePath::Split2 : GdnDecodePath::Wide4;
-    }();
-    return path;
-}
-
 cudaError_t gdn_conv_decode_with(const GdnConvArgs& a, GdnDecodePath path, cudaStream_t stream) {
     if (!detail::conv_args_ok(a) || !a.out) return cudaErrorInvalidValue;
     const dim3 grid(unsigned((a.conv_dim + 255) / 256), unsigned(a.n_tokens));
@@ -173,7 +165,7 @@ cudaError_t gdn_conv_decode_with(const GdnConvArgs& a, GdnDecodePath path, cudaS
 }
 
 cudaError_t gdn_conv_decode(const GdnConvArgs& a, cudaStream_t stream) {
-    return gdn_conv_decode_with(a, gdn_decode_default_path(), stream);
+    return gdn_conv_decode_with(a, GdnDecodePath::Wide4, stream);
 }
 
 cudaError_t gdn_recurrent_decode_with(const GdnRecurrentArgs& a, GdnDecodePath path, cudaStream_t stream) {
@@ -185,7 +177,7 @@ cudaError_t gdn_recurrent_decode_with(const GdnRecurrentArgs& a, GdnDecodePath p
 }
 
 cudaError_t gdn_recurrent_decode(const GdnRecurrentArgs& a, cudaStream_t stream) {
-    return gdn_recurrent_decode_with(a, gdn_decode_default_path(), stream);
+    return gdn_recurrent_decode_with(a, GdnDecodePath::Wide4, stream);
 }
 
 } // namespace ninfer::kernels

@@ -1,4 +1,4 @@
-// ninfer::kernels - Gated DeltaNet decode, Wide4 path (NINFER_GDN_DECODE=2): early state loads, 4 recurrence blocks per V head.
+// ninfer::kernels - Gated DeltaNet decode, Wide4 path (the default): early state loads, 4 recurrence blocks per V head.
 #include "common.cuh"
 #include "gdn_decode_v4.cuh"
 

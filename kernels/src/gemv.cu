@@ -3,6 +3,7 @@
 #include "gemv_nvfp4.cuh"
 #include "gemv_pipe.cuh"
 #include "ninfer/kernels/device.h"
+#include "ninfer/kernels/tuning.h"
 
 #include <map>
 #include <mutex>
@@ -27,40 +28,19 @@ bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) ==
 int unroll_of(WeightFormat f) { return f == WeightFormat::Q4G64Fp16 ? 8 : 4; }
 bool tiled_format(WeightFormat f) { return gemv_has_tiled_layout(f); }
 
-// An integer setting from the environment (read by the callers once), fallback unless in [lo, hi].
-int env_int(const char* name, int fallback, int lo, int hi) {
-    const char* v = std::getenv(name);
-    const int i = v ? std::atoi(v) : fallback;
-    return i >= lo && i <= hi ? i : fallback;
-}
-
-// NINFER_GEMV_TARGET_BLOCKS=N (read once): the split choice aims at N resident blocks per SM
-// instead of the occupancy calculator's figure (A/B timing of whole models, as the bench hook).
-int g_tiled_target = env_int("NINFER_GEMV_TARGET_BLOCKS", 0, 1, 32);
-// NINFER_GEMV_STAGES=0|2|3|4 and NINFER_GEMV_STAGE_X=0|1 override the defaults (A/B timing of
-// whole models).
-int default_tiled_stages() {
-    const char* v = std::getenv("NINFER_GEMV_STAGES");
-    const int s = v ? std::atoi(v) : kGemvTiledStages;
-    return s == 0 || (s >= 2 && s <= 4) ? s : kGemvTiledStages;
-}
-bool default_stage_x() {
-    const char* v = std::getenv("NINFER_GEMV_STAGE_X");
-    return v ? v[0] != '0' : kGemvStageX;
-}
-int g_tiled_stages = default_tiled_stages();
-bool g_stage_x = default_stage_x();
-// gemv.h: the path is chosen per matrix unless NINFER_GEMV_STAGES sets one for every launch.
-bool default_path_per_matrix() { return std::getenv("NINFER_GEMV_STAGES") == nullptr; }
-bool g_path_per_matrix = default_path_per_matrix();
-
-// Matrices of this many rows or more take the ring whatever their k (gemv.h kGemvRingMinRows;
-// NINFER_GEMV_RING_ROWS=n, read once, for A/B timing).
-const int64_t g_ring_rows = env_int("NINFER_GEMV_RING_ROWS", int(kGemvRingMinRows), 1, 1 << 30);
+// The launch settings kernel_tuning_apply installed (KernelTuning{} until then); the test and bench
+// hooks below override them until gemv_restore_tiled_pipeline.
+KernelTuning g_tuning;
+// Blocks per SM the tiled split choice aims at on every route (0: the occupancy calculator's).
+int g_tiled_target = g_tuning.gemv_target_blocks;
+// Ring stages of every launch (0: the register kernel) unless the path is chosen per matrix (gemv.h).
+int g_tiled_stages = kGemvTiledStages;
+bool g_stage_x = kGemvStageX;
+bool g_path_per_matrix = true;
 
 // Ring stages of a one-pass launch over w (0: the register kernel); the split count follows it.
 int stages_of(const WeightView& w) {
-    return g_path_per_matrix && w.k <= kGemvRegisterMaxK && w.n < g_ring_rows ? 0 : g_tiled_stages;
+    return g_path_per_matrix && w.k <= kGemvRegisterMaxK && w.n < kGemvRingMinRows ? 0 : g_tiled_stages;
 }
 
 // The one-pass kernel's occupancy sets the split for every n_tokens (the split must not depend on it).
@@ -137,18 +117,15 @@ int64_t tiled_units_per_split(const WeightView& w, int splits) {
     return (steps + splits - 1) / splits * unroll_of(w.format);
 }
 
-// The int8 route's split: it aims at kGemvInt8TargetBlocks blocks per SM (the hook's figure when
-// set; NINFER_GEMV_INT8_TARGET for A/B) among the splits whose int8 x of 8 tokens stays within
-// NINFER_GEMV_INT8_XCAP bytes (default kXStageMaxBytes), so neither depends on n_tokens.
-const int g_int8_target = env_int("NINFER_GEMV_INT8_TARGET", kGemvInt8TargetBlocks, 1, 32);
-const int64_t g_int8_xcap = env_int("NINFER_GEMV_INT8_XCAP", int(detail::kXStageMaxBytes), 4096, int(detail::kXStageMaxBytes));
-
 // The int8 route's split when it runs (GemvArgs::x_int8 on q4, tiled, on the ring, and a split within
-// the x cap), else -1.
+// the x cap), else -1. It aims at KernelTuning::gemv_int8_target_blocks blocks per SM (the hook's
+// figure when set) among the splits whose int8 x of 8 tokens fits the shared-memory stage
+// (kXStageMaxBytes), so neither depends on n_tokens.
 int int8_split(const GemvArgs& a) {
     if (!a.x_int8 || a.w.format != WeightFormat::Q4G64Fp16 || a.w.layout != WeightLayout::Tiled || stages_of(a.w) <= 0)
         return -1;
-    return choose_tiled_split(a.w, a.scratch, g_tiled_target > 0 ? g_tiled_target : g_int8_target, g_int8_xcap);
+    return choose_tiled_split(a.w, a.scratch, g_tiled_target > 0 ? g_tiled_target : g_tuning.gemv_int8_target_blocks,
+                              int64_t(detail::kXStageMaxBytes));
 }
 
 } // namespace
@@ -181,11 +158,9 @@ size_t gemv_scratch_counters(int64_t n_max) {
 }
 
 namespace {
-// NINFER_GEMV_CLUSTER=0 (read once) starts with the counter path; gemv_set_cluster_reduce flips it.
-bool g_cluster_reduce = [] {
-    const char* v = std::getenv("NINFER_GEMV_CLUSTER");
-    return !(v && v[0] == '0');
-}();
+// Split-K sums within a cluster (the measured best). gemv_set_cluster_reduce(false), the tests'
+// same-bits check, forces the counter path, which a launch whose cluster cannot be resident takes anyway.
+bool g_cluster_reduce = true;
 } // namespace
 
 void gemv_set_cluster_reduce(bool on) { g_cluster_reduce = on; }
@@ -222,16 +197,22 @@ void gemv_set_tiled_pipeline(int stages, int carveout_percent, bool stage_x) {
 }
 
 void gemv_restore_tiled_pipeline() {
-    gemv_set_tiled_pipeline(default_tiled_stages(), -1, default_stage_x());
-    g_path_per_matrix = default_path_per_matrix();
+    const int stages = g_tuning.gemv_stages;
+    gemv_set_tiled_pipeline(stages >= 0 ? stages : kGemvTiledStages, -1, kGemvStageX);
+    g_path_per_matrix = stages < 0;
 }
 
-bool gemv_tiled_q5_q8() {
-    static const bool on = [] {
-        const char* v = std::getenv("NINFER_GEMV_TILED_Q5Q8");
-        return v ? v[0] == '1' : kGemvTiledQ5Q8;
-    }();
-    return on;
+namespace detail {
+bool g_pdl = true; // common.cuh pdl_enabled()
+} // namespace detail
+
+// The launch settings of every kernel live here: PDL for all launches (common.cuh), the rest the
+// GEMV's.
+void kernel_tuning_apply(const KernelTuning& t) {
+    g_tuning = t;
+    detail::g_pdl = t.pdl;
+    g_tiled_target = t.gemv_target_blocks;
+    gemv_restore_tiled_pipeline();
 }
 
 int gemv_split_count(const WeightView& w, const GemvScratch& scratch) {

@@ -5,9 +5,9 @@
 // with W[r][c] decoded exactly (RowDecoder::value), for r < d.n, t < n_tokens; y f32, or
 // bf16(sum). One f32 chain per output, so a token's results do not depend on which other tokens
 // share the launch (a prompt's chunking does not change its router logits).
-// Why: runner_ops' per-token kernels read every weight row once per token. At 2048 tokens the
-// 35B-A3B router (256 x 2048, q4) took ~1 ms a call there and 36% of the whole prefill (session 9
-// run 2); here a block decodes a 32-row slab once into shared memory for 128 tokens.
+// Why: runner_ops' per-token kernels read every weight row once per token, which made the 35B-A3B
+// router (256 x 2048, q4) a third of the whole prefill (kernels/PERF_NOTES.md session 9); here a
+// block decodes a 32-row slab once into shared memory for 128 tokens.
 // Worth it from kF32xTokensMinTokens tokens and kF32xTokensMinRows rows (below, the tile would be
 // mostly padding; gemv_f32x keeps its per-token kernels there).
 #pragma once

@@ -329,8 +329,8 @@ constexpr int kGemvMaxClusterSplits = 16; // the largest (non-portable) cluster
 // memory, and after a cluster barrier block r sums items r, r + S, ... of the tile's (token, row)
 // items from every rank, in split order (the same bits as the counter path), with no global
 // fence, atomic or L2 round trip on the way. kCluster false compiles that path out (the ring
-// kernels but the batch-2..8 int8 ones: with it the 27B batch-1 step was 5% slower even with
-// clusters off, session 7 run 4).
+// kernels but the batch-2..8 int8 ones: compiled in, it slowed them even with clusters off;
+// kernels/PERF_NOTES.md session 7).
 template <int P, int kPartBatch = 1, bool kCluster = true>
 __device__ __forceinline__ void gemv_store(const GemvParams& p, int64_t tile_row, int g, const float (&acc)[P][4],
                                            const int (&tok)[P], const bool (&active)[P]) {
@@ -405,8 +405,8 @@ __device__ __forceinline__ void gemv_store(const GemvParams& p, int64_t tile_row
         if (row >= p.n) continue;
         // kPartBatch partials loaded before the first add, added in split order (the same bits for
         // any kPartBatch). The pipe kernels take 8: a load + add loop waited one L2 round trip per
-        // split on their critical path (27B batch 8: -1.3% a step). The register kernels keep 1:
-        // with 8 the 35B-A3B's step was 1.5% slower (session 6 run 7).
+        // split on their critical path. The register kernels keep 1: with 8 the 35B-A3B's
+        // latency-bound step got slower (kernels/PERF_NOTES.md session 6).
         float v = 0.f;
         if constexpr (kPartBatch == 1) {
             for (int sp = 0; sp < p.splits; ++sp) v += __ldcg(p.partials + (int64_t(sp) * kGemvMaxTokens + t) * p.n + row);

@@ -1,15 +1,15 @@
 // ninfer::kernels - launching a decode GEMV kernel: with split-K, the splits of each row tile as one
 // cluster (gemv_store reduces their partials through distributed shared memory) when clusters of
 // that size can be resident, else the counter path (partials through L2, the last block sums).
-// Both give the same bits. NINFER_GEMV_CLUSTER=0 (read once) or gemv_set_cluster_reduce(false)
-// keep the counter path everywhere.
+// Both give the same bits. gemv_set_cluster_reduce(false) (a test hook) keeps the counter path
+// everywhere.
 #pragma once
 
 #include "gemv_kernel.cuh"
 
 namespace ninfer::kernels::detail {
 
-// gemv.cu: the switch, and whether clusters of grid.y blocks of `kernel` (block threads, smem
+// gemv.cu: the hook's switch, and whether clusters of grid.y blocks of `kernel` (block threads, smem
 // dynamic bytes) can be resident at all (asked once per shape; sets the non-portable cluster
 // attribute for sizes above 8).
 bool gemv_cluster_reduce_on();

@@ -142,7 +142,7 @@ __device__ __forceinline__ void tiled_load_shared(TiledFrag<F>& f, const uint8_t
 // A8 (with XS, q4 only): x staged as int8 (gemv_q4a8.cuh) and multiplied on int8 tensor cores;
 // A8G: the int8 x read from p.x8 in global memory (L1) instead, nothing staged.
 // C: the split-K partials may meet in a cluster (gemv_store; only A8G instances have it: the
-// others, batch 1 among them, were slower with that path compiled in, session 7 run 4).
+// others, batch 1 among them, were slower with that path compiled in).
 template <WeightFormat F, int P, int S, bool XS, bool A8 = false, bool A8G = false, bool C = false>
 __global__ void __launch_bounds__(kGemvWarps * 32, P == 1 ? 4 : 3) gemv_tiled_pipe_kernel(GemvParams p) {
     static_assert(S >= 2 && kGemvWarps * S * 8 <= kPipeBarrierBytes, "barrier area");

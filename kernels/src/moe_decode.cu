@@ -11,8 +11,8 @@ namespace detail {
 // The weight formats a MoE kernel instance is compiled for (bit 1 << format). moe_decode launches
 // the smallest instance covering the layer's six views. Why: the code for every format made the
 // three kernels 79-352 KB of SASS, and a launch's warps then stall on instruction fetch (ncu of the
-// first launch at one token: 41% of PC samples "no instruction"); the step with the kernels built
-// for q4 alone ran 2.8-3.0% faster at batch 1 (kernels/PERF_NOTES.md session 14 runs 8-9). Every
+// first launch at one token: PC samples mostly "no instruction"); the step with the kernels built
+// for q4 alone ran faster at batch 1 (kernels/PERF_NOTES.md session 14). Every
 // instance runs the same arithmetic for a format, so the bits do not depend on the instance.
 constexpr unsigned format_bit(WeightFormat f) { return 1u << unsigned(f); }
 constexpr unsigned kMoeFormatsQ4 = format_bit(WeightFormat::Q4G64Fp16);
@@ -75,7 +75,7 @@ __device__ __forceinline__ void gate_up_warp(const MoeParams& p, const MoeRows& 
     }
     if constexpr (NT > 1) {
         // One token at a time in a real loop: the dots unrolled over 8 tokens (and six formats) made
-        // a kernel too large for the instruction cache (session 8 run 12). rows_dot adds a token's
+        // a kernel too large for the instruction cache (PERF_NOTES session 8). rows_dot adds a token's
         // chunks in the same order either way: the same bits.
         float scale[2 * R];
 #pragma unroll
@@ -150,8 +150,8 @@ template <unsigned FS, int NT> __device__ void route_block(const MoeParams& p) {
     int64_t rows[kRouteRows];
 #pragma unroll
     for (int j = 0; j < kRouteRows; ++j) rows[j] = min(row0 + j, n_rows - 1);
-    // One token keeps the unrolled form: the loop below measured 1-2% slower at batch 1 (session 8
-    // run 13).
+    // One token keeps the unrolled form: the loop below measured slower at batch 1 (PERF_NOTES
+    // session 8).
     if constexpr (NT == 1) {
         const float* xs[NT];
 #pragma unroll
@@ -221,7 +221,7 @@ template <unsigned FS, int NT> __device__ void route_block(const MoeParams& p) {
 // Launch 1, 256 threads: route_blocks router blocks, then shared_row_blocks blocks of the shared
 // expert's gate/up for each token group (it needs no routing, so it runs beside it): a q4 shared
 // expert on tensor cores, 16 rows a block (shared_gate_up_mma: at one token these blocks were the
-// launch's critical path in FMA dots, session 10 run 2); other formats in FMA dots, ceil(Is / 8)
+// launch's critical path in FMA dots); other formats in FMA dots, ceil(Is / 8)
 // blocks at one token, ceil(Is / 16) above. NT: 1 for one token (fewer registers), else
 // kMoeDecodeMaxTokens.
 // Under PDL this kernel may start while the previous one (the norm that writes x) still runs: it
@@ -238,8 +238,8 @@ __global__ void __launch_bounds__(kRouteWarps * 32, NT == 1 ? 2 : 1) moe_route_s
     constexpr int kSharedRows = NT == 1 ? 1 : kGateUpRowsPerWarp;
     const int sb = int(blockIdx.x) - p.route_blocks, rb = NT == 1 ? sb : sb % p.shared_row_blocks;
     if (!router && (tensor_cores_only<FS>() || p.shared_mma)) { // q4 shared expert on tensor cores (moe_shared_mma.cuh), its own PDL wait
-        // No L2 prefetch of the shared down rows (the FMA path below keeps its): batch 1 0.9% faster
-        // without (session 10 run 13), batch 2-8 the same.
+        // No L2 prefetch of the shared down rows (the FMA path below keeps its): batch 1 was faster
+        // without it, batch 2-8 the same (PERF_NOTES session 10).
         shared_gate_up_mma<NT>(p, sb);
         return;
     }
@@ -268,8 +268,8 @@ __global__ void __launch_bounds__(kRouteWarps * 32, NT == 1 ? 2 : 1) moe_route_s
     if (router) {
         // One token with every x-parts item on a thread of its own (the 35B-A3B: 512 items, blocks 0
         // and 1): the item's x is loaded before the block's dots and split and stored after them, so
-        // its L2 round trip overlaps theirs instead of preceding it (NINFER_MOE_XPARTS_EARLY=0: before
-        // the dots, as above one token; read once by the host).
+        // its L2 round trip overlaps theirs instead of preceding it (MoeParams::x_parts_early, set by
+        // the host when every item has its thread).
         if (NT == 1 && p.x_parts_early && (tensor_cores_only<FS>() || p.mma)) {
             const XPartItem item = load_x_part_item(p, int(blockIdx.x * blockDim.x + threadIdx.x));
             route_block<FS, NT>(p);
@@ -321,7 +321,7 @@ __global__ void __launch_bounds__(kExpertWarps * 32, 2) moe_gate_up_kernel(MoePa
         for (int t = 0; t < NT; ++t) pair[t] = en[2 + min(t, nt - 1)];
     }
     // No L2 prefetch of the third launch's rows of this expert here: with it (up to 16 experts) the
-    // step was 0.9% slower at batch 1 and 2 (session 10 runs 10-11).
+    // step was slower at batch 1 and 2 (PERF_NOTES session 10).
     if (tensor_cores_only<FS>() || p.mma) { // block-uniform: every warp takes part (shared-memory reduction)
         gate_up_mma<NT>(p, expert, pair, nt, int64_t(blockIdx.x) * kGateUpRowsPerBlock);
         return;
@@ -351,7 +351,7 @@ constexpr int kDownMaxWarps = 16;
 // rows per lane group, so a pass covers 128 / lpr rows (T for the routed experts: one pass); the
 // dots go to shared memory ([t][j][T], down_tokens (K + 1) T floats, dynamic) and are combined in j
 // order. Why not a block per (tile, token): at batch 8 that made 2048 small blocks, eight waves of
-// latency-bound work (42 us a layer in session 8's trace); two token groups keep one wave.
+// latency-bound work; two token groups keep one wave.
 template <unsigned FS> __global__ void __maxnreg__(96) moe_down_kernel(MoeParams p) {
     extern __shared__ float dots[];
     ninfer_grid_launch_dependents();
@@ -442,26 +442,6 @@ size_t moe_decode_act_floats(int top_k, int64_t inter, int64_t shared_inter, int
 }
 
 namespace {
-// A switch that is on unless the environment variable starts with '0'.
-bool env_not_zero(const char* name) {
-    const char* v = std::getenv(name);
-    return !(v && v[0] == '0');
-}
-// Each read once (A/B timing). Tensor-core gate/up unless NINFER_MOE_MMA=0 (also a fallback).
-bool moe_mma_enabled() {
-    static const bool on = env_not_zero("NINFER_MOE_MMA");
-    return on;
-}
-// MoeParams::act_pairs unless NINFER_MOE_ACT_PAIRS=0.
-bool moe_act_pairs() {
-    static const bool on = env_not_zero("NINFER_MOE_ACT_PAIRS");
-    return on;
-}
-// MoeParams::x_parts_early unless NINFER_MOE_XPARTS_EARLY=0.
-bool moe_x_parts_early() {
-    static const bool on = env_not_zero("NINFER_MOE_XPARTS_EARLY");
-    return on;
-}
 // The three launches' shapes (moe_decode) and the launches of instance FS.
 struct MoeLaunch {
     dim3 first, gate_up, block, down, down_block;
@@ -519,11 +499,10 @@ cudaError_t moe_decode(const MoeDecodeArgs& a, cudaStream_t stream) {
     p.act = s.act;
     p.act_stride = moe_align_up(std::max(I, Is), 4);
     p.x_parts = reinterpret_cast<uint32_t*>(s.act + size_t(kMoeDecodeMaxTokens) * size_t(K + 1) * size_t(p.act_stride));
-    p.mma = w.experts_gate_up.format == WeightFormat::Q4G64Fp16 && moe_mma_enabled();
+    p.mma = w.experts_gate_up.format == WeightFormat::Q4G64Fp16;
     p.down_mma = w.experts_down.format == WeightFormat::Q4G64Fp16 && w.shared_down.format == WeightFormat::Q4G64Fp16 &&
-                 I % 128 == 0 && Is % 128 == 0 && moe_mma_enabled();
-    p.shared_mma = w.shared_gate_up.format == WeightFormat::Q4G64Fp16 && p.shared_gate_up.groups <= kSharedMmaMaxGroups &&
-                   moe_mma_enabled();
+                 I % 128 == 0 && Is % 128 == 0;
+    p.shared_mma = w.shared_gate_up.format == WeightFormat::Q4G64Fp16 && p.shared_gate_up.groups <= kSharedMmaMaxGroups;
     p.act_groups = act_groups(I, Is);
     p.act_parts = p.x_parts + size_t(kMoeDecodeMaxTokens) * size_t(x_part_groups(H)) * kXPartWords;
     // Output rows per down block: one 16-row mma tile, else 128 / lanes per routed row (4, 8 or 16);
@@ -531,15 +510,13 @@ cudaError_t moe_decode(const MoeDecodeArgs& a, cudaStream_t stream) {
     p.down_tile = p.down_mma ? 16 : 128 / down_lanes_per_row(p.down.chunks);
     // Above 4 tokens the shared expert's gate/up blocks, and from 2 tokens the down launch, take the
     // tokens in two groups, each its own blocks: a warp's tokens run one after another, each waiting
-    // for its rows (batch 8 down: 33.7 us in one block per tile, ncu, session 9 run 7). The down's
-    // groups from 2 tokens: session 10 run 9, with every lane routed apart (session 9 run 10 had
-    // measured no gain on lanes that all chose the same experts).
+    // for its rows; two groups overlap those waits (measured with every lane routed apart, where
+    // lanes that all choose the same experts show no gain: kernels/PERF_NOTES.md sessions 9, 10).
     const int group_tokens = n > 4 ? (n + 1) / 2 : n;
     p.down_tokens = (n + 1) / 2;
     p.out = a.out;
     p.out_stride = a.out_stride;
-    p.act_pairs = moe_act_pairs();
-    p.x_parts_early = moe_x_parts_early() && int64_t(n) * p.gate_up.groups * 16 <= int64_t(p.route_blocks) * kRouteWarps * 32;
+    p.x_parts_early = int64_t(n) * p.gate_up.groups * 16 <= int64_t(p.route_blocks) * kRouteWarps * 32;
 
     // The shared expert's gate/up blocks (at one block an SM the 65 router blocks and 2 x 32 shared
     // blocks of batch 8 are still one wave).

@@ -143,8 +143,8 @@ __device__ __forceinline__ void q4_a_fragment(uint2 lo, uint2 hi, int i, uint32_
 // (NINFER_MOE_L2_FETCH at compile time: 0 none, 1 128 bytes, 2 256 bytes). A warp's load covers 8
 // rows x 32 bytes; the other 96 bytes of each row's line come with the next 3 groups' loads, which
 // with the 128-byte hint find the line on its way instead of each missing on its own sector.
-// Session 13 run 3, three rounds: 128 bytes -0.8 to -1.1% at every batch and depth of the 35B-A3B,
-// 256 bytes -0.0 to -0.7%. Compile time: the same choice as a kernel parameter cost 11% (run 1).
+// 128 bytes won at every batch and depth of the 35B-A3B (kernels/PERF_NOTES.md session 13). Compile
+// time because the same choice as a kernel parameter, a runtime branch among the loads, cost 11%.
 __device__ __forceinline__ uint2 load_codes8(const void* ptr) {
     uint2 v;
     if constexpr (NINFER_MOE_L2_FETCH == 2)
@@ -192,7 +192,7 @@ template <int T, class PairOf>
 __device__ __forceinline__ void store_swiglu_rows(const MoeParams& p, const float (&part)[kExpertWarps][2][16][T], int nt,
                                                   int64_t i0, PairOf pair_of) {
     const int row = threadIdx.x & 15, t = threadIdx.x >> 4;
-    const bool paired = p.down_mma && p.act_pairs;
+    const bool paired = p.down_mma;
     const unsigned live = __ballot_sync(0xffffffffu, t < nt); // a row's partner (lane ^ 4) has its t
     if (t < nt) {
         float g = 0.f, u = 0.f;
@@ -290,8 +290,8 @@ __device__ void gate_up_mma(const MoeParams& p, int expert, const int32_t (&pair
     // One token: the expert's down rows towards L2, slice blockIdx.x of gridDim.x, once this block's
     // own codes have landed and been used. The down launch then reads them from L2, and the pull does
     // not compete with this launch's own burst of expert codes after routing (issued at this
-    // launch's start it made the step 0.9% slower, session 10 run 11; here 1.6% faster, session 11
-    // run 6). Not above one token: there it was slower (run 6).
+    // launch's start it slowed the step; here it is faster: kernels/PERF_NOTES.md sessions 10, 11).
+    // Not above one token: there it was slower.
     if (NT == 1 && threadIdx.x == 0) prefetch_rows_l2(p.down, int64_t(expert) * p.hidden, p.hidden, blockIdx.x, gridDim.x);
 }
 

@@ -51,7 +51,6 @@ struct MoeParams {
     // One token: each x-parts item has a router-block thread of its own, which loads it before the
     // block's dots and stores it after them (moe_route_shared_kernel).
     bool x_parts_early;
-    bool act_pairs; // store_swiglu_rows: row pairs' parts in whole words (NINFER_MOE_ACT_PAIRS=0: off)
     uint32_t* act_parts; // after x_parts
     int64_t act_groups;
     float* out;

@@ -12,9 +12,8 @@
 // Why registers and warp reductions: each of the K rounds costs two redux instructions (max of the
 // probability bits, then min of the ids holding it), instead of a pass over shared memory and a
 // ten-shuffle (value, id) butterfly. At PL = 8 (E <= 256) each lane first sorts its 8 (key, id)
-// pairs, so a round's winner only shifts its list: 2774 vs 3821 cycles a routing against a local
-// argmax after every win (same choices, sums and bits in 12,800 routings, ties included;
-// kernels/PERF_NOTES.md "Session 12" run 4). The ranks come from one ballot a round, not K
+// pairs, so a round's winner only shifts its list: fewer cycles a routing than a local argmax after
+// every win (same choices, sums and bits, ties included; kernels/PERF_NOTES.md "Session 12"). The ranks come from one ballot a round, not K
 // shuffles after the loop.
 #pragma once
 

@@ -2,8 +2,8 @@
 // launch (beside the router blocks).
 //
 // Why: at one token the first launch's critical path was its shared-expert blocks (FMA dots, a row
-// pair a warp over the whole k: session 10 run 2 measured 3.4 us a layer by leaving them out), while
-// the router blocks beside them finish in about half that. Here a block takes 16 gate rows and their
+// pair a warp over the whole k: leaving them out shortened the launch, kernels/PERF_NOTES.md session
+// 10), while the router blocks beside them finish in about half that. Here a block takes 16 gate rows and their
 // 16 up rows, k split over the 8 warps by whole 64-code groups; each warp's codes are loaded before
 // the PDL wait (the weights are constant), so after it a warp waits only for its slice of x.
 //

@@ -8,11 +8,12 @@
 # Usage (repository root): tests/gpu/ab_bench.sh [--rounds N] VARIANT... -- BENCH_ARGS...
 #   VARIANT      label[@bindir][:NAME=value[,NAME=value...]]. bindir holds bench_decode (and the
 #                shared libraries carried beside it; default $NINFER_GPU_BIN, else build-gpu/tests);
-#                the settings are added to the environment of that variant's runs only.
+#                the settings are added to the environment of that variant's runs only (the kernel
+#                switches of kernels/include/ninfer/kernels/tuning.h; a retired one fails the run).
 #   BENCH_ARGS   bench_decode's, e.g. --synthetic qwen3.6-35b-a3b --recipe q4 --batch 1,8
 #                --prompt-len 8192 --gen 16 --decode-only
 #   NINFER_AB_TIMEOUT  seconds a bench run may take (default 150).
-# Example: tests/gpu/ab_bench.sh --rounds 3 base fetch128:NINFER_MOE_L2_FETCH=1 old@.deps/old/bin \
+# Example: tests/gpu/ab_bench.sh --rounds 3 base int8t6:NINFER_GEMV_INT8_TARGET=6 old@.deps/old/bin \
 #            -- --synthetic qwen3.6-35b-a3b --recipe q4 --batch 1,2,8 --prompt-len 8192 --gen 16 --decode-only
 # A run whose bench fails prints its exit status and last lines, and the script exits 1 at the end.
 set -uo pipefail

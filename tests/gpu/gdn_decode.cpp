@@ -243,7 +243,7 @@ void compare_paths(int hk, int hv, int n_tokens, bool exact, bool settled, uint6
 
 } // namespace
 
-TEST_CASE("gdn decode Wide4 (NINFER_GDN_DECODE=2) matches fp64 (27B and 35B-A3B head counts, batches 1..8)",
+TEST_CASE("gdn decode Wide4 (the default path) matches fp64 (27B and 35B-A3B head counts, batches 1..8)",
           "[gdn_decode]") {
     require_gpu();
     for (int n = 1; n <= 8; ++n) {

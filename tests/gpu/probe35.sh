@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ninfer - one device run that maps the 35B-A3B's batch-1 step for the persistent-kernel design
-# (kernels/PERF_NOTES.md "Where session 6 leaves decode"): the default bench, the split-target and
-# MoE-FMA switches (no code change), then per-kernel ncu sums of one step (PDL off, isolated
+# (kernels/PERF_NOTES.md "Where session 6 leaves decode"): the default bench, the split-target
+# switch (no code change), then per-kernel ncu sums of one step (PDL off, isolated
 # durations) for the 35B-A3B and the 27B at depth 8192. About 3 minutes warm.
 # Usage (repository root on the GPU machine): OUT=dir [NINFER_GPU_BIN=.deps/probe35] bash
 # tests/gpu/probe35.sh, where $NINFER_GPU_BIN/bin.tar.xz holds stripped test_gpu, bench_decode and
@@ -22,7 +22,6 @@ b() { # label, settings...
 for r in 1 2; do
     b default X=0
     for n in 2 3 4 6 8; do b "NINFER_GEMV_TARGET_BLOCKS=$n" NINFER_GEMV_TARGET_BLOCKS=$n; done
-    b "NINFER_MOE_MMA=0" NINFER_MOE_MMA=0
 done
 if command -v ncu >/dev/null; then
     for m in qwen3.6-35b-a3b qwen3.6-27b; do

@@ -30,10 +30,10 @@
 //    accumulators), an online softmax per warp; a second kernel merges the ranges and applies the
 //    gate. scratch must hold attn_decode_scratch_floats(n_tokens, n_heads, max_context) floats.
 //    Two schedules, the same arithmetic (the same output bits: [attention_decode] checks it):
-//    - AttnDecodePath::Split (NINFER_ATTN_DECODE=0 or 1): the partial kernel waits for the previous
+//    - AttnDecodePath::Split: the partial kernel waits for the previous
 //      kernel, then loads one 16-token slice ahead per warp in registers; the combine reads the
 //      partials in rounds.
-//    - AttnDecodePath::Staged (NINFER_ATTN_DECODE=2; bf16 pools only, fp8 / int8 take Split): the
+//    - AttnDecodePath::Staged (bf16 pools only, fp8 / int8 take Split): the
 //      partial kernel reads positions, lanes, the page table and every KV row below
 //      positions[t] - (n_tokens - 1) BEFORE the PDL wait (a warp's first slice into registers, its
 //      second through cp.async into shared memory, so a block of up to 8 slices has all its bytes
@@ -138,12 +138,10 @@ struct AttnDecodeArgs {
 enum class AttnDecodePath : uint8_t { Split = 0, Auto = 1, Staged = 2 };
 
 size_t attn_decode_scratch_floats(int n_tokens, int n_heads, int max_context);
-// NINFER_ATTN_DECODE=0 or 1 -> Split, =2 -> Staged, unset (or anything else) -> Auto; read once per process.
-AttnDecodePath attn_decode_default_path();
 // The schedule `path` runs for n_tokens tokens: Auto -> Staged for 1, Split above; others unchanged.
 AttnDecodePath attn_decode_schedule(AttnDecodePath path, int n_tokens);
 cudaError_t attn_decode_prep(const AttnPrepArgs& args, cudaStream_t stream);
-cudaError_t attn_decode(const AttnDecodeArgs& args, cudaStream_t stream); // attn_decode_default_path()
+cudaError_t attn_decode(const AttnDecodeArgs& args, cudaStream_t stream); // AttnDecodePath::Auto
 cudaError_t attn_decode_with(const AttnDecodeArgs& args, AttnDecodePath path, cudaStream_t stream);
 
 } // namespace ninfer::kernels

@@ -25,10 +25,11 @@
 // - The recurrence runs as sm_90 thread-block clusters; the norm's sum of squares crosses blocks in
 //   rank order (deterministic). Two paths, the same arithmetic in the same order (the same bits:
 //   [gdn_decode] checks it):
-//   - GdnDecodePath::Split2 (NINFER_GDN_DECODE=0 or 1): two blocks of 256 threads per (V head, token), 64 state
-//     columns each; slot and state read after the PDL wait; two cluster barriers at the end.
-//   - GdnDecodePath::Wide4 (the default; NINFER_GDN_DECODE=2 too; faster at every measured batch
-//     and model, kernels/PERF_NOTES.md "Session 6"): with state_settled the conv reads its taps, the
+//   - GdnDecodePath::Split2 (the tests' bit-for-bit reference for Wide4; the runner never takes it):
+//     two blocks of 256 threads per (V head, token), 64 state columns each; slot and state read
+//     after the PDL wait; two cluster barriers at the end.
+//   - GdnDecodePath::Wide4 (what gdn_conv_decode / gdn_recurrent_decode run; faster at every
+//     measured batch and model, kernels/PERF_NOTES.md "Session 6"): with state_settled the conv reads its taps, the
 //     slot and the conv state before the PDL wait (same grid). The recurrence runs four blocks of
 //     128 threads per (V head, token), 32 columns each (a warp per 32 rows); with state_settled
 //     the slot and the block's 16 KB of state are read BEFORE the PDL wait; the norm's partial sums
@@ -96,12 +97,10 @@ struct GdnRecurrentArgs {
 };
 
 enum class GdnDecodePath : uint8_t { Split2 = 0, Wide4 = 2 };
-// NINFER_GDN_DECODE=0 or 1 -> Split2, otherwise (unset included) Wide4; read once per process.
-GdnDecodePath gdn_decode_default_path();
 
-cudaError_t gdn_conv_decode(const GdnConvArgs& args, cudaStream_t stream); // gdn_decode_default_path()
+cudaError_t gdn_conv_decode(const GdnConvArgs& args, cudaStream_t stream); // GdnDecodePath::Wide4
 cudaError_t gdn_conv_decode_with(const GdnConvArgs& args, GdnDecodePath path, cudaStream_t stream);
-cudaError_t gdn_recurrent_decode(const GdnRecurrentArgs& args, cudaStream_t stream); // gdn_decode_default_path()
+cudaError_t gdn_recurrent_decode(const GdnRecurrentArgs& args, cudaStream_t stream); // GdnDecodePath::Wide4
 cudaError_t gdn_recurrent_decode_with(const GdnRecurrentArgs& args, GdnDecodePath path, cudaStream_t stream);
 
 } // namespace ninfer::kernels

@@ -159,12 +159,9 @@ size_t gemv_scratch_counters(int64_t n_max);
 // tests and the bench), and for these arguments (the int8 route has its own, gemv_runs_int8_x).
 int gemv_split_count(const WeightView& w, const GemvScratch& scratch);
 int gemv_split_count(const GemvArgs& args);
-// The int8 route's split choice aims at this many blocks per SM, the int8 ring kernel's residency
-// (kernels/PERF_NOTES.md "W4A8"): aiming at 6 sized the 27B's down projection and GDN in_proj for
-// one wave more than fits, and ~116 of their blocks started only after the wait (session 11 run
-// 10's probe). 27B q4 depth 8192: batch 1 5.417 ms at 5 vs 5.545-5.584 at 6 and 5.55 at 4, batch 8
-// 8.93-8.95 vs 9.10 (PERF_NOTES "Session 12" run 1).
-constexpr int kGemvInt8TargetBlocks = 5;
+// The int8 route's split choice aims at KernelTuning::gemv_int8_target_blocks blocks per SM
+// (tuning.h), the int8 ring kernel's residency: one block more sizes the largest matrices for a wave
+// more than fits, so their last blocks start only after the others' wait.
 
 cudaError_t gemv(const GemvArgs& args, cudaStream_t stream);
 // Whether gemv(args) takes the int8-activation route (GemvArgs::x_int8); same decision as gemv().
@@ -180,46 +177,35 @@ constexpr bool gemv_has_tiled_layout(WeightFormat f) { return f != WeightFormat:
 int64_t tiled_units(WeightFormat format, int64_t n, int64_t k);
 size_t tiled_weight_bytes(WeightFormat format, int64_t n, int64_t k);
 cudaError_t gemv_pack_tiled(const WeightView& src, void* dst, cudaStream_t stream);
-// Bench hook: blocks per multiprocessor the tiled split choice aims at (0: the default, one
-// resident wave as the occupancy calculator reports it; the environment's NINFER_GEMV_TARGET_BLOCKS
-// sets the starting value for A/B timing of whole models).
+// Bench hook: blocks per multiprocessor the tiled split choice aims at (0: one resident wave as
+// the occupancy calculator reports it; KernelTuning::gemv_target_blocks sets it at load).
 void gemv_set_tiled_target_blocks_per_sm(int blocks);
-// Test and bench hook (not thread-safe: call between launches): split-K partials summed within a
-// cluster of the tile's splits through distributed shared memory (true: the default, unless the
-// environment says NINFER_GEMV_CLUSTER=0) or through L2 by the last block (false). Same bits.
+// Test hook (not thread-safe: call between launches): split-K partials summed within a cluster of
+// the tile's splits through distributed shared memory (true: the default) or through L2 by the last
+// block (false). Same bits.
 void gemv_set_cluster_reduce(bool on);
 // Bench and test hook (not thread-safe: call between launches): how the tiled kernel brings
 // weights in. stages 0: a register double buffer per warp; 2..4: a ring of that many 4 KB steps
 // per warp in shared memory, filled by bulk copies. stage_x (pipelined, one pass, fp8/q4): x is
 // also copied to shared memory once per block, pre-permuted, when it fits in 48 KB.
 // carveout_percent: the pipelined kernel's preferred shared-memory carveout (-1: the driver's).
-// Defaults kGemvTiledStages, kGemvStageX, -1, unless the environment sets NINFER_GEMV_STAGES=
-// 0|2|3|4, NINFER_GEMV_STAGE_X=0|1 (read once; A/B timing of whole models). Every setting computes
-// the same bits for the same split count (the split may follow the setting's occupancy).
-// By default the path is chosen per matrix, never per batch (so a token's bits do not depend on
-// its batch): the ring for k > kGemvRegisterMaxK or n >= kGemvRingMinRows, the register kernel for
-// other matrices (the 35B-A3B's
-// hidden-2048 shapes are latency bound: its whole step took 3.31 ms on the register kernel vs 3.41
-// on the ring, PERF_NOTES "Decode GEMV v4"; at batch 8 7.13 vs 8.17 ms). The split count follows
-// the one-pass kernel of the matrix's path. An explicit setting (this hook or NINFER_GEMV_STAGES)
-// applies to every launch. (A 4-stage ring for the two-pass launches, 29-31% vs 24.9% of copy
-// bandwidth in the isolated 27B mix, made the whole 27B batch-8 step slower: 14.51 vs 13.79 ms.)
+// Every setting computes the same bits for the same split count (the split may follow the
+// setting's occupancy).
+// By default (KernelTuning::gemv_stages -1) the path is chosen per matrix, never per batch (so a
+// token's bits do not depend on its batch): the ring of kGemvTiledStages for k > kGemvRegisterMaxK
+// or n >= kGemvRingMinRows, the register kernel for other matrices, because the 35B-A3B's
+// hidden-2048 shapes are latency bound and lose on the ring (most at batch 8). The split count
+// follows the one-pass kernel of the matrix's path. An explicit setting (this hook or
+// KernelTuning::gemv_stages >= 0) applies to every launch. (More ring stages win bandwidth in the
+// isolated mix but made the whole 27B step slower.)
 constexpr int kGemvTiledStages = 2;
 constexpr bool kGemvStageX = true;
 constexpr int64_t kGemvRegisterMaxK = 4096;
 // A matrix this tall takes the ring whatever its k: the 35B-A3B's LM head (248,320 x 2048) spans ~10
-// waves of register-kernel blocks, and on the ring (q4: the int8 route) its step at batch 1 was
-// 1.878-1.887 vs 1.898-1.899 ms (PERF_NOTES "Session 12" run 5). NINFER_GEMV_RING_ROWS=n (read once)
-// moves the bound for A/B timing.
+// waves of register-kernel blocks, and on the ring (q4: the int8 route) its step is faster.
 constexpr int64_t kGemvRingMinRows = 65536;
 void gemv_set_tiled_pipeline(int stages, int carveout_percent, bool stage_x);
-// Back to the defaults above (the per-matrix choice included).
+// Back to the installed tuning (kernel_tuning_apply; the per-matrix choice by default).
 void gemv_restore_tiled_pipeline();
-
-// The runner repacks q5/q6/q8 matrices into the tiled layout when gemv_tiled_q5_q8() (kGemvTiledQ5Q8
-// unless the environment sets NINFER_GEMV_TILED_Q5Q8=0|1, read once): A/B timing of whole models
-// against the stored-layout kernel. The kernels themselves take either layout regardless.
-constexpr bool kGemvTiledQ5Q8 = true;
-bool gemv_tiled_q5_q8();
 
 } // namespace ninfer::kernels

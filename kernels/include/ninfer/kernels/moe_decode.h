@@ -29,8 +29,7 @@
 // - q4 experts' gate/up run on tensor cores (x = hi + mid + lo bf16 parts, exact products, f32
 //   sums), so does a q4 shared expert's gate/up (in the first launch, H <= 4096), and so do the
 //   down rows when the routed and shared down are q4 and I, Is are multiples of 128 (act split the
-//   same way where it is made), unless the environment says NINFER_MOE_MMA=0 (the FMA path of
-//   every other format).
+//   same way where it is made); every other format takes the FMA path.
 // - Determinism: every dot product's summation order depends on (format, k, the row) only, never
 //   on n_tokens or on which tokens share an expert, so a batch equals its tokens run alone, bit for
 //   bit, and a graph replay equals the eager call.
