@@ -1,7 +1,8 @@
 // ninfer tests - the tiled q4 GEMV's int8-activation route (W4A8, gemv.h GemvArgs::x_int8): against a
 // host model of its exact numerics (x, and x + x_lo) and against the bf16-x product; batch, graph,
-// split and ring determinism; the flag ignored where it does not apply.
+// split and ring determinism; the flag ignored where it does not apply; the installed kernel tuning.
 #include "gemv_q4a8_harness.h"
+#include "ninfer/kernels/tuning.h"
 
 using namespace ninfer;
 using namespace ninfer::test;
@@ -269,5 +270,59 @@ TEST_CASE("gemv_q4a8: a matrix of kGemvRingMinRows rows or more takes the ring, 
         a.scratch = scratch.view();
         INFO("n " << n);
         CHECK(kernels::gemv_runs_int8_x(a) == (n >= kernels::kGemvRingMinRows));
+    }
+}
+
+TEST_CASE("gemv_q4a8: the installed kernel tuning (kernel_tuning_apply) picks the path and the int8 split; the hooks "
+          "override it until gemv_restore_tiled_pipeline", "[gemv_q4a8]") {
+    require_gpu();
+    struct TuningReset {
+        ~TuningReset() { kernels::kernel_tuning_apply(kernels::KernelTuning{}); }
+    } tuning_reset;
+    HookReset reset;
+    const auto args = [](int64_t n, int64_t k, const kernels::GemvScratch& scratch) {
+        kernels::GemvArgs a;
+        a.w = {WeightFormat::Q4G64Fp16, nullptr, n, k};
+        a.w.layout = kernels::WeightLayout::Tiled;
+        a.n_tokens = 1;
+        a.x_int8 = true;
+        a.scratch = scratch;
+        return a;
+    };
+    // 2048 x 2048 (k <= kGemvRegisterMaxK): the register kernel per matrix, so the bf16 route.
+    DeviceGemvScratch small_scratch(2048);
+    const kernels::GemvArgs small = args(2048, 2048, small_scratch.view());
+    kernels::kernel_tuning_apply(kernels::KernelTuning{});
+    CHECK_FALSE(kernels::gemv_runs_int8_x(small));
+    kernels::KernelTuning ring;
+    ring.gemv_stages = 2; // NINFER_GEMV_STAGES=2: every launch on the ring, so q4 on the int8 route
+    kernels::kernel_tuning_apply(ring);
+    CHECK(kernels::gemv_runs_int8_x(small));
+    kernels::gemv_set_tiled_pipeline(0, -1, true); // a hook overrides the installed tuning...
+    CHECK_FALSE(kernels::gemv_runs_int8_x(small));
+    kernels::gemv_restore_tiled_pipeline(); // ...until the restore, which goes back to it
+    CHECK(kernels::gemv_runs_int8_x(small));
+    kernels::kernel_tuning_apply(kernels::KernelTuning{}); // the defaults: per matrix again
+    CHECK_FALSE(kernels::gemv_runs_int8_x(small));
+
+    // The 27B's gate/up (34816 x 5120, on the ring by its k): gemv_int8_target_blocks aims the int8
+    // route's split as the bench hook does, and the default aims at 5.
+    DeviceGemvScratch big_scratch(34816);
+    const kernels::GemvArgs big = args(34816, 5120, big_scratch.view());
+    REQUIRE(kernels::gemv_runs_int8_x(big));
+    kernels::gemv_set_tiled_target_blocks_per_sm(5);
+    const int split_at_5 = kernels::gemv_split_count(big);
+    kernels::gemv_set_tiled_target_blocks_per_sm(0);
+    CHECK(kernels::gemv_split_count(big) == split_at_5);
+    for (int target = 1; target <= 8; ++target) {
+        kernels::KernelTuning t;
+        t.gemv_int8_target_blocks = target;
+        kernels::kernel_tuning_apply(t);
+        const int by_tuning = kernels::gemv_split_count(big);
+        kernels::kernel_tuning_apply(kernels::KernelTuning{});
+        kernels::gemv_set_tiled_target_blocks_per_sm(target);
+        INFO("target " << target);
+        CHECK(kernels::gemv_split_count(big) == by_tuning);
+        kernels::gemv_set_tiled_target_blocks_per_sm(0);
     }
 }
