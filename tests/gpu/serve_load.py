@@ -18,9 +18,10 @@
 #            and the last long request's end, then the decoders are cancelled (connection closed)
 #   short    a --short-long prompt, then after --short-delay-s a --short-len prompt: its TTFT
 #            against the same short request on the idle server
-#   constrained  --constrained N:PROMPT:GEN free streams, then one request with --constrained-schema
-#            as llama.cpp's `json_schema` field (its grammar compiled: the "cold" TTFT), then the same
-#            N streams with it: what a token mask costs a batch (issue 32), beside the free rate. The
+#   constrained  one request with --constrained-schema as llama.cpp's `json_schema` field (its
+#            grammar compiled: the "cold" TTFT), then for N in --constrained-streams: N free streams
+#            of --constrained-shape PROMPT:GEN, then the same N with the schema: what a token mask
+#            costs a batch (issue 32), beside the free rate. The
 #            default schema (an integer array of at least 1,000 items) cannot end within GEN tokens,
 #            so every constrained request also ends by length with exactly GEN tokens.
 # A warm-up (--warmup-streams concurrent short requests) runs first: graph capture and first-use
@@ -326,16 +327,20 @@ async def scenario_short(client, a, state):
 
 
 async def scenario_constrained(client, a, _):
-    n, prompt, gen = a.constrained
+    prompt, gen = a.constrained_shape
     constraint = {"json_schema": json.loads(a.constrained_schema)}
-    free = await streams_part(client, f"free {n}x{prompt}+{gen}", n, prompt, gen)
     cold = await client.one(prompt, 16, constraint)  # compiles the grammar; later requests hit the cache
     check([cold])
-    masked = await streams_part(client, f"json_schema {n}x{prompt}+{gen}", n, prompt, gen, constraint)
-    masked["cold_ttft_s"] = report.ttft(cold)
-    if free["all_decode_tok_s"] and masked["all_decode_tok_s"]:
-        masked["vs_free"] = masked["all_decode_tok_s"] / free["all_decode_tok_s"]
-    return [free, masked]
+    parts = []
+    for n in a.constrained_streams:
+        free = await streams_part(client, f"free {n}x{prompt}+{gen}", n, prompt, gen)
+        masked = await streams_part(client, f"json_schema {n}x{prompt}+{gen}", n, prompt, gen, constraint)
+        if not parts:
+            masked["cold_ttft_s"] = report.ttft(cold)
+        if free["all_decode_tok_s"] and masked["all_decode_tok_s"]:
+            masked["vs_free"] = masked["all_decode_tok_s"] / free["all_decode_tok_s"]
+        parts += [free, masked]
+    return parts
 
 
 SCENARIOS = {"decode": scenario_decode, "ttft": scenario_ttft, "streams": scenario_streams,
@@ -444,7 +449,8 @@ def parse_args(argv):
     p.add_argument("--short-long", type=positive, default=32768)
     p.add_argument("--short-len", type=positive, default=128)
     p.add_argument("--short-delay-s", type=float, default=None, help="default: a quarter of the idle TTFT")
-    p.add_argument("--constrained", type=lambda s: counts(s, 3), default=[8, 128, 256], help="N:PROMPT:GEN")
+    p.add_argument("--constrained-streams", type=counts, default=[1, 8])
+    p.add_argument("--constrained-shape", type=lambda s: counts(s, 2), default=[128, 256], help="PROMPT:GEN")
     p.add_argument("--constrained-schema", default='{"type": "array", "items": {"type": "integer"}, "minItems": 1000}',
                    help="JSON schema of the constrained requests (must not end within GEN tokens)")
     a = p.parse_args(argv)
