@@ -137,7 +137,7 @@ for model in ${NINFER_SERVE_MODELS:-qwen3.6-35b-a3b qwen3.6-27b}; do
         artifact=$prebuilt
         say "artifact $model: $prebuilt, converted beforehand ($(($(stat -c %s "$artifact") >> 20)) MiB)"
     else
-        run_child timeout 600 "$BIN/ninferctl" convert --synthetic "$model" "$artifact" --recipe "$RECIPE" "${convert_args[@]}" \
+        run_child timeout 600 env LD_LIBRARY_PATH="$BIN:${LD_LIBRARY_PATH:-}" "$BIN/ninferctl" convert --synthetic "$model" "$artifact" --recipe "$RECIPE" "${convert_args[@]}" \
             >"$LOGS/convert_$model.log" 2>&1
         rc=$?
         if [ $rc -ne 0 ]; then
@@ -150,7 +150,7 @@ for model in ${NINFER_SERVE_MODELS:-qwen3.6-35b-a3b qwen3.6-27b}; do
     bench_opt=()
     if [ "${NINFER_SERVE_BENCH:-1}" != 0 ]; then
         t=$SECONDS
-        if run_child timeout 400 "$BIN/ninferctl" bench "$artifact" "${bench_args[@]}" --json >"$LOGS/bench_$model.json" \
+        if run_child timeout 400 env LD_LIBRARY_PATH="$BIN:${LD_LIBRARY_PATH:-}" "$BIN/ninferctl" bench "$artifact" "${bench_args[@]}" --json >"$LOGS/bench_$model.json" \
             2>"$LOGS/bench_$model.log" && python3 -m json.tool "$LOGS/bench_$model.json" >/dev/null 2>&1; then
             say "bench $model ${bench_args[*]}: ok in $((SECONDS - t)) s"
             bench_opt=(--bench "$LOGS/bench_$model.json")
