@@ -139,8 +139,13 @@ inline Vec reference_tower(const VisionWeights& w, const VisionInput& in) {
     return linear(w.merger_fc2, w.merger_fc2_bias, g, N / (M * M));
 }
 
-// Cosine >= min_cosine and max |got - want| <= max_rel * max |want|.
-inline void compare(const std::vector<float>& got, const Vec& want, double min_cosine = 0.99999, double max_rel = 1e-4) {
+struct Agreement {
+    double cosine = 1, max_rel = 0; // max |got - want| / max |want|
+};
+
+// Cosine >= min_cosine and max |got - want| <= max_rel * max |want|; returns both measures.
+inline Agreement compare(const std::vector<float>& got, const Vec& want, double min_cosine = 0.99999,
+                         double max_rel = 1e-4) {
     REQUIRE(got.size() == want.size());
     double dot = 0, gg = 0, ww = 0, max_diff = 0, max_abs = 0;
     for (size_t i = 0; i < got.size(); ++i) {
@@ -154,6 +159,7 @@ inline void compare(const std::vector<float>& got, const Vec& want, double min_c
     INFO("cosine " << cosine << ", max |d| " << max_diff << " of max |x| " << max_abs);
     CHECK(cosine >= min_cosine);
     CHECK(max_diff <= max_rel * max_abs);
+    return {cosine, max_abs > 0 ? max_diff / max_abs : max_diff};
 }
 
 } // namespace ninfer::test

@@ -4,6 +4,13 @@
 // prompts. The references come from tests/oracle/make_vision_reference.py (run on the GPU machine);
 // without them those checks are skipped with a message, and the tower is still checked against the
 // float64 reference of tower_f64.h on the real checkpoint's weights.
+//
+// transformers computes in fp32 with an fp32 cache, so the prompts run with f32 KV, as the text
+// path's exact comparison does (tests/unit/model/transformers.cpp); bf16 K/V rounding alone moves
+// these sharp random logits by up to ~1e-3 of max |logit| (measured 1.05e-3 on two_images).
+// Measured (transformers 5.17, 2026-12-07): tower rows cosine >= 1 - 6e-13, max |d| <= 1.4e-6 of
+// max |x|; first-step logits (top 64) max |d| <= 6.2e-6 of max |logit| (7.1e-7 when fed
+// transformers' own tower rows); M-RoPE positions equal; every greedy token equal.
 #include "core/backend/mrope.h"
 #include "core/cpu/thread_pool.h"
 #include "core/model/vision_weights.h"
@@ -57,11 +64,12 @@ TEST_CASE("dense_vl multimodal prompts equal transformers", "[transformers_visio
              "machine (tests/oracle/README.md, 'Vision reference') and copy its output here");
         return;
     }
-    auto m = load_fixture(kFixture, "bf16");
+    auto m = load_fixture(kFixture, "bf16", KvDtype::F32);
     REQUIRE(m->weights.vision);
     const VisionConfig& c = m->weights.vision->config;
     ThreadPool pool(2);
     VisionTower tower(*m->weights.vision, pool);
+    double worst_cosine = 1, worst_tower = 0, worst_logits = 0;
     const int32_t image_token = config_id("image_token_id"), video_token = config_id("video_token_id");
 
     simdjson::dom::parser parser;
@@ -79,7 +87,8 @@ TEST_CASE("dense_vl multimodal prompts equal transformers", "[transformers_visio
         r.tower = read_f32(kRefDir + std::string(std::string_view(e["tower_file"])));
         const std::vector<float> ours = tower.encode(r.input);
         INFO("media " << key << " (" << std::string_view(e["processor"]) << ")");
-        compare(ours, Vec(r.tower.begin(), r.tower.end()), 0.9999, 1e-3); // issue 31's bar
+        const Agreement a = compare(ours, Vec(r.tower.begin(), r.tower.end()), 0.9999, 1e-3); // issue 31's bar
+        worst_cosine = std::min(worst_cosine, a.cosine), worst_tower = std::max(worst_tower, a.max_rel);
         r.tower = ours; // the prompts below run on our rows
         media[std::string(key)] = std::move(r);
     }
@@ -135,11 +144,15 @@ TEST_CASE("dense_vl multimodal prompts equal transformers", "[transformers_visio
         for (simdjson::dom::element t : k["first_top"].get_array())
             max_diff = std::max(max_diff, std::fabs(logits[size_t(int64_t(t.at(0)))] - double(t.at(1))));
         CHECK(max_diff <= 1e-3 * max_abs);
+        worst_logits = std::max(worst_logits, max_diff / max_abs);
 
         const std::vector<int32_t> greedy = int_list(k["greedy_tokens"]);
         std::vector<double> gaps;
         for (simdjson::dom::element g : k["greedy_gaps"].get_array())
             gaps.push_back(double(g));
+        // Each step is fed the reference's previous token, so every step compares logits of the same
+        // prefix: a step whose top-2 gap is under 0.01 is a near tie and may pick the other token;
+        // every other step must pick transformers' token.
         for (size_t step = 0; step < greedy.size(); ++step) {
             if (step > 0) {
                 DecodeStep d;
@@ -150,9 +163,10 @@ TEST_CASE("dense_vl multimodal prompts equal transformers", "[transformers_visio
             }
             const int32_t ours = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
             INFO("greedy step " << step << " gap " << gaps[step]);
-            CHECK(ours == greedy[step]);
-            if (gaps[step] < 0.01)
-                break; // a near tie: later tokens may differ
+            if (gaps[step] >= 0.01)
+                CHECK(ours == greedy[step]);
         }
     }
+    WARN("transformers vision: tower cosine >= " << worst_cosine << ", tower max|d|/max|x| " << worst_tower
+                                                 << ", first logits max|d|/max|logit| " << worst_logits);
 }
