@@ -39,6 +39,7 @@
 
 #include "core/model/kv_codec.h"
 #include "core/model/memory_plan.h"
+#include "core/util/zeroed_pages.h"
 
 #include <array>
 #include <cstdint>
@@ -79,10 +80,14 @@ std::vector<MediaSpan> media_digests_decode(std::span<const uint8_t> bytes);
 // "tokens", "kv", "gdn", "mtp_kv", "media_digests", or "tag N" for a tag this build does not know.
 std::string lane_section_name(uint32_t tag);
 
+// A section's bytes: zeroed, huge-page backed when large (util/zeroed_pages.h), so filling a
+// checkpoint from the GPU's staging buffers is one pass over fresh memory.
+using SectionBytes = std::vector<uint8_t, ZeroedPageAllocator<uint8_t>>;
+
 struct LaneSection {
     LaneSectionTag tag = LaneSectionTag::Kv;
     bool required = true;
-    std::vector<uint8_t> bytes;
+    SectionBytes bytes;
     bool operator==(const LaneSection&) const = default;
 };
 

@@ -29,7 +29,7 @@ void SnapshotStore::lock(Entry& e) {
     size_t n_locked = 0;
     int err = 0;
     for (; n_locked < sections.size(); ++n_locked) {
-        std::vector<uint8_t>& b = sections[n_locked].bytes;
+        SectionBytes& b = sections[n_locked].bytes;
         if (!b.empty() && ::mlock(b.data(), b.size()) != 0) {
             err = errno;
             break;

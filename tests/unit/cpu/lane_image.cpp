@@ -1,7 +1,12 @@
-// ninfer tests - saving a lane and restoring it (into another lane) continues identically.
+// ninfer tests - saving a lane and restoring it (into another lane) continues identically; image
+// sections are zero when added (huge-page backed, util/zeroed_pages.h) and survive moves.
 #include "tests/unit/cpu/tiny_models.h"
 
+#include "core/util/zeroed_pages.h"
+
 #include <catch2/catch.hpp>
+
+#include <algorithm>
 
 using namespace ninfer::core;
 using namespace ninfer::test;
@@ -63,4 +68,19 @@ TEST_CASE("lane_image: a mismatched image is refused", "[lane_image]") {
     image.sections.back().required = false;
     CHECK_NOTHROW(backend->restore_lane(0, image));
     CHECK_THROWS_WITH(image.add_section(LaneSectionTag::Kv, 1), Catch::Contains("a second kv section"));
+}
+
+TEST_CASE("zeroed pages: lane-image sections are zero when added and survive moves of the image", "[lane_image]") {
+    LaneImage image;
+    std::span<uint8_t> kv = image.add_section(LaneSectionTag::Kv, 5 * kHugeRegionBytes);
+    CHECK(std::all_of(kv.begin(), kv.end(), [](uint8_t x) { return x == 0; }));
+    kv[123] = 9;
+    std::span<uint8_t> gdn = image.add_section(LaneSectionTag::Gdn, 1000);
+    gdn[5] = 4;
+    LaneImage moved = std::move(image);
+    CHECK(moved.kv().data() == kv.data()); // the spans handed out stay valid (lane_image.h)
+    CHECK(moved.kv()[123] == 9);
+    CHECK(moved.gdn()[5] == 4);
+    LaneImage copy = moved;
+    CHECK(copy == moved);
 }
