@@ -1,6 +1,7 @@
 // ninfer::core - decode one image or video into a VisionInput: plan, sample, resize, patchify, digest.
 #include "core/media/media_decode.h"
 
+#include "core/media/bicubic_resize.h"
 #include "core/media/ffmpeg_api.h"
 #include "core/media/media_reader.h"
 #include "core/media/media_sniff.h"
@@ -61,7 +62,6 @@ struct SwsSetup {
     int dw = 0, dh = 0;
     AVPixelFormat dfmt = AV_PIX_FMT_NONE;
     int flags = 0;
-    double c = 0; // bicubic's C (a = -C; B = 0)
     bool operator==(const SwsSetup&) const = default;
 };
 
@@ -78,8 +78,7 @@ class SwsStage {
     void run(const SwsSetup& s, const uint8_t* const src[], const int src_stride[], uint8_t* const dst[], const int dst_stride[]) {
         if (!sws_ || !(s == setup_)) {
             if (sws_) av_.sws_freeContext(sws_);
-            const double param[2] = {0.0, s.c};
-            sws_ = av_.sws_getContext(s.w, s.h, s.fmt, s.dw, s.dh, s.dfmt, s.flags, nullptr, nullptr, param);
+            sws_ = av_.sws_getContext(s.w, s.h, s.fmt, s.dw, s.dh, s.dfmt, s.flags, nullptr, nullptr, nullptr);
             if (!sws_) throw Error("media: cannot convert frames of pixel format " + std::to_string(int(s.fmt)));
             setup_ = s;
         }
@@ -109,30 +108,24 @@ struct Picture {
 //    libjpeg does for PIL ("fancy upsampling"). swscale's direct 4:2:0 -> RGB24 path is several
 //    levels off at colour edges, and resizing 4:2:0 in one pass as many (2.8 mean, 35 max on the
 //    JPEG case). A format with alpha goes to RGBA and is composited on white.
-// 2. resized to RGB24 with a bicubic of a = -0.5 (swscale's param C = 0.5; its default is 0.6),
-//    the kernel of PIL's BICUBIC and of torchvision's antialiased bicubic; like both, swscale
-//    widens the kernel by the scale when it shrinks.
+// 2. resized to RGB24 by resize_bicubic_u8 (bicubic_resize.h): the integer bicubic PyTorch runs
+//    for transformers' default (torchvision) processors, to the bit.
 // It holds the frame at its source size (3 bytes a pixel, 4 with alpha, 6 for a JPEG) while
 // converting; the extra pass costs about 4 ms a 720p video frame, 10 ms a 1080p JPEG (here).
 class FrameScaler {
   public:
     FrameScaler(const FfmpegApi& av, ResizedSize size)
-        : w_(int(size.width)), h_(int(size.height)), av_(av), to_444_(av), to_rgb_(av), resize_(av) {}
+        : w_(int(size.width)), h_(int(size.height)), av_(av), to_444_(av), to_rgb_(av) {}
 
     std::vector<uint8_t> convert(const AVFrame* f) {
         Picture p{AVPixelFormat(f->format), f->width, f->height};
         std::copy_n(f->data, 4, p.data), std::copy_n(f->linesize, 4, p.stride);
         if (p.fmt != AV_PIX_FMT_RGB24 && p.fmt != AV_PIX_FMT_GBRP) p = to_rgb(p);
+        RgbView v{p.w, p.h, {p.data[0], p.data[0] + 1, p.data[0] + 2}, 3, {p.stride[0], p.stride[0], p.stride[0]}};
+        if (p.fmt == AV_PIX_FMT_GBRP) // planes G, B, R
+            v = {p.w, p.h, {p.data[2], p.data[0], p.data[1]}, 1, {p.stride[2], p.stride[0], p.stride[1]}};
         std::vector<uint8_t> out(size_t(w_) * size_t(h_) * 3);
-        if (p.fmt == AV_PIX_FMT_RGB24 && p.w == w_ && p.h == h_) { // no resize: the RGB rows as they are
-            for (int y = 0; y < h_; ++y)
-                std::copy_n(p.data[0] + ptrdiff_t(y) * p.stride[0], size_t(w_) * 3, out.data() + size_t(y) * size_t(w_) * 3);
-            return out;
-        }
-        uint8_t* dst[4] = {out.data(), nullptr, nullptr, nullptr};
-        const int dst_stride[4] = {w_ * 3, 0, 0, 0};
-        resize_.run({p.w, p.h, p.fmt, w_, h_, AV_PIX_FMT_RGB24, SWS_BICUBIC | SWS_ACCURATE_RND, 0.5}, p.data, p.stride, dst,
-                    dst_stride);
+        resize_bicubic_u8(v, w_, h_, out.data());
         return out;
     }
 
@@ -152,7 +145,7 @@ class FrameScaler {
         rgb_.resize(4 * n);
         uint8_t* dst[4] = {rgb_.data(), nullptr, nullptr, nullptr};
         const int dst_stride[4] = {p.w * 4, 0, 0, 0};
-        to_rgb_.run({p.w, p.h, p.fmt, p.w, p.h, AV_PIX_FMT_RGBA, kSameSize, 0.0}, p.data, p.stride, dst, dst_stride);
+        to_rgb_.run({p.w, p.h, p.fmt, p.w, p.h, AV_PIX_FMT_RGBA, kSameSize}, p.data, p.stride, dst, dst_stride);
         for (size_t i = 0; i < n; ++i) { // over white, in place: convert_to_rgb's alpha_composite, rounded
             const unsigned a = rgb_[4 * i + 3];
             for (size_t c = 0; c < 3; ++c) rgb_[3 * i + c] = uint8_t((rgb_[4 * i + c] * a + 255 * (255 - a) + 127) / 255);
@@ -165,13 +158,13 @@ class FrameScaler {
         buf.resize(3 * n);
         Picture q{fmt, p.w, p.h, {buf.data(), buf.data() + n, buf.data() + 2 * n}, {p.w, p.w, p.w}};
         uint8_t* dst[4] = {buf.data(), buf.data() + n, buf.data() + 2 * n, nullptr};
-        stage.run({p.w, p.h, p.fmt, p.w, p.h, fmt, kSameSize, 0.0}, p.data, p.stride, dst, q.stride);
+        stage.run({p.w, p.h, p.fmt, p.w, p.h, fmt, kSameSize}, p.data, p.stride, dst, q.stride);
         return q;
     }
 
     int w_, h_;
     const FfmpegApi& av_;
-    SwsStage to_444_, to_rgb_, resize_;
+    SwsStage to_444_, to_rgb_;
     std::vector<uint8_t> yuv_, rgb_; // the frame at its source size: JPEG's YCbCr 4:4:4; GBR planes or RGB(A)
 };
 

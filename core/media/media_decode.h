@@ -12,9 +12,9 @@
 //   Video is the planned frames (sample_frame_indices at config.video.fps, at most
 //   min(config.video.max_frames, limits.max_frames)), each converted to RGB at its own size
 //   (pixels with alpha composited on white, as transformers' convert_to_rgb does) and resized
-//   with swscale's bicubic at a = -0.5, the kernel of the reference processors' PIL and
-//   torchvision resizes, as soon as it is decoded, then patchified in pairs, so no more than one
-//   source-size RGB frame, two resized frames and the output are ever held (docs/MEDIA.md gives
+//   with resize_bicubic_u8 (bicubic_resize.h: the integer bicubic of transformers' default
+//   torchvision processors, to the bit) as soon as it is decoded, then patchified in pairs, so no
+//   more than one source-size RGB frame, two resized frames and the output are ever held (docs/MEDIA.md gives
 //   the measured distance to the references). A stream that ends before a planned frame (a
 //   container whose frame count was estimated from its duration) repeats its last sampled frame.
 // - The result is the VisionInput of core/vision/vision_input.h (patch order, normalisation,

@@ -5,24 +5,34 @@
 # transformers is not installed on the build machine, so the two resize paths of the Qwen2-VL-family
 # processors that Qwen3.5/3.6 use (docs/MODEL.md §9: smart_resize to multiples of 32, resample
 # BICUBIC, rescale 1/255, normalise with the config's mean/std, patchify with temporal patch 2) are
-# reproduced here from first principles with Debian's python3-pil 9.4 and python3-torchvision 0.14:
-#   pil  PIL.Image.resize(BICUBIC) on the uint8 RGB image. This is what transformers' PIL backend does
-#        (Qwen2VLImageProcessorPil in transformers 5, the "slow" Qwen2VLImageProcessor in 4.x:
-#        image_transforms.resize -> to_pil_image -> PIL resize -> back to uint8 numpy).
-#   tv   torchvision resize(BICUBIC, antialias=True) on the uint8 CHW tensor, rounded and clamped back
-#        to uint8 (the torchvision backend: transformers 5's Qwen2VLImageProcessor, 4.x's
-#        Qwen2VLImageProcessorFast, TorchvisionBackend.resize; and Qwen3VLVideoProcessor for video,
-#        which has no PIL path). torchvision 0.14's functional.resize and transformers 5's
-#        transforms.v2.functional.resize both interpolate uint8 bicubic in float32 and round.
-# Which one a user gets: the shared reference docs (docs/MODEL.md §9) do not say. transformers'
-# source says: 4.5x forced the fast (torchvision) processor for Qwen2VLImageProcessor
-# (FORCE_FAST_IMAGE_PROCESSOR in image_processing_auto.py); transformers 5 builds image processors
-# on the torchvision backend by default, the PIL one being a separate class / backend="pil". That
-# was read, not run: transformers is not here. `--check-transformers` (where it is installed, e.g.
-# the GPU machine) runs both of its backends on the same sources and compares with these files.
-# As a cross-check the filter is also written out here (separable a = -0.5 cubic, widened when
-# shrinking): in floats it must equal torchvision's output, with its horizontal pass rounded and
-# clipped to 8 bits PIL's within a level (reference.json: written_out_*_levels).
+# reproduced here:
+#   pil  PIL.Image.resize(BICUBIC) on the uint8 RGB image (Debian's python3-pil 9.4): transformers'
+#        PIL backend (Qwen2VLImageProcessorPil in transformers 5, the "slow" Qwen2VLImageProcessor
+#        of 4.x: image_transforms.resize -> to_pil_image -> PIL resize -> back to uint8 numpy).
+#   tv   the torchvision backend, transformers 5's default (Qwen2VLImageProcessor; and
+#        Qwen3VLVideoProcessor for video, which has no PIL path): TorchvisionBackend.resize calls
+#        torchvision.transforms.v2.functional.resize(BICUBIC, antialias=True) on the uint8 tensor.
+#        On the CPU, current torchvision hands uint8 straight to torch.nn.functional.interpolate
+#        (v2 resize_image: uint8 is an "acceptable dtype" for BICUBIC on cpu), and current PyTorch
+#        runs its native uint8 kernel (_upsample_bicubic2d_aa -> upsample_avx_bilinear_bicubic_uint8,
+#        a port of Pillow's ImagingResample; both read in their sources, not run here): horizontal
+#        pass into 8 bits, then vertical; int16 weights at one precision per pass.
+#        Debian's torch 1.13 has no uint8 kernel ("compute_indices_weights_aa" not implemented for
+#        'Byte'); its torchvision 0.14 casts to float32, resizes, clamps and rounds, keeping the
+#        horizontal pass in floats. That is up to 23 levels away next to sharp edges (the cubic's
+#        overshoot is not cut between the passes); the references before 2026-12-07 were that, and
+#        --check-transformers on transformers 5.17 / torch 2.11 showed the difference. transformers
+#        still computes the float path where the tensors are on a CUDA device (reference.json
+#        records its distance: float_vs_tv_levels).
+# So the kernel is written out here in integer numpy (resize_u8, from PyTorch's source: the taps,
+# Keys' cubic a = -0.5 widened by the scale when shrinking, weights normalised in double and
+# quantised to int16 at the largest precision <= 22 bits that keeps the largest weight under 2^15,
+# rounding offset 1 << (p-1), floor shift, clamp to 0..255). Pillow's ImagingResample is the same
+# kernel at 22 bits in both passes: resize_u8 with that precision must equal PIL's output to the
+# bit, which checks everything but the precision rule against a real library on every case (the
+# two differ by a level on a few pixels: pil_vs_tv_levels). `--check-transformers` (where
+# transformers is installed, e.g. the GPU machine) compares the files with transformers' own
+# processors and resize_u8 with the installed torch's uint8 interpolate.
 # After the resize both paths hold uint8 pixels, so the model's input is (u/255 - mean)/std of
 # them: the files store those uint8 pixels, exactly.
 #
@@ -41,10 +51,10 @@
 # Image bounds 2048..8192 px, video 4096..16384 px x frames; patch 16, merge 2, temporal 2.
 #
 # Writes into tests/fixtures/media/resize/: the sources, <case>.<ref>.rgb (uint8, frames x H x W x 3)
-# and reference.json (geometry, files, and the pil-vs-tv distance in 8-bit levels).
+# and reference.json (geometry, files, the pil-vs-tv and float-vs-tv distances in 8-bit levels).
 #   /usr/bin/python3 tests/oracle/make_resize_reference.py            # regenerate (needs ffmpeg CLI)
 #   /usr/bin/python3 tests/oracle/make_resize_reference.py --check     # recompute, compare with files
-#   python3 tests/oracle/make_resize_reference.py --check-transformers # also transformers' processors
+#   python3 tests/oracle/make_resize_reference.py --check-transformers # transformers' processors, torch's kernel
 import argparse
 import json
 import os
@@ -137,39 +147,78 @@ def resize_pil(frame, h, w):
     return np.asarray(Image.fromarray(frame).resize((w, h), resample=Image.BICUBIC))
 
 
-def resize_tv(frame, h, w):
-    import torch
-    import torchvision.transforms.functional as TF
-    t = torch.from_numpy(np.array(frame)).permute(2, 0, 1).contiguous()
-    out = TF.resize(t, [h, w], interpolation=TF.InterpolationMode.BICUBIC, antialias=True)
-    if out.dtype != torch.uint8:
-        raise SystemExit("torchvision returned " + str(out.dtype))
-    return out.permute(1, 2, 0).numpy()
+def keys_cubic(x, a=-0.5):
+    """Keys' cubic in PyTorch's operation order (cubic_convolution1/2)."""
+    x = abs(x)
+    if x < 1.0:
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+    if x < 2.0:
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+    return 0.0
 
 
-def cubic_weights(insz, outsz, a=-0.5):
-    """Rows of a separable a = -0.5 cubic resize, support widened by the scale when shrinking
-    (antialias), pixel centres aligned: the filter PIL and torchvision's antialiased path use."""
+def taps_u8(insz, outsz, precision):
+    """Per output pixel (first input, int weights) and the precision: PyTorch's
+    _compute_weights_aa + _compute_indices_int16_weights_aa (precision None), or Pillow's
+    precompute_coeffs + normalize_coeffs_8bpc (precision 22)."""
     scale = insz / outsz
     widen = max(scale, 1.0)
-    out = np.zeros((outsz, insz))
+    support = 2.0 * widen
+    inv = 1.0 / scale if scale >= 1.0 else 1.0
+    kmax = int(np.ceil(support)) * 2 + 1
+    rows = []
     for i in range(outsz):
-        centre = (i + 0.5) * scale
-        lo = int(max(0, np.floor(centre - 2 * widen + 0.5)))
-        hi = int(min(insz, np.floor(centre + 2 * widen + 0.5)))
-        t = np.abs((np.arange(lo, hi) - centre + 0.5) / widen)
-        k = np.where(t < 1, ((a + 2) * t - (a + 3)) * t * t + 1, np.where(t < 2, (((t - 5) * t + 8) * t - 4) * a, 0))
-        out[i, lo:hi] = k / k.sum()
-    return out
+        centre = scale * (i + 0.5)
+        lo = max(int(centre - support + 0.5), 0)  # int() truncates towards zero, as the C casts do
+        n = max(0, min(min(int(centre + support + 0.5), insz) - lo, kmax))
+        w = [keys_cubic((j + lo - centre + 0.5) * inv) for j in range(n)]
+        total = sum(w)
+        rows.append((lo, [v / total for v in w] if total != 0 else w))
+    if precision is None:  # the largest weight must fit 15 bits
+        w_max = max(max(w) for _, w in rows if w)
+        precision = 0
+        while precision < 22 and int(0.5 + w_max * (1 << (precision + 1))) < (1 << 15):
+            precision += 1
+    q = [(lo, [int(-0.5 + v * (1 << precision)) if v < 0 else int(0.5 + v * (1 << precision)) for v in w])
+         for lo, w in rows]
+    return q, precision
 
 
-def separable(frame, h, w, eight_bit_pass):
-    """The resize written out: horizontal pass, then vertical; eight_bit_pass rounds and clips the
-    horizontal result to uint8 first (PIL does; torchvision keeps floats)."""
-    x = np.einsum("ox,yxc->yoc", cubic_weights(frame.shape[1], w), frame.astype(np.float64))
-    if eight_bit_pass:
-        x = np.clip(np.rint(x), 0, 255)
-    return np.clip(np.rint(np.einsum("oy,yxc->oxc", cubic_weights(frame.shape[0], h), x)), 0, 255).astype(np.uint8)
+def resize_pass(x, outsz, axis, precision):
+    """One 8-bit pass along axis (1: horizontal, 0: vertical) of an HxWx3 uint8 frame."""
+    taps, p = taps_u8(x.shape[axis], outsz, precision)
+    src = np.moveaxis(x.astype(np.int64), axis, 0)
+    out = np.empty((outsz,) + src.shape[1:], np.int64)
+    for i, (lo, k) in enumerate(taps):
+        acc = np.full(src.shape[1:], 1 << (p - 1), np.int64)
+        for j, kj in enumerate(k):
+            acc += kj * src[lo + j]
+        out[i] = np.clip(acc >> p, 0, 255)
+    return np.moveaxis(out, 0, axis).astype(np.uint8)
+
+
+def resize_u8(frame, h, w, precision=None):
+    """The integer bicubic: horizontal pass if the width changes, then vertical if the height does.
+    precision None: PyTorch's uint8 kernel (the tv reference); 22: Pillow's."""
+    x = np.asarray(frame)
+    if w != x.shape[1]:
+        x = resize_pass(x, w, 1, precision)
+    if h != x.shape[0]:
+        x = resize_pass(x, h, 0, precision)
+    return x
+
+
+def resize_tv(frame, h, w):
+    return resize_u8(frame, h, w)
+
+
+def resize_float(frame, h, w):
+    """torchvision's resize of a float32 tensor then clamped and rounded to uint8: Debian's
+    torchvision 0.14 for uint8, and transformers' torchvision backend on a CUDA device."""
+    import torch
+    t = torch.from_numpy(np.array(frame)).permute(2, 0, 1)[None].float()
+    out = torch.nn.functional.interpolate(t, size=[h, w], mode="bicubic", align_corners=False, antialias=True)
+    return out.clamp(0, 255).round().to(torch.uint8)[0].permute(1, 2, 0).numpy()
 
 
 def normalised(frames_u8):
@@ -185,11 +234,11 @@ def levels(a, b):
 
 def build(check_only):
     import torch
-    import torchvision
     os.makedirs(OUT, exist_ok=True)
     manifest = {"generator": "tests/oracle/make_resize_reference.py",
-                "versions": {"PIL": Image.__version__, "torchvision": torchvision.__version__,
-                             "torch": torch.__version__},
+                "versions": {"PIL": Image.__version__, "numpy": np.__version__, "torch (float_vs_tv only)": torch.__version__},
+                "tv": "PyTorch's native uint8 antialiased bicubic (transformers 5's default torchvision backend on the "
+                      "CPU), written out in integer numpy",
                 "patch_size": PATCH, "merge_size": MERGE, "temporal_patch_size": TEMPORAL,
                 "image_pixels": IMAGE_PIXELS, "video_pixels": VIDEO_PIXELS, "mean": MEAN, "std": STD,
                 "cases": []}
@@ -219,12 +268,13 @@ def build(check_only):
                 with open(path, "wb") as fh:
                     fh.write(pix.tobytes())
             case["references"][ref] = fname
+        # The written-out kernel at Pillow's precision must be Pillow's output, to the bit.
+        if not np.array_equal(np.stack([resize_u8(f, h, w, 22) for f in src]),
+                              refs["pil"] if "pil" in refs else np.stack([resize_pil(f, h, w) for f in src])):
+            raise SystemExit(f"{name}: resize_u8 at 22 bits differs from PIL's BICUBIC: the written-out kernel is wrong")
         if "pil" in refs:
             case["pil_vs_tv_levels"] = levels(refs["pil"], refs["tv"])
-        # The same filter written out here, as a cross-check of both libraries' outputs.
-        case["written_out_vs_tv_levels"] = levels(np.stack([separable(f, h, w, False) for f in src]), refs["tv"])
-        if "pil" in refs:
-            case["written_out_8bit_vs_pil_levels"] = levels(np.stack([separable(f, h, w, True) for f in src]), refs["pil"])
+        case["float_vs_tv_levels"] = levels(np.stack([resize_float(f, h, w) for f in src]), refs["tv"])
         if (h, w) == (height, width) and kind == "image":
             for ref, pix in refs.items():
                 if not np.array_equal(pix[0], src[0]):
@@ -270,17 +320,39 @@ def image_processor(tf, ref, **kwargs):
     raise SystemExit(f"transformers {tf.__version__} has no {ref} backend for Qwen2-VL images: {errors}")
 
 
+def torch_u8_resize(frame, h, w):
+    """The installed torch's own uint8 bicubic with antialias (CPU), or None where it has none."""
+    import torch
+    t = torch.from_numpy(np.array(frame)).permute(2, 0, 1)[None]
+    try:
+        out = torch.nn.functional.interpolate(t, size=[h, w], mode="bicubic", align_corners=False, antialias=True)
+    except RuntimeError:
+        return None
+    return out[0].permute(1, 2, 0).numpy()
+
+
 def check_transformers():
-    """Runs transformers' own processors on the sources and compares with the stored references."""
+    """Runs transformers' own processors on the sources and compares with the stored references;
+    also resize_u8 with the installed torch's uint8 kernel, frame by frame."""
+    import torch
     import transformers as tf
     with open(os.path.join(OUT, "reference.json")) as fh:
         manifest = json.load(fh)
     common = dict(patch_size=PATCH, temporal_patch_size=TEMPORAL, merge_size=MERGE,
                   image_mean=list(MEAN), image_std=list(STD))
+    print(f"transformers {tf.__version__}, torch {torch.__version__}, CPU capability "
+          f"{torch.backends.cpu.get_cpu_capability() if hasattr(torch.backends, 'cpu') else '?'}")
     worst = 0.0
     for case in manifest["cases"]:
         src = read_source(case["source"], case["kind"], case["frames"], case["width"], case["height"])
         h, w = case["resized_height"], case["resized_width"]
+        native = [torch_u8_resize(f, h, w) for f in src]
+        if native[0] is None:
+            print(f"{case['name']}: this torch has no uint8 bicubic kernel")
+        else:
+            d = max(int(np.abs(n.astype(np.int32) - resize_u8(f, h, w).astype(np.int32)).max()) for n, f in zip(native, src))
+            print(f"{case['name']}: resize_u8 vs torch's uint8 interpolate: max |diff| = {d} levels")
+            worst = max(worst, float(d))
         for ref, fname in case["references"].items():
             with open(os.path.join(OUT, fname), "rb") as fh:
                 want_u8 = np.frombuffer(fh.read(), np.uint8).reshape(-1, h, w, 3)
