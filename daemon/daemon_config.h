@@ -36,6 +36,7 @@ struct DaemonConfig {
     std::string speculative = "off"; // "mtp:K" or "ngram:K" (core::parse_speculative)
     int max_concurrency{};
     uint32_t prefill_chunk{};
+    uint32_t prefill_chunk_decoding{};
     uint32_t default_max_tokens{};
     bool strict_max_tokens{}; // a max_tokens beyond the context left is a 400, not shortened
     uint32_t grammar_cache_entries{}; // compiled grammars kept (core::grammar::GrammarCache)

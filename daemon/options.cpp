@@ -70,6 +70,10 @@ constexpr OptionSpec kOptions[] = {
     {"prefill-chunk", OptionKind::Integer, "1024", 1, 65536, "", "TOKENS",
      "prompt tokens prefilled per step, interleaved with decode steps", 0,
      integer_field<&DaemonConfig::prefill_chunk>()},
+    {"prefill-chunk-decoding", OptionKind::Integer, "0", 0, 65536, "", "TOKENS",
+     "prompt tokens prefilled per step while other requests decode (0 = prefill-chunk): smaller bounds "
+     "their inter-token latency during a long prompt, larger gives that prompt its first token sooner", 0,
+     integer_field<&DaemonConfig::prefill_chunk_decoding>()},
     {"default-max-tokens", OptionKind::Integer, "8192", 1, 1048576, "", "TOKENS",
      "output limit when a request sets none (capped by what fits in max-context)", kR,
      integer_field<&DaemonConfig::default_max_tokens>()},

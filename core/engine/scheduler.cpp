@@ -235,6 +235,14 @@ void Scheduler::admit(Clock::time_point now) {
     }
 }
 
+// prefill_chunk, or prefill_chunk_decoding while some lane decodes (its next step waits for the chunk).
+uint32_t Scheduler::chunk_tokens() const {
+    if (options_.prefill_chunk_decoding == 0) return options_.prefill_chunk;
+    for (const Lane& l : lanes_)
+        if (l.request && l.decoding) return std::min(options_.prefill_chunk, options_.prefill_chunk_decoding);
+    return options_.prefill_chunk;
+}
+
 // The prefilling lane with the fewest prompt tokens left goes first (ties: the earliest admitted),
 // so a short request admitted during a long prompt's prefill waits one chunk, not the whole prompt:
 // this minimises the mean time to first token, and the long prompt loses only the short ones' chunks.
@@ -254,7 +262,7 @@ void Scheduler::prefill_one_chunk() {
     if (chosen < 0) return;
     Lane& lane = lanes_[size_t(chosen)];
     const std::vector<int32_t>& prompt = lane.request->prompt;
-    uint32_t n = std::min<uint32_t>(options_.prefill_chunk, uint32_t(prompt.size()) - lane.n_prefilled);
+    uint32_t n = std::min<uint32_t>(chunk_tokens(), uint32_t(prompt.size()) - lane.n_prefilled);
     if (lane.checkpoint_at > lane.n_prefilled) n = std::min(n, lane.checkpoint_at - lane.n_prefilled); // stop there
     std::span<const int32_t> chunk(prompt.data() + lane.n_prefilled, n);
     bool last = lane.n_prefilled + n == prompt.size();

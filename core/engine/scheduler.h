@@ -85,6 +85,10 @@ struct SchedulerOptions {
     uint32_t max_context = 8192;
     uint64_t kv_capacity_tokens = 0; // 0 = n_lanes * max_context
     uint32_t prefill_chunk = 1024;
+    // The chunk while any lane decodes (0 = prefill_chunk): a decode step waits for the chunk
+    // before it, so this bounds the inter-token latency running streams see during a long
+    // prompt's prefill, at the cost of that prompt's time to first token.
+    uint32_t prefill_chunk_decoding = 0;
     uint32_t max_pending = 64;
     uint64_t pending_timeout_ms = 60000;
     PrefixCache* prefix_cache = nullptr; // engine-thread owned; checkpoints at prompt end and reply end
@@ -175,6 +179,7 @@ class Scheduler {
     void expire_queue(Clock::time_point now);
     void admit(Clock::time_point now);
     int pick_lane(const GenerationRequest& request) const;
+    uint32_t chunk_tokens() const;
     void prefill_one_chunk();
     // Multimodal requests (scheduler_vision.cpp): refuse_media rejects one this engine cannot
     // run (true = rejected); prefill_chunk feeds a chunk, through prefill_with when the request has

@@ -89,6 +89,30 @@ TEST_CASE("a long prefill runs in chunks with a decode step between every two ch
     CHECK(n_prefill_calls == (1000 + 63) / 64);
 }
 
+TEST_CASE("prefill-chunk-decoding bounds the chunk while a lane decodes, not on an idle engine", "[scheduler]") {
+    FakeBackend backend(2);
+    EngineStats stats;
+    Scheduler s(backend, {.max_context = 4096, .prefill_chunk = 64, .prefill_chunk_decoding = 16}, stats);
+    auto alone = std::make_shared<RecordingSink>();
+    s.submit(make_request(1, 200, 40, alone)); // nothing decodes: chunks of 64
+    for (int i = 0; i < 4; ++i) s.step();
+    std::vector<size_t> idle_chunks;
+    for (const auto& c : backend.calls)
+        if (c.kind == "prefill") idle_chunks.push_back(c.n);
+    CHECK(idle_chunks == std::vector<size_t>{64, 64, 64, 8});
+    backend.calls.clear();
+    auto long_prompt = std::make_shared<RecordingSink>(); // request 1 decodes meanwhile: chunks of 16
+    s.submit(make_request(2, 100, 4, long_prompt));
+    for (int i = 0; i < 10; ++i) s.step();
+    std::vector<size_t> busy_chunks;
+    for (const auto& c : backend.calls)
+        if (c.kind == "prefill") busy_chunks.push_back(c.n);
+    CHECK(busy_chunks == std::vector<size_t>{16, 16, 16, 16, 16, 16, 4});
+    run_until_idle(s);
+    CHECK(alone->tokens.size() == 40);
+    CHECK(long_prompt->tokens.size() == 4);
+}
+
 TEST_CASE("a short prompt admitted during a long prefill is prefilled next, not after it", "[scheduler]") {
     FakeBackend backend(3);
     EngineStats stats;
