@@ -118,6 +118,11 @@ std::string render_metrics(const DaemonContext& ctx) {
         double(f.prefix_cache_hits_total));
     one(out, "ninfer_prefix_cache_misses_total", "counter", "Admissions the prefix cache could not serve",
         double(f.prefix_cache_misses_total));
+    one(out, "ninfer_prefix_cache_checkpoints_total", "counter", "Lane images begun for the prefix cache",
+        double(f.prefix_cache_checkpoints_total));
+    one(out, "ninfer_prefix_cache_checkpoints_skipped_total", "counter",
+        "Checkpoints skipped because every copy slot was busy (waiting would have stalled every lane)",
+        double(f.prefix_cache_checkpoints_skipped_total));
     // Speculative decoding, under vLLM's spec_decode names; positions 0..K-1 of --speculative's K.
     one(out, "ninfer_spec_decode_num_drafts_total", "counter", "Speculative rounds (draft + verify, per lane)",
         double(f.spec_rounds_total));

@@ -51,6 +51,8 @@ ServeFigures read_serve_figures(const DaemonContext& ctx) {
     f.requests_rejected_total = s.n_requests_rejected_total;
     f.prefix_cache_hits_total = s.n_prefix_cache_hits_total;
     f.prefix_cache_misses_total = s.n_prefix_cache_misses_total;
+    f.prefix_cache_checkpoints_total = s.n_prefix_cache_checkpoints_total;
+    f.prefix_cache_checkpoints_skipped_total = s.n_prefix_cache_checkpoints_skipped_total;
     f.spec_rounds_total = s.n_spec_rounds_total;
     f.spec_draft_tokens_total = s.n_spec_draft_tokens_total;
     f.spec_accepted_tokens_total = s.n_spec_accepted_tokens_total;

@@ -62,6 +62,8 @@ struct ServeFigures {
     uint64_t requests_rejected_total = 0;
     uint64_t prefix_cache_hits_total = 0;   // n_prefix_cache_hits_total: admissions restored from the cache
     uint64_t prefix_cache_misses_total = 0; // n_prefix_cache_misses_total
+    uint64_t prefix_cache_checkpoints_total = 0;         // n_prefix_cache_checkpoints_total
+    uint64_t prefix_cache_checkpoints_skipped_total = 0; // n_prefix_cache_checkpoints_skipped_total
     uint64_t spec_rounds_total = 0;          // n_spec_rounds_total: speculative rounds (one per lane)
     uint64_t spec_draft_tokens_total = 0;    // n_spec_draft_tokens_total: drafts verified
     uint64_t spec_accepted_tokens_total = 0; // n_spec_accepted_tokens_total

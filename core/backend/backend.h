@@ -192,6 +192,9 @@ class Backend {
     virtual void save_lane_async(int lane, std::function<void(LaneImage)> done) { done(save_lane(lane)); }
     virtual void poll_saves(bool wait) {}
     virtual bool saves_in_flight() const { return false; }
+    // False while a save begun now would first wait for earlier ones (every copy slot busy): a
+    // caller that can do without the image (a prefix-cache checkpoint) skips it rather than stall.
+    virtual bool can_save_async() const { return true; }
 
     // Speculative decoding (the contract above). Defaults: no MTP head, no verify.
     virtual bool has_mtp() const { return false; }

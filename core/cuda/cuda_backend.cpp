@@ -309,6 +309,7 @@ class CudaBackend final : public Backend {
             done(std::move(image));
     }
     bool saves_in_flight() const override { return !pending_saves_.empty() || !ready_saves_.empty(); }
+    bool can_save_async() const override { return copier_.in_flight() < cuda::LaneImageCopier::kSaveSlots; }
 
   private:
     // Tensor-core prefill (PrefillRunner) in chunks of its size; logits through the decode head.

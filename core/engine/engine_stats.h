@@ -42,6 +42,8 @@ struct EngineStats {
     std::atomic<uint64_t> n_steps_total{0};             // engine loop iterations with work
     std::atomic<uint64_t> n_prefix_cache_hits_total{0};   // admissions restored from the prefix cache
     std::atomic<uint64_t> n_prefix_cache_misses_total{0};
+    std::atomic<uint64_t> n_prefix_cache_checkpoints_total{0};         // lane images begun for the cache
+    std::atomic<uint64_t> n_prefix_cache_checkpoints_skipped_total{0}; // not begun: the copies were busy
     // Speculative decoding (vLLM's spec_decode names): rounds, drafts verified, drafts accepted,
     // and accepted drafts by position in the round (the i-th draft of a round is counted in [i]).
     std::atomic<uint64_t> n_spec_rounds_total{0};

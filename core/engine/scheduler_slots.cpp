@@ -76,6 +76,13 @@ bool Scheduler::restore_from_cache(int lane, const GenerationRequest& request, s
 void Scheduler::checkpoint(int lane) {
     const Lane& l = lanes_[size_t(lane)];
     if (l.history.empty()) return;
+    // The cache is best effort: when the backend's copies are all busy, waiting for one would
+    // stall every lane (measured: up to 1.5 s behind 32K-token images), so this one is skipped.
+    if (!backend_.can_save_async()) {
+        ++stats_.n_prefix_cache_checkpoints_skipped_total;
+        return;
+    }
+    ++stats_.n_prefix_cache_checkpoints_total;
     // Rebuild estimate for the eviction formula: the measured prefill rate so far.
     uint64_t us = stats_.t_prefill_us_total, n = stats_.n_prefill_tokens_total;
     if (us > 0 && n > 0) options_.prefix_cache->store().set_rebuild_tokens_per_s(double(n) * 1e6 / double(us));

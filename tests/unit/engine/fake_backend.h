@@ -6,6 +6,7 @@
 #include "core/engine/generation.h"
 #include "core/util/error.h"
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -79,6 +80,8 @@ class FakeBackend final : public core::Backend {
         for (auto& [image, done] : ready) done(std::move(image));
     }
     bool saves_in_flight() const override { return !pending_saves_.empty(); }
+    size_t save_slots = SIZE_MAX; // with async_saves: saves in flight a new one may join
+    bool can_save_async() const override { return pending_saves_.size() < save_slots; }
 
     std::vector<Call> calls;
     int decodes_before_failure = -1; // >= 0: decode throws after this many successful calls

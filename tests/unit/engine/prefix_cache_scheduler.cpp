@@ -118,6 +118,40 @@ TEST_CASE("checkpoints that land a step late give the same hits and tokens", "[p
     CHECK(cache.match(longer, Scheduler::Clock::now()) != nullptr);
 }
 
+// A checkpoint that would wait for a copy slot is skipped (the GPU measured 1.5 s engine stalls
+// behind 32K-token images): the request still gets the same tokens, nothing reaches the cache
+// from it, and the skip is counted.
+TEST_CASE("a checkpoint is skipped, not waited for, when every copy slot is busy", "[prefix_cache_scheduler]") {
+    std::vector<int32_t> turn1 = tokens(40, 1);
+    auto conversation = [&](size_t slots, PrefixCache& cache, EngineStats& stats) {
+        FakeBackend backend(1);
+        backend.async_saves = true;
+        backend.save_slots = slots;
+        Scheduler s(backend, {.max_context = 512, .prefill_chunk = 16, .prefix_cache = &cache}, stats);
+        auto sink = std::make_shared<RecordingSink>();
+        GenerationRequest r;
+        r.id = 1;
+        r.prompt = turn1;
+        r.max_tokens = 6;
+        r.sink = sink;
+        s.submit(std::move(r));
+        for (int guard = 0; s.has_requests() && guard < 1000; ++guard) s.step();
+        REQUIRE(sink->finished);
+        return sink->tokens;
+    };
+    PrefixCache free_cache(cache_options()), busy_cache(cache_options());
+    EngineStats free_stats, busy_stats;
+    auto with_slots = conversation(SIZE_MAX, free_cache, free_stats);
+    auto no_slot = conversation(0, busy_cache, busy_stats);
+    CHECK(no_slot == with_slots);
+    CHECK(free_stats.n_prefix_cache_checkpoints_total == 2); // prompt end, reply end
+    CHECK(free_stats.n_prefix_cache_checkpoints_skipped_total == 0);
+    CHECK(free_cache.stats().inserts == 2);
+    CHECK(busy_stats.n_prefix_cache_checkpoints_total == 0);
+    CHECK(busy_stats.n_prefix_cache_checkpoints_skipped_total == 2);
+    CHECK(busy_cache.stats().inserts == 0);
+}
+
 TEST_CASE("slot save, erase and restore round-trip a lane; empty and busy lanes are refused",
           "[prefix_cache_scheduler]") {
     FakeBackend backend(2);
