@@ -67,10 +67,10 @@ constexpr OptionSpec kOptions[] = {
      0, text_field<&DaemonConfig::speculative>()},
     {"max-concurrency", OptionKind::Integer, "4", 1, 8, "", "N", "lanes that decode together in one batch", 0,
      integer_field<&DaemonConfig::max_concurrency>()},
-    {"prefill-chunk", OptionKind::Integer, "1024", 1, 65536, "", "TOKENS",
+    {"prefill-chunk", OptionKind::Integer, "2048", 1, 65536, "", "TOKENS",
      "prompt tokens prefilled per step, interleaved with decode steps", 0,
      integer_field<&DaemonConfig::prefill_chunk>()},
-    {"prefill-chunk-decoding", OptionKind::Integer, "0", 0, 65536, "", "TOKENS",
+    {"prefill-chunk-decoding", OptionKind::Integer, "1024", 0, 65536, "", "TOKENS",
      "prompt tokens prefilled per step while other requests decode (0 = prefill-chunk): smaller bounds "
      "their inter-token latency during a long prompt, larger gives that prompt its first token sooner", 0,
      integer_field<&DaemonConfig::prefill_chunk_decoding>()},

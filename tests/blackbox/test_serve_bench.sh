@@ -77,6 +77,10 @@ for path in sys.argv[2:]:
         assert 0 < h["writes_per_token"] <= 2 and h["bytes_per_token"] > 20, (name, h)
         assert h["report_cpu_us_per_token"] >= 0 and h["loop_cpu_us_per_token"] > 0, (name, h)
     assert "host CPU µs/token" in summary
+    # The CPU backend saves at once: every prompt end and reply end is checkpointed, none skipped.
+    taken, skipped = r["scenarios"]["steady"]["host"]["checkpoints"]
+    assert taken >= 8 and skipped == 0, (taken, skipped)
+    assert "cache checkpoints taken / skipped" in summary
     cs = r["scenarios"]["constrained"]["parts"]
     assert [len(p["requests"]) for p in cs] == [1, 1, 3, 3], cs
     assert all(q["completion_tokens"] == 10 for p in cs for q in p["requests"])

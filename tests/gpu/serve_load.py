@@ -351,6 +351,7 @@ SCENARIOS = {"decode": scenario_decode, "ttft": scenario_ttft, "streams": scenar
 HOST_COUNTERS = ("ninfer_generation_tokens_total", "ninfer_token_report_cpu_seconds_total",
                  "ninfer_loop_engine_event_cpu_seconds_total", "ninfer_loop_engine_events_total",
                  "ninfer_http_socket_writes_total", "ninfer_http_socket_write_bytes_total")
+CHECKPOINT_COUNTERS = ("ninfer_prefix_cache_checkpoints_total", "ninfer_prefix_cache_checkpoints_skipped_total")
 
 
 def scrape(url):
@@ -364,7 +365,7 @@ def scrape(url):
     out = {}
     for line in text.splitlines():
         name, _, value = line.partition(" ")
-        if name in HOST_COUNTERS:
+        if name in HOST_COUNTERS or name in CHECKPOINT_COUNTERS:
             out[name] = float(value)
     return out
 
@@ -380,7 +381,9 @@ def host_figures(before, after):
             "loop_cpu_us_per_token": d["ninfer_loop_engine_event_cpu_seconds_total"] * 1e6 / tokens,
             "events_per_token": d["ninfer_loop_engine_events_total"] / tokens,
             "writes_per_token": d["ninfer_http_socket_writes_total"] / tokens,
-            "bytes_per_token": d["ninfer_http_socket_write_bytes_total"] / tokens}
+            "bytes_per_token": d["ninfer_http_socket_write_bytes_total"] / tokens,
+            # prefix-cache checkpoints begun and skipped (copies busy) over the scenario; None if absent
+            "checkpoints": [after[k] - before.get(k, 0.0) if k in after else None for k in CHECKPOINT_COUNTERS]}
 
 
 async def run_all(a):

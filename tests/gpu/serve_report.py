@@ -170,6 +170,9 @@ def table(result, bench_doc=None):
         if h:  # the daemon's own counters over the scenario (serve_load.host_figures)
             row(name, "host CPU µs/token: engine / loop", f"{h['report_cpu_us_per_token']:.1f} / {h['loop_cpu_us_per_token']:.1f}")
             row(name, "socket writes / bytes per token", f"{h['writes_per_token']:.2f} / {h['bytes_per_token']:.0f}")
+            taken, skipped = (h.get("checkpoints") or [None, None])[:2]
+            if taken is not None and skipped is not None:
+                row(name, "cache checkpoints taken / skipped", f"{taken:.0f} / {skipped:.0f}")
     head = ("scenario", "figure", "serve", "bench (same run)", "serve/bench")
     widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(5)]
     lines = [f"ninfer serving benchmark: {result.get('label', '')} ({result.get('url', '')}), "
