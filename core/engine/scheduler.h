@@ -91,7 +91,8 @@ struct SchedulerOptions {
     uint32_t prefill_chunk_decoding = 0;
     uint32_t max_pending = 64;
     uint64_t pending_timeout_ms = 60000;
-    PrefixCache* prefix_cache = nullptr; // engine-thread owned; checkpoints at prompt end and reply end
+    PrefixCache* prefix_cache = nullptr; // engine-thread owned; checkpoints at prompt end and reply end,
+                                         // skipped while the backend's copies are busy (can_save_async)
     // Begin the next decode step before the previous one's tokens are reported (Backend::
     // decode_begin / decode_end): the GPU never waits for this thread's bookkeeping. false: each
     // step is ended before the next begins (the reference the pipelined order must equal).
