@@ -32,6 +32,7 @@ namespace ninfer::core {
 
 inline constexpr size_t kHugeRegionBytes = size_t(2) << 20; // one x86-64 huge page
 
+// bytes (or an address) rounded up to a whole number of huge pages.
 inline size_t huge_region_size(size_t bytes) {
     return (bytes + kHugeRegionBytes - 1) / kHugeRegionBytes * kHugeRegionBytes;
 }
@@ -56,7 +57,7 @@ template <class T> struct ZeroedPageAllocator {
         void* raw = ::mmap(nullptr, size + kHugeRegionBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (raw == MAP_FAILED) throw std::bad_alloc();
         const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
-        const uintptr_t aligned = (start + kHugeRegionBytes - 1) / kHugeRegionBytes * kHugeRegionBytes;
+        const uintptr_t aligned = huge_region_size(start);
         if (aligned > start) ::munmap(raw, aligned - start);
         const size_t tail = start + size + kHugeRegionBytes - (aligned + size);
         if (tail > 0) ::munmap(reinterpret_cast<void*>(aligned + size), tail);

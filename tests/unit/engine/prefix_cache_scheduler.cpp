@@ -128,16 +128,7 @@ TEST_CASE("a checkpoint is skipped, not waited for, when every copy slot is busy
         backend.async_saves = true;
         backend.save_slots = slots;
         Scheduler s(backend, {.max_context = 512, .prefill_chunk = 16, .prefix_cache = &cache}, stats);
-        auto sink = std::make_shared<RecordingSink>();
-        GenerationRequest r;
-        r.id = 1;
-        r.prompt = turn1;
-        r.max_tokens = 6;
-        r.sink = sink;
-        s.submit(std::move(r));
-        for (int guard = 0; s.has_requests() && guard < 1000; ++guard) s.step();
-        REQUIRE(sink->finished);
-        return sink->tokens;
+        return run(s, 1, turn1)->tokens;
     };
     PrefixCache free_cache(cache_options()), busy_cache(cache_options());
     EngineStats free_stats, busy_stats;
