@@ -123,12 +123,11 @@ void vertical(const RgbView& src, int dst_h, uint8_t* dst) {
     }
 }
 
-RgbView interleaved(const uint8_t* rgb, int width, int height) {
-    const ptrdiff_t stride = ptrdiff_t(width) * 3;
+} // namespace
+
+RgbView rgb24_view(const uint8_t* rgb, int width, int height, ptrdiff_t stride) {
     return {width, height, {rgb, rgb + 1, rgb + 2}, 3, {stride, stride, stride}};
 }
-
-} // namespace
 
 void resize_bicubic_u8(const RgbView& src, int dst_w, int dst_h, uint8_t* dst) {
     if (src.width <= 0 || src.height <= 0 || dst_w <= 0 || dst_h <= 0)
@@ -138,7 +137,7 @@ void resize_bicubic_u8(const RgbView& src, int dst_w, int dst_h, uint8_t* dst) {
     if (across && down) {
         std::vector<uint8_t> mid(size_t(src.height) * size_t(dst_w) * 3);
         horizontal(src, dst_w, mid.data());
-        vertical(interleaved(mid.data(), dst_w, src.height), dst_h, dst);
+        vertical(rgb24_view(mid.data(), dst_w, src.height, ptrdiff_t(dst_w) * 3), dst_h, dst);
     } else if (across) {
         horizontal(src, dst_w, dst);
     } else if (down) {

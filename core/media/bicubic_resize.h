@@ -21,7 +21,8 @@
 // Contract: resize_bicubic_u8(src, dst_w, dst_h, dst) writes dst_w x dst_h RGB24 pixels (rows of
 // 3*dst_w bytes) to dst. src is any 8-bit RGB layout (interleaved or planar) described by
 // RgbView; both sizes must be positive (ninfer::Error otherwise). Memory: one src.height x dst_w
-// RGB24 buffer when both passes run.
+// RGB24 buffer when both passes run. rgb24_view(rgb, width, height, stride) describes interleaved
+// RGB24 rows of `stride` bytes.
 // Thread safety: pure.
 #pragma once
 
@@ -36,6 +37,8 @@ struct RgbView {
     ptrdiff_t pixel_step = 3;                                // bytes between a channel's neighbours in a row
     ptrdiff_t row_stride[3] = {0, 0, 0};                     // bytes between a channel's rows
 };
+
+RgbView rgb24_view(const uint8_t* rgb, int width, int height, ptrdiff_t stride);
 
 void resize_bicubic_u8(const RgbView& src, int dst_w, int dst_h, uint8_t* dst);
 

@@ -121,7 +121,7 @@ class FrameScaler {
         Picture p{AVPixelFormat(f->format), f->width, f->height};
         std::copy_n(f->data, 4, p.data), std::copy_n(f->linesize, 4, p.stride);
         if (p.fmt != AV_PIX_FMT_RGB24 && p.fmt != AV_PIX_FMT_GBRP) p = to_rgb(p);
-        RgbView v{p.w, p.h, {p.data[0], p.data[0] + 1, p.data[0] + 2}, 3, {p.stride[0], p.stride[0], p.stride[0]}};
+        RgbView v = rgb24_view(p.data[0], p.w, p.h, p.stride[0]);
         if (p.fmt == AV_PIX_FMT_GBRP) // planes G, B, R
             v = {p.w, p.h, {p.data[2], p.data[0], p.data[1]}, 1, {p.stride[2], p.stride[0], p.stride[1]}};
         std::vector<uint8_t> out(size_t(w_) * size_t(h_) * 3);

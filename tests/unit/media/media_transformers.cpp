@@ -58,7 +58,7 @@ TEST_CASE("resize and patchify equal transformers' default processors' pixel_val
         for (int f = 0; f < frames; ++f) {
             const uint8_t* s = rgb.data() + size_t(f) * size_t(h) * size_t(w) * 3;
             const ptrdiff_t stride = ptrdiff_t(w) * 3;
-            resize_bicubic_u8({w, h, {s, s + 1, s + 2}, 3, {stride, stride, stride}}, W, H, out[size_t(f)].data());
+            resize_bicubic_u8(rgb24_view(s, w, h, stride), W, H, out[size_t(f)].data());
         }
         const size_t dim = size_t(3 * p.temporal_patch_size * p.patch_size * p.patch_size);
         std::vector<float> rows(size_t(grid[0] * grid[1] * grid[2]) * dim, 0.0f);
