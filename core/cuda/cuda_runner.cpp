@@ -71,7 +71,7 @@ struct ClearOnExit {
 } // namespace
 
 Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_activations)
-    : config_(weights.config), plan_(plan), f32_(f32_activations), q4_int8_x_(!f32_activations) {
+    : config_(weights.config), plan_(plan), f32_(f32_activations) {
     const ModelConfig& c = config_;
     check_geometry(c, plan);
     // The f32-activation check mode reads projections in the stored layout (gemv_f32x).
@@ -122,7 +122,7 @@ Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_act
     act_ = arena_.alloc_n<__nv_bfloat16>(B * act_w_, "SwiGLU output");
     act32_ = arena_.alloc_n<float>(B * act_w_, "SwiGLU output (f32)");
     act_lo_ = arena_.alloc_n<__nv_bfloat16>(B * act_w_, "SwiGLU output (low halves)");
-    if (q4_int8_x_ && B <= kernels::kGemvMaxTokens) {
+    if (q4_int8_x() && B <= kernels::kGemvMaxTokens) {
         auto int8_rows = [&](int64_t k, const char* what) {
             kernels::Int8X r;
             r.row_bytes = kernels::int8_x_units(k) * 64;
@@ -216,7 +216,7 @@ void Runner::linear(const DeviceLinear& w, const __nv_bfloat16* x, const __nv_bf
     a.tail_row0 = tail_row0;
     a.y_tail_stride = tail_stride;
     a.scratch = scratch_;
-    a.x_int8 = q4_int8_x_;
+    a.x_int8 = q4_int8_x();
     if (x8_now_ && x == xn_ && x_lo == xn_lo_) a.x8 = xn8_; // written by the norm that wrote x
     else if (act8_live_ && x == act_ && x_lo == act_lo_) a.x8 = act8_;
     cuda_check(kernels::gemv(a, stream_), "gemv");
@@ -227,7 +227,7 @@ bool Runner::runs_int8(const DeviceLinear& w, int n) const {
     a.w = w.view;
     a.n_tokens = n;
     a.scratch = scratch_;
-    a.x_int8 = q4_int8_x_;
+    a.x_int8 = q4_int8_x();
     return kernels::gemv_runs_int8_x(a);
 }
 

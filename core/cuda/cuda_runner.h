@@ -128,7 +128,8 @@ class Runner {
     int32_t* step_in_ = nullptr;
     int32_t* page_table_ = nullptr;
     bool f32_ = false;
-    bool q4_int8_x_ = true;
+    // q4 projections take int8 activations (W4A8) everywhere but the f32 check mode.
+    bool q4_int8_x() const { return !f32_; }
     // The int8 route's x written by its producers (gemv.h Int8X; cuda_runner.cpp producer_writes_int8_x):
     // the normed rows (the layers' add_rmsnorm into xn_ while x8_now_, i.e. within enqueue_forward at
     // batch >= 2) and the dense MLP's SwiGLU rows (act8_live_ while its down projection is

@@ -32,7 +32,7 @@ __device__ __forceinline__ void ninfer_grid_launch_dependents() {
 }
 
 namespace detail {
-extern bool g_pdl; // KernelTuning::pdl as kernel_tuning_apply installed it (tuning_apply.cpp)
+extern bool g_pdl; // KernelTuning::pdl as kernel_tuning_apply installed it (defined in gemv.cu)
 }
 // Whether launches carry the PDL attribute (KernelTuning::pdl; a launch attribute, not a kernel branch).
 inline bool pdl_enabled() { return detail::g_pdl; }
