@@ -5,6 +5,7 @@
 #include "core/cuda/cuda_runner.h"
 #include "core/cuda/gpu_sampler.h"
 #include "core/cuda/lane_image.h"
+#include "core/cuda/mtp_head.h"
 #include "core/cuda/prefill_runner.h"
 #include "core/util/error.h"
 #include "ninfer/kernels/device.h"
@@ -84,6 +85,8 @@ class CudaBackend final : public Backend {
         // The f32-activation check mode keeps prefill on its exact per-token path.
         if (!o.f32_activations)
             prefill_ = std::make_unique<cuda::PrefillRunner>(run_, prefill_tokens_for(plan.prefill_chunk));
+        if (plan.mtp)
+            mtp_ = std::make_unique<cuda::MtpHead>(run_, plan_);
     }
     ~CudaBackend() override {
         try {
@@ -112,6 +115,8 @@ class CudaBackend final : public Backend {
         s.pages.clear();
         s.tokens.clear();
         s.has_logits = false;
+        if (mtp_)
+            mtp_->reset(lane);
         const ModelConfig& c = run_.config();
         for (uint32_t g = 0; g < c.n_linear_attention_layers(); ++g) {
             const uint64_t ce = run_.conv_elems_per_lane();
@@ -288,6 +293,25 @@ class CudaBackend final : public Backend {
     }
 
     LaneImage save_lane(int lane) const override;
+
+    bool has_mtp() const override { return mtp_ != nullptr; }
+    std::vector<std::vector<int32_t>> draft_mtp(std::span<const DraftRequest> requests,
+                                                std::vector<std::vector<float>>* logits) override {
+        if (!mtp_)
+            return Backend::draft_mtp(requests, logits);
+        if (!begun_.empty())
+            throw Error("backend: draft_mtp while pipelined decode steps are outstanding");
+        std::vector<std::span<const int32_t>> tokens;
+        for (size_t i = 0; i < requests.size(); ++i) {
+            for (size_t j = 0; j < i; ++j)
+                if (requests[j].lane == requests[i].lane)
+                    throw Error("backend: lane " + std::to_string(requests[i].lane) + " appears twice in one draft step");
+            tokens.push_back(at(requests[i].lane).tokens);
+        }
+        return mtp_->draft(requests, tokens, [this](int lane, size_t total) {
+            grow(lane, total - std::min(total, at(lane).tokens.size()));
+        }, logits);
+    }
     void restore_lane(int lane, const LaneImage& image) override;
 
     // The lane's GDN state and page row are snapshotted in stream order now; its pages stay out of
@@ -329,6 +353,9 @@ class CudaBackend final : public Backend {
                 prefill_->stage_rows(n - 1, 1);
                 take_logits(lane, 0, 1, b + size_t(n - 1), true, out, logits);
             }
+            if (mtp_) // after the logits: the head reuses the runner's step rows
+                mtp_->take_prefill(lane, at(lane).tokens, tokens, start + uint32_t(b), n, prefill_->final_rows_f32(),
+                                   prefill_->row_stride());
         }
     }
 
@@ -346,6 +373,8 @@ class CudaBackend final : public Backend {
             upload_step(in);
             run_.enqueue_forward(n, true);
             take_logits(lane, 0, n, b, b + n == tokens.size(), out, logits);
+            if (mtp_)
+                mtp_->take_prefill(lane, at(lane).tokens, tokens, start + uint32_t(b), n, nullptr, 0);
         }
     }
 
@@ -418,7 +447,7 @@ class CudaBackend final : public Backend {
         if (need > s.pages.size() + free_.size())
             throw Error("backend: KV pool full: " + std::to_string(need - s.pages.size()) + " more pages needed, " +
                         std::to_string(free_.size()) + " free");
-        if (need == s.pages.size())
+        if (need <= s.pages.size()) // a draft may have reserved pages ahead (MtpHead::draft)
             return;
         while (s.pages.size() < need) {
             s.pages.push_back(free_.back());
@@ -454,6 +483,8 @@ class CudaBackend final : public Backend {
 
     void enqueue_decode(int n, const kernels::SamplePlan& plan, bool sample) {
         run_.enqueue_forward(n, false);
+        if (mtp_)
+            mtp_->enqueue_keep_step_rows(n);
         run_.enqueue_head(0, n);
         cuda_check(kernels::scatter_rows(run_.logits(), run_.logits_stride(), run_.step_in() + kMaxStepTokens,
                                          run_.lane_logits(), run_.logits_stride(), vocab_size(), n, run_.stream()),
@@ -547,6 +578,7 @@ class CudaBackend final : public Backend {
     std::vector<uint32_t> free_;
     std::array<std::array<cudaGraphExec_t, kMaxStepTokens + 1>, kSampleVariants + 1> graphs_{};
     std::unique_ptr<cuda::PrefillRunner> prefill_;
+    std::unique_ptr<cuda::MtpHead> mtp_; // plan.mtp only
     // Declared after run_ and sampler_: its thread stops (and its copies end) before they go.
     mutable cuda::LaneImageCopier copier_;
     std::deque<Begun> begun_;
@@ -572,6 +604,8 @@ void CudaBackend::restore_lane(int lane, const LaneImage& img) {
     copier_.restore(lane, img, s.pages);
     s.tokens = img.tokens;
     s.has_logits = false;
+    if (mtp_) // no MtpKv section on this backend yet: the head starts again at the next decode
+        mtp_->skip_to(lane, n);
 }
 
 } // namespace
@@ -604,7 +638,8 @@ std::string cuda_unavailable_reason() {
 
 uint64_t cuda_backend_workspace_bytes(const ModelConfig& config, const MemoryRequest& request) {
     return cuda::PrefillRunner::workspace_bytes(config, prefill_tokens_for(request.prefill_chunk)) +
-           cuda::LaneImageCopier::device_bytes(config);
+           cuda::LaneImageCopier::device_bytes(config) +
+           (request.mtp ? cuda::MtpHead::device_bytes(config, request.max_concurrency, request.max_draft_tokens) : 0);
 }
 
 uint64_t cuda_default_margin(uint64_t available_bytes) {

@@ -19,6 +19,10 @@
 //   per-lane token counts that the decode graph advances itself and logit bias a per-lane row
 //   written once per request. Left to the host sampler (the lane's logits copied back): a
 //   logit_bias list naming an id twice, and more than 20 top logprobs.
+// - With plan.mtp (the weights must have the MTP head) has_mtp() is true and draft_mtp runs the
+//   head on the GPU (core/cuda/mtp_head.h): the same drafts as the CPU head up to the activations'
+//   rounding. Lane images do not carry the head's K/V yet: a restored lane drafts again after its
+//   next decode.
 // - LaneImage layout is the CPU backend's (memory_plan.h): KV rows in the plan's dtype (kv_codec.h)
 //   in layer, K/V, position, head order; GDN conv history as f32 (the GPU keeps it in bf16, so an image from the CPU
 //   backend is rounded on restore; the f32-activation mode keeps f32) then the f32 recurrent state.

@@ -75,7 +75,7 @@ Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_act
     const ModelConfig& c = config_;
     check_geometry(c, plan);
     // The f32-activation check mode reads projections in the stored layout (gemv_f32x).
-    model_ = DeviceModel::upload(weights, arena_, /*tiled=*/!f32_activations);
+    model_ = DeviceModel::upload(weights, arena_, /*tiled=*/!f32_activations, plan.mtp);
     cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating the stream");
     const int B = kMaxStepTokens;
     hs_ = pad8(c.hidden_size);
@@ -162,7 +162,7 @@ Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_act
     scratch_.partials = arena_.alloc_n<float>(scratch_.n_floats, "GEMV split-K partials");
     scratch_.counters = arena_.alloc_n<uint32_t>(scratch_.n_counters, "GEMV split-K counters");
     cuda_check(cudaMemset(scratch_.counters, 0, scratch_.n_counters * 4), "clearing GEMV counters");
-    for (uint32_t f = 0; f < c.n_full_attention_layers(); ++f) {
+    for (uint32_t f = 0; f < c.n_full_attention_layers() + (has_mtp() ? 1 : 0); ++f) { // the MTP layer's last
         kv_k_.push_back(arena_.alloc_n<uint8_t>(uint64_t(plan.kv_pages) * kv_page_bytes(), "KV pool (K)"));
         kv_v_.push_back(arena_.alloc_n<uint8_t>(uint64_t(plan.kv_pages) * kv_page_bytes(), "KV pool (V)"));
     }
@@ -176,6 +176,8 @@ Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_act
     }
     if (f32_)
         alloc_f32_mixers();
+    if (has_mtp())
+        alloc_mtp();
     cuda_check(cudaDeviceSynchronize(), "finishing the upload");
 }
 

@@ -7,7 +7,7 @@
 //   ninfer::Error("cuda: ...") naming what does not fit; then uploads the weights and allocates
 //   every buffer the plan implies (KV pool of plan.kv_pages 64-token pages per full-attention layer,
 //   in the plan's KV dtype: bf16, or fp8/int8 codes plus scales, kernels::kv_page_bytes() per
-//   page; f32 KV is refused; one GDN slot per lane: conv history [3][conv_dim]
+//   page; with plan.mtp one more layer, the MTP head's; f32 KV is refused; one GDN slot per lane: conv history [3][conv_dim]
 //   bf16 (f32 in the f32-activation mode) and recurrent state [Hv][128][128] f32 per GDN layer;
 //   step activations for 8 tokens; logits for 8 step rows and one row per lane). Nothing is
 //   allocated afterwards.
@@ -92,6 +92,16 @@ class Runner {
     void enqueue_forward(int n, bool one_lane);
     void enqueue_head(int row, int n);
 
+    // The MTP head (cuda_runner_mtp.cpp, docs/MODEL.md §8), uploaded when the plan has mtp (the
+    // weights must then have it). enqueue_mtp(n, hidden, stride) runs step rows 0..n-1 (any mix of
+    // lanes and positions; step_in(): the token x_{t+1}, the lane, the MTP position t) through
+    // fc([norm_e(embed(x_{t+1})) | norm_h(h_t)]) with h_t the f32 rows at hidden, the MTP layer
+    // (its K/V at position t in KV layer mtp_kv_layer(), the lanes' page tables) and mtp.final_norm,
+    // leaving d in the step rows: enqueue_head gives the draft logits, step_rows_f32() is d.
+    bool has_mtp() const { return model_.mtp.has_value(); }
+    uint32_t mtp_kv_layer() const { return config_.n_full_attention_layers(); }
+    void enqueue_mtp(int n, float* hidden, int64_t hidden_stride);
+
   private:
     void attention(const DeviceLayer& L, uint32_t full_index, int n);
     void gdn(const DeviceLayer& L, uint32_t gdn_index, int n, bool one_lane);
@@ -104,6 +114,7 @@ class Runner {
     void moe_generic(const DeviceLayer& L, int n);
     void query_gate_apart(const DeviceAttention& w, int n);
     void interleave_query_gate(void* qg, const void* sep, size_t elem_bytes, int n);
+    void alloc_mtp(); // cuda_runner_mtp.cpp: the head's input rows
     // cuda_runner_f32.cpp: the f32-activation mode's buffers and mixers (kernels/mixers_f32.h).
     void alloc_f32_mixers();
     void attention_f32(const DeviceLayer& L, uint32_t full_index, int n);
@@ -165,6 +176,10 @@ class Runner {
         std::vector<float*> conv;
     } f32m_;
     float *logits_ = nullptr, *lane_logits_ = nullptr;
+    // The MTP head's input rows [8][2 * hs_]: [norm_e(embedding) | norm_h(hidden)], bf16 with
+    // their low halves, and f32.
+    __nv_bfloat16 *mtp_in_ = nullptr, *mtp_in_lo_ = nullptr;
+    float* mtp_in32_ = nullptr;
     kernels::GemvScratch scratch_;
     std::vector<uint8_t*> kv_k_, kv_v_;
     std::vector<__nv_bfloat16*> conv_;

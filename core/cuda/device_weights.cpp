@@ -247,6 +247,102 @@ DeviceMlp upload_mlp(Uploader& up, const MlpWeights& w, const std::string& name,
     return d;
 }
 
+// One decoder layer under the name prefix p ("text/layers/N", "mtp/layers/0").
+DeviceLayer upload_layer(Uploader& up, const ModelConfig& c, const LayerWeights& L, const std::string& p) {
+    DeviceLayer d;
+    d.kind = L.kind;
+    d.input_norm = up.f32(L.input_norm, p + "/input_norm");
+    d.post_attention_norm = up.f32(L.post_attention_norm, p + "/post_attention_norm");
+    if (L.kind == LayerKind::FullAttention) {
+        const AttentionWeights& a = L.attention;
+        if (one_format({&a.query, &a.gate})) {
+            std::vector<RowPiece> qg;
+            for (uint32_t h = 0; h < c.num_attention_heads; ++h) {
+                qg.push_back({&a.query, uint64_t(h) * c.head_dim, c.head_dim});
+                qg.push_back({&a.gate, uint64_t(h) * c.head_dim, c.head_dim});
+            }
+            if (up.tiled() && one_format({&a.query, &a.gate, &a.key, &a.value})) {
+                qg.push_back({&a.key, 0, a.key.rows()});
+                qg.push_back({&a.value, 0, a.value.rows()});
+                d.attention.fused = up.pieces(qg, p + "/attention/query+gate+key+value", true);
+            } else {
+                d.attention.query_gate = up.pieces(qg, p + "/attention/query+gate", true);
+            }
+        } else { // e.g. the upstream mix: query q4, gate q5
+            d.attention.query = up.linear(a.query, p + "/attention/query");
+            d.attention.gate = up.linear(a.gate, p + "/attention/gate");
+        }
+        if (!d.attention.fused.view.data) {
+            d.attention.key = up.linear(a.key, p + "/attention/key");
+            d.attention.value = up.linear(a.value, p + "/attention/value");
+        }
+        d.attention.output = up.linear(a.output, p + "/attention/output");
+        d.attention.query_norm = up.bf16(a.query_norm, p + "/attention/query_norm");
+        d.attention.key_norm = up.bf16(a.key_norm, p + "/attention/key_norm");
+    } else {
+        const GdnWeights& g = L.gdn;
+        const std::string q = p + "/linear_attention";
+        const std::vector<const Matrix*> in_proj = {&g.query, &g.key, &g.value, &g.z, &g.a_projection,
+                                                    &g.b_projection};
+        if (up.tiled() && one_format(in_proj)) {
+            d.gdn.in_proj = up.pieces(whole(in_proj), q + "/query+key+value+z+a+b", true);
+        } else {
+            // Pairs of one format are one launch each (their rows land side by side in the
+            // runner's buffers: [q; k; v] then z, a then b).
+            const bool qkv = one_format({&g.query, &g.key, &g.value});
+            const bool qk = !qkv && up.tiled() && one_format({&g.query, &g.key});
+            const bool vz = !qkv && up.tiled() && one_format({&g.value, &g.z});
+            if (qkv)
+                d.gdn.qkv = up.pieces(whole({&g.query, &g.key, &g.value}), q + "/query+key+value", true);
+            if (qk)
+                d.gdn.qk = up.pieces(whole({&g.query, &g.key}), q + "/query+key", true);
+            else if (!qkv)
+                d.gdn.query = up.linear(g.query, q + "/query"), d.gdn.key = up.linear(g.key, q + "/key");
+            if (vz) {
+                d.gdn.vz = up.pieces(whole({&g.value, &g.z}), q + "/value+z", true);
+            } else {
+                if (!qkv)
+                    d.gdn.value = up.linear(g.value, q + "/value");
+                d.gdn.z = up.linear(g.z, q + "/z");
+            }
+            if (up.tiled() && one_format({&g.a_projection, &g.b_projection})) {
+                d.gdn.ab = up.pieces(whole({&g.a_projection, &g.b_projection}), q + "/a+b", true);
+            } else {
+                d.gdn.a = up.linear(g.a_projection, q + "/a");
+                d.gdn.b = up.linear(g.b_projection, q + "/b");
+            }
+        }
+        d.gdn.output = up.linear(g.output, q + "/output");
+        // Taps: tap-major [kernel][conv_dim] f32 -> [conv_dim][kernel] bf16 (the kernel's layout).
+        const uint32_t K = c.linear_conv_kernel_dim, cd = c.gdn_conv_dim();
+        std::vector<float> taps(size_t(K) * cd);
+        for (uint32_t j = 0; j < K; ++j)
+            for (uint32_t ch = 0; ch < cd; ++ch)
+                taps[size_t(ch) * K + j] = g.convolution[size_t(j) * cd + ch];
+        d.gdn.conv = up.bf16(taps, q + "/convolution");
+        d.gdn.a_log = up.f32(g.a_log, q + "/a_log");
+        d.gdn.dt_bias = up.f32(g.dt_bias, q + "/dt_bias");
+        d.gdn.norm = up.bf16(g.norm, q + "/norm");
+    }
+    if (c.is_moe()) {
+        const MoeWeights& e = L.moe;
+        d.moe.router = up.f32x(e.router, p + "/moe/router");
+        d.moe.shared_score = up.f32x(e.shared_score, p + "/moe/shared_score");
+        d.moe.shared = upload_mlp(up, e.shared, p + "/moe/shared", false);
+        std::vector<RowPiece> gate_up, down;
+        for (const MlpWeights& x : e.experts) {
+            gate_up.push_back({&x.gate, 0, x.gate.rows()});
+            gate_up.push_back({&x.up, 0, x.up.rows()});
+            down.push_back({&x.down, 0, x.down.rows()});
+        }
+        d.moe.experts_gate_up = up.pieces(gate_up, p + "/moe/experts/gate+up", false);
+        d.moe.experts_down = up.pieces(down, p + "/moe/experts/down", false);
+    } else {
+        d.mlp = upload_mlp(up, L.mlp, p + "/mlp", true);
+    }
+    return d;
+}
+
 } // namespace
 
 void cuda_check(int err, const std::string& what) {
@@ -270,108 +366,24 @@ void* DeviceArena::alloc(uint64_t bytes, const std::string& what) {
     return p;
 }
 
-DeviceModel DeviceModel::upload(const ModelWeights& w, DeviceArena& arena, bool tiled) {
+DeviceModel DeviceModel::upload(const ModelWeights& w, DeviceArena& arena, bool tiled, bool with_mtp) {
     const ModelConfig& c = w.config;
     DeviceModel m;
     Uploader up(arena, m, tiled);
     m.embedding = up.linear(w.token_embedding, "text/token_embedding", false);
     m.output_head = up.linear(w.output_head, "text/output_head");
     m.final_norm = up.f32(w.final_norm, "text/final_norm");
-    for (uint32_t l = 0; l < c.num_hidden_layers; ++l) {
-        const LayerWeights& L = w.layers[l];
-        const std::string p = "text/layers/" + std::to_string(l);
-        DeviceLayer d;
-        d.kind = L.kind;
-        d.input_norm = up.f32(L.input_norm, p + "/input_norm");
-        d.post_attention_norm = up.f32(L.post_attention_norm, p + "/post_attention_norm");
-        if (L.kind == LayerKind::FullAttention) {
-            const AttentionWeights& a = L.attention;
-            if (one_format({&a.query, &a.gate})) {
-                std::vector<RowPiece> qg;
-                for (uint32_t h = 0; h < c.num_attention_heads; ++h) {
-                    qg.push_back({&a.query, uint64_t(h) * c.head_dim, c.head_dim});
-                    qg.push_back({&a.gate, uint64_t(h) * c.head_dim, c.head_dim});
-                }
-                if (up.tiled() && one_format({&a.query, &a.gate, &a.key, &a.value})) {
-                    qg.push_back({&a.key, 0, a.key.rows()});
-                    qg.push_back({&a.value, 0, a.value.rows()});
-                    d.attention.fused = up.pieces(qg, p + "/attention/query+gate+key+value", true);
-                } else {
-                    d.attention.query_gate = up.pieces(qg, p + "/attention/query+gate", true);
-                }
-            } else { // e.g. the upstream mix: query q4, gate q5
-                d.attention.query = up.linear(a.query, p + "/attention/query");
-                d.attention.gate = up.linear(a.gate, p + "/attention/gate");
-            }
-            if (!d.attention.fused.view.data) {
-                d.attention.key = up.linear(a.key, p + "/attention/key");
-                d.attention.value = up.linear(a.value, p + "/attention/value");
-            }
-            d.attention.output = up.linear(a.output, p + "/attention/output");
-            d.attention.query_norm = up.bf16(a.query_norm, p + "/attention/query_norm");
-            d.attention.key_norm = up.bf16(a.key_norm, p + "/attention/key_norm");
-        } else {
-            const GdnWeights& g = L.gdn;
-            const std::string q = p + "/linear_attention";
-            const std::vector<const Matrix*> in_proj = {&g.query, &g.key, &g.value, &g.z, &g.a_projection,
-                                                        &g.b_projection};
-            if (up.tiled() && one_format(in_proj)) {
-                d.gdn.in_proj = up.pieces(whole(in_proj), q + "/query+key+value+z+a+b", true);
-            } else {
-                // Pairs of one format are one launch each (their rows land side by side in the
-                // runner's buffers: [q; k; v] then z, a then b).
-                const bool qkv = one_format({&g.query, &g.key, &g.value});
-                const bool qk = !qkv && up.tiled() && one_format({&g.query, &g.key});
-                const bool vz = !qkv && up.tiled() && one_format({&g.value, &g.z});
-                if (qkv)
-                    d.gdn.qkv = up.pieces(whole({&g.query, &g.key, &g.value}), q + "/query+key+value", true);
-                if (qk)
-                    d.gdn.qk = up.pieces(whole({&g.query, &g.key}), q + "/query+key", true);
-                else if (!qkv)
-                    d.gdn.query = up.linear(g.query, q + "/query"), d.gdn.key = up.linear(g.key, q + "/key");
-                if (vz) {
-                    d.gdn.vz = up.pieces(whole({&g.value, &g.z}), q + "/value+z", true);
-                } else {
-                    if (!qkv)
-                        d.gdn.value = up.linear(g.value, q + "/value");
-                    d.gdn.z = up.linear(g.z, q + "/z");
-                }
-                if (up.tiled() && one_format({&g.a_projection, &g.b_projection})) {
-                    d.gdn.ab = up.pieces(whole({&g.a_projection, &g.b_projection}), q + "/a+b", true);
-                } else {
-                    d.gdn.a = up.linear(g.a_projection, q + "/a");
-                    d.gdn.b = up.linear(g.b_projection, q + "/b");
-                }
-            }
-            d.gdn.output = up.linear(g.output, q + "/output");
-            // Taps: tap-major [kernel][conv_dim] f32 -> [conv_dim][kernel] bf16 (the kernel's layout).
-            const uint32_t K = c.linear_conv_kernel_dim, cd = c.gdn_conv_dim();
-            std::vector<float> taps(size_t(K) * cd);
-            for (uint32_t j = 0; j < K; ++j)
-                for (uint32_t ch = 0; ch < cd; ++ch)
-                    taps[size_t(ch) * K + j] = g.convolution[size_t(j) * cd + ch];
-            d.gdn.conv = up.bf16(taps, q + "/convolution");
-            d.gdn.a_log = up.f32(g.a_log, q + "/a_log");
-            d.gdn.dt_bias = up.f32(g.dt_bias, q + "/dt_bias");
-            d.gdn.norm = up.bf16(g.norm, q + "/norm");
-        }
-        if (c.is_moe()) {
-            const MoeWeights& e = L.moe;
-            d.moe.router = up.f32x(e.router, p + "/moe/router");
-            d.moe.shared_score = up.f32x(e.shared_score, p + "/moe/shared_score");
-            d.moe.shared = upload_mlp(up, e.shared, p + "/moe/shared", false);
-            std::vector<RowPiece> gate_up, down;
-            for (const MlpWeights& x : e.experts) {
-                gate_up.push_back({&x.gate, 0, x.gate.rows()});
-                gate_up.push_back({&x.up, 0, x.up.rows()});
-                down.push_back({&x.down, 0, x.down.rows()});
-            }
-            d.moe.experts_gate_up = up.pieces(gate_up, p + "/moe/experts/gate+up", false);
-            d.moe.experts_down = up.pieces(down, p + "/moe/experts/down", false);
-        } else {
-            d.mlp = upload_mlp(up, L.mlp, p + "/mlp", true);
-        }
-        m.layers.push_back(std::move(d));
+    for (uint32_t l = 0; l < c.num_hidden_layers; ++l)
+        m.layers.push_back(upload_layer(up, c, w.layers[l], "text/layers/" + std::to_string(l)));
+    if (with_mtp) {
+        if (!w.mtp)
+            throw Error("cuda: the plan counts an MTP layer but the weights have no MTP head");
+        DeviceMtp& h = m.mtp.emplace();
+        h.input_projection = up.linear(w.mtp->input_projection, "mtp/input_projection");
+        h.embedding_norm = up.f32(w.mtp->embedding_norm, "mtp/embedding_norm");
+        h.hidden_norm = up.f32(w.mtp->hidden_norm, "mtp/hidden_norm");
+        h.final_norm = up.f32(w.mtp->final_norm, "mtp/final_norm");
+        h.layer = upload_layer(up, c, w.mtp->layer, "mtp/layers/0");
     }
     return m;
 }

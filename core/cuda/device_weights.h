@@ -21,6 +21,7 @@
 //   projections that read the same input are concatenated where the formats agree (see
 //   DeviceAttention, DeviceGdn, DeviceMlp). MoE experts of a layer become two matrices
 //   (all experts' [gate; up] rows, all experts' down rows), one format each.
+// - with_mtp: the MTP head's weights (mtp/..., DeviceMtp) the same way, its layer as a text layer.
 // - Vectors: norms, A_log, dt_bias as f32; q/k norms, the GDN gated norm and the conv taps
 //   ([conv_dim][kernel]) as bf16 (their stored values are bf16, so this is exact).
 // Thread safety: immutable after upload.
@@ -32,6 +33,7 @@
 #include <cuda_bf16.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -105,14 +107,24 @@ struct DeviceLayer {
     DeviceMoe moe;
 };
 
+// The MTP head (docs/MODEL.md §8): fc over [norm_e(embedding) | norm_h(hidden)], one
+// full-attention decoder layer, its final norm; norms f32 like the layers'.
+struct DeviceMtp {
+    DeviceLinear input_projection; // [H, 2H], read by kernels::gemv
+    float *embedding_norm = nullptr, *hidden_norm = nullptr, *final_norm = nullptr;
+    DeviceLayer layer;
+};
+
 struct DeviceModel {
     DeviceLinear embedding, output_head;
     float* final_norm = nullptr;
     std::vector<DeviceLayer> layers;
+    std::optional<DeviceMtp> mtp; // with_mtp only
     uint64_t bytes = 0;      // weight bytes on the device
     int64_t max_rows = 0;    // largest n of any matrix used with kernels::gemv (scratch sizing)
 
-    static DeviceModel upload(const ModelWeights& weights, DeviceArena& arena, bool tiled);
+    // with_mtp: also the MTP head (the weights must have it, else Error), counted in bytes.
+    static DeviceModel upload(const ModelWeights& weights, DeviceArena& arena, bool tiled, bool with_mtp = false);
 };
 
 } // namespace ninfer::core::cuda

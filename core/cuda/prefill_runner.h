@@ -72,6 +72,9 @@ class PrefillRunner : private PrefillBuffers {
 
     void enqueue_forward(int lane, uint32_t start, std::span<const int32_t> ids);
     void stage_rows(int row, int n);
+    // The last chunk's final-normed f32 rows (row stride row_stride()), until the next chunk.
+    const float* final_rows_f32() const { return xn32_; }
+    int64_t row_stride() const { return hs_; }
 
   private:
     void attention(const DeviceLayer& L, uint32_t full_index, int lane, uint32_t start, int n);

@@ -1,0 +1,47 @@
+// ninfer::core - the CUDA runner's MTP head pass (docs/MODEL.md §8): fc, one decoder layer, its norm.
+#include "core/cuda/cuda_runner.h"
+
+#include "core/util/error.h"
+#include "ninfer/kernels/runner_ops.h"
+
+namespace ninfer::core::cuda {
+
+void Runner::alloc_mtp() {
+    if (hs_ != int64_t(config_.hidden_size))
+        throw Error("cuda: the MTP head needs hidden_size a multiple of 8");
+    const int64_t rows = int64_t(kMaxStepTokens) * 2 * hs_;
+    mtp_in_ = arena_.alloc_n<__nv_bfloat16>(rows, "MTP input rows");
+    mtp_in_lo_ = arena_.alloc_n<__nv_bfloat16>(rows, "MTP input rows (low halves)");
+    mtp_in32_ = arena_.alloc_n<float>(rows, "MTP input rows (f32)");
+}
+
+void Runner::enqueue_mtp(int n, float* hidden, int64_t hidden_stride) {
+    if (!model_.mtp)
+        throw Error("cuda: the MTP head was not uploaded (the plan has no mtp)");
+    if (n < 1 || n > kMaxStepTokens)
+        throw Error("cuda: an MTP step takes 1.." + std::to_string(kMaxStepTokens) + " rows");
+    const DeviceMtp& m = *model_.mtp;
+    const ModelConfig& c = config_;
+    const float eps = c.rms_norm_eps;
+    const int H = int(c.hidden_size);
+    const int64_t in_w = 2 * hs_;
+    // u = fc([norm_e(embed(x_{t+1})) | norm_h(h_t)]): the embedding half first (x_ is scratch here).
+    cuda_check(kernels::embed_rows(model_.embedding.view, step_in_, n, x_, hs_, stream_), "MTP embedding");
+    cuda_check(kernels::add_rmsnorm(x_, hs_, nullptr, hs_, m.embedding_norm, mtp_in_, in_w, mtp_in32_, n, H, eps,
+                                    stream_, mtp_in_lo_), "MTP embedding norm");
+    cuda_check(kernels::add_rmsnorm(hidden, hidden_stride, nullptr, hs_, m.hidden_norm, mtp_in_ + hs_, in_w,
+                                    mtp_in32_ + hs_, n, H, eps, stream_, mtp_in_lo_ + hs_), "MTP hidden norm");
+    linear(m.input_projection, mtp_in_, mtp_in_lo_, mtp_in32_, in_w, n, x_, true, hs_);
+    // One pre-norm decoder layer over u, as a text layer's (the GEMVs quantise their own int8 rows).
+    const DeviceLayer& L = m.layer;
+    cuda_check(kernels::add_rmsnorm(x_, hs_, nullptr, hs_, L.input_norm, xn_, hs_, xn32_, n, H, eps, stream_, xn_lo_),
+               "MTP input norm");
+    attention(L, mtp_kv_layer(), n);
+    cuda_check(kernels::add_rmsnorm(x_, hs_, mix_, hs_, L.post_attention_norm, xn_, hs_, xn32_, n, H, eps, stream_,
+                                    xn_lo_), "MTP post-attention norm");
+    ffn(L, n);
+    cuda_check(kernels::add_rmsnorm(x_, hs_, mix_, hs_, m.final_norm, xn_, hs_, xn32_, n, H, eps, stream_, xn_lo_),
+               "MTP final norm");
+}
+
+} // namespace ninfer::core::cuda

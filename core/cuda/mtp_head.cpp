@@ -1,0 +1,199 @@
+// ninfer::core - the CUDA MTP head driver: the hidden-row ring, catch-up blocks and greedy drafts.
+#include "core/cuda/mtp_head.h"
+
+#include "core/util/error.h"
+#include "ninfer/kernels/mtp_ops.h"
+
+#include <algorithm>
+
+namespace ninfer::core::cuda {
+
+uint64_t MtpHead::device_bytes(const ModelConfig& c, int n_lanes, uint32_t max_draft_tokens) {
+    const uint64_t hs = uint64_t(pad8(c.hidden_size)), B = kMaxStepTokens;
+    const uint64_t ring = uint64_t(n_lanes) * kRingRows * hs * 4, hidden = B * hs * 4;
+    const uint64_t drafts = uint64_t(n_lanes) * std::max<uint32_t>(1, max_draft_tokens) * 4;
+    const uint64_t runner_in = B * 2 * hs * (2 + 2 + 4); // Runner's MTP input rows (bf16, low halves, f32)
+    return ring + hidden + drafts + runner_in;
+}
+
+MtpHead::MtpHead(Runner& run, const MemoryPlan& plan)
+    : run_(run), plan_(plan), hs_(run.hidden_stride()), drafts_w_(int(std::max<uint32_t>(1, plan.max_draft_tokens))),
+      mtp_length_(size_t(plan.n_lanes), 0), step_in_(3 * kMaxStepTokens, 0) {
+    if (!run.has_mtp())
+        throw Error("cuda: the MTP head needs a plan with mtp and weights with the head");
+    ring_ = arena_.alloc_n<float>(uint64_t(plan.n_lanes) * kRingRows * hs_, "MTP hidden rows");
+    cuda_check(cudaMemset(ring_, 0, uint64_t(plan.n_lanes) * kRingRows * hs_ * 4), "clearing MTP rows");
+    hidden_ = arena_.alloc_n<float>(uint64_t(kMaxStepTokens) * hs_, "MTP step hidden rows");
+    drafts_ = arena_.alloc_n<int32_t>(uint64_t(plan.n_lanes) * drafts_w_, "MTP drafts");
+    cuda_check(cudaMemset(drafts_, 0, uint64_t(plan.n_lanes) * drafts_w_ * 4), "clearing MTP drafts");
+}
+
+float* MtpHead::ring_row(int lane, uint32_t position) const {
+    return ring_ + (int64_t(lane) * kRingRows + int64_t(position % kRingRows)) * hs_;
+}
+
+void MtpHead::enqueue_keep_step_rows(int n) {
+    cuda_check(kernels::mtp_keep_rows(run_.step_rows_f32(), hs_, run_.step_in() + kMaxStepTokens,
+                                      run_.step_in() + 2 * kMaxStepTokens, 0, ring_, kRingRows, hs_,
+                                      run_.config().hidden_size, n, run_.stream()), "MTP rows");
+}
+
+void MtpHead::stage_rows(int lane, uint32_t p0, uint32_t p1, const float* src, uint32_t src_start, int64_t stride) {
+    for (uint32_t p = p0; p < p1;) { // up to the ring's wrap, one 2-D copy
+        const uint32_t end = std::min(p1, p + (kRingRows - p % kRingRows));
+        cuda_check(cudaMemcpy2DAsync(ring_row(lane, p), hs_ * 4, src + int64_t(p - src_start) * stride, stride * 4,
+                                     run_.config().hidden_size * 4, end - p, cudaMemcpyDeviceToDevice, run_.stream()),
+                   "MTP rows");
+        p = end;
+    }
+}
+
+void MtpHead::clamp_pending(int lane, uint32_t end) {
+    uint32_t& m = mtp_length_.at(size_t(lane));
+    if (end > m + kRingRows)
+        m = end - kRingRows;
+}
+
+void MtpHead::run(const std::vector<Row>& rows, int column, bool chained, bool keep_drafts,
+                  const std::function<void(size_t, size_t)>& stage, std::vector<std::vector<float>>* logits) {
+    const uint32_t V = run_.config().vocab_size;
+    int32_t* in = run_.step_in();
+    for (size_t b0 = 0; b0 < rows.size(); b0 += kMaxStepTokens) {
+        const size_t b1 = std::min(rows.size(), b0 + kMaxStepTokens);
+        const int n = int(b1 - b0);
+        if (stage)
+            stage(b0, b1);
+        std::fill(step_in_.begin(), step_in_.end(), 0);
+        int first_draft = n;
+        for (int i = 0; i < n; ++i) {
+            const Row& r = rows[b0 + size_t(i)];
+            step_in_[size_t(i)] = r.token;
+            step_in_[size_t(kMaxStepTokens + i)] = r.lane;
+            step_in_[size_t(2 * kMaxStepTokens + i)] = int32_t(r.position);
+            if (r.request >= 0)
+                first_draft = std::min(first_draft, i);
+        }
+        // Pageable host memory: staged at once, so step_in_ may be rewritten for the next block.
+        cuda_check(cudaMemcpyAsync(in, step_in_.data(), step_in_.size() * 4, cudaMemcpyHostToDevice, run_.stream()),
+                   "MTP step inputs");
+        if (chained)
+            cuda_check(kernels::mtp_draft_tokens(in, in + kMaxStepTokens, drafts_, drafts_w_, column - 1, n,
+                                                 run_.stream()), "MTP draft tokens");
+        cuda_check(kernels::mtp_take_rows(ring_, kRingRows, hs_, in + kMaxStepTokens, in + 2 * kMaxStepTokens, hidden_,
+                                          hs_, run_.config().hidden_size, n, run_.stream()), "MTP hidden rows");
+        run_.enqueue_mtp(n, hidden_, hs_);
+        if (first_draft == n)
+            continue;
+        const int d = n - first_draft; // draft rows are the block's last ones
+        run_.enqueue_head(first_draft, d);
+        cuda_check(kernels::mtp_argmax(run_.logits(), run_.logits_stride(), int(V), in + kMaxStepTokens + first_draft,
+                                       drafts_, drafts_w_, column, d, run_.stream()), "MTP argmax");
+        if (keep_drafts) // d feeds the next draft step, at the next position
+            cuda_check(kernels::mtp_keep_rows(run_.step_rows_f32() + first_draft * hs_, hs_,
+                                              in + kMaxStepTokens + first_draft,
+                                              in + 2 * kMaxStepTokens + first_draft, 1, ring_, kRingRows, hs_,
+                                              run_.config().hidden_size, d, run_.stream()), "MTP draft rows");
+        for (int i = 0; logits && i < d; ++i) {
+            std::vector<float>& out = (*logits)[size_t(rows[b0 + size_t(first_draft + i)].request)];
+            const size_t at = out.size();
+            out.resize(at + V);
+            cuda_check(cudaMemcpyAsync(out.data() + at, run_.logits() + int64_t(i) * run_.logits_stride(), V * 4,
+                                       cudaMemcpyDeviceToHost, run_.stream()), "MTP logits");
+            cuda_check(cudaStreamSynchronize(run_.stream()), "MTP logits");
+        }
+    }
+}
+
+void MtpHead::take_prefill(int lane, std::span<const int32_t> before, std::span<const int32_t> added, uint32_t start,
+                           int n, const float* rows, int64_t stride) {
+    const uint32_t end = start + uint32_t(n);
+    auto token_at = [&](uint32_t p) { return p < before.size() ? before[p] : added[p - before.size()]; };
+    clamp_pending(lane, start);
+    if (!rows) { // the runner's step rows: into the ring before the head overwrites them
+        enqueue_keep_step_rows(n);
+        clamp_pending(lane, end);
+    }
+    uint32_t& m = mtp_length_.at(size_t(lane));
+    std::vector<Row> todo;
+    for (uint32_t t = m; t + 1 < end && token_at(t + 1) >= 0; ++t)
+        todo.push_back({lane, t, token_at(t + 1), -1});
+    uint32_t staged = rows ? start : end;
+    run(todo, 0, false, false, [&](size_t, size_t b1) { // the block's hidden rows into the ring
+        const uint32_t need = todo[b1 - 1].position + 1;
+        if (staged < need) {
+            stage_rows(lane, staged, need, rows, start, stride);
+            staged = need;
+        }
+    }, nullptr);
+    m += uint32_t(todo.size());
+    if (staged < end) // the rows still pending (the last one at least)
+        stage_rows(lane, std::max(staged, m), end, rows, start, stride);
+}
+
+std::vector<std::vector<int32_t>> MtpHead::draft(std::span<const DraftRequest> requests,
+                                                 std::span<const std::span<const int32_t>> lane_tokens,
+                                                 const std::function<void(int, size_t)>& reserve,
+                                                 std::vector<std::vector<float>>* logits) {
+    const ModelConfig& c = run_.config();
+    std::vector<std::vector<int32_t>> drafts(requests.size());
+    if (logits)
+        logits->assign(requests.size(), {});
+    std::vector<int> k(requests.size(), 0);
+    std::vector<Row> rows, firsts;
+    int k_max = 0;
+    for (size_t i = 0; i < requests.size(); ++i) { // every request checked before any state moves
+        const DraftRequest& q = requests[i];
+        if (q.k < 1 || uint32_t(q.k) > plan_.max_draft_tokens)
+            throw Error("backend: " + std::to_string(q.k) + " drafts asked, the plan allows 1.." +
+                        std::to_string(plan_.max_draft_tokens));
+        if (q.next_token < 0 || uint32_t(q.next_token) >= c.vocab_size)
+            throw Error("backend: token id " + std::to_string(q.next_token) + " is outside the vocabulary");
+        const uint32_t from = std::min<size_t>(mtp_length_.at(size_t(q.lane)) + 1, lane_tokens[i].size());
+        if (std::find(lane_tokens[i].begin() + from, lane_tokens[i].end(), -1) != lane_tokens[i].end())
+            throw Error("backend: draft_mtp on lane " + std::to_string(q.lane) +
+                        " while one of its decode steps is not ended");
+    }
+    for (size_t i = 0; i < requests.size(); ++i) {
+        const DraftRequest& q = requests[i];
+        const std::span<const int32_t> tokens = lane_tokens[i];
+        const uint32_t n = uint32_t(tokens.size());
+        clamp_pending(q.lane, n);
+        uint32_t& m = mtp_length_.at(size_t(q.lane));
+        const bool has_last = n > 0 && m < n;
+        const size_t room = plan_.max_context > n + 1 ? plan_.max_context - n - 1 : 0;
+        k[i] = has_last ? int(std::min<size_t>(size_t(q.k), room)) : 0;
+        if (!has_last)
+            continue;
+        for (uint32_t t = m; t + 1 < n; ++t) // the catch-up, drafts or not
+            rows.push_back({q.lane, t, tokens[t + 1], -1});
+        m = n - 1; // fed below with next_token, and left pending
+        if (k[i] == 0)
+            continue;
+        firsts.push_back({q.lane, n - 1, q.next_token, int(i)});
+        if (k[i] > 1)
+            reserve(q.lane, size_t(n) + size_t(k[i]) - 1);
+        k_max = std::max(k_max, k[i]);
+    }
+    // Draft 1: the catch-up ends with every lane's last position, fed with next_token.
+    rows.insert(rows.end(), firsts.begin(), firsts.end());
+    run(rows, 0, false, k_max > 1, nullptr, logits);
+    for (int j = 1; j < k_max; ++j) { // draft j + 1 at position n - 1 + j: (d, draft j)
+        std::vector<Row> step;
+        for (const Row& f : firsts)
+            if (k[size_t(f.request)] > j)
+                step.push_back({f.lane, f.position + uint32_t(j), 0, f.request});
+        run(step, j, true, j + 1 < k_max, nullptr, logits);
+    }
+    if (k_max == 0)
+        return drafts;
+    std::vector<int32_t> table(size_t(plan_.n_lanes) * size_t(drafts_w_));
+    cuda_check(cudaMemcpyAsync(table.data(), drafts_, table.size() * 4, cudaMemcpyDeviceToHost, run_.stream()),
+               "MTP drafts");
+    cuda_check(cudaStreamSynchronize(run_.stream()), "MTP drafts");
+    for (size_t i = 0; i < requests.size(); ++i)
+        drafts[i].assign(table.begin() + long(requests[i].lane) * drafts_w_,
+                         table.begin() + long(requests[i].lane) * drafts_w_ + k[i]);
+    return drafts;
+}
+
+} // namespace ninfer::core::cuda

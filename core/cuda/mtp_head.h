@@ -1,0 +1,105 @@
+// ninfer::core - the CUDA backend's MTP head driver (docs/MODEL.md §8): it feeds the head the main
+// model's final-normed hidden rows as their next tokens become known, and drafts greedily on the
+// device for speculative decoding (Backend::draft_mtp, backend.h).
+//
+// Contract:
+// - The head's position t takes (h_t, x_{t+1}) and writes the MTP layer's K/V at position t
+//   (Runner::enqueue_mtp). A lane's head has taken positions [mtp_length, ...) no further; the
+//   hidden rows of the later positions wait, on the device, in a ring of kRingRows f32 rows per
+//   lane indexed by position (slot = position % kRingRows). Rows enter the ring from a decode step
+//   (enqueue_keep_step_rows, inside the decode graph), a verify window (the same call after each of
+//   its forward blocks) and a prefill chunk (take_prefill), and leave it when the head consumes
+//   them. The head runs lazily: take_prefill runs it over every prompt position whose next token is
+//   known (so the prompt passes causally through the head, all of it), draft() catches up whatever
+//   decode or verify left pending; decode does not run it. A lane that went more than kRingRows
+//   positions without a catch-up loses its oldest rows: the head skips those positions (their MTP
+//   K/V stay stale, as after a lane restore; drafts only get worse, verification keeps the output
+//   exact).
+// - draft(requests, lanes) is Backend::draft_mtp over the CUDA lanes: one batched catch-up (blocks
+//   of up to 8 rows of any lanes) that ends with each lane's last position n-1 fed with next_token,
+//   then one batched head step per further draft at positions n..n+k-2, fed (d, the draft just
+//   made) where d is the head's own output row. Greedy argmax on the device (the lowest id on
+//   ties); drafts stay on the device until one copy back at the end. Position n-1 stays pending,
+//   so drafting changes no lane state and can be repeated; the draft positions' K/V rows are
+//   scratch that the next catch-up overwrites before anything attends to them. A lane gets no
+//   drafts when its head lacks the hidden row of position n-1 (reset, or restored and not decoded
+//   since) or when n + 1 + k would pass max-context (k is lowered to what fits). reserve(lane, t)
+//   must give the lane pages for t tokens before the draft positions are written.
+// - Token ids the catch-up needs must be known on the host (no pipelined decode step of the lane
+//   outstanding): else ninfer::Error("backend: ...").
+// - Text positions only (RoPE position = token index), as the rest of the CUDA backend.
+// - device_bytes(config, n_lanes, max_draft_tokens) is what it allocates, for the memory plan.
+// Thread safety: engine thread only; it reuses the runner's step buffers (step_in, step rows,
+// logits), so it runs between steps, never inside one.
+#pragma once
+
+#include "core/backend/backend.h"
+#include "core/cuda/cuda_runner.h"
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+namespace ninfer::core::cuda {
+
+class MtpHead {
+  public:
+    static constexpr int kRingRows = 32;
+    static uint64_t device_bytes(const ModelConfig& config, int n_lanes, uint32_t max_draft_tokens);
+
+    MtpHead(Runner& run, const MemoryPlan& plan);
+    uint64_t bytes() const { return arena_.bytes(); }
+
+    // An empty lane: the head has taken nothing.
+    void reset(int lane) { mtp_length_.at(size_t(lane)) = 0; }
+    // A lane restored with n tokens: the head starts from position n (its K/V below are stale).
+    void skip_to(int lane, uint32_t n) { mtp_length_.at(size_t(lane)) = n; }
+    uint32_t mtp_length(int lane) const { return mtp_length_.at(size_t(lane)); }
+
+    // Enqueues the copy of the runner's step rows 0..n-1 into the ring at their step_in lanes and
+    // positions (graph-capturable).
+    void enqueue_keep_step_rows(int n);
+    // After the main model ran a lane's prompt rows [start, start + n) (before: the lane's tokens
+    // until this prefill call, added: the call's tokens, from position before.size()): rows holds
+    // their final-normed f32 rows (row stride `stride`), or null when they are the runner's step
+    // rows 0..n-1. Feeds the head every pending position whose next token is known; position
+    // start + n - 1 stays pending.
+    void take_prefill(int lane, std::span<const int32_t> before, std::span<const int32_t> added, uint32_t start, int n,
+                      const float* rows, int64_t stride);
+    std::vector<std::vector<int32_t>> draft(std::span<const DraftRequest> requests,
+                                            std::span<const std::span<const int32_t>> lane_tokens,
+                                            const std::function<void(int lane, size_t tokens)>& reserve,
+                                            std::vector<std::vector<float>>* logits);
+
+  private:
+    struct Row {
+        int lane = 0;
+        uint32_t position = 0;
+        int32_t token = 0;   // x_{t+1}; for a draft step >= 2, ignored (taken from the drafts table)
+        int request = -1;    // >= 0: a draft row of this request (its logits, argmax, fed back)
+    };
+    // The rows through the head in blocks of 8, in order; stage(b0, b1) runs before block [b0, b1)
+    // (puts its hidden rows in the ring). column: the drafts table column of the draft rows;
+    // chained: the draft rows' tokens come from column - 1 of the table.
+    void run(const std::vector<Row>& rows, int column, bool chained, bool keep_drafts,
+             const std::function<void(size_t, size_t)>& stage, std::vector<std::vector<float>>* logits);
+    // Copies f32 rows of positions [p0, p1) (src row 0 = position src_start) into the lane's ring.
+    void stage_rows(int lane, uint32_t p0, uint32_t p1, const float* src, uint32_t src_start, int64_t stride);
+    // Positions whose rows the ring no longer holds (more than kRingRows pending before `end`) are skipped.
+    void clamp_pending(int lane, uint32_t end);
+    float* ring_row(int lane, uint32_t position) const;
+
+    Runner& run_;
+    const MemoryPlan& plan_;
+    DeviceArena arena_;
+    int64_t hs_ = 0;
+    int drafts_w_ = 1;             // columns of the drafts table (max_draft_tokens)
+    float* ring_ = nullptr;        // [n_lanes][kRingRows][hs_]
+    float* hidden_ = nullptr;      // [8][hs_]: a block's h rows
+    int32_t* drafts_ = nullptr;    // [n_lanes][drafts_w_]
+    std::vector<uint32_t> mtp_length_;
+    std::vector<int32_t> step_in_; // host copy of a block's step inputs
+};
+
+} // namespace ninfer::core::cuda

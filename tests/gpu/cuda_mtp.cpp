@@ -1,0 +1,262 @@
+// ninfer tests (GPU) - the CUDA backend's MTP head (draft_mtp, docs/MODEL.md §8) against the CPU
+// head on the same weights: random heads (InMemoryModel, with_mtp) on the kernel fixtures' dense and
+// MoE shapes (the committed checkpoints carry no mtp.* tensors), after prefills of several lengths
+// (the decode kernels' blocks, the tensor-core chunks, several calls) and after decode steps; drafts
+// repeat and change no lane state; a restored lane drafts nothing until its next decode.
+#include "core/cpu/cpu_backend.h"
+#include "core/cuda/cuda_backend.h"
+#include "core/model/random_model.h"
+#include "tests/gpu/fixture_models.h"
+#include "tests/gpu/gpu_test_util.h"
+
+#include <algorithm>
+#include <memory>
+#include <random>
+
+using namespace ninfer::core;
+using namespace ninfer::test;
+
+namespace {
+
+constexpr uint32_t kDrafts = 4;
+
+struct Heads {
+    std::unique_ptr<InMemoryModel> model;
+    ModelWeights weights;
+    MemoryPlan plan;
+    std::unique_ptr<Backend> cpu, gpu;
+};
+
+// The fixture's shape with random weights and an MTP head; 4 lanes of 512 tokens, bf16 KV on both
+// backends, prefill chunks of 64 tokens (so a 150-token prompt is three tensor-core chunks).
+std::unique_ptr<Heads> make_heads(const std::string& fixture, TensorFormat format, bool f32_activations,
+                                  uint64_t seed) {
+    const ModelConfig config = load(fixture, "bf16")->weights.config;
+    auto h = std::make_unique<Heads>();
+    RandomModelOptions o;
+    o.seed = seed;
+    o.matrix_format = format;
+    o.with_mtp = true;
+    h->model = InMemoryModel::random(config, o);
+    h->weights = h->model->weights();
+    REQUIRE(h->weights.mtp);
+    MemoryRequest r;
+    r.max_context = 512;
+    r.max_concurrency = 4;
+    r.kv_dtype = KvDtype::Bf16;
+    r.prefill_chunk = 64;
+    r.available_bytes = 1ull << 34;
+    r.weight_bytes = h->weights.stored_bytes();
+    r.max_draft_tokens = kDrafts;
+    r.mtp = true;
+    h->plan = MemoryPlan::make(config, r);
+    h->cpu = make_cpu_backend(h->weights, h->plan);
+    CudaBackendOptions co;
+    co.f32_activations = f32_activations;
+    h->gpu = make_cuda_backend(h->weights, h->plan, co);
+    REQUIRE(h->gpu->has_mtp());
+    return h;
+}
+
+std::vector<int32_t> tokens(size_t n, uint32_t vocab, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::vector<int32_t> t(n);
+    for (auto& x : t)
+        x = int32_t(rng() % vocab);
+    return t;
+}
+
+struct Drafts {
+    std::vector<std::vector<int32_t>> ids;
+    std::vector<std::vector<float>> logits;
+};
+
+Drafts draft(Backend& b, const std::vector<DraftRequest>& requests) {
+    Drafts d;
+    d.ids = b.draft_mtp(requests, &d.logits);
+    return d;
+}
+
+// The largest logit minus the second largest.
+double top2_gap(const std::vector<float>& v, size_t off, size_t n) {
+    float a = -INFINITY, b = -INFINITY;
+    for (size_t i = off; i < off + n; ++i) {
+        if (v[i] > a) {
+            b = a;
+            a = v[i];
+        } else if (v[i] > b) {
+            b = v[i];
+        }
+    }
+    return double(a) - double(b);
+}
+
+int32_t argmax_row(const std::vector<float>& v, size_t off, size_t n) {
+    return int32_t(std::max_element(v.begin() + long(off), v.begin() + long(off + n)) - (v.begin() + long(off)));
+}
+
+// Request i's drafts, GPU vs CPU: every row's logits within cosine `bound`; the GPU's ids are the
+// argmax of its own rows; the ids agree while the CPU's top-2 gap is above 0.01 (a draft fed back
+// from a near tie may differ from there on, so later rows are compared only up to that point).
+void check_close(const Drafts& gpu, const Drafts& cpu, size_t i, int k_want, uint32_t V, double bound) {
+    REQUIRE(cpu.ids[i].size() == size_t(k_want));
+    REQUIRE(gpu.ids[i].size() == size_t(k_want));
+    REQUIRE(gpu.logits[i].size() == size_t(k_want) * V);
+    REQUIRE(cpu.logits[i].size() == size_t(k_want) * V);
+    for (int j = 0; j < k_want; ++j) {
+        INFO("draft " << j);
+        const size_t off = size_t(j) * V;
+        CHECK(gpu.ids[i][size_t(j)] == argmax_row(gpu.logits[i], off, V));
+        CHECK(cosine(gpu.logits[i], cpu.logits[i], off, V) >= bound);
+        if (top2_gap(cpu.logits[i], off, V) <= 0.01)
+            break; // a near tie: the next draft may take another token
+        CHECK(gpu.ids[i][size_t(j)] == cpu.ids[i][size_t(j)]);
+        if (gpu.ids[i][size_t(j)] != cpu.ids[i][size_t(j)])
+            break;
+    }
+}
+
+struct Mode {
+    const char* name;
+    TensorFormat format;
+    bool f32;
+    double bound;
+};
+// The f32-activation check mode follows the CPU closely; the serving path (bf16 activations, q4
+// weights through the int8 route where it applies) within the text path's bound.
+const Mode kModes[] = {{"f32 check mode, bf16 weights", TensorFormat::Bf16, true, 0.9999},
+                       {"serving, bf16 weights", TensorFormat::Bf16, false, 0.999},
+                       {"serving, q4 weights", TensorFormat::Q4G64Fp16, false, 0.999}};
+
+} // namespace
+
+TEST_CASE("cuda mtp: drafts follow the CPU head after prefills of several lengths", "[cuda_mtp]") {
+    require_gpu();
+    for (const std::string& fixture : kKernelFixtures)
+        for (const Mode& mode : kModes) {
+            INFO(fixture << ", " << mode.name);
+            auto h = make_heads(fixture, mode.format, mode.f32, 81);
+            const uint32_t V = h->weights.config.vocab_size;
+            // 1: no catch-up; 5, 8, 13: decode-kernel blocks (13 spans two); 150: tensor-core chunks of
+            // 64 (block path in the f32 mode); 40 + 110: two prefill calls.
+            const std::vector<std::vector<size_t>> shapes = {{1}, {5}, {8}, {13}, {150}, {40, 110}};
+            uint64_t seed = 5;
+            for (const auto& calls : shapes) {
+                size_t total = 0;
+                for (size_t c : calls)
+                    total += c;
+                INFO("prompt of " << total << " tokens in " << calls.size() << " call(s)");
+                const auto prompt = tokens(total, V, seed++);
+                for (Backend* b : {h->cpu.get(), h->gpu.get()}) {
+                    b->reset_lane(1);
+                    size_t at = 0;
+                    for (size_t c : calls) {
+                        b->prefill(1, std::span(prompt).subspan(at, c), LogitsOut::Last, nullptr);
+                        at += c;
+                    }
+                }
+                const std::vector<DraftRequest> req = {{1, int32_t(seed % V), int(kDrafts)}};
+                check_close(draft(*h->gpu, req), draft(*h->cpu, req), 0, int(kDrafts), V, mode.bound);
+            }
+        }
+}
+
+TEST_CASE("cuda mtp: after decode steps, a batch of lanes with different k drafts as the CPU", "[cuda_mtp]") {
+    require_gpu();
+    for (const std::string& fixture : kKernelFixtures)
+        for (const Mode& mode : kModes) {
+            INFO(fixture << ", " << mode.name);
+            auto h = make_heads(fixture, mode.format, mode.f32, 82);
+            const uint32_t V = h->weights.config.vocab_size;
+            const size_t lens[3] = {20, 70, 9};
+            for (int lane = 0; lane < 3; ++lane) {
+                const auto prompt = tokens(lens[lane], V, 30 + uint64_t(lane));
+                h->cpu->prefill(lane, prompt, LogitsOut::Last, nullptr);
+                h->gpu->prefill(lane, prompt, LogitsOut::Last, nullptr);
+            }
+            // Three batched decode steps of the same tokens on both (graph replay on the GPU), the
+            // second after a draft (which consumes the pending rows), the others without.
+            const auto fed = tokens(9, V, 40);
+            for (int s = 0; s < 3; ++s) {
+                std::vector<DecodeStep> steps;
+                for (int lane = 0; lane < 3; ++lane)
+                    steps.push_back(step(lane, fed[size_t(s * 3 + lane)]));
+                h->cpu->decode(steps);
+                h->gpu->decode(steps);
+                if (s == 0) {
+                    const std::vector<DraftRequest> one = {{2, 7, 2}};
+                    check_close(draft(*h->gpu, one), draft(*h->cpu, one), 0, 2, V, mode.bound);
+                }
+            }
+            const std::vector<DraftRequest> req = {{0, 11, 1}, {1, 12, 3}, {2, 13, 4}};
+            const Drafts g = draft(*h->gpu, req), c = draft(*h->cpu, req);
+            for (size_t i = 0; i < req.size(); ++i) {
+                INFO("lane " << req[i].lane);
+                check_close(g, c, i, req[i].k, V, mode.bound);
+                // In a batch as alone.
+                const Drafts alone = draft(*h->gpu, {req[i]});
+                CHECK(alone.ids[0] == g.ids[i]);
+                CHECK(cosine(alone.logits[0], g.logits[i]) >= 0.99999);
+            }
+        }
+}
+
+TEST_CASE("cuda mtp: drafting repeats and changes no lane state; a restored lane waits for a decode",
+          "[cuda_mtp]") {
+    require_gpu();
+    for (const std::string& fixture : kKernelFixtures) {
+        INFO(fixture);
+        auto h = make_heads(fixture, TensorFormat::Bf16, false, 83);
+        Backend& gpu = *h->gpu;
+        const uint32_t V = h->weights.config.vocab_size;
+        const auto prompt = tokens(100, V, 50);
+        gpu.prefill(0, prompt, LogitsOut::Last, nullptr);
+        gpu.decode(std::vector<DecodeStep>{step(0, 3)});
+        const std::vector<float> before = gpu.last_logits(0);
+        const std::vector<DraftRequest> req = {{0, 9, int(kDrafts)}};
+        const Drafts a = draft(gpu, req), b = draft(gpu, req);
+        REQUIRE(a.ids[0].size() == kDrafts);
+        CHECK(a.ids[0] == b.ids[0]);
+        CHECK(cosine(a.logits[0], b.logits[0]) >= 0.99999);
+        CHECK(gpu.lane_length(0) == prompt.size() + 1);
+        CHECK(gpu.last_logits(0) == before);
+        // The lane goes on as if nothing was drafted: its next step equals a fresh lane's.
+        gpu.decode(std::vector<DecodeStep>{step(0, 9)});
+        gpu.prefill(1, prompt, LogitsOut::Last, nullptr);
+        gpu.decode(std::vector<DecodeStep>{step(1, 3)});
+        gpu.decode(std::vector<DecodeStep>{step(1, 9)});
+        CHECK(cosine(gpu.last_logits(0), gpu.last_logits(1)) >= 0.99999);
+        const std::vector<DraftRequest> both = {{0, 4, 2}, {1, 4, 2}};
+        const Drafts d = draft(gpu, both);
+        CHECK(d.ids[0] == d.ids[1]);
+        // A restored lane: no drafts until its next decode.
+        gpu.restore_lane(2, gpu.save_lane(0));
+        CHECK(draft(gpu, {{2, 4, 2}}).ids[0].empty());
+        gpu.decode(std::vector<DecodeStep>{step(2, 4)});
+        CHECK(draft(gpu, {{2, 5, 2}}).ids[0].size() == 2);
+        // Bad requests.
+        CHECK_THROWS_WITH(gpu.draft_mtp(std::vector<DraftRequest>{{0, 1, int(kDrafts) + 1}}, nullptr),
+                          Catch::Contains("drafts asked"));
+        CHECK_THROWS_WITH(gpu.draft_mtp(std::vector<DraftRequest>{{0, int32_t(V), 1}}, nullptr),
+                          Catch::Contains("outside the vocabulary"));
+        CHECK_THROWS_WITH(gpu.draft_mtp(std::vector<DraftRequest>{{0, 1, 1}, {0, 2, 1}}, nullptr),
+                          Catch::Contains("twice"));
+    }
+}
+
+TEST_CASE("cuda mtp: a plan without mtp has no head; a plan with mtp needs the weights' head", "[cuda_mtp]") {
+    require_gpu();
+    const ModelConfig config = load("kernel/dense", "bf16")->weights.config;
+    auto plain = InMemoryModel::random(config, {.seed = 84});
+    const ModelWeights w = plain->weights();
+    MemoryRequest r;
+    r.max_context = 256;
+    r.available_bytes = 1ull << 34;
+    r.weight_bytes = w.stored_bytes();
+    auto gpu = make_cuda_backend(w, MemoryPlan::make(config, r));
+    CHECK_FALSE(gpu->has_mtp());
+    CHECK_THROWS_WITH(gpu->draft_mtp(std::vector<DraftRequest>{{0, 1, 1}}, nullptr), Catch::Contains("no MTP head"));
+    r.mtp = true;
+    r.max_draft_tokens = 2;
+    CHECK_THROWS_WITH(make_cuda_backend(w, MemoryPlan::make(config, r)), Catch::Contains("no MTP head"));
+}
