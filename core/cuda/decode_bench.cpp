@@ -144,7 +144,7 @@ double prefill_flops(const ModelConfig& c, uint32_t len) {
 } // namespace
 
 std::unique_ptr<SyntheticWeights> synthetic_device_weights(const std::string& shape, const std::string& recipe,
-                                                           uint64_t seed, uint32_t layers) {
+                                                           uint64_t seed, uint32_t layers, bool with_mtp) {
     ModelConfig c = synthetic_shape_config(shape);
     c.vocab_size = 248320;
     if (layers > 0 && layers < c.num_hidden_layers) {
@@ -153,7 +153,10 @@ std::unique_ptr<SyntheticWeights> synthetic_device_weights(const std::string& sh
     }
     matrix_format(recipe, "", {128, 64}); // an unknown recipe fails before the buffers are made
     auto sw = std::make_unique<SyntheticWeights>();
-    const std::vector<ParameterSpec> specs = text_parameter_specs(c);
+    std::vector<ParameterSpec> specs = text_parameter_specs(c);
+    if (with_mtp)
+        for (ParameterSpec& s : mtp_parameter_specs(c))
+            specs.push_back(std::move(s));
     sw->tensors.reserve(specs.size());
     uint64_t max_bytes = 0;
     for (const ParameterSpec& s : specs) {

@@ -51,9 +51,10 @@ struct SyntheticWeights {
     std::vector<StoredTensor> tensors;
     ModelWeights weights;
 };
-// layers > 0: only the first `layers` layers of the shape (tests at real widths).
+// layers > 0: only the first `layers` layers of the shape (tests at real widths); with_mtp: also
+// the MTP head (mtp_parameter_specs), its matrices in the recipe's format too.
 std::unique_ptr<SyntheticWeights> synthetic_device_weights(const std::string& shape, const std::string& recipe,
-                                                           uint64_t seed, uint32_t layers = 0);
+                                                           uint64_t seed, uint32_t layers = 0, bool with_mtp = false);
 
 struct DecodeBenchRequest {
     std::string shape = "qwen3.6-27b";
