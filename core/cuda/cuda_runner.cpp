@@ -174,10 +174,10 @@ Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_act
         recurrent_.push_back(arena_.alloc_n<float>(plan.n_lanes * recurrent_floats_per_lane(), "GDN state"));
         cuda_check(cudaMemset(recurrent_.back(), 0, plan.n_lanes * recurrent_floats_per_lane() * 4), "clearing GDN state");
     }
+    if (has_mtp()) // before the f32 mixers, which mirror q_sep_
+        alloc_mtp();
     if (f32_)
         alloc_f32_mixers();
-    if (has_mtp())
-        alloc_mtp();
     cuda_check(cudaDeviceSynchronize(), "finishing the upload");
 }
 

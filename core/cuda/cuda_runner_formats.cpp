@@ -64,8 +64,13 @@ void Runner::interleave_query_gate(void* qg, const void* sep, size_t elem_bytes,
 }
 
 bool Runner::needs_generic_moe() const {
-    for (const DeviceLayer& L : model_.layers) {
-        const DeviceMoe& m = L.moe;
+    std::vector<const DeviceLayer*> layers; // the MTP head's layer too: one MoE path for all
+    for (const DeviceLayer& L : model_.layers)
+        layers.push_back(&L);
+    if (model_.mtp)
+        layers.push_back(&model_.mtp->layer);
+    for (const DeviceLayer* L : layers) {
+        const DeviceMoe& m = L->moe;
         for (const DeviceLinear* w : {&m.router, &m.shared_score, &m.experts_gate_up, &m.experts_down,
                                       &m.shared.gate_up, &m.shared.down})
             if (!fused_moe_format(*w))

@@ -13,6 +13,12 @@ void Runner::alloc_mtp() {
     mtp_in_ = arena_.alloc_n<__nv_bfloat16>(rows, "MTP input rows");
     mtp_in_lo_ = arena_.alloc_n<__nv_bfloat16>(rows, "MTP input rows (low halves)");
     mtp_in32_ = arena_.alloc_n<float>(rows, "MTP input rows (f32)");
+    const DeviceAttention& a = model_.mtp->layer.attention;
+    if (!a.fused.view.data && !a.query_gate.view.data && !q_sep_) { // query and gate in two formats
+        if (q_w_ != int64_t(config_.attn_q_dim()))
+            throw Error("cuda: the CUDA kernels do not cover this model: query rows must be 8-aligned");
+        q_sep_ = arena_.alloc_n<__nv_bfloat16>(2 * int64_t(kMaxStepTokens) * q_w_, "query, gate");
+    }
 }
 
 void Runner::enqueue_mtp(int n, float* hidden, int64_t hidden_stride) {

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <memory>
 #include <random>
 
@@ -98,13 +99,27 @@ int32_t argmax_row(const std::vector<float>& v, size_t off, size_t n) {
     return int32_t(std::max_element(v.begin() + long(off), v.begin() + long(off + n)) - (v.begin() + long(off)));
 }
 
-// Request i's drafts, GPU vs CPU: every row's logits within cosine `bound`; the GPU's ids are the
-// argmax of its own rows; the ids agree while the CPU's top-2 gap is above 0.01 (a draft fed back
-// from a near tie may differ from there on, so later rows are compared only up to that point).
-// gap_scale > 0: the gap rule is relative, gap_scale x the row's largest |logit| (the real widths'
-// synthetic weights give logits in the hundreds, where 0.01 is below the rounding of any sum).
-void check_close(const Drafts& gpu, const Drafts& cpu, size_t i, int k_want, uint32_t V, double bound,
-                 double gap_scale = 0) {
+// What a draft row of the GPU must keep to the CPU's: cosine >= cos; KL(cpu || gpu) <= kl (0: not
+// checked); the same id while the CPU's top-2 gap is above gap, or gap_scale x the row's largest
+// |logit| when gap_scale > 0 (the real widths' synthetic weights give logits in the hundreds).
+struct Bounds {
+    double cos = 0.999, gap = 0.01, gap_scale = 0, kl = 0;
+};
+
+// Worst figures of a test case, printed as RESULT lines for the run's log.
+struct Worst {
+    double cos = 1, kl = 0;
+    void report(const std::string& what) const {
+        std::printf("RESULT cuda_mtp %s worst_cosine %.7f max_kl %.3e\n", what.c_str(), cos, kl);
+        WARN(what << ": worst cosine " << cos << ", max KL " << kl);
+    }
+};
+
+// Request i's drafts, GPU vs CPU, within b; the GPU's ids are the argmax of its own rows. A draft
+// fed back from a near tie may differ from there on, so later rows are compared only up to the
+// first row under the gap rule (or with different ids).
+void check_close(const Drafts& gpu, const Drafts& cpu, size_t i, int k_want, uint32_t V, const Bounds& b,
+                 Worst& worst) {
     REQUIRE(cpu.ids[i].size() == size_t(k_want));
     REQUIRE(gpu.ids[i].size() == size_t(k_want));
     REQUIRE(gpu.logits[i].size() == size_t(k_want) * V);
@@ -113,11 +128,16 @@ void check_close(const Drafts& gpu, const Drafts& cpu, size_t i, int k_want, uin
         INFO("draft " << j);
         const size_t off = size_t(j) * V;
         CHECK(gpu.ids[i][size_t(j)] == argmax_row(gpu.logits[i], off, V));
-        CHECK(cosine(gpu.logits[i], cpu.logits[i], off, V) >= bound);
-        double gap_rule = 0.01;
-        if (gap_scale > 0) {
+        const double c = cosine(gpu.logits[i], cpu.logits[i], off, V), d = kl(cpu.logits[i], gpu.logits[i], off, V);
+        worst.cos = std::min(worst.cos, c);
+        worst.kl = std::max(worst.kl, d);
+        CHECK(c >= b.cos);
+        if (b.kl > 0)
+            CHECK(d <= b.kl);
+        double gap_rule = b.gap;
+        if (b.gap_scale > 0) {
             const auto [lo, hi] = std::minmax_element(cpu.logits[i].begin() + long(off), cpu.logits[i].begin() + long(off + V));
-            gap_rule = gap_scale * std::max(std::fabs(double(*lo)), std::fabs(double(*hi)));
+            gap_rule = b.gap_scale * std::max(std::fabs(double(*lo)), std::fabs(double(*hi)));
         }
         if (top2_gap(cpu.logits[i], off, V) <= gap_rule)
             break; // a near tie: the next draft may take another token
@@ -127,17 +147,23 @@ void check_close(const Drafts& gpu, const Drafts& cpu, size_t i, int k_want, uin
     }
 }
 
+// The text path's bounds (tests/gpu/cuda_backend.cpp): the f32-activation check mode follows the
+// CPU to cosine 0.9999 and greedy over gaps of 0.01; the serving path (bf16 activations) holds
+// 0.999 dense but only 0.995 on the MoE fixture, whose random router's near ties flip under bf16
+// rows (a flipped route moves a row to cosine ~0.999, measured down to 0.9974 on the text path),
+// greedy over gaps of 0.1; q4 weights also take int8 activations (W4A8), which the text path
+// bounds by mean KL 1e-2 against the CPU on the same weights.
 struct Mode {
     const char* name;
     TensorFormat format;
     bool f32;
-    double bound;
+    Bounds dense, moe;
+    const Bounds& bounds(const std::string& fixture) const { return fixture == "kernel/moe" ? moe : dense; }
 };
-// The f32-activation check mode follows the CPU closely; the serving path (bf16 activations, q4
-// weights through the int8 route where it applies) within the text path's bound.
-const Mode kModes[] = {{"f32 check mode, bf16 weights", TensorFormat::Bf16, true, 0.9999},
-                       {"serving, bf16 weights", TensorFormat::Bf16, false, 0.999},
-                       {"serving, q4 weights", TensorFormat::Q4G64Fp16, false, 0.999}};
+const Mode kModes[] = {
+    {"f32 check mode, bf16 weights", TensorFormat::Bf16, true, {0.9999, 0.01}, {0.9999, 0.01}},
+    {"serving, bf16 weights", TensorFormat::Bf16, false, {0.999, 0.1}, {0.995, 0.1}},
+    {"serving, q4 weights", TensorFormat::Q4G64Fp16, false, {0.99, 0.3, 0, 2e-2}, {0.99, 0.3, 0, 2e-2}}};
 
 } // namespace
 
@@ -147,6 +173,7 @@ TEST_CASE("cuda mtp: drafts follow the CPU head after prefills of several length
         for (const Mode& mode : kModes) {
             INFO(fixture << ", " << mode.name);
             auto h = make_heads(fixture, mode.format, mode.f32, 81);
+            Worst worst;
             const uint32_t V = h->weights.config.vocab_size;
             // 1: no catch-up; 5, 8, 13: decode-kernel blocks (13 spans two); 150: tensor-core chunks of
             // 64 (block path in the f32 mode); 40 + 110: two prefill calls.
@@ -167,8 +194,10 @@ TEST_CASE("cuda mtp: drafts follow the CPU head after prefills of several length
                     }
                 }
                 const std::vector<DraftRequest> req = {{1, int32_t(seed % V), int(kDrafts)}};
-                check_close(draft(*h->gpu, req), draft(*h->cpu, req), 0, int(kDrafts), V, mode.bound);
+                check_close(draft(*h->gpu, req), draft(*h->cpu, req), 0, int(kDrafts), V, mode.bounds(fixture),
+                            worst);
             }
+            worst.report("prefills " + fixture + " (" + mode.name + ")");
         }
 }
 
@@ -178,6 +207,7 @@ TEST_CASE("cuda mtp: after decode steps, a batch of lanes with different k draft
         for (const Mode& mode : kModes) {
             INFO(fixture << ", " << mode.name);
             auto h = make_heads(fixture, mode.format, mode.f32, 82);
+            Worst worst;
             const uint32_t V = h->weights.config.vocab_size;
             const size_t lens[3] = {20, 70, 9};
             for (int lane = 0; lane < 3; ++lane) {
@@ -196,19 +226,20 @@ TEST_CASE("cuda mtp: after decode steps, a batch of lanes with different k draft
                 h->gpu->decode(steps);
                 if (s == 0) {
                     const std::vector<DraftRequest> one = {{2, 7, 2}};
-                    check_close(draft(*h->gpu, one), draft(*h->cpu, one), 0, 2, V, mode.bound);
+                    check_close(draft(*h->gpu, one), draft(*h->cpu, one), 0, 2, V, mode.bounds(fixture), worst);
                 }
             }
             const std::vector<DraftRequest> req = {{0, 11, 1}, {1, 12, 3}, {2, 13, 4}};
             const Drafts g = draft(*h->gpu, req), c = draft(*h->cpu, req);
             for (size_t i = 0; i < req.size(); ++i) {
                 INFO("lane " << req[i].lane);
-                check_close(g, c, i, req[i].k, V, mode.bound);
+                check_close(g, c, i, req[i].k, V, mode.bounds(fixture), worst);
                 // In a batch as alone.
                 const Drafts alone = draft(*h->gpu, {req[i]});
                 CHECK(alone.ids[0] == g.ids[i]);
                 CHECK(cosine(alone.logits[0], g.logits[i]) >= 0.99999);
             }
+            worst.report("decodes " + fixture + " (" + mode.name + ")");
         }
 }
 
@@ -306,8 +337,10 @@ TEST_CASE("cuda mtp at the 27B's widths (4 layers + the head, q4): drafts follow
     }
     const std::vector<DraftRequest> req = {{0, 3000, 3}, {1, 4000, 3}};
     const Drafts g = draft(*gpu, req), c = draft(*cpu, req);
+    Worst worst;
     for (size_t i = 0; i < req.size(); ++i) {
         INFO("lane " << req[i].lane);
-        check_close(g, c, i, 3, V, 0.999, 1e-3);
+        check_close(g, c, i, 3, V, {0.99, 0, 1e-3}, worst); // q4: int8 activations (W4A8)
     }
+    worst.report("27B widths q4");
 }
