@@ -355,7 +355,7 @@ class CudaBackend final : public Backend {
             }
             if (mtp_) // after the logits: the head reuses the runner's step rows
                 mtp_->take_prefill(lane, at(lane).tokens, tokens, start + uint32_t(b), n, prefill_->final_rows_f32(),
-                                   prefill_->row_stride());
+                                   prefill_->row_stride(), prefill_.get());
         }
     }
 

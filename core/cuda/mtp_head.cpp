@@ -1,6 +1,7 @@
 // ninfer::core - the CUDA MTP head driver: the hidden-row ring, catch-up blocks and greedy drafts.
 #include "core/cuda/mtp_head.h"
 
+#include "core/cuda/prefill_runner.h"
 #include "core/util/error.h"
 #include "ninfer/kernels/mtp_ops.h"
 
@@ -105,15 +106,27 @@ void MtpHead::run(const std::vector<Row>& rows, int column, bool chained, bool k
 }
 
 void MtpHead::take_prefill(int lane, std::span<const int32_t> before, std::span<const int32_t> added, uint32_t start,
-                           int n, const float* rows, int64_t stride) {
+                           int n, const float* rows, int64_t stride, PrefillRunner* chunk) {
     const uint32_t end = start + uint32_t(n);
     auto token_at = [&](uint32_t p) { return p < before.size() ? before[p] : added[p - before.size()]; };
     clamp_pending(lane, start);
+    uint32_t& mtp = mtp_length_.at(size_t(lane));
+    if (chunk && rows && (mtp + 1 == start || mtp == start) && end - 1 - mtp >= kMinChunkRows &&
+        chunk->can_run_mtp()) { // x_{t+1} are the chunk's own ids, already on the device
+        const bool first_pending = mtp + 1 == start;
+        if (first_pending) // out of the ring first: the row kept next may take its slot (n % kRingRows == 0)
+            cuda_check(cudaMemcpyAsync(hidden_, ring_row(lane, mtp), run_.config().hidden_size * 4,
+                                       cudaMemcpyDeviceToDevice, run_.stream()), "MTP rows");
+        stage_rows(lane, end - 1, end, rows, start, stride); // the last row stays pending: keep it first
+        chunk->enqueue_mtp(lane, mtp, int(end - 1 - mtp), int(mtp + 1 - start), first_pending ? hidden_ : nullptr);
+        mtp = end - 1;
+        return;
+    }
     if (!rows) { // the runner's step rows: into the ring before the head overwrites them
         enqueue_keep_step_rows(n);
         clamp_pending(lane, end);
     }
-    uint32_t& m = mtp_length_.at(size_t(lane));
+    uint32_t& m = mtp;
     std::vector<Row> todo;
     for (uint32_t t = m; t + 1 < end && token_at(t + 1) >= 0; ++t)
         todo.push_back({lane, t, token_at(t + 1), -1});

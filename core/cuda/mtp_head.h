@@ -43,9 +43,12 @@
 
 namespace ninfer::core::cuda {
 
+class PrefillRunner;
+
 class MtpHead {
   public:
     static constexpr int kRingRows = 32;
+    static constexpr uint32_t kMinChunkRows = 16; // fewer prompt positions take the decode kernels
     static uint64_t device_bytes(const ModelConfig& config, int n_lanes, uint32_t max_draft_tokens);
 
     MtpHead(Runner& run, const MemoryPlan& plan);
@@ -65,8 +68,11 @@ class MtpHead {
     // their final-normed f32 rows (row stride `stride`), or null when they are the runner's step
     // rows 0..n-1. Feeds the head every pending position whose next token is known; position
     // start + n - 1 stays pending.
+    // chunk: the tensor-core prefill that left those rows (rows = its final_rows_f32): when the lane
+    // has at most its chunk's previous position pending and 16 or more positions are due, the
+    // catch-up runs there, as one chunk (PrefillRunner::enqueue_mtp), else on the decode kernels.
     void take_prefill(int lane, std::span<const int32_t> before, std::span<const int32_t> added, uint32_t start, int n,
-                      const float* rows, int64_t stride);
+                      const float* rows, int64_t stride, PrefillRunner* chunk = nullptr);
     std::vector<std::vector<int32_t>> draft(std::span<const DraftRequest> requests,
                                             std::span<const std::span<const int32_t>> lane_tokens,
                                             const std::function<void(int lane, size_t tokens)>& reserve,

@@ -75,6 +75,16 @@ class PrefillRunner : private PrefillBuffers {
     // The last chunk's final-normed f32 rows (row stride row_stride()), until the next chunk.
     const float* final_rows_f32() const { return xn32_; }
     int64_t row_stride() const { return hs_; }
+    // The MTP head's catch-up over the chunk just run (prefill_runner_mtp.cpp, core/cuda/mtp_head.h),
+    // on the tensor cores: n rows at MTP positions mtp_start.. of `lane` (mtp_start = the chunk's
+    // start - 1 with first_hidden the f32 row of that position, or the chunk's start with
+    // first_hidden null), row i taking the hidden row of position mtp_start + i (the chunk's own
+    // final rows after the first) and the chunk's id ids_offset + i as x_{t+1}; writes the MTP
+    // layer's K/V (Runner::mtp_kv_layer) and nothing else anyone reads (the chunk's rows are
+    // overwritten: take what is needed of them first). can_run_mtp(): the runner has the head and
+    // this runner's buffers hold its [2H] input rows and its fc weights.
+    bool can_run_mtp() const;
+    void enqueue_mtp(int lane, uint32_t mtp_start, int n, int ids_offset, float* first_hidden);
 
   private:
     void attention(const DeviceLayer& L, uint32_t full_index, int lane, uint32_t start, int n);

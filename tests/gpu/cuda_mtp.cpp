@@ -229,6 +229,12 @@ TEST_CASE("cuda mtp: after decode steps, a batch of lanes with different k draft
                     check_close(draft(*h->gpu, one), draft(*h->cpu, one), 0, 2, V, mode.bounds(fixture), worst);
                 }
             }
+            // Lane 0 has 4 positions pending: a prefill chunk now takes the catch-up on the decode
+            // kernels, its rows staged from the chunk's (the tensor-core chunk runs only the
+            // head's first pending position).
+            const auto more = tokens(20, V, 41);
+            h->cpu->prefill(0, more, LogitsOut::Last, nullptr);
+            h->gpu->prefill(0, more, LogitsOut::Last, nullptr);
             const std::vector<DraftRequest> req = {{0, 11, 1}, {1, 12, 3}, {2, 13, 4}};
             const Drafts g = draft(*h->gpu, req), c = draft(*h->cpu, req);
             for (size_t i = 0; i < req.size(); ++i) {
