@@ -41,7 +41,8 @@ constexpr const char* kRunUsage =
     "  stdout: the generated text, or with --print-token-ids the generated ids on one line.\n"
     "  Sampling defaults come from the artifact's generation_config.json, else temperature 1 and top-p 1,\n  as ninferd applies them to requests; --greedy is argmax.\n"
     "  --speculative drafts K (1..5) tokens a round with the artifact's MTP head or n-gram prompt lookup and\n"
-    "  verifies them in one step (exact: greedy output is unchanged; CPU backend only); --stats prints the\n"
+    "  verifies them in one step (exact: greedy output is unchanged; mtp:K on the CPU backend only for now,\n"
+    "  ngram:K on both); --stats prints the\n"
     "  rounds, drafted and accepted tokens and tokens per round on stderr.\n"
     "  --json-schema / --grammar (llama.cpp GBNF) constrain the reply as ninferd's response_format and\n"
     "  grammar do: after </think> in thinking mode, from the first token with --no-thinking, --raw or\n"
@@ -242,9 +243,6 @@ int cmd_run(int argc, char** argv) {
     bo.kv_dtype = core::kv_dtype_from_name(a.kv_dtype);
     bo.max_context = uint32_t(std::min<uint64_t>(prompt.size() + uint64_t(a.max_new), UINT32_MAX));
     if (a.speculative.on()) {
-        if (check_device(a.device) == "cuda")
-            throw Error("run: --speculative " + core::speculative_name(a.speculative) +
-                        " needs draft and verify steps, which the CUDA backend does not have yet (CPU only)");
         if (a.speculative.kind == core::SpeculativeKind::Mtp && !session->weights.mtp)
             throw Error("run: --speculative " + core::speculative_name(a.speculative) + " needs the artifact's MTP head, and " +
                         a.artifact + " has none (use ngram:K)");
@@ -252,6 +250,9 @@ int cmd_run(int argc, char** argv) {
         bo.mtp = a.speculative.kind == core::SpeculativeKind::Mtp;
     }
     start_backend(*session, bo);
+    if (a.speculative.kind == core::SpeculativeKind::Mtp && !session->backend->has_mtp()) // n-gram needs only verify
+        throw Error("run: --speculative " + core::speculative_name(a.speculative) + " needs the MTP head, which the " +
+                    session->backend->name() + " backend does not run yet (use ngram:K, or --device cpu)");
     if (prompt.size() + 1 > session->plan.max_context)
         throw Error("run: the prompt (" + std::to_string(prompt.size()) +
                     " tokens) does not fit the model's context of " +

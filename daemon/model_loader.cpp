@@ -98,9 +98,9 @@ PlannedModel plan_model(const DaemonConfig& config) {
     request.prefill_chunk = config.prefill_chunk;
     const core::SpeculativeConfig speculative = core::parse_speculative(config.speculative);
     if (speculative.on()) {
-        if (const std::string device = resolved_device(config.device); device != "cpu")
-            throw Error("config: speculative " + config.speculative + " needs draft and verify steps, which the " +
-                        device + " backend does not have yet (only the CPU backend runs them): use --speculative off");
+        if (resolved_device(config.device) == "script")
+            throw Error("config: speculative " + config.speculative + " needs draft and verify steps, which the "
+                        "script backend does not have (the CPU and CUDA backends run them): use --speculative off");
         if (speculative.kind == core::SpeculativeKind::Mtp && !m.weights->mtp)
             throw Error("config: speculative " + config.speculative + " needs the artifact's MTP head, and " +
                         config.artifact_path + " has none (convert it with the mtp component, or use ngram:K)");
@@ -169,7 +169,12 @@ std::unique_ptr<core::Backend> load_backend(const DaemonConfig& config, PlannedM
         std::string note;
         const core::CudaBackendOptions options = core::cuda_backend_options_from_env(&note);
         if (!note.empty()) log_info(note);
-        return core::make_cuda_backend(*model.weights, model.plan, options);
+        auto backend = core::make_cuda_backend(*model.weights, model.plan, options);
+        // n-gram drafts need only verify; mtp:K needs the head on the GPU too.
+        if (core::parse_speculative(config.speculative).kind == core::SpeculativeKind::Mtp && !backend->has_mtp())
+            throw Error("config: speculative " + config.speculative + " needs the MTP head, which the CUDA backend "
+                        "does not run yet: use ngram:K, or --device cpu");
+        return backend;
     }
 #endif
     if (config.device == "cuda") throw Error("backend: this ninferd was built without the CUDA backend");

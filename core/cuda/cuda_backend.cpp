@@ -7,6 +7,7 @@
 #include "core/cuda/lane_image.h"
 #include "core/cuda/mtp_head.h"
 #include "core/cuda/prefill_runner.h"
+#include "core/cuda/verify_window.h"
 #include "core/util/error.h"
 #include "ninfer/kernels/device.h"
 #include "ninfer/kernels/runner_ops.h"
@@ -75,6 +76,7 @@ class CudaBackend final : public Backend {
     CudaBackend(const ModelWeights& w, const MemoryPlan& plan, const CudaBackendOptions& o)
         : plan_(plan), options_(o), run_(w, plan, o.f32_activations), lanes_(size_t(plan.n_lanes)),
           sampler_(plan.n_lanes, run_.config().vocab_size, plan.max_context, run_.stream()),
+          windows_(run_, plan, o.graphs),
           copier_(run_, plan), page_refs_(plan.kv_pages, 0) {
         for (uint32_t p = plan.kv_pages; p-- > 0;)
             free_.push_back(p);
@@ -110,6 +112,7 @@ class CudaBackend final : public Backend {
 
     void reset_lane(int lane) override {
         Lane& s = at(lane);
+        windows_.close(lane);
         for (auto it = s.pages.rbegin(); it != s.pages.rend(); ++it)
             release_page(*it);
         s.pages.clear();
@@ -134,6 +137,7 @@ class CudaBackend final : public Backend {
         if (tokens.empty())
             throw Error("backend: prefill with no tokens");
         check_tokens(tokens);
+        windows_.close(lane);
         const uint32_t start = uint32_t(s.tokens.size()), V = vocab_size();
         grow(lane, tokens.size());
         if (out == LogitsOut::All && logits)
@@ -256,6 +260,7 @@ class CudaBackend final : public Backend {
         b.awaiting_sample = !sample_now;
         for (int i = 0; i < n; ++i) {
             Lane& s = at(st[size_t(i)].lane);
+            windows_.close(st[size_t(i)].lane);
             b.lanes.push_back(st[size_t(i)].lane);
             if (src[size_t(i)] >= 0) // the id arrives with the previous step's results
                 prev->feeds.push_back({st[size_t(i)].lane, s.tokens.size(), src[size_t(i)]});
@@ -313,6 +318,9 @@ class CudaBackend final : public Backend {
         }, logits);
     }
     void restore_lane(int lane, const LaneImage& image) override;
+    // Verify windows (core/cuda/verify_window.h): one forward per lane's window.
+    void verify(std::span<const VerifyStep> steps, std::vector<float>& logits) override;
+    void accept_verified(int lane, uint32_t n_keep) override;
 
     // The lane's GDN state and page row are snapshotted in stream order now; its pages stay out of
     // reuse until the copier thread has moved the image to host memory (lane_image.h).
@@ -575,6 +583,7 @@ class CudaBackend final : public Backend {
     cuda::Runner run_;
     std::vector<Lane> lanes_;
     GpuSampler sampler_;
+    cuda::VerifyWindows windows_;
     std::vector<uint32_t> free_;
     std::array<std::array<cudaGraphExec_t, kMaxStepTokens + 1>, kSampleVariants + 1> graphs_{};
     std::unique_ptr<cuda::PrefillRunner> prefill_;
@@ -606,6 +615,63 @@ void CudaBackend::restore_lane(int lane, const LaneImage& img) {
     s.has_logits = false;
     if (mtp_) // no MtpKv section on this backend yet: the head starts again at the next decode
         mtp_->skip_to(lane, n);
+}
+
+void CudaBackend::verify(std::span<const VerifyStep> steps, std::vector<float>& logits) {
+    if (plan_.max_draft_tokens == 0)
+        return Backend::verify(steps, logits);
+    if (!begun_.empty())
+        throw Error("backend: verify while pipelined decode steps are outstanding");
+    size_t rows = 0;
+    for (size_t i = 0; i < steps.size(); ++i) {
+        at(steps[i].lane);
+        for (size_t j = 0; j < i; ++j)
+            if (steps[j].lane == steps[i].lane)
+                throw Error("backend: lane " + std::to_string(steps[i].lane) + " appears twice in one verify");
+        const size_t T = steps[i].tokens.size();
+        if (T < 1 || T > plan_.max_draft_tokens + 1)
+            throw Error("backend: a verify step of " + std::to_string(T) + " tokens, the plan allows 1.." +
+                        std::to_string(plan_.max_draft_tokens + 1));
+        check_tokens(steps[i].tokens);
+        rows += T;
+    }
+    for (const VerifyStep& st : steps)
+        grow(st.lane, st.tokens.size());
+    const size_t V = vocab_size();
+    logits.resize(rows * V);
+    for (const VerifyStep& st : steps) { // every window on the stream before the first copy back
+        Lane& s = at(st.lane);
+        windows_.close(st.lane);
+        windows_.enqueue(st.lane, uint32_t(s.tokens.size()), st.tokens);
+        s.tokens.insert(s.tokens.end(), st.tokens.begin(), st.tokens.end());
+        s.has_logits = true;
+    }
+    size_t row = 0;
+    for (const VerifyStep& st : steps) {
+        windows_.read_rows(st.lane, logits.data() + row * V);
+        row += st.tokens.size();
+    }
+    cuda_check(cudaStreamSynchronize(run_.stream()), "verify");
+}
+
+void CudaBackend::accept_verified(int lane, uint32_t n_keep) {
+    Lane& s = at(lane);
+    const uint32_t count = windows_.count(lane);
+    if (count == 0)
+        throw Error("backend: lane " + std::to_string(lane) + " has no open verify window");
+    if (n_keep < 1 || n_keep > count)
+        throw Error("backend: keep " + std::to_string(n_keep) + " of a " + std::to_string(count) +
+                    "-token verify window (1.." + std::to_string(count) + ")");
+    if (n_keep < count) { // the GDN state and logits of the last kept token; KV only rewinds its length
+        const size_t length = windows_.start(lane) + n_keep;
+        windows_.rollback(lane, n_keep);
+        s.tokens.resize(length);
+        for (const size_t need = (length + kKvPageTokens - 1) / kKvPageTokens; s.pages.size() > need;) {
+            release_page(s.pages.back());
+            s.pages.pop_back();
+        }
+    }
+    windows_.close(lane);
 }
 
 } // namespace

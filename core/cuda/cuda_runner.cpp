@@ -402,6 +402,7 @@ void Runner::gdn(const DeviceLayer& L, uint32_t gi, int n, bool one_lane) {
         // 2 x n_v/n_k blocks).
         cuda_check(kernels::gdn_conv_decode(cv, stream_), "GDN conv");
         cuda_check(kernels::gdn_recurrent_decode(r, stream_), "GDN recurrence");
+        if (one_lane && snapshots_) snapshot_gdn(gi, i);
     }
     linear(w.output, y_, nullptr, nullptr, vd_w_, n, mix_, true, hs_);
 }

@@ -17,6 +17,10 @@
 //   (one_lane: GDN steps token by token; attention is causal through the positions), leaving the
 //   final-normed rows in the step buffer; enqueue_head(row, n) writes logits of step rows
 //   [row, row+n) to logits() rows 0..n-1 (stride logits_stride()).
+// - set_gdn_snapshots(target) (verify windows, verify_window.h): while a target is set, a one_lane
+//   enqueue_forward copies the lane's GDN conv history and recurrent state, after each of its first
+//   target->count tokens, into the target (device copies in stream order between the per-token
+//   GDN launches; graph-capturable). Unset (the default) nothing is copied: decode is unchanged.
 // - Every call only enqueues work on stream(): graph-capturable, no host synchronisation.
 // Thread safety: engine thread only.
 #pragma once
@@ -29,6 +33,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace ninfer::core::cuda {
 
@@ -40,6 +45,17 @@ inline int64_t pad8(int64_t v) { return (v + 7) / 8 * 8; }
 kernels::AttnGeometry attention_geometry(const ModelConfig& config);
 // The kernels' KV dtype for the plan's (bf16, fp8, int8; the runner refuses f32).
 kernels::KvDtype kernel_kv_dtype(KvDtype dtype);
+
+// Where a one-lane forward leaves copies of the lane's GDN state (Runner::set_gdn_snapshots): per
+// GDN layer, `count` consecutive copies of the conv history (Runner::conv_bytes_per_lane() each)
+// and of the recurrent state (recurrent_floats_per_lane() floats each); copy i is the state after
+// the step's token i.
+struct GdnSnapshotTarget {
+    int lane = 0;
+    int count = 0;
+    std::vector<uint8_t*> conv;
+    std::vector<float*> recurrent;
+};
 
 class Runner {
   public:
@@ -88,6 +104,10 @@ class Runner {
     float* recurrent_state(uint32_t gdn_layer) const { return recurrent_[gdn_layer]; }
     uint64_t conv_elems_per_lane() const; // [3][conv_dim]
     uint64_t recurrent_floats_per_lane() const; // [Hv][128][128]
+    uint64_t conv_bytes_per_lane() const { return conv_elems_per_lane() * (f32_ ? 4 : 2); }
+    uint8_t* conv_state_bytes(uint32_t gdn_layer, int lane) const; // the lane's conv history, either dtype
+
+    void set_gdn_snapshots(const GdnSnapshotTarget* target) { snapshots_ = target; }
 
     void enqueue_forward(int n, bool one_lane);
     void enqueue_head(int row, int n);
@@ -119,6 +139,9 @@ class Runner {
     void alloc_f32_mixers();
     void attention_f32(const DeviceLayer& L, uint32_t full_index, int n);
     void gdn_f32(const DeviceLayer& L, uint32_t gdn_index, int n, bool one_lane);
+    // verify_window.cpp: token i's copy of the lane's GDN state when snapshots_ asks for it.
+    void snapshot_gdn(uint32_t gdn_index, int token);
+    const GdnSnapshotTarget* snapshots_ = nullptr;
     // y = w . x for n rows of x (stride x_stride). x_lo: the low bf16 halves of x (kernels/gemv.h),
     // used when w is tiled; x32: the same rows in f32, read instead in the f32-activation mode.
     // y_tail: rows >= tail_row0 go there as f32 (gemv.h).

@@ -115,6 +115,7 @@ void Runner::gdn_f32(const DeviceLayer& L, uint32_t gi, int n, bool one_lane) {
         g.n_tokens = per;
         g.eps = c.rms_norm_eps;
         cuda_check(kernels::gdn_decode_f32(g, stream_), "GDN conv + recurrence (f32)");
+        if (one_lane && snapshots_) snapshot_gdn(gi, i);
     }
     linear(w.output, nullptr, nullptr, f32m_.y, vd_w_, n, mix_, true, hs_);
 }

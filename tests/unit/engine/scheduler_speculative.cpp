@@ -8,6 +8,7 @@
 #include "core/convert/convert.h"
 #include "core/engine/scheduler.h"
 #include "fake_backend.h"
+#include "truth_drafter.h"
 #include "tests/unit/cpu/tiny_models.h"
 
 #include <catch2/catch.hpp>
@@ -287,12 +288,7 @@ TEST_CASE("scheduler_speculative: an oracle drafter accepts everything, an alway
     }
     auto drafter = [&](bool right) {
         return [&truths, right, V = int32_t(m.config.vocab_size)](const std::vector<int32_t>& seq, int k) {
-            std::vector<int32_t> d;
-            for (const auto& t : truths)
-                if (t.size() > seq.size() && std::equal(seq.begin(), seq.end(), t.begin()))
-                    for (size_t i = seq.size(); i < t.size() && d.size() < size_t(k); ++i)
-                        d.push_back(right ? t[i] : (t[i] + 1) % V);
-            return d;
+            return test::truth_draft(truths, right, V, seq, k);
         };
     };
     for (bool right : {true, false}) {

@@ -1,0 +1,177 @@
+// ninfer tests (GPU) - speculation through the scheduler on the CUDA backend (issue 28): greedy
+// output with n-gram drafts (ngram:1, 3, 5) equals the output without speculation, token for
+// token, at batch 1, 3 and 8 with lanes that do not speculate mixed in (pipelined decode steps
+// between the rounds); a drafter told the target's own tokens accepts every draft and an
+// always-wrong one none, both with the plain output. Where a run leaves the plain tokens, the plain
+// run's top-2 logprob gap at that token must be under 0.01 (a near tie; speculative_util.h).
+#include "core/cuda/cuda_backend.h"
+#include "core/engine/scheduler.h"
+#include "tests/gpu/fixture_models.h"
+#include "tests/gpu/gpu_test_util.h"
+#include "tests/gpu/speculative_util.h"
+#include "tests/unit/engine/truth_drafter.h"
+
+#include <cstdio>
+#include <map>
+
+using namespace ninfer::core;
+using namespace ninfer::test;
+
+namespace {
+
+struct Sink final : GenerationSink {
+    std::vector<int32_t> tokens;
+    std::vector<float> gaps; // top-2 logprob gap of each token's row (plain runs ask for 2 top logprobs)
+    GenerationSummary summary;
+    bool finished = false;
+    TokenVerdict on_token(const DecodeResult& r) override {
+        tokens.push_back(r.token);
+        gaps.push_back(r.top_logprobs.size() >= 2 ? r.top_logprobs[0].second - r.top_logprobs[1].second : 1e9f);
+        return TokenVerdict::Continue;
+    }
+    void on_finished(const GenerationSummary& s) override { finished = true, summary = s; }
+    void on_rejected(RejectReason, const std::string& why) override { FAIL("rejected: " << why); }
+};
+
+struct Job {
+    uint64_t id;
+    size_t offset, prompt_len;
+    uint32_t max_tokens;
+    bool speculates;
+};
+
+// Up to 8 requests at once; ids 3 and 6 never speculate; 5 asks for a single token.
+const std::vector<Job> kJobs = {{1, 0, 9, 28, true},    {2, 13, 40, 24, true}, {3, 5, 17, 20, false},
+                                {4, 21, 64, 26, true},  {5, 30, 11, 1, true},  {6, 2, 33, 22, false},
+                                {7, 40, 90, 30, true},  {8, 7, 5, 27, true}};
+
+struct Outcome {
+    std::map<uint64_t, std::shared_ptr<Sink>> sinks;
+    EngineStats stats;
+};
+
+// A kernel fixture in q4 with its plan of 5-draft verify windows and its perplexity ids (prompts).
+struct SpecFixture {
+    std::unique_ptr<Model> m;
+    MemoryPlan plan;
+    std::vector<int32_t> ids;
+};
+SpecFixture spec_fixture(const std::string& fixture) {
+    auto m = load(fixture, "q4");
+    const MemoryPlan plan = spec_plan(*m, kMaxDraftTokens);
+    return {std::move(m), plan, read_refs(fixture).ppl_ids};
+}
+
+using Drafter = std::function<std::vector<int32_t>(std::span<const int32_t>, int)>;
+
+// The first n_jobs jobs on a fresh backend, all submitted at once (batch n_jobs).
+void run_jobs(const Model& m, const MemoryPlan& plan, const std::vector<int32_t>& ids, size_t n_jobs,
+              SpeculativeConfig spec, Outcome& out, const Drafter& drafter = {}) {
+    auto gpu = make_cuda_backend(m.weights, plan);
+    SchedulerOptions o;
+    o.max_context = plan.max_context;
+    o.kv_capacity_tokens = plan.kv_capacity_tokens;
+    o.prefill_chunk = 64;
+    o.speculative = spec;
+    o.test_drafter = drafter;
+    Scheduler s(*gpu, o, out.stats);
+    for (size_t i = 0; i < n_jobs; ++i) {
+        const Job& j = kJobs[i];
+        GenerationRequest r;
+        r.id = j.id;
+        r.prompt.assign(ids.begin() + long(j.offset), ids.begin() + long(j.offset + j.prompt_len));
+        r.max_tokens = j.max_tokens;
+        r.n_top_logprobs = spec.on() ? 0 : 2;
+        if (!j.speculates) r.speculative = SpeculativeConfig{};
+        auto sink = std::make_shared<Sink>();
+        r.sink = out.sinks[j.id] = sink;
+        s.submit(std::move(r));
+    }
+    for (int guard = 0; guard < 100000 && s.has_work(); ++guard) s.step();
+    REQUIRE_FALSE(s.has_requests());
+}
+
+// Every request gives the plain tokens, or leaves them only at a near tie of the plain run.
+size_t check_same(const Outcome& plain, const Outcome& spec) {
+    size_t near_ties = 0;
+    for (const auto& [id, a] : plain.sinks) {
+        INFO("request " << id);
+        const Sink& b = *spec.sinks.at(id);
+        REQUIRE(b.finished);
+        size_t d = 0;
+        while (d < a->tokens.size() && d < b.tokens.size() && a->tokens[d] == b.tokens[d]) ++d;
+        if (d == a->tokens.size() && d == b.tokens.size()) continue;
+        INFO("first differing token " << d << ", plain top-2 gap " << a->gaps.at(std::min(d, a->gaps.size() - 1)));
+        REQUIRE(d < a->tokens.size());
+        CHECK(a->gaps[d] < 0.01f);
+        ++near_ties;
+    }
+    return near_ties;
+}
+
+} // namespace
+
+TEST_CASE("cuda_speculative: greedy n-gram speculation equals plain decoding at batch 1, 3 and 8",
+          "[cuda_speculative]") {
+    require_gpu();
+    for (const std::string& fixture : kKernelFixtures) {
+        const auto [m, plan, ids] = spec_fixture(fixture);
+        for (size_t batch : {size_t(1), size_t(3), size_t(8)}) {
+            Outcome plain;
+            run_jobs(*m, plan, ids, batch, {}, plain);
+            for (int k : {1, 3, 5}) {
+                INFO(fixture << " batch " << batch << " ngram:" << k);
+                Outcome spec;
+                run_jobs(*m, plan, ids, batch, {SpeculativeKind::Ngram, k}, spec);
+                const size_t ties = check_same(plain, spec);
+                CHECK(spec.stats.n_spec_rounds_total > 0);
+                CHECK(spec.stats.n_spec_accepted_tokens_total <= spec.stats.n_spec_draft_tokens_total);
+                if (batch >= 3) CHECK(spec.sinks.at(3)->summary.draft_n == 0); // speculation off for it
+                std::printf("RESULT %s batch %zu ngram:%d rounds %llu drafted %llu accepted %llu near_tie_departures %zu\n",
+                            fixture.c_str(), batch, k, (unsigned long long)spec.stats.n_spec_rounds_total.load(),
+                            (unsigned long long)spec.stats.n_spec_draft_tokens_total.load(),
+                            (unsigned long long)spec.stats.n_spec_accepted_tokens_total.load(), ties);
+            }
+        }
+    }
+}
+
+TEST_CASE("cuda_speculative: an oracle drafter accepts everything, an always-wrong one nothing",
+          "[cuda_speculative]") {
+    require_gpu();
+    for (const std::string& fixture : kKernelFixtures) {
+        const auto [m, plan, ids] = spec_fixture(fixture);
+        const int32_t V = int32_t(m->weights.config.vocab_size);
+        Outcome plain;
+        run_jobs(*m, plan, ids, kJobs.size(), {}, plain);
+        // The true continuation of every sequence: its prompt, then its plain tokens.
+        std::vector<std::vector<int32_t>> truths;
+        for (const Job& j : kJobs) {
+            std::vector<int32_t> t(ids.begin() + long(j.offset), ids.begin() + long(j.offset + j.prompt_len));
+            t.insert(t.end(), plain.sinks.at(j.id)->tokens.begin(), plain.sinks.at(j.id)->tokens.end());
+            truths.push_back(std::move(t));
+        }
+        for (bool right : {true, false}) {
+            INFO(fixture << (right ? " oracle" : " always wrong"));
+            const Drafter drafter = [&truths, right, V](std::span<const int32_t> seq, int k) {
+                return truth_draft(truths, right, V, seq, k);
+            };
+            Outcome spec;
+            run_jobs(*m, plan, ids, kJobs.size(), {SpeculativeKind::Ngram, 4}, spec, drafter);
+            CHECK(check_same(plain, spec) == 0);
+            REQUIRE(spec.stats.n_spec_draft_tokens_total > 0);
+            if (right) {
+                CHECK(spec.stats.n_spec_accepted_per_pos[3] > 0);
+                for (const auto& [id, sink] : spec.sinks) {
+                    INFO("request " << id);
+                    CHECK(sink->summary.draft_n_accepted == sink->summary.draft_n);
+                }
+            } else {
+                CHECK(spec.stats.n_spec_accepted_tokens_total == 0);
+            }
+            std::printf("RESULT %s %s drafted %llu accepted %llu\n", fixture.c_str(), right ? "oracle" : "always_wrong",
+                        (unsigned long long)spec.stats.n_spec_draft_tokens_total.load(),
+                        (unsigned long long)spec.stats.n_spec_accepted_tokens_total.load());
+        }
+    }
+}
