@@ -41,9 +41,8 @@ constexpr const char* kRunUsage =
     "  stdout: the generated text, or with --print-token-ids the generated ids on one line.\n"
     "  Sampling defaults come from the artifact's generation_config.json, else temperature 1 and top-p 1,\n  as ninferd applies them to requests; --greedy is argmax.\n"
     "  --speculative drafts K (1..5) tokens a round with the artifact's MTP head or n-gram prompt lookup and\n"
-    "  verifies them in one step (exact: greedy output is unchanged; mtp:K on the CPU backend only for now,\n"
-    "  ngram:K on both); --stats prints the\n"
-    "  rounds, drafted and accepted tokens and tokens per round on stderr.\n"
+    "  verifies them in one step (exact: greedy output is unchanged; CPU and CUDA backends); --stats prints\n"
+    "  the rounds, drafted and accepted tokens and tokens per round on stderr.\n"
     "  --json-schema / --grammar (llama.cpp GBNF) constrain the reply as ninferd's response_format and\n"
     "  grammar do: after </think> in thinking mode, from the first token with --no-thinking, --raw or\n"
     "  --prompt-ids; the end token comes only once the grammar accepts (docs/GRAMMAR.md).\n";
@@ -250,9 +249,6 @@ int cmd_run(int argc, char** argv) {
         bo.mtp = a.speculative.kind == core::SpeculativeKind::Mtp;
     }
     start_backend(*session, bo);
-    if (a.speculative.kind == core::SpeculativeKind::Mtp && !session->backend->has_mtp()) // n-gram needs only verify
-        throw Error("run: --speculative " + core::speculative_name(a.speculative) + " needs the MTP head, which the " +
-                    session->backend->name() + " backend does not run yet (use ngram:K, or --device cpu)");
     if (prompt.size() + 1 > session->plan.max_context)
         throw Error("run: the prompt (" + std::to_string(prompt.size()) +
                     " tokens) does not fit the model's context of " +

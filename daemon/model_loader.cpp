@@ -169,12 +169,7 @@ std::unique_ptr<core::Backend> load_backend(const DaemonConfig& config, PlannedM
         std::string note;
         const core::CudaBackendOptions options = core::cuda_backend_options_from_env(&note);
         if (!note.empty()) log_info(note);
-        auto backend = core::make_cuda_backend(*model.weights, model.plan, options);
-        // n-gram drafts need only verify; mtp:K needs the head on the GPU too.
-        if (core::parse_speculative(config.speculative).kind == core::SpeculativeKind::Mtp && !backend->has_mtp())
-            throw Error("config: speculative " + config.speculative + " needs the MTP head, which the CUDA backend "
-                        "does not run yet: use ngram:K, or --device cpu");
-        return backend;
+        return core::make_cuda_backend(*model.weights, model.plan, options);
     }
 #endif
     if (config.device == "cuda") throw Error("backend: this ninferd was built without the CUDA backend");

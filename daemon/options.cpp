@@ -62,8 +62,8 @@ constexpr OptionSpec kOptions[] = {
     {"speculative", OptionKind::Choice, "off", 0, 0,
      "off|mtp:1|mtp:2|mtp:3|mtp:4|mtp:5|ngram:1|ngram:2|ngram:3|ngram:4|ngram:5", "off|mtp:K|ngram:K",
      "speculative decoding: K drafts per round from the artifact's MTP head or from n-gram prompt lookup, "
-     "verified in one step (exact: greedy output is unchanged); requests may lower it; mtp:K on the CPU "
-     "backend only for now (ngram:K on the CPU and CUDA backends)",
+     "verified in one step (exact: greedy output is unchanged); requests may lower it; CPU and CUDA "
+     "backends",
      0, text_field<&DaemonConfig::speculative>()},
     {"max-concurrency", OptionKind::Integer, "4", 1, 8, "", "N", "lanes that decode together in one batch", 0,
      integer_field<&DaemonConfig::max_concurrency>()},

@@ -642,7 +642,10 @@ void CudaBackend::verify(std::span<const VerifyStep> steps, std::vector<float>& 
     for (const VerifyStep& st : steps) { // every window on the stream before the first copy back
         Lane& s = at(st.lane);
         windows_.close(st.lane);
-        windows_.enqueue(st.lane, uint32_t(s.tokens.size()), st.tokens);
+        windows_.enqueue(st.lane, uint32_t(s.tokens.size()), st.tokens, [this](int n) {
+            if (mtp_) // the window's hidden rows wait for the head's next catch-up
+                mtp_->enqueue_keep_step_rows(n);
+        });
         s.tokens.insert(s.tokens.end(), st.tokens.begin(), st.tokens.end());
         s.has_logits = true;
     }

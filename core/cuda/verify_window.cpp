@@ -106,7 +106,8 @@ VerifyWindows::~VerifyWindows() {
                 cudaGraphExecDestroy(g);
 }
 
-void VerifyWindows::enqueue(int lane, uint32_t start, std::span<const int32_t> tokens) {
+void VerifyWindows::enqueue(int lane, uint32_t start, std::span<const int32_t> tokens,
+                            const std::function<void(int)>& after_forward) {
     const int n = int(tokens.size());
     if (max_draft_ == 0 || n < 1 || uint32_t(n) > max_draft_ + 1)
         throw Error("backend: a verify step of " + std::to_string(n) + " tokens, the plan allows 1.." +
@@ -122,7 +123,7 @@ void VerifyWindows::enqueue(int lane, uint32_t start, std::span<const int32_t> t
     }
     cuda_check(cudaMemcpyAsync(run_.step_in(), in, 3 * kMaxStepTokens * 4, cudaMemcpyHostToDevice, run_.stream()),
                "verify inputs");
-    replay(run_.stream(), graphs_ ? &graph_[size_t(lane)][size_t(n)] : nullptr, [&] { enqueue_device(lane, n); });
+    replay(run_.stream(), graphs_ ? &graph_[size_t(lane)][size_t(n)] : nullptr, [&] { enqueue_device(lane, n, after_forward); });
     w.start = start;
     w.count = uint32_t(n);
 }
@@ -134,13 +135,15 @@ void VerifyWindows::read_rows(int lane, float* host_rows) const {
                                  run_.stream()), "verify logits");
 }
 
-void VerifyWindows::enqueue_device(int lane, int n) {
+void VerifyWindows::enqueue_device(int lane, int n, const std::function<void(int)>& after_forward) {
     Window& w = lanes_[size_t(lane)];
     w.snapshots.count = n - 1; // the state after the last token is the lane's own
     {
         const SnapshotScope scope(run_, &w.snapshots);
         run_.enqueue_forward(n, true);
     }
+    if (after_forward)
+        after_forward(n);
     run_.enqueue_head(0, n);
     const uint64_t V = run_.config().vocab_size, stride = uint64_t(run_.logits_stride());
     cuda_check(cudaMemcpy2DAsync(w.logits, stride * 4, run_.logits(), stride * 4, V * 4, size_t(n),

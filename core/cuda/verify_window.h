@@ -13,7 +13,9 @@
 //   already covers them, through Runner::enqueue_forward(n, one_lane = true) (GDN token by token,
 //   causal attention over the positions; the rows' bits equal batch-1 decode's, see
 //   docs/ARCHITECTURE.md), copying the GDN state after each of the first n - 1 tokens to the
-//   lane's snapshots; then the head over the n rows: the rows go to the lane's window logits, the
+//   lane's snapshots; after_forward(n), when given, enqueues what reads the final-normed step rows
+//   (the MTP head keeps them: MtpHead::enqueue_keep_step_rows; part of the graph); then the head
+//   over the n rows: the rows go to the lane's window logits, the
 //   last one to the lane's logits (Runner::lane_logits). read_rows(lane, host_rows) then enqueues
 //   the copy of the open window's rows to host_rows (count x vocab floats; the caller synchronises
 //   the stream before reading them: enqueue every lane's window first). With graphs the
@@ -32,6 +34,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -48,7 +51,8 @@ class VerifyWindows {
     static uint64_t device_bytes(const Runner& run, const MemoryPlan& plan);
     uint64_t allocated_bytes() const { return arena_.bytes(); }
 
-    void enqueue(int lane, uint32_t start, std::span<const int32_t> tokens);
+    void enqueue(int lane, uint32_t start, std::span<const int32_t> tokens,
+                 const std::function<void(int n)>& after_forward = {});
     void read_rows(int lane, float* host_rows) const;
     void rollback(int lane, uint32_t n_keep);
     void close(int lane) { lanes_[size_t(lane)].count = 0; }
@@ -61,7 +65,7 @@ class VerifyWindows {
         GdnSnapshotTarget snapshots; // K copies per GDN layer
         float* logits = nullptr;     // (K + 1) rows, stride run_.logits_stride()
     };
-    void enqueue_device(int lane, int n); // forward, head, window rows, lane logits
+    void enqueue_device(int lane, int n, const std::function<void(int)>& after_forward);
 
     Runner& run_;
     uint32_t max_draft_ = 0;

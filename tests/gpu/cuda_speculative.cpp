@@ -1,11 +1,13 @@
 // ninfer tests (GPU) - speculation through the scheduler on the CUDA backend (issue 28): greedy
 // output with n-gram drafts (ngram:1, 3, 5) equals the output without speculation, token for
 // token, at batch 1, 3 and 8 with lanes that do not speculate mixed in (pipelined decode steps
-// between the rounds); a drafter told the target's own tokens accepts every draft and an
+// between the rounds), and so does the GPU's MTP head (mtp:1, 3, 5; random heads on the kernel
+// fixtures' shapes, whose checkpoints carry none); a drafter told the target's own tokens accepts every draft and an
 // always-wrong one none, both with the plain output. Where a run leaves the plain tokens, the plain
 // run's top-2 logprob gap at that token must be under 0.01 (a near tie; speculative_util.h).
 #include "core/cuda/cuda_backend.h"
 #include "core/engine/scheduler.h"
+#include "core/model/random_model.h"
 #include "tests/gpu/fixture_models.h"
 #include "tests/gpu/gpu_test_util.h"
 #include "tests/gpu/speculative_util.h"
@@ -65,9 +67,9 @@ SpecFixture spec_fixture(const std::string& fixture) {
 using Drafter = std::function<std::vector<int32_t>(std::span<const int32_t>, int)>;
 
 // The first n_jobs jobs on a fresh backend, all submitted at once (batch n_jobs).
-void run_jobs(const Model& m, const MemoryPlan& plan, const std::vector<int32_t>& ids, size_t n_jobs,
+void run_jobs(const ModelWeights& w, const MemoryPlan& plan, const std::vector<int32_t>& ids, size_t n_jobs,
               SpeculativeConfig spec, Outcome& out, const Drafter& drafter = {}) {
-    auto gpu = make_cuda_backend(m.weights, plan);
+    auto gpu = make_cuda_backend(w, plan);
     SchedulerOptions o;
     o.max_context = plan.max_context;
     o.kv_capacity_tokens = plan.kv_capacity_tokens;
@@ -118,11 +120,11 @@ TEST_CASE("cuda_speculative: greedy n-gram speculation equals plain decoding at 
         const auto [m, plan, ids] = spec_fixture(fixture);
         for (size_t batch : {size_t(1), size_t(3), size_t(8)}) {
             Outcome plain;
-            run_jobs(*m, plan, ids, batch, {}, plain);
+            run_jobs(m->weights, plan, ids, batch, {}, plain);
             for (int k : {1, 3, 5}) {
                 INFO(fixture << " batch " << batch << " ngram:" << k);
                 Outcome spec;
-                run_jobs(*m, plan, ids, batch, {SpeculativeKind::Ngram, k}, spec);
+                run_jobs(m->weights, plan, ids, batch, {SpeculativeKind::Ngram, k}, spec);
                 const size_t ties = check_same(plain, spec);
                 CHECK(spec.stats.n_spec_rounds_total > 0);
                 CHECK(spec.stats.n_spec_accepted_tokens_total <= spec.stats.n_spec_draft_tokens_total);
@@ -143,7 +145,7 @@ TEST_CASE("cuda_speculative: an oracle drafter accepts everything, an always-wro
         const auto [m, plan, ids] = spec_fixture(fixture);
         const int32_t V = int32_t(m->weights.config.vocab_size);
         Outcome plain;
-        run_jobs(*m, plan, ids, kJobs.size(), {}, plain);
+        run_jobs(m->weights, plan, ids, kJobs.size(), {}, plain);
         // The true continuation of every sequence: its prompt, then its plain tokens.
         std::vector<std::vector<int32_t>> truths;
         for (const Job& j : kJobs) {
@@ -157,7 +159,7 @@ TEST_CASE("cuda_speculative: an oracle drafter accepts everything, an always-wro
                 return truth_draft(truths, right, V, seq, k);
             };
             Outcome spec;
-            run_jobs(*m, plan, ids, kJobs.size(), {SpeculativeKind::Ngram, 4}, spec, drafter);
+            run_jobs(m->weights, plan, ids, kJobs.size(), {SpeculativeKind::Ngram, 4}, spec, drafter);
             CHECK(check_same(plain, spec) == 0);
             REQUIRE(spec.stats.n_spec_draft_tokens_total > 0);
             if (right) {
@@ -172,6 +174,46 @@ TEST_CASE("cuda_speculative: an oracle drafter accepts everything, an always-wro
             std::printf("RESULT %s %s drafted %llu accepted %llu\n", fixture.c_str(), right ? "oracle" : "always_wrong",
                         (unsigned long long)spec.stats.n_spec_draft_tokens_total.load(),
                         (unsigned long long)spec.stats.n_spec_accepted_tokens_total.load());
+        }
+    }
+}
+
+TEST_CASE("cuda_speculative: greedy MTP speculation equals plain decoding", "[cuda_speculative]") {
+    require_gpu();
+    for (const std::string& fixture : kKernelFixtures) {
+        const auto [m, fixture_plan, ids] = spec_fixture(fixture);
+        RandomModelOptions o;
+        o.seed = 91;
+        o.matrix_format = TensorFormat::Q4G64Fp16;
+        o.with_mtp = true;
+        const auto model = InMemoryModel::random(m->weights.config, o);
+        const ModelWeights w = model->weights();
+        REQUIRE(w.mtp);
+        MemoryRequest r;
+        r.max_context = fixture_plan.max_context;
+        r.max_concurrency = 8;
+        r.prefill_chunk = fixture_plan.prefill_chunk;
+        r.available_bytes = 1ull << 34;
+        r.weight_bytes = w.stored_bytes();
+        r.max_draft_tokens = kMaxDraftTokens;
+        r.mtp = true;
+        const MemoryPlan plan = MemoryPlan::make(w.config, r);
+        for (size_t batch : {size_t(1), size_t(8)}) {
+            Outcome plain;
+            run_jobs(w, plan, ids, batch, {}, plain);
+            for (int k : {1, 3, 5}) {
+                INFO(fixture << " batch " << batch << " mtp:" << k);
+                Outcome spec;
+                run_jobs(w, plan, ids, batch, {SpeculativeKind::Mtp, k}, spec);
+                const size_t ties = check_same(plain, spec);
+                CHECK(spec.stats.n_spec_draft_tokens_total > 0);
+                CHECK(spec.stats.n_spec_accepted_tokens_total <= spec.stats.n_spec_draft_tokens_total);
+                std::printf("RESULT %s random-head batch %zu mtp:%d rounds %llu drafted %llu accepted %llu "
+                            "near_tie_departures %zu\n",
+                            fixture.c_str(), batch, k, (unsigned long long)spec.stats.n_spec_rounds_total.load(),
+                            (unsigned long long)spec.stats.n_spec_draft_tokens_total.load(),
+                            (unsigned long long)spec.stats.n_spec_accepted_tokens_total.load(), ties);
+            }
         }
     }
 }
