@@ -5,6 +5,7 @@
 #include "ctl/model_session.h"
 
 #include "core/backend/sampling.h"
+#include "core/engine/generation.h"
 #include "core/util/error.h"
 #ifdef NINFER_HAVE_CUDA_BACKEND
 #include "core/cuda/decode_bench.h"
@@ -25,7 +26,7 @@ constexpr const char* kBenchUsage =
     "usage: ninferctl bench (ARTIFACT | --synthetic SHAPE --recipe bf16|fp8|q4|q5|q6|q8|nvfp4|mix)\n"
     "           [--prompt-len 512,8192] [--gen N] [--batch 1,2,4,8] [--prefill-chunk N]\n"
     "           [--kv-dtype bf16|fp8|int8] [--decode-only] [--json]\n"
-    "           [--temperature T] [--top-p P] [--top-k K]\n"
+    "           [--temperature T] [--top-p P] [--top-k K] [--speculative ngram:K|mtp:K]\n"
     "       ninferctl bench ARTIFACT (--image WxH | --video SECONDS [--frame WxH]) [--repeat N] [--json]\n"
     "  On the CUDA backend: prefill tok/s, TTFT, TFLOP/s and the fraction of the bf16 tensor-core\n"
     "  peak it measures (8192^3 GEMM, ours and cuBLASLt if present) per prompt length, prefilled in\n"
@@ -35,8 +36,13 @@ constexpr const char* kBenchUsage =
     "  seeded random weights of SHAPE (qwen3.6-27b, qwen3.6-35b-a3b, ...) without a file; mix is the\n"
     "  upstream groupwise-int assignment (q4/q5/q6/q8, the converter's q4 recipe). Decode is greedy\n"
     "  unless --temperature (> 0) samples every step as a request with those parameters would.\n"
-    "  CUDA only, and without speculation (the CUDA backend has no draft/verify yet; `ninferctl run\n"
-    "  --speculative mtp:K --stats` measures acceptance on the CPU backend).\n"
+    "  CUDA only. --speculative also times, after each decode row, speculative rounds at that batch\n"
+    "  and depth with the acceptance forced (all drafts, then a fixed 75%: synthetic weights accept\n"
+    "  nothing): a round is the drafts (mtp: the MTP head; ngram: fixed ids, prompt lookup being host\n"
+    "  work), verify with its logits copied back, the host's acceptance pass and accept_verified;\n"
+    "  reported: tokens per round, round time as a multiple of the plain step (and of a plain\n"
+    "  batch x (K+1) step when --batch measures one), tok/s. Real acceptance: `ninferctl run\n"
+    "  --speculative ... --stats`.\n"
     "  --image / --video time the artifact's vision tower on the CPU (any build) over random patches of\n"
     "  that size (the tower's input: multiples of 32 px; a video takes 2 frames/s of --frame, default\n"
     "  832x480, a 30 s 720p clip as the processor resizes it).\n";
@@ -71,6 +77,7 @@ int cmd_bench(int argc, char** argv) {
     uint32_t prefill_chunk = 2048;
     bool json = false, decode_only = false;
     core::SamplingParams sampling; // greedy
+    core::SpeculativeConfig speculative;
     VisionBenchArgs vision;
     for (int i = 0; i < argc; ++i) {
         const std::string arg = argv[i];
@@ -91,6 +98,7 @@ int cmd_bench(int argc, char** argv) {
         else if (arg == "--temperature" && has_value) sampling.temperature = float(parse_number("--temperature", argv[++i], 0, 2));
         else if (arg == "--top-p" && has_value) sampling.top_p = float(parse_number("--top-p", argv[++i], 0, 1));
         else if (arg == "--top-k" && has_value) sampling.top_k = int32_t(parse_count("--top-k", argv[++i]));
+        else if (arg == "--speculative" && has_value) speculative = core::parse_speculative(argv[++i]);
         else if (arg == "--json") json = true;
         else if (arg == "--decode-only") decode_only = true;
         else if (artifact.empty() && shape.empty() && !arg.empty() && arg[0] != '-') artifact = arg;
@@ -121,6 +129,8 @@ int cmd_bench(int argc, char** argv) {
     r.prefill_chunk = prefill_chunk;
     r.prefill = !decode_only;
     r.sampling = sampling;
+    r.spec_k = speculative.k;
+    r.spec_mtp = speculative.kind == core::SpeculativeKind::Mtp;
     std::unique_ptr<ModelSession> session;
     if (!artifact.empty()) {
         session = open_model_session(artifact);
@@ -150,12 +160,23 @@ int cmd_bench(int argc, char** argv) {
                     i ? "," : "", d.batch, d.depth, d.steps, d.step_ms, d.min_step_ms, d.max_step_ms, d.tokens_per_s,
                     d.bytes_per_step, d.roofline_fraction);
     }
+    std::printf("],\"speculative\":[");
+    for (size_t i = 0; i < rep.spec_rows.size(); ++i) {
+        const core::SpecBenchRow& s = rep.spec_rows[i];
+        std::printf("%s{\"drafter\":\"%s\",\"k\":%d,\"batch\":%d,\"depth\":%u,\"accept\":\"%s\",\"rounds\":%d,"
+                    "\"tokens_per_round\":%.3f,\"round_ms\":%.4f,\"min_round_ms\":%.4f,\"max_round_ms\":%.4f,"
+                    "\"step_ms\":%.4f,\"cost_x\":%.3f,\"floor_ms\":%.4f,\"tokens_per_s\":%.2f}",
+                    i ? "," : "", s.drafter.c_str(), s.k, s.batch, s.depth, s.accept.c_str(), s.rounds,
+                    s.tokens_per_round, s.round_ms, s.min_round_ms, s.max_round_ms, s.step_ms, s.cost_x, s.floor_ms,
+                    s.tokens_per_s);
+    }
     std::printf("]}\n");
     return 0;
 #else
     (void)json;
     (void)prefill_chunk;
     (void)decode_only;
+    (void)speculative;
     throw Error("bench: this ninferctl has no CUDA backend (configure with -DNINFER_CUDA=ON); --device cuda is unavailable");
 #endif
 }

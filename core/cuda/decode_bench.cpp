@@ -192,7 +192,7 @@ DecodeBenchReport run_decode_bench(const DecodeBenchRequest& r) {
     rep.tc_peak = measure_bf16_peak();
     std::unique_ptr<SyntheticWeights> sw;
     if (!r.weights)
-        sw = synthetic_device_weights(r.shape, r.recipe, 1);
+        sw = synthetic_device_weights(r.shape, r.recipe, 1, 0, r.spec_mtp);
     const ModelWeights& w = r.weights ? *r.weights : sw->weights;
     rep.weight_bytes = w.stored_bytes();
     rep.prefill_chunk = r.prefill_chunk;
@@ -200,13 +200,19 @@ DecodeBenchReport run_decode_bench(const DecodeBenchRequest& r) {
     const uint32_t depth_max = *std::max_element(r.prompt_lens.begin(), r.prompt_lens.end());
     MemoryRequest mr;
     // Whole pages per lane, so that every lane can hold max_context tokens at once.
-    mr.max_context = (depth_max + uint32_t(r.steps) + 8 + 63) / 64 * 64;
+    // Speculative rounds: a warm-up and `steps` rounds of up to spec_k + 1 tokens, after one step.
+    const uint32_t spec_tokens = r.spec_k > 0 ? uint32_t(r.steps + 2) * uint32_t(r.spec_k + 1) : 0;
+    mr.max_context = (depth_max + std::max(uint32_t(r.steps), spec_tokens) + 8 + 63) / 64 * 64;
     mr.max_concurrency = lanes;
     mr.kv_capacity_tokens = uint64_t(lanes) * mr.max_context;
     mr.weight_bytes = rep.weight_bytes;
     mr.available_bytes = cuda_free_bytes();
     mr.margin_bytes = 2ull << 30;
     mr.prefill_chunk = r.prefill_chunk;
+    mr.max_draft_tokens = uint32_t(std::max(r.spec_k, 0));
+    mr.mtp = r.spec_mtp;
+    if (r.spec_mtp && !w.mtp)
+        throw Error("bench: --speculative mtp:K needs an artifact with an MTP head (convert it with the mtp component)");
     mr.backend_workspace_bytes = cuda_backend_workspace_bytes(w.config, mr);
     mr.kv_dtype = r.kv_dtype;
     const MemoryPlan plan = MemoryPlan::make(w.config, mr);
@@ -304,8 +310,14 @@ DecodeBenchReport run_decode_bench(const DecodeBenchRequest& r) {
                                  2.0 * batch * plan.gdn_recurrent_bytes_per_lane;
             row.roofline_fraction = row.bytes_per_step / (row.step_ms * 1e-3) / (rep.copy_gbps * 1e9);
             rep.rows.push_back(row);
+            if (r.spec_k > 0)
+                bench_speculative_rounds(*b, {r.spec_k, r.spec_mtp, batch, depth, r.steps, token_ids, &img, row.step_ms},
+                                         rep.spec_rows);
         }
     }
+    for (SpecBenchRow& s : rep.spec_rows) // the floor: a plain step of batch x (K + 1) lanes, if measured
+        for (const DecodeBenchRow& d : rep.rows)
+            if (d.depth == s.depth && d.batch == s.batch * (s.k + 1)) s.floor_ms = d.step_ms;
     return rep;
 }
 
@@ -336,6 +348,7 @@ std::string DecodeBenchReport::text() const {
                       100.0 * r.roofline_fraction, r.steps, r.min_step_ms, r.max_step_ms);
         s += line;
     }
+    for (const SpecBenchRow& r : spec_rows) s += spec_bench_row_text(r);
     return s;
 }
 

@@ -35,6 +35,7 @@
 // Thread safety: one bench at a time (it owns the GPU's memory while it runs).
 #pragma once
 
+#include "core/cuda/speculative_bench.h"
 #include "core/cuda/tc_peak.h"
 #include "core/backend/backend.h"
 #include "core/model/weights.h"
@@ -70,6 +71,12 @@ struct DecodeBenchRequest {
     // parameters: with temperature > 0 the step includes the GPU sampler's draw kernels, whose time
     // depends on how flat the logits are (synthetic weights give nearly uniform ones, the worst case).
     SamplingParams sampling;
+    // Speculative rounds (issue 28, speculative_bench.h): spec_k > 0 plans verify windows of
+    // spec_k + 1 tokens and, after each decode row, times `steps` rounds at that batch and depth
+    // with forced acceptance (all, 75%); spec_mtp drafts with the MTP head (synthetic weights get
+    // one; an artifact must have one), else the drafts are fixed ids (n-gram lookup is host work).
+    int spec_k = 0;
+    bool spec_mtp = false;
 };
 
 struct PrefillBenchRow {
@@ -93,6 +100,7 @@ struct DecodeBenchReport {
     uint64_t weight_bytes = 0;
     std::vector<PrefillBenchRow> prefill;
     std::vector<DecodeBenchRow> rows;
+    std::vector<SpecBenchRow> spec_rows;
     std::string text() const; // human table, one line per row
 };
 

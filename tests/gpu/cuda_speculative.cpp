@@ -2,10 +2,12 @@
 // output with n-gram drafts (ngram:1, 3, 5) equals the output without speculation, token for
 // token, at batch 1, 3 and 8 with lanes that do not speculate mixed in (pipelined decode steps
 // between the rounds), and so does the GPU's MTP head (mtp:1, 3, 5; random heads on the kernel
-// fixtures' shapes, whose checkpoints carry none); a drafter told the target's own tokens accepts every draft and an
-// always-wrong one none, both with the plain output. Where a run leaves the plain tokens, the plain
-// run's top-2 logprob gap at that token must be under 0.01 (a near tie; speculative_util.h).
+// fixtures' shapes, whose checkpoints carry none); a drafter told the target's own tokens accepts
+// every draft and an always-wrong one none, both with the plain output; the bench's rounds keep
+// what the forced acceptance says. Where a run leaves the plain tokens, the plain run's top-2
+// logprob gap at that token must be under 0.01 (a near tie; speculative_util.h).
 #include "core/cuda/cuda_backend.h"
+#include "core/cuda/speculative_bench.h"
 #include "core/engine/scheduler.h"
 #include "core/model/random_model.h"
 #include "tests/gpu/fixture_models.h"
@@ -216,4 +218,24 @@ TEST_CASE("cuda_speculative: greedy MTP speculation equals plain decoding", "[cu
             }
         }
     }
+}
+
+// The bench's rounds (core/cuda/speculative_bench.h) keep what the forced acceptance says: K + 1
+// tokens a round with every draft accepted, 0.75 K + 1 on average with the 75% pattern.
+TEST_CASE("cuda_speculative: the bench's rounds keep what the forced acceptance says", "[cuda_speculative]") {
+    require_gpu();
+    const auto [m, plan, ids] = spec_fixture(kKernelFixtures[1]);
+    auto gpu = make_cuda_backend(m->weights, plan);
+    gpu->prefill(0, std::span(ids).first(70), LogitsOut::None, nullptr);
+    const LaneImage image = gpu->save_lane(0);
+    std::vector<SpecBenchRow> rows;
+    bench_speculative_rounds(*gpu, {3, false, 2, 70, 8, m->weights.config.vocab_size, &image, 1.0}, rows);
+    REQUIRE(rows.size() == 2);
+    CHECK(rows[0].accept == "all");
+    CHECK(rows[0].tokens_per_round == 4.0);
+    CHECK(rows[1].accept == "75%");
+    CHECK(rows[1].tokens_per_round == Approx(0.75 * 3 + 1)); // 2, 2, 2, 3, 2, 2, 2, 3 accepted drafts
+    // Each lane holds the image, one plain step, the warm-up round and the timed rounds' kept tokens.
+    CHECK(gpu->lane_length(1) == 70 + 1 + 3 + 18 + 8);
+    for (const SpecBenchRow& r : rows) CHECK(r.round_ms > 0);
 }

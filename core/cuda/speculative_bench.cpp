@@ -1,0 +1,125 @@
+// ninfer::core - the speculative round's cost: draft, verify, accept with forced acceptance (bench).
+#include "core/cuda/speculative_bench.h"
+
+#include "core/backend/speculative.h"
+#include "core/util/error.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+namespace ninfer::core {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Drafts accepted in round s under acceptance fraction f of k: the 75% pattern spreads 0.75 k a
+// round evenly (k = 3: 3, 2, 2, 2, ...), f = 1 accepts all.
+uint32_t forced_accepted(double f, int k, int s) {
+    return uint32_t(std::floor(f * k * (s + 1) + 1e-9) - std::floor(f * k * s + 1e-9));
+}
+
+struct RoundResult {
+    double seconds = 0;
+    uint32_t kept = 0; // tokens kept per lane (the same for every lane)
+};
+
+// One round on every lane: drafts, verify, the host's acceptance pass, accept_verified.
+RoundResult run_round(Backend& b, const SpecBenchSetup& st, double fraction, int s, std::vector<int32_t>& next) {
+    const auto t0 = Clock::now();
+    std::vector<std::vector<int32_t>> windows(size_t(st.batch));
+    if (st.mtp) {
+        std::vector<DraftRequest> req;
+        for (int l = 0; l < st.batch; ++l) req.push_back({l, next[size_t(l)], st.k});
+        std::vector<std::vector<int32_t>> d = b.draft_mtp(req, nullptr);
+        for (int l = 0; l < st.batch; ++l) {
+            windows[size_t(l)] = {next[size_t(l)]};
+            windows[size_t(l)].insert(windows[size_t(l)].end(), d.at(size_t(l)).begin(), d.at(size_t(l)).end());
+        }
+    } else {
+        for (int l = 0; l < st.batch; ++l) {
+            windows[size_t(l)] = {next[size_t(l)]};
+            for (int j = 1; j <= st.k; ++j)
+                windows[size_t(l)].push_back(int32_t((uint32_t(l) * 131u + uint32_t(s * (st.k + 1) + j) * 7919u) %
+                                                     st.token_ids));
+        }
+    }
+    std::vector<VerifyStep> steps;
+    for (int l = 0; l < st.batch; ++l) steps.push_back({l, windows[size_t(l)]});
+    std::vector<float> rows;
+    b.verify(steps, rows);
+    const size_t V = b.vocab_size();
+    uint32_t kept = 0;
+    size_t at = 0;
+    for (int l = 0; l < st.batch; ++l) {
+        const std::vector<int32_t>& w = windows[size_t(l)];
+        const std::span<const int32_t> drafts = std::span(w).subspan(1);
+        const DraftAcceptance a = accept_drafts(std::span(rows).subspan(at * V, w.size() * V), V, drafts, {}, {});
+        at += w.size();
+        kept = std::min<uint32_t>(forced_accepted(fraction, st.k, s), uint32_t(drafts.size())) + 1;
+        b.accept_verified(l, kept);
+        next[size_t(l)] = a.next_token;
+    }
+    return {std::chrono::duration<double>(Clock::now() - t0).count(), kept};
+}
+
+} // namespace
+
+void bench_speculative_rounds(Backend& b, const SpecBenchSetup& st, std::vector<SpecBenchRow>& out) {
+    if (st.mtp && !b.has_mtp())
+        throw Error("bench: --speculative mtp:K needs the MTP head (an artifact or synthetic weights with one)");
+    for (const auto& [label, fraction] : {std::pair<const char*, double>{"all", 1.0}, {"75%", 0.75}}) {
+        for (int l = 0; l < st.batch; ++l) b.restore_lane(l, *st.image);
+        // One plain step first: a restored lane gives the head its first pending row this way.
+        std::vector<DecodeStep> first(size_t(st.batch));
+        for (int l = 0; l < st.batch; ++l) {
+            first[size_t(l)].lane = l;
+            first[size_t(l)].token = int32_t((uint32_t(l) * 7919u + 101u) % st.token_ids);
+        }
+        std::vector<int32_t> next;
+        for (const DecodeResult& r : b.decode(first)) next.push_back(r.token);
+        run_round(b, st, fraction, 0, next); // warm-up: the window graphs are captured
+        std::vector<double> times;
+        double kept_total = 0;
+        for (int s = 0; s < st.rounds; ++s) {
+            const RoundResult r = run_round(b, st, fraction, s, next);
+            times.push_back(r.seconds);
+            kept_total += r.kept;
+        }
+        std::sort(times.begin(), times.end());
+        const size_t n = times.size();
+        SpecBenchRow row;
+        row.drafter = st.mtp ? "mtp" : "ngram";
+        row.k = st.k;
+        row.batch = st.batch;
+        row.depth = st.depth;
+        row.accept = label;
+        row.rounds = st.rounds;
+        row.tokens_per_round = kept_total / std::max(1, st.rounds);
+        row.round_ms = 1e3 * (n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]));
+        row.min_round_ms = 1e3 * times.front();
+        row.max_round_ms = 1e3 * times.back();
+        row.step_ms = st.step_ms;
+        row.cost_x = st.step_ms > 0 ? row.round_ms / st.step_ms : 0;
+        row.tokens_per_s = st.batch * row.tokens_per_round / (row.round_ms * 1e-3);
+        out.push_back(row);
+    }
+}
+
+std::string spec_bench_row_text(const SpecBenchRow& r) {
+    char floor[96] = "";
+    if (r.floor_ms > 0)
+        std::snprintf(floor, sizeof floor, "; floor: a batch-%d step, %.3f ms = %.2fx", r.batch * (r.k + 1), r.floor_ms,
+                      r.floor_ms / r.step_ms);
+    char line[384];
+    std::snprintf(line, sizeof line,
+                  "speculative %s:%d batch %d depth %u accept %s: %.2f tokens/round, round %.3f ms = %.2fx a step "
+                  "(%.3f ms)%s, %.1f tok/s (median of %d rounds; min %.3f, max %.3f ms)\n",
+                  r.drafter.c_str(), r.k, r.batch, r.depth, r.accept.c_str(), r.tokens_per_round, r.round_ms, r.cost_x,
+                  r.step_ms, floor, r.tokens_per_s, r.rounds, r.min_round_ms, r.max_round_ms);
+    return line;
+}
+
+} // namespace ninfer::core
