@@ -38,7 +38,9 @@ void handle_health(DaemonContext& ctx, HttpRequest&, std::shared_ptr<ResponseWri
     case ServeState::Failed:
         break;
     }
-    send_json(ctx, *writer, 503, R"({"status":"unavailable"})");
+    core::JsonWriter w; // the engine failed: ninferd exits to be restarted (server.h)
+    w.begin_object().member("status", "failed").member("error", "the inference engine failed: " + ctx.failure).end_object();
+    send_json(ctx, *writer, 503, w.take());
 }
 
 void handle_models(DaemonContext& ctx, HttpRequest&, std::shared_ptr<ResponseWriter> writer) {

@@ -16,6 +16,7 @@ constexpr int kSyslogPriority[] = {7, 6, 4, 3}; // LOG_DEBUG, LOG_INFO, LOG_WARN
 struct EventInfo {
     std::string_view id;
     std::string_view name;
+    LogLevel level = LogLevel::Info;
 };
 
 // Keep in step with systemd/ninfer.catalog.
@@ -24,6 +25,7 @@ constexpr EventInfo kEvents[] = {
     {"a4855475419643c2bfbf49c4de64486b", "snapshot-saved"},
     {"4f3f293e821e46d0816e87ee8eac611f", "upgrade-done"},
     {"847e7fccae1f4801873a42413f0e37d7", "config-reloaded"},
+    {"349cb30e62aa4328822706244b97dac4", "engine-failed", LogLevel::Error},
 };
 
 // The words a stderr line carries instead of journal fields.
@@ -38,6 +40,7 @@ std::string text_prefix(const LogFields& f, std::string_view event) {
 
 std::string_view message_id(LogEvent event) { return kEvents[int(event)].id; }
 std::string_view event_name(LogEvent event) { return kEvents[int(event)].name; }
+LogLevel event_level(LogEvent event) { return kEvents[int(event)].level; }
 
 void journal_send(LogLevel level, std::string_view message, const LogFields& f, const std::source_location& where) {
     std::string fields[9];
@@ -57,10 +60,11 @@ void journal_send(LogLevel level, std::string_view message, const LogFields& f, 
 }
 
 void log_event(LogEvent event, std::string_view message, LogFields fields, std::source_location where) {
-    if (!log_enabled(LogLevel::Info)) return;
+    const LogLevel level = event_level(event);
+    if (!log_enabled(level)) return;
     fields.message_id = message_id(event);
-    if (log_is_journal()) return journal_send(LogLevel::Info, message, fields, where);
-    log_write(LogLevel::Info, text_prefix(fields, event_name(event)) + std::string(message), fields.request_id,
+    if (log_is_journal()) return journal_send(level, message, fields, where);
+    log_write(level, text_prefix(fields, event_name(event)) + std::string(message), fields.request_id,
               fields.slot);
 }
 

@@ -7,6 +7,7 @@
 //   MESSAGE_ID when set. log.cpp calls it when logging to the journal (log_is_journal()).
 //   sd_journal_sendv returns 0 even with no journald listening: delivery is tested by reading
 //   the journal back (tests/blackbox/test_journald.sh), never by the return code.
+// - log_event() logs at the event's level (event_level: Error for engine-failed, Info for the others).
 // - log_event() / log_op() log through the active sink: the journal with the extra fields, or a
 //   stderr line that carries them as "op=NAME" / "event=NAME" words.
 // - The MESSAGE_ID values are stable; systemd/ninfer.catalog explains each one (journalctl -x).
@@ -24,10 +25,11 @@
 
 namespace ninfer::daemon {
 
-enum class LogEvent : uint8_t { ModelLoaded, SnapshotSaved, UpgradeDone, ConfigReloaded };
+enum class LogEvent : uint8_t { ModelLoaded, SnapshotSaved, UpgradeDone, ConfigReloaded, EngineFailed };
 
 std::string_view message_id(LogEvent event); // 32 hex digits
 std::string_view event_name(LogEvent event); // "model-loaded", ...
+LogLevel event_level(LogEvent event);
 
 struct LogFields {
     uint64_t request_id = 0; // 0 = none

@@ -103,6 +103,10 @@ void dispatch(DaemonContext& ctx, HttpRequest& request, std::shared_ptr<Response
     if (!route)
         return send_error(ctx, request, *writer, {405, "method " + request.method + " not allowed on " + request.path,
                                          "method_not_allowed", "", ""});
+    if (ctx.state == ServeState::Failed && !route->works_while_draining) // exiting (server.h)
+        return send_error(ctx, request, *writer,
+                          api_error_of({Errc::Unavailable, "the inference engine failed (" + ctx.failure +
+                                                               "); ninferd exits to be restarted"}));
     if (ctx.state == ServeState::Draining && !route->works_while_draining)
         return send_error(ctx, request, *writer, {503, "the server is shutting down", "server_shutting_down", "", ""});
     if (ctx.admission_paused && !route->works_while_draining)

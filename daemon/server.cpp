@@ -179,13 +179,21 @@ class Daemon {
         bool during_load = ctx_.frontend == nullptr;
         ctx_.failure = why;
         if (ctx_.state != ServeState::Draining) ctx_.state = ServeState::Failed;
-        log_error("engine, failed: " + why);
+        if (during_load) {
+            log_error("engine, failed: " + why);
+            exit_code_ = 1;
+            return shutdown();
+        }
         // A backend that failed while serving (a CUDA error) leaves the device's state unknown:
         // the requests it ran already have their error events (queued on this loop before this
         // one); exit non-zero once they are written, so the service manager (Restart=on-failure)
         // starts a fresh process instead of one that answers 503 until someone notices.
-        if (!during_load) log_error("engine, exiting so that the service manager restarts ninferd");
-        exit_code_ = 1;
+        log_event(LogEvent::EngineFailed,
+                  "engine, failed: " + why + "; exiting with status " + std::to_string(kExitEngineFailed) +
+                      " so that the service manager restarts ninferd" +
+                      (ctx_.config.persist_slots ? " (the lanes are saved from their host checkpoints first)" : ""));
+        sd_notify(0, ("STATUS=the engine failed: " + why).c_str());
+        exit_code_ = kExitEngineFailed;
         shutdown();
     }
 

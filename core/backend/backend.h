@@ -49,6 +49,9 @@
 //   has_mtp() says whether draft_mtp works; verify and accept_verified work whenever the plan's
 //   max_draft_tokens > 0. A backend that lacks a part throws ninfer::Error("backend: ...").
 // - Errors: ninfer::Error("backend: ...") for bad arguments (lane out of range, context full).
+// - inject_fault(what) is test-only (NINFER_FAULT=engine_step:N, core/engine/fault_injection.h):
+//   the device fails as a real fault would and the call throws what the backend's checks throw then
+//   (the CUDA backend: a real sticky CUDA error; the default: Error(Internal, "<name>: <what>: ...")).
 #pragma once
 
 #include "core/backend/lane_image.h"
@@ -195,6 +198,10 @@ class Backend {
     // False while a save begun now would first wait for earlier ones (every copy slot busy): a
     // caller that can do without the image (a prefix-cache checkpoint) skips it rather than stall.
     virtual bool can_save_async() const { return true; }
+
+    virtual void inject_fault(const std::string& what) {
+        throw Error(Errc::Internal, name() + ": " + what + ": injected device fault");
+    }
 
     // Speculative decoding (the contract above). Defaults: no MTP head, no verify.
     virtual bool has_mtp() const { return false; }

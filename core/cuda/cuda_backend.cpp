@@ -10,6 +10,7 @@
 #include "core/cuda/verify_window.h"
 #include "core/util/error.h"
 #include "ninfer/kernels/device.h"
+#include "ninfer/kernels/fault.h"
 #include "ninfer/kernels/runner_ops.h"
 #include "ninfer/kernels/sample.h"
 
@@ -342,6 +343,13 @@ class CudaBackend final : public Backend {
     }
     bool saves_in_flight() const override { return !pending_saves_.empty() || !ready_saves_.empty(); }
     bool can_save_async() const override { return copier_.in_flight() < cuda::LaneImageCopier::kSaveSlots; }
+    // Test-only (NINFER_FAULT): a real sticky fault (kernels/fault.h), thrown by cuda_check as a
+    // step's own check would throw it.
+    void inject_fault(const std::string& what) override {
+        cuda_check(kernels::illegal_write(run_.stream()), what + ": launching the faulting kernel");
+        cuda_check(cudaStreamSynchronize(run_.stream()), what);
+        throw Error(Errc::Internal, "cuda: " + what + ": the faulting kernel ran without an error");
+    }
 
   private:
     // Tensor-core prefill (PrefillRunner) in chunks of its size; logits through the decode head.

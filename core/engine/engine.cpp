@@ -1,6 +1,9 @@
 // ninfer::core - engine thread: load the backend, then loop over inbox tasks and scheduler steps.
 #include "core/engine/engine.h"
 
+#include "core/engine/fault_injection.h"
+
+#include <cstdlib>
 #include <exception>
 
 namespace ninfer::core {
@@ -57,7 +60,7 @@ bool Engine::handle(Task& task) {
             early_.push_back(std::move(s->request));
         } else {
             ++stats_.n_requests_rejected_total;
-            s->request.sink->on_rejected(RejectReason::Unavailable, "engine unavailable");
+            s->request.sink->on_rejected(RejectReason::Unavailable, unavailable_reason());
         }
     } else if (auto* c = std::get_if<CancelTask>(&task)) {
         if (ready) scheduler_->cancel(c->request_id);
@@ -79,20 +82,30 @@ bool Engine::handle(Task& task) {
 }
 
 void Engine::reject_all_pending() {
-    for (GenerationRequest& r : early_) r.sink->on_rejected(RejectReason::Unavailable, "engine unavailable");
+    for (GenerationRequest& r : early_) r.sink->on_rejected(RejectReason::Unavailable, unavailable_reason());
     early_.clear();
 }
 
+std::string Engine::unavailable_reason() const {
+    return failure_.empty() ? "engine unavailable" : "the engine failed: " + failure_;
+}
+
 void Engine::run(Loader loader, StateCallback on_state) {
+    EngineFault fault(0);
     try {
+        fault = EngineFault(engine_fault_step(std::getenv("NINFER_FAULT")));
         backend_ = loader();
         scheduler_ = std::make_unique<Scheduler>(*backend_, options_, stats_);
         state_ = EngineState::Ready;
         on_state(EngineState::Ready, "");
     } catch (const std::exception& e) {
+        failure_ = e.what();
         state_ = EngineState::Failed;
         on_state(EngineState::Failed, e.what());
     }
+    if (fault.armed() && scheduler_ && lane_state_.warn)
+        lane_state_.warn("engine, " + fault.describe() + " is set: the backend fails before that step with work "
+                         "(a test-only fault injection)");
     bool running = true;
     while (running) {
         std::deque<Task> tasks;
@@ -119,9 +132,11 @@ void Engine::run(Loader loader, StateCallback on_state) {
         for (Task& t : tasks) running = running && handle(t);
         if (!running || !scheduler_) continue;
         try {
+            if (fault.armed() && scheduler_->has_work() && fault.count_step()) backend_->inject_fault(fault.describe());
             scheduler_->step();
         } catch (const std::exception& e) {
             // A backend failure leaves lane state unknown: fail what is running and stop serving.
+            failure_ = e.what();
             state_ = EngineState::Failed;
             failed_lanes_ = scheduler_->lane_sequences();
             scheduler_->fail_all(e.what());

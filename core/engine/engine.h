@@ -12,6 +12,8 @@
 // - Sinks are called on the engine thread (see generation.h). An exception escaping a backend
 //   call marks the engine Failed: running requests end with FinishReason::Failed, queued ones are
 //   rejected RejectReason::Unavailable ("the engine failed: ..."), and so is every later one.
+//   NINFER_FAULT=engine_step:N (test-only, fault_injection.h) makes the backend fail that way at
+//   its N-th step with work; a malformed value fails the load.
 // - Lane state (engine_lanes.cpp; options in lane_ops.h): save_lane / restore_lane / erase_lane
 //   (`ninferctl slot ...`, files slots_dir/NAME.nslot), evict / list_cache (the prefix cache),
 //   persist_all / restore_all (--persist-slots, lanes_dir/lane-N.nslot, one lane image in memory
@@ -103,6 +105,7 @@ class Engine {
     void run(Loader loader, StateCallback on_state);
     bool handle(Task& task); // false on StopTask
     void reject_all_pending();
+    std::string unavailable_reason() const; // what a rejected request is told
     // Runs fn(scheduler) on the engine thread; a missing scheduler becomes Errc::Unavailable.
     void on_scheduler(std::function<void(Scheduler&)> fn, std::function<void(ErrorInfo)> failed);
     struct LanePass;
@@ -121,6 +124,7 @@ class Engine {
     std::unique_ptr<Backend> backend_;
     std::unique_ptr<Scheduler> scheduler_;
     std::vector<Scheduler::LaneSequence> failed_lanes_; // what the lanes held when the engine failed
+    std::string failure_; // the error that failed the engine (engine thread)
     std::deque<GenerationRequest> early_; // submitted while loading
     std::thread thread_;
     IoWorker io_; // last: destroyed first, its jobs finish while everything they use still exists

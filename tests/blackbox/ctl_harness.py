@@ -1,12 +1,25 @@
-# ninfer - shared by the control-socket black-box tests (control_socket.py, slot_persist.py): starts
-# ninferd on the tiny model with its own state dir and control socket, waits until /health
-# answers, runs ninferctl, and on failure prints the daemons' last log lines.
-import os, re, signal, subprocess, sys, threading, time, urllib.error, urllib.request
+# ninfer - shared by the control-socket black-box tests (control_socket.py, slot_persist.py,
+# engine_fault.py): starts ninferd on the tiny model (or another artifact, on `device`) with its own
+# state dir and control socket, waits until /health answers, runs ninferctl, and on failure prints
+# the daemons' last log lines; posts JSON to a daemon; reads a slot file's token ids.
+import json, os, re, signal, struct, subprocess, sys, threading, time, urllib.error, urllib.request
+
+def post(p, path, body):  # the JSON answer of a 2xx (HTTPError otherwise)
+    req = urllib.request.Request(f"http://127.0.0.1:{p.port}{path}", json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=120) as r:
+        return json.loads(r.read())
+
+def slot_file_tokens(path):  # slot_file.h: n_tokens (u64) at 104, token ids (i32) after the 4096-byte header
+    data = open(path, "rb").read()
+    n = struct.unpack_from("<Q", data, 104)[0]
+    return list(struct.unpack_from(f"<{n}i", data, 4096))
 
 class Harness:
     def __init__(self, bin_dir, tmp, name):
         self.daemon, self.ctl_bin = os.path.join(bin_dir, "daemon/ninferd"), os.path.join(bin_dir, "ctl/ninferctl")
         self.tmp, self.name, self.procs = tmp, name, []
+        self.device = "cpu"
 
     def fail(self, why):
         print(f"{self.name}: FAIL:", why)
@@ -26,7 +39,7 @@ class Harness:
         open(os.path.join(d, "empty.conf"), "w").close()
         sock = os.path.join(d, "ctl", "control.sock")
         p = subprocess.Popen([self.daemon, "--config", os.path.join(d, "empty.conf"), "--artifact", artifact,
-                              "--device", "cpu", "--host", "127.0.0.1", "--port", "0", "--control-socket", sock,
+                              "--device", self.device, "--host", "127.0.0.1", "--port", "0", "--control-socket", sock,
                               "--state-dir", os.path.join(d, "state"), "--max-context", "512", "--max-concurrency",
                               "2", *extra], stderr=subprocess.PIPE, text=True)
         p.lines, p.port, p.sock, p.dir = [], 0, sock, d

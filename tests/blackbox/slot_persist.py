@@ -1,11 +1,11 @@
 # ninfer - the body of test_slot_persist.sh (see there): drives ninferd and ninferctl.
-import json, os, shutil, signal, struct, subprocess, sys, time, urllib.request
+import json, os, shutil, signal, subprocess, sys, time
 
 BIN, T = sys.argv[1:3]
 DAEMON, CTL = os.path.join(BIN, "daemon/ninferd"), os.path.join(BIN, "ctl/ninferctl")
 ARTIFACT = os.path.join(T, "tiny.ninfer")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ctl_harness import Harness
+from ctl_harness import Harness, post, slot_file_tokens
 
 h = Harness(BIN, T, "test_slot_persist")
 check, ctl = h.check, h.ctl
@@ -15,23 +15,12 @@ def start(name, *extra):
 
 stop = h.stop
 
-def post(p, path, body):
-    req = urllib.request.Request(f"http://127.0.0.1:{p.port}{path}", json.dumps(body).encode(),
-                                 {"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=120) as r:
-        return json.loads(r.read())
-
 def complete(p, ids):
     r = post(p, "/v1/completions", {"prompt": ids, "max_tokens": 8, "temperature": 0})
     return r["choices"][0]["text"], r["usage"]["prompt_tokens_details"]["cached_tokens"]
 
 def lane_tokens(p):
     return {l["id"]: l["tokens"] for l in json.loads(ctl(p, "--json", "slot", "list").stdout)["slots"]}
-
-def slot_file_tokens(path):  # slot_file.h: n_tokens (u64) at 104, token ids (i32) after the 4096-byte header
-    data = open(path, "rb").read()
-    n = struct.unpack_from("<Q", data, 104)[0]
-    return list(struct.unpack_from(f"<{n}i", data, 4096))
 
 # A conversation turn on a daemon that persists its lanes, then SIGTERM.
 a = start("persist", "--persist-slots")

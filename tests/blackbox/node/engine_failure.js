@@ -1,7 +1,7 @@
 // ninfer black-box test - the engine's failure path end to end: the scripted backend
 // (--device script:FILE) fails the device on its fourth token; the request running then gets
 // 503 engine_unavailable with a message saying the engine failed, and the daemon exits with
-// status 1 once that answer is written (so systemd's Restart=on-failure starts a fresh process),
+// status 3 once that answer is written (so systemd's Restart=on-failure starts a fresh process),
 // its log naming the failure and why it exits. With --persist-slots the lanes are saved from the
 // prefix cache's host checkpoints (the failed device is not read) and the next start restores them.
 'use strict';
@@ -21,9 +21,11 @@ main('engine_failure', async (start) => {
         'the error says the engine failed', r.text);
     const timeout = new Promise((resolve) => setTimeout(() => resolve({ code: 'still running after 10 s' }), 10000));
     const ended = await Promise.race([d.exited, timeout]);
-    check(ended.code === 1, 'the daemon exits with status 1 after the failure', JSON.stringify(ended));
-    check(/engine, failed: backend: scripted device failure/.test(d.log()), 'the log names the failure', d.log().slice(-400));
-    check(/exiting so that the service manager restarts ninferd/.test(d.log()), 'the log says why it exits', d.log().slice(-400));
+    check(ended.code === 3, 'the daemon exits with status 3 after the failure', JSON.stringify(ended));
+    check(/event=engine-failed engine, failed: backend: scripted device failure/.test(d.log()),
+        'the catalogued engine-failed line names the failure', d.log().slice(-400));
+    check(/exiting with status 3 so that the service manager restarts ninferd/.test(d.log()), 'the log says why it exits',
+        d.log().slice(-400));
     await d.stop();
 
     // --persist-slots: a reply that finished left its checkpoint in host memory; then the device
@@ -39,7 +41,7 @@ main('engine_failure', async (start) => {
     const bad = await post({ ...body, messages: user('second conversation, on another lane') });
     check(bad.status === 503, 'the second request meets the device failure', `${bad.status} ${bad.text}`);
     const gone = await Promise.race([p.exited, timeout]);
-    check(gone.code === 1, 'the daemon exits with status 1', JSON.stringify(gone));
+    check(gone.code === 3, 'the daemon exits with status 3', JSON.stringify(gone));
     const saved = /slots, saved from host checkpoints (\d+) lane\(s\)/.exec(p.log());
     check(saved !== null && Number(saved[1]) >= 1, 'the lanes are saved from the host checkpoints', p.log().slice(-600));
     const files = fs.existsSync(path.join(state, 'lanes')) ? fs.readdirSync(path.join(state, 'lanes')) : [];

@@ -1,6 +1,6 @@
 // ninfer tests - a GenerationSink the test thread can wait on while the engine thread runs the
 // request, plus a small request builder. Contract: wait() returns "finished:<reason>:<tokens>" or
-// "rejected:<reason>" and fails the test after 10 s.
+// "rejected:<reason>" (the message in reject_message) and fails the test after 10 s.
 #pragma once
 
 #include "core/engine/generation.h"
@@ -26,7 +26,9 @@ struct WaitingSink final : core::GenerationSink {
     void on_finished(const core::GenerationSummary& s) override {
         done.set_value("finished:" + std::to_string(int(s.reason)) + ":" + std::to_string(s.completion_tokens));
     }
-    void on_rejected(core::RejectReason r, const std::string&) override {
+    std::string reject_message; // set before `done`
+    void on_rejected(core::RejectReason r, const std::string& message) override {
+        reject_message = message;
         done.set_value("rejected:" + std::to_string(int(r)));
     }
 };
