@@ -13,6 +13,8 @@ import http.client, json, os, re, sys, threading
 
 NINFERD, NINFERCTL, ARTIFACT, DEVICE, T = sys.argv[1:6]
 STEP = int(sys.argv[6]) if len(sys.argv) > 6 else 400
+if not 1 <= STEP <= 1500:
+    sys.exit(f"engine_fault: step {STEP} out of 1..1500 (each stream must outlast it in 2048 tokens)")
 EXIT_ENGINE_FAILED = 3  # daemon/server.h kExitEngineFailed
 FAULT = re.escape(f"NINFER_FAULT=engine_step:{STEP}")
 EXPECT = {"cpu": f"cpu: {FAULT}: injected device fault",
@@ -23,8 +25,8 @@ from ctl_harness import Harness, post, slot_file_tokens
 h = Harness("", T, f"engine_fault ({DEVICE})")
 h.daemon, h.ctl_bin, h.device = NINFERD, NINFERCTL, DEVICE
 check = h.check
-OPTIONS = ("--persist-slots", "--max-context", "1024", "--max-concurrency", "2")
-GEN = 600  # more tokens than steps before the fault: neither stream ends first
+OPTIONS = ("--persist-slots", "--max-context", "2048", "--max-concurrency", "2")
+GEN = STEP + 200  # more tokens than steps before the fault: neither stream ends first
 
 def tokens(p, text):
     return post(p, "/tokenize", {"content": text})["tokens"]

@@ -6,7 +6,9 @@
 # PRIORITY, CODE_FILE/LINE/FUNC, MESSAGE_ID of the catalogued "model loaded" and "snapshot saved"
 # (ninferctl slot save) events, one request entry with NINFER_REQUEST_ID, NINFER_SLOT and
 # NINFER_OP=request, no prompt text, and no log lines on stderr (the journal branch replaces
-# them). Needs root (unshare -m).
+# them). A second daemon runs with NINFER_FAULT=engine_step:3: its engine failure is one
+# engine-failed entry (MESSAGE_ID 349cb30e..., PRIORITY 3) naming the fault and the exit status,
+# which is 3. Needs root (unshare -m).
 set -euo pipefail
 SRC=${NINFER_SOURCE_DIR:?}
 BIN=${NINFER_BIN:?}
@@ -44,6 +46,24 @@ curl -sf "http://127.0.0.1:$port/v1/chat/completions" -H "content-type: applicat
     || { echo "test_journald: ninferctl slot save failed:"; cat "$T/slot.out"; exit 1; }
 kill -TERM $D
 wait $D
+echo $D > "$T/pid.first"
+
+: > "$T/fault.err"
+JOURNAL_STREAM=$(stat -c %d:%i "$T/fault.err") NINFER_FAULT=engine_step:3 "$daemon" --config "$T/empty.conf" \
+    --artifact "$demo" --device cpu --host 127.0.0.1 --port 0 --control-socket "$T/ctl2.sock" --state-dir "$T/state2" \
+    --max-context 256 --max-concurrency 1 2>>"$T/fault.err" & F=$!
+echo $F > "$T/pid.fault"
+port=
+for _ in $(seq 600); do
+    port=$(sed -n "s/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p" "$T/fault.err" | head -1)
+    [ -n "$port" ] && [ "$(curl -s -o /dev/null -w %{http_code} "http://127.0.0.1:$port/health")" = 200 ] && break
+    sleep 0.1
+done
+curl -s -o /dev/null -w "%{http_code}" "http://127.0.0.1:$port/v1/completions" -H "content-type: application/json" \
+    -d "{\"prompt\":\"a b c\",\"max_tokens\":32,\"ignore_eos\":true}" > "$T/fault.http"
+rc=0
+wait $F || rc=$?
+echo $rc > "$T/fault.rc"
 sleep 0.3
 journalctl -D /run/log/journal -o json --no-pager > "$T/journal.json"
 '
@@ -52,7 +72,9 @@ python3 - "$T" <<'EOF'
 import json, sys
 T = sys.argv[1]
 entries = [json.loads(l) for l in open(f"{T}/journal.json") if l.strip()]
-ours = [e for e in entries if e.get("SYSLOG_IDENTIFIER") == "ninferd"]
+first, fault = (open(f"{T}/pid.{n}").read().strip() for n in ("first", "fault"))
+faulted = [e for e in entries if e.get("SYSLOG_IDENTIFIER") == "ninferd" and e.get("_PID") == fault]
+ours = [e for e in entries if e.get("SYSLOG_IDENTIFIER") == "ninferd" and e.get("_PID") == first]
 def fail(why):
     print("test_journald: FAIL:", why)
     for e in ours:
@@ -87,5 +109,14 @@ if len(saved) != 1 or saved[0].get("NINFER_SLOT") != "0" or saved[0].get("NINFER
 err = open(f"{T}/daemon.err").read()
 if "info " in err or "request, finished" in err:
     fail("log lines went to stderr although JOURNAL_STREAM matched it")
-print(f"test_journald: ok ({len(ours)} entries; request entry: {r['MESSAGE']})")
+failed = [e for e in faulted if e.get("MESSAGE_ID") == "349cb30e62aa4328822706244b97dac4"]
+if len(failed) != 1 or failed[0]["PRIORITY"] != "3" or \
+        "cpu: NINFER_FAULT=engine_step:3: injected device fault" not in failed[0]["MESSAGE"] or \
+        "exiting with status 3" not in failed[0]["MESSAGE"]:
+    ours = faulted
+    fail("want one engine-failed entry (MESSAGE_ID 349cb30e..., PRIORITY 3) naming the fault and the exit status")
+code, http = open(f"{T}/fault.rc").read().strip(), open(f"{T}/fault.http").read().strip()
+if code != "3" or http != "503":
+    fail(f"the faulted daemon: exit {code} (want 3), HTTP {http} (want 503)")
+print(f"test_journald: ok ({len(ours)} entries; request entry: {r['MESSAGE']}; engine failure: {failed[0]['MESSAGE']})")
 EOF
