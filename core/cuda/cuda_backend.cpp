@@ -331,7 +331,8 @@ class CudaBackend final : public Backend {
         std::vector<uint32_t> held(s.pages.begin(), s.pages.begin() + long(used));
         for (uint32_t p : held)
             ++page_refs_[p];
-        const uint64_t id = copier_.begin_save(lane, s.tokens, held);
+        const cuda::MtpPart head = mtp_ ? mtp_->pending(lane, uint32_t(s.tokens.size())) : cuda::MtpPart{};
+        const uint64_t id = copier_.begin_save(lane, s.tokens, held, mtp_ ? &head : nullptr);
         pending_saves_.emplace_back(id, std::move(done));
     }
     void poll_saves(bool wait) override {
@@ -609,7 +610,8 @@ class CudaBackend final : public Backend {
 
 LaneImage CudaBackend::save_lane(int lane) const {
     const Lane& s = at(lane);
-    return copier_.save_now(lane, s.tokens, s.pages);
+    const cuda::MtpPart head = mtp_ ? mtp_->pending(lane, uint32_t(s.tokens.size())) : cuda::MtpPart{};
+    return copier_.save_now(lane, s.tokens, s.pages, mtp_ ? &head : nullptr);
 }
 
 void CudaBackend::restore_lane(int lane, const LaneImage& img) {
@@ -618,11 +620,14 @@ void CudaBackend::restore_lane(int lane, const LaneImage& img) {
     reset_lane(lane);
     grow(lane, n);
     Lane& s = at(lane);
-    copier_.restore(lane, img, s.pages);
+    const cuda::LaneImageCopier::MtpTarget head = [&](uint32_t m, uint32_t len) {
+        return mtp_->restore_target(lane, m, len);
+    };
+    const uint32_t m = copier_.restore(lane, img, s.pages, mtp_ ? &head : nullptr);
     s.tokens = img.tokens;
     s.has_logits = false;
-    if (mtp_) // no MtpKv section on this backend yet: the head starts again at the next decode
-        mtp_->skip_to(lane, n);
+    if (mtp_) // without an MtpKv section the head starts again at the next decode
+        mtp_->restored(lane, m, n);
 }
 
 void CudaBackend::verify(std::span<const VerifyStep> steps, std::vector<float>& logits) {
@@ -715,7 +720,7 @@ std::string cuda_unavailable_reason() {
 
 uint64_t cuda_backend_workspace_bytes(const ModelConfig& config, const MemoryRequest& request) {
     return cuda::PrefillRunner::workspace_bytes(config, prefill_tokens_for(request.prefill_chunk)) +
-           cuda::LaneImageCopier::device_bytes(config) +
+           cuda::LaneImageCopier::device_bytes(config, request.mtp) +
            (request.mtp ? cuda::MtpHead::device_bytes(config, request.max_concurrency, request.max_draft_tokens) : 0);
 }
 

@@ -21,8 +21,7 @@
 //   logit_bias list naming an id twice, and more than 20 top logprobs.
 // - With plan.mtp (the weights must have the MTP head) has_mtp() is true and draft_mtp runs the
 //   head on the GPU (core/cuda/mtp_head.h): the same drafts as the CPU head up to the activations'
-//   rounding. Lane images do not carry the head's K/V yet: a restored lane drafts again after its
-//   next decode.
+//   rounding. Lane images carry the head as the CPU backend's do (the MtpKv section).
 // - Speculation (backend.h): verify and accept_verified when plan.max_draft_tokens > 0, one forward
 //   per lane's window through the decode kernels with the GDN state snapshotted on the device
 //   (verify_window.h).

@@ -24,7 +24,16 @@
 //   image written into the lane's pages and GDN slot; `pages` covers the image's length; the
 //   caller checked sizes and dtypes against the plan. restore ends with the runner's stream
 //   synchronised.
-// - device_bytes(config): the device memory the copier allocates (plan it:
+// - The MTP head (plan.mtp): a save given an MtpPart adds the MtpKv section (core/backend/
+//   lane_image.h): part.mtp_length, the rows of positions [part.mtp_length, n) that part.rows hold
+//   (device f32 rows of the runner's hidden_stride, in position order; begin_save snapshots them
+//   with the GDN state), and the MTP layer's K/V rows (Runner::mtp_kv_layer) of positions below
+//   part.mtp_length. restore given an MtpTarget reads the image's MtpKv section when there is one
+//   (ninfer::Error when it does not fit the image and the plan): it scatters those K/V rows and
+//   copies the pending rows of positions [first, n) into the rows the target names for (m, n)
+//   (first >= m: a target may take only the last ones), and returns m; without a section it
+//   returns kNoMtp and touches nothing of the head.
+// - device_bytes(config, mtp): the device memory the copier allocates (plan it:
 //   cuda_backend_workspace_bytes adds it).
 // Thread safety: one engine thread calls every method; the copier thread is internal.
 #pragma once
@@ -36,6 +45,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -43,10 +53,20 @@
 
 namespace ninfer::core::cuda {
 
+// Device rows of an MTP head's pending hidden states (see the contract above).
+struct MtpPart {
+    uint32_t mtp_length = 0; // save: the head's length; restore target: the first position taken
+    std::vector<std::pair<float*, uint32_t>> rows; // (first row, count) pieces, in position order
+};
+
 class LaneImageCopier {
   public:
     static constexpr int kSaveSlots = 2;
     static constexpr uint64_t kBounceBytes = 32ull << 20;
+    static constexpr uint32_t kMtpRows = 32; // pending rows a save snapshots at most (MtpHead::kRingRows)
+    static constexpr uint32_t kNoMtp = ~0u;
+    // restore's view of where the head's pending rows go, for an image with mtp_length m and n tokens.
+    using MtpTarget = std::function<MtpPart(uint32_t m, uint32_t n)>;
 
     struct Done {
         uint64_t id = 0;
@@ -60,14 +80,17 @@ class LaneImageCopier {
     LaneImageCopier(const LaneImageCopier&) = delete;
     LaneImageCopier& operator=(const LaneImageCopier&) = delete;
 
-    static uint64_t device_bytes(const ModelConfig& config);
+    static uint64_t device_bytes(const ModelConfig& config, bool mtp = false);
 
-    uint64_t begin_save(int lane, std::vector<int32_t> tokens, std::vector<uint32_t> pages);
+    uint64_t begin_save(int lane, std::vector<int32_t> tokens, std::vector<uint32_t> pages,
+                        const MtpPart* mtp = nullptr);
     std::vector<Done> take_done(bool wait);
     size_t in_flight() const;
 
-    LaneImage save_now(int lane, const std::vector<int32_t>& tokens, const std::vector<uint32_t>& pages);
-    void restore(int lane, const LaneImage& image, const std::vector<uint32_t>& pages);
+    LaneImage save_now(int lane, const std::vector<int32_t>& tokens, const std::vector<uint32_t>& pages,
+                       const MtpPart* mtp = nullptr);
+    uint32_t restore(int lane, const LaneImage& image, const std::vector<uint32_t>& pages,
+                     const MtpTarget* mtp = nullptr);
 
   private:
     struct Job {
@@ -75,6 +98,8 @@ class LaneImageCopier {
         int slot = 0;
         std::vector<int32_t> tokens;
         std::vector<uint32_t> pages;
+        bool mtp = false;
+        uint32_t mtp_length = 0; // its pending rows are in the slot's MTP rows
     };
     // Two device bounces, two pinned host bounces and their events: one direction's double buffer.
     struct Bounces {
@@ -89,8 +114,11 @@ class LaneImageCopier {
     struct Chunk;
 
     void copier_main();
-    std::vector<Chunk> plan_chunks(uint32_t n_tokens, const GdnSource* gdn) const;
-    void copy_out(cudaStream_t stream, Bounces& b, const int32_t* pages, const GdnSource& gdn, LaneImage& image);
+    // mtp: also the MtpKv section's K/V chunks (positions below mtp->mtp_length) and its rows.
+    std::vector<Chunk> plan_chunks(uint32_t n_tokens, const GdnSource* gdn, const MtpPart* mtp = nullptr) const;
+    void copy_out(cudaStream_t stream, Bounces& b, const int32_t* pages, const GdnSource& gdn, LaneImage& image,
+                  const MtpPart* mtp);
+    uint64_t mtp_rows_offset(uint32_t m) const; // where the MtpKv section's rows start
     GdnSource lane_gdn(int lane) const;
     GdnSource slot_gdn(int slot) const;
     uint64_t conv_bytes() const; // one layer's conv history of one lane on the GPU (bf16 or f32)
@@ -103,6 +131,7 @@ class LaneImageCopier {
     DeviceArena arena_;
     uint8_t* gdn_slots_[kSaveSlots] = {};
     int32_t* slot_pages_[kSaveSlots] = {};
+    float* slot_mtp_rows_[kSaveSlots] = {}; // [kMtpRows][hidden_stride] with plan.mtp
     cudaEvent_t slot_ready_[kSaveSlots] = {};
     Bounces out_, in_; // the copier thread's (saves), the engine thread's (save_now, restore)
     cudaStream_t copy_stream_ = nullptr;

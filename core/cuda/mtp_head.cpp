@@ -33,6 +33,33 @@ float* MtpHead::ring_row(int lane, uint32_t position) const {
     return ring_ + (int64_t(lane) * kRingRows + int64_t(position % kRingRows)) * hs_;
 }
 
+MtpPart MtpHead::ring_pieces(int lane, uint32_t p0, uint32_t p1) const {
+    MtpPart part;
+    part.mtp_length = p0;
+    for (uint32_t p = p0; p < p1;) {
+        const uint32_t end = std::min(p1, p + (kRingRows - p % kRingRows));
+        part.rows.push_back({ring_row(lane, p), end - p});
+        p = end;
+    }
+    return part;
+}
+
+MtpPart MtpHead::pending(int lane, uint32_t n) const {
+    const uint32_t m = mtp_length_.at(size_t(lane));
+    return ring_pieces(lane, std::min(n, std::max(m, n > kRingRows ? n - kRingRows : 0)), n);
+}
+
+MtpPart MtpHead::restore_target(int lane, uint32_t m, uint32_t n) const {
+    return ring_pieces(lane, std::max(m, n > kRingRows ? n - kRingRows : 0), n);
+}
+
+void MtpHead::restored(int lane, uint32_t m, uint32_t n) {
+    if (m == LaneImageCopier::kNoMtp)
+        skip_to(lane, n);
+    else
+        mtp_length_.at(size_t(lane)) = std::max(m, n > kRingRows ? n - kRingRows : 0);
+}
+
 void MtpHead::enqueue_keep_step_rows(int n) {
     cuda_check(kernels::mtp_keep_rows(run_.step_rows_f32(), hs_, run_.step_in() + kMaxStepTokens,
                                       run_.step_in() + 2 * kMaxStepTokens, 0, ring_, kRingRows, hs_,

@@ -22,12 +22,15 @@
 //   ties); drafts stay on the device until one copy back at the end. Position n-1 stays pending,
 //   so drafting changes no lane state and can be repeated; the draft positions' K/V rows are
 //   scratch that the next catch-up overwrites before anything attends to them. A lane gets no
-//   drafts when its head lacks the hidden row of position n-1 (reset, or restored and not decoded
-//   since) or when n + 1 + k would pass max-context (k is lowered to what fits). reserve(lane, t)
-//   must give the lane pages for t tokens before the draft positions are written.
+//   drafts when its head lacks the hidden row of position n-1 (reset, or restored from an image
+//   without the MtpKv section and not decoded since) or when n + 1 + k would pass max-context (k
+//   is lowered to what fits). reserve(lane, t) must give the lane pages for t tokens before the
+//   draft positions are written.
 // - Token ids the catch-up needs must be known on the host (no pipelined decode step of the lane
 //   outstanding): else ninfer::Error("backend: ...").
 // - Text positions only (RoPE position = token index), as the rest of the CUDA backend.
+// - Lane images carry the head (the MtpKv section, core/cuda/lane_image.h): pending(), and
+//   restore_target() / restored() around LaneImageCopier::restore.
 // - device_bytes(config, n_lanes, max_draft_tokens) is what it allocates, for the memory plan.
 // Thread safety: engine thread only; it reuses the runner's step buffers (step_in, step rows,
 // logits), so it runs between steps, never inside one.
@@ -35,6 +38,7 @@
 
 #include "core/backend/backend.h"
 #include "core/cuda/cuda_runner.h"
+#include "core/cuda/lane_image.h"
 
 #include <cstdint>
 #include <functional>
@@ -59,6 +63,14 @@ class MtpHead {
     // A lane restored with n tokens: the head starts from position n (its K/V below are stale).
     void skip_to(int lane, uint32_t n) { mtp_length_.at(size_t(lane)) = n; }
     uint32_t mtp_length(int lane) const { return mtp_length_.at(size_t(lane)); }
+
+    // Lane images (lane_image.h MtpPart): the head's state of a lane of n tokens, for a save (the
+    // pending rows in the ring; at most kRingRows, as clamp_pending would keep); where an image's
+    // pending rows go on restore (the last kRingRows of them into the ring); and the head's length
+    // after a restore of an image with the head's length m (kNoMtp: without a section, as skip_to).
+    MtpPart pending(int lane, uint32_t n) const;
+    MtpPart restore_target(int lane, uint32_t m, uint32_t n) const;
+    void restored(int lane, uint32_t m, uint32_t n);
 
     // Enqueues the copy of the runner's step rows 0..n-1 into the ring at their step_in lanes and
     // positions (graph-capturable).
@@ -90,6 +102,8 @@ class MtpHead {
     // chained: the draft rows' tokens come from column - 1 of the table.
     void run(const std::vector<Row>& rows, int column, bool chained, bool keep_drafts,
              const std::function<void(size_t, size_t)>& stage, std::vector<std::vector<float>>* logits);
+    // The ring's rows of positions [p0, p1) (p1 - p0 <= kRingRows) as at most two pieces.
+    MtpPart ring_pieces(int lane, uint32_t p0, uint32_t p1) const;
     // Copies f32 rows of positions [p0, p1) (src row 0 = position src_start) into the lane's ring.
     void stage_rows(int lane, uint32_t p0, uint32_t p1, const float* src, uint32_t src_start, int64_t stride);
     // Positions whose rows the ring no longer holds (more than kRingRows pending before `end`) are skipped.

@@ -3,7 +3,8 @@
 // MoE shapes (the committed checkpoints carry no mtp.* tensors) and at the 27B's widths (4 layers of
 // synthetic q4 weights, decode_bench.h), after prefills of several lengths
 // (the decode kernels' blocks, the tensor-core chunks, several calls) and after decode steps; drafts
-// repeat and change no lane state; a restored lane drafts nothing until its next decode.
+// repeat and change no lane state; lane images carry the head (sync and async saves, both ways with
+// the CPU backend), and an image without it drafts nothing until the lane's next decode.
 #include "core/cpu/cpu_backend.h"
 #include "core/cuda/cuda_backend.h"
 #include "core/cuda/decode_bench.h"
@@ -14,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <random>
 
@@ -277,8 +279,24 @@ TEST_CASE("cuda mtp: drafting repeats and changes no lane state; a restored lane
         const std::vector<DraftRequest> both = {{0, 4, 2}, {1, 4, 2}};
         const Drafts d = draft(gpu, both);
         CHECK(d.ids[0] == d.ids[1]);
-        // A restored lane: no drafts until its next decode.
-        gpu.restore_lane(2, gpu.save_lane(0));
+        // Images carry the head (MtpKv): a lane restored from one, synchronous or asynchronous,
+        // drafts at once what the lane saved drafts.
+        const LaneImage img = gpu.save_lane(0);
+        REQUIRE(img.find(LaneSectionTag::MtpKv));
+        LaneImage async_img;
+        gpu.save_lane_async(0, [&](LaneImage i) { async_img = std::move(i); });
+        gpu.poll_saves(true);
+        CHECK(async_img == img);
+        gpu.restore_lane(2, img);
+        gpu.restore_lane(3, async_img);
+        const Drafts o = draft(gpu, {{0, 5, 3}}), r2 = draft(gpu, {{2, 5, 3}}), r3 = draft(gpu, {{3, 5, 3}});
+        CHECK(r2.ids[0] == o.ids[0]);
+        CHECK(r3.ids[0] == o.ids[0]);
+        CHECK(cosine(r2.logits[0], o.logits[0]) >= 0.99999);
+        // Without the section: no drafts until its next decode.
+        LaneImage bare = img;
+        std::erase_if(bare.sections, [](const LaneSection& x) { return x.tag == LaneSectionTag::MtpKv; });
+        gpu.restore_lane(2, bare);
         CHECK(draft(gpu, {{2, 4, 2}}).ids[0].empty());
         gpu.decode(std::vector<DecodeStep>{step(2, 4)});
         CHECK(draft(gpu, {{2, 5, 2}}).ids[0].size() == 2);
@@ -289,6 +307,41 @@ TEST_CASE("cuda mtp: drafting repeats and changes no lane state; a restored lane
                           Catch::Contains("outside the vocabulary"));
         CHECK_THROWS_WITH(gpu.draft_mtp(std::vector<DraftRequest>{{0, 1, 1}, {0, 2, 1}}, nullptr),
                           Catch::Contains("twice"));
+    }
+}
+
+TEST_CASE("cuda mtp: lane images carry the head between the CPU and CUDA backends", "[cuda_mtp]") {
+    require_gpu();
+    for (const std::string& fixture : kKernelFixtures) {
+        INFO(fixture);
+        const Mode& mode = kModes[1]; // serving, bf16 weights
+        auto h = make_heads(fixture, mode.format, mode.f32, 85);
+        const uint32_t V = h->weights.config.vocab_size;
+        const auto prompt = tokens(90, V, 70);
+        for (Backend* b : {h->cpu.get(), h->gpu.get()}) {
+            b->prefill(0, prompt, LogitsOut::Last, nullptr);
+            b->decode(std::vector<DecodeStep>{step(0, 21)});
+            b->decode(std::vector<DecodeStep>{step(0, 22)}); // two positions pending
+        }
+        const LaneImage from_gpu = h->gpu->save_lane(0), from_cpu = h->cpu->save_lane(0);
+        REQUIRE(from_gpu.find(LaneSectionTag::MtpKv));
+        REQUIRE(from_cpu.find(LaneSectionTag::MtpKv));
+        // The CPU head has taken every position but the last; the GPU's, lazy, holds three rows.
+        uint32_t m_gpu = 0, m_cpu = 0;
+        std::memcpy(&m_gpu, from_gpu.section(LaneSectionTag::MtpKv).data(), 4);
+        std::memcpy(&m_cpu, from_cpu.section(LaneSectionTag::MtpKv).data(), 4);
+        CHECK(m_cpu == prompt.size() + 1);
+        CHECK(m_gpu == prompt.size() - 1);
+        h->cpu->restore_lane(1, from_gpu);
+        h->gpu->restore_lane(1, from_cpu);
+        const std::vector<DraftRequest> at0 = {{0, 23, 3}}, at1 = {{1, 23, 3}};
+        const Drafts g0 = draft(*h->gpu, at0), c0 = draft(*h->cpu, at0);
+        const Drafts c1 = draft(*h->cpu, at1), g1 = draft(*h->gpu, at1);
+        Worst worst;
+        check_close(g0, c0, 0, 3, V, mode.bounds(fixture), worst);
+        check_close(g1, c0, 0, 3, V, mode.bounds(fixture), worst); // the GPU from the CPU's image
+        check_close(g0, c1, 0, 3, V, mode.bounds(fixture), worst); // the CPU from the GPU's image
+        worst.report("images " + fixture);
     }
 }
 
