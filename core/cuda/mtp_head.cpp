@@ -193,6 +193,13 @@ std::vector<std::vector<int32_t>> MtpHead::draft(std::span<const DraftRequest> r
             throw Error("backend: draft_mtp on lane " + std::to_string(q.lane) +
                         " while one of its decode steps is not ended");
     }
+    for (size_t i = 0; i < requests.size(); ++i) { // the pages first: reserve may throw (pool full)
+        const uint32_t n = uint32_t(lane_tokens[i].size());
+        const size_t room = plan_.max_context > n + 1 ? plan_.max_context - n - 1 : 0;
+        const int want = int(std::min<size_t>(size_t(requests[i].k), room));
+        if (n > 0 && mtp_length_.at(size_t(requests[i].lane)) < n && want > 1) // as has_last below
+            reserve(requests[i].lane, size_t(n) + size_t(want) - 1);
+    }
     for (size_t i = 0; i < requests.size(); ++i) {
         const DraftRequest& q = requests[i];
         const std::span<const int32_t> tokens = lane_tokens[i];
@@ -210,8 +217,6 @@ std::vector<std::vector<int32_t>> MtpHead::draft(std::span<const DraftRequest> r
         if (k[i] == 0)
             continue;
         firsts.push_back({q.lane, n - 1, q.next_token, int(i)});
-        if (k[i] > 1)
-            reserve(q.lane, size_t(n) + size_t(k[i]) - 1);
         k_max = std::max(k_max, k[i]);
     }
     // Draft 1: the catch-up ends with every lane's last position, fed with next_token.
