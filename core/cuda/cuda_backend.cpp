@@ -233,6 +233,9 @@ class CudaBackend final : public Backend {
             st[size_t(i)].generated = b.generated.back();
             st[size_t(i)].token = t;
         }
+        if (mtp_) // a lane decoding without drafts: the head catches up before its ring wraps
+            for (const DecodeStep& d : st)
+                mtp_->catch_up_behind(d.lane, at(d.lane).tokens);
         int32_t* in = step_in_host_ + size_t(b.slot) * 3 * kMaxStepTokens;
         std::fill(in, in + 3 * kMaxStepTokens, 0);
         for (int i = 0; i < n; ++i) {

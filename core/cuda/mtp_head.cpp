@@ -132,6 +132,19 @@ void MtpHead::run(const std::vector<Row>& rows, int column, bool chained, bool k
     }
 }
 
+void MtpHead::catch_up_behind(int lane, std::span<const int32_t> tokens) {
+    const uint32_t n = uint32_t(tokens.size());
+    if (n < mtp_length_.at(size_t(lane)) + kCatchUpRows)
+        return;
+    clamp_pending(lane, n);
+    uint32_t& m = mtp_length_.at(size_t(lane));
+    std::vector<Row> todo;
+    for (uint32_t t = m; t + 1 < n && tokens[t + 1] >= 0; ++t)
+        todo.push_back({lane, t, tokens[t + 1], -1});
+    run(todo, 0, false, false, nullptr, nullptr);
+    m += uint32_t(todo.size());
+}
+
 void MtpHead::take_prefill(int lane, std::span<const int32_t> before, std::span<const int32_t> added, uint32_t start,
                            int n, const float* rows, int64_t stride, PrefillRunner* chunk) {
     const uint32_t end = start + uint32_t(n);

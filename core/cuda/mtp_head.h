@@ -11,10 +11,11 @@
 //   its forward blocks) and a prefill chunk (take_prefill), and leave it when the head consumes
 //   them. The head runs lazily: take_prefill runs it over every prompt position whose next token is
 //   known (so the prompt passes causally through the head, all of it), draft() catches up whatever
-//   decode or verify left pending; decode does not run it. A lane that went more than kRingRows
-//   positions without a catch-up loses its oldest rows: the head skips those positions (their MTP
-//   K/V stay stale, as after a lane restore; drafts only get worse, verification keeps the output
-//   exact).
+//   decode or verify left pending; a decode step runs it only for a lane kCatchUpRows positions
+//   behind (catch_up_behind, before the step). A lane that still went more than kRingRows
+//   positions without a catch-up (its next tokens unknown) loses its oldest rows: the head skips
+//   those positions (their MTP K/V stay stale, as after a lane restore; drafts only get worse,
+//   verification keeps the output exact).
 // - draft(requests, lanes) is Backend::draft_mtp over the CUDA lanes: one batched catch-up (blocks
 //   of up to 8 rows of any lanes) that ends with each lane's last position n-1 fed with next_token,
 //   then one batched head step per further draft at positions n..n+k-2, fed (d, the draft just
@@ -53,6 +54,7 @@ class MtpHead {
   public:
     static constexpr int kRingRows = 32;
     static constexpr uint32_t kMinChunkRows = 16; // fewer prompt positions take the decode kernels
+    static constexpr uint32_t kCatchUpRows = kRingRows - 8; // see catch_up_behind
     static uint64_t device_bytes(const ModelConfig& config, int n_lanes, uint32_t max_draft_tokens);
 
     MtpHead(Runner& run, const MemoryPlan& plan);
@@ -75,6 +77,10 @@ class MtpHead {
     // Enqueues the copy of the runner's step rows 0..n-1 into the ring at their step_in lanes and
     // positions (graph-capturable).
     void enqueue_keep_step_rows(int n);
+    // Before a decode step of a lane of these tokens: when kCatchUpRows or more positions wait, the
+    // head takes every one whose next token is known (a lane decoding without drafts never lets
+    // its ring wrap).
+    void catch_up_behind(int lane, std::span<const int32_t> tokens);
     // After the main model ran a lane's prompt rows [start, start + n) (before: the lane's tokens
     // until this prefill call, added: the call's tokens, from position before.size()): rows holds
     // their final-normed f32 rows (row stride `stride`), or null when they are the runner's step

@@ -383,6 +383,37 @@ TEST_CASE("cuda mtp: fp8 and int8 KV hold the head's K/V in the pool's dtype; im
         }
 }
 
+TEST_CASE("cuda mtp: a lane decoding 45 steps without drafts (pipelined) drafts as the CPU", "[cuda_mtp]") {
+    require_gpu();
+    for (const std::string& fixture : kKernelFixtures) {
+        INFO(fixture);
+        const Mode& mode = kModes[1]; // serving, bf16 weights
+        auto h = make_heads(fixture, mode.format, mode.f32, 87);
+        const uint32_t V = h->weights.config.vocab_size;
+        const auto prompt = tokens(30, V, 95);
+        h->cpu->prefill(0, prompt, LogitsOut::Last, nullptr);
+        h->gpu->prefill(0, prompt, LogitsOut::Last, nullptr);
+        // Pipelined greedy steps on the GPU, each taking the previous step's sample on the device
+        // (kTokenOfLastStep), so the lane's last token is unknown on the host when the head
+        // catches up; 45 positions in all, more than the head's ring of 32 rows, which it would
+        // skip without catching up. The CPU then decodes the same tokens.
+        std::vector<int32_t> fed = {17};
+        h->gpu->decode_begin(std::vector<DecodeStep>{step(0, fed[0])});
+        for (int i = 1; i < 45; ++i) {
+            h->gpu->decode_begin(std::vector<DecodeStep>{step(0, kTokenOfLastStep)});
+            fed.push_back(h->gpu->decode_end().at(0).token);
+        }
+        h->gpu->decode_end();
+        REQUIRE(h->gpu->lane_length(0) == prompt.size() + 45);
+        for (int32_t t : fed)
+            h->cpu->decode(std::vector<DecodeStep>{step(0, t)});
+        const std::vector<DraftRequest> req = {{0, 5, 3}};
+        Worst worst;
+        check_close(draft(*h->gpu, req), draft(*h->cpu, req), 0, 3, V, mode.bounds(fixture), worst);
+        worst.report("long decode " + fixture);
+    }
+}
+
 TEST_CASE("cuda mtp: a plan without mtp has no head; a plan with mtp needs the weights' head", "[cuda_mtp]") {
     require_gpu();
     const ModelConfig config = load("kernel/dense", "bf16")->weights.config;
