@@ -5,6 +5,7 @@
 // (the decode kernels' blocks, the tensor-core chunks, several calls) and after decode steps; drafts
 // repeat and change no lane state; lane images carry the head (sync and async saves, both ways with
 // the CPU backend), and an image without it drafts nothing until the lane's next decode.
+#include "core/convert/hf_source.h"
 #include "core/cpu/cpu_backend.h"
 #include "core/cuda/cuda_backend.h"
 #include "core/cuda/decode_bench.h"
@@ -26,6 +27,9 @@ namespace {
 
 constexpr uint32_t kDrafts = 4;
 
+// The committed fixture's shape (its config.json; the weights here are random).
+ModelConfig fixture_config(const std::string& fixture) { return read_hf_source(kFixtureRoot + fixture + "/hf", "").config; }
+
 struct Heads {
     std::unique_ptr<InMemoryModel> model;
     ModelWeights weights;
@@ -37,7 +41,7 @@ struct Heads {
 // backends, prefill chunks of 64 tokens (so a 150-token prompt is three tensor-core chunks).
 std::unique_ptr<Heads> make_heads(const std::string& fixture, TensorFormat format, bool f32_activations,
                                   uint64_t seed, KvDtype kv_dtype = KvDtype::Bf16) {
-    const ModelConfig config = load(fixture, "bf16")->weights.config;
+    const ModelConfig config = fixture_config(fixture);
     auto h = std::make_unique<Heads>();
     RandomModelOptions o;
     o.seed = seed;
@@ -416,7 +420,7 @@ TEST_CASE("cuda mtp: a lane decoding 45 steps without drafts (pipelined) drafts 
 
 TEST_CASE("cuda mtp: a plan without mtp has no head; a plan with mtp needs the weights' head", "[cuda_mtp]") {
     require_gpu();
-    const ModelConfig config = load("kernel/dense", "bf16")->weights.config;
+    const ModelConfig config = fixture_config("kernel/dense");
     auto plain = InMemoryModel::random(config, {.seed = 84});
     const ModelWeights w = plain->weights();
     MemoryRequest r;
