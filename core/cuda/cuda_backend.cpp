@@ -322,7 +322,7 @@ class CudaBackend final : public Backend {
         }, logits);
     }
     void restore_lane(int lane, const LaneImage& image) override;
-    // Verify windows (core/cuda/verify_window.h): one forward per lane's window.
+    // Verify windows (core/cuda/verify_window.h): lanes' windows in forwards of up to 8 rows.
     void verify(std::span<const VerifyStep> steps, std::vector<float>& logits) override;
     void accept_verified(int lane, uint32_t n_keep) override;
 
@@ -655,13 +655,17 @@ void CudaBackend::verify(std::span<const VerifyStep> steps, std::vector<float>& 
         grow(st.lane, st.tokens.size());
     const size_t V = vocab_size();
     logits.resize(rows * V);
-    for (const VerifyStep& st : steps) { // every window on the stream before the first copy back
-        Lane& s = at(st.lane);
+    std::vector<cuda::VerifyWindows::Request> requests;
+    for (const VerifyStep& st : steps) {
         windows_.close(st.lane);
-        windows_.enqueue(st.lane, uint32_t(s.tokens.size()), st.tokens, [this](int n) {
-            if (mtp_) // the window's hidden rows wait for the head's next catch-up
-                mtp_->enqueue_keep_step_rows(n);
-        });
+        requests.push_back({st.lane, uint32_t(at(st.lane).tokens.size()), st.tokens});
+    }
+    windows_.enqueue(requests, [this](int n) {
+        if (mtp_) // the windows' hidden rows wait for the head's next catch-up, as a decode step's
+            mtp_->enqueue_keep_step_rows(n);
+    });
+    for (const VerifyStep& st : steps) {
+        Lane& s = at(st.lane);
         s.tokens.insert(s.tokens.end(), st.tokens.begin(), st.tokens.end());
         s.has_logits = true;
     }

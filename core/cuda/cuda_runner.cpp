@@ -359,36 +359,36 @@ void Runner::gdn(const DeviceLayer& L, uint32_t gi, int n, bool one_lane) {
     }
     const int32_t* slots = step_in_ + kMaxStepTokens; // a lane's GDN slot is its index
     // One lane's tokens go one at a time (each step reads the state the previous one left).
-    const int steps = one_lane ? n : 1, per = one_lane ? 1 : n;
-    for (int i = 0; i < steps; ++i) {
+    for (int i = 0, steps = gdn_launches(n, one_lane); i < steps; ++i) {
+        const int r0 = gdn_row0(i, one_lane), per = gdn_rows(i, n, one_lane);
         kernels::GdnConvArgs cv;
-        cv.qkv = qkv_ + i * qkvz_w_;
+        cv.qkv = qkv_ + r0 * qkvz_w_;
         cv.qkv_stride = qkvz_w_;
         cv.conv_w = w.conv;
         cv.conv_state = conv_[gi];
-        cv.slots = slots + i;
-        cv.out = conv_out_ + i * cd_w_;
+        cv.slots = slots + r0;
+        cv.out = conv_out_ + r0 * cd_w_;
         cv.out_stride = cd_w_;
         cv.conv_dim = int(c.gdn_conv_dim());
         cv.n_tokens = per;
         cv.exact = true;
         cv.state_settled = i == 0; // as r.state_settled below
         kernels::GdnRecurrentArgs r;
-        r.conv_out = conv_out_ + i * cd_w_;
+        r.conv_out = conv_out_ + r0 * cd_w_;
         r.conv_stride = cd_w_;
-        r.z = z_ + i * qkvz_w_;
+        r.z = z_ + r0 * qkvz_w_;
         r.z_stride = qkvz_w_;
-        r.a_f32 = a_ + i * ab_w_;
+        r.a_f32 = a_ + r0 * ab_w_;
         r.a_stride = ab_w_;
-        r.b_f32 = b + i * ab_w_;
+        r.b_f32 = b + r0 * ab_w_;
         r.b_stride = ab_w_;
         r.exact = true;
         r.a_log = w.a_log;
         r.dt_bias = w.dt_bias;
         r.norm_w = w.norm;
         r.state = recurrent_[gi];
-        r.slots = slots + i;
-        r.y = y_ + i * vd_w_;
+        r.slots = slots + r0;
+        r.y = y_ + r0 * vd_w_;
         r.y_stride = vd_w_;
         r.n_k_heads = int(c.linear_num_key_heads);
         r.n_v_heads = int(c.linear_num_value_heads);
@@ -402,7 +402,7 @@ void Runner::gdn(const DeviceLayer& L, uint32_t gi, int n, bool one_lane) {
         // 2 x n_v/n_k blocks).
         cuda_check(kernels::gdn_conv_decode(cv, stream_), "GDN conv");
         cuda_check(kernels::gdn_recurrent_decode(r, stream_), "GDN recurrence");
-        if (one_lane && snapshots_) snapshot_gdn(gi, i);
+        if (gdn_steps_) snapshot_gdn(gi, i);
     }
     linear(w.output, y_, nullptr, nullptr, vd_w_, n, mix_, true, hs_);
 }

@@ -17,10 +17,12 @@
 //   (one_lane: GDN steps token by token; attention is causal through the positions), leaving the
 //   final-normed rows in the step buffer; enqueue_head(row, n) writes logits of step rows
 //   [row, row+n) to logits() rows 0..n-1 (stride logits_stride()).
-// - set_gdn_snapshots(target) (verify windows, verify_window.h): while a target is set, a one_lane
-//   enqueue_forward copies the lane's GDN conv history and recurrent state, after each of its first
-//   target->count tokens, into the target (device copies in stream order between the per-token
-//   GDN launches; graph-capturable). Unset (the default) nothing is copied: decode is unchanged.
+// - set_gdn_steps(steps) (verify windows, verify_window.h): while set, enqueue_forward runs the
+//   GDN conv and recurrence as steps->row0.size() launches in order, launch i over step rows
+//   [row0[i], row0[i] + rows[i]) (distinct lanes within a launch), instead of one_lane's token by
+//   token or decode's one launch, and after launch i copies the GDN state of the lanes that
+//   steps->snapshots lists for it (device copies in stream order; graph-capturable). Unset (the
+//   default): decode and prefill are unchanged.
 // - Every call only enqueues work on stream(): graph-capturable, no host synchronisation.
 // Thread safety: engine thread only.
 #pragma once
@@ -46,15 +48,19 @@ kernels::AttnGeometry attention_geometry(const ModelConfig& config);
 // The kernels' KV dtype for the plan's (bf16, fp8, int8; the runner refuses f32).
 kernels::KvDtype kernel_kv_dtype(KvDtype dtype);
 
-// Where a one-lane forward leaves copies of the lane's GDN state (Runner::set_gdn_snapshots): per
-// GDN layer, `count` consecutive copies of the conv history (Runner::conv_bytes_per_lane() each)
-// and of the recurrent state (recurrent_floats_per_lane() floats each); copy i is the state after
-// the step's token i.
-struct GdnSnapshotTarget {
-    int lane = 0;
-    int count = 0;
-    std::vector<uint8_t*> conv;
-    std::vector<float*> recurrent;
+// The GDN launches of a forward over several lanes' consecutive tokens (Runner::set_gdn_steps).
+// A snapshot copies `lane`'s conv history and recurrent state after launch `after` to copy `index`
+// of per-GDN-layer arrays (conv[g]: Runner::conv_bytes_per_lane() bytes a copy; recurrent[g]:
+// recurrent_floats_per_lane() floats a copy).
+struct GdnSnapshot {
+    int after = 0, lane = 0;
+    uint32_t index = 0;
+    const std::vector<uint8_t*>* conv = nullptr;
+    const std::vector<float*>* recurrent = nullptr;
+};
+struct GdnSteps {
+    std::vector<int> row0, rows;
+    std::vector<GdnSnapshot> snapshots;
 };
 
 class Runner {
@@ -107,7 +113,7 @@ class Runner {
     uint64_t conv_bytes_per_lane() const { return conv_elems_per_lane() * (f32_ ? 4 : 2); }
     uint8_t* conv_state_bytes(uint32_t gdn_layer, int lane) const; // the lane's conv history, either dtype
 
-    void set_gdn_snapshots(const GdnSnapshotTarget* target) { snapshots_ = target; }
+    void set_gdn_steps(const GdnSteps* steps) { gdn_steps_ = steps; }
 
     void enqueue_forward(int n, bool one_lane);
     void enqueue_head(int row, int n);
@@ -139,9 +145,13 @@ class Runner {
     void alloc_f32_mixers();
     void attention_f32(const DeviceLayer& L, uint32_t full_index, int n);
     void gdn_f32(const DeviceLayer& L, uint32_t gdn_index, int n, bool one_lane);
-    // verify_window.cpp: token i's copy of the lane's GDN state when snapshots_ asks for it.
-    void snapshot_gdn(uint32_t gdn_index, int token);
-    const GdnSnapshotTarget* snapshots_ = nullptr;
+    // The GDN launches of enqueue_forward: launch i's first row and row count (gdn_steps_, else
+    // one_lane's token by token, else one launch), and (verify_window.cpp) the copies after it.
+    int gdn_launches(int n, bool one_lane) const;
+    int gdn_row0(int i, bool one_lane) const { return gdn_steps_ ? gdn_steps_->row0[size_t(i)] : one_lane ? i : 0; }
+    int gdn_rows(int i, int n, bool one_lane) const { return gdn_steps_ ? gdn_steps_->rows[size_t(i)] : one_lane ? 1 : n; }
+    void snapshot_gdn(uint32_t gdn_index, int launch);
+    const GdnSteps* gdn_steps_ = nullptr;
     // y = w . x for n rows of x (stride x_stride). x_lo: the low bf16 halves of x (kernels/gemv.h),
     // used when w is tiled; x32: the same rows in f32, read instead in the f32-activation mode.
     // y_tail: rows >= tail_row0 go there as f32 (gemv.h).

@@ -88,26 +88,26 @@ void Runner::gdn_f32(const DeviceLayer& L, uint32_t gi, int n, bool one_lane) {
     linear(w.z, nullptr, nullptr, xn32_, hs_, n, z, true, qkvz_w_);
     linear(w.a, nullptr, nullptr, xn32_, hs_, n, a_, true, ab_w_);
     linear(w.b, nullptr, nullptr, xn32_, hs_, n, b, true, ab_w_);
-    const int steps = one_lane ? n : 1, per = one_lane ? 1 : n;
-    for (int i = 0; i < steps; ++i) {
+    for (int i = 0, steps = gdn_launches(n, one_lane); i < steps; ++i) {
+        const int r0 = gdn_row0(i, one_lane), per = gdn_rows(i, n, one_lane);
         kernels::GdnF32Args g;
-        g.qkv = qkv + i * qkvz_w_;
+        g.qkv = qkv + r0 * qkvz_w_;
         g.qkv_stride = qkvz_w_;
-        g.z = z + i * qkvz_w_;
+        g.z = z + r0 * qkvz_w_;
         g.z_stride = qkvz_w_;
-        g.a = a_ + i * ab_w_;
-        g.b = b + i * ab_w_;
+        g.a = a_ + r0 * ab_w_;
+        g.b = b + r0 * ab_w_;
         g.ab_stride = ab_w_;
         g.conv_w = w.conv;
         g.conv_state = f32m_.conv[gi];
-        g.conv_out = f32m_.conv_out + i * cd_w_;
+        g.conv_out = f32m_.conv_out + r0 * cd_w_;
         g.conv_out_stride = cd_w_;
         g.a_log = w.a_log;
         g.dt_bias = w.dt_bias;
         g.norm_w = w.norm;
         g.state = recurrent_[gi];
-        g.slots = step_in_ + kMaxStepTokens + i; // a lane's GDN slot is its index
-        g.y = f32m_.y + i * vd_w_;
+        g.slots = step_in_ + kMaxStepTokens + r0; // a lane's GDN slot is its index
+        g.y = f32m_.y + r0 * vd_w_;
         g.y_stride = vd_w_;
         g.n_k_heads = int(c.linear_num_key_heads);
         g.n_v_heads = int(c.linear_num_value_heads);
@@ -115,7 +115,7 @@ void Runner::gdn_f32(const DeviceLayer& L, uint32_t gi, int n, bool one_lane) {
         g.n_tokens = per;
         g.eps = c.rms_norm_eps;
         cuda_check(kernels::gdn_decode_f32(g, stream_), "GDN conv + recurrence (f32)");
-        if (one_lane && snapshots_) snapshot_gdn(gi, i);
+        if (gdn_steps_) snapshot_gdn(gi, i);
     }
     linear(w.output, nullptr, nullptr, f32m_.y, vd_w_, n, mix_, true, hs_);
 }

@@ -1,4 +1,4 @@
-// ninfer::core - CUDA verify windows: one lane's K + 1 tokens in one forward, GDN snapshots, rollback.
+// ninfer::core - CUDA verify windows: lanes' K + 1 tokens in forwards of <= 8 rows, GDN snapshots, rollback.
 #include "core/cuda/verify_window.h"
 
 #include "core/util/error.h"
@@ -11,11 +11,11 @@ namespace ninfer::core::cuda {
 
 namespace {
 
-// Clears the runner's snapshot target however the capture or launch sequence ends.
-struct SnapshotScope {
+// Clears the runner's GDN launch plan however the capture or launch sequence ends.
+struct StepsScope {
     Runner& run;
-    SnapshotScope(Runner& r, const GdnSnapshotTarget* t) : run(r) { run.set_gdn_snapshots(t); }
-    ~SnapshotScope() { run.set_gdn_snapshots(nullptr); }
+    StepsScope(Runner& r, const GdnSteps* s) : run(r) { run.set_gdn_steps(s); }
+    ~StepsScope() { run.set_gdn_steps(nullptr); }
 };
 
 uint64_t snapshot_bytes(const Runner& run) {
@@ -48,22 +48,40 @@ void replay(cudaStream_t stream, cudaGraphExec_t* exec, const std::function<void
     cuda_check(cudaGraphLaunch(*exec, stream), "verify graph");
 }
 
+// Token-major rows of one forward: row[i][j] is window i's token j; every token j's rows are
+// consecutive (the windows that have a token j, in order).
+std::vector<std::vector<int>> token_major_rows(std::span<const VerifyWindows::Request> group) {
+    std::vector<std::vector<int>> row(group.size());
+    size_t longest = 0;
+    for (const auto& w : group) longest = std::max(longest, w.tokens.size());
+    int r = 0;
+    for (size_t j = 0; j < longest; ++j)
+        for (size_t i = 0; i < group.size(); ++i)
+            if (j < group[i].tokens.size()) row[i].push_back(r++);
+    return row;
+}
+
 } // namespace
+
+int Runner::gdn_launches(int n, bool one_lane) const {
+    return gdn_steps_ ? int(gdn_steps_->row0.size()) : one_lane ? n : 1;
+}
 
 uint8_t* Runner::conv_state_bytes(uint32_t gi, int lane) const {
     return f32_ ? reinterpret_cast<uint8_t*>(f32m_.conv[gi] + uint64_t(lane) * conv_elems_per_lane())
                 : reinterpret_cast<uint8_t*>(conv_[gi] + uint64_t(lane) * conv_elems_per_lane());
 }
 
-void Runner::snapshot_gdn(uint32_t gi, int token) {
-    if (token >= snapshots_->count)
-        return;
+void Runner::snapshot_gdn(uint32_t gi, int launch) {
     const uint64_t cb = conv_bytes_per_lane(), rf = recurrent_floats_per_lane();
-    const int lane = snapshots_->lane;
-    cuda_check(cudaMemcpyAsync(snapshots_->conv[gi] + uint64_t(token) * cb, conv_state_bytes(gi, lane), cb,
-                               cudaMemcpyDeviceToDevice, stream_), "GDN snapshot");
-    cuda_check(cudaMemcpyAsync(snapshots_->recurrent[gi] + uint64_t(token) * rf, recurrent_[gi] + uint64_t(lane) * rf,
-                               rf * 4, cudaMemcpyDeviceToDevice, stream_), "GDN snapshot");
+    for (const GdnSnapshot& s : gdn_steps_->snapshots) {
+        if (s.after != launch)
+            continue;
+        cuda_check(cudaMemcpyAsync((*s.conv)[gi] + s.index * cb, conv_state_bytes(gi, s.lane), cb,
+                                   cudaMemcpyDeviceToDevice, stream_), "GDN snapshot");
+        cuda_check(cudaMemcpyAsync((*s.recurrent)[gi] + s.index * rf, recurrent_[gi] + uint64_t(s.lane) * rf, rf * 4,
+                                   cudaMemcpyDeviceToDevice, stream_), "GDN snapshot");
+    }
 }
 
 uint64_t VerifyWindows::device_bytes(const Runner& run, const MemoryPlan& plan) {
@@ -82,17 +100,14 @@ VerifyWindows::VerifyWindows(Runner& run, const MemoryPlan& plan, bool graphs)
                     std::to_string(kMaxStepTokens));
     const uint32_t n_gdn = run.config().n_linear_attention_layers();
     const uint64_t cb = run.conv_bytes_per_lane(), rf = run.recurrent_floats_per_lane();
-    for (size_t l = 0; l < lanes_.size(); ++l) {
-        Window& w = lanes_[l];
-        w.snapshots.lane = int(l);
+    for (Window& w : lanes_) {
         for (uint32_t g = 0; g < n_gdn; ++g) {
-            w.snapshots.conv.push_back(arena_.alloc_n<uint8_t>(max_draft_ * cb, "verify GDN conv snapshots"));
-            w.snapshots.recurrent.push_back(arena_.alloc_n<float>(max_draft_ * rf, "verify GDN state snapshots"));
+            w.conv.push_back(arena_.alloc_n<uint8_t>(max_draft_ * cb, "verify GDN conv snapshots"));
+            w.recurrent.push_back(arena_.alloc_n<float>(max_draft_ * rf, "verify GDN state snapshots"));
         }
         w.logits = arena_.alloc_n<float>((max_draft_ + 1) * uint64_t(run.logits_stride()), "verify window logits");
     }
     cuda_check(cudaMallocHost(&step_in_host_, lanes_.size() * 3 * kMaxStepTokens * 4), "pinned verify inputs");
-    graph_.assign(lanes_.size(), std::vector<cudaGraphExec_t>(size_t(max_draft_ + 2), nullptr));
 }
 
 VerifyWindows::~VerifyWindows() {
@@ -100,32 +115,97 @@ VerifyWindows::~VerifyWindows() {
         cudaStreamSynchronize(run_.stream()); // a window in flight reads the pinned inputs
         cudaFreeHost(step_in_host_);
     }
-    for (const auto& by_n : graph_)
-        for (cudaGraphExec_t g : by_n)
-            if (g)
-                cudaGraphExecDestroy(g);
+    for (const auto& [key, exec] : graph_)
+        if (exec)
+            cudaGraphExecDestroy(exec);
 }
 
-void VerifyWindows::enqueue(int lane, uint32_t start, std::span<const int32_t> tokens,
-                            const std::function<void(int)>& after_forward) {
-    const int n = int(tokens.size());
-    if (max_draft_ == 0 || n < 1 || uint32_t(n) > max_draft_ + 1)
-        throw Error("backend: a verify step of " + std::to_string(n) + " tokens, the plan allows 1.." +
-                    std::to_string(max_draft_ + 1));
-    Window& w = lanes_[size_t(lane)];
-    // A lane's own pinned row: the previous verify's copies of every lane were waited for.
-    int32_t* in = step_in_host_ + size_t(lane) * 3 * kMaxStepTokens;
+void VerifyWindows::enqueue(std::span<const Request> windows, const std::function<void(int)>& after_forward) {
+    if (windows.size() > lanes_.size())
+        throw Error("backend: " + std::to_string(windows.size()) + " verify windows for " +
+                    std::to_string(lanes_.size()) + " lanes");
+    for (const Request& w : windows)
+        if (max_draft_ == 0 || w.tokens.empty() || w.tokens.size() > max_draft_ + 1)
+            throw Error("backend: a verify step of " + std::to_string(w.tokens.size()) + " tokens, the plan allows 1.." +
+                        std::to_string(max_draft_ + 1));
+    // Forwards of consecutive windows up to kMaxStepTokens rows; the pinned row of forward f is f's.
+    int forward = 0;
+    for (size_t first = 0; first < windows.size(); ++forward) {
+        size_t end = first, rows = 0;
+        while (end < windows.size() && rows + windows[end].tokens.size() <= size_t(kMaxStepTokens))
+            rows += windows[end++].tokens.size();
+        enqueue_forward(windows.subspan(first, end - first), forward, after_forward);
+        first = end;
+    }
+}
+
+void VerifyWindows::enqueue_forward(std::span<const Request> group, int slot,
+                                    const std::function<void(int)>& after_forward) {
+    const std::vector<std::vector<int>> row = token_major_rows(group);
+    int32_t* in = step_in_host_ + size_t(slot) * 3 * kMaxStepTokens;
     std::fill(in, in + 3 * kMaxStepTokens, 0);
-    for (int i = 0; i < n; ++i) {
-        in[i] = tokens[size_t(i)];
-        in[kMaxStepTokens + i] = lane;
-        in[2 * kMaxStepTokens + i] = int32_t(start) + i;
+    std::vector<int> key;
+    for (size_t i = 0; i < group.size(); ++i) {
+        for (size_t j = 0; j < group[i].tokens.size(); ++j) {
+            const int r = row[i][j];
+            in[r] = group[i].tokens[j];
+            in[kMaxStepTokens + r] = group[i].lane;
+            in[2 * kMaxStepTokens + r] = int32_t(group[i].start + j);
+        }
+        key.push_back(group[i].lane);
+        key.push_back(int(group[i].tokens.size()));
     }
     cuda_check(cudaMemcpyAsync(run_.step_in(), in, 3 * kMaxStepTokens * 4, cudaMemcpyHostToDevice, run_.stream()),
                "verify inputs");
-    replay(run_.stream(), graphs_ ? &graph_[size_t(lane)][size_t(n)] : nullptr, [&] { enqueue_device(lane, n, after_forward); });
-    w.start = start;
-    w.count = uint32_t(n);
+    cudaGraphExec_t* exec = nullptr;
+    if (graphs_) {
+        auto it = graph_.find(key);
+        if (it != graph_.end())
+            exec = &it->second;
+        else if (graph_.size() < kMaxGraphs)
+            exec = &graph_[key];
+    }
+    replay(run_.stream(), exec, [&] { enqueue_device(group, after_forward); });
+    for (const Request& w : group) {
+        lanes_[size_t(w.lane)].start = w.start;
+        lanes_[size_t(w.lane)].count = uint32_t(w.tokens.size());
+    }
+}
+
+void VerifyWindows::enqueue_device(std::span<const Request> group, const std::function<void(int)>& after_forward) {
+    const std::vector<std::vector<int>> row = token_major_rows(group);
+    GdnSteps steps;
+    int n = 0;
+    for (size_t i = 0; i < group.size(); ++i) {
+        const Window& w = lanes_[size_t(group[i].lane)];
+        for (size_t j = 0; j < group[i].tokens.size(); ++j) {
+            if (steps.row0.size() <= j) {
+                steps.row0.push_back(row[i][j]);
+                steps.rows.push_back(0);
+            }
+            ++steps.rows[j];
+            ++n;
+            if (j + 1 < group[i].tokens.size()) // the state after the last token is the lane's own
+                steps.snapshots.push_back({int(j), group[i].lane, uint32_t(j), &w.conv, &w.recurrent});
+        }
+    }
+    {
+        const StepsScope scope(run_, &steps);
+        run_.enqueue_forward(n, true);
+    }
+    if (after_forward)
+        after_forward(n);
+    run_.enqueue_head(0, n);
+    const uint64_t V = run_.config().vocab_size, stride = uint64_t(run_.logits_stride());
+    for (size_t i = 0; i < group.size(); ++i) {
+        const Window& w = lanes_[size_t(group[i].lane)];
+        for (size_t j = 0; j < row[i].size(); ++j)
+            cuda_check(cudaMemcpyAsync(w.logits + j * stride, run_.logits() + uint64_t(row[i][j]) * stride, V * 4,
+                                       cudaMemcpyDeviceToDevice, run_.stream()), "verify logits");
+        cuda_check(cudaMemcpyAsync(run_.lane_logits() + uint64_t(group[i].lane) * stride,
+                                   run_.logits() + uint64_t(row[i].back()) * stride, V * 4, cudaMemcpyDeviceToDevice,
+                                   run_.stream()), "lane logits");
+    }
 }
 
 void VerifyWindows::read_rows(int lane, float* host_rows) const {
@@ -133,23 +213,6 @@ void VerifyWindows::read_rows(int lane, float* host_rows) const {
     const uint64_t V = run_.config().vocab_size, stride = uint64_t(run_.logits_stride());
     cuda_check(cudaMemcpy2DAsync(host_rows, V * 4, w.logits, stride * 4, V * 4, w.count, cudaMemcpyDeviceToHost,
                                  run_.stream()), "verify logits");
-}
-
-void VerifyWindows::enqueue_device(int lane, int n, const std::function<void(int)>& after_forward) {
-    Window& w = lanes_[size_t(lane)];
-    w.snapshots.count = n - 1; // the state after the last token is the lane's own
-    {
-        const SnapshotScope scope(run_, &w.snapshots);
-        run_.enqueue_forward(n, true);
-    }
-    if (after_forward)
-        after_forward(n);
-    run_.enqueue_head(0, n);
-    const uint64_t V = run_.config().vocab_size, stride = uint64_t(run_.logits_stride());
-    cuda_check(cudaMemcpy2DAsync(w.logits, stride * 4, run_.logits(), stride * 4, V * 4, size_t(n),
-                                 cudaMemcpyDeviceToDevice, run_.stream()), "verify logits");
-    cuda_check(cudaMemcpyAsync(run_.lane_logits() + uint64_t(lane) * stride, run_.logits() + uint64_t(n - 1) * stride,
-                               V * 4, cudaMemcpyDeviceToDevice, run_.stream()), "lane logits");
 }
 
 void VerifyWindows::rollback(int lane, uint32_t n_keep) {
@@ -160,11 +223,11 @@ void VerifyWindows::rollback(int lane, uint32_t n_keep) {
     const uint32_t at = n_keep - 1;
     const uint64_t cb = run_.conv_bytes_per_lane(), rf = run_.recurrent_floats_per_lane();
     const uint64_t V = run_.config().vocab_size, stride = uint64_t(run_.logits_stride());
-    for (uint32_t g = 0; g < w.snapshots.conv.size(); ++g) {
-        cuda_check(cudaMemcpyAsync(run_.conv_state_bytes(g, lane), w.snapshots.conv[g] + at * cb, cb,
+    for (uint32_t g = 0; g < w.conv.size(); ++g) {
+        cuda_check(cudaMemcpyAsync(run_.conv_state_bytes(g, lane), w.conv[g] + at * cb, cb, cudaMemcpyDeviceToDevice,
+                                   run_.stream()), "GDN rollback");
+        cuda_check(cudaMemcpyAsync(run_.recurrent_state(g) + uint64_t(lane) * rf, w.recurrent[g] + at * rf, rf * 4,
                                    cudaMemcpyDeviceToDevice, run_.stream()), "GDN rollback");
-        cuda_check(cudaMemcpyAsync(run_.recurrent_state(g) + uint64_t(lane) * rf, w.snapshots.recurrent[g] + at * rf,
-                                   rf * 4, cudaMemcpyDeviceToDevice, run_.stream()), "GDN rollback");
     }
     cuda_check(cudaMemcpyAsync(run_.lane_logits() + uint64_t(lane) * stride, w.logits + at * stride, V * 4,
                                cudaMemcpyDeviceToDevice, run_.stream()), "lane logits");

@@ -3,7 +3,8 @@
 // near-tie rule of speculative_util.h), and keeping the first n tokens leaves the lane exactly as a
 // twin lane that decoded those n tokens: the same image (KV rows, GDN conv history and recurrent
 // state), the same last logits (sampled as the bonus token) and the same next step. Both kernel
-// fixtures, q4 through graphs and eagerly, bf16 in the f32-activation mode; K = 1..5.
+// fixtures, q4 through graphs and eagerly, bf16 in the f32-activation mode; K = 1..5; several
+// lanes' windows in one forward (token-major rows) and in several.
 #include "core/cuda/cuda_backend.h"
 #include "tests/gpu/fixture_models.h"
 #include "tests/gpu/gpu_test_util.h"
@@ -136,7 +137,7 @@ TEST_CASE("cuda_verify: several lanes in one verify, windows close on the lane's
     for (int i = 0; i < 3; ++i) {
         const std::vector<int32_t> prompt(refs.ppl_ids.begin() + 11 * i, refs.ppl_ids.begin() + 11 * i + 40 + 13 * i);
         gpu->prefill(spec_lanes[i], prompt, LogitsOut::Last, nullptr);
-        gpu->prefill(twin_lanes[i], prompt, LogitsOut::Last, nullptr);
+        gpu->restore_lane(twin_lanes[i], gpu->save_lane(spec_lanes[i]));
         windows[size_t(i)].assign(refs.ppl_ids.begin() + 100 + i, refs.ppl_ids.begin() + 100 + i + long(sizes[i]));
         steps.push_back({spec_lanes[i], windows[size_t(i)]});
     }
@@ -171,4 +172,46 @@ TEST_CASE("cuda_verify: several lanes in one verify, windows close on the lane's
     auto plain = make_cuda_backend(m->weights, m->plan);
     plain->prefill(0, windows[0], LogitsOut::Last, nullptr);
     CHECK_THROWS_WITH(plain->verify(std::vector<VerifyStep>{{0, one}}, got), Catch::Contains("does not verify drafts"));
+}
+
+// More rows than one forward takes (4 windows of 3: two forwards of 6), eagerly and through graphs:
+// every row still equals the one-token decode step, and a keep of 2 leaves each lane as its twin.
+TEST_CASE("cuda_verify: windows split over several forwards, eager and graphs", "[cuda_verify]") {
+    require_gpu();
+    const std::string fixture = kKernelFixtures[0];
+    auto m = load(fixture, "q4");
+    const FixtureRefs refs = read_refs(fixture);
+    for (bool graphs : {false, true}) {
+        INFO((graphs ? "graphs" : "eager"));
+        CudaBackendOptions options;
+        options.graphs = graphs;
+        auto gpu = make_cuda_backend(m->weights, spec_plan(*m, 2), options);
+        const size_t V = gpu->vocab_size();
+        std::vector<std::vector<int32_t>> windows(4);
+        std::vector<VerifyStep> steps;
+        for (int i = 0; i < 4; ++i) {
+            const std::vector<int32_t> prompt(refs.ppl_ids.begin() + 5 * i, refs.ppl_ids.begin() + 5 * i + 9 + 20 * i);
+            gpu->prefill(i, prompt, LogitsOut::Last, nullptr);
+            gpu->restore_lane(4 + i, gpu->save_lane(i));
+            windows[size_t(i)].assign(refs.ppl_ids.begin() + 120 + 3 * i, refs.ppl_ids.begin() + 123 + 3 * i);
+            steps.push_back({i, windows[size_t(i)]});
+        }
+        std::vector<float> got;
+        gpu->verify(steps, got);
+        REQUIRE(got.size() == 12 * V);
+        RowTally rows;
+        for (int i = 0; i < 4; ++i) {
+            const auto ref = decode_each(*gpu, 4 + i, std::span(windows[size_t(i)]).first(2));
+            for (size_t j = 0; j < 2; ++j)
+                same_or_near_tie(std::vector<float>(got.begin() + long((3 * i + j) * V), got.begin() + long((3 * i + j + 1) * V)),
+                                 ref[j], rows);
+            gpu->accept_verified(i, 2);
+            CHECK(gpu->last_logits(i) == gpu->last_logits(4 + i));
+            const LaneImage a = gpu->save_lane(i), b = gpu->save_lane(4 + i);
+            CHECK(a.tokens == b.tokens);
+            CHECK(a.sections == b.sections);
+        }
+        std::printf("RESULT %s %s four_windows_of_3_rows_bit_differing %zu of %zu\n", fixture.c_str(),
+                    graphs ? "graphs" : "eager", rows.differing, rows.rows);
+    }
 }
