@@ -2,8 +2,8 @@
 // mtp:3 and ngram:3 equal those with speculation off (chat and completions), a request lowers it
 // ("speculative": "off" or {"type", "k"}) and never raises it (400 in each API's shape, like a
 // malformed value), /metrics carries vLLM's spec_decode counters, each reply's llama.cpp timings
-// its draft_n / draft_n_accepted, and the start is refused for mtp:K without an MTP head and for
-// values outside the option's list.
+// its draft_n / draft_n_accepted, and the start is refused for mtp:K without an MTP head, for any
+// value on the script backend (no draft or verify) and for values outside the option's list.
 'use strict';
 const { spawnSync } = require('child_process');
 const fs = require('fs');
@@ -41,6 +41,10 @@ main('speculative', async (start) => {
     const noHead = run(['--artifact', process.env.NINFER_TINY_ARTIFACT, '--speculative', 'mtp:3', '--port', '0']);
     check(noHead.status === 1 && /speculative mtp:3 needs the artifact's MTP head/.test(noHead.stderr),
         'mtp:K on an artifact without an MTP head: refused at start', noHead.stderr.slice(-300));
+    const script = run(['--artifact', MTP, '--device', 'script:' + path.join(TEST_DIR, 'none.txt'), '--speculative', 'ngram:2',
+        '--port', '0']);
+    check(script.status === 1 && /needs draft and verify steps, which the script backend does not have/.test(script.stderr),
+        'ngram:K on the script backend: refused at start', script.stderr.slice(-300));
     for (const bad of ['mtp:6', 'mtp', 'eagle:2']) {
         const r = run(['--artifact', MTP, '--speculative', bad]);
         check(r.status === 2 && /option 'speculative' must be one of/.test(r.stderr), `--speculative ${bad}: exit 2 naming the option`,
