@@ -657,6 +657,8 @@ void CudaBackend::verify(std::span<const VerifyStep> steps, std::vector<float>& 
     logits.resize(rows * V);
     std::vector<cuda::VerifyWindows::Request> requests;
     for (const VerifyStep& st : steps) {
+        if (mtp_) // a lane verifying n-gram drafts on a plan with the head: its ring must not wrap
+            mtp_->catch_up_behind(st.lane, at(st.lane).tokens);
         windows_.close(st.lane);
         requests.push_back({st.lane, uint32_t(at(st.lane).tokens.size()), st.tokens});
     }
