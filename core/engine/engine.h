@@ -80,7 +80,8 @@ class Engine {
     // persist_all for an engine that failed (its device state is unknown, nothing reads it): each
     // lane's file is the prefix cache's host checkpoint of the lane's sequence when the engine
     // failed (the exact sequence, else its longest cached prefix: a request that was running goes
-    // back to its prompt's checkpoint); a lane with none has its file removed.
+    // back to its prompt's checkpoint; noted with both lengths); a lane with none has its file
+    // removed, and if it held tokens it is warned about and counted failed (it starts empty).
     void persist_checkpoints(std::function<void(LanesSummary)> done);
     void restore_all(std::function<void(LanesSummary)> done);
     void set_assistant_marker(std::vector<int32_t> marker);

@@ -165,16 +165,28 @@ void Engine::restore_all(std::function<void(LanesSummary)> done) {
     });
 }
 
-// Engine thread. The cache's checkpoint of what the lane held when the engine failed; null (error
-// NotFound: the lane's file is removed) when there is none.
+// Engine thread. The cache's checkpoint of what the lane held when the engine failed: its exact
+// sequence, else its longest cached prefix (noted with both lengths). Null when there is none:
+// error NotFound for a lane that held nothing (its file is removed quietly), Unavailable for one
+// that held tokens (its file is removed and the pass warns and counts it: the lane starts empty).
 std::shared_ptr<LaneImage> Engine::checkpoint_of(int lane, ErrorInfo& error) {
-    error = {Errc::NotFound, "lane " + std::to_string(lane) + " has no host checkpoint"};
-    if (!cache_ || size_t(lane) >= failed_lanes_.size() || failed_lanes_[size_t(lane)].tokens.empty()) return nullptr;
+    const std::string name = "lane " + std::to_string(lane);
+    error = {Errc::NotFound, name + " held nothing"};
+    if (size_t(lane) >= failed_lanes_.size() || failed_lanes_[size_t(lane)].tokens.empty()) return nullptr;
     const Scheduler::LaneSequence& seq = failed_lanes_[size_t(lane)];
+    const std::string held = std::to_string(seq.tokens.size()) + " tokens";
+    error = {Errc::Unavailable, name + " held " + held + " but has no host checkpoint (" +
+                                    (cache_ ? "none taken, evicted, or still being copied when the device failed"
+                                            : "the prefix cache is off") + "); it starts empty"};
+    if (!cache_) return nullptr;
     const auto now = Clock::now();
     const LaneImage* image = cache_->store().get(prefix_key(seq.tokens, seq.media), now);
     if (!image) image = cache_->match(seq.tokens, seq.media, now);
-    return image ? std::make_shared<LaneImage>(*image) : nullptr;
+    if (!image) return nullptr;
+    if (image->tokens.size() < seq.tokens.size() && lane_state_.note)
+        lane_state_.note("slots, " + name + " is saved from its host checkpoint of " +
+                         std::to_string(image->tokens.size()) + " of the " + held + " it held (the rest is lost)");
+    return std::make_shared<LaneImage>(*image);
 }
 
 void Engine::save_next(std::shared_ptr<LanePass> p) {

@@ -126,6 +126,9 @@ failed = [l for l in p.lines if "event=engine-failed" in l]
 check(len(failed) == 1 and re.search(EXPECT, failed[0]) and f"exiting with status {EXIT_ENGINE_FAILED}" in failed[0],
       f"engine-failed line: {failed}\n{log[-2000:]}")
 check(re.search(r"slots, saved from host checkpoints 2 lane\(s\)", log), f"lanes not saved:\n{log[-2000:]}")
+for x in prompts:  # each running lane goes back to its prompt's checkpoint, and the log says so
+    check(re.search(rf"slots, lane \d is saved from its host checkpoint of {len(x)} of the \d+ tokens it held", log),
+          f"no note of the {len(x)}-token checkpoint saved:\n{log[-2000:]}")
 
 # 4. The lane files hold the prompts' checkpoints (a running request goes back to its prompt).
 lanes_dir = os.path.join(p.dir, "state", "lanes")

@@ -30,39 +30,37 @@ trap "kill $J 2>/dev/null || true" EXIT
 for _ in $(seq 100); do [ -S /run/systemd/journal/socket ] && break; sleep 0.05; done
 [ -S /run/systemd/journal/socket ] || { echo "test_journald: journald did not start"; exit 1; }
 
-: > "$T/daemon.err"
-JOURNAL_STREAM=$(stat -c %d:%i "$T/daemon.err") "$daemon" --config "$T/empty.conf" --artifact "$demo" \
-    --device cpu --host 127.0.0.1 --port 0 --control-socket "$T/ctl.sock" --state-dir "$T/state" \
-    --max-context 256 --max-concurrency 1 2>>"$T/daemon.err" & D=$!
-port=
-for _ in $(seq 600); do
-    port=$(sed -n "s/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p" "$T/daemon.err" | head -1)
-    [ -n "$port" ] && [ "$(curl -s -o /dev/null -w %{http_code} "http://127.0.0.1:$port/health")" = 200 ] && break
-    sleep 0.1
-done
+# start NAME: ninferd with its stderr in $T/NAME.err (JOURNAL_STREAM names it) and its own socket and
+# state; sets D to its pid and port once /health answers 200.
+start() {
+    : > "$T/$1.err"
+    JOURNAL_STREAM=$(stat -c %d:%i "$T/$1.err") "$daemon" --config "$T/empty.conf" --artifact "$demo" \
+        --device cpu --host 127.0.0.1 --port 0 --control-socket "$T/$1.sock" --state-dir "$T/$1.state" \
+        --max-context 256 --max-concurrency 1 2>>"$T/$1.err" & D=$!
+    port=
+    for _ in $(seq 600); do
+        port=$(sed -n "s/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p" "$T/$1.err" | head -1)
+        [ -n "$port" ] && [ "$(curl -s -o /dev/null -w %{http_code} "http://127.0.0.1:$port/health")" = 200 ] && break
+        sleep 0.1
+    done
+}
+start daemon
 curl -sf "http://127.0.0.1:$port/v1/chat/completions" -H "content-type: application/json" \
     -d "{\"messages\":[{\"role\":\"user\",\"content\":\"zebra-quartz-violin\"}],\"max_tokens\":4}" >/dev/null
-"$ctl" --socket "$T/ctl.sock" --timeout 20 slot save 0 journald-test > "$T/slot.out" 2>&1 \
+"$ctl" --socket "$T/daemon.sock" --timeout 20 slot save 0 journald-test > "$T/slot.out" 2>&1 \
     || { echo "test_journald: ninferctl slot save failed:"; cat "$T/slot.out"; exit 1; }
 kill -TERM $D
 wait $D
 echo $D > "$T/pid.first"
 
-: > "$T/fault.err"
-JOURNAL_STREAM=$(stat -c %d:%i "$T/fault.err") NINFER_FAULT=engine_step:3 "$daemon" --config "$T/empty.conf" \
-    --artifact "$demo" --device cpu --host 127.0.0.1 --port 0 --control-socket "$T/ctl2.sock" --state-dir "$T/state2" \
-    --max-context 256 --max-concurrency 1 2>>"$T/fault.err" & F=$!
-echo $F > "$T/pid.fault"
-port=
-for _ in $(seq 600); do
-    port=$(sed -n "s/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p" "$T/fault.err" | head -1)
-    [ -n "$port" ] && [ "$(curl -s -o /dev/null -w %{http_code} "http://127.0.0.1:$port/health")" = 200 ] && break
-    sleep 0.1
-done
+export NINFER_FAULT=engine_step:3
+start fault
+unset NINFER_FAULT
+echo $D > "$T/pid.fault"
 curl -s -o /dev/null -w "%{http_code}" "http://127.0.0.1:$port/v1/completions" -H "content-type: application/json" \
     -d "{\"prompt\":\"a b c\",\"max_tokens\":32,\"ignore_eos\":true}" > "$T/fault.http"
 rc=0
-wait $F || rc=$?
+wait $D || rc=$?
 echo $rc > "$T/fault.rc"
 sleep 0.3
 journalctl -D /run/log/journal -o json --no-pager > "$T/journal.json"

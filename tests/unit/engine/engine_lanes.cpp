@@ -1,7 +1,8 @@
 // ninfer tests - the engine's lane-state operations: slot save / restore / erase through its I/O
-// worker, --persist-slots' persist_all / restore_all, the prefix cache it owns (list, evict), and
-// Unavailable from an engine that failed to load.
+// worker, --persist-slots' persist_all / restore_all, the prefix cache it owns (list, evict),
+// Unavailable from an engine that failed to load, and persist_checkpoints after a backend failure.
 #include "core/engine/engine.h"
+#include "core/engine/slot_file.h"
 #include "core/util/error.h"
 #include "temp_dir.h"
 #include "fake_backend.h"
@@ -219,4 +220,64 @@ TEST_CASE("without a prefix cache the cache ops report nothing; a failed engine 
     CHECK(r.error->kind == Errc::Unavailable);
     CHECK(call<CacheEvictResult>([&](auto d) { engine.evict({}, std::move(d)); }).error->kind == Errc::Unavailable);
     CHECK(persist(engine).n_done == 0); // no lanes: the pass ends at once
+}
+
+// A backend that fails on lane 0's fourth decode while its request (a prompt of 20 ids) runs; the
+// engine reports Failed, then persist_checkpoints runs with `cache_bytes` of prefix cache.
+LanesSummary persist_after_failure(const std::string& dir, uint64_t cache_bytes, Warnings& warnings,
+                                   std::vector<std::string>& notes) {
+    LaneStateOptions lanes = lane_options(dir, cache_bytes, &warnings);
+    lanes.note = [&notes](const std::string& m) { notes.push_back(m); }; // engine thread; read after the pass
+    Engine engine({.max_context = 1000, .prefill_chunk = 64}, lanes);
+    std::promise<void> failed;
+    engine.start([] {
+        auto b = fake_backend();
+        static_cast<FakeBackend&>(*b).decodes_before_failure = 3;
+        return b;
+    }, [&](EngineState s, const std::string&) {
+        if (s == EngineState::Failed) failed.set_value();
+    });
+    auto sink = std::make_shared<WaitingSink>();
+    GenerationRequest r = request(1, 500, sink);
+    r.prompt.clear();
+    for (int32_t id = 1; id <= 20; ++id) r.prompt.push_back(id);
+    engine.submit(std::move(r));
+    CHECK(wait(sink).rfind("finished:3:", 0) == 0); // FinishReason::Failed
+    failed.get_future().wait();
+    return call<LanesSummary>([&](auto d) { engine.persist_checkpoints(std::move(d)); });
+}
+
+TEST_CASE("after a backend failure a lane is saved from its prompt's host checkpoint, never from the device",
+          "[engine_lanes]") {
+    TempDir dir;
+    Warnings warnings;
+    std::vector<std::string> notes;
+    LanesSummary s = persist_after_failure(dir.path, 1 << 20, warnings, notes);
+    CHECK(s.n_done == 1); // lane 0; lane 1 held nothing: no file, no warning
+    CHECK(s.n_failed == 0);
+    CHECK(warnings.all().empty());
+    LaneImage saved = slot_file_read(dir.path + "/lanes/lane-0.nslot", lane_options(dir.path, 0, &warnings).identity,
+                                     file_io_mode_default());
+    std::vector<int32_t> prompt(20);
+    for (int32_t i = 0; i < 20; ++i) prompt[size_t(i)] = i + 1;
+    CHECK(saved.tokens == prompt); // the running request went back to its prompt's checkpoint
+    CHECK_FALSE(std::filesystem::exists(dir.path + "/lanes/lane-1.nslot"));
+    REQUIRE(notes.size() == 1);
+    CHECK_THAT(notes[0], Catch::Contains("lane 0 is saved from its host checkpoint of 20 of the ") &&
+                             Catch::Contains("(the rest is lost)"));
+}
+
+TEST_CASE("after a backend failure a lane that held tokens without a host checkpoint is warned about and counted",
+          "[engine_lanes]") {
+    TempDir dir;
+    Warnings warnings;
+    std::vector<std::string> notes;
+    std::filesystem::create_directories(dir.path + "/lanes");
+    std::ofstream(dir.path + "/lanes/lane-0.nslot") << "an old run's lane 0";
+    LanesSummary s = persist_after_failure(dir.path, 0, warnings, notes); // no prefix cache
+    CHECK(s.n_done == 0);
+    CHECK(s.n_failed == 1);
+    CHECK_THAT(warnings.all(), Catch::Contains("cannot save lane 0 for the next start: lane 0 held ") &&
+                                   Catch::Contains("but has no host checkpoint (the prefix cache is off); it starts empty"));
+    CHECK_FALSE(std::filesystem::exists(dir.path + "/lanes/lane-0.nslot")); // an older state never comes back
 }
