@@ -1,4 +1,4 @@
-// ninfer::ctl - the CPU vision tower's time for an image or a video of a given size.
+// ninfer::ctl - the vision tower's time (CPU or GPU) for an image or a video of a given size.
 #include "ctl/bench_vision.h"
 
 #include "core/artifact/artifact.h"
@@ -7,10 +7,15 @@
 #include "core/model/vision_weights.h"
 #include "core/model/weights.h"
 #include "core/util/error.h"
+#include "core/vision/cpu_vision_encoder.h"
 #include "core/vision/vision_tower.h"
+#ifdef NINFER_HAVE_CUDA_BACKEND
+#include "core/cuda/vision_tower_gpu.h"
+#endif
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <cstdio>
 #include <random>
 
@@ -49,28 +54,42 @@ int run_vision_bench(const std::string& path, const VisionBenchArgs& a) {
         x = u(rng);
 
     core::ThreadPool pool(a.threads);
-    core::VisionTower tower(*weights.vision, pool);
+    std::unique_ptr<core::VisionEncoder> tower;
+    if (a.gpu) {
+#ifdef NINFER_HAVE_CUDA_BACKEND
+        tower = core::make_cuda_vision_encoder(*weights.vision, -1, -1);
+        tower->encode(in); // warm-up: kernel loading, the GEMMs' tensor maps
+#else
+        throw Error("bench: --vision-device cuda needs a ninferctl built with CUDA (-DNINFER_CUDA=ON)");
+#endif
+    } else {
+        tower = core::make_cpu_vision_encoder(*weights.vision, a.threads, -1, -1);
+    }
     double best = 1e30, total = 0;
     for (int i = 0; i < a.repeat; ++i) {
         const auto t0 = std::chrono::steady_clock::now();
-        const std::vector<float> rows = tower.encode(in);
+        const std::vector<float> rows = tower->encode(in);
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         best = std::min(best, s);
         total += s;
     }
     const size_t batch_rows = std::max(core::VisionTower::kMaxBatchRows, size_t(in.grid_h) * in.grid_w);
-    const double workspace_mib = double(core::VisionTower::workspace_bytes(c, batch_rows)) / (1 << 20);
+    double workspace_mib = double(core::VisionTower::workspace_bytes(c, batch_rows)) / (1 << 20);
+#ifdef NINFER_HAVE_CUDA_BACKEND
+    if (a.gpu) workspace_mib = double(core::cuda_vision_bytes(c)) / (1 << 20); // weights and one batch
+#endif
+    const std::string where = a.gpu ? "GPU" : "CPU, " + std::to_string(pool.size()) + " threads";
     if (a.json)
         std::printf("{\"kind\":\"%s\",\"width\":%d,\"height\":%d,\"frames\":%d,\"patches\":%zu,\"merged_tokens\":%zu,"
-                    "\"threads\":%u,\"workspace_mib\":%.1f,\"best_s\":%.4f,\"mean_s\":%.4f}\n",
-                    video ? "video" : "image", w, h, frames, in.n_patches(), in.merged_tokens(), pool.size(),
-                    workspace_mib, best, total / a.repeat);
+                    "\"device\":\"%s\",\"threads\":%u,\"workspace_mib\":%.1f,\"best_s\":%.4f,\"mean_s\":%.4f}\n",
+                    video ? "video" : "image", w, h, frames, in.n_patches(), in.merged_tokens(), a.gpu ? "cuda" : "cpu",
+                    pool.size(), workspace_mib, best, total / a.repeat);
     else
-        std::printf("vision tower (CPU, %u threads): %s %dx%d%s, %zu patches, %zu merged tokens, workspace %.1f MiB; "
+        std::printf("vision tower (%s): %s %dx%d%s, %zu patches, %zu merged tokens, %s %.1f MiB; "
                     "best %.3f s, mean %.3f s over %d runs\n",
-                    pool.size(), video ? "video" : "image", w, h,
+                    where.c_str(), video ? "video" : "image", w, h,
                     video ? (", " + std::to_string(frames) + " frames").c_str() : "", in.n_patches(), in.merged_tokens(),
-                    workspace_mib, best, total / a.repeat, a.repeat);
+                    a.gpu ? "device memory" : "workspace", workspace_mib, best, total / a.repeat, a.repeat);
     return 0;
 }
 

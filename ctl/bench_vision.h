@@ -1,11 +1,13 @@
-// ninfer::ctl - `ninferctl bench ARTIFACT --image WxH | --video SECONDS`: the vision tower's time on
-// the CPU (core/vision/vision_tower.h) for one image or one video, on random patches of the grid
-// that size gives (sizes are the tower's input, after the processor's resize: multiples of 32 px).
+// ninfer::ctl - `ninferctl bench ARTIFACT --image WxH | --video SECONDS [--vision-device cuda]`: the
+// vision tower's time on the CPU (core/vision/vision_tower.h) or the GPU (core/cuda/vision_tower_gpu.h)
+// for one image or one video, on random patches of the grid that size gives (sizes are the
+// tower's input, after the processor's resize: multiples of 32 px).
 //
 // Contract: run_vision_bench(artifact, args) opens the artifact (it must have a vision tower),
 // encodes `repeat` times and prints patches, merged tokens, the workspace of one batch and the
-// best and mean seconds (JSON with args.json). ninfer::Error("bench: ...") for a size that is not a
-// positive multiple of 32 or an artifact without a tower.
+// best and mean seconds (JSON with args.json); on the GPU a first, untimed encode warms it up.
+// ninfer::Error("bench: ...") for a size that is not a positive multiple of 32, an artifact without
+// a tower, or the GPU tower in a build without CUDA.
 #pragma once
 
 #include <string>
@@ -18,6 +20,7 @@ struct VisionBenchArgs {
     int frame_w = 832, frame_h = 480; // --frame WxH: a 30 s 720p clip as the processor resizes it
     int repeat = 3;
     unsigned threads = 0;
+    bool gpu = false; // --vision-device cuda: the GPU tower (core/cuda/vision_tower_gpu.h)
     bool json = false;
 };
 

@@ -27,7 +27,8 @@ constexpr const char* kBenchUsage =
     "           [--prompt-len 512,8192] [--gen N] [--batch 1,2,4,8] [--prefill-chunk N]\n"
     "           [--kv-dtype bf16|fp8|int8] [--decode-only] [--json]\n"
     "           [--temperature T] [--top-p P] [--top-k K] [--speculative ngram:K|mtp:K]\n"
-    "       ninferctl bench ARTIFACT (--image WxH | --video SECONDS [--frame WxH]) [--repeat N] [--json]\n"
+    "       ninferctl bench ARTIFACT (--image WxH | --video SECONDS [--frame WxH]) [--vision-device cpu|cuda]\n"
+    "                 [--repeat N] [--json]\n"
     "  On the CUDA backend: prefill tok/s, TTFT, TFLOP/s and the fraction of the bf16 tensor-core\n"
     "  peak it measures (8192^3 GEMM, ours and cuBLASLt if present) per prompt length, prefilled in\n"
     "  chunks of --prefill-chunk tokens (default 2048); decode tok/s per batch size\n"
@@ -43,9 +44,10 @@ constexpr const char* kBenchUsage =
     "  reported: tokens per round, round time as a multiple of the plain step (and of a plain\n"
     "  batch x (K+1) step when --batch measures one), tok/s. Real acceptance: `ninferctl run\n"
     "  --speculative ... --stats`.\n"
-    "  --image / --video time the artifact's vision tower on the CPU (any build) over random patches of\n"
-    "  that size (the tower's input: multiples of 32 px; a video takes 2 frames/s of --frame, default\n"
-    "  832x480, a 30 s 720p clip as the processor resizes it).\n";
+    "  --image / --video time the artifact's vision tower on the CPU (any build; --vision-device cuda:\n"
+    "  the GPU tower, CUDA builds) over random patches of that size (the tower's input: multiples of\n"
+    "  32 px; a video takes 2 frames/s of --frame, default 832x480, a 30 s 720p clip as the processor\n"
+    "  resizes it).\n";
 
 std::vector<uint32_t> count_list(const char* flag, const std::string& text) {
     std::vector<uint32_t> out;
@@ -88,6 +90,11 @@ int cmd_bench(int argc, char** argv) {
             if (!parse_size(argv[++i], w, h)) throw Error("bench: " + arg + " needs WxH");
         } else if (arg == "--video" && has_value) vision.video_seconds = parse_number("--video", argv[++i], 0.5, 600);
         else if (arg == "--repeat" && has_value) vision.repeat = std::max(1, int(parse_count("--repeat", argv[++i])));
+        else if (arg == "--vision-device" && has_value) {
+            const std::string d = argv[++i];
+            if (d != "cpu" && d != "cuda") throw Error("bench: --vision-device takes cpu or cuda, not '" + d + "'");
+            vision.gpu = d == "cuda";
+        }
         else if (arg == "--synthetic" && has_value) shape = argv[++i];
         else if (arg == "--recipe" && has_value) recipe = argv[++i];
         else if (arg == "--prompt-len" && has_value) prompt_lens = count_list("--prompt-len", argv[++i]);

@@ -95,11 +95,12 @@ void start_backend(ModelSession& s, const BackendOptions& o) {
     if (!s.backend) {
         s.plan = core::MemoryPlan::make(c, req);
         s.backend = core::make_cpu_backend(s.weights, s.plan);
-        const auto image = s.tokenizer ? s.tokenizer->find_token("<|image_pad|>") : std::nullopt;
-        const auto video = s.tokenizer ? s.tokenizer->find_token("<|video_pad|>") : std::nullopt;
-        if (s.weights.vision && image && video)
-            s.vision = core::make_cpu_vision_encoder(*s.weights.vision, 0, *image, *video);
     }
+    // The CPU tower serves either backend (prefill_with takes its rows).
+    const auto image = s.tokenizer ? s.tokenizer->find_token("<|image_pad|>") : std::nullopt;
+    const auto video = s.tokenizer ? s.tokenizer->find_token("<|video_pad|>") : std::nullopt;
+    if (s.weights.vision && image && video)
+        s.vision = core::make_cpu_vision_encoder(*s.weights.vision, 0, *image, *video);
     std::fprintf(stderr, "loaded %s in %.2f s on %s: %s\n", s.artifact->path().c_str(), s.load_seconds,
                  device.c_str(), s.plan.describe().c_str());
 }
@@ -108,7 +109,7 @@ void prefill_prompt(ModelSession& s, std::span<const int32_t> prompt, std::span<
     std::optional<core::VisionPrefill> vision;
     if (!media.empty()) {
         if (!s.vision)
-            throw Error("run: images and video need an artifact with a vision tower on the CPU backend");
+            throw Error("run: images and video need an artifact with a vision tower (and its placeholder tokens)");
         vision = core::prepare_vision_prefill(prompt, media, *s.vision, 0);
         std::fprintf(stderr, "vision: %zu item(s) through the tower in %.3f s\n", vision->n_items_encoded,
                      vision->tower_ms / 1e3);

@@ -44,8 +44,8 @@ struct ModelSession {
     std::unique_ptr<core::Backend> backend;
     std::unique_ptr<core::Tokenizer> tokenizer; // null when the artifact has none
     core::GenerationConfig generation; // the artifact's generation_config.json (stop ids, sampling)
-    // The CPU vision tower: set by start_backend when the artifact has one, the backend is the
-    // CPU's and the tokenizer has <|image_pad|> / <|video_pad|>; null otherwise.
+    // The CPU vision tower (for either backend): set by start_backend when the artifact has one
+    // and the tokenizer has <|image_pad|> / <|video_pad|>; null otherwise.
     std::unique_ptr<core::VisionEncoder> vision;
     double load_seconds = 0;
 };

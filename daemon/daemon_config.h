@@ -64,6 +64,7 @@ struct DaemonConfig {
     int media_max_video_seconds{};
     int media_max_items{};
     int64_t media_max_vision_tokens{};
+    std::string vision_device; // "cpu", "cuda" or "auto": where the vision tower runs
     int media_decode_threads{};
     std::string log_level;
 

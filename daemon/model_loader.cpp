@@ -5,6 +5,7 @@
 #include "core/cpu/cpu_backend.h"
 #ifdef NINFER_HAVE_CUDA_BACKEND
 #include "core/cuda/cuda_backend.h"
+#include "core/cuda/vision_tower_gpu.h"
 #endif
 #include "core/engine/generation.h"
 #include "core/engine/script_backend.h"
@@ -72,6 +73,14 @@ std::string resolved_device(const std::string& device) {
     return "cpu";
 }
 
+std::string vision_device_of(const DaemonConfig& config) {
+    const bool cuda_backend = resolved_device(config.device) == "cuda";
+    if (config.vision_device == "cuda" && !cuda_backend)
+        throw Error("config: --vision-device cuda runs the vision tower on the GPU beside the CUDA backend; the backend "
+                    "here is " + resolved_device(config.device) + " (use --device cuda, or --vision-device cpu)");
+    return config.vision_device == "cuda" || (config.vision_device == "auto" && cuda_backend) ? "cuda" : "cpu";
+}
+
 std::string device_choice_line(const std::string& device, bool& fallback) {
     fallback = false;
     const std::string chosen = resolved_device(device);
@@ -119,6 +128,8 @@ PlannedModel plan_model(const DaemonConfig& config) {
         request.available_bytes = core::cuda_free_bytes();
         request.margin_bytes = core::cuda_default_margin(request.available_bytes);
         request.backend_workspace_bytes = core::cuda_backend_workspace_bytes(m.weights->config, request);
+        if (m.weights->vision && vision_device_of(config) == "cuda") // the GPU tower's weights and one batch
+            request.backend_workspace_bytes += core::cuda_vision_bytes(m.weights->vision->config);
     }
 #endif
     if (config.max_context == 0) {
@@ -164,6 +175,20 @@ std::unique_ptr<core::Backend> load_backend(const DaemonConfig& config, PlannedM
             std::move(scripts), model.plan.n_lanes, model.weights->config.vocab_size, model.plan.max_context,
             core::ScriptLaneLayout{model.plan.kv_bytes_per_token, model.plan.lane_image_gdn_bytes()});
     }
+    // The tower runs where --vision-device says (the CUDA backend takes either tower's rows through
+    // prefill_with); on the CPU it shares the cores with the backend (they take turns on the engine
+    // thread). Without the placeholder tokens in the tokenizer no prompt can hold media, so there
+    // is no tower then.
+    const auto image = frontend.tokenizer().find_token("<|image_pad|>");
+    const auto video = frontend.tokenizer().find_token("<|video_pad|>");
+    if (model.weights->vision && image && video) {
+#ifdef NINFER_HAVE_CUDA_BACKEND
+        if (vision_device_of(config) == "cuda")
+            model.vision = core::make_cuda_vision_encoder(*model.weights->vision, *image, *video);
+#endif
+        if (!model.vision)
+            model.vision = core::make_cpu_vision_encoder(*model.weights->vision, unsigned(config.threads), *image, *video);
+    }
 #ifdef NINFER_HAVE_CUDA_BACKEND
     if (wants_cuda(config.device)) {
         std::string note;
@@ -175,12 +200,6 @@ std::unique_ptr<core::Backend> load_backend(const DaemonConfig& config, PlannedM
     if (config.device == "cuda") throw Error("backend: this ninferd was built without the CUDA backend");
     core::CpuBackendOptions options;
     options.threads = unsigned(config.threads);
-    // The tower shares the cores with the backend (they take turns on the engine thread); without
-    // the placeholder tokens in the tokenizer no prompt can hold media, so there is no tower then.
-    const auto image = frontend.tokenizer().find_token("<|image_pad|>");
-    const auto video = frontend.tokenizer().find_token("<|video_pad|>");
-    if (model.weights->vision && image && video)
-        model.vision = core::make_cpu_vision_encoder(*model.weights->vision, options.threads, *image, *video);
     return core::make_cpu_backend(*model.weights, model.plan, options);
 }
 

@@ -14,7 +14,10 @@
 //   without CUDA) -> the CPU reference backend; "script:FILE" -> the test-only ScriptBackend,
 //   whose FILE holds one script per line: token ids ("ids: 1 2 3" or bare numbers) or text
 //   ("text: ..." with \n, \t and \\ escapes, tokenized with the model's tokenizer); '#' comments.
-//   "cuda" in a build without CUDA throws.
+//   "cuda" in a build without CUDA throws. When the artifact has a vision tower (and the tokenizer
+//   its placeholder tokens) it also makes model.vision: the GPU tower with --vision-device cuda (or
+//   auto on the CUDA backend; plan_model counts its weights and batch in the GPU plan), else the
+//   CPU tower, which serves either backend.
 // - --speculative: plan_model plans the verify window (max_draft_tokens) and, for mtp:K, the MTP
 //   head's KV; it refuses (ninfer::Error "config: speculative ...") a value other than off on a
 //   backend other than the CPU one, and mtp:K on an artifact without an MTP head.
@@ -50,6 +53,9 @@ std::unique_ptr<core::Backend> load_backend(const DaemonConfig& config, PlannedM
                                             const ModelFrontend& frontend);
 // The backend load_backend builds for --device: "cpu", "cuda" or "script" (auto resolved).
 std::string resolved_device(const std::string& device);
+// Where the vision tower runs for --vision-device: "cuda" (cuda, or auto with the CUDA backend) or
+// "cpu"; ninfer::Error("config: ...") for cuda without the CUDA backend.
+std::string vision_device_of(const DaemonConfig& config);
 // One log line for the start: the backend chosen and why ("--device auto: cpu, no usable GPU:
 // <reason>"); `fallback` is set when --device auto fell back to the CPU in a CUDA build.
 std::string device_choice_line(const std::string& device, bool& fallback);

@@ -248,7 +248,7 @@ inline std::vector<std::vector<int32_t>> Backend::draft_mtp(std::span<const Draf
 }
 inline void Backend::prefill_with(int, std::span<const int32_t>, const PrefillInputs&, LogitsOut,
                                   std::vector<float>*) {
-    throw Error("backend: " + name() + " does not take image or video input yet (the CPU backend does)");
+    throw Error("backend: " + name() + " does not take image or video input (the CPU and CUDA backends do)");
 }
 inline void Backend::verify(std::span<const VerifyStep>, std::vector<float>&) {
     throw Error("backend: " + name() + " does not verify drafts");

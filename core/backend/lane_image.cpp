@@ -1,11 +1,10 @@
-// ninfer::core - LaneImage sections: add, find, size, and the check before a restore.
+// ninfer::core - LaneImage sections: add, find, size, the check before a restore, the RoPE position.
 #include "core/backend/lane_image.h"
-
-#include <algorithm>
 
 #include "core/util/error.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace ninfer::core {
 
@@ -114,6 +113,23 @@ void lane_image_check(const LaneImage& img, const MemoryPlan& plan, std::span<co
             std::find(restorable.begin(), restorable.end(), s.tag) == restorable.end())
             throw Error("backend: lane image holds a " + lane_section_name(uint32_t(s.tag)) +
                         " section this backend cannot restore");
+}
+
+void set_rope_offset(LaneImage& img, int64_t rope_offset) {
+    if (rope_offset == 0) return;
+    const uint32_t next = uint32_t(int64_t(img.tokens.size()) + rope_offset);
+    std::memcpy(img.add_section(LaneSectionTag::RopePosition, 4).data(), &next, 4);
+}
+
+int64_t image_rope_offset(const LaneImage& img) {
+    if (!img.find(LaneSectionTag::RopePosition)) return 0;
+    const std::span<const uint8_t> rope = img.section(LaneSectionTag::RopePosition);
+    if (rope.size() != 4)
+        throw Error("backend: lane image rope_position section of " + std::to_string(rope.size()) +
+                    " bytes, 4 expected");
+    uint32_t next = 0;
+    std::memcpy(&next, rope.data(), 4);
+    return int64_t(next) - int64_t(img.tokens.size());
 }
 
 } // namespace ninfer::core

@@ -32,6 +32,9 @@
 //   dtype, at most max_context tokens, Kv and Gdn sections of the plan's sizes, no other required
 //   section but the ones the caller names in `restorable` (MtpKv is optional and checked by the
 //   backend that reads it); ninfer::Error("backend: ...") otherwise.
+// - set_rope_offset(image, offset) adds the RopePosition section for a lane whose next text
+//   position is its token count + offset (nothing when offset is 0); image_rope_offset(image) reads
+//   it back (0 without the section; ninfer::Error("backend: ...") for a section of another size).
 // - Tags are written into slot files: append-only, never renumbered. A section is `required` when
 //   a reader that does not know its tag must refuse the image rather than drop it.
 // Thread safety: plain data.
@@ -111,5 +114,7 @@ struct LaneImage {
 
 void lane_image_check(const LaneImage& image, const MemoryPlan& plan,
                       std::span<const LaneSectionTag> restorable = {});
+void set_rope_offset(LaneImage& image, int64_t rope_offset);
+int64_t image_rope_offset(const LaneImage& image);
 
 } // namespace ninfer::core

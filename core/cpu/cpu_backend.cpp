@@ -1,6 +1,7 @@
 // ninfer::core - CpuBackend: lanes, prefill/decode over ModelRunner, sampling, lane images.
 #include "core/cpu/cpu_backend.h"
 
+#include "core/backend/prefill_inputs.h"
 #include "core/cpu/forward.h"
 #include "core/cpu/lane_state.h"
 #include "core/cpu/mtp_head.h"
@@ -70,23 +71,13 @@ class CpuBackend final : public Backend {
 
     void prefill_with(int lane, std::span<const int32_t> tokens, const PrefillInputs& in, LogitsOut out,
                       std::vector<float>* logits) override {
-        const size_t H = w_.config.hidden_size;
-        if (in.positions.size() != tokens.size() || in.embedding_rows.size() != tokens.size())
-            throw Error("backend: a multimodal prefill of " + std::to_string(tokens.size()) + " tokens with " +
-                        std::to_string(in.positions.size()) + " positions and " +
-                        std::to_string(in.embedding_rows.size()) + " embedding indices");
-        for (int32_t row : in.embedding_rows)
-            if (row >= 0 && (size_t(row) + 1) * H > in.embeddings.size())
-                throw Error("backend: embedding row " + std::to_string(row) + " past the " +
-                            std::to_string(in.embeddings.size() / H) + " rows given");
+        check_prefill_inputs(tokens.size(), in, w_.config.hidden_size);
         // Text after the chunk continues at the lane's largest position + 1 (get_rope_index's
         // rope_deltas); before the chunk that is where text would have gone next.
         cpu::LaneState& s = at(lane);
-        int64_t next = int64_t(s.tokens.size()) + s.rope_offset;
+        const int64_t before = int64_t(s.tokens.size()) + s.rope_offset;
         prefill_rows(lane, tokens, &in, out, logits);
-        for (const MropePosition& p : in.positions)
-            next = std::max<int64_t>(next, int64_t(std::max({p.t, p.h, p.w})) + 1);
-        s.rope_offset = next - int64_t(s.tokens.size());
+        s.rope_offset = next_text_position(in, before) - int64_t(s.tokens.size());
     }
 
     DecodeResult sample_after_prefill(int lane, const SamplingParams& sampling,
@@ -148,10 +139,7 @@ class CpuBackend final : public Backend {
                     s.recurrent.size() * sizeof(float));
         if (mtp_active())
             save_mtp(s, img);
-        if (s.rope_offset != 0) { // a multimodal prompt's positions (lane_image.h RopePosition)
-            const uint32_t next = uint32_t(int64_t(n) + s.rope_offset);
-            std::memcpy(img.add_section(LaneSectionTag::RopePosition, 4).data(), &next, 4);
-        }
+        set_rope_offset(img, s.rope_offset); // a multimodal prompt's positions (lane_image.h RopePosition)
         return img;
     }
 
@@ -160,16 +148,9 @@ class CpuBackend final : public Backend {
         constexpr LaneSectionTag kRestorable[] = {LaneSectionTag::RopePosition};
         lane_image_check(img, plan_, kRestorable);
         const uint32_t n = uint32_t(img.tokens.size());
-        const std::span<const uint8_t> rope = img.section(LaneSectionTag::RopePosition);
-        if (img.find(LaneSectionTag::RopePosition) && rope.size() != 4)
-            throw Error("backend: lane image rope_position section of " + std::to_string(rope.size()) +
-                        " bytes, 4 expected");
+        const int64_t rope_offset = image_rope_offset(img);
         reset_lane(lane);
-        if (rope.size() == 4) {
-            uint32_t next = 0;
-            std::memcpy(&next, rope.data(), 4);
-            s.rope_offset = int64_t(next) - int64_t(n);
-        }
+        s.rope_offset = rope_offset;
         kv_.reserve(s.pages, n);
         s.tokens = img.tokens;
         const uint32_t n_full = w_.config.n_full_attention_layers();

@@ -1,11 +1,13 @@
 // ninfer::core - CudaBackend: lanes, paged KV bookkeeping, prefill, graph-replayed decode, lane images.
 #include "core/cuda/cuda_backend.h"
 
+#include "core/backend/prefill_inputs.h"
 #include "core/cpu/cpu_backend.h"
 #include "core/cuda/cuda_runner.h"
 #include "core/cuda/gpu_sampler.h"
 #include "core/cuda/lane_image.h"
 #include "core/cuda/mtp_head.h"
+#include "core/cuda/multimodal_rows.h"
 #include "core/cuda/prefill_runner.h"
 #include "core/cuda/verify_window.h"
 #include "core/util/error.h"
@@ -70,6 +72,7 @@ struct Lane {
     std::vector<int32_t> tokens;
     std::vector<uint32_t> pages;
     bool has_logits = false;
+    int64_t rope_offset = 0; // next text position - token count (backend.h prefill_with)
 };
 
 class CudaBackend final : public Backend {
@@ -121,6 +124,7 @@ class CudaBackend final : public Backend {
         s.has_logits = false;
         if (mtp_)
             mtp_->reset(lane);
+        set_lane_rope_offset(lane, 0);
         const ModelConfig& c = run_.config();
         for (uint32_t g = 0; g < c.n_linear_attention_layers(); ++g) {
             const uint64_t ce = run_.conv_elems_per_lane();
@@ -134,6 +138,18 @@ class CudaBackend final : public Backend {
     }
 
     void prefill(int lane, std::span<const int32_t> tokens, LogitsOut out, std::vector<float>* logits) override {
+        prefill_rows(lane, tokens, nullptr, out, logits);
+    }
+    void prefill_with(int lane, std::span<const int32_t> tokens, const PrefillInputs& in, LogitsOut out,
+                      std::vector<float>* logits) override {
+        check_prefill_inputs(tokens.size(), in, run_.config().hidden_size);
+        const int64_t before = int64_t(at(lane).tokens.size()) + at(lane).rope_offset;
+        prefill_rows(lane, tokens, &in, out, logits);
+        set_lane_rope_offset(lane, next_text_position(in, before) - int64_t(at(lane).tokens.size()));
+    }
+    // A prefill; `mm` (a checked prefill_with chunk) puts its rows and M-RoPE positions in.
+    void prefill_rows(int lane, std::span<const int32_t> tokens, const PrefillInputs* mm, LogitsOut out,
+                      std::vector<float>* logits) {
         Lane& s = at(lane);
         if (tokens.empty())
             throw Error("backend: prefill with no tokens");
@@ -144,9 +160,9 @@ class CudaBackend final : public Backend {
         if (out == LogitsOut::All && logits)
             logits->resize(tokens.size() * size_t(V));
         if (prefill_ && tokens.size() >= kMinGemmPrefillTokens)
-            prefill_chunks(lane, start, tokens, out, logits);
+            prefill_chunks(lane, start, tokens, mm, out, logits);
         else
-            prefill_blocks(lane, start, tokens, out, logits);
+            prefill_blocks(lane, start, tokens, mm, out, logits);
         s.tokens.insert(s.tokens.end(), tokens.begin(), tokens.end());
         s.has_logits = out != LogitsOut::None;
         if (out == LogitsOut::Last && logits)
@@ -330,6 +346,11 @@ class CudaBackend final : public Backend {
     // reuse until the copier thread has moved the image to host memory (lane_image.h).
     void save_lane_async(int lane, std::function<void(LaneImage)> done) override {
         const Lane& s = at(lane);
+        if (s.rope_offset != 0) // the image gets the lane's RoPE position as it stands now
+            done = [done = std::move(done), offset = s.rope_offset](LaneImage image) {
+                set_rope_offset(image, offset);
+                done(std::move(image));
+            };
         const size_t used = (s.tokens.size() + kKvPageTokens - 1) / kKvPageTokens;
         std::vector<uint32_t> held(s.pages.begin(), s.pages.begin() + long(used));
         for (uint32_t p : held)
@@ -357,11 +378,12 @@ class CudaBackend final : public Backend {
 
   private:
     // Tensor-core prefill (PrefillRunner) in chunks of its size; logits through the decode head.
-    void prefill_chunks(int lane, uint32_t start, std::span<const int32_t> tokens, LogitsOut out,
-                        std::vector<float>* logits) {
+    void prefill_chunks(int lane, uint32_t start, std::span<const int32_t> tokens, const PrefillInputs* mm,
+                        LogitsOut out, std::vector<float>* logits) {
         for (size_t b = 0; b < tokens.size(); b += size_t(prefill_->max_tokens())) {
             const int n = int(std::min<size_t>(size_t(prefill_->max_tokens()), tokens.size() - b));
-            prefill_->enqueue_forward(lane, start + uint32_t(b), tokens.subspan(b, size_t(n)));
+            const PrefillInputs part = mm ? cuda::inputs_part(*mm, b, size_t(n)) : PrefillInputs{};
+            prefill_->enqueue_forward(lane, start + uint32_t(b), tokens.subspan(b, size_t(n)), mm ? &part : nullptr);
             const bool last = b + size_t(n) == tokens.size();
             if (out == LogitsOut::All) {
                 for (int r = 0; r < n; r += kMaxStepTokens) {
@@ -380,8 +402,8 @@ class CudaBackend final : public Backend {
     }
 
     // The decode kernels over blocks of up to 8 consecutive tokens of the lane (GDN token by token).
-    void prefill_blocks(int lane, uint32_t start, std::span<const int32_t> tokens, LogitsOut out,
-                        std::vector<float>* logits) {
+    void prefill_blocks(int lane, uint32_t start, std::span<const int32_t> tokens, const PrefillInputs* mm,
+                        LogitsOut out, std::vector<float>* logits) {
         for (size_t b = 0; b < tokens.size(); b += kMaxStepTokens) {
             const int n = int(std::min<size_t>(kMaxStepTokens, tokens.size() - b));
             std::vector<int32_t> in(3 * kMaxStepTokens, 0);
@@ -391,7 +413,8 @@ class CudaBackend final : public Backend {
                 in[2 * kMaxStepTokens + i] = int32_t(start + b + i);
             }
             upload_step(in);
-            run_.enqueue_forward(n, true);
+            const PrefillInputs part = mm ? cuda::inputs_part(*mm, b, size_t(n)) : PrefillInputs{};
+            run_.enqueue_forward(n, true, mm ? &part : nullptr);
             take_logits(lane, 0, n, b, b + n == tokens.size(), out, logits);
             if (mtp_)
                 mtp_->take_prefill(lane, at(lane).tokens, tokens, start + uint32_t(b), n, nullptr, 0);
@@ -494,6 +517,17 @@ class CudaBackend final : public Backend {
         cuda_check(cudaMemcpyAsync(run_.step_in(), in.data(), in.size() * 4, cudaMemcpyHostToDevice, run_.stream()),
                    "step inputs");
         cuda_check(cudaStreamSynchronize(run_.stream()), "step inputs");
+    }
+    // The lane's RoPE offset, here and in the runner's copy every attention prep reads.
+    void set_lane_rope_offset(int lane, int64_t offset) {
+        Lane& s = at(lane);
+        if (s.rope_offset == offset)
+            return;
+        s.rope_offset = offset;
+        const int32_t v = int32_t(offset);
+        cuda_check(cudaMemcpyAsync(run_.rope_offsets() + lane, &v, 4, cudaMemcpyHostToDevice, run_.stream()),
+                   "RoPE offset");
+        cuda_check(cudaStreamSynchronize(run_.stream()), "RoPE offset");
     }
     void keep_lane_logits(int lane, int row) {
         cuda_check(cudaMemcpyAsync(run_.lane_logits() + lane * run_.logits_stride(),
@@ -614,11 +648,15 @@ class CudaBackend final : public Backend {
 LaneImage CudaBackend::save_lane(int lane) const {
     const Lane& s = at(lane);
     const cuda::MtpPart head = mtp_ ? mtp_->pending(lane, uint32_t(s.tokens.size())) : cuda::MtpPart{};
-    return copier_.save_now(lane, s.tokens, s.pages, mtp_ ? &head : nullptr);
+    LaneImage image = copier_.save_now(lane, s.tokens, s.pages, mtp_ ? &head : nullptr);
+    set_rope_offset(image, s.rope_offset);
+    return image;
 }
 
 void CudaBackend::restore_lane(int lane, const LaneImage& img) {
-    lane_image_check(img, plan_);
+    constexpr LaneSectionTag kRestorable[] = {LaneSectionTag::RopePosition};
+    lane_image_check(img, plan_, kRestorable);
+    const int64_t rope_offset = image_rope_offset(img);
     const uint32_t n = uint32_t(img.tokens.size());
     reset_lane(lane);
     grow(lane, n);
@@ -631,6 +669,7 @@ void CudaBackend::restore_lane(int lane, const LaneImage& img) {
     s.has_logits = false;
     if (mtp_) // without an MtpKv section the head starts again at the next decode
         mtp_->restored(lane, m, n);
+    set_lane_rope_offset(lane, rope_offset);
 }
 
 void CudaBackend::verify(std::span<const VerifyStep> steps, std::vector<float>& logits) {

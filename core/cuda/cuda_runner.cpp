@@ -1,6 +1,7 @@
 // ninfer::core - CUDA runner forward pass: buffers planned at start, one step enqueued per call.
 #include "core/cuda/cuda_runner.h"
 
+#include "core/cuda/multimodal_rows.h"
 #include "core/util/error.h"
 #include "ninfer/kernels/attention_decode.h"
 #include "ninfer/kernels/gdn_decode.h"
@@ -52,6 +53,10 @@ kernels::AttnGeometry attention_geometry(const ModelConfig& c) {
     geo.rope_theta = float(c.rope_theta);
     geo.eps = c.rms_norm_eps;
     geo.exact = true;
+    if (c.mrope_section.size() >= 3) {
+        for (int i = 0; i < 3; ++i) geo.mrope_section[i] = int(c.mrope_section[size_t(i)]);
+        geo.mrope_interleaved = c.mrope_interleaved;
+    }
     return geo;
 }
 
@@ -85,6 +90,9 @@ Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_act
     cuda_check(cudaMemset(step_in_, 0, 3 * B * sizeof(int32_t)), "clearing step inputs");
     page_table_ = arena_.alloc_n<int32_t>(uint64_t(plan.n_lanes) * max_pages_, "page tables");
     cuda_check(cudaMemset(page_table_, 0, uint64_t(plan.n_lanes) * max_pages_ * 4), "clearing page tables");
+    rope_offsets_ = arena_.alloc_n<int32_t>(plan.n_lanes, "RoPE offsets");
+    cuda_check(cudaMemset(rope_offsets_, 0, plan.n_lanes * sizeof(int32_t)), "clearing RoPE offsets");
+    step_rope_ = arena_.alloc_n<int32_t>(3 * B, "step M-RoPE positions");
     x_ = arena_.alloc_n<float>(B * hs_, "residual");
     mix_ = arena_.alloc_n<float>(B * hs_, "mixer output");
     xn_ = arena_.alloc_n<__nv_bfloat16>(B * hs_, "normed rows");
@@ -233,13 +241,19 @@ bool Runner::runs_int8(const DeviceLinear& w, int n) const {
     return kernels::gemv_runs_int8_x(a);
 }
 
-void Runner::enqueue_forward(int n, bool one_lane) {
+void Runner::enqueue_forward(int n, bool one_lane, const PrefillInputs* multimodal) {
     const ModelConfig& c = config_;
     const float eps = c.rms_norm_eps;
     x8_now_ = xn8_.q && producer_writes_int8_x(n);
     const ClearOnExit clear_x8{x8_now_};
     const kernels::Int8X xn8 = x8_now_ ? xn8_ : kernels::Int8X{};
     cuda_check(kernels::embed_rows(model_.embedding.view, step_in_, n, x_, hs_, stream_), "embedding");
+    step_rope_now_ = multimodal != nullptr;
+    const ClearOnExit clear_rope{step_rope_now_};
+    if (multimodal) {
+        enqueue_embedding_rows(*multimodal, c.hidden_size, x_, hs_, stream_);
+        enqueue_rope_positions(multimodal->positions, step_rope_, stream_);
+    }
     uint32_t full = 0, gdn_index = 0;
     for (uint32_t l = 0; l < c.num_hidden_layers; ++l) {
         const DeviceLayer& L = model_.layers[l];
@@ -294,6 +308,8 @@ void Runner::attention(const DeviceLayer& L, uint32_t fi, int n) {
     p.k_norm = w.key_norm;
     p.lanes = step_in_ + kMaxStepTokens;
     p.positions = step_in_ + 2 * kMaxStepTokens;
+    p.rope_thw = step_rope_now_ ? step_rope_ : nullptr;
+    p.rope_offset = rope_offsets_;
     p.kv = kv;
     p.q_out = q_;
     p.q_out_stride = q_w_;

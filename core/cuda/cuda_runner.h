@@ -23,10 +23,16 @@
 //   token or decode's one launch, and after launch i copies the GDN state of the lanes that
 //   steps->snapshots lists for it (device copies in stream order; graph-capturable). Unset (the
 //   default): decode and prefill are unchanged.
+// - RoPE positions (M-RoPE, backend.h prefill_with): rope_offsets() holds per lane its next text
+//   position minus its token count (int32 [n_lanes], zero until the backend writes it), which
+//   every attention prep adds to the KV position; enqueue_forward(n, true, &inputs) runs a
+//   multimodal block of one lane instead: inputs' rows (host f32, cuda/multimodal_rows.h) replace
+//   the embedded rows and its M-RoPE positions drive RoPE (the caller checked them).
 // - Every call only enqueues work on stream(): graph-capturable, no host synchronisation.
 // Thread safety: engine thread only.
 #pragma once
 
+#include "core/backend/backend.h"
 #include "core/cuda/device_weights.h"
 #include "core/model/memory_plan.h"
 #include "ninfer/kernels/attention_decode.h"
@@ -115,7 +121,8 @@ class Runner {
 
     void set_gdn_steps(const GdnSteps* steps) { gdn_steps_ = steps; }
 
-    void enqueue_forward(int n, bool one_lane);
+    int32_t* rope_offsets() const { return rope_offsets_; }
+    void enqueue_forward(int n, bool one_lane, const PrefillInputs* multimodal = nullptr);
     void enqueue_head(int row, int n);
 
     // The MTP head (cuda_runner_mtp.cpp, docs/MODEL.md §8), uploaded when the plan has mtp (the
@@ -171,6 +178,9 @@ class Runner {
     // Step inputs and activations.
     int32_t* step_in_ = nullptr;
     int32_t* page_table_ = nullptr;
+    int32_t* rope_offsets_ = nullptr; // [n_lanes]
+    int32_t* step_rope_ = nullptr;    // [8][3] a multimodal block's M-RoPE positions
+    bool step_rope_now_ = false;      // within enqueue_forward of a multimodal block
     bool f32_ = false;
     // q4 projections take int8 activations (W4A8) everywhere but the f32 check mode.
     bool q4_int8_x() const { return !f32_; }

@@ -55,6 +55,8 @@ void Runner::attention_f32(const DeviceLayer& L, uint32_t fi, int n) {
     a.k_norm = w.key_norm;
     a.lanes = step_in_ + kMaxStepTokens;
     a.positions = step_in_ + 2 * kMaxStepTokens;
+    a.rope_thw = step_rope_now_ ? step_rope_ : nullptr;
+    a.rope_offset = rope_offsets_;
     a.kv = kv_pages(fi);
     a.q = f32m_.q;
     a.q_stride = q_w_;

@@ -1,6 +1,7 @@
 // ninfer::core - CUDA prefill pass: a chunk of one lane's tokens through every layer on tensor cores.
 #include "core/cuda/prefill_runner.h"
 
+#include "core/cuda/multimodal_rows.h"
 #include "core/util/error.h"
 #include "ninfer/kernels/attention_prefill.h"
 #include "ninfer/kernels/gdn_prefill.h"
@@ -78,6 +79,7 @@ int cap_tokens(const ModelConfig& c, int max_tokens) {
 template <class Visit> void PrefillBuffers::visit(const ModelConfig& c, uint64_t T, Visit&& v) {
     const Widths w(c);
     v(ids_, T, "prefill token ids");
+    v(rope_thw_, T * 3, "prefill M-RoPE positions");
     v(x_, T * w.hs, "prefill residual");
     v(mix_, T * w.hs, "prefill mixer output");
     v(xn32_, T * w.hs, "prefill normed rows (f32)");
@@ -182,7 +184,8 @@ void PrefillRunner::query_gate_apart(const DeviceAttention& w, int n) {
     gemm_rows(wbuf_, k, 0, rows, xn_, hs_, n, qg_, false, qg_w_);
 }
 
-void PrefillRunner::enqueue_forward(int lane, uint32_t start, std::span<const int32_t> ids) {
+void PrefillRunner::enqueue_forward(int lane, uint32_t start, std::span<const int32_t> ids,
+                                    const PrefillInputs* multimodal) {
     const ModelConfig& c = config_;
     const int n = int(ids.size());
     if (n < 1 || n > max_tokens_)
@@ -192,13 +195,17 @@ void PrefillRunner::enqueue_forward(int lane, uint32_t start, std::span<const in
     const float eps = c.rms_norm_eps;
     const int H = int(c.hidden_size);
     cuda_check(kernels::embed_rows(model.embedding.view, ids_, n, x_, hs_, stream_), "embedding");
+    if (multimodal) {
+        enqueue_embedding_rows(*multimodal, c.hidden_size, x_, hs_, stream_);
+        enqueue_rope_positions(multimodal->positions, rope_thw_, stream_);
+    }
     uint32_t full = 0, gdn_index = 0;
     for (uint32_t l = 0; l < c.num_hidden_layers; ++l) {
         const DeviceLayer& L = model.layers[l];
         cuda_check(kernels::add_rmsnorm(x_, hs_, l == 0 ? nullptr : mix_, hs_, L.input_norm, xn_, hs_, nullptr, n, H,
                                         eps, stream_), "input norm");
         if (L.kind == LayerKind::FullAttention)
-            attention(L, full++, lane, start, n);
+            attention(L, full++, lane, start, n, multimodal != nullptr);
         else
             gdn(L, gdn_index++, lane, start, n);
         cuda_check(kernels::add_rmsnorm(x_, hs_, mix_, hs_, L.post_attention_norm, xn_, hs_,
@@ -350,7 +357,7 @@ void PrefillRunner::gdn(const DeviceLayer& L, uint32_t gi, int lane, uint32_t st
     linear(w.output, y_, vd_w_, n, mix_, true, hs_);
 }
 
-void PrefillRunner::attention(const DeviceLayer& L, uint32_t fi, int lane, uint32_t start, int n) {
+void PrefillRunner::attention(const DeviceLayer& L, uint32_t fi, int lane, uint32_t start, int n, bool multimodal) {
     const ModelConfig& c = config_;
     const DeviceAttention& w = L.attention;
     if (w.fused.view.data) { // [query+gate; key; value] rows in one matrix
@@ -381,6 +388,8 @@ void PrefillRunner::attention(const DeviceLayer& L, uint32_t fi, int lane, uint3
     a.lane = lane;
     a.start_pos = int(start);
     a.n_tokens = n;
+    a.rope_thw = multimodal ? rope_thw_ : nullptr;
+    a.rope_offset = run_.rope_offsets();
     a.scratch = scratch_;
     a.scratch_bytes = scratch_bytes_;
     a.out = attn_;

@@ -13,7 +13,10 @@
 //   first, one matrix at a time), attention prefill over the paged KV (earlier chunks included)
 //   or the GDN prefill (conv history and recurrent state continued), the FFN or MoE (tokens
 //   grouped by expert, grouped GEMMs), leaving the final-normed rows in its own buffers. The lane's
-//   page table must already cover start + ids.size() positions.
+//   page table must already cover start + ids.size() positions. RoPE takes the KV position plus
+//   the lane's Runner::rope_offsets(); with `multimodal` (a prefill_with chunk, checked by the
+//   caller, spans of ids.size()) its rows replace the embedded ones (cuda/multimodal_rows.h) and
+//   its M-RoPE positions drive RoPE.
 // - stage_rows(row, n) copies final-normed rows [row, row + n) (n <= kMaxStepTokens; bf16, low
 //   halves and f32) into the runner's step rows 0..n-1, so Runner::enqueue_head(0, n) computes
 //   their logits exactly as after a decode step.
@@ -37,6 +40,7 @@ namespace ninfer::core::cuda {
 // allocates them) and workspace_bytes (which plans their size) walk, so the two cannot drift apart.
 struct PrefillBuffers {
     int32_t* ids_ = nullptr;
+    int32_t* rope_thw_ = nullptr; // a multimodal chunk's M-RoPE positions [T][3]
     float *x_ = nullptr, *mix_ = nullptr, *xn32_ = nullptr;
     __nv_bfloat16 *xn_ = nullptr, *xn_lo_ = nullptr;
     __nv_bfloat16 *qg_ = nullptr, *k_ = nullptr, *v_ = nullptr, *attn_ = nullptr;
@@ -70,7 +74,8 @@ class PrefillRunner : private PrefillBuffers {
     int max_tokens() const { return max_tokens_; }
     uint64_t device_bytes() const { return arena_.bytes(); }
 
-    void enqueue_forward(int lane, uint32_t start, std::span<const int32_t> ids);
+    void enqueue_forward(int lane, uint32_t start, std::span<const int32_t> ids,
+                         const PrefillInputs* multimodal = nullptr);
     void stage_rows(int row, int n);
     // The last chunk's final-normed f32 rows (row stride row_stride()), until the next chunk.
     const float* final_rows_f32() const { return xn32_; }
@@ -87,7 +92,7 @@ class PrefillRunner : private PrefillBuffers {
     void enqueue_mtp(int lane, uint32_t mtp_start, int n, int ids_offset, float* first_hidden);
 
   private:
-    void attention(const DeviceLayer& L, uint32_t full_index, int lane, uint32_t start, int n);
+    void attention(const DeviceLayer& L, uint32_t full_index, int lane, uint32_t start, int n, bool multimodal = false);
     void gdn(const DeviceLayer& L, uint32_t gdn_index, int lane, uint32_t start, int n);
     // gate/up GEMM, SwiGLU, down GEMM into out (f32 rows, stride hs_): the dense FFN and the MoE's
     // shared expert.

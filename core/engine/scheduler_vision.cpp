@@ -10,8 +10,8 @@ bool Scheduler::refuse_media(GenerationRequest& request) {
     if (request.media.empty()) return false;
     std::string why;
     if (!options_.vision) {
-        why = "this engine runs no vision tower (the artifact has none, or the " + backend_.name() +
-              " backend does not take image or video rows yet)";
+        why = "this engine runs no vision tower (the artifact has none, or its tokenizer lacks the image and "
+              "video placeholder tokens)";
     } else {
         std::vector<MediaGrid> grids;
         for (const VisionInput& m : request.media)

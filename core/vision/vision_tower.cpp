@@ -60,6 +60,27 @@ PatchCell patch_cell(size_t q, uint32_t grid_w, uint32_t merge) {
             uint32_t((block % blocks_w) * merge + in_block % merge)};
 }
 
+void position_taps(const VisionConfig& c, PatchCell cell, uint32_t grid_h, uint32_t grid_w, uint32_t taps[4],
+                   float weights[4]) {
+    const uint32_t side = c.position_grid_side();
+    uint32_t th[2], tw[2];
+    float wh[2], ww[2];
+    axis_taps(cell.row, grid_h, side, th, wh);
+    axis_taps(cell.col, grid_w, side, tw, ww);
+    for (uint32_t k = 0; k < 4; ++k) {
+        taps[k] = th[k / 2] * side + tw[k % 2];
+        weights[k] = wh[k / 2] * ww[k % 2];
+    }
+}
+
+// Rotary: pairs [0, hd/4) turn by the row, [hd/4, hd/2) by the column, each with the head_dim/4
+// frequencies theta^(-2j / (hd/2)) (transformers' axial vision rope).
+void vision_rope_tables(const VisionConfig& c, PatchCell cell, float* cs, float* sn) {
+    const uint32_t hd = c.head_dim();
+    cpu::rope_tables(cell.row, hd / 2, c.rope_theta, cs, sn);
+    cpu::rope_tables(cell.col, hd / 2, c.rope_theta, cs + hd / 4, sn + hd / 4);
+}
+
 VisionTower::VisionTower(const VisionWeights& weights, ThreadPool& pool) : w_(weights), pool_(pool) {
     const VisionConfig& c = w_.config;
     position_table_.resize(size_t(c.num_position_embeddings) * c.hidden_size);
@@ -76,8 +97,9 @@ uint64_t VisionTower::host_bytes(const VisionConfig& c) {
     return workspace_bytes(c, kMaxBatchRows) + uint64_t(c.num_position_embeddings) * c.hidden_size * sizeof(float);
 }
 
-void VisionTower::check(const VisionInput& item) const {
-    const VisionConfig& c = w_.config;
+void VisionTower::check(const VisionInput& item) const { check_vision_input(w_.config, item); }
+
+void check_vision_input(const VisionConfig& c, const VisionInput& item) {
     if (uint32_t(item.patch_size) != c.patch_size || uint32_t(item.temporal_patch_size) != c.temporal_patch_size ||
         uint32_t(item.merge_size) != c.spatial_merge_size)
         throw Error("vision: an item patchified with patch " + std::to_string(item.patch_size) + ", temporal " +
@@ -120,28 +142,20 @@ void VisionTower::embed(const VisionInput& item, size_t row0, size_t n_rows) {
     add_bias(x_.data(), w_.patch_embedding_bias, n_rows);
     rope_cos_.resize(n_rows * hd / 2);
     rope_sin_.resize(n_rows * hd / 2);
-    const uint32_t side = c.position_grid_side();
     pool_.parallel_for(n_rows, [&](size_t r0, size_t r1) {
         for (size_t r = r0; r < r1; ++r) {
             const PatchCell cell = patch_cell((row0 + r) % frame, uint32_t(item.grid_w), c.spatial_merge_size);
-            uint32_t th[2], tw[2];
-            float wh[2], ww[2];
-            axis_taps(cell.row, uint32_t(item.grid_h), side, th, wh);
-            axis_taps(cell.col, uint32_t(item.grid_w), side, tw, ww);
+            uint32_t taps[4];
+            float w[4];
+            position_taps(c, cell, uint32_t(item.grid_h), uint32_t(item.grid_w), taps, w);
             float* x = x_.data() + r * D;
-            const float* t00 = position_table_.data() + (size_t(th[0]) * side + tw[0]) * D;
-            const float* t01 = position_table_.data() + (size_t(th[0]) * side + tw[1]) * D;
-            const float* t10 = position_table_.data() + (size_t(th[1]) * side + tw[0]) * D;
-            const float* t11 = position_table_.data() + (size_t(th[1]) * side + tw[1]) * D;
-            const float w00 = wh[0] * ww[0], w01 = wh[0] * ww[1], w10 = wh[1] * ww[0], w11 = wh[1] * ww[1];
+            const float* t00 = position_table_.data() + size_t(taps[0]) * D;
+            const float* t01 = position_table_.data() + size_t(taps[1]) * D;
+            const float* t10 = position_table_.data() + size_t(taps[2]) * D;
+            const float* t11 = position_table_.data() + size_t(taps[3]) * D;
             for (size_t i = 0; i < D; ++i)
-                x[i] += t00[i] * w00 + t01[i] * w01 + t10[i] * w10 + t11[i] * w11;
-            // Rotary: pairs [0, hd/4) turn by the row, [hd/4, hd/2) by the column, each with the
-            // head_dim/4 frequencies theta^(-2j / (hd/2)) (transformers' axial vision rope).
-            float* cs = rope_cos_.data() + r * hd / 2;
-            float* sn = rope_sin_.data() + r * hd / 2;
-            cpu::rope_tables(cell.row, uint32_t(hd / 2), c.rope_theta, cs, sn);
-            cpu::rope_tables(cell.col, uint32_t(hd / 2), c.rope_theta, cs + hd / 4, sn + hd / 4);
+                x[i] += t00[i] * w[0] + t01[i] * w[1] + t10[i] * w[2] + t11[i] * w[3];
+            vision_rope_tables(c, cell, rope_cos_.data() + r * hd / 2, rope_sin_.data() + r * hd / 2);
         }
     });
 }

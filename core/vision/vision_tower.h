@@ -44,6 +44,16 @@ struct PatchCell {
 // Grid cell of row q (within one temporal patch) of the processor's merge-group order.
 PatchCell patch_cell(size_t q, uint32_t grid_w, uint32_t merge);
 
+// What every tower (CPU, GPU) computes per patch on the host: the four position-table rows and
+// their bilinear weights for a cell of a grid_h x grid_w grid (align_corners), and the cell's
+// rotary tables (head_dim / 2 cos and sin: pairs [0, head_dim/4) by the row, the rest by the
+// column).
+void position_taps(const VisionConfig& c, PatchCell cell, uint32_t grid_h, uint32_t grid_w, uint32_t taps[4],
+                   float weights[4]);
+void vision_rope_tables(const VisionConfig& c, PatchCell cell, float* cos_out, float* sin_out);
+// The checks of VisionTower::check (the contract's errors) for a tower of config c.
+void check_vision_input(const VisionConfig& c, const VisionInput& item);
+
 class VisionTower {
   public:
     static constexpr size_t kMaxBatchRows = 4096;

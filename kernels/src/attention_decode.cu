@@ -2,6 +2,7 @@
 #include "common.cuh"
 #include "kv_quant.cuh"
 #include "kv_store.cuh"
+#include "mrope.cuh"
 #include "ninfer/kernels/attention_decode.h"
 
 namespace ninfer::kernels {
@@ -70,7 +71,7 @@ __global__ void attn_prep_kernel(AttnPrepArgs a) {
         const int d = tid + 128 * e;
         float out = xs[d];
         if (d < geo.rotary_dim) {
-            const float freq = float(pos) * inv_freq[e];
+            const float freq = rope_position(geo, d % half, t, lane_id, pos, a.rope_thw, a.rope_offset) * inv_freq[e];
             const float rot = d < half ? -xs[d + half] : xs[d - half];
             if (geo.exact) {
                 out = xs[d] * cosf(freq) + rot * sinf(freq);

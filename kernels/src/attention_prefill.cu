@@ -316,6 +316,8 @@ cudaError_t attn_prefill_prep(const AttnPrefillArgs& a, cudaStream_t stream) {
     p.k_norm = a.k_norm;
     p.lanes = lanes;
     p.positions = positions;
+    p.rope_thw = a.rope_thw;
+    p.rope_offset = a.rope_offset;
     p.kv = a.kv;
     p.q_out = reinterpret_cast<__nv_bfloat16*>(base);
     p.q_out_stride = int64_t(a.geo.n_heads) * detail::kPrefillHeadDim;

@@ -2,6 +2,7 @@
 #include "common.cuh"
 #include "kv_quant.cuh"
 #include "kv_store.cuh"
+#include "mrope.cuh"
 #include "ninfer/kernels/gdn_decode.h"
 #include "ninfer/kernels/mixers_f32.h"
 
@@ -53,7 +54,7 @@ __global__ void attn_prep_f32_kernel(AttnF32Args a) {
             y[e] = xs[d];
             if (d < geo.rotary_dim) {
                 const float inv_freq = 1.f / powf(geo.rope_theta, float(2 * (d % half)) / float(geo.rotary_dim));
-                const float angle = float(pos) * inv_freq;
+                const float angle = rope_position(geo, d % half, t, lane, pos, a.rope_thw, a.rope_offset) * inv_freq;
                 const float c = cosf(angle), s = sinf(angle);
                 y[e] = d < half ? xs[d] * c - xs[d + half] * s : xs[d] * c + xs[d - half] * s;
             }

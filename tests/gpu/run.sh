@@ -52,7 +52,7 @@ fi
 
 say "device: $(nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader 2>&1)"
 status=0
-ALL_TAGS="gemv gemv_pipe gemv_q4a8 int8_x real_shape gemm rmsnorm gdn_decode attention_decode mixers_f32 gdn_prefill attention_prefill sample sample_timing cuda_sampling cuda_deferred_sample cuda_backend cuda_verify cuda_speculative cuda_multimodal cuda_mtp cuda_mtp_images moe_prefill moe_decode prefill_runner weight_decode formats_e2e mixer_decode_timing"
+ALL_TAGS="gemv gemv_pipe gemv_q4a8 int8_x real_shape gemm rmsnorm gdn_decode attention_decode mrope_prep mixers_f32 gdn_prefill attention_prefill sample sample_timing cuda_sampling cuda_deferred_sample cuda_backend cuda_verify cuda_speculative cuda_multimodal vision_tower_gpu cuda_mtp cuda_mtp_images moe_prefill moe_decode prefill_runner weight_decode formats_e2e mixer_decode_timing vision_tower_timing"
 LOGS=${NINFER_GPU_LOGDIR:-$OUT}
 mkdir -p "$LOGS"
 # report TAG RESULT DETAIL LOG: one tag's summary line, its failures and RESULT lines.
@@ -71,7 +71,7 @@ run_tag() { # one whole tag in one process
 # Tags whose RESULT lines are timings run alone, after everything else; the others are mostly host
 # work (encoding weights, fp64 references), so with NINFER_GPU_JOBS > 1 their test cases run as
 # separate processes side by side and each tag is summed up afterwards in ALL_TAGS order.
-TIMED_TAGS=" sample_timing mixer_decode_timing moe_decode "
+TIMED_TAGS=" sample_timing mixer_decode_timing moe_decode vision_tower_timing "
 JOBS=${NINFER_GPU_JOBS:-8}
 TAGS=${NINFER_GPU_TAGS:-$ALL_TAGS}
 if [ "$JOBS" -gt 1 ]; then

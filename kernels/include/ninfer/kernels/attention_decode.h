@@ -18,6 +18,12 @@
 //    k = rope(offset_rmsnorm(k, k_norm)) and v are written into the pool at positions[t].
 //    RoPE: NeoX halves over the first rotary_dim dims, theta^(-2i/rotary_dim), cos/sin computed in
 //    fp32 and rounded to bf16, out = bf16(bf16(x*cos) + bf16(rot(x)*sin)) as the reference does.
+//    The RoPE position (docs/MODEL.md §5, M-RoPE; the KV slot stays positions[t]): with rope_thw,
+//    token t's own temporal, height and width positions rope_thw[3t..3t+2], pair i taking the
+//    axis geo.mrope_section assigns it (interleaved: height where i%3==1 && i<3*s[1], width where
+//    i%3==2 && i<3*s[2], else temporal; contiguous: [t | h | w] sections; all zero: temporal);
+//    else positions[t] + rope_offset[lanes[t]] on all three axes (rope_offset null: + 0), the
+//    text after a multimodal span (backend.h prefill_with).
 // 2. attn_decode: o_h = softmax(q_h . K^T * head_dim^-0.5) V over positions [0, positions[t]]
 //    (the new token included), query head h reading KV head h / (n_heads / n_kv_heads); fp32
 //    math; then out = bf16(float(bf16(o)) * float(bf16(sigmoid(gate)))) -> out [t][n_heads*head_dim].
@@ -75,6 +81,10 @@ struct AttnGeometry {
     // CPU-reference math (the CUDA runner): f32 norm/RoPE results and output gate, no bf16
     // rounding between the steps above (q and K/V are still stored as bf16).
     bool exact = false;
+    // M-RoPE (docs/MODEL.md §5): rotary pairs per axis (t, h, w; sums to rotary_dim / 2), and
+    // whether the axes interleave. All zero: every pair takes the temporal position.
+    int mrope_section[3] = {0, 0, 0};
+    bool mrope_interleaved = false;
 };
 
 enum class KvDtype : uint8_t { Bf16, Fp8, Int8 };
@@ -114,6 +124,8 @@ struct AttnPrepArgs {
     __nv_bfloat16* q_out = nullptr;
     int64_t q_out_stride = 0;
     int n_tokens = 0;
+    const int32_t* rope_thw = nullptr;    // [n_tokens][3] M-RoPE positions, or null
+    const int32_t* rope_offset = nullptr; // [n_lanes] text RoPE position - KV position, or null
 };
 
 struct AttnDecodeArgs {

@@ -4,7 +4,9 @@
 // 1. attn_prefill_prep: for every token, q = rope(offset_rmsnorm(query, q_norm)) -> the q scratch
 //    (bf16 [t][n_heads*256], inside args.scratch), k = rope(offset_rmsnorm(k, k_norm)) and raw v
 //    written into the lane's pages at their positions: exactly attn_decode_prep's math (it is that
-//    kernel, run over the chunk), AttnGeometry::exact included.
+//    kernel, run over the chunk), AttnGeometry::exact included, and its RoPE positions: rope_thw
+//    ([T][3] M-RoPE positions of the chunk's tokens, a multimodal prompt) or the KV position +
+//    rope_offset[lane] (attention_decode.h).
 // 2. attn_prefill: causal flash attention. Token i sees positions 0 .. start_pos + i, i.e. the KV
 //    of earlier chunks already in the pool and of this chunk up to itself; query head h reads KV
 //    head h / (n_heads / n_kv_heads). S = q K^T / 16 on tensor cores (bf16 in, fp32 out), online
@@ -54,6 +56,8 @@ struct AttnPrefillArgs {
     // 128 query rows with 2 K/V buffers, 2 = 4 warps x 64 rows, 1 buffer, 2 blocks per SM, 3 = 4
     // warps x 64 rows, 2 buffers; 0 = the default (kAttnPrefillDefaultVariant).
     int kernel_variant = 0;
+    const int32_t* rope_thw = nullptr;    // device [n_tokens][3], or null
+    const int32_t* rope_offset = nullptr; // device [n_lanes], or null
 };
 
 constexpr int kAttnPrefillDefaultVariant = 2;

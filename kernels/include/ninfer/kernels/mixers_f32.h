@@ -8,7 +8,9 @@
 // - attn_decode_f32: per token t (lane lanes[t], position p = positions[t]) and head h:
 //   q_h = rope(offset_rmsnorm(query_h, q_norm)), k = rope(offset_rmsnorm(k, k_norm)) of every KV
 //   head, f32 (RoPE: NeoX halves over the first rotary_dim dims, cos/sin of p * theta^(-2i/rotary_dim)
-//   in f32; core/cpu/ops.h's rms_norm_offset, rope_tables, rope_neox); k and v are encoded into the
+//   in f32; core/cpu/ops.h's rms_norm_offset, rope_tables, rope_neox; the RoPE position as
+//   attention_decode.h's prep takes it: rope_thw's M-RoPE positions, else p + rope_offset[lane]);
+//   k and v are encoded into the
 //   pool at p in kv.dtype exactly as core/model/kv_codec.h's kv_encode_row (attention_decode.h's page
 //   layout); q_h goes to q [t][n_heads * head_dim] (scratch). Then o_h = softmax(q_h . K_j *
 //   head_dim^-0.5, j <= p) . V (K, V decoded from the pool as kv_decode_row), out_h = o_h *
@@ -63,6 +65,8 @@ struct AttnF32Args {
     float* out = nullptr;
     int64_t out_stride = 0;
     int n_tokens = 0;
+    const int32_t* rope_thw = nullptr; // as AttnPrepArgs (attention_decode.h)
+    const int32_t* rope_offset = nullptr;
 };
 
 struct GdnF32Args {

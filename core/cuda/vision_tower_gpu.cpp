@@ -1,0 +1,294 @@
+// ninfer::core - the vision tower on the GPU: bf16 tensor-core GEMMs, f32 norms, residuals and attention.
+#include "core/cuda/vision_tower_gpu.h"
+
+#include "core/cuda/device_weights.h"
+#include "core/util/error.h"
+#include "core/vision/vision_tower.h"
+#include "ninfer/kernels/gemm.h"
+#include "ninfer/kernels/vision.h"
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace ninfer::core {
+
+using cuda::cuda_check;
+
+namespace {
+
+constexpr float kLayerNormEps = 1e-6f; // as the CPU tower
+constexpr uint64_t kRows = VisionTower::kMaxBatchRows;
+
+uint64_t pad8(uint64_t v) { return (v + 7) / 8 * 8; }
+
+// Every device buffer of the tower, in one list that the constructor (allocating) and
+// cuda_vision_bytes (planning) both walk.
+struct TowerBuffers {
+    struct Block {
+        __nv_bfloat16 *qkv = nullptr, *proj = nullptr, *fc1 = nullptr, *fc2 = nullptr;
+        float *qkv_bias = nullptr, *proj_bias = nullptr, *fc1_bias = nullptr, *fc2_bias = nullptr;
+        float *norm1_w = nullptr, *norm1_b = nullptr, *norm2_w = nullptr, *norm2_b = nullptr;
+    };
+    __nv_bfloat16* patch_w = nullptr;
+    float *patch_b = nullptr, *positions = nullptr;
+    std::vector<Block> blocks;
+    float *merger_norm_w = nullptr, *merger_norm_b = nullptr, *merger_fc1_b = nullptr, *merger_fc2_b = nullptr;
+    __nv_bfloat16 *merger_fc1 = nullptr, *merger_fc2 = nullptr;
+    // One batch's activations (rows = kRows; widths padded to 8).
+    float *patches = nullptr, *x = nullptr, *qkv_out = nullptr, *tmp = nullptr, *mlp = nullptr, *m1 = nullptr,
+          *out = nullptr, *cos = nullptr, *sin = nullptr, *tap_w = nullptr;
+    int32_t* taps = nullptr;
+    __nv_bfloat16 *patches16 = nullptr, *xn = nullptr, *attn = nullptr, *mlp16 = nullptr, *m116 = nullptr;
+
+    template <class Visit> void visit(const VisionConfig& c, Visit&& v) {
+        const uint64_t D = c.hidden_size, P = pad8(c.patch_dim()), I = pad8(c.intermediate_size),
+                       M = pad8(c.merged_dim()), O = pad8(c.out_hidden_size), hd2 = c.head_dim() / 2;
+        v(patch_w, D * P, "vision patch embedding");
+        v(patch_b, D, "vision patch bias");
+        v(positions, uint64_t(c.num_position_embeddings) * D, "vision position table");
+        blocks.resize(c.depth);
+        for (Block& b : blocks) {
+            v(b.qkv, 3 * D * D, "vision qkv");
+            v(b.proj, D * D, "vision proj");
+            v(b.fc1, uint64_t(c.intermediate_size) * D, "vision fc1");
+            v(b.fc2, D * I, "vision fc2");
+            v(b.qkv_bias, 3 * D, "vision qkv bias");
+            v(b.proj_bias, D, "vision proj bias");
+            v(b.fc1_bias, I, "vision fc1 bias");
+            v(b.fc2_bias, D, "vision fc2 bias");
+            v(b.norm1_w, D, "vision norm");
+            v(b.norm1_b, D, "vision norm");
+            v(b.norm2_w, D, "vision norm");
+            v(b.norm2_b, D, "vision norm");
+        }
+        v(merger_norm_w, D, "vision merger norm");
+        v(merger_norm_b, D, "vision merger norm");
+        v(merger_fc1, uint64_t(c.merged_dim()) * M, "vision merger fc1");
+        v(merger_fc1_b, M, "vision merger fc1 bias");
+        v(merger_fc2, uint64_t(c.out_hidden_size) * M, "vision merger fc2");
+        v(merger_fc2_b, O, "vision merger fc2 bias");
+        const uint64_t G = kRows / c.merge_unit();
+        v(patches, kRows * P, "vision patches");
+        v(patches16, kRows * P, "vision patches (bf16)");
+        v(x, kRows * D, "vision residual");
+        v(xn, kRows * D, "vision normed rows");
+        v(qkv_out, kRows * 3 * D, "vision qkv rows");
+        v(attn, kRows * D, "vision attention rows");
+        v(tmp, kRows * D, "vision projection rows");
+        v(mlp, kRows * I, "vision MLP rows");
+        v(mlp16, kRows * I, "vision MLP rows (bf16)");
+        v(m1, G * M, "vision merger rows");
+        v(m116, G * M, "vision merger rows (bf16)");
+        v(out, G * O, "vision output rows");
+        v(cos, kRows * hd2, "vision rotary cos");
+        v(sin, kRows * hd2, "vision rotary sin");
+        v(taps, kRows * 4, "vision position taps");
+        v(tap_w, kRows * 4, "vision position tap weights");
+    }
+};
+
+void require_multiple_of_8(uint64_t v, const char* what) {
+    if (v % 8)
+        throw Error(std::string("cuda: the GPU vision tower needs ") + what + " to be a multiple of 8, not " +
+                    std::to_string(v));
+}
+
+class CudaVisionEncoder final : public VisionEncoder, private TowerBuffers {
+  public:
+    CudaVisionEncoder(const VisionWeights& w, int32_t image, int32_t video) : w_(w), c_(w.config) {
+        image_token_id = image;
+        video_token_id = video;
+        require_multiple_of_8(c_.patch_dim(), "the patch values (C*T*P*P)");
+        require_multiple_of_8(c_.hidden_size, "the hidden size");
+        require_multiple_of_8(c_.intermediate_size, "the intermediate size");
+        visit(c_, [&](auto*& p, uint64_t count, const char* name) {
+            using T = std::remove_reference_t<decltype(*p)>;
+            p = arena_.alloc_n<T>(count, name);
+            cuda_check(cudaMemset(p, 0, count * sizeof(T)), "clearing the vision tower");
+        });
+        cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating the vision stream");
+        upload();
+    }
+    ~CudaVisionEncoder() override {
+        if (stream_) cudaStreamDestroy(stream_);
+    }
+
+    uint32_t out_hidden() const override { return c_.out_hidden_size; }
+
+    std::vector<float> encode(const VisionInput& item) override {
+        check_vision_input(c_, item);
+        const size_t frame = size_t(item.grid_h) * item.grid_w;
+        if (frame > kRows)
+            throw Error("vision: a frame of " + std::to_string(frame) + " patches; the GPU tower takes at most " +
+                        std::to_string(kRows));
+        const size_t frames_per_batch = std::max<size_t>(1, kRows / frame), O = c_.out_hidden_size;
+        std::vector<float> rows(item.merged_tokens() * O);
+        for (size_t t0 = 0; t0 < size_t(item.grid_t); t0 += frames_per_batch) {
+            const size_t row0 = t0 * frame, n = std::min(frames_per_batch, size_t(item.grid_t) - t0) * frame;
+            embed(item, row0, n);
+            for (const Block& b : blocks)
+                block(b, int(n), int(frame));
+            merge(int(n), rows.data() + row0 / c_.merge_unit() * O);
+        }
+        cuda_check(cudaStreamSynchronize(stream_), "vision tower");
+        return rows;
+    }
+
+  private:
+    template <class T> void put(T* dst, const std::vector<T>& src) {
+        cuda_check(cudaMemcpy(dst, src.data(), src.size() * sizeof(T), cudaMemcpyHostToDevice), "uploading the tower");
+    }
+    // Rows [row0, row0 + m.rows()) of a device bf16 matrix of row stride ld from a stored Matrix.
+    void put_matrix(__nv_bfloat16* dst, uint64_t ld, uint64_t row0, const Matrix& m) {
+        std::vector<float> f(m.cols());
+        std::vector<__nv_bfloat16> h(m.rows() * ld, __float2bfloat16(0.0f));
+        for (uint64_t r = 0; r < m.rows(); ++r) {
+            m.decode(r, 1, f.data());
+            for (uint64_t k = 0; k < m.cols(); ++k)
+                h[r * ld + k] = __float2bfloat16(f[k]);
+        }
+        put(dst + row0 * ld, h);
+    }
+    void upload() {
+        const uint64_t D = c_.hidden_size, I = pad8(c_.intermediate_size), M = pad8(c_.merged_dim());
+        put_matrix(patch_w, pad8(c_.patch_dim()), 0, w_.patch_embedding);
+        put(patch_b, w_.patch_embedding_bias);
+        std::vector<float> table(size_t(c_.num_position_embeddings) * D);
+        w_.position_embedding.decode(0, c_.num_position_embeddings, table.data());
+        put(positions, table);
+        for (size_t i = 0; i < blocks.size(); ++i) {
+            const VisionBlockWeights& s = w_.blocks[i];
+            const Block& b = blocks[i];
+            put_matrix(b.qkv, D, 0, s.query);
+            put_matrix(b.qkv, D, D, s.key);
+            put_matrix(b.qkv, D, 2 * D, s.value);
+            put_matrix(b.proj, D, 0, s.output);
+            put_matrix(b.fc1, D, 0, s.fc1);
+            put_matrix(b.fc2, I, 0, s.fc2);
+            std::vector<float> qkv_bias(s.query_bias);
+            qkv_bias.insert(qkv_bias.end(), s.key_bias.begin(), s.key_bias.end());
+            qkv_bias.insert(qkv_bias.end(), s.value_bias.begin(), s.value_bias.end());
+            put(b.qkv_bias, qkv_bias);
+            put(b.proj_bias, s.output_bias);
+            put(b.fc1_bias, s.fc1_bias);
+            put(b.fc2_bias, s.fc2_bias);
+            put(b.norm1_w, s.norm1_weight);
+            put(b.norm1_b, s.norm1_bias);
+            put(b.norm2_w, s.norm2_weight);
+            put(b.norm2_b, s.norm2_bias);
+        }
+        put(merger_norm_w, w_.merger_norm_weight);
+        put(merger_norm_b, w_.merger_norm_bias);
+        put_matrix(merger_fc1, M, 0, w_.merger_fc1);
+        put(merger_fc1_b, w_.merger_fc1_bias);
+        put_matrix(merger_fc2, M, 0, w_.merger_fc2);
+        put(merger_fc2_b, w_.merger_fc2_bias);
+    }
+
+    // y[m][n] = a[m][k] . w[n][k]ᵀ, f32 out.
+    void gemm(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* w, int64_t ldw, int m, int n, int k, float* y,
+              int64_t ldy) {
+        kernels::GemmArgs g;
+        g.a = a;
+        g.lda = lda;
+        g.b = w;
+        g.ldb = ldw;
+        g.c = y;
+        g.ldc = ldy;
+        g.c_fp32 = true;
+        g.m = m;
+        g.n = n;
+        g.k = k;
+        cuda_check(kernels::gemm_bf16(g, stream_), "vision GEMM");
+    }
+
+    // Patch embedding + the resampled position table; the rows' rotary tables.
+    void embed(const VisionInput& item, size_t row0, size_t n) {
+        const int64_t P = int64_t(c_.patch_dim()), D = c_.hidden_size;
+        const size_t hd2 = c_.head_dim() / 2, frame = size_t(item.grid_h) * item.grid_w;
+        cuda_check(cudaMemcpyAsync(patches, item.patches.data() + row0 * P, n * P * sizeof(float),
+                                   cudaMemcpyHostToDevice, stream_), "vision patches");
+        cuda_check(kernels::vision_to_bf16(patches, int64_t(n) * P, patches16, stream_), "vision patches");
+        gemm(patches16, P, patch_w, P, int(n), int(D), int(P), x, D);
+        std::vector<int32_t> taps_h(n * 4);
+        std::vector<float> w_h(n * 4), cos_h(n * hd2), sin_h(n * hd2);
+        for (size_t r = 0; r < n; ++r) {
+            const PatchCell cell = patch_cell((row0 + r) % frame, uint32_t(item.grid_w), c_.spatial_merge_size);
+            uint32_t t[4];
+            position_taps(c_, cell, uint32_t(item.grid_h), uint32_t(item.grid_w), t, &w_h[4 * r]);
+            std::copy(t, t + 4, &taps_h[4 * r]);
+            vision_rope_tables(c_, cell, &cos_h[r * hd2], &sin_h[r * hd2]);
+        }
+        cuda_check(cudaMemcpyAsync(taps, taps_h.data(), taps_h.size() * 4, cudaMemcpyHostToDevice, stream_), "taps");
+        cuda_check(cudaMemcpyAsync(tap_w, w_h.data(), w_h.size() * 4, cudaMemcpyHostToDevice, stream_), "taps");
+        cuda_check(cudaMemcpyAsync(cos, cos_h.data(), cos_h.size() * 4, cudaMemcpyHostToDevice, stream_), "rotary");
+        cuda_check(cudaMemcpyAsync(sin, sin_h.data(), sin_h.size() * 4, cudaMemcpyHostToDevice, stream_), "rotary");
+        cuda_check(kernels::vision_bias_act(x, D, patch_b, int(n), int(D), kernels::VisionAct::None, nullptr, 0, stream_),
+                   "vision patch bias");
+        cuda_check(kernels::vision_position_add(x, D, positions, taps, tap_w, int(n), int(D), stream_),
+                   "vision positions");
+    }
+
+    void block(const Block& b, int n, int frame) {
+        const int D = int(c_.hidden_size), I = int(c_.intermediate_size), I8 = int(pad8(I));
+        cuda_check(kernels::vision_layer_norm(x, D, b.norm1_w, b.norm1_b, n, D, kLayerNormEps, xn, D, stream_), "norm1");
+        gemm(xn, D, b.qkv, D, n, 3 * D, D, qkv_out, 3 * D);
+        cuda_check(kernels::vision_bias_act(qkv_out, 3 * D, b.qkv_bias, n, 3 * D, kernels::VisionAct::None, nullptr, 0,
+                                            stream_), "qkv bias");
+        cuda_check(kernels::vision_attention(qkv_out, 3 * D, cos, sin, n, frame, int(c_.num_heads), int(c_.head_dim()),
+                                             attn, D, stream_), "vision attention");
+        gemm(attn, D, b.proj, D, n, D, D, tmp, D);
+        cuda_check(kernels::vision_residual(x, D, tmp, D, b.proj_bias, n, D, stream_), "attention residual");
+        cuda_check(kernels::vision_layer_norm(x, D, b.norm2_w, b.norm2_b, n, D, kLayerNormEps, xn, D, stream_), "norm2");
+        gemm(xn, D, b.fc1, D, n, I, D, mlp, I8);
+        cuda_check(kernels::vision_bias_act(mlp, I8, b.fc1_bias, n, I, kernels::VisionAct::GeluTanh, mlp16, I8, stream_),
+                   "fc1 GELU");
+        gemm(mlp16, I8, b.fc2, I8, n, D, I, tmp, D);
+        cuda_check(kernels::vision_residual(x, D, tmp, D, b.fc2_bias, n, D, stream_), "MLP residual");
+    }
+
+    // LN per patch, merge_unit consecutive rows side by side -> fc1 -> erf GELU -> fc2 + bias.
+    void merge(int n, float* host_out) {
+        const int D = int(c_.hidden_size), M = int(c_.merged_dim()), M8 = int(pad8(M)), O = int(c_.out_hidden_size),
+                  O8 = int(pad8(O)), G = n / int(c_.merge_unit());
+        cuda_check(kernels::vision_layer_norm(x, D, merger_norm_w, merger_norm_b, n, D, kLayerNormEps, xn, D, stream_),
+                   "merger norm");
+        gemm(xn, M, merger_fc1, M8, G, M, M, m1, M8); // xn rows are contiguous: [G][merge_unit * D]
+        cuda_check(kernels::vision_bias_act(m1, M8, merger_fc1_b, G, M, kernels::VisionAct::GeluErf, m116, M8, stream_),
+                   "merger GELU");
+        gemm(m116, M8, merger_fc2, M8, G, O, M, out, O8);
+        cuda_check(kernels::vision_bias_act(out, O8, merger_fc2_b, G, O, kernels::VisionAct::None, nullptr, 0, stream_),
+                   "merger bias");
+        cuda_check(cudaMemcpy2DAsync(host_out, size_t(O) * 4, out, size_t(O8) * 4, size_t(O) * 4, size_t(G),
+                                     cudaMemcpyDeviceToHost, stream_), "vision rows");
+        cuda_check(cudaStreamSynchronize(stream_), "vision rows"); // host_out is pageable
+    }
+
+    const VisionWeights& w_;
+    VisionConfig c_;
+    cuda::DeviceArena arena_;
+    cudaStream_t stream_ = nullptr;
+};
+
+} // namespace
+
+std::unique_ptr<VisionEncoder> make_cuda_vision_encoder(const VisionWeights& weights, int32_t image_token_id,
+                                                        int32_t video_token_id) {
+    return std::make_unique<CudaVisionEncoder>(weights, image_token_id, video_token_id);
+}
+
+uint64_t cuda_vision_bytes(const VisionConfig& config) {
+    uint64_t total = 0;
+    TowerBuffers plan;
+    plan.visit(config, [&](auto*& p, uint64_t count, const char*) {
+        total += (std::max<uint64_t>(count * sizeof(*p), 256) + 255) / 256 * 256;
+    });
+    return total;
+}
+
+} // namespace ninfer::core
