@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -23,6 +24,13 @@ namespace {
 
 constexpr float kLayerNormEps = 1e-6f; // as the CPU tower
 constexpr uint64_t kRows = VisionTower::kMaxBatchRows;
+// Frame pairs of at least this many patches (and a multiple of 8, as the head size: the GEMMs'
+// alignment) take the tensor-core attention; smaller ones the straightforward kernel.
+constexpr int kGemmAttentionMin = 256;
+
+bool gemm_attention(int frame, uint32_t head_dim) {
+    return frame >= kGemmAttentionMin && frame % 8 == 0 && head_dim % 8 == 0;
+}
 
 uint64_t pad8(uint64_t v) { return (v + 7) / 8 * 8; }
 
@@ -44,6 +52,10 @@ struct TowerBuffers {
           *out = nullptr, *cos = nullptr, *sin = nullptr, *tap_w = nullptr;
     int32_t* taps = nullptr;
     __nv_bfloat16 *patches16 = nullptr, *xn = nullptr, *attn = nullptr, *mlp16 = nullptr, *m116 = nullptr;
+    // The tensor-core attention: rotated q, k and Vᵀ in bf16, one frame pair's scores (f32) and
+    // probabilities (bf16) for one head.
+    __nv_bfloat16 *q16 = nullptr, *k16 = nullptr, *vt16 = nullptr, *p16 = nullptr;
+    float* scores = nullptr;
 
     template <class Visit> void visit(const VisionConfig& c, Visit&& v) {
         const uint64_t D = c.hidden_size, P = pad8(c.patch_dim()), I = pad8(c.intermediate_size),
@@ -89,6 +101,11 @@ struct TowerBuffers {
         v(sin, kRows * hd2, "vision rotary sin");
         v(taps, kRows * 4, "vision position taps");
         v(tap_w, kRows * 4, "vision position tap weights");
+        v(q16, kRows * D, "vision rotated queries");
+        v(k16, kRows * D, "vision rotated keys");
+        v(vt16, D * kRows, "vision values (transposed)");
+        v(scores, kRows * kRows, "vision attention scores");
+        v(p16, kRows * kRows, "vision attention probabilities");
     }
 };
 
@@ -240,8 +257,11 @@ class CudaVisionEncoder final : public VisionEncoder, private TowerBuffers {
         gemm(xn, D, b.qkv, D, n, 3 * D, D, qkv_out, 3 * D);
         cuda_check(kernels::vision_bias_act(qkv_out, 3 * D, b.qkv_bias, n, 3 * D, kernels::VisionAct::None, nullptr, 0,
                                             stream_), "qkv bias");
-        cuda_check(kernels::vision_attention(qkv_out, 3 * D, cos, sin, n, frame, int(c_.num_heads), int(c_.head_dim()),
-                                             attn, D, stream_), "vision attention");
+        if (gemm_attention(frame, c_.head_dim()))
+            attention_gemm(n, frame);
+        else
+            cuda_check(kernels::vision_attention(qkv_out, 3 * D, cos, sin, n, frame, int(c_.num_heads),
+                                                 int(c_.head_dim()), attn, D, stream_), "vision attention");
         gemm(attn, D, b.proj, D, n, D, D, tmp, D);
         cuda_check(kernels::vision_residual(x, D, tmp, D, b.proj_bias, n, D, stream_), "attention residual");
         cuda_check(kernels::vision_layer_norm(x, D, b.norm2_w, b.norm2_b, n, D, kLayerNormEps, xn, D, stream_), "norm2");
@@ -250,6 +270,28 @@ class CudaVisionEncoder final : public VisionEncoder, private TowerBuffers {
                    "fc1 GELU");
         gemm(mlp16, I8, b.fc2, I8, n, D, I, tmp, D);
         cuda_check(kernels::vision_residual(x, D, tmp, D, b.fc2_bias, n, D, stream_), "MLP residual");
+    }
+
+    // Per frame pair and head: S = q kᵀ (tensor cores, f32), P = softmax(S / sqrt(hd)) in bf16, the
+    // head's columns of attn = P v (tensor cores, bf16 out).
+    void attention_gemm(int n, int frame) {
+        const int D = int(c_.hidden_size), hd = int(c_.head_dim());
+        cuda_check(kernels::vision_rotate_qkv(qkv_out, 3 * D, cos, sin, n, int(c_.num_heads), hd, q16, k16, D, vt16,
+                                              int64_t(kRows), stream_), "vision rotary");
+        const float scale = 1.0f / std::sqrt(float(hd));
+        for (int s0 = 0; s0 < n; s0 += frame)
+            for (int h = 0; h < int(c_.num_heads); ++h) {
+                const int64_t at = int64_t(s0) * D + int64_t(h) * hd;
+                kernels::GemmArgs g;
+                g.a = q16 + at, g.lda = D, g.b = k16 + at, g.ldb = D, g.c = scores, g.ldc = frame, g.c_fp32 = true;
+                g.m = frame, g.n = frame, g.k = hd;
+                cuda_check(kernels::gemm_bf16(g, stream_), "vision attention scores");
+                cuda_check(kernels::vision_softmax_rows(scores, frame, frame, frame, scale, p16, frame, stream_),
+                           "vision softmax");
+                g.a = p16, g.lda = frame, g.b = vt16 + int64_t(h) * hd * int64_t(kRows) + s0, g.ldb = int64_t(kRows);
+                g.c = attn + at, g.ldc = D, g.c_fp32 = false, g.m = frame, g.n = hd, g.k = frame;
+                cuda_check(kernels::gemm_bf16(g, stream_), "vision attention values");
+            }
     }
 
     // LN per patch, merge_unit consecutive rows side by side -> fc1 -> erf GELU -> fc2 + bias.

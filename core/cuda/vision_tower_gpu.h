@@ -12,8 +12,10 @@
 // - encode(item) returns the rows VisionTower::encode returns (same order, f32), computed as:
 //   patches -> bf16 -> patch GEMM + bias (f32) + the position table resampled with the CPU's taps
 //   (vision_tower.h position_taps, computed on the host); per block LayerNorm (f32 moments) -> bf16
-//   -> qkv GEMM (f32 out) + bias -> attention per frame pair (kernels/vision.h: 2-D rotary with the
-//   CPU's tables, f32 softmax) -> bf16 -> proj GEMM, residual in f32; LayerNorm -> fc1 GEMM + bias
+//   -> qkv GEMM (f32 out) + bias -> attention per frame pair with the 2-D rotary (the CPU's
+//   tables): frame pairs of 256+ patches (a multiple of 8) on the tensor cores (q, k rotated to
+//   bf16, S = q kᵀ in f32 per head, softmax -> bf16 P, P v), smaller ones in f32 (kernels/vision.h
+//   vision_attention) -> bf16 -> proj GEMM, residual in f32; LayerNorm -> fc1 GEMM + bias
 //   + tanh GELU -> bf16 -> fc2 GEMM, residual; merger LayerNorm -> [rows/4, 4 hidden] view -> fc1 +
 //   erf GELU -> fc2 + bias. Batches hold whole temporal patches, at most kMaxBatchRows rows; a
 //   temporal patch larger than that, or an item VisionTower::check refuses, throws

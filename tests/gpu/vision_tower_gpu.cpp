@@ -1,7 +1,8 @@
 // ninfer GPU tests - the vision tower on the GPU (core/cuda/vision_tower_gpu.h) against the CPU tower
 // (core/vision/vision_tower.h, exact f32) on random weights: the tiny test tower and one with the real
-// head size (72) and patch size (16), images of several grids, a video of three frame pairs, every
-// row at cosine >= 0.9999; and the clear errors.
+// head size (72) and patch size (16), images of several grids, videos of two and three frame pairs,
+// on both attention paths (f32 below 256 patches a frame pair, tensor cores above), every row at
+// cosine >= 0.9999; and the clear errors.
 #include "core/cuda/vision_tower_gpu.h"
 #include "core/util/error.h"
 #include "tests/gpu/fixture_models.h"
@@ -52,10 +53,12 @@ void check_tower(const VisionConfig& vc, TensorFormat format, const char* name) 
         VisionInput::Kind kind;
         int t, h, w;
     };
-    const Case cases[] = {{VisionInput::Kind::Image, 1, 2, 2},
-                          {VisionInput::Kind::Image, 1, 8, 12},
-                          {VisionInput::Kind::Image, 1, 16, 6},
-                          {VisionInput::Kind::Video, 3, 4, 6}};
+    // Frame pairs below 256 patches take the f32 attention kernel; 256+ (multiples of 8) the
+    // tensor-core attention, per frame pair (the videos hold several).
+    const Case cases[] = {{VisionInput::Kind::Image, 1, 2, 2},  {VisionInput::Kind::Image, 1, 8, 12},
+                          {VisionInput::Kind::Image, 1, 16, 6}, {VisionInput::Kind::Video, 3, 4, 6},
+                          {VisionInput::Kind::Image, 1, 16, 16}, {VisionInput::Kind::Image, 1, 20, 24},
+                          {VisionInput::Kind::Video, 2, 16, 18}};
     double worst = 1;
     uint64_t seed = 40;
     for (const Case& k : cases) {

@@ -22,6 +22,12 @@
 //   Requirements: head_dim even, <= 128; segment <= kVisionMaxSegment. q and k are rotated as they
 //   are read (qkv is only read). One block per 8 rows of a segment and a head, its scores in
 //   shared memory: a straightforward kernel (f32 CUDA cores), not a flash kernel.
+// - The tensor-core attention's two element-wise steps (the GEMMs between them are gemm.h's, per
+//   segment and head): vision_rotate_qkv(qkv, ld, cos, sin, rows, heads, head_dim, q, k, ld_qk,
+//   vt, ld_vt) writes q and k with the 2-D rotary as vision_attention applies it, as bf16 rows
+//   [rows][heads * head_dim] (stride ld_qk), and Vᵀ as bf16 vt[c][r] = v[r][c] (stride ld_vt >=
+//   rows); vision_softmax_rows(s, ld_s, rows, cols, scale, p, ld_p): p[r] = bf16(softmax(s[r] *
+//   scale)) over cols f32 values, one block per row.
 // Thread safety: stateless; graph-capturable.
 #pragma once
 
@@ -49,5 +55,10 @@ cudaError_t vision_position_add(float* x, int64_t ld, const float* table, const 
                                 int rows, int cols, cudaStream_t stream);
 cudaError_t vision_attention(const float* qkv, int64_t ld, const float* cos, const float* sin, int rows, int segment,
                              int heads, int head_dim, __nv_bfloat16* out, int64_t ld_out, cudaStream_t stream);
+cudaError_t vision_rotate_qkv(const float* qkv, int64_t ld, const float* cos, const float* sin, int rows, int heads,
+                              int head_dim, __nv_bfloat16* q, __nv_bfloat16* k, int64_t ld_qk, __nv_bfloat16* vt,
+                              int64_t ld_vt, cudaStream_t stream);
+cudaError_t vision_softmax_rows(const float* s, int64_t ld_s, int rows, int cols, float scale, __nv_bfloat16* p,
+                                int64_t ld_p, cudaStream_t stream);
 
 } // namespace ninfer::kernels
