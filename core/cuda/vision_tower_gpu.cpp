@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -138,25 +139,60 @@ class CudaVisionEncoder final : public VisionEncoder, private TowerBuffers {
     uint32_t out_hidden() const override { return c_.out_hidden_size; }
 
     std::vector<float> encode(const VisionInput& item) override {
-        check_vision_input(c_, item);
-        const size_t frame = size_t(item.grid_h) * item.grid_w;
-        if (frame > kRows)
-            throw Error("vision: a frame of " + std::to_string(frame) + " patches; the GPU tower takes at most " +
-                        std::to_string(kRows));
-        const size_t frames_per_batch = std::max<size_t>(1, kRows / frame), O = c_.out_hidden_size;
-        std::vector<float> rows(item.merged_tokens() * O);
-        for (size_t t0 = 0; t0 < size_t(item.grid_t); t0 += frames_per_batch) {
-            const size_t row0 = t0 * frame, n = std::min(frames_per_batch, size_t(item.grid_t) - t0) * frame;
-            embed(item, row0, n);
-            for (const Block& b : blocks)
-                block(b, int(n), int(frame));
-            merge(int(n), rows.data() + row0 / c_.merge_unit() * O);
+        const VisionInput* one = &item;
+        return std::move(encode_batch(std::span(&one, 1))[0]);
+    }
+
+    // Items' frame pairs packed in order into batches of at most kRows patches: the row-wise work
+    // (GEMMs, norms) runs over a whole batch, attention per frame pair.
+    std::vector<std::vector<float>> encode_batch(std::span<const VisionInput* const> items) override {
+        for (const VisionInput* item : items) {
+            check_vision_input(c_, *item);
+            const size_t frame = size_t(item->grid_h) * item->grid_w;
+            if (frame > kRows)
+                throw Error("vision: a frame of " + std::to_string(frame) + " patches; the GPU tower takes at most " +
+                            std::to_string(kRows));
         }
-        cuda_check(cudaStreamSynchronize(stream_), "vision tower");
-        return rows;
+        std::vector<std::vector<float>> out(items.size());
+        for (size_t i = 0; i < items.size(); ++i)
+            out[i].resize(items[i]->merged_tokens() * c_.out_hidden_size);
+        std::vector<Piece> batch;
+        size_t used = 0;
+        for (size_t i = 0; i < items.size(); ++i) {
+            const size_t frame = size_t(items[i]->grid_h) * items[i]->grid_w;
+            for (size_t t0 = 0; t0 < size_t(items[i]->grid_t);) {
+                if (used + frame > kRows) {
+                    run_batch(batch, items, out);
+                    batch.clear();
+                    used = 0;
+                }
+                const size_t nt = std::min(size_t(items[i]->grid_t) - t0, (kRows - used) / frame);
+                batch.push_back({i, t0, nt, frame, used});
+                used += nt * frame;
+                t0 += nt;
+            }
+        }
+        if (!batch.empty())
+            run_batch(batch, items, out);
+        return out;
     }
 
   private:
+    // Frame pairs [t0, t0 + nt) of item `item` at rows [row, row + nt * frame) of a batch.
+    struct Piece {
+        size_t item, t0, nt, frame, row;
+    };
+
+    void run_batch(const std::vector<Piece>& batch, std::span<const VisionInput* const> items,
+                   std::vector<std::vector<float>>& out) {
+        const Piece& last = batch.back();
+        const int n = int(last.row + last.nt * last.frame);
+        embed(batch, items, n);
+        for (const Block& b : blocks)
+            block(b, batch, n);
+        merge(batch, n, out);
+    }
+
     template <class T> void put(T* dst, const std::vector<T>& src) {
         cuda_check(cudaMemcpy(dst, src.data(), src.size() * sizeof(T), cudaMemcpyHostToDevice), "uploading the tower");
     }
@@ -225,43 +261,43 @@ class CudaVisionEncoder final : public VisionEncoder, private TowerBuffers {
     }
 
     // Patch embedding + the resampled position table; the rows' rotary tables.
-    void embed(const VisionInput& item, size_t row0, size_t n) {
+    void embed(const std::vector<Piece>& batch, std::span<const VisionInput* const> items, int n) {
         const int64_t P = int64_t(c_.patch_dim()), D = c_.hidden_size;
-        const size_t hd2 = c_.head_dim() / 2, frame = size_t(item.grid_h) * item.grid_w;
-        cuda_check(cudaMemcpyAsync(patches, item.patches.data() + row0 * P, n * P * sizeof(float),
-                                   cudaMemcpyHostToDevice, stream_), "vision patches");
-        cuda_check(kernels::vision_to_bf16(patches, int64_t(n) * P, patches16, stream_), "vision patches");
-        gemm(patches16, P, patch_w, P, int(n), int(D), int(P), x, D);
-        std::vector<int32_t> taps_h(n * 4);
-        std::vector<float> w_h(n * 4), cos_h(n * hd2), sin_h(n * hd2);
-        for (size_t r = 0; r < n; ++r) {
-            const PatchCell cell = patch_cell((row0 + r) % frame, uint32_t(item.grid_w), c_.spatial_merge_size);
-            uint32_t t[4];
-            position_taps(c_, cell, uint32_t(item.grid_h), uint32_t(item.grid_w), t, &w_h[4 * r]);
-            std::copy(t, t + 4, &taps_h[4 * r]);
-            vision_rope_tables(c_, cell, &cos_h[r * hd2], &sin_h[r * hd2]);
+        const size_t hd2 = c_.head_dim() / 2;
+        std::vector<int32_t> taps_h(size_t(n) * 4);
+        std::vector<float> w_h(size_t(n) * 4), cos_h(size_t(n) * hd2), sin_h(size_t(n) * hd2);
+        for (const Piece& pc : batch) {
+            const VisionInput& item = *items[pc.item];
+            const size_t rows = pc.nt * pc.frame;
+            cuda_check(cudaMemcpyAsync(patches + pc.row * P, item.patches.data() + pc.t0 * pc.frame * P,
+                                       rows * P * sizeof(float), cudaMemcpyHostToDevice, stream_), "vision patches");
+            for (size_t q = 0; q < rows; ++q) {
+                const size_t r = pc.row + q;
+                const PatchCell cell = patch_cell(q % pc.frame, uint32_t(item.grid_w), c_.spatial_merge_size);
+                uint32_t t[4];
+                position_taps(c_, cell, uint32_t(item.grid_h), uint32_t(item.grid_w), t, &w_h[4 * r]);
+                std::copy(t, t + 4, &taps_h[4 * r]);
+                vision_rope_tables(c_, cell, &cos_h[r * hd2], &sin_h[r * hd2]);
+            }
         }
+        cuda_check(kernels::vision_to_bf16(patches, int64_t(n) * P, patches16, stream_), "vision patches");
+        gemm(patches16, P, patch_w, P, n, int(D), int(P), x, D);
         cuda_check(cudaMemcpyAsync(taps, taps_h.data(), taps_h.size() * 4, cudaMemcpyHostToDevice, stream_), "taps");
         cuda_check(cudaMemcpyAsync(tap_w, w_h.data(), w_h.size() * 4, cudaMemcpyHostToDevice, stream_), "taps");
         cuda_check(cudaMemcpyAsync(cos, cos_h.data(), cos_h.size() * 4, cudaMemcpyHostToDevice, stream_), "rotary");
         cuda_check(cudaMemcpyAsync(sin, sin_h.data(), sin_h.size() * 4, cudaMemcpyHostToDevice, stream_), "rotary");
-        cuda_check(kernels::vision_bias_act(x, D, patch_b, int(n), int(D), kernels::VisionAct::None, nullptr, 0, stream_),
+        cuda_check(kernels::vision_bias_act(x, D, patch_b, n, int(D), kernels::VisionAct::None, nullptr, 0, stream_),
                    "vision patch bias");
-        cuda_check(kernels::vision_position_add(x, D, positions, taps, tap_w, int(n), int(D), stream_),
-                   "vision positions");
+        cuda_check(kernels::vision_position_add(x, D, positions, taps, tap_w, n, int(D), stream_), "vision positions");
     }
 
-    void block(const Block& b, int n, int frame) {
+    void block(const Block& b, const std::vector<Piece>& batch, int n) {
         const int D = int(c_.hidden_size), I = int(c_.intermediate_size), I8 = int(pad8(I));
         cuda_check(kernels::vision_layer_norm(x, D, b.norm1_w, b.norm1_b, n, D, kLayerNormEps, xn, D, stream_), "norm1");
         gemm(xn, D, b.qkv, D, n, 3 * D, D, qkv_out, 3 * D);
         cuda_check(kernels::vision_bias_act(qkv_out, 3 * D, b.qkv_bias, n, 3 * D, kernels::VisionAct::None, nullptr, 0,
                                             stream_), "qkv bias");
-        if (gemm_attention(frame, c_.head_dim()))
-            attention_gemm(n, frame);
-        else
-            cuda_check(kernels::vision_attention(qkv_out, 3 * D, cos, sin, n, frame, int(c_.num_heads),
-                                                 int(c_.head_dim()), attn, D, stream_), "vision attention");
+        attention(batch, n);
         gemm(attn, D, b.proj, D, n, D, D, tmp, D);
         cuda_check(kernels::vision_residual(x, D, tmp, D, b.proj_bias, n, D, stream_), "attention residual");
         cuda_check(kernels::vision_layer_norm(x, D, b.norm2_w, b.norm2_b, n, D, kLayerNormEps, xn, D, stream_), "norm2");
@@ -272,32 +308,45 @@ class CudaVisionEncoder final : public VisionEncoder, private TowerBuffers {
         cuda_check(kernels::vision_residual(x, D, tmp, D, b.fc2_bias, n, D, stream_), "MLP residual");
     }
 
-    // Per frame pair and head: S = q kᵀ (tensor cores, f32), P = softmax(S / sqrt(hd)) in bf16, the
-    // head's columns of attn = P v (tensor cores, bf16 out).
-    void attention_gemm(int n, int frame) {
-        const int D = int(c_.hidden_size), hd = int(c_.head_dim());
-        cuda_check(kernels::vision_rotate_qkv(qkv_out, 3 * D, cos, sin, n, int(c_.num_heads), hd, q16, k16, D, vt16,
-                                              int64_t(kRows), stream_), "vision rotary");
-        const float scale = 1.0f / std::sqrt(float(hd));
-        for (int s0 = 0; s0 < n; s0 += frame)
-            for (int h = 0; h < int(c_.num_heads); ++h) {
-                const int64_t at = int64_t(s0) * D + int64_t(h) * hd;
-                kernels::GemmArgs g;
-                g.a = q16 + at, g.lda = D, g.b = k16 + at, g.ldb = D, g.c = scores, g.ldc = frame, g.c_fp32 = true;
-                g.m = frame, g.n = frame, g.k = hd;
-                cuda_check(kernels::gemm_bf16(g, stream_), "vision attention scores");
-                cuda_check(kernels::vision_softmax_rows(scores, frame, frame, frame, scale, p16, frame, stream_),
-                           "vision softmax");
-                g.a = p16, g.lda = frame, g.b = vt16 + int64_t(h) * hd * int64_t(kRows) + s0, g.ldb = int64_t(kRows);
-                g.c = attn + at, g.ldc = D, g.c_fp32 = false, g.m = frame, g.n = hd, g.k = frame;
-                cuda_check(kernels::gemm_bf16(g, stream_), "vision attention values");
+    // Per frame pair, within its piece: large ones on the tensor cores per head (S = q kᵀ in f32,
+    // P = softmax(S / sqrt(hd)) in bf16, the head's columns of attn = P v), small ones in f32.
+    void attention(const std::vector<Piece>& batch, int n) {
+        const int D = int(c_.hidden_size), hd = int(c_.head_dim()), H = int(c_.num_heads);
+        bool rotated = false;
+        for (const Piece& pc : batch) {
+            const int frame = int(pc.frame), row = int(pc.row), rows = int(pc.nt * pc.frame);
+            if (!gemm_attention(frame, c_.head_dim())) {
+                cuda_check(kernels::vision_attention(qkv_out + int64_t(row) * 3 * D, 3 * D, cos + int64_t(row) * hd / 2,
+                                                     sin + int64_t(row) * hd / 2, rows, frame, H, hd,
+                                                     attn + int64_t(row) * D, D, stream_), "vision attention");
+                continue;
             }
+            if (!rotated) // the whole batch once: q, k rotated to bf16, Vᵀ
+                cuda_check(kernels::vision_rotate_qkv(qkv_out, 3 * D, cos, sin, n, H, hd, q16, k16, D, vt16,
+                                                      int64_t(kRows), stream_), "vision rotary");
+            rotated = true;
+            const float scale = 1.0f / std::sqrt(float(hd));
+            for (int s0 = row; s0 < row + rows; s0 += frame)
+                for (int h = 0; h < H; ++h) {
+                    const int64_t at = int64_t(s0) * D + int64_t(h) * hd;
+                    kernels::GemmArgs g;
+                    g.a = q16 + at, g.lda = D, g.b = k16 + at, g.ldb = D, g.c = scores, g.ldc = frame, g.c_fp32 = true;
+                    g.m = frame, g.n = frame, g.k = hd;
+                    cuda_check(kernels::gemm_bf16(g, stream_), "vision attention scores");
+                    cuda_check(kernels::vision_softmax_rows(scores, frame, frame, frame, scale, p16, frame, stream_),
+                               "vision softmax");
+                    g.a = p16, g.lda = frame, g.b = vt16 + int64_t(h) * hd * int64_t(kRows) + s0, g.ldb = int64_t(kRows);
+                    g.c = attn + at, g.ldc = D, g.c_fp32 = false, g.m = frame, g.n = hd, g.k = frame;
+                    cuda_check(kernels::gemm_bf16(g, stream_), "vision attention values");
+                }
+        }
     }
 
-    // LN per patch, merge_unit consecutive rows side by side -> fc1 -> erf GELU -> fc2 + bias.
-    void merge(int n, float* host_out) {
+    // LN per patch, merge_unit consecutive rows side by side -> fc1 -> erf GELU -> fc2 + bias; each
+    // piece's rows to its item's output (a frame pair's patches are whole merge groups).
+    void merge(const std::vector<Piece>& batch, int n, std::vector<std::vector<float>>& host_out) {
         const int D = int(c_.hidden_size), M = int(c_.merged_dim()), M8 = int(pad8(M)), O = int(c_.out_hidden_size),
-                  O8 = int(pad8(O)), G = n / int(c_.merge_unit());
+                  O8 = int(pad8(O)), unit = int(c_.merge_unit()), G = n / unit;
         cuda_check(kernels::vision_layer_norm(x, D, merger_norm_w, merger_norm_b, n, D, kLayerNormEps, xn, D, stream_),
                    "merger norm");
         gemm(xn, M, merger_fc1, M8, G, M, M, m1, M8); // xn rows are contiguous: [G][merge_unit * D]
@@ -306,9 +355,11 @@ class CudaVisionEncoder final : public VisionEncoder, private TowerBuffers {
         gemm(m116, M8, merger_fc2, M8, G, O, M, out, O8);
         cuda_check(kernels::vision_bias_act(out, O8, merger_fc2_b, G, O, kernels::VisionAct::None, nullptr, 0, stream_),
                    "merger bias");
-        cuda_check(cudaMemcpy2DAsync(host_out, size_t(O) * 4, out, size_t(O8) * 4, size_t(O) * 4, size_t(G),
-                                     cudaMemcpyDeviceToHost, stream_), "vision rows");
-        cuda_check(cudaStreamSynchronize(stream_), "vision rows"); // host_out is pageable
+        for (const Piece& pc : batch)
+            cuda_check(cudaMemcpy2DAsync(host_out[pc.item].data() + pc.t0 * pc.frame / unit * O, size_t(O) * 4,
+                                         out + int64_t(pc.row / unit) * O8, size_t(O8) * 4, size_t(O) * 4,
+                                         pc.nt * pc.frame / unit, cudaMemcpyDeviceToHost, stream_), "vision rows");
+        cuda_check(cudaStreamSynchronize(stream_), "vision rows"); // the outputs are pageable
     }
 
     const VisionWeights& w_;

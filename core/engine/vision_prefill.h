@@ -7,7 +7,7 @@
 //   is one run; a video is one run per temporal patch, since the prompt puts its timestamp text
 //   between them), computes the whole prompt's positions (core/backend/mrope.h) and runs the
 //   encoder over every item that has a placeholder at or after `skip_before` (tokens before it are
-//   already in the lane: a reused prefix needs no rows). Placeholder i at or after skip_before gets
+//   already in the lane: a reused prefix needs no rows), in one encode_batch call (prompt order). Placeholder i at or after skip_before gets
 //   rows[i], the index of its row in `embeddings`; every other token -1.
 //   ninfer::Error("vision: ..." or "mrope: ...") when runs and media do not pair up.
 // - chunk(begin, n) is prefill_with's input for prompt tokens [begin, begin + n); the spans point

@@ -79,6 +79,38 @@ TEST_CASE("vision tower on the GPU matches the CPU tower", "[vision_tower_gpu]")
     check_tower(real_head_config(), TensorFormat::Fp8E4m3fnRowBf16, "real-head fp8");
 }
 
+TEST_CASE("vision tower on the GPU: a request's items in one batch equal the CPU tower's, item by item",
+          "[vision_tower_gpu]") {
+    require_gpu();
+    const VisionConfig vc = real_head_config();
+    InMemoryModel model;
+    const VisionWeights w = random_vision_weights(model, vc, 32);
+    auto cpu = make_cpu_vision_encoder(w, 0, 1, 2);
+    auto gpu = make_cuda_vision_encoder(w, 1, 2);
+    // Small and large frame pairs mixed in one batch, then two items past 4096 patches together
+    // (a second batch).
+    std::vector<VisionInput> items = {random_vision_input(vc, VisionInput::Kind::Image, 1, 8, 12, 51),
+                                      random_vision_input(vc, VisionInput::Kind::Video, 3, 4, 6, 52),
+                                      random_vision_input(vc, VisionInput::Kind::Image, 1, 16, 16, 53),
+                                      random_vision_input(vc, VisionInput::Kind::Video, 2, 16, 18, 54),
+                                      random_vision_input(vc, VisionInput::Kind::Image, 1, 64, 40, 55),
+                                      random_vision_input(vc, VisionInput::Kind::Image, 1, 48, 48, 56)};
+    std::vector<const VisionInput*> ptrs;
+    for (const VisionInput& it : items) ptrs.push_back(&it);
+    const std::vector<std::vector<float>> got = gpu->encode_batch(ptrs);
+    REQUIRE(got.size() == items.size());
+    double worst = 1;
+    const size_t O = vc.out_hidden_size;
+    for (size_t i = 0; i < items.size(); ++i) {
+        INFO("item " << i);
+        const std::vector<float> want = cpu->encode(items[i]);
+        REQUIRE(got[i].size() == want.size());
+        for (size_t r = 0; r < want.size() / O; ++r) worst = std::min(worst, cosine(got[i], want, r * O, O));
+    }
+    CHECK(worst >= 0.9999);
+    std::printf("RESULT vision_tower_gpu batch worst_row_cosine %.7f\n", worst);
+}
+
 TEST_CASE("vision tower on the GPU refuses what it cannot take, clearly", "[vision_tower_gpu]") {
     require_gpu();
     const VisionConfig vc = tiny_vision_config(24);
