@@ -37,6 +37,7 @@ struct DaemonConfig {
     int max_concurrency{};
     uint32_t prefill_chunk{};
     uint32_t prefill_chunk_decoding{};
+    uint32_t prefill_slice_layers{};
     uint32_t default_max_tokens{};
     bool strict_max_tokens{}; // a max_tokens beyond the context left is a 400, not shortened
     uint32_t grammar_cache_entries{}; // compiled grammars kept (core::grammar::GrammarCache)

@@ -123,6 +123,9 @@ std::string render_metrics(const DaemonContext& ctx) {
     one(out, "ninfer_prefix_cache_checkpoints_skipped_total", "counter",
         "Checkpoints skipped because every copy slot was busy (waiting would have stalled every lane)",
         double(f.prefix_cache_checkpoints_skipped_total));
+    one(out, "ninfer_prefill_slices_total", "counter",
+        "Layer slices of prompt chunks run with decode steps between them (--prefill-slice-layers)",
+        double(f.prefill_slices_total));
     // Speculative decoding, under vLLM's spec_decode names; positions 0..K-1 of --speculative's K.
     one(out, "ninfer_spec_decode_num_drafts_total", "counter", "Speculative rounds (draft + verify, per lane)",
         double(f.spec_rounds_total));

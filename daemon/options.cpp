@@ -74,6 +74,11 @@ constexpr OptionSpec kOptions[] = {
      "prompt tokens prefilled per step while other requests decode (0 = prefill-chunk): smaller bounds "
      "their inter-token latency during a long prompt, larger gives that prompt its first token sooner", 0,
      integer_field<&DaemonConfig::prefill_chunk_decoding>()},
+    {"prefill-slice-layers", OptionKind::Integer, "4", 0, 1024, "", "LAYERS",
+     "while other requests decode, run a prompt chunk this many layers at a time with their decode step "
+     "between slices (0 = the whole chunk between two steps): smaller bounds their inter-token latency "
+     "to about one slice plus one step, and delays that prompt's first token by the steps in between", 0,
+     integer_field<&DaemonConfig::prefill_slice_layers>()},
     {"default-max-tokens", OptionKind::Integer, "8192", 1, 1048576, "", "TOKENS",
      "output limit when a request sets none (capped by what fits in max-context)", kR,
      integer_field<&DaemonConfig::default_max_tokens>()},

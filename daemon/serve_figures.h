@@ -64,6 +64,7 @@ struct ServeFigures {
     uint64_t prefix_cache_misses_total = 0; // n_prefix_cache_misses_total
     uint64_t prefix_cache_checkpoints_total = 0;         // n_prefix_cache_checkpoints_total
     uint64_t prefix_cache_checkpoints_skipped_total = 0; // n_prefix_cache_checkpoints_skipped_total
+    uint64_t prefill_slices_total = 0;                   // n_prefill_slices_total: --prefill-slice-layers slices
     uint64_t spec_rounds_total = 0;          // n_spec_rounds_total: speculative rounds (one per lane)
     uint64_t spec_draft_tokens_total = 0;    // n_spec_draft_tokens_total: drafts verified
     uint64_t spec_accepted_tokens_total = 0; // n_spec_accepted_tokens_total

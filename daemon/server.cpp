@@ -25,6 +25,7 @@ core::SchedulerOptions scheduler_options_of(const DaemonConfig& c, const core::M
     o.kv_capacity_tokens = plan.kv_capacity_tokens;
     o.prefill_chunk = c.prefill_chunk;
     o.prefill_chunk_decoding = c.prefill_chunk_decoding;
+    o.prefill_slice_layers = c.prefill_slice_layers;
     o.max_pending = c.max_pending;
     o.pending_timeout_ms = c.pending_timeout_ms;
     o.speculative = core::parse_speculative(c.speculative);

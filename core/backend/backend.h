@@ -18,6 +18,23 @@
 //   three axes, and lane images carry it (lane_image.h, RopePosition). A plain prefill or decode
 //   on a lane that never had one is exactly today's text path. A backend without it throws
 //   ninfer::Error("backend: ... does not take image or video input").
+// - Layer-sliced prefill (issue 27): prefill_begin(lane, tokens, out, logits) starts one chunk
+//   exactly as prefill(lane, tokens, out, logits) would; prefill_advance(max_layers) runs up to
+//   max_layers more of the model's layers of it (0: all that are left) and returns true once the
+//   chunk is complete (its last call also runs the final norm, the head and whatever else a
+//   chunk's end does). The lane then holds what prefill would have left, bit for bit: the same
+//   tokens, state and logits. prefill_begin copies `tokens`; `logits` must live until done.
+//   One chunk at a time. Until it is done the caller may, besides prefill_advance, only:
+//   decode steps of OTHER lanes (decode, decode_begin, decode_begin_forward + decode_sample,
+//   decode_end: never an advance between a decode_begin_forward and its decode_sample), saves of
+//   OTHER lanes (save_lane, save_lane_async, poll_saves, can_save_async, saves_in_flight),
+//   sample_after_prefill / last_logits / lane_length of other lanes, and reset_lane of the
+//   prefilling lane, which abandons the chunk (the lane is emptied and nothing is pending). The
+//   prefilling lane is not touched otherwise; no other prefill, restore or speculative call.
+//   prefill_pending() says whether a chunk is begun and not done. The default runs the whole
+//   chunk in prefill_begin (prefill_advance then returns true at once): every backend is correct
+//   without slicing; the CUDA backend slices text chunks it runs on the tensor cores
+//   (cuda_backend.h), so other lanes' decode steps run between the slices.
 // - decode(steps) advances several lanes by one token each in one batched step; every lane in
 //   the batch is independent (a batch of 8 equals 8 single steps). Sampling happens inside the
 //   backend (on the GPU for CUDA) so a step returns only the sampled ids, plus the chosen token's
@@ -121,6 +138,19 @@ class Backend {
                          std::vector<float>* logits) = 0;
     virtual void prefill_with(int lane, std::span<const int32_t> tokens, const PrefillInputs& inputs,
                               LogitsOut out, std::vector<float>* logits);
+    // Layer-sliced prefill (the contract above). The default runs the whole chunk at once.
+    virtual void prefill_begin(int lane, std::span<const int32_t> tokens, LogitsOut out, std::vector<float>* logits) {
+        if (prefill_pending()) throw Error("backend: prefill_begin while another sliced prefill is pending");
+        prefill(lane, tokens, out, logits);
+        whole_prefill_begun_ = true;
+    }
+    virtual bool prefill_advance(int max_layers) {
+        if (!whole_prefill_begun_) throw Error("backend: prefill_advance with no prefill begun");
+        (void)max_layers;
+        whole_prefill_begun_ = false;
+        return true;
+    }
+    virtual bool prefill_pending() const { return false; } // the default's chunk is done at prefill_begin
     // Samples the next token of a lane from the logits left by its last prefill (the first token
     // of a generation) or, for the default decode_sample, its last decode step. Uses the same
     // sampler as decode.
@@ -230,6 +260,7 @@ class Backend {
         bool sampled = true;
     };
     std::vector<Begun> begun_;
+    bool whole_prefill_begun_ = false; // the default prefill_begin ran, prefill_advance not yet called
     int32_t token_of_last_step(int lane) const {
         if (!begun_.empty())
             for (size_t i = 0; i < begun_.back().lanes.size(); ++i)

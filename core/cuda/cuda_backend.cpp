@@ -117,6 +117,8 @@ class CudaBackend final : public Backend {
     void reset_lane(int lane) override {
         Lane& s = at(lane);
         windows_.close(lane);
+        if (sliced_ && sliced_->lane == lane) // its slices enqueued so far are cleared below, in stream order
+            sliced_.reset();
         for (auto it = s.pages.rbegin(); it != s.pages.rend(); ++it)
             release_page(*it);
         s.pages.clear();
@@ -150,25 +152,60 @@ class CudaBackend final : public Backend {
     // A prefill; `mm` (a checked prefill_with chunk) puts its rows and M-RoPE positions in.
     void prefill_rows(int lane, std::span<const int32_t> tokens, const PrefillInputs* mm, LogitsOut out,
                       std::vector<float>* logits) {
-        Lane& s = at(lane);
-        if (tokens.empty())
-            throw Error("backend: prefill with no tokens");
-        check_tokens(tokens);
-        windows_.close(lane);
-        const uint32_t start = uint32_t(s.tokens.size()), V = vocab_size();
-        grow(lane, tokens.size());
-        if (out == LogitsOut::All && logits)
-            logits->resize(tokens.size() * size_t(V));
+        const uint32_t start = prefill_start(lane, tokens, out, logits);
         if (prefill_ && tokens.size() >= kMinGemmPrefillTokens)
             prefill_chunks(lane, start, tokens, mm, out, logits);
         else
             prefill_blocks(lane, start, tokens, mm, out, logits);
+        prefill_done(lane, tokens, out, logits);
+    }
+    // A prefill's checks and page reservation (returns the lane's first new position), and its end.
+    uint32_t prefill_start(int lane, std::span<const int32_t> tokens, LogitsOut out, std::vector<float>* logits) {
+        Lane& s = at(lane);
+        if (tokens.empty())
+            throw Error("backend: prefill with no tokens");
+        if (sliced_)
+            throw Error("backend: a prefill while a sliced prefill is pending");
+        check_tokens(tokens);
+        windows_.close(lane);
+        const uint32_t start = uint32_t(s.tokens.size());
+        grow(lane, tokens.size());
+        if (out == LogitsOut::All && logits)
+            logits->resize(tokens.size() * size_t(vocab_size()));
+        return start;
+    }
+    void prefill_done(int lane, std::span<const int32_t> tokens, LogitsOut out, std::vector<float>* logits) {
+        Lane& s = at(lane);
         s.tokens.insert(s.tokens.end(), tokens.begin(), tokens.end());
         s.has_logits = out != LogitsOut::None;
         if (out == LogitsOut::Last && logits)
             *logits = last_logits(lane);
         cuda_check(cudaStreamSynchronize(run_.stream()), "prefill");
     }
+    // Layer-sliced prefill (backend.h): a chunk that one PrefillRunner pass takes (text, 16 tokens
+    // up to the runner's size, no per-position logits) is enqueued a few layers per
+    // prefill_advance, with no host wait until its last slice; others run whole (the default).
+    void prefill_begin(int lane, std::span<const int32_t> tokens, LogitsOut out, std::vector<float>* logits) override {
+        if (!prefill_ || out == LogitsOut::All || tokens.size() < kMinGemmPrefillTokens ||
+            tokens.size() > size_t(prefill_->max_tokens()))
+            return Backend::prefill_begin(lane, tokens, out, logits);
+        const uint32_t start = prefill_start(lane, tokens, out, logits);
+        sliced_ = SlicedChunk{lane, start, std::vector<int32_t>(tokens.begin(), tokens.end()), out, logits};
+        prefill_->enqueue_begin(lane, start, sliced_->tokens);
+    }
+    bool prefill_advance(int max_layers) override {
+        if (!sliced_)
+            return Backend::prefill_advance(max_layers);
+        if (prefill_->enqueue_layers(max_layers > 0 ? max_layers : int(run_.config().num_hidden_layers)) > 0)
+            return false;
+        const SlicedChunk c = std::move(*sliced_);
+        sliced_.reset();
+        prefill_->enqueue_end();
+        chunk_outputs(c.lane, c.start, c.tokens, 0, int(c.tokens.size()), true, c.out, c.logits);
+        prefill_done(c.lane, c.tokens, c.out, c.logits);
+        return true;
+    }
+    bool prefill_pending() const override { return sliced_.has_value(); }
 
     DecodeResult sample_after_prefill(int lane, const SamplingParams& sampling, std::span<const int32_t> generated,
                                       int n_top) override {
@@ -228,6 +265,8 @@ class CudaBackend final : public Backend {
         std::vector<int> src(size_t(n), -1);
         for (int i = 0; i < n; ++i) {
             at(st[size_t(i)].lane);
+            if (sliced_ && sliced_->lane == st[size_t(i)].lane)
+                throw Error("backend: lane " + std::to_string(sliced_->lane) + " decodes while its prefill is sliced");
             for (int j = 0; j < i; ++j)
                 if (st[size_t(j)].lane == st[size_t(i)].lane)
                     throw Error("backend: lane " + std::to_string(st[size_t(i)].lane) + " appears twice in one decode step");
@@ -384,21 +423,26 @@ class CudaBackend final : public Backend {
             const int n = int(std::min<size_t>(size_t(prefill_->max_tokens()), tokens.size() - b));
             const PrefillInputs part = mm ? cuda::inputs_part(*mm, b, size_t(n)) : PrefillInputs{};
             prefill_->enqueue_forward(lane, start + uint32_t(b), tokens.subspan(b, size_t(n)), mm ? &part : nullptr);
-            const bool last = b + size_t(n) == tokens.size();
-            if (out == LogitsOut::All) {
-                for (int r = 0; r < n; r += kMaxStepTokens) {
-                    const int rows = std::min(kMaxStepTokens, n - r);
-                    prefill_->stage_rows(r, rows);
-                    take_logits(lane, 0, rows, b + size_t(r), last && r + rows == n, out, logits);
-                }
-            } else if (out == LogitsOut::Last && last) {
-                prefill_->stage_rows(n - 1, 1);
-                take_logits(lane, 0, 1, b + size_t(n - 1), true, out, logits);
-            }
-            if (mtp_) // after the logits: the head reuses the runner's step rows
-                mtp_->take_prefill(lane, at(lane).tokens, tokens, start + uint32_t(b), n, prefill_->final_rows_f32(),
-                                   prefill_->row_stride(), prefill_.get());
+            chunk_outputs(lane, start, tokens, b, n, b + size_t(n) == tokens.size(), out, logits);
         }
+    }
+    // After a PrefillRunner pass over tokens [b, b + n) of a prefill call (`last`: its last pass):
+    // the logits asked for, through the decode head, and the MTP head's catch-up.
+    void chunk_outputs(int lane, uint32_t start, std::span<const int32_t> tokens, size_t b, int n, bool last,
+                       LogitsOut out, std::vector<float>* logits) {
+        if (out == LogitsOut::All) {
+            for (int r = 0; r < n; r += kMaxStepTokens) {
+                const int rows = std::min(kMaxStepTokens, n - r);
+                prefill_->stage_rows(r, rows);
+                take_logits(lane, 0, rows, b + size_t(r), last && r + rows == n, out, logits);
+            }
+        } else if (out == LogitsOut::Last && last) {
+            prefill_->stage_rows(n - 1, 1);
+            take_logits(lane, 0, 1, b + size_t(n - 1), true, out, logits);
+        }
+        if (mtp_) // after the logits: the head reuses the runner's step rows
+            mtp_->take_prefill(lane, at(lane).tokens, tokens, start + uint32_t(b), n, prefill_->final_rows_f32(),
+                               prefill_->row_stride(), prefill_.get());
     }
 
     // The decode kernels over blocks of up to 8 consecutive tokens of the lane (GDN token by token).
@@ -633,6 +677,15 @@ class CudaBackend final : public Backend {
     std::vector<uint32_t> free_;
     std::array<std::array<cudaGraphExec_t, kMaxStepTokens + 1>, kSampleVariants + 1> graphs_{};
     std::unique_ptr<cuda::PrefillRunner> prefill_;
+    // The sliced prefill's chunk between prefill_begin and its last prefill_advance.
+    struct SlicedChunk {
+        int lane = 0;
+        uint32_t start = 0;
+        std::vector<int32_t> tokens;
+        LogitsOut out = LogitsOut::None;
+        std::vector<float>* logits = nullptr;
+    };
+    std::optional<SlicedChunk> sliced_;
     std::unique_ptr<cuda::MtpHead> mtp_; // plan.mtp only
     // Declared after run_ and sampler_: its thread stops (and its copies end) before they go.
     mutable cuda::LaneImageCopier copier_;

@@ -12,6 +12,10 @@
 //   tensor cores (prefill_runner.h) in chunks of the plan's prefill_chunk (clamped to 64..8192);
 //   shorter prefills, and every prefill in the f32-activation mode, run the decode kernels over
 //   blocks of up to 8 tokens of the lane (GDN token by token).
+//   prefill_begin / prefill_advance (backend.h) slice a chunk that one tensor-core pass takes
+//   (16 tokens up to that size, LogitsOut None or Last) by layers, with no host wait before its
+//   last slice; other chunks run whole at prefill_begin. A decode step that names the
+//   prefilling lane, or another prefill, throws while a chunk is sliced.
 //   Decode of 1..8 lanes replays one CUDA graph per batch size (options.graphs; captured on first
 //   use): per step the host writes 24 ints of step inputs and reads back the sampled ids.
 //   Sampling happens on the GPU (kernels/sample.h: greedy, temperature, top_k of any size, top_p,

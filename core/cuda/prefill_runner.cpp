@@ -186,28 +186,41 @@ void PrefillRunner::query_gate_apart(const DeviceAttention& w, int n) {
 
 void PrefillRunner::enqueue_forward(int lane, uint32_t start, std::span<const int32_t> ids,
                                     const PrefillInputs* multimodal) {
-    const ModelConfig& c = config_;
+    enqueue_begin(lane, start, ids, multimodal);
+    enqueue_layers(int(config_.num_hidden_layers));
+    enqueue_end();
+}
+
+void PrefillRunner::enqueue_begin(int lane, uint32_t start, std::span<const int32_t> ids,
+                                  const PrefillInputs* multimodal) {
     const int n = int(ids.size());
     if (n < 1 || n > max_tokens_)
         throw Error("cuda: prefill chunk of " + std::to_string(n) + " tokens (1.." + std::to_string(max_tokens_) + ")");
     cuda_check(cudaMemcpyAsync(ids_, ids.data(), ids.size() * 4, cudaMemcpyHostToDevice, stream_), "prefill ids");
-    const DeviceModel& model = run_.model();
-    const float eps = c.rms_norm_eps;
-    const int H = int(c.hidden_size);
-    cuda_check(kernels::embed_rows(model.embedding.view, ids_, n, x_, hs_, stream_), "embedding");
+    cuda_check(kernels::embed_rows(run_.model().embedding.view, ids_, n, x_, hs_, stream_), "embedding");
     if (multimodal) {
-        enqueue_embedding_rows(*multimodal, c.hidden_size, x_, hs_, stream_);
+        enqueue_embedding_rows(*multimodal, config_.hidden_size, x_, hs_, stream_);
         enqueue_rope_positions(multimodal->positions, rope_thw_, stream_);
     }
-    uint32_t full = 0, gdn_index = 0;
-    for (uint32_t l = 0; l < c.num_hidden_layers; ++l) {
+    chunk_ = {lane, start, n, 0, 0, 0, multimodal != nullptr};
+}
+
+int PrefillRunner::enqueue_layers(int count) {
+    const ModelConfig& c = config_;
+    const DeviceModel& model = run_.model();
+    const float eps = c.rms_norm_eps;
+    const int H = int(c.hidden_size), n = chunk_.n;
+    if (n < 1)
+        throw Error("cuda: prefill layers with no chunk begun");
+    for (; count > 0 && chunk_.next_layer < c.num_hidden_layers; --count) {
+        const uint32_t l = chunk_.next_layer++;
         const DeviceLayer& L = model.layers[l];
         cuda_check(kernels::add_rmsnorm(x_, hs_, l == 0 ? nullptr : mix_, hs_, L.input_norm, xn_, hs_, nullptr, n, H,
                                         eps, stream_), "input norm");
         if (L.kind == LayerKind::FullAttention)
-            attention(L, full++, lane, start, n, multimodal != nullptr);
+            attention(L, chunk_.full++, chunk_.lane, chunk_.start, n, chunk_.multimodal);
         else
-            gdn(L, gdn_index++, lane, start, n);
+            gdn(L, chunk_.gdn++, chunk_.lane, chunk_.start, n);
         cuda_check(kernels::add_rmsnorm(x_, hs_, mix_, hs_, L.post_attention_norm, xn_, hs_,
                                         c.is_moe() ? xn32_ : nullptr, n, H, eps, stream_), "post-attention norm");
         if (c.is_moe())
@@ -215,8 +228,16 @@ void PrefillRunner::enqueue_forward(int lane, uint32_t start, std::span<const in
         else
             mlp(L.mlp, n, mix_);
     }
-    cuda_check(kernels::add_rmsnorm(x_, hs_, mix_, hs_, model.final_norm, xn_, hs_, xn32_, n, H, eps, stream_, xn_lo_),
-               "final norm");
+    return int(c.num_hidden_layers - chunk_.next_layer);
+}
+
+void PrefillRunner::enqueue_end() {
+    const ModelConfig& c = config_;
+    if (chunk_.n < 1 || chunk_.next_layer != c.num_hidden_layers)
+        throw Error("cuda: prefill final norm before the chunk's last layer");
+    cuda_check(kernels::add_rmsnorm(x_, hs_, mix_, hs_, run_.model().final_norm, xn_, hs_, xn32_, chunk_.n,
+                                    int(c.hidden_size), c.rms_norm_eps, stream_, xn_lo_), "final norm");
+    chunk_.n = 0;
 }
 
 void PrefillRunner::stage_rows(int row, int n) {

@@ -17,6 +17,13 @@
 //   the lane's Runner::rope_offsets(); with `multimodal` (a prefill_with chunk, checked by the
 //   caller, spans of ids.size()) its rows replace the embedded ones (cuda/multimodal_rows.h) and
 //   its M-RoPE positions drive RoPE.
+// - The same pass in slices (layer-sliced prefill, backend.h prefill_begin/prefill_advance):
+//   enqueue_begin(lane, start, ids, multimodal) uploads and embeds the chunk, enqueue_layers(count) runs its
+//   next `count` layers and returns how many are left, enqueue_end() (all layers run) applies the
+//   final norm; enqueue_forward is the three in a row, so a sliced chunk enqueues exactly the same
+//   kernels. Between the calls the chunk lives only in this runner's own buffers (its arena) and
+//   the lane's KV pages / GDN slot, never in the Runner's step buffers, so decode steps of other
+//   lanes (the Runner's graphs) may be enqueued in between on the same stream.
 // - stage_rows(row, n) copies final-normed rows [row, row + n) (n <= kMaxStepTokens; bf16, low
 //   halves and f32) into the runner's step rows 0..n-1, so Runner::enqueue_head(0, n) computes
 //   their logits exactly as after a decode step.
@@ -76,6 +83,10 @@ class PrefillRunner : private PrefillBuffers {
 
     void enqueue_forward(int lane, uint32_t start, std::span<const int32_t> ids,
                          const PrefillInputs* multimodal = nullptr);
+    void enqueue_begin(int lane, uint32_t start, std::span<const int32_t> ids,
+                       const PrefillInputs* multimodal = nullptr);
+    int enqueue_layers(int count);
+    void enqueue_end();
     void stage_rows(int row, int n);
     // The last chunk's final-normed f32 rows (row stride row_stride()), until the next chunk.
     const float* final_rows_f32() const { return xn32_; }
@@ -108,6 +119,16 @@ class PrefillRunner : private PrefillBuffers {
     void query_gate_apart(const DeviceAttention& w, int n);
     const __nv_bfloat16* weights_bf16(const kernels::WeightView& w);
 
+    // The chunk begun by enqueue_begin: its lane, first position, tokens (0: none), next layer, the
+    // full-attention / GDN layer indices that layer has, and whether its M-RoPE positions drive RoPE.
+    struct Chunk {
+        int lane = 0;
+        uint32_t start = 0;
+        int n = 0;
+        uint32_t next_layer = 0, full = 0, gdn = 0;
+        bool multimodal = false;
+    };
+    Chunk chunk_;
     Runner& run_;
     const ModelConfig& config_;
     int max_tokens_ = 0;

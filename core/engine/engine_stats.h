@@ -28,6 +28,7 @@ struct EngineStats {
     std::atomic<uint64_t> n_prompt_tokens_total{0};  // prompt tokens of admitted requests
     std::atomic<uint64_t> n_prompt_tokens_cached_total{0};
     std::atomic<uint64_t> n_prefill_tokens_total{0}; // prompt tokens actually computed
+    std::atomic<uint64_t> n_prefill_slices_total{0}; // layer slices of sliced prefill chunks (prefill_advance calls)
     std::atomic<uint64_t> n_generation_tokens_total{0};
     std::atomic<uint64_t> t_prefill_us_total{0};
     std::atomic<uint64_t> t_decode_us_total{0};

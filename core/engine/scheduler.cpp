@@ -247,6 +247,7 @@ uint32_t Scheduler::chunk_tokens() const {
 // so a short request admitted during a long prompt's prefill waits one chunk, not the whole prompt:
 // this minimises the mean time to first token, and the long prompt loses only the short ones' chunks.
 void Scheduler::prefill_one_chunk() {
+    if (slicing_) return advance_sliced_chunk(); // the chunk begun in slices goes on first
     int chosen = -1;
     auto left = [&](const Lane& l) { return l.request->prompt.size() - l.n_prefilled; };
     for (size_t i = 0; i < lanes_.size(); ++i) {
@@ -266,9 +267,16 @@ void Scheduler::prefill_one_chunk() {
     if (lane.checkpoint_at > lane.n_prefilled) n = std::min(n, lane.checkpoint_at - lane.n_prefilled); // stop there
     std::span<const int32_t> chunk(prompt.data() + lane.n_prefilled, n);
     bool last = lane.n_prefilled + n == prompt.size();
+    if (slice_chunk(lane)) return begin_sliced_chunk(chosen, chunk, last);
     auto t0 = Clock::now();
     if (!prefill_chunk(chosen, chunk, last ? LogitsOut::Last : LogitsOut::None)) return;
-    lane.history.insert(lane.history.end(), chunk.begin(), chunk.end());
+    chunk_prefilled(chosen, n, last, t0);
+}
+
+void Scheduler::chunk_prefilled(int chosen, uint32_t n, bool last, Clock::time_point t0) {
+    Lane& lane = lanes_[size_t(chosen)];
+    const std::vector<int32_t>& prompt = lane.request->prompt;
+    lane.history.insert(lane.history.end(), prompt.begin() + lane.n_prefilled, prompt.begin() + lane.n_prefilled + n);
     lane.n_prefilled += n;
     stats_.n_prefill_tokens_total += n;
     if (!last) {
@@ -446,6 +454,7 @@ void Scheduler::lane_fed_last_sample(int lane_index) {
 void Scheduler::finish(int lane_index, FinishReason reason) {
     Lane& lane = lanes_[size_t(lane_index)];
     if (!lane.request) return;
+    if (slicing_ && slicing_->lane == lane_index) slicing_.reset(); // reset_lane below abandons it in the backend
     GenerationRequest r = std::move(*lane.request);
     lane.request.reset();
     lane.vision.reset(); // a request cancelled while it prefilled leaves no tower rows behind

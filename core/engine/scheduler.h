@@ -11,6 +11,15 @@
 //   ties to the earliest admitted); then ONE batched
 //   decode step for every decoding lane. So a decoding lane waits at most one chunk between
 //   tokens while another lane prefills.
+// - Layer-sliced prefill (options.prefill_slice_layers > 0; scheduler_sliced.cpp): while some
+//   lane decodes, a text chunk runs through Backend::prefill_begin / prefill_advance, that many
+//   layers per round, so a round is one slice and then the decode step, and the decoders wait one
+//   slice between tokens instead of one chunk. The chunk's lane takes no other chunk, nor does any
+//   other lane, until it is done; its result (tokens, first sample) is that of the whole chunk. An
+//   idle engine (no decoding lane: the rest of a chunk once the decoders have finished), a request
+//   with media and rounds with a speculating lane run chunks whole. Cancelling the request
+//   mid-chunk resets its lane (Backend::reset_lane abandons the chunk); slot_save of that lane is
+//   refused as Busy until the chunk is done.
 // - A free lane keeps the tokens of its last sequence; a new prompt that extends them exactly
 //   reuses that state and prefills only the rest (cached_tokens). A new request takes the free
 //   lane with the longest such prefix, else the lowest-numbered free lane.
@@ -89,6 +98,10 @@ struct SchedulerOptions {
     // before it, so this bounds the inter-token latency running streams see during a long
     // prompt's prefill, at the cost of that prompt's time to first token.
     uint32_t prefill_chunk_decoding = 0;
+    // Layers of a prefill chunk per round while some lane decodes (0 = the whole chunk in one
+    // round): the decoders then wait one slice, not one chunk, between tokens; the prompt's first
+    // token comes later by the decode steps run between its slices.
+    uint32_t prefill_slice_layers = 0;
     uint32_t max_pending = 64;
     uint64_t pending_timeout_ms = 60000;
     PrefixCache* prefix_cache = nullptr; // engine-thread owned; checkpoints at prompt end and reply end,
@@ -182,6 +195,14 @@ class Scheduler {
     int pick_lane(const GenerationRequest& request) const;
     uint32_t chunk_tokens() const;
     void prefill_one_chunk();
+    // A chunk's bookkeeping once the backend holds it: history, counts, checkpoints and, at the
+    // prompt's end, the first sample (t0: when its prefill began, for the engine-time counters).
+    void chunk_prefilled(int lane_index, uint32_t n, bool last, Clock::time_point t0);
+    // Layer-sliced prefill (scheduler_sliced.cpp).
+    bool slice_chunk(const Lane& lane) const; // whether this chunk runs in slices now
+    void begin_sliced_chunk(int lane_index, std::span<const int32_t> chunk, bool last);
+    void advance_sliced_chunk();
+    bool any_decoding() const;
     // Multimodal requests (scheduler_vision.cpp): refuse_media rejects one this engine cannot
     // run (true = rejected); prefill_chunk feeds a chunk, through prefill_with when the request has
     // media (false: its media could not be encoded and the request was finished Failed).
@@ -231,6 +252,15 @@ class Scheduler {
     std::deque<GenerationRequest> queue_;
     std::vector<Lane> lanes_;
     std::vector<StepRow> in_flight_; // rows of the step begun and not yet ended
+    // The sliced chunk begun and not yet done: its lane, tokens, whether it ends the prompt, and
+    // the engine thread's time in its prefill calls so far.
+    struct SlicedChunk {
+        int lane = 0;
+        uint32_t n = 0;
+        bool last = false;
+        uint64_t host_us = 0;
+    };
+    std::optional<SlicedChunk> slicing_;
     uint64_t admit_counter_ = 0;
     std::vector<int32_t> assistant_marker_;
 };

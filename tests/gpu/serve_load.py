@@ -352,6 +352,7 @@ HOST_COUNTERS = ("ninfer_generation_tokens_total", "ninfer_token_report_cpu_seco
                  "ninfer_loop_engine_event_cpu_seconds_total", "ninfer_loop_engine_events_total",
                  "ninfer_http_socket_writes_total", "ninfer_http_socket_write_bytes_total")
 CHECKPOINT_COUNTERS = ("ninfer_prefix_cache_checkpoints_total", "ninfer_prefix_cache_checkpoints_skipped_total")
+SLICE_COUNTER = "ninfer_prefill_slices_total"  # --prefill-slice-layers: slices run between decode steps
 
 
 def scrape(url):
@@ -365,7 +366,7 @@ def scrape(url):
     out = {}
     for line in text.splitlines():
         name, _, value = line.partition(" ")
-        if name in HOST_COUNTERS or name in CHECKPOINT_COUNTERS:
+        if name in HOST_COUNTERS or name in CHECKPOINT_COUNTERS or name == SLICE_COUNTER:
             out[name] = float(value)
     return out
 
@@ -383,7 +384,9 @@ def host_figures(before, after):
             "writes_per_token": d["ninfer_http_socket_writes_total"] / tokens,
             "bytes_per_token": d["ninfer_http_socket_write_bytes_total"] / tokens,
             # prefix-cache checkpoints begun and skipped (copies busy) over the scenario; None if absent
-            "checkpoints": [after[k] - before.get(k, 0.0) if k in after else None for k in CHECKPOINT_COUNTERS]}
+            "checkpoints": [after[k] - before.get(k, 0.0) if k in after else None for k in CHECKPOINT_COUNTERS],
+            # prefill chunk slices run between decode steps over the scenario; None if absent
+            "prefill_slices": after[SLICE_COUNTER] - before.get(SLICE_COUNTER, 0.0) if SLICE_COUNTER in after else None}
 
 
 async def run_all(a):

@@ -173,6 +173,8 @@ def table(result, bench_doc=None):
             taken, skipped = (h.get("checkpoints") or [None, None])[:2]
             if taken is not None and skipped is not None:
                 row(name, "cache checkpoints taken / skipped", f"{taken:.0f} / {skipped:.0f}")
+            if h.get("prefill_slices"):
+                row(name, "prefill slices between decode steps", f"{h['prefill_slices']:.0f}")
     head = ("scenario", "figure", "serve", "bench (same run)", "serve/bench")
     widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(5)]
     lines = [f"ninfer serving benchmark: {result.get('label', '')} ({result.get('url', '')}), "
