@@ -21,6 +21,11 @@ class ForwardingBackend : public core::Backend {
     void prefill(int lane, std::span<const int32_t> t, core::LogitsOut out, std::vector<float>* logits) override {
         b_.prefill(lane, t, out, logits);
     }
+    void prefill_begin(int lane, std::span<const int32_t> t, core::LogitsOut out, std::vector<float>* logits) override {
+        b_.prefill_begin(lane, t, out, logits);
+    }
+    bool prefill_advance(int max_layers) override { return b_.prefill_advance(max_layers); }
+    bool prefill_pending() const override { return b_.prefill_pending(); }
     core::DecodeResult sample_after_prefill(int lane, const core::SamplingParams& s, std::span<const int32_t> g,
                                             int n) override {
         return b_.sample_after_prefill(lane, s, g, n);
