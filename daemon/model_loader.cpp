@@ -116,6 +116,7 @@ PlannedModel plan_model(const DaemonConfig& config) {
         request.max_draft_tokens = uint32_t(speculative.k);
         request.mtp = speculative.kind == core::SpeculativeKind::Mtp;
     }
+    if (m.weights->vision) vision_device_of(config); // --vision-device cuda without the CUDA backend fails here
     request.weight_bytes = m.weights->stored_bytes();
     request.available_bytes = core::host_available_bytes();
     request.margin_bytes = core::host_default_margin(request.available_bytes);
