@@ -1,11 +1,12 @@
 // ninfer GPU tests - layer-sliced prefill (Backend::prefill_begin / prefill_advance, issue 27): a
 // prompt chunk enqueued a few layers at a time, with decode steps of other lanes between the
 // slices, leaves its lane exactly as a whole-chunk prefill does (logits, lane image, the next
-// decode), and the interleaved decode steps give exactly the results they give without the
-// prefill between them. A lane reset mid-chunk abandons it cleanly.
+// decode, the MTP head's drafts), and the interleaved decode steps give exactly the results they
+// give without the prefill between them. A lane reset mid-chunk abandons it cleanly.
 #include "core/cuda/cuda_backend.h"
 #include "tests/gpu/fixture_models.h"
 #include "tests/gpu/gpu_test_util.h"
+#include "tests/gpu/mtp_test_util.h"
 
 #include <catch2/catch.hpp>
 
@@ -25,23 +26,24 @@ struct Run {
     int steps_between_slices = 0;
 };
 
-std::vector<int32_t> ids(const FixtureRefs& refs, size_t from, size_t to) {
-    return {refs.ppl_ids.begin() + long(from), refs.ppl_ids.begin() + long(to)};
+std::vector<int32_t> ids(const std::vector<int32_t>& pool, size_t from, size_t to) {
+    return {pool.begin() + long(from), pool.begin() + long(to)};
 }
+std::vector<int32_t> ids(const FixtureRefs& refs, size_t from, size_t to) { return ids(refs.ppl_ids, from, to); }
 
 // Lanes 1, 2 hold short prompts and decode (pipelined, as the scheduler does: step k begun, then
-// step k-1 ended); lane 0 holds a first chunk and prefills a second one whole (slice_layers < 0)
-// or sliced by slice_layers layers (0: the rest at once) with one decode step after each slice
-// that does not finish it.
-Run run(Backend& b, const FixtureRefs& refs, int slice_layers) {
+// step k-1 ended); lane 0 holds a first chunk and prefills a second one of chunk_len tokens whole
+// (slice_layers < 0) or sliced by slice_layers layers (0: the rest at once) with one decode step
+// after each slice that does not finish it. Prompt ids come from pool (164 + chunk_len of them).
+Run run(Backend& b, const std::vector<int32_t>& pool, size_t chunk_len, int slice_layers) {
     Run r;
     std::vector<float> lg;
-    b.prefill(1, ids(refs, 0, 40), LogitsOut::Last, &lg);
+    b.prefill(1, ids(pool, 0, 40), LogitsOut::Last, &lg);
     std::vector<int32_t> first = {argmax(lg)};
-    b.prefill(2, ids(refs, 40, 70), LogitsOut::Last, &lg);
+    b.prefill(2, ids(pool, 40, 70), LogitsOut::Last, &lg);
     first.push_back(b.sample_after_prefill(2, pipeline_row_params(1), {}, 0).token);
-    b.prefill(0, ids(refs, 100, 164), LogitsOut::None, nullptr);
-    const std::vector<int32_t> chunk = ids(refs, 164, 256);
+    b.prefill(0, ids(pool, 100, 164), LogitsOut::None, nullptr);
+    const std::vector<int32_t> chunk = ids(pool, 164, 164 + chunk_len);
 
     // The ids each decoder has reported; a step begun with kTokenOfLastStep leaves that id out.
     std::vector<std::vector<int32_t>> gen = {{first[0]}, {first[1]}};
@@ -79,6 +81,22 @@ Run run(Backend& b, const FixtureRefs& refs, int slice_layers) {
     return r;
 }
 
+// The sliced run b against the whole run a: the chunk's logits, every decode step's results and
+// the decoders' logits, bit for bit.
+void check_same_run(const Run& a, const Run& b, Backend& whole, Backend& sliced) {
+    REQUIRE(b.prefill_logits.size() == a.prefill_logits.size());
+    CHECK(b.prefill_logits == a.prefill_logits);
+    CHECK(sliced.last_logits(0) == whole.last_logits(0));
+    REQUIRE(b.steps.size() == a.steps.size());
+    for (size_t k = 0; k < a.steps.size(); ++k)
+        for (int d = 0; d < kDecoders; ++d) {
+            INFO("step " << k << " decoder " << d);
+            CHECK(b.steps[k][size_t(d)].token == a.steps[k][size_t(d)].token);
+            CHECK(b.steps[k][size_t(d)].logprob == a.steps[k][size_t(d)].logprob);
+        }
+    CHECK(b.step_logits == a.step_logits);
+}
+
 void check_same_lanes(Backend& a, Backend& b, int lanes) {
     for (int l = 0; l < lanes; ++l) {
         INFO("lane " << l);
@@ -113,21 +131,11 @@ TEST_CASE("cuda backend: a sliced prefill equals the whole chunk, and the decode
                 const uint32_t layers = m->weights.config.num_hidden_layers;
                 auto whole = make_cuda_backend(m->weights, m->plan);
                 auto sliced = make_cuda_backend(m->weights, m->plan);
-                const Run a = run(*whole, refs, -1);
-                const Run b = run(*sliced, refs, slice_layers);
+                const Run a = run(*whole, refs.ppl_ids, 92, -1);
+                const Run b = run(*sliced, refs.ppl_ids, 92, slice_layers);
                 const int slices = slice_layers == 0 ? 1 : int((layers + uint32_t(slice_layers) - 1) / uint32_t(slice_layers));
                 CHECK(b.steps_between_slices == slices - 1);
-                REQUIRE(b.prefill_logits.size() == a.prefill_logits.size());
-                CHECK(b.prefill_logits == a.prefill_logits);
-                CHECK(sliced->last_logits(0) == whole->last_logits(0));
-                REQUIRE(b.steps.size() == a.steps.size());
-                for (size_t k = 0; k < a.steps.size(); ++k)
-                    for (int d = 0; d < kDecoders; ++d) {
-                        INFO("step " << k << " decoder " << d);
-                        CHECK(b.steps[k][size_t(d)].token == a.steps[k][size_t(d)].token);
-                        CHECK(b.steps[k][size_t(d)].logprob == a.steps[k][size_t(d)].logprob);
-                    }
-                CHECK(b.step_logits == a.step_logits);
+                check_same_run(a, b, *whole, *sliced);
                 check_same_lanes(*whole, *sliced, 3);
                 check_next_step(*whole, *sliced, argmax(a.prefill_logits));
             }
@@ -170,5 +178,26 @@ TEST_CASE("cuda backend: resetting the lane of a sliced prefill abandons it; sho
         const LaneImage x = ref->save_lane(3), y = gpu->save_lane(3);
         CHECK(x.tokens == y.tokens);
         CHECK(x.sections == y.sections);
+    }
+}
+
+TEST_CASE("cuda backend: a sliced prefill feeds the MTP head as the whole chunk does", "[cuda_sliced_prefill]") {
+    require_gpu();
+    for (const std::string& fixture : kKernelFixtures) {
+        INFO(fixture);
+        // Random weights with a head, prefill chunks of 64 (the sliced chunk: 60 tokens, one pass).
+        auto h = make_heads(fixture, TensorFormat::Bf16, false, 97);
+        auto sliced = make_cuda_backend(h->weights, h->plan);
+        const std::vector<int32_t> pool = random_tokens(224, h->weights.config.vocab_size, 98);
+        const Run a = run(*h->gpu, pool, 60, -1);
+        const Run b = run(*sliced, pool, 60, 1);
+        CHECK(b.steps_between_slices == int(h->weights.config.num_hidden_layers) - 1);
+        check_same_run(a, b, *h->gpu, *sliced);
+        check_same_lanes(*h->gpu, *sliced, 3); // the images carry the head's K/V (MtpKv)
+        const std::vector<DraftRequest> request = {{0, argmax(a.prefill_logits), int(kDrafts)}};
+        const Drafts x = draft(*h->gpu, request), y = draft(*sliced, request);
+        REQUIRE(x.ids[0].size() == kDrafts);
+        CHECK(y.ids == x.ids);
+        CHECK(y.logits == x.logits);
     }
 }
