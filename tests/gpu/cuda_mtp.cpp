@@ -43,6 +43,7 @@ TEST_CASE("cuda mtp: drafts follow the CPU head after prefills of several length
                 check_close(draft(*h->gpu, req), draft(*h->cpu, req), 0, int(kDrafts), V, mode.bounds(fixture),
                             worst);
             }
+            worst.check_mean(mode.bounds(fixture));
             worst.report("prefills " + fixture + " (" + mode.name + ")");
         }
 }
@@ -91,6 +92,7 @@ TEST_CASE("cuda mtp: after decode steps, a batch of lanes with different k draft
                 CHECK(alone.ids[0] == g.ids[i]);
                 CHECK(cosine(alone.logits[0], g.logits[i]) >= 0.99999);
             }
+            worst.check_mean(mode.bounds(fixture));
             worst.report("decodes " + fixture + " (" + mode.name + ")");
         }
 }

@@ -5,8 +5,8 @@
 // Contract: make_heads(fixture, format, f32, seed, kv) builds both backends (4 lanes of 512 tokens,
 // K = kDrafts, prefill chunks of 64); check_close(gpu, cpu, i, k, V, bounds, worst) checks request
 // i's drafts (cosine, KL, ids while the CPU's top-2 gap is above the rule) and keeps the worst
-// figures, which Worst::report prints as RESULT lines; kModes are the activation modes and weight
-// formats with their bounds.
+// figures and the KL sum, which Worst::report prints as RESULT lines (Worst::check_mean checks a
+// mode's mean KL); kModes are the activation modes and weight formats with their bounds.
 #pragma once
 
 #include "core/convert/hf_source.h"
@@ -104,16 +104,24 @@ inline int32_t argmax_row(const std::vector<float>& v, size_t off, size_t n) {
 // What a draft row of the GPU must keep to the CPU's: cosine >= cos; KL(cpu || gpu) <= kl (0: not
 // checked); the same id while the CPU's top-2 gap is above gap, or gap_scale x the row's largest
 // |logit| when gap_scale > 0 (the real widths' synthetic weights give logits in the hundreds).
+// mean_kl (0: not checked): the mean KL over a test case's rows of one mode (Worst::check_mean).
 struct Bounds {
-    double cos = 0.999, gap = 0.01, gap_scale = 0, kl = 0;
+    double cos = 0.999, gap = 0.01, gap_scale = 0, kl = 0, mean_kl = 0;
 };
 
-// Worst figures of a test case, printed as RESULT lines for the run's log.
+// Worst figures of a test case, printed as RESULT lines for the run's log; the KL sum for the mean.
 struct Worst {
-    double cos = 1, kl = 0;
+    double cos = 1, kl = 0, kl_sum = 0;
+    size_t rows = 0;
+    double mean_kl() const { return rows ? kl_sum / double(rows) : 0; }
+    void check_mean(const Bounds& b) const {
+        if (b.mean_kl > 0)
+            CHECK(mean_kl() <= b.mean_kl);
+    }
     void report(const std::string& what) const {
-        std::printf("RESULT cuda_mtp %s worst_cosine %.7f max_kl %.3e\n", what.c_str(), cos, kl);
-        WARN(what << ": worst cosine " << cos << ", max KL " << kl);
+        std::printf("RESULT cuda_mtp %s worst_cosine %.7f max_kl %.3e mean_kl %.3e rows %zu\n", what.c_str(), cos, kl,
+                    mean_kl(), rows);
+        WARN(what << ": worst cosine " << cos << ", max KL " << kl << ", mean KL " << mean_kl());
     }
 };
 
@@ -133,6 +141,8 @@ inline void check_close(const Drafts& gpu, const Drafts& cpu, size_t i, int k_wa
         const double c = cosine(gpu.logits[i], cpu.logits[i], off, V), d = kl(cpu.logits[i], gpu.logits[i], off, V);
         worst.cos = std::min(worst.cos, c);
         worst.kl = std::max(worst.kl, d);
+        worst.kl_sum += d;
+        ++worst.rows;
         CHECK(c >= b.cos);
         if (b.kl > 0)
             CHECK(d <= b.kl);
@@ -154,7 +164,16 @@ inline void check_close(const Drafts& gpu, const Drafts& cpu, size_t i, int k_wa
 // 0.999 dense but only 0.995 on the MoE fixture, whose random router's near ties flip under bf16
 // rows (a flipped route moves a row to cosine ~0.999, measured down to 0.9974 on the text path),
 // greedy over gaps of 0.1; q4 weights also take int8 activations (W4A8), which the text path
-// bounds by mean KL 1e-2 against the CPU on the same weights.
+// bounds by the mean KL over its rows, 1e-2 against the CPU on the same weights ("fp8 and q4
+// weights stay within mean-KL bounds"), and so does this test: cosine 0.99 and the gap rule per
+// row, mean KL 1e-2 over a case's rows. Not a KL bound per row: the int8 activations move every
+// projection's output by ~1e-3 relative, so a route whose top-8 margin is that small flips, and
+// these random weights have such routes (on the CPU, over the prefills case's prompts: margins
+// down to 3e-6 in the main layers, 1.5e-5 in the head); one flipped route takes a draft row to KL
+// 0.02-0.04 at cosine >= 0.995 (GPU runs of 63d070f and 6fa6480, MoE q4: 0.040 in the prefills
+// case, 0.023 in the decodes case, against 0.0012 and less dense). The prefills case's 0.040 row
+// is the 8-token prompt whose f32 check also failed: cuda_mtp_split.cpp checks that prompt's head
+// state piece by piece in the f32 mode, where no route is near enough a tie to flip.
 struct Mode {
     const char* name;
     TensorFormat format;
@@ -165,6 +184,6 @@ struct Mode {
 inline const Mode kModes[] = {
     {"f32 check mode, bf16 weights", TensorFormat::Bf16, true, {0.9999, 0.01}, {0.9999, 0.01}},
     {"serving, bf16 weights", TensorFormat::Bf16, false, {0.999, 0.1}, {0.995, 0.1}},
-    {"serving, q4 weights", TensorFormat::Q4G64Fp16, false, {0.99, 0.3, 0, 2e-2}, {0.99, 0.3, 0, 2e-2}}};
+    {"serving, q4 weights", TensorFormat::Q4G64Fp16, false, {0.99, 0.3, 0, 0, 1e-2}, {0.99, 0.3, 0, 0, 1e-2}}};
 
 } // namespace ninfer::test
