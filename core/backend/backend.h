@@ -59,6 +59,14 @@
 //     is what decode would give after tokens[0..j]. The lane keeps an open window over these
 //     positions (GDN state snapshots, the logits) until accept_verified or the next call that
 //     changes the lane, which keeps the whole window.
+//   * verify_greedy(steps, want_rows, logits, ids) is verify for a round accepted from the rows'
+//     greedy picks (speculative.h, accept_greedy_ids): the same windows (accept_verified
+//     follows); ids receives the greedy pick (argmax_token: ties to the lower id) of every
+//     appended position's row, in verify's row order; logits receives the vocab rows of the
+//     steps i with want_rows[i] != 0 only (in step order: the lanes that sample, or read
+//     logprobs). want_rows.size() must be steps.size(). The default runs verify and picks on the
+//     host (the CPU backend); the CUDA backend picks on the device and copies back the ids and
+//     the wanted rows alone.
 //   * accept_verified(lane, n_keep) keeps the first n_keep (1..window size) tokens of the lane's
 //     open window and drops the rest: the KV length rewinds, the GDN conv + recurrent state become
 //     exactly the state after token n_keep - 1 (a snapshot taken during verify), and the lane's
@@ -74,6 +82,7 @@
 #include "core/backend/lane_image.h"
 #include "core/backend/mrope.h"
 #include "core/backend/sampling.h"
+#include "core/backend/speculative.h"
 #include "core/util/error.h"
 
 #include <cstdint>
@@ -238,6 +247,8 @@ class Backend {
     virtual std::vector<std::vector<int32_t>> draft_mtp(std::span<const DraftRequest> requests,
                                                         std::vector<std::vector<float>>* logits);
     virtual void verify(std::span<const VerifyStep> steps, std::vector<float>& logits);
+    virtual void verify_greedy(std::span<const VerifyStep> steps, std::span<const uint8_t> want_rows,
+                               std::vector<float>& logits, std::vector<int32_t>& ids);
     virtual void accept_verified(int lane, uint32_t n_keep);
 
   protected:
@@ -283,6 +294,24 @@ inline void Backend::prefill_with(int, std::span<const int32_t>, const PrefillIn
 }
 inline void Backend::verify(std::span<const VerifyStep>, std::vector<float>&) {
     throw Error("backend: " + name() + " does not verify drafts");
+}
+inline void Backend::verify_greedy(std::span<const VerifyStep> steps, std::span<const uint8_t> want_rows,
+                                   std::vector<float>& logits, std::vector<int32_t>& ids) {
+    if (want_rows.size() != steps.size())
+        throw Error("backend: verify_greedy with " + std::to_string(want_rows.size()) + " row flags for " +
+                    std::to_string(steps.size()) + " steps");
+    std::vector<float> all;
+    verify(steps, all);
+    const size_t V = vocab_size();
+    ids = greedy_argmax_rows(all, V);
+    logits.clear();
+    size_t row = 0;
+    for (size_t i = 0; i < steps.size(); ++i) {
+        const size_t n = steps[i].tokens.size();
+        if (want_rows[i])
+            logits.insert(logits.end(), all.begin() + long(row * V), all.begin() + long((row + n) * V));
+        row += n;
+    }
 }
 inline void Backend::accept_verified(int, uint32_t) {
     throw Error("backend: " + name() + " does not verify drafts");

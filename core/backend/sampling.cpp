@@ -205,6 +205,8 @@ std::optional<int32_t> draw_sorted(std::span<const uint64_t> keys, size_t n, con
 
 } // namespace
 
+int32_t argmax_token(std::span<const float> logits) { return argmax(logits); }
+
 double sampling_uniform(uint64_t seed, uint64_t step) {
     const uint64_t r = splitmix64(splitmix64(seed) ^ (step * 0xD1B54A32D192ED03ull));
     return double(r >> 11) * (1.0 / 9007199254740992.0); // 53 bits -> [0, 1)

@@ -37,6 +37,9 @@ struct SamplingParams {
 // Samples one token from logits (modified in place). Returns the token id.
 int32_t sample_token(std::span<float> logits, const SamplingParams& params,
                      std::span<const int32_t> generated);
+// The greedy pick of logits: the first index of the largest value (ties to the lower id); a NaN
+// never wins unless it is first (then 0). What sample_token returns for greedy params.
+int32_t argmax_token(std::span<const float> logits);
 // Uniform in [0,1) from (seed, step): splitmix64-based, identical on host and device.
 double sampling_uniform(uint64_t seed, uint64_t step);
 

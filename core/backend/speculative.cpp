@@ -57,4 +57,27 @@ DraftAcceptance accept_drafts(std::span<float> rows, size_t vocab, std::span<con
     }
 }
 
+std::vector<int32_t> greedy_argmax_rows(std::span<const float> rows, size_t vocab) {
+    if (vocab == 0 || rows.size() % vocab != 0)
+        throw Error("speculative: " + std::to_string(rows.size()) + " logits are not rows of vocabulary " +
+                    std::to_string(vocab));
+    std::vector<int32_t> ids(rows.size() / vocab);
+    for (size_t r = 0; r < ids.size(); ++r) ids[r] = argmax_token(rows.subspan(r * vocab, vocab));
+    return ids;
+}
+
+bool greedy_fast_path(const SamplingParams& p, bool constrained, bool logprobs, int n_top) {
+    return p.is_greedy() && p.logit_bias.empty() && p.allowed_tokens.empty() && p.presence_penalty == 0.f &&
+           p.frequency_penalty == 0.f && p.repetition_penalty == 1.f && !constrained && !logprobs && n_top == 0;
+}
+
+DraftAcceptance accept_greedy_ids(std::span<const int32_t> ids, std::span<const int32_t> drafts) {
+    if (ids.size() != drafts.size() + 1)
+        throw Error("speculative: " + std::to_string(ids.size()) + " greedy ids for " + std::to_string(drafts.size()) +
+                    " drafts");
+    uint32_t m = 0;
+    while (m < drafts.size() && drafts[m] == ids[m]) ++m;
+    return {m, ids[m]};
+}
+
 } // namespace ninfer::core

@@ -18,13 +18,24 @@
 //   before this round, token 0 included; row j's penalties also count drafts 0..j-1.
 // - rows are modified (bias, penalties, temperature), as sample_token modifies its logits.
 //   ninfer::Error("speculative: ...") when rows does not hold drafts.size() + 1 rows of vocab.
-// Thread safety: a pure function.
+// - greedy_argmax_rows(rows, vocab): the greedy pick of every row (the argmax, ties to the lower
+//   id, a NaN first value wins: sample_token's greedy rule). ninfer::Error when rows is not a
+//   whole number of vocab rows.
+// - greedy_fast_path(params, constrained, logprobs, n_top): whether a lane's round can be accepted
+//   from the rows' greedy picks alone (accept_greedy_ids): greedy, no logit bias, no penalties, no
+//   constraint, no logprobs (nothing reads the rows but the argmax).
+// - accept_greedy_ids(ids, drafts) is accept_drafts' greedy rule for such a lane from ids[j], the
+//   greedy pick of row j (drafts.size() + 1 of them): the longest prefix of drafts with
+//   drafts[j] == ids[j] is accepted, next_token = ids[m]. Equal to accept_drafts on the rows the
+//   ids came from. ninfer::Error("speculative: ...") when ids.size() != drafts.size() + 1.
+// Thread safety: pure functions.
 #pragma once
 
 #include "core/backend/sampling.h"
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace ninfer::core {
 
@@ -35,6 +46,10 @@ struct DraftAcceptance {
 
 DraftAcceptance accept_drafts(std::span<float> rows, size_t vocab, std::span<const int32_t> drafts,
                               const SamplingParams& params, std::span<const int32_t> generated);
+
+std::vector<int32_t> greedy_argmax_rows(std::span<const float> rows, size_t vocab);
+bool greedy_fast_path(const SamplingParams& params, bool constrained, bool logprobs, int n_top);
+DraftAcceptance accept_greedy_ids(std::span<const int32_t> ids, std::span<const int32_t> drafts);
 
 // The seed of the acceptance uniforms: a stream apart from the draws' (seed, step) stream.
 inline uint64_t accept_seed(uint64_t seed) { return seed ^ 0xA5C3E1F00F1E3C5Aull; }

@@ -379,6 +379,9 @@ class CudaBackend final : public Backend {
     void restore_lane(int lane, const LaneImage& image) override;
     // Verify windows (core/cuda/verify_window.h): lanes' windows in forwards of up to 8 rows.
     void verify(std::span<const VerifyStep> steps, std::vector<float>& logits) override;
+    // The greedy picks on the device: the ids and the wanted lanes' rows alone come back.
+    void verify_greedy(std::span<const VerifyStep> steps, std::span<const uint8_t> want_rows,
+                       std::vector<float>& logits, std::vector<int32_t>& ids) override;
     void accept_verified(int lane, uint32_t n_keep) override;
 
     // The lane's GDN state and page row are snapshotted in stream order now; its pages stay out of
@@ -416,6 +419,8 @@ class CudaBackend final : public Backend {
     }
 
   private:
+    // verify's checks and forwards: the windows are open, their rows and ids on the device.
+    size_t enqueue_verify(std::span<const VerifyStep> steps);
     // Tensor-core prefill (PrefillRunner) in chunks of its size; logits through the decode head.
     void prefill_chunks(int lane, uint32_t start, std::span<const int32_t> tokens, const PrefillInputs* mm,
                         LogitsOut out, std::vector<float>* logits) {
@@ -725,9 +730,7 @@ void CudaBackend::restore_lane(int lane, const LaneImage& img) {
     set_lane_rope_offset(lane, rope_offset);
 }
 
-void CudaBackend::verify(std::span<const VerifyStep> steps, std::vector<float>& logits) {
-    if (plan_.max_draft_tokens == 0)
-        return Backend::verify(steps, logits);
+size_t CudaBackend::enqueue_verify(std::span<const VerifyStep> steps) {
     if (!begun_.empty())
         throw Error("backend: verify while pipelined decode steps are outstanding");
     size_t rows = 0;
@@ -745,8 +748,6 @@ void CudaBackend::verify(std::span<const VerifyStep> steps, std::vector<float>& 
     }
     for (const VerifyStep& st : steps)
         grow(st.lane, st.tokens.size());
-    const size_t V = vocab_size();
-    logits.resize(rows * V);
     std::vector<cuda::VerifyWindows::Request> requests;
     for (const VerifyStep& st : steps) {
         if (mtp_) // a lane verifying n-gram drafts on a plan with the head: its ring must not wrap
@@ -763,12 +764,42 @@ void CudaBackend::verify(std::span<const VerifyStep> steps, std::vector<float>& 
         s.tokens.insert(s.tokens.end(), st.tokens.begin(), st.tokens.end());
         s.has_logits = true;
     }
+    return rows;
+}
+
+void CudaBackend::verify(std::span<const VerifyStep> steps, std::vector<float>& logits) {
+    if (plan_.max_draft_tokens == 0)
+        return Backend::verify(steps, logits);
+    const size_t V = vocab_size();
+    logits.resize(enqueue_verify(steps) * V);
     size_t row = 0;
     for (const VerifyStep& st : steps) {
         windows_.read_rows(st.lane, logits.data() + row * V);
         row += st.tokens.size();
     }
     cuda_check(cudaStreamSynchronize(run_.stream()), "verify");
+}
+
+void CudaBackend::verify_greedy(std::span<const VerifyStep> steps, std::span<const uint8_t> want_rows,
+                                std::vector<float>& logits, std::vector<int32_t>& ids) {
+    if (plan_.max_draft_tokens == 0 || want_rows.size() != steps.size())
+        return Backend::verify_greedy(steps, want_rows, logits, ids);
+    const size_t V = vocab_size();
+    size_t wanted = 0;
+    for (size_t i = 0; i < steps.size(); ++i) wanted += want_rows[i] ? steps[i].tokens.size() : 0;
+    const size_t rows = enqueue_verify(steps);
+    logits.resize(wanted * V);
+    size_t row = 0;
+    for (size_t i = 0; i < steps.size(); ++i)
+        if (want_rows[i]) {
+            windows_.read_rows(steps[i].lane, logits.data() + row * V);
+            row += steps[i].tokens.size();
+        }
+    windows_.read_ids();
+    cuda_check(cudaStreamSynchronize(run_.stream()), "verify");
+    ids.clear();
+    ids.reserve(rows);
+    for (const VerifyStep& st : steps) ids.insert(ids.end(), windows_.ids(st.lane), windows_.ids(st.lane) + st.tokens.size());
 }
 
 void CudaBackend::accept_verified(int lane, uint32_t n_keep) {

@@ -48,15 +48,16 @@ RoundResult run_round(Backend& b, const SpecBenchSetup& st, double fraction, int
     }
     std::vector<VerifyStep> steps;
     for (int l = 0; l < st.batch; ++l) steps.push_back({l, windows[size_t(l)]});
+    // The scheduler's greedy path: the rows' greedy ids come back, the rows stay on the device.
     std::vector<float> rows;
-    b.verify(steps, rows);
-    const size_t V = b.vocab_size();
+    std::vector<int32_t> ids;
+    b.verify_greedy(steps, std::vector<uint8_t>(steps.size(), 0), rows, ids);
     uint32_t kept = 0;
     size_t at = 0;
     for (int l = 0; l < st.batch; ++l) {
         const std::vector<int32_t>& w = windows[size_t(l)];
         const std::span<const int32_t> drafts = std::span(w).subspan(1);
-        const DraftAcceptance a = accept_drafts(std::span(rows).subspan(at * V, w.size() * V), V, drafts, {}, {});
+        const DraftAcceptance a = accept_greedy_ids(std::span(ids).subspan(at, w.size()), drafts);
         at += w.size();
         kept = std::min<uint32_t>(forced_accepted(fraction, st.k, s), uint32_t(drafts.size())) + 1;
         b.accept_verified(l, kept);

@@ -9,9 +9,10 @@
 //   and setup.rounds timed rounds, and appends one SpecBenchRow per acceptance to rep. A round is
 //   what the scheduler's round costs: the drafts (mtp: Backend::draft_mtp, the head's own drafts,
 //   whose acceptance the pattern then overrides; ngram: none on the device, prompt lookup is
-//   host work of microseconds, so the drafts are fixed ids), verify (the window's logits come back
-//   to the host), the host's greedy acceptance over those rows (accept_drafts, its result
-//   replaced by the pattern) and accept_verified. Host clock around each round; the median.
+//   host work of microseconds, so the drafts are fixed ids), verify_greedy (the scheduler's
+//   greedy path: the rows' greedy ids come back, the rows stay on the device), the greedy
+//   acceptance over those ids (accept_greedy_ids, its result replaced by the pattern) and
+//   accept_verified. Host clock around each round; the median.
 // - The backend's plan must verify setup.k drafts (max_draft_tokens) and hold setup.rounds + 1
 //   rounds of k + 1 tokens past the image in every lane's context; mtp needs has_mtp().
 // - SpecBenchRow.cost_x = round_ms / step_ms, the plain decode step of the same batch and depth

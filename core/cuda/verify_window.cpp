@@ -2,6 +2,7 @@
 #include "core/cuda/verify_window.h"
 
 #include "core/util/error.h"
+#include "ninfer/kernels/spec_round.h"
 
 #include <algorithm>
 #include <functional>
@@ -72,23 +73,30 @@ uint8_t* Runner::conv_state_bytes(uint32_t gi, int lane) const {
                 : reinterpret_cast<uint8_t*>(conv_[gi] + uint64_t(lane) * conv_elems_per_lane());
 }
 
+// Every snapshot taken after this launch of this layer (conv history and recurrent state of each
+// lane) in one copy launch.
 void Runner::snapshot_gdn(uint32_t gi, int launch) {
     const uint64_t cb = conv_bytes_per_lane(), rf = recurrent_floats_per_lane();
+    std::vector<kernels::CopySpan> spans;
     for (const GdnSnapshot& s : gdn_steps_->snapshots) {
         if (s.after != launch)
             continue;
-        cuda_check(cudaMemcpyAsync((*s.conv)[gi] + s.index * cb, conv_state_bytes(gi, s.lane), cb,
-                                   cudaMemcpyDeviceToDevice, stream_), "GDN snapshot");
-        cuda_check(cudaMemcpyAsync((*s.recurrent)[gi] + s.index * rf, recurrent_[gi] + uint64_t(s.lane) * rf, rf * 4,
-                                   cudaMemcpyDeviceToDevice, stream_), "GDN snapshot");
+        spans.push_back({(*s.conv)[gi] + s.index * cb, conv_state_bytes(gi, s.lane), cb});
+        spans.push_back({(*s.recurrent)[gi] + s.index * rf, recurrent_[gi] + uint64_t(s.lane) * rf, rf * 4});
     }
+    for (size_t i = 0; i < spans.size(); i += kernels::kCopySpansMax)
+        cuda_check(kernels::copy_spans(spans.data() + i, int(std::min<size_t>(kernels::kCopySpansMax, spans.size() - i)),
+                                       stream_), "GDN snapshot");
 }
 
 uint64_t VerifyWindows::device_bytes(const Runner& run, const MemoryPlan& plan) {
     const uint64_t K = plan.max_draft_tokens;
     if (K == 0)
         return 0;
-    return uint64_t(plan.n_lanes) * (K * snapshot_bytes(run) + (K + 1) * uint64_t(run.logits_stride()) * 4);
+    const uint64_t spans = K * (2 * uint64_t(run.config().n_linear_attention_layers()) + 1);
+    return uint64_t(plan.n_lanes) * (K * snapshot_bytes(run) + (K + 1) * uint64_t(run.logits_stride()) * 4 +
+                                     (K + 1) * 4 + spans * sizeof(kernels::CopySpan)) +
+           kernels::argmax_work_bytes(int(K + 1));
 }
 
 VerifyWindows::VerifyWindows(Runner& run, const MemoryPlan& plan, bool graphs)
@@ -108,12 +116,37 @@ VerifyWindows::VerifyWindows(Runner& run, const MemoryPlan& plan, bool graphs)
         w.logits = arena_.alloc_n<float>((max_draft_ + 1) * uint64_t(run.logits_stride()), "verify window logits");
     }
     cuda_check(cudaMallocHost(&step_in_host_, lanes_.size() * 3 * kMaxStepTokens * 4), "pinned verify inputs");
+    // The greedy picks: (K + 1) ids per lane, the argmax workspace (its counters start at zero).
+    const uint64_t n_ids = lanes_.size() * (max_draft_ + 1);
+    ids_ = arena_.alloc_n<int32_t>(n_ids, "verify greedy ids");
+    const size_t work = kernels::argmax_work_bytes(int(max_draft_ + 1));
+    argmax_work_ = arena_.alloc(work, "verify argmax workspace");
+    cuda_check(cudaMemset(argmax_work_, 0, work), "verify argmax workspace");
+    cuda_check(cudaMallocHost(&ids_host_, n_ids * 4), "pinned verify ids");
+    // Rollback tables: for lane l and kept prefix n, every GDN layer's conv and recurrent copies from
+    // snapshot n - 1 into the live state, then window row n - 1 into the lane's logits.
+    rollback_spans_ = 2 * n_gdn + 1;
+    const uint64_t V = run.config().vocab_size, stride = uint64_t(run.logits_stride());
+    std::vector<kernels::CopySpan> table;
+    for (size_t l = 0; l < lanes_.size(); ++l)
+        for (uint32_t at = 0; at < max_draft_; ++at) {
+            for (uint32_t g = 0; g < n_gdn; ++g) {
+                table.push_back({run.conv_state_bytes(g, int(l)), lanes_[l].conv[g] + at * cb, cb});
+                table.push_back({run.recurrent_state(g) + l * rf, lanes_[l].recurrent[g] + at * rf, rf * 4});
+            }
+            table.push_back({run.lane_logits() + l * stride, lanes_[l].logits + at * stride, V * 4});
+        }
+    rollback_table_ = arena_.alloc_n<kernels::CopySpan>(table.size(), "verify rollback table");
+    cuda_check(cudaMemcpy(rollback_table_, table.data(), table.size() * sizeof(kernels::CopySpan),
+                          cudaMemcpyHostToDevice), "verify rollback table");
+    rollback_max_bytes_ = std::max({cb, rf * 4, V * 4});
 }
 
 VerifyWindows::~VerifyWindows() {
     if (step_in_host_) {
         cudaStreamSynchronize(run_.stream()); // a window in flight reads the pinned inputs
         cudaFreeHost(step_in_host_);
+        cudaFreeHost(ids_host_);
     }
     for (const auto& [key, exec] : graph_)
         if (exec)
@@ -196,16 +229,27 @@ void VerifyWindows::enqueue_device(std::span<const Request> group, const std::fu
     if (after_forward)
         after_forward(n);
     run_.enqueue_head(0, n);
+    // Every window row to its lane's window logits and each window's last row to its lane's logits
+    // (n + group.size() <= 16 spans: one launch), then each window's greedy picks.
     const uint64_t V = run_.config().vocab_size, stride = uint64_t(run_.logits_stride());
+    std::vector<kernels::CopySpan> spans;
     for (size_t i = 0; i < group.size(); ++i) {
         const Window& w = lanes_[size_t(group[i].lane)];
         for (size_t j = 0; j < row[i].size(); ++j)
-            cuda_check(cudaMemcpyAsync(w.logits + j * stride, run_.logits() + uint64_t(row[i][j]) * stride, V * 4,
-                                       cudaMemcpyDeviceToDevice, run_.stream()), "verify logits");
-        cuda_check(cudaMemcpyAsync(run_.lane_logits() + uint64_t(group[i].lane) * stride,
-                                   run_.logits() + uint64_t(row[i].back()) * stride, V * 4, cudaMemcpyDeviceToDevice,
-                                   run_.stream()), "lane logits");
+            spans.push_back({w.logits + j * stride, run_.logits() + uint64_t(row[i][j]) * stride, V * 4});
+        spans.push_back({run_.lane_logits() + uint64_t(group[i].lane) * stride,
+                         run_.logits() + uint64_t(row[i].back()) * stride, V * 4});
     }
+    cuda_check(kernels::copy_spans(spans.data(), int(spans.size()), run_.stream()), "verify logits");
+    for (size_t i = 0; i < group.size(); ++i)
+        cuda_check(kernels::argmax_rows(lanes_[size_t(group[i].lane)].logits, int64_t(stride), int(row[i].size()),
+                                        int(V), argmax_work_, ids_ + size_t(group[i].lane) * (max_draft_ + 1),
+                                        run_.stream()), "verify greedy ids");
+}
+
+void VerifyWindows::read_ids() const {
+    cuda_check(cudaMemcpyAsync(ids_host_, ids_, lanes_.size() * (max_draft_ + 1) * 4, cudaMemcpyDeviceToHost,
+                               run_.stream()), "verify greedy ids");
 }
 
 void VerifyWindows::read_rows(int lane, float* host_rows) const {
@@ -220,17 +264,9 @@ void VerifyWindows::rollback(int lane, uint32_t n_keep) {
     if (n_keep < 1 || n_keep >= w.count)
         throw Error("backend: rollback to " + std::to_string(n_keep) + " of a " + std::to_string(w.count) +
                     "-token window");
-    const uint32_t at = n_keep - 1;
-    const uint64_t cb = run_.conv_bytes_per_lane(), rf = run_.recurrent_floats_per_lane();
-    const uint64_t V = run_.config().vocab_size, stride = uint64_t(run_.logits_stride());
-    for (uint32_t g = 0; g < w.conv.size(); ++g) {
-        cuda_check(cudaMemcpyAsync(run_.conv_state_bytes(g, lane), w.conv[g] + at * cb, cb, cudaMemcpyDeviceToDevice,
-                                   run_.stream()), "GDN rollback");
-        cuda_check(cudaMemcpyAsync(run_.recurrent_state(g) + uint64_t(lane) * rf, w.recurrent[g] + at * rf, rf * 4,
-                                   cudaMemcpyDeviceToDevice, run_.stream()), "GDN rollback");
-    }
-    cuda_check(cudaMemcpyAsync(run_.lane_logits() + uint64_t(lane) * stride, w.logits + at * stride, V * 4,
-                               cudaMemcpyDeviceToDevice, run_.stream()), "lane logits");
+    const uint64_t at = uint64_t(lane) * max_draft_ + (n_keep - 1);
+    cuda_check(kernels::copy_span_table(rollback_table_ + at * rollback_spans_, int(rollback_spans_),
+                                        rollback_max_bytes_, run_.stream()), "GDN rollback");
     w.count = 0;
 }
 

@@ -17,16 +17,21 @@
 //   window's token 0, then every token 1, ...) and the GDN conv and recurrence as one launch per
 //   token index over the windows that have it (Runner::set_gdn_steps), so each row's arithmetic is
 //   batch-1 decode's (docs/ARCHITECTURE.md); the GDN state of a lane after each of its first n - 1
-//   tokens goes to its snapshots. after_forward(n), when given, enqueues what reads the
-//   final-normed step rows (the MTP head's ring: MtpHead::enqueue_keep_step_rows). Then the head:
-//   each window's rows go to its lane's window logits, its last row to the lane's logits
-//   (Runner::lane_logits). With graphs each forward's device work replays a CUDA graph per
+//   tokens goes to its snapshots (one copy launch per GDN layer and token index,
+//   kernels/spec_round.h). after_forward(n), when given, enqueues what reads the final-normed
+//   step rows (the MTP head's ring: MtpHead::enqueue_keep_step_rows). Then the head: each window's
+//   rows go to its lane's window logits, its last row to the lane's logits (Runner::lane_logits),
+//   in one copy launch, and each window's greedy picks (kernels::argmax_rows: argmax_token's rule)
+//   to the lane's ids on the device. With graphs each forward's device work replays a CUDA graph per
 //   (lane, window size) list, captured on first use (kMaxGraphs at most; later lists run
 //   eagerly). A lane's window is open from here (count(lane) = n) until close(lane) or rollback.
 // - read_rows(lane, host_rows) enqueues the copy of the open window's rows to host_rows (count x
-//   vocab floats); the caller synchronises the stream before reading them.
+//   vocab floats); the caller synchronises the stream before reading them. read_ids() enqueues the
+//   copy of every lane's greedy ids to pinned host memory; after the caller's synchronisation,
+//   ids(lane) points at the open window's count(lane) ids.
 // - rollback(lane, n_keep) (1 <= n_keep < count(lane)) copies snapshot n_keep - 1 into the
-//   lane's live GDN state and window row n_keep - 1 into the lane's logits, in stream order, and
+//   lane's live GDN state and window row n_keep - 1 into the lane's logits, in stream order, as one
+//   copy launch (a device table of the spans per lane and kept prefix, built at construction), and
 //   closes the window. The caller rewinds the KV length (attention rows past it are never read).
 // - close(lane): the window's tokens stay (a keep of all of them, or the lane changed otherwise).
 // Thread safety: engine thread only.
@@ -34,6 +39,7 @@
 
 #include "core/cuda/cuda_runner.h"
 #include "core/cuda/device_weights.h"
+#include "ninfer/kernels/spec_round.h"
 
 #include <cuda_runtime.h>
 
@@ -65,6 +71,8 @@ class VerifyWindows {
 
     void enqueue(std::span<const Request> windows, const std::function<void(int n)>& after_forward = {});
     void read_rows(int lane, float* host_rows) const;
+    void read_ids() const;
+    const int32_t* ids(int lane) const { return ids_host_ + size_t(lane) * (max_draft_ + 1); }
     void rollback(int lane, uint32_t n_keep);
     void close(int lane) { lanes_[size_t(lane)].count = 0; }
     uint32_t count(int lane) const { return lanes_[size_t(lane)].count; }
@@ -87,6 +95,11 @@ class VerifyWindows {
     DeviceArena arena_;
     std::vector<Window> lanes_;
     int32_t* step_in_host_ = nullptr; // pinned [n_lanes][3 * kMaxStepTokens]: one row per forward of a call
+    int32_t* ids_ = nullptr;          // device [n_lanes][K + 1] greedy picks
+    int32_t* ids_host_ = nullptr;     // pinned copy of ids_
+    void* argmax_work_ = nullptr;
+    kernels::CopySpan* rollback_table_ = nullptr; // device [n_lanes][K][rollback_spans_]
+    uint64_t rollback_spans_ = 0, rollback_max_bytes_ = 0;
     std::map<std::vector<int>, cudaGraphExec_t> graph_; // by the forward's (lane, size) list
 };
 

@@ -39,7 +39,10 @@
 // - Speculative decoding (options.speculative, a request's own lower setting; scheduler_
 //   speculative.cpp): a decoding lane that speculates takes, instead of a plain step, a round of
 //   draft (the MTP head, batched over the round's lanes, or the lane's n-gram drafter) -> one
-//   batched Backend::verify of [pending sample, drafts] -> accept_drafts -> accept_verified. A
+//   batched Backend::verify_greedy of [pending sample, drafts] -> acceptance -> accept_verified:
+//   a lane that is greedy with nothing else reading its rows (speculative.h, greedy_fast_path)
+//   is accepted from the rows' greedy ids (accept_greedy_ids; its rows stay in the backend), the
+//   others from their rows (accept_drafts / accept_masked_drafts). A
 //   round is not pipelined: when a lane speculates, the step in flight is ended first; the other
 //   lanes then take their plain step (begun after the round). A round reports the accepted drafts
 //   and the token after them one by one exactly as plain samples: forced ids replace them (the

@@ -141,17 +141,32 @@ void Scheduler::speculative_round(std::vector<bool>& speculating) {
         windows[j].insert(windows[j].end(), drafts[j].begin(), drafts[j].end());
         steps.push_back({lanes[j], windows[j]});
     }
+    // Lanes accepted greedily from the rows' argmax alone take only their ids back from the
+    // backend (on the GPU the rows never leave the device); the others get their rows.
+    std::vector<uint8_t> want_rows(lanes.size());
+    for (size_t j = 0; j < lanes.size(); ++j) {
+        const Lane& l = lanes_[size_t(lanes[j])];
+        want_rows[j] = !greedy_fast_path(l.request->sampling, l.constraint != nullptr, l.request->logprobs,
+                                         l.request->n_top_logprobs);
+    }
     std::vector<float> rows;
-    backend_.verify(steps, rows);
+    std::vector<int32_t> ids;
+    backend_.verify_greedy(steps, want_rows, rows, ids);
     stats_.t_decode_us_total += us_between(t0, Clock::now());
     ++stats_.n_decode_steps_total;
     stats_.n_decode_lane_steps_total += lanes.size();
-    size_t at = 0;
+    size_t at = 0, id_at = 0;
     for (size_t j = 0; j < lanes.size(); ++j) {
+        Lane& l = lanes_[size_t(lanes[j])];
+        const std::span<const int32_t> lane_ids = std::span(ids).subspan(id_at, windows[j].size());
+        id_at += windows[j].size();
+        if (!want_rows[j]) {
+            report_round(lanes[j], drafts[j], {}, accept_greedy_ids(lane_ids, drafts[j]));
+            continue;
+        }
         const std::span<float> lane_rows(rows.data() + at * V, windows[j].size() * V);
         at += windows[j].size();
         const std::vector<float> raw(lane_rows.begin(), lane_rows.end()); // accept_drafts modifies rows
-        Lane& l = lanes_[size_t(lanes[j])];
         SamplingParams p = l.request->sampling;
         p.step = l.generated.size();
         const DraftAcceptance a = l.constraint ? accept_masked_drafts(lane_rows, V, checked[j].masks, drafts[j], p, l.generated)
@@ -163,7 +178,8 @@ void Scheduler::speculative_round(std::vector<bool>& speculating) {
 // The round's tokens are reported one by one as plain samples would be. The window [pending sample,
 // drafts] is in the lane; it keeps the pending sample and every reported draft followed by another
 // reported token, so the last reported token is pending like any sample (fed by the next step, or
-// by a closing row when the request finished).
+// by a closing row when the request finished). raw_rows is empty for a greedy fast-path lane
+// (nothing reads its rows: no logprobs).
 void Scheduler::report_round(int lane_index, std::span<const int32_t> drafts, std::span<const float> raw_rows,
                              const DraftAcceptance& a) {
     Lane& l = lanes_[size_t(lane_index)];
@@ -183,7 +199,8 @@ void Scheduler::report_round(int lane_index, std::span<const int32_t> drafts, st
     for (uint32_t i = 0; i <= a.accepted; ++i) {
         const int32_t token = i < a.accepted ? drafts[i] : a.next_token;
         const bool replaced = !l.forced.empty(); // a forced id takes this token's place: the run ends
-        if (!accept_token(lane_index, result_of(raw_rows.subspan(size_t(i) * V, V), token, l.request->logprobs, n_top)) || replaced ||
+        const std::span<const float> raw = raw_rows.empty() ? raw_rows : raw_rows.subspan(size_t(i) * V, V);
+        if (!accept_token(lane_index, result_of(raw, token, l.request->logprobs, n_top)) || replaced ||
             i == a.accepted)
             break;
         l.history.push_back(token); // an accepted draft, already in the lane

@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <map>
 #include <random>
 
@@ -152,4 +153,57 @@ TEST_CASE("speculative: sampled tokens follow the plain sampler's distribution",
             CHECK(std::find(p0.ids.begin(), p0.ids.end(), id) != p0.ids.end());
         WARN(tc.name << ": chi-square " << chi0 << " (first), " << chi1 << " (second, " << second_n << " draws)");
     }
+}
+
+TEST_CASE("speculative: greedy acceptance from the rows' ids equals accept_drafts on the rows", "[speculative]") {
+    std::mt19937_64 rng(11);
+    std::uniform_int_distribution<int> small(-2, 2); // integer logits: ties everywhere
+    size_t all = 0, none = 0;
+    for (int iter = 0; iter < 3000; ++iter) {
+        const size_t V = iter % 2 ? 7 : 40, K = 1 + size_t(iter % 5);
+        std::vector<float> rows((K + 1) * V);
+        for (float& x : rows) x = iter % 3 ? float(small(rng)) : std::normal_distribution<float>(0, 1)(rng);
+        if (iter % 11 == 0) rows[V] = std::nanf(""); // a NaN first value of row 1 is its greedy pick
+        if (iter % 13 == 0) rows[2 * V - 1] = std::nanf("");
+        const std::vector<int32_t> ids = greedy_argmax_rows(rows, V);
+        REQUIRE(ids.size() == K + 1);
+        // Drafts: the greedy picks up to a random point (all, none or some), then a wrong id.
+        const size_t right = size_t(iter) % (K + 1);
+        std::vector<int32_t> drafts;
+        for (size_t j = 0; j < K; ++j) drafts.push_back(j < right ? ids[j] : (ids[j] + 1 + iter % 3) % int32_t(V));
+        std::vector<float> work = rows;
+        const DraftAcceptance want = accept_drafts(work, V, drafts, {}, {});
+        const DraftAcceptance got = accept_greedy_ids(ids, drafts);
+        INFO("iter " << iter << " V " << V << " K " << K);
+        CHECK(got.accepted == want.accepted);
+        CHECK(got.next_token == want.next_token);
+        CHECK(got.accepted == right);
+        all += got.accepted == K;
+        none += got.accepted == 0;
+    }
+    CHECK(all > 100);
+    CHECK(none > 100);
+    // The greedy pick is argmax_token: the lowest id of the maximum; a NaN first value wins.
+    const std::vector<float> tie{1, 3, 3, 2, std::nanf(""), 0, 3, -1};
+    CHECK(greedy_argmax_rows(tie, 4) == std::vector<int32_t>{1, 0});
+    CHECK(argmax_token(tie) == 1);
+    CHECK(argmax_token(std::vector<float>{std::nanf(""), 5, 6}) == 0);
+    CHECK_THROWS_WITH(greedy_argmax_rows(tie, 3), Catch::Contains("speculative: 8 logits are not rows"));
+    CHECK_THROWS_WITH(accept_greedy_ids(std::vector<int32_t>{1, 2}, std::vector<int32_t>{1, 2}),
+                      Catch::Contains("speculative: 2 greedy ids for 2 drafts"));
+}
+
+TEST_CASE("speculative: the greedy fast path is greedy with nothing else reading the rows", "[speculative]") {
+    SamplingParams p;
+    CHECK(greedy_fast_path(p, false, false, 0));
+    CHECK_FALSE(greedy_fast_path(p, true, false, 0));  // a constraint masks the rows
+    CHECK_FALSE(greedy_fast_path(p, false, true, 0));  // logprobs read them
+    CHECK_FALSE(greedy_fast_path(p, false, false, 2)); // top logprobs too
+    SamplingParams t = p, bias = p, pen = p, rep = p, freq = p;
+    t.temperature = 0.7f;
+    bias.logit_bias = {{3, 1.0f}};
+    pen.presence_penalty = 0.2f;
+    rep.repetition_penalty = 1.1f;
+    freq.frequency_penalty = 0.1f;
+    for (const SamplingParams& q : {t, bias, pen, rep, freq}) CHECK_FALSE(greedy_fast_path(q, false, false, 0));
 }

@@ -1,5 +1,7 @@
 // ninfer tests - a Backend that forwards every call the scheduler makes to another one: the base of
 // test wrappers that record or change a few calls (override them, and call the inner backend).
+// verify_greedy is left to Backend's default, which calls this verify: a wrapper that overrides
+// verify sees the scheduler's rounds.
 #pragma once
 
 #include "core/backend/backend.h"
