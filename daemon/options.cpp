@@ -74,10 +74,11 @@ constexpr OptionSpec kOptions[] = {
      "prompt tokens prefilled per step while other requests decode (0 = prefill-chunk): smaller bounds "
      "their inter-token latency during a long prompt, larger gives that prompt its first token sooner", 0,
      integer_field<&DaemonConfig::prefill_chunk_decoding>()},
-    {"prefill-slice-layers", OptionKind::Integer, "4", 0, 1024, "", "LAYERS",
+    {"prefill-slice-layers", OptionKind::Integer, "0", 0, 1024, "", "LAYERS",
      "while other requests decode, run a prompt chunk this many layers at a time with their decode step "
      "between slices (0 = the whole chunk between two steps): smaller bounds their inter-token latency "
-     "to about one slice plus one step, and delays that prompt's first token by the steps in between", 0,
+     "to about one slice plus one step, and delays that prompt's first token by the steps in between "
+     "(measured trade-offs: kernels/PERF_NOTES.md, session 19)", 0,
      integer_field<&DaemonConfig::prefill_slice_layers>()},
     {"default-max-tokens", OptionKind::Integer, "8192", 1, 1048576, "", "TOKENS",
      "output limit when a request sets none (capped by what fits in max-context)", kR,
@@ -169,7 +170,7 @@ constexpr OptionSpec kOptions[] = {
     {"media-max-vision-tokens", OptionKind::Integer, "16384", 4, 1048576, "", "TOKENS",
      "merged vision tokens of one request's images and videos at most (400 past it)", 0,
      integer_field<&DaemonConfig::media_max_vision_tokens>()},
-    {"vision-device", OptionKind::Choice, "cpu", 0, 0, "auto|cpu|cuda", "DEVICE",
+    {"vision-device", OptionKind::Choice, "auto", 0, 0, "auto|cpu|cuda", "DEVICE",
      "where the vision tower runs: cpu, cuda (the GPU; needs --device cuda) or auto (cuda when the backend is)",
      0, text_field<&DaemonConfig::vision_device>()},
     {"media-decode-threads", OptionKind::Integer, "2", 1, 64, "", "N",
