@@ -1,5 +1,6 @@
 // ninfer::ctl - `ninferctl bench`: prefill and decode speed of the CUDA backend, with the fraction
-// of the memory roofline it measures itself (core/cuda/decode_bench.h).
+// of the memory roofline it measures itself (core/cuda/decode_bench.h); with an image or a video,
+// a multimodal request's first token stage by stage (ctl/bench_vision.h).
 #include "ctl/bench_vision.h"
 #include "ctl/command_list.h"
 #include "ctl/model_session.h"
@@ -27,8 +28,8 @@ constexpr const char* kBenchUsage =
     "           [--prompt-len 512,8192] [--gen N] [--batch 1,2,4,8] [--prefill-chunk N]\n"
     "           [--kv-dtype bf16|fp8|int8] [--decode-only] [--json]\n"
     "           [--temperature T] [--top-p P] [--top-k K] [--speculative ngram:K|mtp:K]\n"
-    "       ninferctl bench ARTIFACT (--image WxH | --video SECONDS [--frame WxH]) [--vision-device cpu|cuda]\n"
-    "                 [--repeat N] [--json]\n"
+    "       ninferctl bench ARTIFACT (--media FILE | --image WxH | --video SECONDS [--frame WxH])\n"
+    "                 [--device cpu|cuda] [--vision-device cpu|cuda] [--prefill-chunk N] [--repeat N] [--json]\n"
     "  On the CUDA backend: prefill tok/s, TTFT, TFLOP/s and the fraction of the bf16 tensor-core\n"
     "  peak it measures (8192^3 GEMM, ours and cuBLASLt if present) per prompt length, prefilled in\n"
     "  chunks of --prefill-chunk tokens (default 2048); decode tok/s per batch size\n"
@@ -44,10 +45,15 @@ constexpr const char* kBenchUsage =
     "  reported: tokens per round, round time as a multiple of the plain step (and of a plain\n"
     "  batch x (K+1) step when --batch measures one), tok/s. Real acceptance: `ninferctl run\n"
     "  --speculative ... --stats`.\n"
-    "  --image / --video time the artifact's vision tower on the CPU (any build; --vision-device cuda:\n"
-    "  the GPU tower, CUDA builds) over random patches of that size (the tower's input: multiples of\n"
-    "  32 px; a video takes 2 frames/s of --frame, default 832x480, a 30 s 720p clip as the processor\n"
-    "  resizes it).\n";
+    "  --media / --image / --video time a multimodal request's first token stage by stage (best and\n"
+    "  mean of --repeat, default 3): --media FILE (an image or a video) is read, decoded and\n"
+    "  preprocessed by ninferd's media path (FFmpeg, loaded at run time); the vision tower (CPU, or\n"
+    "  the GPU's with --vision-device cuda) encodes it; the language model prefills the prompt (the\n"
+    "  item's placeholder tokens and a short question) on --device cpu (default) or cuda in chunks\n"
+    "  of --prefill-chunk tokens (default 2048). Reported: each stage's ms, TTFT = their sum and each\n"
+    "  one's share. --image WxH / --video SECONDS skip the decoding (random patches of that tower-input\n"
+    "  size: multiples of 32 px; a video takes 2 frames/s of --frame, default 832x480, a 30 s 720p\n"
+    "  clip as the processor resizes it) and work without FFmpeg.\n";
 
 std::vector<uint32_t> count_list(const char* flag, const std::string& text) {
     std::vector<uint32_t> out;
@@ -89,6 +95,8 @@ int cmd_bench(int argc, char** argv) {
             int& h = arg == "--image" ? vision.image_h : vision.frame_h;
             if (!parse_size(argv[++i], w, h)) throw Error("bench: " + arg + " needs WxH");
         } else if (arg == "--video" && has_value) vision.video_seconds = parse_number("--video", argv[++i], 0.5, 600);
+        else if (arg == "--media" && has_value) vision.media_path = argv[++i];
+        else if (arg == "--device" && has_value) vision.device = check_device(argv[++i]);
         else if (arg == "--repeat" && has_value) vision.repeat = std::max(1, int(parse_count("--repeat", argv[++i])));
         else if (arg == "--vision-device" && has_value) {
             const std::string d = argv[++i];
@@ -114,8 +122,12 @@ int cmd_bench(int argc, char** argv) {
             return 2;
         }
     }
-    if ((vision.image_w || vision.video_seconds > 0) && !artifact.empty()) {
+    const int n_items = int(!vision.media_path.empty()) + int(vision.image_w > 0) + int(vision.video_seconds > 0);
+    if (n_items > 1)
+        throw Error("bench: --media, --image and --video are alternatives: one item at a time");
+    if (n_items == 1 && !artifact.empty()) {
         vision.json = json;
+        vision.prefill_chunk = prefill_chunk;
         return run_vision_bench(artifact, vision);
     }
     if (artifact.empty() == shape.empty() || gen < 1) {

@@ -33,7 +33,7 @@ inline constexpr Command kCommands[] = {
     {"convert", cmd_convert, "HF checkpoint (or --synthetic SHAPE) to a .ninfer artifact"},
     {"run", cmd_run, "generate from a prompt on the local CPU backend"},
     {"perplexity", cmd_perplexity, "perplexity of a text file (sliding windows)"},
-    {"bench", cmd_bench, "CUDA prefill/decode speed and roofline fraction (ARTIFACT or --synthetic SHAPE)"},
+    {"bench", cmd_bench, "CUDA prefill/decode speed and roofline fraction; an image's or video's TTFT by stage (--media FILE)"},
     {"status", cmd_status, "the daemon's model, device, lanes, queue and memory plan (--settings: its settings)"},
     {"metrics", cmd_metrics, "throughput, TTFT, queue, KV use, cache hits (--watch SECONDS)"},
     {"slot", cmd_slot, "slot list | save ID NAME | restore ID NAME | erase ID"},
