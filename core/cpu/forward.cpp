@@ -373,6 +373,10 @@ void ModelRunner::ffn(const LayerWeights& L, size_t R) {
     const uint32_t E = c_.num_experts, top_k = c_.num_experts_per_tok;
     router_.resize(R * E);
     matmul(pool_, m.router, xn_.data(), R, router_.data());
+    if (route_hook_) {
+        const bool head = w_.mtp && &L == &w_.mtp->layer;
+        route_hook_(head ? c_.num_hidden_layers : uint32_t(&L - w_.layers.data()), R, router_.data());
+    }
     // Routing: softmax over all experts, top-k (ties to the lower id), renormalised weights.
     std::vector<std::vector<std::pair<size_t, float>>> routed(E); // expert -> (row, weight)
     std::vector<uint32_t> order(E);

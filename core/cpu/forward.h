@@ -24,6 +24,10 @@
 //   so logits() gives the draft logits and hidden() the state fed back by the next draft step. A
 //   segment's positions and embedding rows apply there as in forward() (multimodal lanes).
 //   Needs weights.mtp and a plan with mtp.
+// - set_route_hook(hook): while set, every MoE layer a forward or mtp_forward runs calls it with its
+//   router logits (before the softmax, [rows][num_experts], writable) and the layer (l of the main
+//   model, num_hidden_layers for the MTP head's), so tests can see how near a route is to a tie
+//   and what another choice does (tests/unit/cpu/route_margins.h); unset (the default): no call.
 // Thread safety: engine thread only; uses the pool for data parallelism.
 #pragma once
 
@@ -34,6 +38,7 @@
 #include "core/model/weights.h"
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -66,6 +71,8 @@ class ModelRunner {
                      const float* hidden_rows);
     const float* hidden(size_t row) const { return x_.data() + row * hidden_size_; }
     void logits(std::span<const size_t> rows, float* out);
+    using RouteHook = std::function<void(uint32_t layer, size_t rows, float* logits)>;
+    void set_route_hook(RouteHook hook) { route_hook_ = std::move(hook); }
 
     // Sizes of one lane's GDN state (floats).
     size_t conv_floats() const;
@@ -100,6 +107,7 @@ class ModelRunner {
     std::vector<float> router_, gathered_, expert_out_, shared_out_, score_; // MoE
     std::vector<float> mlp_gate_, mlp_up_;
     std::vector<float> mtp_in_;                              // MTP [R][2H]: [e | h]
+    RouteHook route_hook_;
 };
 
 } // namespace ninfer::core::cpu
