@@ -80,7 +80,8 @@ Runner::Runner(const ModelWeights& weights, const MemoryPlan& plan, bool f32_act
     const ModelConfig& c = config_;
     check_geometry(c, plan);
     // The f32-activation check mode reads projections in the stored layout (gemv_f32x).
-    model_ = DeviceModel::upload(weights, arena_, /*tiled=*/!f32_activations, plan.mtp);
+    model_ = DeviceModel::upload(weights, arena_, /*tiled=*/!f32_activations, plan.mtp,
+                                 /*f32_vectors=*/f32_activations);
     cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating the stream");
     const int B = kMaxStepTokens;
     hs_ = pad8(c.hidden_size);

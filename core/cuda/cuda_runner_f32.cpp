@@ -51,8 +51,8 @@ void Runner::attention_f32(const DeviceLayer& L, uint32_t fi, int n) {
     a.k_stride = qgkv_w_;
     a.v = v;
     a.v_stride = qgkv_w_;
-    a.q_norm = w.query_norm;
-    a.k_norm = w.key_norm;
+    a.q_norm = w.query_norm_f32;
+    a.k_norm = w.key_norm_f32;
     a.lanes = step_in_ + kMaxStepTokens;
     a.positions = step_in_ + 2 * kMaxStepTokens;
     a.rope_thw = step_rope_now_ ? step_rope_ : nullptr;
@@ -100,13 +100,13 @@ void Runner::gdn_f32(const DeviceLayer& L, uint32_t gi, int n, bool one_lane) {
         g.a = a_ + r0 * ab_w_;
         g.b = b + r0 * ab_w_;
         g.ab_stride = ab_w_;
-        g.conv_w = w.conv;
+        g.conv_w = w.conv_f32;
         g.conv_state = f32m_.conv[gi];
         g.conv_out = f32m_.conv_out + r0 * cd_w_;
         g.conv_out_stride = cd_w_;
         g.a_log = w.a_log;
         g.dt_bias = w.dt_bias;
-        g.norm_w = w.norm;
+        g.norm_w = w.norm_f32;
         g.state = recurrent_[gi];
         g.slots = step_in_ + kMaxStepTokens + r0; // a lane's GDN slot is its index
         g.y = f32m_.y + r0 * vd_w_;

@@ -186,7 +186,8 @@ std::vector<__nv_bfloat16> to_bf16(const std::vector<float>& v) {
 
 class Uploader {
   public:
-    Uploader(DeviceArena& arena, DeviceModel& model, bool tiled) : arena_(arena), model_(model), tiled_(tiled) {}
+    Uploader(DeviceArena& arena, DeviceModel& model, bool tiled, bool f32_vectors)
+        : arena_(arena), model_(model), tiled_(tiled), f32_vectors_(f32_vectors) {}
 
     // gemv: read by kernels::gemv (tiled when the model is); f32x: read by the f32-x kernels only.
     DeviceLinear linear(const Matrix& m, const std::string& what, bool gemv = true) {
@@ -201,6 +202,7 @@ class Uploader {
         return track(upload_rows(p, arena_, what, tile ? &staging_ : nullptr), gemv);
     }
     bool tiled() const { return tiled_; }
+    bool f32_vectors() const { return f32_vectors_; }
     float* f32(const std::vector<float>& v, const std::string& what) { return upload_vector(v, arena_, what); }
     __nv_bfloat16* bf16(const std::vector<float>& v, const std::string& what) {
         return upload_vector(to_bf16(v), arena_, what);
@@ -215,7 +217,7 @@ class Uploader {
     }
     DeviceArena& arena_;
     DeviceModel& model_;
-    bool tiled_;
+    bool tiled_, f32_vectors_;
     Staging staging_;
 };
 
@@ -279,6 +281,10 @@ DeviceLayer upload_layer(Uploader& up, const ModelConfig& c, const LayerWeights&
         d.attention.output = up.linear(a.output, p + "/attention/output");
         d.attention.query_norm = up.bf16(a.query_norm, p + "/attention/query_norm");
         d.attention.key_norm = up.bf16(a.key_norm, p + "/attention/key_norm");
+        if (up.f32_vectors()) {
+            d.attention.query_norm_f32 = up.f32(a.query_norm, p + "/attention/query_norm (f32)");
+            d.attention.key_norm_f32 = up.f32(a.key_norm, p + "/attention/key_norm (f32)");
+        }
     } else {
         const GdnWeights& g = L.gdn;
         const std::string q = p + "/linear_attention";
@@ -320,9 +326,13 @@ DeviceLayer upload_layer(Uploader& up, const ModelConfig& c, const LayerWeights&
             for (uint32_t ch = 0; ch < cd; ++ch)
                 taps[size_t(ch) * K + j] = g.convolution[size_t(j) * cd + ch];
         d.gdn.conv = up.bf16(taps, q + "/convolution");
+        if (up.f32_vectors())
+            d.gdn.conv_f32 = up.f32(taps, q + "/convolution (f32)");
         d.gdn.a_log = up.f32(g.a_log, q + "/a_log");
         d.gdn.dt_bias = up.f32(g.dt_bias, q + "/dt_bias");
         d.gdn.norm = up.bf16(g.norm, q + "/norm");
+        if (up.f32_vectors())
+            d.gdn.norm_f32 = up.f32(g.norm, q + "/norm (f32)");
     }
     if (c.is_moe()) {
         const MoeWeights& e = L.moe;
@@ -366,10 +376,11 @@ void* DeviceArena::alloc(uint64_t bytes, const std::string& what) {
     return p;
 }
 
-DeviceModel DeviceModel::upload(const ModelWeights& w, DeviceArena& arena, bool tiled, bool with_mtp) {
+DeviceModel DeviceModel::upload(const ModelWeights& w, DeviceArena& arena, bool tiled, bool with_mtp,
+                                bool f32_vectors) {
     const ModelConfig& c = w.config;
     DeviceModel m;
-    Uploader up(arena, m, tiled);
+    Uploader up(arena, m, tiled, f32_vectors);
     m.embedding = up.linear(w.token_embedding, "text/token_embedding", false);
     m.output_head = up.linear(w.output_head, "text/output_head");
     m.final_norm = up.f32(w.final_norm, "text/final_norm");

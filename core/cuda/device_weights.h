@@ -23,7 +23,11 @@
 //   (all experts' [gate; up] rows, all experts' down rows), one format each.
 // - with_mtp: the MTP head's weights (mtp/..., DeviceMtp) the same way, its layer as a text layer.
 // - Vectors: norms, A_log, dt_bias as f32; q/k norms, the GDN gated norm and the conv taps
-//   ([conv_dim][kernel]) as bf16 (their stored values are bf16, so this is exact).
+//   ([conv_dim][kernel]) as bf16 for the serving kernels (exact where the stored values are bf16,
+//   as a checkpoint's are). With f32_vectors (the runner's f32 check mode) those four also as f32
+//   (the *_f32 members, else null), the CPU's values, for the f32 kernels: random test weights
+//   hold values that bf16 rounds by up to 2^-9 relative, and that rounding alone flipped a
+//   near-tied MoE route of the CPU comparison tests (tests/gpu/cuda_mtp_split.cpp).
 // Thread safety: immutable after upload.
 #pragma once
 
@@ -71,6 +75,7 @@ struct DeviceAttention {
     // and query, gate hold them apart.
     DeviceLinear fused, query_gate, query, gate, key, value, output;
     __nv_bfloat16 *query_norm = nullptr, *key_norm = nullptr;
+    float *query_norm_f32 = nullptr, *key_norm_f32 = nullptr; // f32_vectors only
 };
 
 struct DeviceGdn {
@@ -84,6 +89,7 @@ struct DeviceGdn {
     __nv_bfloat16* conv = nullptr; // [conv_dim][kernel]
     float *a_log = nullptr, *dt_bias = nullptr;
     __nv_bfloat16* norm = nullptr;
+    float *conv_f32 = nullptr, *norm_f32 = nullptr; // f32_vectors only (conv: [conv_dim][kernel])
 };
 
 struct DeviceMlp {
@@ -124,7 +130,9 @@ struct DeviceModel {
     int64_t max_rows = 0;    // largest n of any matrix used with kernels::gemv (scratch sizing)
 
     // with_mtp: also the MTP head (the weights must have it, else Error), counted in bytes.
-    static DeviceModel upload(const ModelWeights& weights, DeviceArena& arena, bool tiled, bool with_mtp = false);
+    // f32_vectors: the q/k norms, GDN norms and conv taps as f32 (the f32 check mode's kernels).
+    static DeviceModel upload(const ModelWeights& weights, DeviceArena& arena, bool tiled, bool with_mtp = false,
+                              bool f32_vectors = false);
 };
 
 } // namespace ninfer::core::cuda

@@ -44,9 +44,9 @@ __global__ void attn_prep_f32_kernel(AttnF32Args a) {
     float y[2] = {src[tid], src[tid + 128]};
     if (is_q || is_k) {
         // offset RMSNorm: (x * r) * (1 + w), r = 1 / sqrt(mean(x^2) + eps).
-        const __nv_bfloat16* w = is_q ? a.q_norm : a.k_norm;
+        const float* w = is_q ? a.q_norm : a.k_norm;
         const float r = 1.f / sqrtf(block_sum(y[0] * y[0] + y[1] * y[1], red) / float(D) + geo.eps);
-        for (int e = 0; e < 2; ++e) xs[tid + 128 * e] = (y[e] * r) * (1.f + __bfloat162float(w[tid + 128 * e]));
+        for (int e = 0; e < 2; ++e) xs[tid + 128 * e] = (y[e] * r) * (1.f + w[tid + 128 * e]);
         __syncthreads();
         const int half = geo.rotary_dim / 2;
         for (int e = 0; e < 2; ++e) {
@@ -123,7 +123,7 @@ __global__ void gdn_conv_f32_kernel(GdnF32Args a) {
     float* st = a.conv_state + int64_t(a.slots[t]) * 3 * a.conv_dim;
     const float x[4] = {st[ch], st[a.conv_dim + ch], st[2 * a.conv_dim + ch], a.qkv[int64_t(t) * a.qkv_stride + ch]};
     float acc = 0.f;
-    for (int j = 0; j < 4; ++j) acc += __bfloat162float(a.conv_w[int64_t(ch) * 4 + j]) * x[j];
+    for (int j = 0; j < 4; ++j) acc += a.conv_w[int64_t(ch) * 4 + j] * x[j];
     st[ch] = x[1];
     st[a.conv_dim + ch] = x[2];
     st[2 * a.conv_dim + ch] = x[3];
@@ -162,7 +162,7 @@ __global__ void gdn_recurrent_f32_kernel(GdnF32Args a) {
     }
     const float rn = 1.f / sqrtf(block_sum(o * o, red) / float(D) + a.eps);
     const float z = a.z[int64_t(t) * a.z_stride + h * D + j];
-    a.y[int64_t(t) * a.y_stride + h * D + j] = __bfloat162float(a.norm_w[j]) * (o * rn) * silu(z);
+    a.y[int64_t(t) * a.y_stride + h * D + j] = a.norm_w[j] * (o * rn) * silu(z);
 }
 
 bool attn_f32_ok(const AttnF32Args& a) {

@@ -23,11 +23,6 @@ std::vector<float> floats(Rng& rng, size_t n, float lo, float hi) {
     for (float& e : v) e = rng.uniform(lo, hi);
     return v;
 }
-std::vector<float> widen(const std::vector<bf16>& v) {
-    std::vector<float> out(v.size());
-    for (size_t i = 0; i < v.size(); ++i) out[i] = to_f(v[i]);
-    return out;
-}
 double rel(const std::vector<float>& got, const std::vector<float>& ref) {
     return rel_l2(std::vector<double>(got.begin(), got.end()), std::vector<double>(ref.begin(), ref.end()));
 }
@@ -83,7 +78,8 @@ void check_attention(core::KvDtype dtype, int n_heads, int n_kv, int rotary_dim)
     const int T = int(lanes.size()), qd = n_heads * HD, kvd = n_kv * HD;
     const std::vector<float> qg = floats(rng, size_t(T) * 2 * qd, -2, 2), k = floats(rng, size_t(T) * kvd, -2, 2),
                              v = floats(rng, size_t(T) * kvd, -2, 2);
-    const std::vector<bf16> q_norm = rng.bf16s(HD, -0.5f, 0.5f), k_norm = rng.bf16s(HD, -0.5f, 0.5f);
+    // Norm weights bf16 cannot hold: the kernel must take them as the CPU does, in f32.
+    const std::vector<float> wq = floats(rng, HD, -0.5f, 0.5f), wk = floats(rng, HD, -0.5f, 0.5f);
     HostPool pk{dtype, n_kv, n_pages, core::kv_row_bytes(dtype, HD), 0, {}};
     pk.code_bytes = dtype == core::KvDtype::Bf16 ? 2 * HD : HD;
     HostPool pv = pk;
@@ -99,7 +95,6 @@ void check_attention(core::KvDtype dtype, int n_heads, int n_kv, int rotary_dim)
     // The device starts from the pool before the new rows (random rows there too).
     DeviceBuffer<uint8_t> d_kp(pk.pages()), d_vp(pv.pages());
     // Host: every token's q and rows into the pool (forward.cpp's order: all rows before attention).
-    const std::vector<float> wq = widen(q_norm), wk = widen(k_norm);
     std::vector<float> q_ref(size_t(T) * qd), out_ref(size_t(T) * qd, 0.0f);
     std::vector<float> cs(rotary_dim / 2 + 1), sn(rotary_dim / 2 + 1);
     for (int t = 0; t < T; ++t) {
@@ -120,7 +115,7 @@ void check_attention(core::KvDtype dtype, int n_heads, int n_kv, int rotary_dim)
     }
     DeviceBuffer<float> d_qg(qg), d_k(k), d_v(v), d_q(size_t(T) * qd), d_out(size_t(T) * qd);
     DeviceBuffer<float> d_scores(kernels::attn_f32_scores_floats(T, n_heads, max_context));
-    DeviceBuffer<bf16> d_qn(q_norm), d_kn(k_norm);
+    DeviceBuffer<float> d_qn(wq), d_kn(wk);
     DeviceBuffer<int32_t> d_lanes(lanes), d_pos(positions), d_table(table);
     kernels::AttnF32Args a;
     a.geo.n_heads = n_heads;
@@ -209,16 +204,16 @@ void check_gdn(int hk, int hv) {
     const float eps = 1e-6f;
     const std::vector<int32_t> slots = {2, 0};
     const int T = int(slots.size());
-    const std::vector<bf16> conv_w = rng.bf16s(size_t(cd) * 4, -0.6f, 0.6f), norm_w = rng.bf16s(D, 0.5f, 1.5f);
+    // Taps and norm weights bf16 cannot hold: the kernels must take them as the CPU does, in f32.
+    const std::vector<float> cw = floats(rng, size_t(cd) * 4, -0.6f, 0.6f), nw = floats(rng, D, 0.5f, 1.5f);
     const std::vector<float> a_log = floats(rng, hv, -1, 1), dt_bias = floats(rng, hv, -1, 1);
     std::vector<float> conv_state = floats(rng, size_t(n_slots) * 3 * cd, -1, 1);
     std::vector<float> state = floats(rng, size_t(n_slots) * hv * D * D, -0.1f, 0.1f);
-    DeviceBuffer<bf16> d_cw(conv_w), d_nw(norm_w);
+    DeviceBuffer<float> d_cw(cw), d_nw(nw);
     DeviceBuffer<float> d_alog(a_log), d_dt(dt_bias), d_cs(conv_state), d_state(state);
     DeviceBuffer<float> d_qkv(size_t(T) * cd), d_z(size_t(T) * vd), d_a(size_t(T) * hv), d_b(size_t(T) * hv);
     DeviceBuffer<float> d_conv_out(size_t(T) * cd), d_y(size_t(T) * vd);
     DeviceBuffer<int32_t> d_slots(slots);
-    const std::vector<float> cw = widen(conv_w), nw = widen(norm_w);
     double worst_y = 0;
     for (int step = 0; step < steps; ++step) {
         const std::vector<float> qkv = floats(rng, size_t(T) * cd, -2, 2), z = floats(rng, size_t(T) * vd, -3, 3),

@@ -28,7 +28,10 @@
 //   dt_bias[h]), beta = sigmoid(b[t][h]); S = exp(g) S; delta = beta (v - S^T k); S += k (x) delta;
 //   o = S^T q (state [slot][n_v][128][128] f32, S[k][v]; the sums in core/cpu/gdn.cpp's order);
 //   y[t][h*128 + j] = norm_w[j] * (o_j / sqrt(mean(o^2) + eps)) * silu(z[t][h*128 + j]), f32.
-//   conv_w: [conv_dim][4] bf16; norm_w: [128] bf16; a_log, dt_bias: f32 [n_v_heads].
+//   conv_w: [conv_dim][4] f32; norm_w: [128] f32; a_log, dt_bias: f32 [n_v_heads].
+// - Every weight vector (q_norm, k_norm [head_dim], conv_w, norm_w, a_log, dt_bias) is f32, as the
+//   CPU keeps it: a weight rounded to bf16 on the way moves the rows by ~1e-3 relative wherever the
+//   stored value is not a bf16 value (random test weights), enough to flip a near-tied MoE route.
 // - Requirements: head_dim 256 and attention_decode.h's geometry (attention); head dims 128,
 //   n_v % n_k == 0, conv_dim == (2 n_k + n_v) * 128 (GDN). Violations the host can see return
 //   cudaErrorInvalidValue and launch nothing; device-side indices are trusted.
@@ -53,8 +56,8 @@ struct AttnF32Args {
     int64_t k_stride = 0;
     const float* v = nullptr;
     int64_t v_stride = 0;
-    const __nv_bfloat16* q_norm = nullptr;
-    const __nv_bfloat16* k_norm = nullptr;
+    const float* q_norm = nullptr;
+    const float* k_norm = nullptr;
     const int32_t* lanes = nullptr;
     const int32_t* positions = nullptr;
     KvPages kv;
@@ -77,13 +80,13 @@ struct GdnF32Args {
     const float* a = nullptr; // [t][n_v_heads]
     const float* b = nullptr;
     int64_t ab_stride = 0;
-    const __nv_bfloat16* conv_w = nullptr;
+    const float* conv_w = nullptr;
     float* conv_state = nullptr;
     float* conv_out = nullptr; // scratch
     int64_t conv_out_stride = 0;
     const float* a_log = nullptr;
     const float* dt_bias = nullptr;
-    const __nv_bfloat16* norm_w = nullptr;
+    const float* norm_w = nullptr;
     float* state = nullptr;
     const int32_t* slots = nullptr;
     float* y = nullptr;
