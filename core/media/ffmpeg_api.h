@@ -41,7 +41,8 @@ namespace ninfer::core {
     X(2, avformat_version) X(2, avformat_alloc_context) X(2, avformat_open_input)                   \
     X(2, avformat_find_stream_info) X(2, avformat_close_input) X(2, av_find_best_stream)            \
     X(2, av_read_frame) X(2, avio_alloc_context) X(2, avio_context_free)                            \
-    X(3, swscale_version) X(3, sws_getContext) X(3, sws_scale) X(3, sws_freeContext)
+    X(3, swscale_version) X(3, sws_getContext) X(3, sws_scale) X(3, sws_freeContext)                \
+    X(3, sws_getCoefficients) X(3, sws_getColorspaceDetails) X(3, sws_setColorspaceDetails)
 
 struct FfmpegApi {
 #define NINFER_FFMPEG_MEMBER(lib, name) decltype(&::name) name = nullptr;

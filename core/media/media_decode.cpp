@@ -55,13 +55,16 @@ MediaPlan plan_from(Kind kind, const MediaInfo& info, const MediaConfig& config,
     return plan;
 }
 
-// What one swscale pass does: source size and format to a destination size and format.
+// What one swscale pass does: source size and format to a destination size and format; for a
+// YUV source converted to RGB, the frame's colour tags (-1: untagged, swscale's defaults stay).
 struct SwsSetup {
     int w = 0, h = 0;
     AVPixelFormat fmt = AV_PIX_FMT_NONE;
     int dw = 0, dh = 0;
     AVPixelFormat dfmt = AV_PIX_FMT_NONE;
     int flags = 0;
+    int colorspace = -1; // AVColorSpace of the source (its value is sws_getCoefficients' index)
+    int full_range = -1; // 1: the source is tagged full range (JPEG), 0: limited (MPEG)
     bool operator==(const SwsSetup&) const = default;
 };
 
@@ -80,6 +83,7 @@ class SwsStage {
             if (sws_) av_.sws_freeContext(sws_);
             sws_ = av_.sws_getContext(s.w, s.h, s.fmt, s.dw, s.dh, s.dfmt, s.flags, nullptr, nullptr, nullptr);
             if (!sws_) throw Error("media: cannot convert frames of pixel format " + std::to_string(int(s.fmt)));
+            if (s.colorspace >= 0 || s.full_range >= 0) use_tags(s);
             setup_ = s;
         }
         if (av_.sws_scale(sws_, src, src_stride, 0, s.h, dst, dst_stride) != s.dh)
@@ -87,6 +91,21 @@ class SwsStage {
     }
 
   private:
+    // The source's matrix and range instead of swscale's defaults (BT.601, the range its pixel
+    // format implies), keeping the rest, as PyAV's reformat does when given a source colorspace.
+    void use_tags(const SwsSetup& s) {
+        int *inv_table = nullptr, *table = nullptr;
+        int src_range = 0, dst_range = 0, brightness = 0, contrast = 0, saturation = 0;
+        if (av_.sws_getColorspaceDetails(sws_, &inv_table, &src_range, &table, &dst_range, &brightness, &contrast,
+                                         &saturation) < 0)
+            return; // not a YUV -> RGB pass: nothing to choose
+        const int* coefficients = s.colorspace >= 0 ? av_.sws_getCoefficients(s.colorspace) : inv_table;
+        if (s.full_range >= 0) src_range = s.full_range;
+        if (av_.sws_setColorspaceDetails(sws_, coefficients, src_range, table, dst_range, brightness, contrast,
+                                         saturation) < 0)
+            throw Error("media: cannot set the colour matrix of frames of pixel format " + std::to_string(int(s.fmt)));
+    }
+
     const FfmpegApi& av_;
     SwsContext* sws_ = nullptr;
     SwsSetup setup_;
@@ -102,25 +121,33 @@ struct Picture {
 
 // Converts decoded frames to RGB24 at the planned size in the reference processor's order
 // (transformers decodes to RGB, composites alpha on white, then resizes the RGB image):
-// 1. to RGB at the source size (an RGB24 or GBRP frame is used as it is): planar GBR, chroma
-//    planes upsampled bilinearly (swscale's default siting: centred). A JPEG's subsampled YCbCr
-//    (the yuvj formats) is first upsampled to 8-bit 4:4:4 and then converted, which is what
-//    libjpeg does for PIL ("fancy upsampling"). swscale's direct 4:2:0 -> RGB24 path is several
-//    levels off at colour edges, and resizing 4:2:0 in one pass as many (2.8 mean, 35 max on the
-//    JPEG case). A format with alpha goes to RGBA and is composited on white.
+// 1. to RGB at the source size (an RGB24 or GBRP frame is used as it is):
+//    - a video frame (without alpha) as transformers' video loaders get it from PyAV: swscale's
+//      direct conversion to RGB24 at the same size with SWS_BILINEAR, its default chroma
+//      handling, and the frame's colour tags: the matrix of its colorspace (BT.709 for a tagged
+//      HD clip; untagged stays BT.601) and its range, as PyAV >= 14 (sws_scale_frame), torchcodec
+//      and the ffmpeg CLI do. tests/oracle/compare_video_frames.py measures it: equal to PyAV to
+//      the bit (docs/MEDIA.md); Debian's PyAV 10 ignores the tag (BT.601 for every clip).
+//    - an image frame: planar GBR, chroma planes upsampled bilinearly (swscale's default siting:
+//      centred). A JPEG's subsampled YCbCr (the yuvj formats) is first upsampled to 8-bit 4:4:4
+//      and then converted, which is what libjpeg does for PIL ("fancy upsampling"). swscale's
+//      direct 4:2:0 -> RGB24 path is several levels off PIL at colour edges, and resizing 4:2:0 in
+//      one pass as many (2.8 mean, 35 max on the JPEG case).
+//    - a format with alpha goes to RGBA and is composited on white.
 // 2. resized to RGB24 by resize_bicubic_u8 (bicubic_resize.h): the integer bicubic PyTorch runs
 //    for transformers' default (torchvision) processors, to the bit.
 // It holds the frame at its source size (3 bytes a pixel, 4 with alpha, 6 for a JPEG) while
 // converting; the extra pass costs about 4 ms a 720p video frame, 10 ms a 1080p JPEG (here).
 class FrameScaler {
   public:
-    FrameScaler(const FfmpegApi& av, ResizedSize size)
-        : w_(int(size.width)), h_(int(size.height)), av_(av), to_444_(av), to_rgb_(av) {}
+    FrameScaler(const FfmpegApi& av, ResizedSize size, VisionInput::Kind kind)
+        : w_(int(size.width)), h_(int(size.height)), video_(kind == VisionInput::Kind::Video), av_(av), to_444_(av),
+          to_rgb_(av) {}
 
     std::vector<uint8_t> convert(const AVFrame* f) {
         Picture p{AVPixelFormat(f->format), f->width, f->height};
         std::copy_n(f->data, 4, p.data), std::copy_n(f->linesize, 4, p.stride);
-        if (p.fmt != AV_PIX_FMT_RGB24 && p.fmt != AV_PIX_FMT_GBRP) p = to_rgb(p);
+        if (p.fmt != AV_PIX_FMT_RGB24 && p.fmt != AV_PIX_FMT_GBRP) p = to_rgb(p, f);
         RgbView v = rgb24_view(p.data[0], p.w, p.h, p.stride[0]);
         if (p.fmt == AV_PIX_FMT_GBRP) // planes G, B, R
             v = {p.w, p.h, {p.data[2], p.data[0], p.data[1]}, 1, {p.stride[2], p.stride[0], p.stride[1]}};
@@ -133,11 +160,21 @@ class FrameScaler {
     // Same size in and out: bilinear only upsamples chroma; luma and RGB pass exactly.
     static constexpr int kSameSize = SWS_BILINEAR | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT | SWS_FULL_CHR_H_INP;
 
-    // Stage 1: p at its own size as GBRP (rgb_), or RGB24 (rgb_) where it had alpha.
-    Picture to_rgb(Picture p) {
+    // Stage 1: p at its own size as GBRP or RGB24 (rgb_): RGB24 for video and where it had alpha.
+    Picture to_rgb(Picture p, const AVFrame* f) {
         const AVPixFmtDescriptor* d = av_.av_pix_fmt_desc_get(p.fmt);
         const bool alpha = d && (d->flags & AV_PIX_FMT_FLAG_ALPHA);
         const size_t n = size_t(p.w) * size_t(p.h);
+        if (video_ && !alpha) {
+            rgb_.resize(3 * n);
+            uint8_t* dst[4] = {rgb_.data(), nullptr, nullptr, nullptr};
+            const int dst_stride[4] = {p.w * 3, 0, 0, 0};
+            SwsSetup setup{p.w, p.h, p.fmt, p.w, p.h, AV_PIX_FMT_RGB24, SWS_BILINEAR};
+            if (d && !(d->flags & (AV_PIX_FMT_FLAG_RGB | AV_PIX_FMT_FLAG_PAL)) && d->nb_components >= 3)
+                tag_colours(setup, f);
+            to_rgb_.run(setup, p.data, p.stride, dst, dst_stride);
+            return {AV_PIX_FMT_RGB24, p.w, p.h, {rgb_.data()}, {p.w * 3}};
+        }
         if (p.fmt == AV_PIX_FMT_YUVJ420P || p.fmt == AV_PIX_FMT_YUVJ422P || p.fmt == AV_PIX_FMT_YUVJ440P ||
             p.fmt == AV_PIX_FMT_YUVJ411P)
             p = planar(p, AV_PIX_FMT_YUVJ444P, yuv_, n, to_444_);
@@ -153,6 +190,15 @@ class FrameScaler {
         return {AV_PIX_FMT_RGB24, p.w, p.h, {rgb_.data()}, {p.w * 3}};
     }
 
+    // A YUV frame's colour tags for swscale: the matrix of a tagged colorspace (an untagged,
+    // reserved or RGB-tagged frame keeps swscale's BT.601), the range where it is tagged.
+    static void tag_colours(SwsSetup& setup, const AVFrame* f) {
+        const int cs = int(f->colorspace);
+        if (cs != AVCOL_SPC_RGB && cs != AVCOL_SPC_UNSPECIFIED && cs != AVCOL_SPC_RESERVED) setup.colorspace = cs;
+        if (f->color_range == AVCOL_RANGE_JPEG) setup.full_range = 1;
+        if (f->color_range == AVCOL_RANGE_MPEG) setup.full_range = 0;
+    }
+
     // p converted at its size to the three-plane 8-bit format fmt, into buf.
     static Picture planar(const Picture& p, AVPixelFormat fmt, std::vector<uint8_t>& buf, size_t n, SwsStage& stage) {
         buf.resize(3 * n);
@@ -163,6 +209,7 @@ class FrameScaler {
     }
 
     int w_, h_;
+    bool video_;
     const FfmpegApi& av_;
     SwsStage to_444_, to_rgb_;
     std::vector<uint8_t> yuv_, rgb_; // the frame at its source size: JPEG's YCbCr 4:4:4; GBR planes or RGB(A)
@@ -234,7 +281,7 @@ VisionInput decode_media(Kind kind, std::span<const uint8_t> bytes, const MediaC
     out.grid_w = int(plan.size.width / p.patch_size);
     if (kind == Kind::Video) out.timestamps_s = pair_timestamps(plan.frame_indices, plan.source_fps, int(T));
     PatchWriter writer(out, p, plan.size);
-    FrameScaler scaler(ffmpeg_api(), plan.size);
+    FrameScaler scaler(ffmpeg_api(), plan.size, kind);
     std::vector<uint8_t> last;
     size_t next = 0;
     for (int64_t index = 0; next < plan.frame_indices.size(); ++index) {

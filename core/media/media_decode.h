@@ -11,7 +11,9 @@
 //   frame (GIF: the first frame of an animation), duplicated to temporal_patch_size frames; a
 //   Video is the planned frames (sample_frame_indices at config.video.fps, at most
 //   min(config.video.max_frames, limits.max_frames)), each converted to RGB at its own size
-//   (pixels with alpha composited on white, as transformers' convert_to_rgb does) and resized
+//   (pixels with alpha composited on white, as transformers' convert_to_rgb does; a YUV video
+//   frame with the matrix and range it is tagged with, BT.601 limited when untagged, through the
+//   swscale call of transformers' PyAV loader: docs/MEDIA.md) and resized
 //   with resize_bicubic_u8 (bicubic_resize.h: the integer bicubic of transformers' default
 //   torchvision processors, to the bit) as soon as it is decoded, then patchified in pairs, so no
 //   more than one source-size RGB frame, two resized frames and the output are ever held (docs/MEDIA.md gives

@@ -7,6 +7,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <string>
 
@@ -30,6 +32,16 @@ template <class Pixel> void check_every_value(const VisionInput& v, Pixel pixel)
         bad += frames[i] != (float(pixel(int(c), int(y), int(x))) - 127.5f) / 127.5f;
     }
     CHECK(bad == 0);
+}
+
+// Y'CbCr (8-bit, limited or full range) -> R'G'B' levels with the matrix (kr, kb), exact and
+// clipped: what a decoder that honours the stream's tags gives, within swscale's integer rounding.
+std::array<double, 3> ycbcr_to_rgb(double y, double cb, double cr, double kr, double kb, bool full) {
+    const double luma = full ? y : (y - 16) * 255 / 219;
+    const double pb = full ? cb - 128 : (cb - 128) * 255 / 224, pr = full ? cr - 128 : (cr - 128) * 255 / 224;
+    const double r = luma + 2 * (1 - kr) * pr, b = luma + 2 * (1 - kb) * pb;
+    const double g = (luma - kr * r - kb * b) / (1 - kr - kb);
+    return {std::clamp(r, 0.0, 255.0), std::clamp(g, 0.0, 255.0), std::clamp(b, 0.0, 255.0)};
 }
 
 } // namespace
@@ -124,4 +136,39 @@ TEST_CASE("SHA-256 matches FIPS 180-4's examples", "[media_decode]") {
     std::string million(1000000, 'a');
     CHECK(hex(sha256({reinterpret_cast<const uint8_t*>(million.data()), million.size()})) ==
           "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+TEST_CASE("video frames take the stream's tagged colour matrix and range (BT.601 limited untagged)", "[media_decode]") {
+    MediaConfig config;
+    config.video.min_pixels = 4096; // 4 frames of 64x64 need no resize
+    constexpr double k709[2] = {0.2126, 0.0722}, k601[2] = {0.299, 0.114};
+    struct Case {
+        const char* file;
+        const double* k;
+        bool full;
+    };
+    for (const Case& c : {Case{"colour_bt709.mp4", k709, false}, Case{"colour_bt709_full.mp4", k709, true},
+                          Case{"colour_untagged.mp4", k601, false}}) {
+        INFO(c.file);
+        const VisionInput v = decode_media(Kind::Video, media_fixture(c.file), config, kLimits);
+        REQUIRE(v.grid_h * v.patch_size == 64);
+        REQUIRE(v.grid_w * v.patch_size == 64);
+        const std::vector<float> frames = unpatchify(v); // frame 0 first, [64][64][3]
+        struct Region {
+            int x;
+            double y, cb, cr; // the clip's stored values (make_fixtures.sh)
+        };
+        double apart = 0; // how far the other matrix is: the check must be able to tell them apart
+        for (const Region& r : {Region{10, 81, 121, 197}, Region{50, 90, 191, 96}}) {
+            const std::array<double, 3> want = ycbcr_to_rgb(r.y, r.cb, r.cr, c.k[0], c.k[1], c.full);
+            const double* other = c.k == k709 ? k601 : k709;
+            const std::array<double, 3> wrong = ycbcr_to_rgb(r.y, r.cb, r.cr, other[0], other[1], c.full);
+            for (int ch = 0; ch < 3; ++ch) {
+                const double got = double(frames[(size_t(32) * 64 + size_t(r.x)) * 3 + size_t(ch)]) * 127.5 + 127.5;
+                CHECK(std::abs(got - want[size_t(ch)]) <= 3.0);
+                apart = std::max(apart, std::abs(want[size_t(ch)] - wrong[size_t(ch)]));
+            }
+        }
+        CHECK(apart > 10.0);
+    }
 }
