@@ -25,6 +25,14 @@
 # and after the resize. --check exits 1 unless ours equals the pyav_tag reference within 1 level
 # (max) before and after the resize.
 #   /usr/bin/python3 tests/oracle/compare_video_frames.py --dump build/tests/oracle_dump_video_frames [--check]
+# --loaders (for the GPU machine: transformers installed, no ffmpeg CLI or build needed) decodes the
+# committed tests/fixtures/media/colour_*.mp4 (64x64, written straight in Y'CbCr: BT.709 limited,
+# BT.709 full range, untagged; make_fixtures.sh) with transformers' load_video (its default
+# backend, then each backend by name) and PyAV, and says which conversion each loader's pixels
+# match (the exact BT.601 / BT.709 conversion of the stored values, limited or full range): the
+# matrix transformers' own video path uses there, which tests/unit/media/media_decode.cpp pins
+# ninfer to (the tag).
+#   python3 tests/oracle/compare_video_frames.py --loaders
 import argparse
 import json
 import os
@@ -32,11 +40,7 @@ import subprocess
 import sys
 import tempfile
 
-import av
 import numpy as np
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_resize_reference import resize_tv  # noqa: E402  (PyTorch's uint8 bicubic, to the bit)
 
 FF = ["ffmpeg", "-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
       "testsrc2=size=1280x720:rate=30:duration=2"]
@@ -60,6 +64,7 @@ def stream_colorspace(path):
 
 def pyav_frames(path, indices, tag):
     """The sampled frames as PyAV gives them: default matrix, or the stream's tag (pyav_tag)."""
+    import av
     want = set(indices)
     plain, tagged, yuv = {}, {}, {}
     with av.open(path) as c:
@@ -117,6 +122,8 @@ def compare(name, dump, work):
     (sw, sh), (rw, rh), idx = meta["source"], meta["resized"], meta["indices"]
     ours_src = list(np.fromfile(os.path.join(out, "source.rgb"), np.uint8).reshape(len(idx), sh, sw, 3))
     ours_res = list(np.fromfile(os.path.join(out, "resized.rgb"), np.uint8).reshape(len(idx), rh, rw, 3))
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from make_resize_reference import resize_tv  # PyTorch's uint8 bicubic, to the bit
     tag = stream_colorspace(path)
     plain, tagged, yuv = pyav_frames(path, idx, tag)
     tv = torchvision_frames(path, idx)
@@ -134,12 +141,84 @@ def compare(name, dump, work):
     return before[0].max() <= 1 and after[0].max() <= 1
 
 
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "media")
+LOADER_CLIPS = {"colour_bt709.mp4": ("709", False), "colour_bt709_full.mp4": ("709", True),
+                "colour_untagged.mp4": ("601", False)}
+REGIONS = [(10, (81, 121, 197)), (50, (90, 191, 96))]  # x at row 32, stored Y, Cb, Cr
+
+
+def exact_rgb(ycbcr, matrix, full):
+    kr, kb = MATRICES[matrix]
+    y, cb, cr = ycbcr
+    luma = y if full else (y - 16) * 255 / 219
+    pb, pr = (cb - 128, cr - 128) if full else ((cb - 128) * 255 / 224, (cr - 128) * 255 / 224)
+    r, b = luma + 2 * (1 - kr) * pr, luma + 2 * (1 - kb) * pb
+    return np.clip([r, (luma - kr * r - kb * b) / (1 - kr - kb), b], 0, 255)
+
+
+def first_frame_hwc(video):
+    v = np.asarray(video.numpy() if hasattr(video, "numpy") else video)
+    f = v[0]
+    return f if f.shape[-1] == 3 else np.moveaxis(f, 0, -1)
+
+
+def loaders():
+    """Which conversion each available video loader applies to the colour_* fixtures."""
+    decoders = []
+    try:
+        from transformers.video_utils import load_video
+        decoders.append(("transformers default", lambda p: load_video(p)[0]))
+        for backend in ("pyav", "torchvision", "torchcodec", "decord", "opencv"):
+            decoders.append((f"transformers {backend}", lambda p, b=backend: load_video(p, backend=b)[0]))
+    except ImportError as e:
+        print(f"transformers: not importable ({e})")
+    try:
+        import torchvision
+        decoders.append((f"torchvision {torchvision.__version__} read_video",
+                         lambda p: torchvision.io.read_video(p, pts_unit="sec", output_format="THWC")[0]))
+    except ImportError:
+        print("torchvision: not installed")
+    try:
+        import av
+        print(f"PyAV {av.__version__}")
+
+        def pyav(p):
+            with av.open(p) as c:
+                return [next(c.decode(video=0)).to_ndarray(format="rgb24")]
+        decoders.append(("PyAV to_ndarray(rgb24)", pyav))
+    except ImportError:
+        print("PyAV: not installed")
+    candidates = [(m, full) for m in MATRICES for full in (False, True)]
+    for clip, (tag_matrix, tag_full) in LOADER_CLIPS.items():
+        print(f"{clip}: tagged BT.{tag_matrix} {'full' if tag_full else 'limited'} range"
+              if clip != "colour_untagged.mp4" else f"{clip}: untagged")
+        for name, decode in decoders:
+            try:
+                frame = first_frame_hwc(decode(os.path.join(FIXTURES, clip)))
+            except Exception as e:  # a backend that is not installed, or refuses the file
+                print(f"  {name:<26} unavailable: {type(e).__name__}: {str(e)[:80]}")
+                continue
+            got = [frame[32, x].astype(np.float64) for x, _ in REGIONS]
+            err = {c: max(np.abs(g - exact_rgb(v, *c)).max() for g, (_, v) in zip(got, REGIONS)) for c in candidates}
+            best = min(err, key=err.get)
+            print(f"  {name:<26} pixels {[list(map(int, g)) for g in got]} -> BT.{best[0]} "
+                  f"{'full' if best[1] else 'limited'} (max error {err[best]:.1f}; tag's: "
+                  f"{err[(tag_matrix, tag_full)]:.1f})")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--dump", required=True, help="the oracle_dump_video_frames binary")
+    ap.add_argument("--loaders", action="store_true", help="which conversion transformers' video loaders apply")
+    ap.add_argument("--dump", help="the oracle_dump_video_frames binary")
     ap.add_argument("--keep", help="work directory to keep (default: a temporary one)")
     ap.add_argument("--check", action="store_true", help="exit 1 unless ours is within 1 level of pyav_tag")
     args = ap.parse_args()
+    if args.loaders:
+        loaders()
+        return
+    if not args.dump:
+        ap.error("--dump BINARY is needed (or --loaders)")
+    import av
     print(f"PyAV {av.__version__}, FFmpeg via PyAV {av.library_versions.get('libswscale')}")
     work = args.keep or tempfile.mkdtemp(prefix="ninfer_video_frames_")
     os.makedirs(work, exist_ok=True)
