@@ -32,7 +32,7 @@ TEST_CASE("cuda mtp: drafts follow the CPU head after prefills of several length
                 INFO("prompt of " << total << " tokens in " << calls.size() << " call(s)");
                 const auto prompt = random_tokens(total, V, seed++);
                 if (mode.f32)
-                    check_routes_hold(h->weights, h->plan, prompt);
+                    check_routes_hold(h->weights, h->plan, prompt, int32_t(seed % V), int(kDrafts));
                 for (Backend* b : {h->cpu.get(), h->gpu.get()}) {
                     b->reset_lane(1);
                     size_t at = 0;

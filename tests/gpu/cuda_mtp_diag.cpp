@@ -21,7 +21,7 @@ TEST_CASE("cuda mtp diag: the f32 check mode routes the MoE prefills prompt as t
           "[cuda_mtp_diag]") {
     require_gpu();
     auto h = make_heads("kernel/moe", TensorFormat::Bf16, true, 81); // the prefills case's weights
-    const ModelConfig &c = h->weights.config;
+    const ModelConfig& c = h->weights.config;
     const uint32_t V = c.vocab_size, E = c.num_experts, K = c.num_experts_per_tok;
     const auto prompt = random_tokens(8, V, 7);
     const size_t last = prompt.size() - 1;
@@ -39,7 +39,7 @@ TEST_CASE("cuda mtp diag: the f32 check mode routes the MoE prefills prompt as t
                 "vs that %.7f)\n",
                 as_cpu, as_rounded, cosine(cpu.last_logits, rounded.last_logits));
     double best_swapped = 0;
-    for (const RouteMargin &m : margins) {
+    for (const RouteMargin& m : margins) {
         if (m.row != last || m.gap >= 0.01)
             continue;
         const PromptRun swapped = run_prompt(h->weights, h->plan, prompt, swap_route(m, E));

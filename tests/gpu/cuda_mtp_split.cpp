@@ -97,7 +97,7 @@ TEST_CASE("cuda mtp: an 8-token prompt prefilled whole or split leaves the head 
         auto h = make_heads(fixture, TensorFormat::Bf16, true, 81); // the prefills case's weights
         const uint32_t V = h->weights.config.vocab_size, H = h->weights.config.hidden_size;
         const auto prompt = random_tokens(8, V, 7); // the prefills case's 8-token prompt and next token
-        check_routes_hold(h->weights, h->plan, prompt);
+        check_routes_hold(h->weights, h->plan, prompt, int32_t(8 % V), int(kDrafts));
         const std::vector<DraftRequest> req = {{1, int32_t(8 % V), int(kDrafts)}};
         h->cpu->reset_lane(1);
         std::vector<float> cpu_last;

@@ -7,8 +7,8 @@
 // i's drafts (cosine, KL, ids while the CPU's top-2 gap is above the rule) and keeps the worst
 // figures and the KL sum, which Worst::report prints as RESULT lines (Worst::check_mean checks a
 // mode's mean KL); kModes are the activation modes and weight formats with their bounds;
-// check_routes_hold(weights, plan, prompt) checks on the CPU that a MoE prompt's routes are far
-// enough from ties for the f32 check mode's comparison.
+// check_routes_hold(weights, plan, prompt, next_token, drafts) checks on the CPU that a MoE
+// prompt's routes and its drafts' are far enough from ties for the f32 check mode's comparison.
 #pragma once
 
 #include "core/convert/hf_source.h"
@@ -162,30 +162,41 @@ inline void check_close(const Drafts& gpu, const Drafts& cpu, size_t i, int k_wa
     }
 }
 
-// What the f32 check mode's comparison with the CPU relies on for a MoE prompt (a dense one has no
-// routes), checked on the CPU: a turned route of the last token moves its row, the drafts' input, to
-// cosine ~0.998 (cuda_mtp_diag.cpp), so each of its layers' k-th and (k+1)-th router logits are at
-// least 1e-3 apart, 4x the largest router-logit difference between two f32 orders of the same
-// forward on the CPU (chunked vs recurrent GDN over the prefills case's prompts: 2.5e-4, where a
-// bf16 KV row rounds to the other neighbour; 1e-6 before the first attention layer). Earlier tokens'
-// near ties may turn: each one under 1e-3 is swapped on the CPU and must leave the last logits at
-// cosine >= 0.99995, half the f32 bound's budget (measured >= 0.99998 over the prefills case's 11:
-// attention and GDN dilute one earlier token's row).
-inline void check_routes_hold(const ModelWeights& w, const MemoryPlan& plan, const std::vector<int32_t>& prompt) {
-    const PromptRun base = run_prompt(w, plan, prompt);
+// What the f32 check mode's comparison with the CPU relies on for a MoE prompt and its drafts (a
+// dense model has no routes), checked on the CPU. A turned route of the last token moves its row,
+// the drafts' input, to cosine ~0.998 (cuda_mtp_diag.cpp), and one of a draft's own row moves that
+// draft, so those routes' k-th and (k+1)-th router logits must be at least 1e-3 apart: 4x the
+// largest router-logit difference between two f32 orders of the same forward on the CPU (chunked
+// vs recurrent GDN over the prefills case's prompts: 2.5e-4, where a bf16 KV row rounds to the
+// other neighbour; 1e-6 before the first attention layer). Earlier tokens' near ties (main layers
+// or the head's rows of the prompt) may turn: each one under 1e-3 is swapped on the CPU and must
+// leave the last logits and every draft at cosine >= 0.99995, half the f32 bound's budget
+// (measured >= 0.99998 over the prefills case's: attention and GDN dilute one earlier row).
+inline void check_routes_hold(const ModelWeights& w, const MemoryPlan& plan, const std::vector<int32_t>& prompt,
+                              int32_t next_token, int drafts) {
+    const PromptRun base = run_prompt(w, plan, prompt, {}, {}, next_token, drafts);
     if (base.routes.empty())
         return;
-    const auto margins = route_margins(base.routes, w.config.num_experts_per_tok);
+    const uint32_t V = w.config.vocab_size;
     const size_t last = prompt.size() - 1;
-    const RouteMargin m = smallest_margin(margins, last);
-    INFO("the last token's smallest route margin " << m.gap << " (layer " << m.layer << ")");
-    CHECK(m.gap >= 1e-3);
-    for (const RouteMargin& x : margins)
-        if (x.row < last && x.gap < 1e-3) {
-            const PromptRun swapped = run_prompt(w, plan, prompt, swap_route(x, w.config.num_experts));
-            INFO("a near tie of token " << x.row << ", layer " << x.layer << ": gap " << x.gap);
+    for (const RouteMargin& x : route_margins(base.routes, w.config.num_experts_per_tok)) {
+        const bool head = x.layer == w.config.num_hidden_layers;
+        // The last token's main routes, the first draft's head route (the prompt record's last row)
+        // and each later draft's (one-row records).
+        const bool direct = x.rows == 1 || x.row == last;
+        INFO((head ? "head" : "main") << " route of record " << x.record << ", row " << x.row << ", layer "
+                                      << x.layer << ": experts " << x.expert_k << " / " << x.expert_next
+                                      << ", gap " << x.gap);
+        if (direct) {
+            CHECK(x.gap >= 1e-3);
+        } else if (x.gap < 1e-3) {
+            const PromptRun swapped = run_prompt(w, plan, prompt, swap_route(x, w.config.num_experts), {},
+                                                 next_token, drafts);
             CHECK(cosine(swapped.last_logits, base.last_logits) >= 0.99995);
+            for (int j = 0; j < drafts; ++j)
+                CHECK(cosine(swapped.draft_logits, base.draft_logits, size_t(j) * V, V) >= 0.99995);
         }
+    }
 }
 
 // The text path's bounds (tests/gpu/cuda_backend.cpp): the f32-activation check mode follows the

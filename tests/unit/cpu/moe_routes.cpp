@@ -19,7 +19,7 @@ using namespace ninfer::test;
 
 namespace {
 
-double cosine_of(const std::vector<float> &a, const std::vector<float> &b, size_t off, size_t n) {
+double cosine_of(const std::vector<float>& a, const std::vector<float>& b, size_t off, size_t n) {
     double ab = 0, aa = 0, bb = 0;
     for (size_t i = off; i < off + n; ++i) {
         ab += double(a[i]) * double(b[i]);
@@ -30,11 +30,11 @@ double cosine_of(const std::vector<float> &a, const std::vector<float> &b, size_
 }
 
 // The experts row r of a record routes to (the K largest logits, ties to the lower id).
-std::set<uint32_t> chosen(const RouteRecord &rec, size_t r, uint32_t K) {
+std::set<uint32_t> chosen(const RouteRecord& rec, size_t r, uint32_t K) {
     const size_t E = rec.logits.size() / rec.rows;
     std::vector<uint32_t> order(E);
     std::iota(order.begin(), order.end(), 0u);
-    const float *p = rec.logits.data() + r * E;
+    const float* p = rec.logits.data() + r * E;
     std::sort(order.begin(), order.end(),
               [&](uint32_t a, uint32_t b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
     return std::set<uint32_t>(order.begin(), order.begin() + K);
@@ -64,7 +64,7 @@ TEST_CASE("moe_routes: the hook sees every MoE layer; a swapped route changes on
     const uint32_t K = c.num_experts_per_tok, H = c.hidden_size;
     const auto margins = route_margins(base.routes, K);
     REQUIRE(margins.size() == c.num_hidden_layers * prompt.size());
-    for (const RouteMargin &m : margins) {
+    for (const RouteMargin& m : margins) {
         INFO("layer " << m.layer << " row " << m.row);
         CHECK(m.gap >= 0);
         CHECK(m.gap == Approx(double(m.logit_k) - double(m.logit_next)));
@@ -87,6 +87,34 @@ TEST_CASE("moe_routes: the hook sees every MoE layer; a swapped route changes on
                       last = smallest_margin(margins, prompt.size() - 1);
     CHECK(last.row == prompt.size() - 1);
     CHECK(s.gap <= last.gap);
+}
+
+TEST_CASE("moe_routes: the head's drafts are draft_mtp's; its routes follow the main layers'",
+          "[moe_routes]") {
+    const ModelConfig c = tiny_config(true);
+    auto model = InMemoryModel::random(c, {.seed = 92, .with_mtp = true});
+    const ModelWeights w = model->weights();
+    const MemoryPlan plan = tiny_speculative_plan(c, 1, 4, true, KvDtype::Bf16);
+    const auto prompt = random_tokens(7, c.vocab_size, 4);
+    const int32_t next = 19;
+    const PromptRun run = run_prompt(w, plan, prompt, {}, {}, next, 3);
+    REQUIRE(run.routes.size() == c.num_hidden_layers + 3);
+    CHECK(run.routes[c.num_hidden_layers].layer == c.num_hidden_layers);
+    CHECK(run.routes[c.num_hidden_layers].rows == prompt.size());
+    CHECK(run.routes.back().layer == c.num_hidden_layers);
+    CHECK(run.routes.back().rows == 1);
+    auto b = make_cpu_backend(w, plan);
+    b->prefill(0, prompt, LogitsOut::None, nullptr);
+    std::vector<std::vector<float>> logits;
+    b->draft_mtp(std::vector<DraftRequest>{{0, next, 3}}, &logits);
+    CHECK(relative_error(run.draft_logits, logits.at(0)) < 1e-5);
+    // Swapping the last draft's route (the last record) moves only that draft.
+    const auto margins = route_margins(run.routes, c.num_experts_per_tok);
+    const PromptRun swapped = run_prompt(w, plan, prompt, swap_route(margins.back(), c.num_experts), {}, next, 3);
+    const size_t V = c.vocab_size;
+    CHECK(std::equal(swapped.draft_logits.begin(), swapped.draft_logits.begin() + long(2 * V),
+                     run.draft_logits.begin()));
+    CHECK(cosine_of(swapped.draft_logits, run.draft_logits, 2 * V, V) < 0.99999);
 }
 
 TEST_CASE("moe_routes: [cuda_mtp]'s MoE weights: bf16-rounded norm and conv vectors turn a "
@@ -120,8 +148,8 @@ TEST_CASE("moe_routes: [cuda_mtp]'s MoE weights: bf16-rounded norm and conv vect
     const PromptRun rounded = run_prompt(with_bf16_vectors(w), plan, prompt);
     const double moved = cosine_of(rounded.last_logits, base.last_logits, 0, V);
     // The first route (in layer order, then token) that the rounding changes.
-    const RouteMargin *turned = nullptr;
-    for (const RouteMargin &m : margins)
+    const RouteMargin* turned = nullptr;
+    for (const RouteMargin& m : margins)
         if (!turned &&
             chosen(base.routes[m.layer], m.row, K) != chosen(rounded.routes[m.layer], m.row, K))
             turned = &m;
