@@ -58,7 +58,7 @@ struct VisionBenchReport {
     std::string source; // the --media path, or "synthetic"
     int source_width = 0, source_height = 0; // --media: the decoded file's frame size
     int width = 0, height = 0;               // the tower's input frame (after the processor's resize)
-    int frames = 0;                          // sampled frames (an image: 1)
+    int frames = 0;                          // frames the tower takes: temporal patches x 2 (an image: 1)
     size_t patches = 0, merged_tokens = 0;
     size_t prompt_tokens = 0, vision_tokens = 0; // vision_tokens: the placeholder (pad) tokens
     std::string tower_device, prefill_device;
