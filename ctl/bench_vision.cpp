@@ -186,7 +186,7 @@ VisionBenchReport measure_vision_bench(const std::string& path, const VisionBenc
     r.vision_tokens = size_t(std::count_if(prompt.begin(), prompt.end(),
                                            [&](int32_t t) { return t == *image_id || t == *video_id; }));
     // The GPU tower first: its weights and workspace are then taken when the backend's plan reads
-    // the free device memory (ninferd plans them the same way, core/cuda/vision_tower_gpu.h).
+    // the free device memory (ninferd counts cuda_vision_bytes in its plan: daemon/model_loader.cpp).
     std::unique_ptr<core::VisionEncoder> tower = make_tower(*s->weights.vision, args);
     tower->image_token_id = *image_id;
     tower->video_token_id = *video_id;
