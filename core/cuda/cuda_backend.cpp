@@ -428,13 +428,14 @@ class CudaBackend final : public Backend {
             const int n = int(std::min<size_t>(size_t(prefill_->max_tokens()), tokens.size() - b));
             const PrefillInputs part = mm ? cuda::inputs_part(*mm, b, size_t(n)) : PrefillInputs{};
             prefill_->enqueue_forward(lane, start + uint32_t(b), tokens.subspan(b, size_t(n)), mm ? &part : nullptr);
-            chunk_outputs(lane, start, tokens, b, n, b + size_t(n) == tokens.size(), out, logits);
+            chunk_outputs(lane, start, tokens, b, n, b + size_t(n) == tokens.size(), out, logits, mm ? &part : nullptr);
         }
     }
     // After a PrefillRunner pass over tokens [b, b + n) of a prefill call (`last`: its last pass):
-    // the logits asked for, through the decode head, and the MTP head's catch-up.
+    // the logits asked for, through the decode head, and the MTP head's catch-up (mm: the pass's
+    // prefill_with inputs, or null).
     void chunk_outputs(int lane, uint32_t start, std::span<const int32_t> tokens, size_t b, int n, bool last,
-                       LogitsOut out, std::vector<float>* logits) {
+                       LogitsOut out, std::vector<float>* logits, const PrefillInputs* mm = nullptr) {
         if (out == LogitsOut::All) {
             for (int r = 0; r < n; r += kMaxStepTokens) {
                 const int rows = std::min(kMaxStepTokens, n - r);
@@ -447,7 +448,7 @@ class CudaBackend final : public Backend {
         }
         if (mtp_) // after the logits: the head reuses the runner's step rows
             mtp_->take_prefill(lane, at(lane).tokens, tokens, start + uint32_t(b), n, prefill_->final_rows_f32(),
-                               prefill_->row_stride(), prefill_.get());
+                               prefill_->row_stride(), prefill_.get(), mm);
     }
 
     // The decode kernels over blocks of up to 8 consecutive tokens of the lane (GDN token by token).
@@ -466,7 +467,8 @@ class CudaBackend final : public Backend {
             run_.enqueue_forward(n, true, mm ? &part : nullptr);
             take_logits(lane, 0, n, b, b + n == tokens.size(), out, logits);
             if (mtp_)
-                mtp_->take_prefill(lane, at(lane).tokens, tokens, start + uint32_t(b), n, nullptr, 0);
+                mtp_->take_prefill(lane, at(lane).tokens, tokens, start + uint32_t(b), n, nullptr, 0, nullptr,
+                                   mm ? &part : nullptr);
         }
     }
 
@@ -573,6 +575,8 @@ class CudaBackend final : public Backend {
         if (s.rope_offset == offset)
             return;
         s.rope_offset = offset;
+        if (mtp_) // the head's text positions take it too (MtpHead::set_rope_offset)
+            mtp_->set_rope_offset(lane, offset);
         const int32_t v = int32_t(offset);
         cuda_check(cudaMemcpyAsync(run_.rope_offsets() + lane, &v, 4, cudaMemcpyHostToDevice, run_.stream()),
                    "RoPE offset");

@@ -131,9 +131,13 @@ class Runner {
     // fc([norm_e(embed(x_{t+1})) | norm_h(h_t)]) with h_t the f32 rows at hidden, the MTP layer
     // (its K/V at position t in KV layer mtp_kv_layer(), the lanes' page tables) and mtp.final_norm,
     // leaving d in the step rows: enqueue_head gives the draft logits, step_rows_f32() is d.
+    // RoPE takes the position t plus the lane's rope_offsets(); with `multimodal` (n positions and
+    // n embedding rows, cuda/multimodal_rows.h) its M-RoPE positions drive RoPE instead and its
+    // rows replace the embedded x_{t+1} where their index is >= 0 (a prefill_with chunk's
+    // placeholders, docs/MODEL.md §8).
     bool has_mtp() const { return model_.mtp.has_value(); }
     uint32_t mtp_kv_layer() const { return config_.n_full_attention_layers(); }
-    void enqueue_mtp(int n, float* hidden, int64_t hidden_stride);
+    void enqueue_mtp(int n, float* hidden, int64_t hidden_stride, const PrefillInputs* multimodal = nullptr);
 
   private:
     void attention(const DeviceLayer& L, uint32_t full_index, int n);

@@ -1,6 +1,7 @@
 // ninfer::core - the CUDA runner's MTP head pass (docs/MODEL.md §8): fc, one decoder layer, its norm.
 #include "core/cuda/cuda_runner.h"
 
+#include "core/cuda/multimodal_rows.h"
 #include "core/util/error.h"
 #include "ninfer/kernels/runner_ops.h"
 
@@ -21,11 +22,13 @@ void Runner::alloc_mtp() {
     }
 }
 
-void Runner::enqueue_mtp(int n, float* hidden, int64_t hidden_stride) {
+void Runner::enqueue_mtp(int n, float* hidden, int64_t hidden_stride, const PrefillInputs* multimodal) {
     if (!model_.mtp)
         throw Error("cuda: the MTP head was not uploaded (the plan has no mtp)");
     if (n < 1 || n > kMaxStepTokens)
         throw Error("cuda: an MTP step takes 1.." + std::to_string(kMaxStepTokens) + " rows");
+    if (multimodal && (multimodal->positions.size() != size_t(n) || multimodal->embedding_rows.size() != size_t(n)))
+        throw Error("cuda: an MTP step's positions and embedding rows must be one per row");
     const DeviceMtp& m = *model_.mtp;
     const ModelConfig& c = config_;
     const float eps = c.rms_norm_eps;
@@ -33,6 +36,10 @@ void Runner::enqueue_mtp(int n, float* hidden, int64_t hidden_stride) {
     const int64_t in_w = 2 * hs_;
     // u = fc([norm_e(embed(x_{t+1})) | norm_h(h_t)]): the embedding half first (x_ is scratch here).
     cuda_check(kernels::embed_rows(model_.embedding.view, step_in_, n, x_, hs_, stream_), "MTP embedding");
+    if (multimodal) { // a placeholder x_{t+1} of a prefill_with chunk: the tower's row; M-RoPE positions
+        enqueue_embedding_rows(*multimodal, c.hidden_size, x_, hs_, stream_);
+        enqueue_rope_positions(multimodal->positions, step_rope_, stream_);
+    }
     cuda_check(kernels::add_rmsnorm(x_, hs_, nullptr, hs_, m.embedding_norm, mtp_in_, in_w, mtp_in32_, n, H, eps,
                                     stream_, mtp_in_lo_), "MTP embedding norm");
     cuda_check(kernels::add_rmsnorm(hidden, hidden_stride, nullptr, hs_, m.hidden_norm, mtp_in_ + hs_, in_w,
@@ -42,7 +49,9 @@ void Runner::enqueue_mtp(int n, float* hidden, int64_t hidden_stride) {
     const DeviceLayer& L = m.layer;
     cuda_check(kernels::add_rmsnorm(x_, hs_, nullptr, hs_, L.input_norm, xn_, hs_, xn32_, n, H, eps, stream_, xn_lo_),
                "MTP input norm");
+    step_rope_now_ = multimodal != nullptr;
     attention(L, mtp_kv_layer(), n);
+    step_rope_now_ = false;
     cuda_check(kernels::add_rmsnorm(x_, hs_, mix_, hs_, L.post_attention_norm, xn_, hs_, xn32_, n, H, eps, stream_,
                                     xn_lo_), "MTP post-attention norm");
     ffn(L, n);

@@ -19,7 +19,8 @@ uint64_t MtpHead::device_bytes(const ModelConfig& c, int n_lanes, uint32_t max_d
 
 MtpHead::MtpHead(Runner& run, const MemoryPlan& plan)
     : run_(run), plan_(plan), hs_(run.hidden_stride()), drafts_w_(int(std::max<uint32_t>(1, plan.max_draft_tokens))),
-      mtp_length_(size_t(plan.n_lanes), 0), step_in_(3 * kMaxStepTokens, 0) {
+      mtp_length_(size_t(plan.n_lanes), 0), rope_(size_t(plan.n_lanes)), rope_offset_(size_t(plan.n_lanes), 0),
+      step_in_(3 * kMaxStepTokens, 0) {
     if (!run.has_mtp())
         throw Error("cuda: the MTP head needs a plan with mtp and weights with the head");
     ring_ = arena_.alloc_n<float>(uint64_t(plan.n_lanes) * kRingRows * hs_, "MTP hidden rows");
@@ -56,8 +57,36 @@ MtpPart MtpHead::restore_target(int lane, uint32_t m, uint32_t n) const {
 void MtpHead::restored(int lane, uint32_t m, uint32_t n) {
     if (m == LaneImageCopier::kNoMtp)
         skip_to(lane, n);
+    else // the image keeps no positions: its pending rows take text positions, as on the CPU
+        advance(lane, std::max(m, n > kRingRows ? n - kRingRows : 0), true);
+}
+
+void MtpHead::advance(int lane, uint32_t m, bool clear) {
+    uint32_t& length = mtp_length_.at(size_t(lane));
+    std::vector<MropePosition>& kept = rope_.at(size_t(lane));
+    if (clear || m < length)
+        kept.clear();
     else
-        mtp_length_.at(size_t(lane)) = std::max(m, n > kRingRows ? n - kRingRows : 0);
+        kept.erase(kept.begin(), kept.begin() + long(std::min<size_t>(m - length, kept.size())));
+    length = m;
+}
+
+void MtpHead::keep_positions(int lane, uint32_t start, std::span<const MropePosition> positions) {
+    const uint32_t m = mtp_length_.at(size_t(lane));
+    std::vector<MropePosition>& kept = rope_.at(size_t(lane));
+    kept.resize(std::min<size_t>(kept.size(), start > m ? start - m : 0));
+    for (uint32_t t = m + uint32_t(kept.size()); t < start; ++t) // pending before the chunk: text
+        kept.push_back(MropePosition::text(uint32_t(int64_t(t) + rope_offset_.at(size_t(lane)))));
+    kept.insert(kept.end(), positions.begin(), positions.end());
+}
+
+MtpHead::Row MtpHead::pending_row(int lane, uint32_t t, int32_t token) const {
+    Row r{lane, t, token, -1, std::nullopt, -1};
+    const uint32_t m = mtp_length_.at(size_t(lane));
+    const std::vector<MropePosition>& kept = rope_.at(size_t(lane));
+    if (t >= m && t - m < kept.size())
+        r.rope = kept[t - m];
+    return r;
 }
 
 void MtpHead::enqueue_keep_step_rows(int n) {
@@ -77,15 +106,17 @@ void MtpHead::stage_rows(int lane, uint32_t p0, uint32_t p1, const float* src, u
 }
 
 void MtpHead::clamp_pending(int lane, uint32_t end) {
-    uint32_t& m = mtp_length_.at(size_t(lane));
-    if (end > m + kRingRows)
-        m = end - kRingRows;
+    if (end > mtp_length_.at(size_t(lane)) + kRingRows)
+        advance(lane, end - kRingRows);
 }
 
 void MtpHead::run(const std::vector<Row>& rows, int column, bool chained, bool keep_drafts,
-                  const std::function<void(size_t, size_t)>& stage, std::vector<std::vector<float>>* logits) {
+                  const std::function<void(size_t, size_t)>& stage, std::vector<std::vector<float>>* logits,
+                  std::span<const float> embeddings) {
     const uint32_t V = run_.config().vocab_size;
     int32_t* in = run_.step_in();
+    std::vector<MropePosition> positions;
+    std::vector<int32_t> embedding_rows;
     for (size_t b0 = 0; b0 < rows.size(); b0 += kMaxStepTokens) {
         const size_t b1 = std::min(rows.size(), b0 + kMaxStepTokens);
         const int n = int(b1 - b0);
@@ -93,6 +124,9 @@ void MtpHead::run(const std::vector<Row>& rows, int column, bool chained, bool k
             stage(b0, b1);
         std::fill(step_in_.begin(), step_in_.end(), 0);
         int first_draft = n;
+        bool multimodal = false; // a kept M-RoPE position or a tower row: the block states them all
+        positions.clear();
+        embedding_rows.clear();
         for (int i = 0; i < n; ++i) {
             const Row& r = rows[b0 + size_t(i)];
             step_in_[size_t(i)] = r.token;
@@ -100,6 +134,10 @@ void MtpHead::run(const std::vector<Row>& rows, int column, bool chained, bool k
             step_in_[size_t(2 * kMaxStepTokens + i)] = int32_t(r.position);
             if (r.request >= 0)
                 first_draft = std::min(first_draft, i);
+            multimodal = multimodal || r.rope || r.embedding_row >= 0;
+            positions.push_back(r.rope.value_or(
+                MropePosition::text(uint32_t(int64_t(r.position) + rope_offset_.at(size_t(r.lane))))));
+            embedding_rows.push_back(r.embedding_row);
         }
         // Pageable host memory: staged at once, so step_in_ may be rewritten for the next block.
         cuda_check(cudaMemcpyAsync(in, step_in_.data(), step_in_.size() * 4, cudaMemcpyHostToDevice, run_.stream()),
@@ -109,7 +147,8 @@ void MtpHead::run(const std::vector<Row>& rows, int column, bool chained, bool k
                                                  run_.stream()), "MTP draft tokens");
         cuda_check(kernels::mtp_take_rows(ring_, kRingRows, hs_, in + kMaxStepTokens, in + 2 * kMaxStepTokens, hidden_,
                                           hs_, run_.config().hidden_size, n, run_.stream()), "MTP hidden rows");
-        run_.enqueue_mtp(n, hidden_, hs_);
+        const PrefillInputs block{positions, embedding_rows, embeddings};
+        run_.enqueue_mtp(n, hidden_, hs_, multimodal ? &block : nullptr);
         if (first_draft == n)
             continue;
         const int d = n - first_draft; // draft rows are the block's last ones
@@ -137,20 +176,26 @@ void MtpHead::catch_up_behind(int lane, std::span<const int32_t> tokens) {
     if (n < mtp_length_.at(size_t(lane)) + kCatchUpRows)
         return;
     clamp_pending(lane, n);
-    uint32_t& m = mtp_length_.at(size_t(lane));
+    const uint32_t m = mtp_length_.at(size_t(lane));
     std::vector<Row> todo;
     for (uint32_t t = m; t + 1 < n && tokens[t + 1] >= 0; ++t)
-        todo.push_back({lane, t, tokens[t + 1], -1});
+        todo.push_back(pending_row(lane, t, tokens[t + 1]));
     run(todo, 0, false, false, nullptr, nullptr);
-    m += uint32_t(todo.size());
+    advance(lane, m + uint32_t(todo.size()));
 }
 
 void MtpHead::take_prefill(int lane, std::span<const int32_t> before, std::span<const int32_t> added, uint32_t start,
-                           int n, const float* rows, int64_t stride, PrefillRunner* chunk) {
+                           int n, const float* rows, int64_t stride, PrefillRunner* chunk,
+                           const PrefillInputs* multimodal) {
     const uint32_t end = start + uint32_t(n);
     auto token_at = [&](uint32_t p) { return p < before.size() ? before[p] : added[p - before.size()]; };
+    // x_{t+1}'s tower row when it is a placeholder of this chunk (-1: its token's embedding).
+    auto embedding_row = [&](uint32_t p) { return multimodal && p >= start ? multimodal->embedding_rows[p - start] : -1; };
+    const std::span<const float> embeddings = multimodal ? multimodal->embeddings : std::span<const float>{};
     clamp_pending(lane, start);
-    uint32_t& mtp = mtp_length_.at(size_t(lane));
+    if (multimodal)
+        keep_positions(lane, start, multimodal->positions);
+    const uint32_t mtp = mtp_length_.at(size_t(lane));
     if (chunk && rows && (mtp + 1 == start || mtp == start) && end - 1 - mtp >= kMinChunkRows &&
         chunk->can_run_mtp()) { // x_{t+1} are the chunk's own ids, already on the device
         const bool first_pending = mtp + 1 == start;
@@ -158,18 +203,30 @@ void MtpHead::take_prefill(int lane, std::span<const int32_t> before, std::span<
             cuda_check(cudaMemcpyAsync(hidden_, ring_row(lane, mtp), run_.config().hidden_size * 4,
                                        cudaMemcpyDeviceToDevice, run_.stream()), "MTP rows");
         stage_rows(lane, end - 1, end, rows, start, stride); // the last row stays pending: keep it first
-        chunk->enqueue_mtp(lane, mtp, int(end - 1 - mtp), int(mtp + 1 - start), first_pending ? hidden_ : nullptr);
-        mtp = end - 1;
+        std::vector<MropePosition> positions;
+        std::vector<int32_t> embedding_rows;
+        const bool explicit_rows = multimodal || !rope_.at(size_t(lane)).empty();
+        for (uint32_t t = mtp; explicit_rows && t + 1 < end; ++t) {
+            const Row r = pending_row(lane, t, 0);
+            positions.push_back(r.rope.value_or(MropePosition::text(uint32_t(int64_t(t) + rope_offset_.at(size_t(lane))))));
+            embedding_rows.push_back(embedding_row(t + 1));
+        }
+        const PrefillInputs mtp_rows{positions, embedding_rows, embeddings};
+        chunk->enqueue_mtp(lane, mtp, int(end - 1 - mtp), int(mtp + 1 - start), first_pending ? hidden_ : nullptr,
+                           explicit_rows ? &mtp_rows : nullptr);
+        advance(lane, end - 1);
         return;
     }
     if (!rows) { // the runner's step rows: into the ring before the head overwrites them
         enqueue_keep_step_rows(n);
         clamp_pending(lane, end);
     }
-    uint32_t& m = mtp;
+    const uint32_t m = mtp_length_.at(size_t(lane));
     std::vector<Row> todo;
-    for (uint32_t t = m; t + 1 < end && token_at(t + 1) >= 0; ++t)
-        todo.push_back({lane, t, token_at(t + 1), -1});
+    for (uint32_t t = m; t + 1 < end && token_at(t + 1) >= 0; ++t) {
+        todo.push_back(pending_row(lane, t, token_at(t + 1)));
+        todo.back().embedding_row = embedding_row(t + 1);
+    }
     uint32_t staged = rows ? start : end;
     run(todo, 0, false, false, [&](size_t, size_t b1) { // the block's hidden rows into the ring
         const uint32_t need = todo[b1 - 1].position + 1;
@@ -177,10 +234,10 @@ void MtpHead::take_prefill(int lane, std::span<const int32_t> before, std::span<
             stage_rows(lane, staged, need, rows, start, stride);
             staged = need;
         }
-    }, nullptr);
-    m += uint32_t(todo.size());
+    }, nullptr, embeddings);
+    advance(lane, m + uint32_t(todo.size()));
     if (staged < end) // the rows still pending (the last one at least)
-        stage_rows(lane, std::max(staged, m), end, rows, start, stride);
+        stage_rows(lane, std::max(staged, mtp_length_.at(size_t(lane))), end, rows, start, stride);
 }
 
 std::vector<std::vector<int32_t>> MtpHead::draft(std::span<const DraftRequest> requests,
@@ -218,18 +275,20 @@ std::vector<std::vector<int32_t>> MtpHead::draft(std::span<const DraftRequest> r
         const std::span<const int32_t> tokens = lane_tokens[i];
         const uint32_t n = uint32_t(tokens.size());
         clamp_pending(q.lane, n);
-        uint32_t& m = mtp_length_.at(size_t(q.lane));
+        const uint32_t m = mtp_length_.at(size_t(q.lane));
         const bool has_last = n > 0 && m < n;
         const size_t room = plan_.max_context > n + 1 ? plan_.max_context - n - 1 : 0;
         k[i] = has_last ? int(std::min<size_t>(size_t(q.k), room)) : 0;
         if (!has_last)
             continue;
         for (uint32_t t = m; t + 1 < n; ++t) // the catch-up, drafts or not
-            rows.push_back({q.lane, t, tokens[t + 1], -1});
-        m = n - 1; // fed below with next_token, and left pending
+            rows.push_back(pending_row(q.lane, t, tokens[t + 1]));
+        Row first = pending_row(q.lane, n - 1, q.next_token);
+        advance(q.lane, n - 1); // position n - 1 is fed below with next_token, and left pending
         if (k[i] == 0)
             continue;
-        firsts.push_back({q.lane, n - 1, q.next_token, int(i)});
+        first.request = int(i);
+        firsts.push_back(first);
         k_max = std::max(k_max, k[i]);
     }
     // Draft 1: the catch-up ends with every lane's last position, fed with next_token.
@@ -239,7 +298,7 @@ std::vector<std::vector<int32_t>> MtpHead::draft(std::span<const DraftRequest> r
         std::vector<Row> step;
         for (const Row& f : firsts)
             if (k[size_t(f.request)] > j)
-                step.push_back({f.lane, f.position + uint32_t(j), 0, f.request});
+                step.push_back({f.lane, f.position + uint32_t(j), 0, f.request, std::nullopt, -1});
         run(step, j, true, j + 1 < k_max, nullptr, logits);
     }
     if (k_max == 0)

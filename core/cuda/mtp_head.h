@@ -29,7 +29,18 @@
 //   draft positions are written.
 // - Token ids the catch-up needs must be known on the host (no pipelined decode step of the lane
 //   outstanding): else ninfer::Error("backend: ...").
-// - Text positions only (RoPE position = token index), as the rest of the CUDA backend.
+// - Multimodal lanes (backend.h prefill_with), as the CPU head (core/cpu/mtp_head.h) and
+//   docs/MODEL.md §8: position t runs at the main model's RoPE position of token t, and when
+//   x_{t+1} is a placeholder of the chunk being prefilled its input is the tower's row.
+//   take_prefill's `multimodal` (the chunk's inputs of its n rows) gives both: the chunk's M-RoPE
+//   positions are kept on the host for its positions that stay pending (rope_ below, the CPU's
+//   LaneState::mtp_rope) until the head consumes them, and a block of rows that has such a
+//   position or a tower row goes through Runner::enqueue_mtp / PrefillRunner::enqueue_mtp with
+//   explicit positions and rows. Every other position is a text position: t + the lane's RoPE
+//   offset (set_rope_offset, the value the backend keeps in Runner::rope_offsets(), which the
+//   kernels add themselves); drafts past the lane are text positions. A lane image keeps no
+//   positions (the CPU's MtpKv section has none): pending rows restored from one are text
+//   positions on both backends.
 // - Lane images carry the head (the MtpKv section, core/cuda/lane_image.h): pending(), and
 //   restore_target() / restored() around LaneImageCopier::restore.
 // - device_bytes(config, n_lanes, max_draft_tokens) is what it allocates, for the memory plan.
@@ -43,6 +54,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -61,10 +73,12 @@ class MtpHead {
     uint64_t bytes() const { return arena_.bytes(); }
 
     // An empty lane: the head has taken nothing.
-    void reset(int lane) { mtp_length_.at(size_t(lane)) = 0; }
+    void reset(int lane) { advance(lane, 0, true); }
     // A lane restored with n tokens: the head starts from position n (its K/V below are stale).
-    void skip_to(int lane, uint32_t n) { mtp_length_.at(size_t(lane)) = n; }
+    void skip_to(int lane, uint32_t n) { advance(lane, n, true); }
     uint32_t mtp_length(int lane) const { return mtp_length_.at(size_t(lane)); }
+    // The lane's RoPE offset (next text position - token count), as the backend set it on the device.
+    void set_rope_offset(int lane, int64_t offset) { rope_offset_.at(size_t(lane)) = offset; }
 
     // Lane images (lane_image.h MtpPart): the head's state of a lane of n tokens, for a save (the
     // pending rows in the ring; at most kRingRows, as clamp_pending would keep); where an image's
@@ -89,8 +103,10 @@ class MtpHead {
     // chunk: the tensor-core prefill that left those rows (rows = its final_rows_f32): when the lane
     // has at most its chunk's previous position pending and 16 or more positions are due, the
     // catch-up runs there, as one chunk (PrefillRunner::enqueue_mtp), else on the decode kernels.
+    // multimodal: a prefill_with chunk's inputs of tokens [start, start + n) (n of each), or null.
     void take_prefill(int lane, std::span<const int32_t> before, std::span<const int32_t> added, uint32_t start, int n,
-                      const float* rows, int64_t stride, PrefillRunner* chunk = nullptr);
+                      const float* rows, int64_t stride, PrefillRunner* chunk = nullptr,
+                      const PrefillInputs* multimodal = nullptr);
     std::vector<std::vector<int32_t>> draft(std::span<const DraftRequest> requests,
                                             std::span<const std::span<const int32_t>> lane_tokens,
                                             const std::function<void(int lane, size_t tokens)>& reserve,
@@ -102,12 +118,23 @@ class MtpHead {
         uint32_t position = 0;
         int32_t token = 0;   // x_{t+1}; for a draft step >= 2, ignored (taken from the drafts table)
         int request = -1;    // >= 0: a draft row of this request (its logits, argmax, fed back)
+        std::optional<MropePosition> rope; // a kept M-RoPE position (rope_), else the text position
+        int32_t embedding_row = -1;        // >= 0: x_{t+1}'s row of run()'s embeddings (a placeholder)
     };
     // The rows through the head in blocks of 8, in order; stage(b0, b1) runs before block [b0, b1)
     // (puts its hidden rows in the ring). column: the drafts table column of the draft rows;
-    // chained: the draft rows' tokens come from column - 1 of the table.
+    // chained: the draft rows' tokens come from column - 1 of the table. embeddings: the rows
+    // Row::embedding_row indexes (a prefill_with chunk's).
     void run(const std::vector<Row>& rows, int column, bool chained, bool keep_drafts,
-             const std::function<void(size_t, size_t)>& stage, std::vector<std::vector<float>>* logits);
+             const std::function<void(size_t, size_t)>& stage, std::vector<std::vector<float>>* logits,
+             std::span<const float> embeddings = {});
+    // A pending position's row: (lane, t, x_{t+1}) with its kept position, if any.
+    Row pending_row(int lane, uint32_t t, int32_t token) const;
+    // The lane's head has taken positions below m: its kept positions of those go (clear: all of them).
+    void advance(int lane, uint32_t m, bool clear = false);
+    // Keeps the chunk's M-RoPE positions of tokens [start, start + count) for the lane's pending
+    // positions (positions pending before start keep their text positions).
+    void keep_positions(int lane, uint32_t start, std::span<const MropePosition> positions);
     // The ring's rows of positions [p0, p1) (p1 - p0 <= kRingRows) as at most two pieces.
     MtpPart ring_pieces(int lane, uint32_t p0, uint32_t p1) const;
     // Copies f32 rows of positions [p0, p1) (src row 0 = position src_start) into the lane's ring.
@@ -125,6 +152,10 @@ class MtpHead {
     float* hidden_ = nullptr;      // [8][hs_]: a block's h rows
     int32_t* drafts_ = nullptr;    // [n_lanes][drafts_w_]
     std::vector<uint32_t> mtp_length_;
+    // Per lane: the main model's positions of pending positions [mtp_length, mtp_length + size)
+    // from a prefill_with chunk (empty for text lanes), and the lane's RoPE offset.
+    std::vector<std::vector<MropePosition>> rope_;
+    std::vector<int64_t> rope_offset_;
     std::vector<int32_t> step_in_; // host copy of a block's step inputs
 };
 

@@ -98,9 +98,12 @@ class PrefillRunner : private PrefillBuffers {
     // final rows after the first) and the chunk's id ids_offset + i as x_{t+1}; writes the MTP
     // layer's K/V (Runner::mtp_kv_layer) and nothing else anyone reads (the chunk's rows are
     // overwritten: take what is needed of them first). can_run_mtp(): the runner has the head and
-    // this runner's buffers hold its [2H] input rows and its fc weights.
+    // this runner's buffers hold its [2H] input rows and its fc weights. RoPE takes the position plus
+    // the lane's offset; with `multimodal` (n positions and n embedding rows, one per MTP row) its
+    // M-RoPE positions drive RoPE and its rows replace the embedded ids where their index is >= 0.
     bool can_run_mtp() const;
-    void enqueue_mtp(int lane, uint32_t mtp_start, int n, int ids_offset, float* first_hidden);
+    void enqueue_mtp(int lane, uint32_t mtp_start, int n, int ids_offset, float* first_hidden,
+                     const PrefillInputs* multimodal = nullptr);
 
   private:
     void attention(const DeviceLayer& L, uint32_t full_index, int lane, uint32_t start, int n, bool multimodal = false);
