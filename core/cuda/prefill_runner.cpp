@@ -151,17 +151,8 @@ const __nv_bfloat16* PrefillRunner::weights_bf16(const kernels::WeightView& w) {
 void PrefillRunner::gemm_rows(const __nv_bfloat16* w, int64_t k, int64_t row0, int64_t rows,
                               const __nv_bfloat16* x, int64_t x_stride, int m, void* y, bool y_fp32,
                               int64_t y_stride) {
-    kernels::GemmArgs g;
-    g.a = x;
-    g.lda = x_stride;
-    g.b = w + row0 * k;
-    g.ldb = k;
-    g.c = y;
-    g.ldc = y_stride;
-    g.c_fp32 = y_fp32;
-    g.m = m;
-    g.n = int(rows);
-    g.k = int(k);
+    const kernels::GemmArgs g{.a = x, .lda = x_stride, .b = w + row0 * k, .ldb = k, .c = y, .ldc = y_stride,
+                              .c_fp32 = y_fp32, .m = m, .n = int(rows), .k = int(k)};
     cuda_check(kernels::gemm_bf16(g, stream_), "prefill GEMM");
 }
 

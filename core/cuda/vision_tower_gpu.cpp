@@ -11,7 +11,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cmath>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -25,12 +24,13 @@ namespace {
 
 constexpr float kLayerNormEps = 1e-6f; // as the CPU tower
 constexpr uint64_t kRows = VisionTower::kMaxBatchRows;
-// Frame pairs of at least this many patches (and a multiple of 8, as the head size: the GEMMs'
-// alignment) take the tensor-core attention; smaller ones the straightforward kernel.
-constexpr int kGemmAttentionMin = 256;
+// Frame pairs of at least this many patches take the flash attention on the tensor cores (bf16 q,
+// k, v and P; head sizes kernels::vision_flash_supported takes); smaller ones the f32 kernel, which
+// costs next to nothing there.
+constexpr int kFlashAttentionMin = 256;
 
-bool gemm_attention(int frame, uint32_t head_dim) {
-    return frame >= kGemmAttentionMin && frame % 8 == 0 && head_dim % 8 == 0;
+bool flash_attention(int frame, uint32_t head_dim) {
+    return frame >= kFlashAttentionMin && kernels::vision_flash_supported(int(head_dim));
 }
 
 uint64_t pad8(uint64_t v) { return (v + 7) / 8 * 8; }
@@ -53,10 +53,8 @@ struct TowerBuffers {
           *out = nullptr, *cos = nullptr, *sin = nullptr, *tap_w = nullptr;
     int32_t* taps = nullptr;
     __nv_bfloat16 *patches16 = nullptr, *xn = nullptr, *attn = nullptr, *mlp16 = nullptr, *m116 = nullptr;
-    // The tensor-core attention: rotated q, k and Vᵀ in bf16, one frame pair's scores (f32) and
-    // probabilities (bf16) for one head.
-    __nv_bfloat16 *q16 = nullptr, *k16 = nullptr, *vt16 = nullptr, *p16 = nullptr;
-    float* scores = nullptr;
+    // The flash attention's inputs: rotated q, k and v in bf16.
+    __nv_bfloat16 *q16 = nullptr, *k16 = nullptr, *v16 = nullptr;
 
     template <class Visit> void visit(const VisionConfig& c, Visit&& v) {
         const uint64_t D = c.hidden_size, P = pad8(c.patch_dim()), I = pad8(c.intermediate_size),
@@ -104,9 +102,7 @@ struct TowerBuffers {
         v(tap_w, kRows * 4, "vision position tap weights");
         v(q16, kRows * D, "vision rotated queries");
         v(k16, kRows * D, "vision rotated keys");
-        v(vt16, D * kRows, "vision values (transposed)");
-        v(scores, kRows * kRows, "vision attention scores");
-        v(p16, kRows * kRows, "vision attention probabilities");
+        v(v16, kRows * D, "vision values (bf16)");
     }
 };
 
@@ -246,17 +242,8 @@ class CudaVisionEncoder final : public VisionEncoder, private TowerBuffers {
     // y[m][n] = a[m][k] . w[n][k]ᵀ, f32 out.
     void gemm(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* w, int64_t ldw, int m, int n, int k, float* y,
               int64_t ldy) {
-        kernels::GemmArgs g;
-        g.a = a;
-        g.lda = lda;
-        g.b = w;
-        g.ldb = ldw;
-        g.c = y;
-        g.ldc = ldy;
-        g.c_fp32 = true;
-        g.m = m;
-        g.n = n;
-        g.k = k;
+        const kernels::GemmArgs g{.a = a, .lda = lda, .b = w, .ldb = ldw, .c = y, .ldc = ldy, .c_fp32 = true, .m = m,
+                                  .n = n, .k = k};
         cuda_check(kernels::gemm_bf16(g, stream_), "vision GEMM");
     }
 
@@ -308,37 +295,26 @@ class CudaVisionEncoder final : public VisionEncoder, private TowerBuffers {
         cuda_check(kernels::vision_residual(x, D, tmp, D, b.fc2_bias, n, D, stream_), "MLP residual");
     }
 
-    // Per frame pair, within its piece: large ones on the tensor cores per head (S = q kᵀ in f32,
-    // P = softmax(S / sqrt(hd)) in bf16, the head's columns of attn = P v), small ones in f32.
+    // Per piece (its frame pairs are segments of one size): large frame pairs through the flash
+    // kernel, small ones through the f32 kernel.
     void attention(const std::vector<Piece>& batch, int n) {
         const int D = int(c_.hidden_size), hd = int(c_.head_dim()), H = int(c_.num_heads);
         bool rotated = false;
         for (const Piece& pc : batch) {
-            const int frame = int(pc.frame), row = int(pc.row), rows = int(pc.nt * pc.frame);
-            if (!gemm_attention(frame, c_.head_dim())) {
-                cuda_check(kernels::vision_attention(qkv_out + int64_t(row) * 3 * D, 3 * D, cos + int64_t(row) * hd / 2,
-                                                     sin + int64_t(row) * hd / 2, rows, frame, H, hd,
-                                                     attn + int64_t(row) * D, D, stream_), "vision attention");
+            const int frame = int(pc.frame), rows = int(pc.nt * pc.frame);
+            const int64_t row = int64_t(pc.row);
+            if (!flash_attention(frame, c_.head_dim())) {
+                cuda_check(kernels::vision_attention(qkv_out + row * 3 * D, 3 * D, cos + row * hd / 2,
+                                                     sin + row * hd / 2, rows, frame, H, hd, attn + row * D, D,
+                                                     stream_), "vision attention");
                 continue;
             }
-            if (!rotated) // the whole batch once: q, k rotated to bf16, Vᵀ
-                cuda_check(kernels::vision_rotate_qkv(qkv_out, 3 * D, cos, sin, n, H, hd, q16, k16, D, vt16,
-                                                      int64_t(kRows), stream_), "vision rotary");
+            if (!rotated) // the whole batch once: q, k rotated to bf16, v to bf16
+                cuda_check(kernels::vision_rotate_qkv(qkv_out, 3 * D, cos, sin, n, H, hd, q16, k16, v16, D, stream_),
+                           "vision rotary");
             rotated = true;
-            const float scale = 1.0f / std::sqrt(float(hd));
-            for (int s0 = row; s0 < row + rows; s0 += frame)
-                for (int h = 0; h < H; ++h) {
-                    const int64_t at = int64_t(s0) * D + int64_t(h) * hd;
-                    kernels::GemmArgs g;
-                    g.a = q16 + at, g.lda = D, g.b = k16 + at, g.ldb = D, g.c = scores, g.ldc = frame, g.c_fp32 = true;
-                    g.m = frame, g.n = frame, g.k = hd;
-                    cuda_check(kernels::gemm_bf16(g, stream_), "vision attention scores");
-                    cuda_check(kernels::vision_softmax_rows(scores, frame, frame, frame, scale, p16, frame, stream_),
-                               "vision softmax");
-                    g.a = p16, g.lda = frame, g.b = vt16 + int64_t(h) * hd * int64_t(kRows) + s0, g.ldb = int64_t(kRows);
-                    g.c = attn + at, g.ldc = D, g.c_fp32 = false, g.m = frame, g.n = hd, g.k = frame;
-                    cuda_check(kernels::gemm_bf16(g, stream_), "vision attention values");
-                }
+            cuda_check(kernels::vision_flash_attention(q16 + row * D, k16 + row * D, v16 + row * D, D, rows, frame, H,
+                                                       hd, attn + row * D, D, stream_), "vision attention");
         }
     }
 

@@ -13,9 +13,10 @@
 //   patches -> bf16 -> patch GEMM + bias (f32) + the position table resampled with the CPU's taps
 //   (vision_tower.h position_taps, computed on the host); per block LayerNorm (f32 moments) -> bf16
 //   -> qkv GEMM (f32 out) + bias -> attention per frame pair with the 2-D rotary (the CPU's
-//   tables): frame pairs of 256+ patches (a multiple of 8) on the tensor cores (q, k rotated to
-//   bf16, S = q kᵀ in f32 per head, softmax -> bf16 P, P v), smaller ones in f32 (kernels/vision.h
-//   vision_attention) -> bf16 -> proj GEMM, residual in f32; LayerNorm -> fc1 GEMM + bias
+//   tables): frame pairs of 256+ patches through one flash kernel per piece (kernels/vision.h
+//   vision_flash_attention: q, k rotated to bf16, v and P in bf16 on the tensor cores, f32 online
+//   softmax; head sizes a multiple of 8 up to 128), smaller ones in f32 (vision_attention) -> bf16
+//   -> proj GEMM, residual in f32; LayerNorm -> fc1 GEMM + bias
 //   + tanh GELU -> bf16 -> fc2 GEMM, residual; merger LayerNorm -> [rows/4, 4 hidden] view -> fc1 +
 //   erf GELU -> fc2 + bias. Batches hold whole temporal patches, at most kMaxBatchRows rows; a
 //   temporal patch larger than that, or an item VisionTower::check refuses, throws

@@ -1,5 +1,6 @@
 // ninfer::kernels - prefill attention: prep over the chunk, causal flash attention on mma.sync tensor cores.
 #include "common.cuh"
+#include "flash_softmax.cuh"
 #include "kv_quant.cuh"
 #include "ninfer/kernels/attention_prefill.h"
 #include "prefill_async.cuh"
@@ -162,73 +163,25 @@ __global__ void __launch_bounds__(WARPS * 32, (PrefillShape<WARPS, STAGES>::kBlo
                 }
             }
             const bool masked = key0 + kKeyTile - 1 > warp_first;
-            float tile_max[2] = {-INFINITY, -INFINITY};
+            if (masked) {
 #pragma unroll
-            for (int nt = 0; nt < 8; ++nt)
+                for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    const int key = key0 + nt * 8 + 2 * quad + (e & 1);
-                    if (masked && key > row_pos[e >> 1]) s[nt][e] = -INFINITY;
-                    tile_max[e >> 1] = fmaxf(tile_max[e >> 1], s[nt][e]);
-                }
-            float corr[2];
-#pragma unroll
-            for (int r = 0; r < 2; ++r) {
-                tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
-                tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
-                // Finite: tile 0 (key 0) was seen by every row before any fully masked tile.
-                const float m_new = fmaxf(row_max[r], tile_max[r]);
-                corr[r] = exp2f((row_max[r] - m_new) * kScaleLog2);
-                row_max[r] = m_new;
-                row_sum[r] *= corr[r];
+                    for (int e = 0; e < 4; ++e)
+                        if (key0 + nt * 8 + 2 * quad + (e & 1) > row_pos[e >> 1]) s[nt][e] = -INFINITY;
             }
-            // Scores stay unscaled (max commutes with the positive scale): one FMA per exponent.
-            const float neg_max[2] = {-row_max[0] * kScaleLog2, -row_max[1] * kScaleLog2};
-            uint32_t pf[8][2]; // P as bf16 pairs, already in the A-fragment order of P V
-#pragma unroll
-            for (int nt = 0; nt < 8; ++nt) {
-                const float p0 = exp2f(fmaf(s[nt][0], kScaleLog2, neg_max[0]));
-                const float p1 = exp2f(fmaf(s[nt][1], kScaleLog2, neg_max[0]));
-                const float p2 = exp2f(fmaf(s[nt][2], kScaleLog2, neg_max[1]));
-                const float p3 = exp2f(fmaf(s[nt][3], kScaleLog2, neg_max[1]));
-                row_sum[0] += p0 + p1;
-                row_sum[1] += p2 + p3;
-                const __nv_bfloat162 lo = __floats2bfloat162_rn(p0, p1), hi = __floats2bfloat162_rn(p2, p3);
-                pf[nt][0] = *reinterpret_cast<const uint32_t*>(&lo);
-                pf[nt][1] = *reinterpret_cast<const uint32_t*>(&hi);
-            }
-            // Rescaling O is 128 multiplies per thread, a third of the tile's issue slots next to its
-            // 256 mma: skip it when no row of the warp raised its maximum (corr == 1 exactly).
-            if (__any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f)) {
-#pragma unroll
-                for (int dt = 0; dt < 32; ++dt) {
-                    acc[dt][0] *= corr[0];
-                    acc[dt][1] *= corr[0];
-                    acc[dt][2] *= corr[1];
-                    acc[dt][3] *= corr[1];
-                }
-            }
-#pragma unroll
-            for (int kstep = 0; kstep < kKeyTile / 16; ++kstep) {
-#pragma unroll
-                for (int dp = 0; dp < 16; ++dp) { // pairs of 8-dim output tiles
-                    uint32_t vf[4];
-                    ldmatrix_x4_trans(vf, vt + swz(kstep * 16 + (lane & 15), dp * 2 + (lane >> 4)));
-                    mma_bf16_16816(acc[2 * dp], pf[2 * kstep][0], pf[2 * kstep][1], pf[2 * kstep + 1][0],
-                                   pf[2 * kstep + 1][1], vf[0], vf[1]);
-                    mma_bf16_16816(acc[2 * dp + 1], pf[2 * kstep][0], pf[2 * kstep][1], pf[2 * kstep + 1][0],
-                                   pf[2 * kstep + 1][1], vf[2], vf[3]);
-                }
-            }
+            // Every row saw tile 0 (key 0) before any fully masked tile: its maximum is finite.
+            uint32_t pf[8][2];
+            flash_rescale(acc, flash_softmax_tile(s, row_max, row_sum, kScaleLog2, pf));
+            static_assert(kKeyTile == 64, "flash_pv_tile takes 64-key tiles");
+            flash_pv_tile(acc, pf, [&](int kstep, int dp, uint32_t(&vf)[4]) {
+                ldmatrix_x4_trans(vf, vt + swz(kstep * 16 + (lane & 15), dp * 2 + (lane >> 4)));
+            });
         }
         __syncthreads(); // the next iteration refills this stage
     }
 
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-        row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
-        row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
-    }
+    flash_total_sums(row_sum);
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
         const int t = m0 + warp * 16 + g + 8 * r;

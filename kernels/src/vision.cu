@@ -141,36 +141,18 @@ __global__ void attention_kernel(const float* qkv, int64_t ld, const float* cos,
 }
 
 __global__ void rotate_qkv_kernel(const float* qkv, int64_t ld, const float* cos, const float* sin, int rows,
-                                  int heads, int hd, __nv_bfloat16* q, __nv_bfloat16* k, int64_t ld_qk,
-                                  __nv_bfloat16* vt, int64_t ld_vt) {
+                                  int heads, int hd, __nv_bfloat16* q, __nv_bfloat16* k, __nv_bfloat16* v,
+                                  int64_t ld_qkv) {
     const int width = heads * hd, half = hd / 2;
     const int64_t n = int64_t(rows) * width;
     for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
         const int64_t r = i / width;
         const int c = int(i % width), h = c / hd, d = c % hd;
         const float *row = qkv + r * ld, *cs = cos + r * half, *sn = sin + r * half;
-        q[r * ld_qk + c] = __float2bfloat16(rotated(row + h * hd, d, half, cs, sn));
-        k[r * ld_qk + c] = __float2bfloat16(rotated(row + width + h * hd, d, half, cs, sn));
-        vt[int64_t(c) * ld_vt + r] = __float2bfloat16(row[2 * width + c]);
+        q[r * ld_qkv + c] = __float2bfloat16(rotated(row + h * hd, d, half, cs, sn));
+        k[r * ld_qkv + c] = __float2bfloat16(rotated(row + width + h * hd, d, half, cs, sn));
+        v[r * ld_qkv + c] = __float2bfloat16(row[2 * width + c]);
     }
-}
-
-__global__ void softmax_rows_kernel(const float* s, int64_t ld_s, int cols, float scale, __nv_bfloat16* p,
-                                    int64_t ld_p) {
-    __shared__ float red[32];
-    const float* row = s + int64_t(blockIdx.x) * ld_s;
-    float m = -INFINITY;
-    for (int c = threadIdx.x; c < cols; c += blockDim.x) m = fmaxf(m, row[c] * scale);
-    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = m;
-    __syncthreads();
-    m = red[0];
-    for (int w = 1; w < int(blockDim.x >> 5); ++w) m = fmaxf(m, red[w]);
-    float sum = 0.f;
-    for (int c = threadIdx.x; c < cols; c += blockDim.x) sum += expf(row[c] * scale - m);
-    const float inv = 1.f / block_sum(sum, red); // block_sum's first barrier ends every read of m above
-    __nv_bfloat16* out = p + int64_t(blockIdx.x) * ld_p;
-    for (int c = threadIdx.x; c < cols; c += blockDim.x) out[c] = __float2bfloat16(expf(row[c] * scale - m) * inv);
 }
 
 } // namespace detail
@@ -230,21 +212,14 @@ cudaError_t vision_attention(const float* qkv, int64_t ld, const float* cos, con
 }
 
 cudaError_t vision_rotate_qkv(const float* qkv, int64_t ld, const float* cos, const float* sin, int rows, int heads,
-                              int head_dim, __nv_bfloat16* q, __nv_bfloat16* k, int64_t ld_qk, __nv_bfloat16* vt,
-                              int64_t ld_vt, cudaStream_t stream) {
+                              int head_dim, __nv_bfloat16* q, __nv_bfloat16* k, __nv_bfloat16* v, int64_t ld_qkv,
+                              cudaStream_t stream) {
     const int64_t width = int64_t(heads) * head_dim;
-    if (!qkv || !cos || !sin || !q || !k || !vt || rows < 1 || heads < 1 || head_dim < 2 || head_dim % 2 ||
-        ld < 3 * width || ld_qk < width || ld_vt < rows)
+    if (!qkv || !cos || !sin || !q || !k || !v || rows < 1 || heads < 1 || head_dim < 2 || head_dim % 2 ||
+        ld < 3 * width || ld_qkv < width)
         return cudaErrorInvalidValue;
     detail::rotate_qkv_kernel<<<detail::grid_for(rows * width), detail::kVisionThreads, 0, stream>>>(
-        qkv, ld, cos, sin, rows, heads, head_dim, q, k, ld_qk, vt, ld_vt);
-    return cudaGetLastError();
-}
-
-cudaError_t vision_softmax_rows(const float* s, int64_t ld_s, int rows, int cols, float scale, __nv_bfloat16* p,
-                                int64_t ld_p, cudaStream_t stream) {
-    if (!s || !p || rows < 1 || cols < 1 || ld_s < cols || ld_p < cols) return cudaErrorInvalidValue;
-    detail::softmax_rows_kernel<<<unsigned(rows), detail::kVisionThreads, 0, stream>>>(s, ld_s, cols, scale, p, ld_p);
+        qkv, ld, cos, sin, rows, heads, head_dim, q, k, v, ld_qkv);
     return cudaGetLastError();
 }
 

@@ -53,12 +53,14 @@ void check_tower(const VisionConfig& vc, TensorFormat format, const char* name) 
         VisionInput::Kind kind;
         int t, h, w;
     };
-    // Frame pairs below 256 patches take the f32 attention kernel; 256+ (multiples of 8) the
-    // tensor-core attention, per frame pair (the videos hold several).
-    const Case cases[] = {{VisionInput::Kind::Image, 1, 2, 2},  {VisionInput::Kind::Image, 1, 8, 12},
-                          {VisionInput::Kind::Image, 1, 16, 6}, {VisionInput::Kind::Video, 3, 4, 6},
-                          {VisionInput::Kind::Image, 1, 16, 16}, {VisionInput::Kind::Image, 1, 20, 24},
-                          {VisionInput::Kind::Video, 2, 16, 18}};
+    // Frame pairs below 256 patches take the f32 attention kernel; 256+ the flash kernel (frame
+    // pairs of whole 64-key tiles, 256 and 2560 patches; and ragged ones, 324, 480 and 288, whose
+    // last tile is masked; the videos hold several segments).
+    const Case cases[] = {{VisionInput::Kind::Image, 1, 2, 2},   {VisionInput::Kind::Image, 1, 8, 12},
+                          {VisionInput::Kind::Image, 1, 16, 6},  {VisionInput::Kind::Video, 3, 4, 6},
+                          {VisionInput::Kind::Image, 1, 16, 16}, {VisionInput::Kind::Image, 1, 18, 18},
+                          {VisionInput::Kind::Image, 1, 20, 24}, {VisionInput::Kind::Video, 2, 16, 18},
+                          {VisionInput::Kind::Image, 1, 64, 40}};
     double worst = 1;
     uint64_t seed = 40;
     for (const Case& k : cases) {

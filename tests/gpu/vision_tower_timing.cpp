@@ -1,9 +1,11 @@
 // ninfer GPU benchmark (no timed asserts) - the GPU vision tower of the real shape (27 blocks of 1152,
 // core/convert/synthetic.h's qwen3.6-27b tower, random bf16 weights): a 1024x1024 image (4096
 // patches, 1024 merged tokens) and a 30 s 720p video at 2 frames/s as the processor resizes it
-// (60 frames of 832x480: 30 frame pairs of 30x52 patches). Prints "RESULT vision_tower_timing ...".
+// (60 frames of 832x480: 30 frame pairs of 30x52 patches); and the flash attention kernel alone at
+// those shapes. Prints "RESULT vision_tower_timing ..." and "RESULT vision_flash_timing ...".
 #include "core/convert/synthetic.h"
 #include "core/cuda/vision_tower_gpu.h"
+#include "ninfer/kernels/vision.h"
 #include "tests/gpu/gpu_test_util.h"
 #include "tests/unit/vision/tiny_vision.h"
 
@@ -38,5 +40,40 @@ TEST_CASE("vision tower on the GPU: real-shape image and video times", "[vision_
         }
         std::printf("RESULT vision_tower_timing %s patches %zu merged_tokens %zu best_ms %.2f device_mib %.1f\n", c.name,
                     c.item.n_patches(), c.item.merged_tokens(), best, double(cuda_vision_bytes(vc)) / (1 << 20));
+    }
+}
+
+// The flash attention alone at the real head (16 heads of 72): one 1024x1024 image's frame pair
+// (4096 patches) and a 30 s clip's 30 frame pairs of 1560; FLOP counted as 4 x segment^2 x 72 x
+// heads per segment (q kᵀ and P v, unpadded), for comparison with the bench's tensor-core peak.
+TEST_CASE("vision flash attention: real-head times", "[vision_tower_timing]") {
+    require_gpu();
+    constexpr int kHeads = 16, kHeadDim = 72, kWidth = kHeads * kHeadDim;
+    struct Case {
+        const char* name;
+        int segment, segments;
+    };
+    for (const Case c : {Case{"image_4096", 4096, 1}, Case{"video_30x1560", 1560, 30}}) {
+        const size_t n = size_t(c.segment) * c.segments * kWidth;
+        DeviceBuffer<__nv_bfloat16> q(n, 0x3c), k(n, 0x3c), v(n, 0x3c), out(n);
+        cudaEvent_t t0, t1;
+        CUDA_OK(cudaEventCreate(&t0));
+        CUDA_OK(cudaEventCreate(&t1));
+        float best = 1e30f;
+        for (int i = 0; i < 6; ++i) {
+            CUDA_OK(cudaEventRecord(t0));
+            REQUIRE(ninfer::kernels::vision_flash_attention(q.get(), k.get(), v.get(), kWidth, c.segment * c.segments,
+                                                            c.segment, kHeads, kHeadDim, out.get(), kWidth,
+                                                            nullptr) == cudaSuccess);
+            CUDA_OK(cudaEventRecord(t1));
+            CUDA_OK(cudaEventSynchronize(t1));
+            float ms = 0;
+            CUDA_OK(cudaEventElapsedTime(&ms, t0, t1));
+            if (i > 0) best = std::min(best, ms); // the first launch is a warm-up
+        }
+        const double flop = 4.0 * double(c.segment) * c.segment * kHeadDim * kHeads * c.segments;
+        std::printf("RESULT vision_flash_timing %s best_ms %.3f tflops %.1f\n", c.name, best, flop / best / 1e9);
+        CUDA_OK(cudaEventDestroy(t0));
+        CUDA_OK(cudaEventDestroy(t1));
     }
 }

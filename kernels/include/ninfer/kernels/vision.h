@@ -22,12 +22,17 @@
 //   Requirements: head_dim even, <= 128; segment <= kVisionMaxSegment. q and k are rotated as they
 //   are read (qkv is only read). One block per 8 rows of a segment and a head, its scores in
 //   shared memory: a straightforward kernel (f32 CUDA cores), not a flash kernel.
-// - The tensor-core attention's two element-wise steps (the GEMMs between them are gemm.h's, per
-//   segment and head): vision_rotate_qkv(qkv, ld, cos, sin, rows, heads, head_dim, q, k, ld_qk,
-//   vt, ld_vt) writes q and k with the 2-D rotary as vision_attention applies it, as bf16 rows
-//   [rows][heads * head_dim] (stride ld_qk), and Vᵀ as bf16 vt[c][r] = v[r][c] (stride ld_vt >=
-//   rows); vision_softmax_rows(s, ld_s, rows, cols, scale, p, ld_p): p[r] = bf16(softmax(s[r] *
-//   scale)) over cols f32 values, one block per row.
+// - The tensor-core attention: vision_rotate_qkv(qkv, ld, cos, sin, rows, heads, head_dim, q, k,
+//   v, ld_qkv) writes q and k with the 2-D rotary as vision_attention applies it, and v as is, as
+//   bf16 rows [rows][heads * head_dim] (row stride ld_qkv); then vision_flash_attention(q, k, v,
+//   ld, rows, segment, heads, head_dim, out, ld_out): per segment (rows % segment == 0; any
+//   segment length) and head, out = bf16(softmax(q kᵀ / sqrt(head_dim)) v) with bf16 q, k, v and
+//   P on the tensor cores (mma.sync m16n8k16, f32 accumulation, online softmax in f32: a flash
+//   kernel, no score matrix in memory). Requirements: vision_flash_supported(head_dim) (a multiple
+//   of 8, 8..128), ld a multiple of 8 and q, k, v 16-byte aligned (16-byte row loads), out 4-byte
+//   aligned with ld_out even; at most 65535 segments. One block of 4 warps per 64 query rows of a
+//   segment and head, 64-key tiles double-buffered in shared memory (5 tiles of 64 x (head_dim
+//   rounded up to 16, + 8) bf16: 56 KiB at head_dim 72).
 // Thread safety: stateless; graph-capturable.
 #pragma once
 
@@ -56,9 +61,11 @@ cudaError_t vision_position_add(float* x, int64_t ld, const float* table, const 
 cudaError_t vision_attention(const float* qkv, int64_t ld, const float* cos, const float* sin, int rows, int segment,
                              int heads, int head_dim, __nv_bfloat16* out, int64_t ld_out, cudaStream_t stream);
 cudaError_t vision_rotate_qkv(const float* qkv, int64_t ld, const float* cos, const float* sin, int rows, int heads,
-                              int head_dim, __nv_bfloat16* q, __nv_bfloat16* k, int64_t ld_qk, __nv_bfloat16* vt,
-                              int64_t ld_vt, cudaStream_t stream);
-cudaError_t vision_softmax_rows(const float* s, int64_t ld_s, int rows, int cols, float scale, __nv_bfloat16* p,
-                                int64_t ld_p, cudaStream_t stream);
+                              int head_dim, __nv_bfloat16* q, __nv_bfloat16* k, __nv_bfloat16* v, int64_t ld_qkv,
+                              cudaStream_t stream);
+bool vision_flash_supported(int head_dim);
+cudaError_t vision_flash_attention(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, int64_t ld,
+                                   int rows, int segment, int heads, int head_dim, __nv_bfloat16* out, int64_t ld_out,
+                                   cudaStream_t stream);
 
 } // namespace ninfer::kernels
