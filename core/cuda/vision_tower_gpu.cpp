@@ -258,14 +258,25 @@ class CudaVisionEncoder final : public VisionEncoder, private TowerBuffers {
             const size_t rows = pc.nt * pc.frame;
             cuda_check(cudaMemcpyAsync(patches + pc.row * P, item.patches.data() + pc.t0 * pc.frame * P,
                                        rows * P * sizeof(float), cudaMemcpyHostToDevice, stream_), "vision patches");
-            for (size_t q = 0; q < rows; ++q) {
+            // The tables depend on the patch's cell only: computed for the piece's first frame pair,
+            // then copied to the others (a 30 s clip's 30 frame pairs share one frame's 1560).
+            for (size_t q = 0; q < pc.frame; ++q) {
                 const size_t r = pc.row + q;
-                const PatchCell cell = patch_cell(q % pc.frame, uint32_t(item.grid_w), c_.spatial_merge_size);
+                const PatchCell cell = patch_cell(q, uint32_t(item.grid_w), c_.spatial_merge_size);
                 uint32_t t[4];
                 position_taps(c_, cell, uint32_t(item.grid_h), uint32_t(item.grid_w), t, &w_h[4 * r]);
                 std::copy(t, t + 4, &taps_h[4 * r]);
                 vision_rope_tables(c_, cell, &cos_h[r * hd2], &sin_h[r * hd2]);
             }
+            const auto replicate = [&](auto& table, size_t width) {
+                const auto first = table.begin() + long(pc.row * width);
+                for (size_t f = 1; f < pc.nt; ++f)
+                    std::copy(first, first + long(pc.frame * width), first + long(f * pc.frame * width));
+            };
+            replicate(taps_h, 4);
+            replicate(w_h, 4);
+            replicate(cos_h, hd2);
+            replicate(sin_h, hd2);
         }
         cuda_check(kernels::vision_to_bf16(patches, int64_t(n) * P, patches16, stream_), "vision patches");
         gemm(patches16, P, patch_w, P, n, int(D), int(P), x, D);
