@@ -222,6 +222,7 @@ void Scheduler::admit(Clock::time_point now) {
         lane.speculative.k = int(verify_slack(r));
         if (lane.speculative.k == 0) lane.speculative = {};
         lane.draft_n = lane.draft_n_accepted = 0;
+        lane.gate.reset();
         lane.ngram.reset();
         if (lane.speculative.kind == SpeculativeKind::Ngram) lane.ngram.append(r.prompt);
         lane.constraint.reset();
@@ -334,8 +335,13 @@ bool Scheduler::accept_token(int lane_index, DecodeResult result) {
 void Scheduler::decode_batch() {
     // Speculating lanes take a round instead of a plain step; a round needs their last samples.
     std::vector<bool> speculating(lanes_.size());
-    for (size_t i = 0; i < lanes_.size(); ++i)
-        speculating[i] = lanes_[i].request && lanes_[i].decoding && lanes_[i].speculative.on();
+    uint32_t decoding = 0;
+    for (const Lane& l : lanes_) decoding += l.request && l.decoding;
+    const bool batch_ok = batch_allows(options_.speculation_policy, decoding);
+    for (size_t i = 0; i < lanes_.size(); ++i) {
+        const Lane& l = lanes_[i];
+        speculating[i] = batch_ok && l.request && l.decoding && l.speculative.on() && l.gate.allows();
+    }
     if (std::find(speculating.begin(), speculating.end(), true) != speculating.end()) {
         end_step_in_flight();
         speculative_round(speculating);
@@ -408,6 +414,7 @@ void Scheduler::decode_batch() {
         stats_.n_decode_lane_steps_total += steps.size();
         for (size_t k = 0; k < rows.size(); ++k) {
             Lane& l = lanes_[size_t(rows[k].lane)];
+            if (!rows[k].closing && l.speculative.on()) l.gate.after_plain_step();
             if (fed_now[k]) {
                 l.history.push_back(steps[k].token);
                 l.pending_token = -1;

@@ -49,7 +49,9 @@
 //   rest of the run is dropped), a Stop verdict, stop token, max_tokens or the context end
 //   finish the lane there, and the lane is rolled back to hold exactly the reported tokens but
 //   the last, which stays pending (fed later like any sample). A lane with forced ids waiting
-//   takes plain steps. K is clamped so that the verify window fits the context and is not longer
+//   takes plain steps. A lane speculates only while options.speculation_policy allows it
+//   (speculation_gate.h): no more than max_lanes lanes decoding, and its recent acceptance at
+//   least min_acceptance, else it pauses (plain steps) and probes again later. K is clamped so that the verify window fits the context and is not longer
 //   than the tokens still allowed; admission reserves K more tokens per speculating request
 //   (the verify window's slack), up to the KV capacity left after prompt + max_tokens.
 // - Constrained requests (GenerationRequest::constraint; scheduler_constraint.cpp): the lane owns
@@ -77,6 +79,7 @@
 
 #include "core/backend/backend.h"
 #include "core/backend/speculative.h"
+#include "core/engine/speculation_gate.h"
 #include "core/engine/engine_stats.h"
 #include "core/engine/generation.h"
 #include "core/engine/ngram_drafter.h"
@@ -116,6 +119,9 @@ struct SchedulerOptions {
     // The server's speculation. Mtp needs Backend::has_mtp(); any kind needs the backend's plan to
     // verify K + 1 tokens (MemoryRequest.max_draft_tokens >= k).
     SpeculativeConfig speculative{};
+    // When a speculating lane takes a round (speculation_gate.h): at most max_lanes decoding, and
+    // its recent drafts accepted at least min_acceptance of the time.
+    SpeculationPolicy speculation_policy{};
     // Tests only (null in serving): a lane that speculates with n-gram drafts takes them from this
     // function of (its prompt + reported tokens, k) instead of prompt lookup: an oracle or an
     // always-wrong drafter. Constrained lanes' drafts are still checked against their grammar.
@@ -187,6 +193,7 @@ class Scheduler {
         SpeculativeConfig speculative; // this request's (off for plain lanes)
         NgramDrafter ngram;            // prompt + reported tokens, with ngram speculation
         uint32_t draft_n = 0, draft_n_accepted = 0;
+        SpeculationGate gate;          // whether it takes a round or a plain step (pauses after bad windows)
         std::optional<VisionPrefill> vision; // the request's tower rows and positions while it prefills
         uint64_t vision_admission = 0;       // the admission they belong to
         std::unique_ptr<ReplyConstraint> constraint; // the request's, from admission to finish

@@ -191,6 +191,7 @@ void Scheduler::report_round(int lane_index, std::span<const int32_t> drafts, st
         ++stats_.n_spec_accepted_per_pos[i];
     l.draft_n += uint32_t(drafts.size());
     l.draft_n_accepted += a.accepted;
+    l.gate.after_round(uint32_t(drafts.size()), a.accepted, options_.speculation_policy);
     l.history.push_back(l.pending_token);
     l.pending_token = -1;
     uint32_t kept = 1;

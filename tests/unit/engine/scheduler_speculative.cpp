@@ -3,7 +3,8 @@
 // n-gram drafts, K = 1..5, batch 1..8 mixed with lanes that do not speculate, with stop tokens, Stop
 // verdicts, max_tokens, the context's end, forced ids and a cancel in the middle of accepted runs;
 // an oracle drafter accepts everything, an always-wrong one nothing; lanes hold exactly what was
-// reported; sampled speculation is reproducible and keeps its lanes consistent.
+// reported; sampled speculation is reproducible and keeps its lanes consistent; the gate
+// (speculation_gate.h) pauses failing lanes and large batches without changing a token.
 #include "core/artifact/artifact.h"
 #include "core/convert/convert.h"
 #include "core/engine/scheduler.h"
@@ -133,12 +134,13 @@ struct Outcome {
 // Runs the jobs (or the first n) on a fresh backend with `lanes` lanes; probe: each job's free tokens.
 void run_jobs(const Model& m, int lanes, SpeculativeConfig spec, const std::map<uint64_t, std::vector<int32_t>>* probe,
               Outcome& out, const std::function<Backend&(Backend&)>& wrap = {}, float temperature = 0,
-              bool logprobs = false) {
+              bool logprobs = false, SpeculationPolicy policy = {}) {
     auto cpu = make_cpu_backend(m.weights, test::tiny_speculative_plan(m.config, lanes, kMaxDraftTokens, true,
                                                                        KvDtype::F32, kContext));
     Backend& backend = wrap ? wrap(*cpu) : *cpu;
     SchedulerOptions o{.max_context = kContext, .prefill_chunk = 32};
     o.speculative = spec;
+    o.speculation_policy = policy;
     Scheduler s(backend, o, out.stats);
     std::map<uint64_t, std::vector<int32_t>> prompts;
     for (const Job& j : kJobs) {
@@ -314,6 +316,57 @@ TEST_CASE("scheduler_speculative: an oracle drafter accepts everything, an alway
             CHECK(spec.stats.n_spec_accepted_tokens_total == 0);
         }
     }
+}
+
+TEST_CASE("scheduler_speculative: the gate pauses lanes whose drafts fail and speculates only in small batches",
+          "[scheduler_speculative]") {
+    const Model m(true);
+    const auto probe = probe_of(m);
+    Outcome plain;
+    run_jobs(m, 5, {}, &probe, plain);
+    std::vector<std::vector<int32_t>> truths;
+    for (const Job& j : kJobs) {
+        std::vector<int32_t> t = prompt_of(j, m.config.vocab_size);
+        t.insert(t.end(), plain.sinks.at(j.id)->tokens.begin(), plain.sinks.at(j.id)->tokens.end());
+        truths.push_back(t);
+    }
+    // Runs the jobs with the oracle (right) or always-wrong drafter under a policy.
+    auto run = [&](bool right, SpeculationPolicy policy) {
+        std::unique_ptr<DraftingBackend> wrapper;
+        auto o = std::make_unique<Outcome>();
+        run_jobs(
+            m, 5, {SpeculativeKind::Mtp, 3}, &probe, *o,
+            [&](Backend& b) -> Backend& {
+                wrapper = std::make_unique<DraftingBackend>(
+                    b, [&truths, right, V = int32_t(m.config.vocab_size)](const std::vector<int32_t>& seq, int k) {
+                        return test::truth_draft(truths, right, V, seq, k);
+                    });
+                return *wrapper;
+            },
+            0, false, policy);
+        check_same(plain, *o); // the gate changes when rounds run, never the tokens
+        return o;
+    };
+    const auto wrong_always = run(false, {}), wrong_gated = run(false, {0, 0.5f});
+    const uint64_t ungated = wrong_always->stats.n_spec_rounds_total, gated = wrong_gated->stats.n_spec_rounds_total;
+    INFO("always-wrong drafts: rounds " << ungated << " ungated, " << gated << " gated");
+    CHECK(wrong_always->stats.n_spec_accepted_tokens_total == 0);
+    CHECK(wrong_gated->stats.n_spec_accepted_tokens_total == 0);
+    // Each lane drafts one window (8 rounds), then pauses 16 steps; the jobs are up to 30 tokens long.
+    CHECK(gated > 0);
+    CHECK(gated * 2 < ungated);
+    // The oracle's lanes are never paused: each request drafts as many tokens as without the gate
+    // (but request 10, whose own setting is ngram:1: prompt lookup on random tokens, which fails).
+    const auto right_always = run(true, {}), right_gated = run(true, {0, 0.5f});
+    for (const auto& [id, sink] : right_always->sinks) {
+        INFO("request " << id);
+        if (id == 10) CHECK(right_gated->sinks.at(id)->summary.draft_n <= sink->summary.draft_n);
+        else if (id != 8) CHECK(right_gated->sinks.at(id)->summary.draft_n == sink->summary.draft_n); // 8: cancelled
+    }
+    // One lane at most: rounds only while a single lane decodes.
+    const auto one_lane = run(true, {1, 0.f});
+    CHECK(one_lane->stats.n_spec_rounds_total > 0);
+    CHECK(one_lane->stats.n_spec_rounds_total < right_always->stats.n_spec_rounds_total);
 }
 
 TEST_CASE("scheduler_speculative: sampled speculation is reproducible and keeps lanes exact",
