@@ -34,6 +34,8 @@ struct DaemonConfig {
     uint64_t kv_capacity_tokens{}; // 0 = auto
     std::string kv_dtype;
     std::string speculative = "off"; // "mtp:K" or "ngram:K" (core::parse_speculative)
+    uint32_t speculative_max_lanes = 4;       // rounds only while at most this many lanes decode (0: any)
+    double speculative_min_acceptance = 0.5;  // a lane pauses below this share of drafts accepted (0: never)
     int max_concurrency{};
     uint32_t prefill_chunk{};
     uint32_t prefill_chunk_decoding{};

@@ -9,7 +9,8 @@
 //   -> 0), list_field (comma-separated, blanks dropped), key_file_field (appends the non-comment
 //   lines of the named file; throws ninfer::Error("config: ...") if it is unreadable or holds no
 //   key), sampling_field<&core::SamplingDefaults::F> (a Number row: "" = unset, defer to the
-//   model's generation_config.json; into DaemonConfig::sampling). Rows that share a member (api-key, api-key-file) are stored in table order, so the
+//   model's generation_config.json; into DaemonConfig::sampling), number_field (a Number row
+//   with a default into a floating-point member). Rows that share a member (api-key, api-key-file) are stored in table order, so the
 //   appending row comes after the assigning one.
 // - read_text_file reads a regular file of at most 16 MiB (core/util/regular_file.h: a directory,
 //   FIFO or device is refused without blocking) or throws ninfer::Error("config: PATH: reason").
@@ -75,6 +76,11 @@ template <auto F> constexpr OptionField sampling_field() {
             },
             [](DaemonConfig& to, const DaemonConfig& from) { to.sampling.*F = from.sampling.*F; }};
 }
+template <auto M> constexpr OptionField number_field() {
+    return {[](DaemonConfig& c, std::string_view v) { c.*M = static_cast<detail::field_t<M>>(option_number(v).value_or(0)); },
+            detail::copy_member<M>};
+}
+
 template <auto M> constexpr OptionField list_field() {
     return {[](DaemonConfig& c, std::string_view v) { c.*M = split_list(v, ','); }, detail::copy_member<M>};
 }

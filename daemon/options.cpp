@@ -65,6 +65,14 @@ constexpr OptionSpec kOptions[] = {
      "verified in one step (exact: greedy output is unchanged); requests may lower it; CPU and CUDA "
      "backends",
      0, text_field<&DaemonConfig::speculative>()},
+    {"speculative-max-lanes", OptionKind::Integer, "4", 0, 8, "", "N",
+     "speculate only while at most N lanes decode (0 = any number; vLLM's disable_by_batch_size): in larger "
+     "batches a round costs more than its accepted drafts give",
+     0, integer_field<&DaemonConfig::speculative_max_lanes>()},
+    {"speculative-min-acceptance", OptionKind::Number, "0.5", 0, 1000, "", "F",
+     "a speculating lane whose last 8 rounds accepted under this share of their drafts takes plain steps "
+     "for a while (16 steps, doubling per failed retry up to 1024); 0 = never pause",
+     0, number_field<&DaemonConfig::speculative_min_acceptance>()},
     {"max-concurrency", OptionKind::Integer, "4", 1, 8, "", "N", "lanes that decode together in one batch", 0,
      integer_field<&DaemonConfig::max_concurrency>()},
     {"prefill-chunk", OptionKind::Integer, "2048", 1, 65536, "", "TOKENS",
