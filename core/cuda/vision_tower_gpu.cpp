@@ -11,6 +11,9 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <iterator>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -129,6 +132,8 @@ class CudaVisionEncoder final : public VisionEncoder, private TowerBuffers {
         upload();
     }
     ~CudaVisionEncoder() override {
+        for (cudaEvent_t e : events_)
+            if (e) cudaEventDestroy(e);
         if (stream_) cudaStreamDestroy(stream_);
     }
 
@@ -183,10 +188,45 @@ class CudaVisionEncoder final : public VisionEncoder, private TowerBuffers {
                    std::vector<std::vector<float>>& out) {
         const Piece& last = batch.back();
         const int n = int(last.row + last.nt * last.frame);
+        mark(0);
         embed(batch, items, n);
+        mark(1);
         for (const Block& b : blocks)
             block(b, batch, n);
         merge(batch, n, out);
+        mark(kPhases - 1);
+        profile_report(n);
+    }
+
+    // NINFER_VISION_PROFILE=1: each batch's device time per phase (CUDA events on the tower's
+    // stream, summed over the blocks), printed to stderr; a development aid, off in serving.
+    // mark(p): phase p ends here (mark(0): the batch starts).
+    static constexpr int kPhases = 8;
+    const bool profile_ = std::getenv("NINFER_VISION_PROFILE") != nullptr;
+    cudaEvent_t events_[2] = {};
+    int last_event_ = 0;
+    double phase_ms_[kPhases] = {};
+    void mark(int phase) {
+        if (!profile_) return;
+        for (cudaEvent_t& e : events_)
+            if (!e) cuda_check(cudaEventCreate(&e), "vision profile");
+        const int now = 1 - last_event_;
+        cuda_check(cudaEventRecord(events_[now], stream_), "vision profile");
+        if (phase > 0) {
+            cuda_check(cudaEventSynchronize(events_[now]), "vision profile");
+            float ms = 0;
+            cuda_check(cudaEventElapsedTime(&ms, events_[last_event_], events_[now]), "vision profile");
+            phase_ms_[phase] += ms;
+        }
+        last_event_ = now;
+    }
+    void profile_report(int n) {
+        if (!profile_) return;
+        static const char* names[kPhases] = {"", "embed", "norm1+qkv", "attention", "proj", "norm2+fc1", "fc2", "merge"};
+        std::fprintf(stderr, "vision profile: %d patches:", n);
+        for (int p = 1; p < kPhases; ++p) std::fprintf(stderr, " %s %.2f ms", names[p], phase_ms_[p]);
+        std::fprintf(stderr, "\n");
+        std::fill(std::begin(phase_ms_), std::end(phase_ms_), 0.0);
     }
 
     template <class T> void put(T* dst, const std::vector<T>& src) {
@@ -295,15 +335,20 @@ class CudaVisionEncoder final : public VisionEncoder, private TowerBuffers {
         gemm(xn, D, b.qkv, D, n, 3 * D, D, qkv_out, 3 * D);
         cuda_check(kernels::vision_bias_act(qkv_out, 3 * D, b.qkv_bias, n, 3 * D, kernels::VisionAct::None, nullptr, 0,
                                             stream_), "qkv bias");
+        mark(2);
         attention(batch, n);
+        mark(3);
         gemm(attn, D, b.proj, D, n, D, D, tmp, D);
         cuda_check(kernels::vision_residual(x, D, tmp, D, b.proj_bias, n, D, stream_), "attention residual");
+        mark(4);
         cuda_check(kernels::vision_layer_norm(x, D, b.norm2_w, b.norm2_b, n, D, kLayerNormEps, xn, D, stream_), "norm2");
         gemm(xn, D, b.fc1, D, n, I, D, mlp, I8);
         cuda_check(kernels::vision_bias_act(mlp, I8, b.fc1_bias, n, I, kernels::VisionAct::GeluTanh, mlp16, I8, stream_),
                    "fc1 GELU");
+        mark(5);
         gemm(mlp16, I8, b.fc2, I8, n, D, I, tmp, D);
         cuda_check(kernels::vision_residual(x, D, tmp, D, b.fc2_bias, n, D, stream_), "MLP residual");
+        mark(6);
     }
 
     // Per piece (its frame pairs are segments of one size): large frame pairs through the flash

@@ -110,20 +110,25 @@ inline int32_t argmax_row(const std::vector<float>& v, size_t off, size_t n) {
 // mean_kl (0: not checked): the mean KL over a test case's rows of one mode (Worst::check_mean).
 struct Bounds {
     double cos = 0.999, gap = 0.01, gap_scale = 0, kl = 0, mean_kl = 0;
+    // The ids may differ wherever the row itself is within cos and kl: q4 weights run W4A8 on the
+    // GPU (int8 activations) against the CPU's f32 activations, so an argmax moves wherever the
+    // row moves that far (measured: a MoE draft row at cosine 0.9936 after two images picked 155
+    // where the CPU picked 23). Exactness is shown GPU against GPU (speculative == plain decoding).
+    bool id_flips = false;
 };
 
 // Worst figures of a test case, printed as RESULT lines for the run's log; the KL sum for the mean.
 struct Worst {
     double cos = 1, kl = 0, kl_sum = 0;
-    size_t rows = 0;
+    size_t rows = 0, id_flips = 0;
     double mean_kl() const { return rows ? kl_sum / double(rows) : 0; }
     void check_mean(const Bounds& b) const {
         if (b.mean_kl > 0)
             CHECK(mean_kl() <= b.mean_kl);
     }
     void report(const std::string& what) const {
-        std::printf("RESULT cuda_mtp %s worst_cosine %.7f max_kl %.3e mean_kl %.3e rows %zu\n", what.c_str(), cos, kl,
-                    mean_kl(), rows);
+        std::printf("RESULT cuda_mtp %s worst_cosine %.7f max_kl %.3e mean_kl %.3e rows %zu id_flips %zu\n",
+                    what.c_str(), cos, kl, mean_kl(), rows, id_flips);
         WARN(what << ": worst cosine " << cos << ", max KL " << kl << ", mean KL " << mean_kl());
     }
 };
@@ -156,9 +161,12 @@ inline void check_close(const Drafts& gpu, const Drafts& cpu, size_t i, int k_wa
         }
         if (top2_gap(cpu.logits[i], off, V) <= gap_rule)
             break; // a near tie: the next draft may take another token
-        CHECK(gpu.ids[i][size_t(j)] == cpu.ids[i][size_t(j)]);
-        if (gpu.ids[i][size_t(j)] != cpu.ids[i][size_t(j)])
-            break;
+        if (!b.id_flips)
+            CHECK(gpu.ids[i][size_t(j)] == cpu.ids[i][size_t(j)]);
+        if (gpu.ids[i][size_t(j)] != cpu.ids[i][size_t(j)]) {
+            ++worst.id_flips;
+            break; // the next draft is fed another token
+        }
     }
 }
 
@@ -226,6 +234,7 @@ struct Mode {
 inline const Mode kModes[] = {
     {"f32 check mode, bf16 weights", TensorFormat::Bf16, true, {0.9999, 0.01}, {0.9999, 0.01}},
     {"serving, bf16 weights", TensorFormat::Bf16, false, {0.999, 0.1}, {0.995, 0.1}},
-    {"serving, q4 weights", TensorFormat::Q4G64Fp16, false, {0.99, 0.3, 0, 0, 1e-2}, {0.99, 0.3, 0, 0, 1e-2}}};
+    {"serving, q4 weights", TensorFormat::Q4G64Fp16, false, {0.99, 0.3, 0, 0, 1e-2, true},
+     {0.99, 0.3, 0, 0, 1e-2, true}}};
 
 } // namespace ninfer::test
