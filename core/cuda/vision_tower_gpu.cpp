@@ -299,14 +299,23 @@ class CudaVisionEncoder final : public VisionEncoder, private TowerBuffers {
             cuda_check(cudaMemcpyAsync(patches + pc.row * P, item.patches.data() + pc.t0 * pc.frame * P,
                                        rows * P * sizeof(float), cudaMemcpyHostToDevice, stream_), "vision patches");
             // The tables depend on the patch's cell only: computed for the piece's first frame pair,
-            // then copied to the others (a 30 s clip's 30 frame pairs share one frame's 1560).
+            // then copied to the others (a 30 s clip's 30 frame pairs share one frame's 1560); the
+            // rotary halves per row and column index (grid_h + grid_w evaluations of 18 cos and
+            // sin, not one per patch: 4096 patches' trigonometry took ~8 ms of the host's time).
+            const size_t hd4 = hd2 / 2, axis = size_t(std::max(item.grid_h, item.grid_w));
+            std::vector<float> axis_cos(axis * hd4), axis_sin(axis * hd4);
+            for (size_t i = 0; i < axis; ++i)
+                vision_rope_axis(c_, uint32_t(i), &axis_cos[i * hd4], &axis_sin[i * hd4]);
             for (size_t q = 0; q < pc.frame; ++q) {
                 const size_t r = pc.row + q;
                 const PatchCell cell = patch_cell(q, uint32_t(item.grid_w), c_.spatial_merge_size);
                 uint32_t t[4];
                 position_taps(c_, cell, uint32_t(item.grid_h), uint32_t(item.grid_w), t, &w_h[4 * r]);
                 std::copy(t, t + 4, &taps_h[4 * r]);
-                vision_rope_tables(c_, cell, &cos_h[r * hd2], &sin_h[r * hd2]);
+                for (const auto& [index, half] : {std::pair{size_t(cell.row), size_t(0)}, std::pair{size_t(cell.col), hd4}}) {
+                    std::copy_n(&axis_cos[index * hd4], hd4, &cos_h[r * hd2 + half]);
+                    std::copy_n(&axis_sin[index * hd4], hd4, &sin_h[r * hd2 + half]);
+                }
             }
             const auto replicate = [&](auto& table, size_t width) {
                 const auto first = table.begin() + long(pc.row * width);

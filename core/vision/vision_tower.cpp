@@ -75,10 +75,14 @@ void position_taps(const VisionConfig& c, PatchCell cell, uint32_t grid_h, uint3
 
 // Rotary: pairs [0, hd/4) turn by the row, [hd/4, hd/2) by the column, each with the head_dim/4
 // frequencies theta^(-2j / (hd/2)) (transformers' axial vision rope).
+void vision_rope_axis(const VisionConfig& c, uint32_t index, float* cs, float* sn) {
+    cpu::rope_tables(index, c.head_dim() / 2, c.rope_theta, cs, sn);
+}
+
 void vision_rope_tables(const VisionConfig& c, PatchCell cell, float* cs, float* sn) {
     const uint32_t hd = c.head_dim();
-    cpu::rope_tables(cell.row, hd / 2, c.rope_theta, cs, sn);
-    cpu::rope_tables(cell.col, hd / 2, c.rope_theta, cs + hd / 4, sn + hd / 4);
+    vision_rope_axis(c, cell.row, cs, sn);
+    vision_rope_axis(c, cell.col, cs + hd / 4, sn + hd / 4);
 }
 
 VisionTower::VisionTower(const VisionWeights& weights, ThreadPool& pool) : w_(weights), pool_(pool) {

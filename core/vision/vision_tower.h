@@ -51,6 +51,9 @@ PatchCell patch_cell(size_t q, uint32_t grid_w, uint32_t merge);
 void position_taps(const VisionConfig& c, PatchCell cell, uint32_t grid_h, uint32_t grid_w, uint32_t taps[4],
                    float weights[4]);
 void vision_rope_tables(const VisionConfig& c, PatchCell cell, float* cos_out, float* sin_out);
+// One axis's half of them (head_dim / 4 cos and sin) for a row or column index: the cell's tables
+// are its row's then its column's, so a grid's are built from grid_h + grid_w of these.
+void vision_rope_axis(const VisionConfig& c, uint32_t index, float* cos_out, float* sin_out);
 // The checks of VisionTower::check (the contract's errors) for a tower of config c.
 void check_vision_input(const VisionConfig& c, const VisionInput& item);
 
