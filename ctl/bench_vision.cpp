@@ -100,7 +100,8 @@ core::VisionInput preprocess_media(const ModelSession& s, const VisionBenchArgs&
     const std::filesystem::path path = std::filesystem::canonical(a.media_path, ec);
     if (ec) throw Error(Errc::NotFound, "bench: --media " + a.media_path + ": " + ec.message());
     const core::MediaConfig config = core::media_config_of(*s.artifact);
-    const core::MediaLimits limits; // the daemon's defaults
+    core::MediaLimits limits; // the daemon's defaults, and its media-decode-threads as --decode-threads
+    limits.decoder_threads = a.decode_threads;
     const std::string bytes = core::read_regular_file(path.string(), "bench: --media", limits.max_bytes);
     const std::span<const uint8_t> view(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
     const Kind kind = core::sniff_image(view) ? Kind::Image : Kind::Video;

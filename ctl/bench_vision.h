@@ -42,6 +42,7 @@ struct VisionBenchArgs {
     int frame_w = 832, frame_h = 480; // --frame WxH: a 30 s 720p clip as the processor resizes it
     int repeat = 3;
     unsigned threads = 0;             // CPU tower and CPU backend threads (0 = every core)
+    int decode_threads = 2;           // --decode-threads: a video decoder's frame threads (ninferd's media-decode-threads)
     bool gpu = false;                 // --vision-device cuda: the GPU tower (core/cuda/vision_tower_gpu.h)
     std::string device = "cpu";       // --device cpu|cuda: the language model's backend
     unsigned prefill_chunk = 2048;    // tokens per prefill call (ninferd's --prefill-chunk default)

@@ -30,7 +30,7 @@ constexpr const char* kBenchUsage =
     "           [--temperature T] [--top-p P] [--top-k K] [--speculative ngram:K|mtp:K]\n"
     "       ninferctl bench ARTIFACT (--media FILE | --image WxH | --video SECONDS [--frame WxH])\n"
     "                 [--device cpu|cuda] [--vision-device cpu|cuda] [--prefill-chunk N] [--repeat N]\n"
-    "                 [--threads N] [--json]\n"
+    "                 [--threads N] [--decode-threads N] [--json]\n"
     "  On the CUDA backend: prefill tok/s, TTFT, TFLOP/s and the fraction of the bf16 tensor-core\n"
     "  peak it measures (8192^3 GEMM, ours and cuBLASLt if present) per prompt length, prefilled in\n"
     "  chunks of --prefill-chunk tokens (default 2048); decode tok/s per batch size\n"
@@ -48,7 +48,8 @@ constexpr const char* kBenchUsage =
     "  --speculative ... --stats`.\n"
     "  --media / --image / --video time a multimodal request's first token stage by stage (best and\n"
     "  mean of --repeat, default 3): --media FILE (an image or a video) is read, decoded and\n"
-    "  preprocessed by ninferd's media path (FFmpeg, loaded at run time); the vision tower encodes it\n"
+    "  preprocessed by ninferd's media path (FFmpeg, loaded at run time; a video's decoder with\n"
+    "  --decode-threads frame threads, default 2 as ninferd's media-decode-threads); the tower encodes it\n"
     "  (on the CPU with --threads N, default every core, or the GPU's with --vision-device cuda); the\n"
     "  language model prefills the prompt (the item's placeholder tokens and a short question) on\n"
     "  --device cpu (default) or cuda in chunks of --prefill-chunk tokens (default 2048). Reported:\n"
@@ -99,6 +100,7 @@ int cmd_bench(int argc, char** argv) {
         } else if (arg == "--video" && has_value) vision.video_seconds = parse_number("--video", argv[++i], 0.5, 600);
         else if (arg == "--media" && has_value) vision.media_path = argv[++i];
         else if (arg == "--threads" && has_value) vision.threads = unsigned(parse_count("--threads", argv[++i]));
+        else if (arg == "--decode-threads" && has_value) vision.decode_threads = int(parse_count("--decode-threads", argv[++i]));
         else if (arg == "--device" && has_value) vision.device = check_device(argv[++i]);
         else if (arg == "--repeat" && has_value) vision.repeat = std::max(1, int(parse_count("--repeat", argv[++i])));
         else if (arg == "--vision-device" && has_value) {

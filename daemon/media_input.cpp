@@ -28,6 +28,7 @@ MediaInput::MediaInput(const core::Artifact& artifact, const DaemonConfig& confi
     limits_.max_video_seconds = config.media_max_video_seconds;
     limits_.max_items = config.media_max_items;
     limits_.max_vision_tokens = config.media_max_vision_tokens;
+    limits_.decoder_threads = int(config.media_decode_threads);
     if (takes_media_) pool_ = std::make_unique<core::MediaPool>(config.media_decode_threads);
 }
 

@@ -182,7 +182,8 @@ constexpr OptionSpec kOptions[] = {
      "where the vision tower runs: cpu, cuda (the GPU; needs --device cuda) or auto (cuda when the backend is)",
      0, text_field<&DaemonConfig::vision_device>()},
     {"media-decode-threads", OptionKind::Integer, "2", 1, 64, "", "N",
-     "threads decoding images and video (FFmpeg, loaded when the first media request comes)", 0,
+     "threads decoding images and video (FFmpeg, loaded when the first media request comes); each video's "
+     "decoder also runs up to N frame threads", 0,
      integer_field<&DaemonConfig::media_decode_threads>()},
     {"enable-thinking", OptionKind::Boolean, "true", 0, 0, "", "BOOL",
      "thinking on by default (a request's chat_template_kwargs or reasoning_effort overrides)", kR,

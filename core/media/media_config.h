@@ -55,6 +55,11 @@ struct MediaLimits {
     double max_video_seconds = 600;          // media-max-video-seconds
     int max_items = 16;                      // media-max-items: images + videos of one request
     int64_t max_vision_tokens = 16384;       // media-max-vision-tokens: merged tokens of one request
+    // Frame threads of one video's decoder (FFmpeg's frame threading: the frames are the same as
+    // with one thread). ninferd gives it media-decode-threads, so one long video, which decodes
+    // every frame to sample 2 a second, takes the pool's threads rather than one. 2: ninferd's
+    // default.
+    int decoder_threads = 2;
 };
 
 } // namespace ninfer::core

@@ -158,7 +158,10 @@ void MediaReader::Impl::open_decoder(const MediaLimits& limits) {
     int err = av.avcodec_parameters_to_context(codec, par);
     if (err < 0) throw Error("media: bad codec parameters: " + av_error(av, err));
     codec->max_pixels = std::min<int64_t>(limits.max_source_pixels, INT32_MAX);
-    codec->thread_count = 1; // items decode in parallel on the media pool, not frames
+    // Images: one thread (one frame; items decode in parallel on the media pool). Videos: frame
+    // threads, whose output equals one thread's frame for frame.
+    codec->thread_count = format->streams[stream]->nb_frames == 1 ? 1 : std::clamp(limits.decoder_threads, 1, 64);
+    codec->thread_type = FF_THREAD_FRAME;
     codec->err_recognition |= AV_EF_EXPLODE; // a damaged file is refused, not concealed
     err = av.avcodec_open2(codec, decoder, nullptr);
     if (err < 0) throw Error("media: cannot open the " + info.codec + " decoder: " + av_error(av, err));

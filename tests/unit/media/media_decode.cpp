@@ -104,6 +104,20 @@ TEST_CASE("videos: frames sampled at 2 fps, paired, resized, with pair timestamp
     }
 }
 
+TEST_CASE("a video's frame threads give the frames one thread gives", "[media_decode]") {
+    for (const char* name : {"clip.mp4", "clip.webm", "clip.mkv", "colour_bt709.mp4"}) {
+        INFO(name);
+        MediaLimits one = kLimits, many = kLimits;
+        one.decoder_threads = 1;
+        many.decoder_threads = 4;
+        const VisionInput a = decode_media(Kind::Video, media_fixture(name), kConfig, one);
+        const VisionInput b = decode_media(Kind::Video, media_fixture(name), kConfig, many);
+        CHECK(a.grid_t == b.grid_t);
+        CHECK(a.timestamps_s == b.timestamps_s);
+        CHECK(a.patches == b.patches); // bit for bit
+    }
+}
+
 TEST_CASE("an image sent as a video is one frame, repeated to a temporal pair", "[media_decode]") {
     const VisionInput v = decode_media(Kind::Video, media_fixture("grad.png"), kConfig, kLimits);
     CHECK(v.grid_t == 1);
