@@ -2,6 +2,7 @@
 #include "core/cuda/vision_tower_gpu.h"
 
 #include "core/cuda/device_weights.h"
+#include "core/cuda/phase_timer.h"
 #include "core/util/error.h"
 #include "core/vision/vision_tower.h"
 #include "ninfer/kernels/gemm.h"
@@ -11,9 +12,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
-#include <iterator>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -132,8 +131,6 @@ class CudaVisionEncoder final : public VisionEncoder, private TowerBuffers {
         upload();
     }
     ~CudaVisionEncoder() override {
-        for (cudaEvent_t e : events_)
-            if (e) cudaEventDestroy(e);
         if (stream_) cudaStreamDestroy(stream_);
     }
 
@@ -190,44 +187,21 @@ class CudaVisionEncoder final : public VisionEncoder, private TowerBuffers {
         const int n = int(last.row + last.nt * last.frame);
         mark(0);
         embed(batch, items, n);
-        mark(1);
+        mark(kEmbed);
         for (const Block& b : blocks)
             block(b, batch, n);
         merge(batch, n, out);
-        mark(kPhases - 1);
+        mark(kMerge);
         profile_report(n);
     }
 
-    // NINFER_VISION_PROFILE=1: each batch's device time per phase (CUDA events on the tower's
-    // stream, summed over the blocks), printed to stderr; a development aid, off in serving.
-    // mark(p): phase p ends here (mark(0): the batch starts).
-    static constexpr int kPhases = 8;
-    const bool profile_ = std::getenv("NINFER_VISION_PROFILE") != nullptr;
-    cudaEvent_t events_[2] = {};
-    int last_event_ = 0;
-    double phase_ms_[kPhases] = {};
-    void mark(int phase) {
-        if (!profile_) return;
-        for (cudaEvent_t& e : events_)
-            if (!e) cuda_check(cudaEventCreate(&e), "vision profile");
-        const int now = 1 - last_event_;
-        cuda_check(cudaEventRecord(events_[now], stream_), "vision profile");
-        if (phase > 0) {
-            cuda_check(cudaEventSynchronize(events_[now]), "vision profile");
-            float ms = 0;
-            cuda_check(cudaEventElapsedTime(&ms, events_[last_event_], events_[now]), "vision profile");
-            phase_ms_[phase] += ms;
-        }
-        last_event_ = now;
-    }
-    void profile_report(int n) {
-        if (!profile_) return;
-        static const char* names[kPhases] = {"", "embed", "norm1+qkv", "attention", "proj", "norm2+fc1", "fc2", "merge"};
-        std::fprintf(stderr, "vision profile: %d patches:", n);
-        for (int p = 1; p < kPhases; ++p) std::fprintf(stderr, " %s %.2f ms", names[p], phase_ms_[p]);
-        std::fprintf(stderr, "\n");
-        std::fill(std::begin(phase_ms_), std::end(phase_ms_), 0.0);
-    }
+    // NINFER_VISION_PROFILE=1: each batch's device time per phase, summed over the blocks, on
+    // stderr (phase_timer.h; a development aid, off in serving).
+    enum Phase { kEmbed = 1, kQkv, kAttention, kProj, kFc1, kFc2, kMerge };
+    cuda::PhaseTimer timer_{{"", "embed", "norm1+qkv", "attention", "proj", "norm2+fc1", "fc2", "merge"},
+                            std::getenv("NINFER_VISION_PROFILE") != nullptr};
+    void mark(int phase) { phase == 0 ? timer_.start(stream_) : timer_.end(stream_, phase); }
+    void profile_report(int n) { timer_.report("vision profile: " + std::to_string(n) + " patches"); }
 
     template <class T> void put(T* dst, const std::vector<T>& src) {
         cuda_check(cudaMemcpy(dst, src.data(), src.size() * sizeof(T), cudaMemcpyHostToDevice), "uploading the tower");
@@ -301,7 +275,7 @@ class CudaVisionEncoder final : public VisionEncoder, private TowerBuffers {
             // The tables depend on the patch's cell only: computed for the piece's first frame pair,
             // then copied to the others (a 30 s clip's 30 frame pairs share one frame's 1560); the
             // rotary halves per row and column index (grid_h + grid_w evaluations of 18 cos and
-            // sin, not one per patch: 4096 patches' took 1.8 ms of host time on the 2-core build
+            // sin, not one per patch: per patch, 4096 patches took 1.8 ms of host time on the 2-core build
             // machine, the same loop timed alone, session 20).
             const size_t hd4 = hd2 / 2, axis = size_t(std::max(item.grid_h, item.grid_w));
             std::vector<float> axis_cos(axis * hd4), axis_sin(axis * hd4);
@@ -345,20 +319,20 @@ class CudaVisionEncoder final : public VisionEncoder, private TowerBuffers {
         gemm(xn, D, b.qkv, D, n, 3 * D, D, qkv_out, 3 * D);
         cuda_check(kernels::vision_bias_act(qkv_out, 3 * D, b.qkv_bias, n, 3 * D, kernels::VisionAct::None, nullptr, 0,
                                             stream_), "qkv bias");
-        mark(2);
+        mark(kQkv);
         attention(batch, n);
-        mark(3);
+        mark(kAttention);
         gemm(attn, D, b.proj, D, n, D, D, tmp, D);
         cuda_check(kernels::vision_residual(x, D, tmp, D, b.proj_bias, n, D, stream_), "attention residual");
-        mark(4);
+        mark(kProj);
         cuda_check(kernels::vision_layer_norm(x, D, b.norm2_w, b.norm2_b, n, D, kLayerNormEps, xn, D, stream_), "norm2");
         gemm(xn, D, b.fc1, D, n, I, D, mlp, I8);
         cuda_check(kernels::vision_bias_act(mlp, I8, b.fc1_bias, n, I, kernels::VisionAct::GeluTanh, mlp16, I8, stream_),
                    "fc1 GELU");
-        mark(5);
+        mark(kFc1);
         gemm(mlp16, I8, b.fc2, I8, n, D, I, tmp, D);
         cuda_check(kernels::vision_residual(x, D, tmp, D, b.fc2_bias, n, D, stream_), "MLP residual");
-        mark(6);
+        mark(kFc2);
     }
 
     // Per piece (its frame pairs are segments of one size): large frame pairs through the flash
