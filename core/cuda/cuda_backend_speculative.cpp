@@ -1,0 +1,120 @@
+// ninfer::core - CudaBackend's speculation (cuda_backend_impl.h): MTP drafts, verify windows, acceptance.
+#include "core/cuda/cuda_backend_impl.h"
+
+#include "core/util/error.h"
+
+#include <algorithm>
+
+namespace ninfer::core::cuda_detail {
+
+std::vector<std::vector<int32_t>> CudaBackend::draft_mtp(std::span<const DraftRequest> requests,
+                                                         std::vector<std::vector<float>>* logits) {
+    if (!mtp_)
+        return Backend::draft_mtp(requests, logits);
+    if (!begun_.empty())
+        throw Error("backend: draft_mtp while pipelined decode steps are outstanding");
+    std::vector<std::span<const int32_t>> tokens;
+    for (size_t i = 0; i < requests.size(); ++i) {
+        for (size_t j = 0; j < i; ++j)
+            if (requests[j].lane == requests[i].lane)
+                throw Error("backend: lane " + std::to_string(requests[i].lane) + " appears twice in one draft step");
+        tokens.push_back(at(requests[i].lane).tokens);
+    }
+    return mtp_->draft(requests, tokens, [this](int lane, size_t total) {
+        grow(lane, total - std::min(total, at(lane).tokens.size()));
+    }, logits);
+}
+
+size_t CudaBackend::enqueue_verify(std::span<const VerifyStep> steps) {
+    if (!begun_.empty())
+        throw Error("backend: verify while pipelined decode steps are outstanding");
+    size_t rows = 0;
+    for (size_t i = 0; i < steps.size(); ++i) {
+        at(steps[i].lane);
+        for (size_t j = 0; j < i; ++j)
+            if (steps[j].lane == steps[i].lane)
+                throw Error("backend: lane " + std::to_string(steps[i].lane) + " appears twice in one verify");
+        const size_t T = steps[i].tokens.size();
+        if (T < 1 || T > plan_.max_draft_tokens + 1)
+            throw Error("backend: a verify step of " + std::to_string(T) + " tokens, the plan allows 1.." +
+                        std::to_string(plan_.max_draft_tokens + 1));
+        check_tokens(steps[i].tokens);
+        rows += T;
+    }
+    for (const VerifyStep& st : steps)
+        grow(st.lane, st.tokens.size());
+    std::vector<cuda::VerifyWindows::Request> requests;
+    for (const VerifyStep& st : steps) {
+        if (mtp_) // a lane verifying n-gram drafts on a plan with the head: its ring must not wrap
+            mtp_->catch_up_behind(st.lane, at(st.lane).tokens);
+        windows_.close(st.lane);
+        requests.push_back({st.lane, uint32_t(at(st.lane).tokens.size()), st.tokens});
+    }
+    windows_.enqueue(requests, [this](int n) {
+        if (mtp_) // the windows' hidden rows wait for the head's next catch-up, as a decode step's
+            mtp_->enqueue_keep_step_rows(n);
+    });
+    for (const VerifyStep& st : steps) {
+        Lane& s = at(st.lane);
+        s.tokens.insert(s.tokens.end(), st.tokens.begin(), st.tokens.end());
+        s.has_logits = true;
+    }
+    return rows;
+}
+
+void CudaBackend::verify(std::span<const VerifyStep> steps, std::vector<float>& logits) {
+    if (plan_.max_draft_tokens == 0)
+        return Backend::verify(steps, logits);
+    const size_t V = vocab_size();
+    logits.resize(enqueue_verify(steps) * V);
+    size_t row = 0;
+    for (const VerifyStep& st : steps) {
+        windows_.read_rows(st.lane, logits.data() + row * V);
+        row += st.tokens.size();
+    }
+    cuda_check(cudaStreamSynchronize(run_.stream()), "verify");
+}
+
+void CudaBackend::verify_greedy(std::span<const VerifyStep> steps, std::span<const uint8_t> want_rows,
+                                std::vector<float>& logits, std::vector<int32_t>& ids) {
+    if (plan_.max_draft_tokens == 0 || want_rows.size() != steps.size())
+        return Backend::verify_greedy(steps, want_rows, logits, ids);
+    const size_t V = vocab_size();
+    size_t wanted = 0;
+    for (size_t i = 0; i < steps.size(); ++i) wanted += want_rows[i] ? steps[i].tokens.size() : 0;
+    const size_t rows = enqueue_verify(steps);
+    logits.resize(wanted * V);
+    size_t row = 0;
+    for (size_t i = 0; i < steps.size(); ++i)
+        if (want_rows[i]) {
+            windows_.read_rows(steps[i].lane, logits.data() + row * V);
+            row += steps[i].tokens.size();
+        }
+    windows_.read_ids();
+    cuda_check(cudaStreamSynchronize(run_.stream()), "verify");
+    ids.clear();
+    ids.reserve(rows);
+    for (const VerifyStep& st : steps) ids.insert(ids.end(), windows_.ids(st.lane), windows_.ids(st.lane) + st.tokens.size());
+}
+
+void CudaBackend::accept_verified(int lane, uint32_t n_keep) {
+    Lane& s = at(lane);
+    const uint32_t count = windows_.count(lane);
+    if (count == 0)
+        throw Error("backend: lane " + std::to_string(lane) + " has no open verify window");
+    if (n_keep < 1 || n_keep > count)
+        throw Error("backend: keep " + std::to_string(n_keep) + " of a " + std::to_string(count) +
+                    "-token verify window (1.." + std::to_string(count) + ")");
+    if (n_keep < count) { // the GDN state and logits of the last kept token; KV only rewinds its length
+        const size_t length = windows_.start(lane) + n_keep;
+        windows_.rollback(lane, n_keep);
+        s.tokens.resize(length);
+        for (const size_t need = (length + kKvPageTokens - 1) / kKvPageTokens; s.pages.size() > need;) {
+            release_page(s.pages.back());
+            s.pages.pop_back();
+        }
+    }
+    windows_.close(lane);
+}
+
+} // namespace ninfer::core::cuda_detail
