@@ -136,6 +136,9 @@ std::string render_metrics(const DaemonContext& ctx) {
     one(out, "ninfer_spec_decode_num_draft_tokens_refused_total", "counter",
         "Draft tokens of constrained requests that their grammar refused before verification",
         double(f.spec_draft_tokens_refused_total));
+    one(out, "ninfer_spec_decode_lane_pauses_total", "counter",
+        "Times a speculating lane paused to plain steps after 8 rounds below --speculative-min-acceptance",
+        double(f.spec_lane_pauses_total));
     family(out, "ninfer_spec_decode_num_accepted_tokens_per_pos", "counter", "Draft tokens accepted by position in the round");
     const int spec_k = core::parse_speculative(ctx.config.speculative).k;
     for (int i = 0; i < spec_k && size_t(i) < f.spec_accepted_per_pos.size(); ++i)

@@ -55,6 +55,7 @@ ServeFigures read_serve_figures(const DaemonContext& ctx) {
     f.prefix_cache_checkpoints_skipped_total = s.n_prefix_cache_checkpoints_skipped_total;
     f.prefill_slices_total = s.n_prefill_slices_total;
     f.spec_rounds_total = s.n_spec_rounds_total;
+    f.spec_lane_pauses_total = s.n_spec_lane_pauses_total;
     f.spec_draft_tokens_total = s.n_spec_draft_tokens_total;
     f.spec_accepted_tokens_total = s.n_spec_accepted_tokens_total;
     f.spec_draft_tokens_refused_total = s.n_spec_draft_tokens_refused_total;

@@ -53,6 +53,8 @@ struct EngineStats {
     std::array<std::atomic<uint64_t>, 5> n_spec_accepted_per_pos{};
     // Drafts of constrained lanes that their grammar cut before verification (not in the above).
     std::atomic<uint64_t> n_spec_draft_tokens_refused_total{0};
+    // Pauses of speculating lanes by the gate (speculation_gate.h): a window of poor acceptance.
+    std::atomic<uint64_t> n_spec_lane_pauses_total{0};
     // Per lane (control plane status): phase 0 idle, 1 prefill, 2 decode; tokens held by the lane.
     std::array<std::atomic<uint8_t>, 8> lane_phase{};
     std::array<std::atomic<uint32_t>, 8> lane_tokens{};

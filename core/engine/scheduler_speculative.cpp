@@ -191,7 +191,9 @@ void Scheduler::report_round(int lane_index, std::span<const int32_t> drafts, st
         ++stats_.n_spec_accepted_per_pos[i];
     l.draft_n += uint32_t(drafts.size());
     l.draft_n_accepted += a.accepted;
+    const uint32_t pauses = l.gate.pauses();
     l.gate.after_round(uint32_t(drafts.size()), a.accepted, options_.speculation_policy);
+    stats_.n_spec_lane_pauses_total += l.gate.pauses() - pauses;
     l.history.push_back(l.pending_token);
     l.pending_token = -1;
     uint32_t kept = 1;

@@ -355,6 +355,8 @@ TEST_CASE("scheduler_speculative: the gate pauses lanes whose drafts fail and sp
     // Each lane drafts one window (8 rounds), then pauses 16 steps; the jobs are up to 30 tokens long.
     CHECK(gated > 0);
     CHECK(gated * 2 < ungated);
+    CHECK(wrong_always->stats.n_spec_lane_pauses_total == 0);
+    CHECK(wrong_gated->stats.n_spec_lane_pauses_total > 0); // /metrics ninfer_spec_decode_lane_pauses_total
     // The oracle's lanes are never paused: each request drafts as many tokens as without the gate
     // (but request 10, whose own setting is ngram:1: prompt lookup on random tokens, which fails).
     const auto right_always = run(true, {}), right_gated = run(true, {0, 0.5f});
