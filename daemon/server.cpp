@@ -29,7 +29,7 @@ core::SchedulerOptions scheduler_options_of(const DaemonConfig& c, const core::M
     o.max_pending = c.max_pending;
     o.pending_timeout_ms = c.pending_timeout_ms;
     o.speculative = core::parse_speculative(c.speculative);
-    o.speculation_policy = {c.speculative_max_lanes, float(c.speculative_min_acceptance)};
+    o.speculation_policy = {c.speculative_max_lanes, float(c.speculative_min_acceptance), true};
     return o;
 }
 

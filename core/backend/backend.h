@@ -72,7 +72,9 @@
 //     exactly the state after token n_keep - 1 (a snapshot taken during verify), and the lane's
 //     last logits become row n_keep - 1, so sample_after_prefill samples the bonus token.
 //   has_mtp() says whether draft_mtp works; verify and accept_verified work whenever the plan's
-//   max_draft_tokens > 0. A backend that lacks a part throws ninfer::Error("backend: ...").
+//   max_draft_tokens > 0. verify_rows_per_pass() is how many window rows (all lanes' tokens
+//   together) one forward pass of verify takes (0: any number); more rows cost further passes,
+//   so the scheduler shortens windows to fit one (the CUDA backend: 8, its decode kernels' rows). A backend that lacks a part throws ninfer::Error("backend: ...").
 // - Errors: ninfer::Error("backend: ...") for bad arguments (lane out of range, context full).
 // - inject_fault(what) is test-only (NINFER_FAULT=engine_step:N, core/engine/fault_injection.h):
 //   the device fails as a real fault would and the call throws what the backend's checks throw then
@@ -244,6 +246,7 @@ class Backend {
 
     // Speculative decoding (the contract above). Defaults: no MTP head, no verify.
     virtual bool has_mtp() const { return false; }
+    virtual uint32_t verify_rows_per_pass() const { return 0; }
     virtual std::vector<std::vector<int32_t>> draft_mtp(std::span<const DraftRequest> requests,
                                                         std::vector<std::vector<float>>* logits);
     virtual void verify(std::span<const VerifyStep> steps, std::vector<float>& logits);

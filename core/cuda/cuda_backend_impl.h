@@ -108,6 +108,7 @@ class CudaBackend final : public Backend {
     LaneImage save_lane(int lane) const override;
 
     bool has_mtp() const override { return mtp_ != nullptr; }
+    uint32_t verify_rows_per_pass() const override { return uint32_t(kMaxStepTokens); }
     std::vector<std::vector<int32_t>> draft_mtp(std::span<const DraftRequest> requests,
                                                 std::vector<std::vector<float>>* logits) override;
     void restore_lane(int lane, const LaneImage& image) override;

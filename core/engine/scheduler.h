@@ -49,7 +49,10 @@
 //   rest of the run is dropped), a Stop verdict, stop token, max_tokens or the context end
 //   finish the lane there, and the lane is rolled back to hold exactly the reported tokens but
 //   the last, which stays pending (fed later like any sample). A lane with forced ids waiting
-//   takes plain steps. A lane speculates only while options.speculation_policy allows it
+//   takes plain steps. With speculation_policy.fit_one_pass a round's windows fit one verify pass
+//   (Backend::verify_rows_per_pass): K is lowered to rows / lanes - 1, and with under 2 rows a
+//   lane the lanes take plain steps.
+//   A lane speculates only while options.speculation_policy allows it
 //   (speculation_gate.h): no more than max_lanes lanes decoding, and its recent acceptance at
 //   least min_acceptance, else it pauses (plain steps) and probes again later. K is clamped so that the verify window fits the context and is not longer
 //   than the tokens still allowed; admission reserves K more tokens per speculating request

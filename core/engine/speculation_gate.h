@@ -13,6 +13,10 @@
 //   steps, then probes again with a fresh window. Each failed probe doubles the pause (from
 //   kFirstPause up to kMaxPause: a lane whose drafts never fit spends under 1% of its steps in
 //   rounds); a window that meets the bar resets it. min_acceptance 0 turns the rule off.
+// And for a round as a whole (the scheduler's, fit_one_pass): its windows fit one verify pass of
+// the backend (Backend::verify_rows_per_pass; CUDA: 8 rows), K lowered to rows / lanes - 1: at
+// batch 4 and K = 3 the GPU's 16 rows took two passes and the round 2.66 x a step (session 19),
+// where K = 1 fits 8 rows in one pass, about a batch-8 step (1.2 x).
 //
 // Contract: SpeculationGate is one lane's state, reset (reset()) at admission. allows() says
 // whether the lane may take a round now (acceptance rule only; the batch rule is the caller's,
@@ -32,6 +36,9 @@ namespace ninfer::core {
 struct SpeculationPolicy {
     uint32_t max_lanes = 0;      // rounds only while at most this many lanes decode (0: any)
     float min_acceptance = 0.f;  // accepted / drafted over a lane's last kWindow rounds (0: off)
+    // A round's windows fit one verify pass (Backend::verify_rows_per_pass): K lowered to rows /
+    // lanes - 1, no round under 2 rows a lane. ninferd: on; off, windows beyond a pass take more.
+    bool fit_one_pass = false;
 };
 
 inline bool batch_allows(const SpeculationPolicy& policy, uint32_t decoding_lanes) {

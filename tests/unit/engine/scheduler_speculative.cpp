@@ -68,10 +68,19 @@ class DraftingBackend final : public Backend {
         return out;
     }
     void verify(std::span<const VerifyStep> steps, std::vector<float>& logits) override {
-        for (const VerifyStep& s : steps)
+        size_t rows = 0;
+        for (const VerifyStep& s : steps) {
             tokens_[size_t(s.lane)].insert(tokens_[size_t(s.lane)].end(), s.tokens.begin(), s.tokens.end());
+            rows += s.tokens.size();
+        }
+        max_rows = std::max(max_rows, rows);
+        max_lanes = std::max(max_lanes, steps.size());
         b_.verify(steps, logits);
     }
+    // A verify pass of this many rows (0: any), as the CUDA backend's 8; and what verify saw.
+    uint32_t verify_rows_per_pass() const override { return rows_per_pass; }
+    uint32_t rows_per_pass = 0;
+    size_t max_rows = 0, max_lanes = 0;
     void accept_verified(int lane, uint32_t n_keep) override {
         b_.accept_verified(lane, n_keep);
         tokens_[size_t(lane)].resize(b_.lane_length(lane));
@@ -215,6 +224,17 @@ void check_same(const Outcome& plain, const Outcome& spec) {
     }
 }
 
+// The true continuation of every job's sequence: its prompt followed by its plain tokens.
+std::vector<std::vector<int32_t>> truths_of(const Model& m, const Outcome& plain) {
+    std::vector<std::vector<int32_t>> truths;
+    for (const Job& j : kJobs) {
+        std::vector<int32_t> t = prompt_of(j, m.config.vocab_size);
+        t.insert(t.end(), plain.sinks.at(j.id)->tokens.begin(), plain.sinks.at(j.id)->tokens.end());
+        truths.push_back(t);
+    }
+    return truths;
+}
+
 } // namespace
 
 TEST_CASE("scheduler_speculative: greedy output equals plain decoding for every drafter, K and batch",
@@ -281,13 +301,7 @@ TEST_CASE("scheduler_speculative: an oracle drafter accepts everything, an alway
     const auto probe = probe_of(m);
     Outcome plain;
     run_jobs(m, 5, {}, &probe, plain);
-    // The true continuation of every sequence: prompts followed by their plain tokens.
-    std::vector<std::vector<int32_t>> truths;
-    for (const Job& j : kJobs) {
-        std::vector<int32_t> t = prompt_of(j, m.config.vocab_size);
-        t.insert(t.end(), plain.sinks.at(j.id)->tokens.begin(), plain.sinks.at(j.id)->tokens.end());
-        truths.push_back(t);
-    }
+    const auto truths = truths_of(m, plain);
     auto drafter = [&](bool right) {
         return [&truths, right, V = int32_t(m.config.vocab_size)](const std::vector<int32_t>& seq, int k) {
             return test::truth_draft(truths, right, V, seq, k);
@@ -324,12 +338,7 @@ TEST_CASE("scheduler_speculative: the gate pauses lanes whose drafts fail and sp
     const auto probe = probe_of(m);
     Outcome plain;
     run_jobs(m, 5, {}, &probe, plain);
-    std::vector<std::vector<int32_t>> truths;
-    for (const Job& j : kJobs) {
-        std::vector<int32_t> t = prompt_of(j, m.config.vocab_size);
-        t.insert(t.end(), plain.sinks.at(j.id)->tokens.begin(), plain.sinks.at(j.id)->tokens.end());
-        truths.push_back(t);
-    }
+    const auto truths = truths_of(m, plain);
     // Runs the jobs with the oracle (right) or always-wrong drafter under a policy.
     auto run = [&](bool right, SpeculationPolicy policy) {
         std::unique_ptr<DraftingBackend> wrapper;
@@ -369,6 +378,38 @@ TEST_CASE("scheduler_speculative: the gate pauses lanes whose drafts fail and sp
     const auto one_lane = run(true, {1, 0.f});
     CHECK(one_lane->stats.n_spec_rounds_total > 0);
     CHECK(one_lane->stats.n_spec_rounds_total < right_always->stats.n_spec_rounds_total);
+}
+
+TEST_CASE("scheduler_speculative: a round's windows fit one verify pass of the backend", "[scheduler_speculative]") {
+    const Model m(false);
+    const auto probe = probe_of(m);
+    Outcome plain;
+    run_jobs(m, 5, {}, &probe, plain);
+    const auto truths = truths_of(m, plain);
+    for (uint32_t pass : {0u, 8u, 6u}) {
+        INFO("rows per pass " << pass);
+        std::unique_ptr<DraftingBackend> wrapper;
+        Outcome o;
+        run_jobs(
+            m, 5, {SpeculativeKind::Mtp, 4}, &probe, o,
+            [&](Backend& b) -> Backend& {
+                wrapper = std::make_unique<DraftingBackend>(
+                    b, [&truths, V = int32_t(m.config.vocab_size)](const std::vector<int32_t>& seq, int k) {
+                        return test::truth_draft(truths, true, V, seq, k);
+                    });
+                wrapper->rows_per_pass = pass;
+                return *wrapper;
+            },
+            0, false, SpeculationPolicy{.fit_one_pass = true});
+        check_same(plain, o);
+        CHECK(o.stats.n_spec_rounds_total > 0);
+        if (pass == 0) {
+            CHECK(wrapper->max_rows > 8); // five lanes' windows of up to 5 rows
+        } else {
+            CHECK(wrapper->max_rows <= pass);
+            CHECK(wrapper->max_lanes <= pass / 2); // at least 2 rows a lane, or no round
+        }
+    }
 }
 
 TEST_CASE("scheduler_speculative: sampled speculation is reproducible and keeps lanes exact",
