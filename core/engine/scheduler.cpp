@@ -338,10 +338,17 @@ void Scheduler::decode_batch() {
     uint32_t decoding = 0;
     for (const Lane& l : lanes_) decoding += l.request && l.decoding;
     const bool batch_ok = batch_allows(options_.speculation_policy, decoding);
+    uint32_t candidates = 0;
     for (size_t i = 0; i < lanes_.size(); ++i) {
         const Lane& l = lanes_[i];
         speculating[i] = batch_ok && l.request && l.decoding && l.speculative.on() && l.gate.allows();
+        candidates += speculating[i];
     }
+    // Under 2 rows a lane in one verify pass, no round (checked here, before the pipelined step in
+    // flight is ended for one: the plain steps keep their pipelining).
+    if (const uint32_t pass = backend_.verify_rows_per_pass();
+        options_.speculation_policy.fit_one_pass && pass > 0 && candidates > 0 && pass / candidates < 2)
+        std::fill(speculating.begin(), speculating.end(), false);
     if (std::find(speculating.begin(), speculating.end(), true) != speculating.end()) {
         end_step_in_flight();
         speculative_round(speculating);
