@@ -98,14 +98,11 @@ void Scheduler::speculative_round(std::vector<bool>& speculating) {
     if (lanes.empty()) return;
     // Every window together fits one verify pass of the backend: more rows cost another pass each
     // (on the GPU, 16 rows at batch 4 and K = 3 made the round 2.66 x a step, where one pass of 8
-    // rows costs about a batch-8 step, 1.2 x), so each lane's K is lowered to rows / lanes - 1;
-    // under 2 rows a lane, none of them speculates this round (they take the plain step).
+    // rows costs about a batch-8 step, 1.2 x), so each lane's K is lowered to rows / lanes - 1
+    // (at least 1: decode_batch started no round for under 2 rows a lane, and these lanes are
+    // among the ones it counted).
     if (const uint32_t pass = backend_.verify_rows_per_pass(); pass > 0 && options_.speculation_policy.fit_one_pass) {
         const int fit = int(pass / uint32_t(lanes.size())) - 1;
-        if (fit < 1) {
-            for (int i : lanes) speculating[size_t(i)] = false;
-            return;
-        }
         for (int& k : ks) k = std::min(k, fit);
     }
     const auto t0 = Clock::now();
