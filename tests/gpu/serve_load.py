@@ -353,6 +353,9 @@ HOST_COUNTERS = ("ninfer_generation_tokens_total", "ninfer_token_report_cpu_seco
                  "ninfer_http_socket_writes_total", "ninfer_http_socket_write_bytes_total")
 CHECKPOINT_COUNTERS = ("ninfer_prefix_cache_checkpoints_total", "ninfer_prefix_cache_checkpoints_skipped_total")
 SLICE_COUNTER = "ninfer_prefill_slices_total"  # --prefill-slice-layers: slices run between decode steps
+# --speculative: draft tokens proposed and accepted, and lanes paused by the speculation gate
+SPEC_COUNTERS = ("ninfer_spec_decode_num_draft_tokens_total", "ninfer_spec_decode_num_accepted_tokens_total",
+                 "ninfer_spec_decode_lane_pauses_total")
 
 
 def scrape(url):
@@ -366,7 +369,7 @@ def scrape(url):
     out = {}
     for line in text.splitlines():
         name, _, value = line.partition(" ")
-        if name in HOST_COUNTERS or name in CHECKPOINT_COUNTERS or name == SLICE_COUNTER:
+        if name in HOST_COUNTERS or name in CHECKPOINT_COUNTERS or name in SPEC_COUNTERS or name == SLICE_COUNTER:
             out[name] = float(value)
     return out
 
@@ -386,7 +389,9 @@ def host_figures(before, after):
             # prefix-cache checkpoints begun and skipped (copies busy) over the scenario; None if absent
             "checkpoints": [after[k] - before.get(k, 0.0) if k in after else None for k in CHECKPOINT_COUNTERS],
             # prefill chunk slices run between decode steps over the scenario; None if absent
-            "prefill_slices": after[SLICE_COUNTER] - before.get(SLICE_COUNTER, 0.0) if SLICE_COUNTER in after else None}
+            "prefill_slices": after[SLICE_COUNTER] - before.get(SLICE_COUNTER, 0.0) if SLICE_COUNTER in after else None,
+            # drafted, accepted, gate pauses over the scenario; None if absent
+            "speculation": [after[k] - before.get(k, 0.0) if k in after else None for k in SPEC_COUNTERS]}
 
 
 async def run_all(a):

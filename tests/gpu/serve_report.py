@@ -175,6 +175,10 @@ def table(result, bench_doc=None):
                 row(name, "cache checkpoints taken / skipped", f"{taken:.0f} / {skipped:.0f}")
             if h.get("prefill_slices"):
                 row(name, "prefill slices between decode steps", f"{h['prefill_slices']:.0f}")
+            drafted, accepted, pauses = (h.get("speculation") or [None, None, None])[:3]
+            if drafted:  # only where the server speculated
+                row(name, "drafts: proposed / accepted / lane pauses",
+                    f"{drafted:.0f} / {accepted or 0:.0f} / {pauses or 0:.0f}")
     head = ("scenario", "figure", "serve", "bench (same run)", "serve/bench")
     widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(5)]
     lines = [f"ninfer serving benchmark: {result.get('label', '')} ({result.get('url', '')}), "
