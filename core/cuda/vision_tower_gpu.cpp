@@ -51,8 +51,8 @@ struct TowerBuffers {
     float *merger_norm_w = nullptr, *merger_norm_b = nullptr, *merger_fc1_b = nullptr, *merger_fc2_b = nullptr;
     __nv_bfloat16 *merger_fc1 = nullptr, *merger_fc2 = nullptr;
     // One batch's activations (rows = kRows; widths padded to 8).
-    float *patches = nullptr, *x = nullptr, *qkv_out = nullptr, *tmp = nullptr, *mlp = nullptr, *m1 = nullptr,
-          *out = nullptr, *cos = nullptr, *sin = nullptr, *tap_w = nullptr;
+    float *patches = nullptr, *x = nullptr, *qkv_out = nullptr, *out = nullptr, *cos = nullptr, *sin = nullptr,
+          *tap_w = nullptr;
     int32_t* taps = nullptr;
     __nv_bfloat16 *patches16 = nullptr, *xn = nullptr, *attn = nullptr, *mlp16 = nullptr, *m116 = nullptr;
     // The flash attention's inputs: rotated q, k and v in bf16.
@@ -92,10 +92,7 @@ struct TowerBuffers {
         v(xn, kRows * D, "vision normed rows");
         v(qkv_out, kRows * 3 * D, "vision qkv rows");
         v(attn, kRows * D, "vision attention rows");
-        v(tmp, kRows * D, "vision projection rows");
-        v(mlp, kRows * I, "vision MLP rows");
         v(mlp16, kRows * I, "vision MLP rows (bf16)");
-        v(m1, G * M, "vision merger rows");
         v(m116, G * M, "vision merger rows (bf16)");
         v(out, G * O, "vision output rows");
         v(cos, kRows * hd2, "vision rotary cos");
@@ -253,11 +250,21 @@ class CudaVisionEncoder final : public VisionEncoder, private TowerBuffers {
         put(merger_fc2_b, w_.merger_fc2_bias);
     }
 
-    // y[m][n] = a[m][k] . w[n][k]ᵀ, f32 out.
-    void gemm(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* w, int64_t ldw, int m, int n, int k, float* y,
-              int64_t ldy) {
-        const kernels::GemmArgs g{.a = a, .lda = lda, .b = w, .ldb = ldw, .c = y, .ldc = ldy, .c_fp32 = true, .m = m,
-                                  .n = n, .k = k};
+    // What the GEMM does with its fp32 sums before they leave (gemm.h's epilogue): + bias[col], then
+    // act; with accumulate (f32 y) y += sum + bias, the residual add.
+    struct Epilogue {
+        const float* bias = nullptr;
+        kernels::GemmAct act = kernels::GemmAct::None;
+        bool accumulate = false;
+    };
+    // y[m][n] = epilogue(a[m][k] . w[n][k]ᵀ), y f32 or bf16.
+    template <class Out>
+    void gemm(const __nv_bfloat16* a, int64_t lda, const __nv_bfloat16* w, int64_t ldw, int m, int n, int k, Out* y,
+              int64_t ldy, const Epilogue& e = {}) {
+        static_assert(std::is_same_v<Out, float> || std::is_same_v<Out, __nv_bfloat16>);
+        const kernels::GemmArgs g{.a = a, .lda = lda, .b = w, .ldb = ldw, .c = y, .ldc = ldy,
+                                  .c_fp32 = std::is_same_v<Out, float>, .m = m, .n = n, .k = k, .bias = e.bias,
+                                  .act = e.act, .accumulate = e.accumulate};
         cuda_check(kernels::gemm_bf16(g, stream_), "vision GEMM");
     }
 
@@ -316,22 +323,18 @@ class CudaVisionEncoder final : public VisionEncoder, private TowerBuffers {
     void block(const Block& b, const std::vector<Piece>& batch, int n) {
         const int D = int(c_.hidden_size), I = int(c_.intermediate_size), I8 = int(pad8(I));
         cuda_check(kernels::vision_layer_norm(x, D, b.norm1_w, b.norm1_b, n, D, kLayerNormEps, xn, D, stream_), "norm1");
-        gemm(xn, D, b.qkv, D, n, 3 * D, D, qkv_out, 3 * D);
-        cuda_check(kernels::vision_bias_act(qkv_out, 3 * D, b.qkv_bias, n, 3 * D, kernels::VisionAct::None, nullptr, 0,
-                                            stream_), "qkv bias");
+        // Biases, GELU and the residual adds run in the GEMMs' epilogues (bit-equal to the GEMM then
+        // vision_bias_act / vision_residual, gemm.h), so no f32 projection or MLP rows round-trip memory.
+        gemm(xn, D, b.qkv, D, n, 3 * D, D, qkv_out, 3 * D, {.bias = b.qkv_bias});
         mark(kQkv);
         attention(batch, n);
         mark(kAttention);
-        gemm(attn, D, b.proj, D, n, D, D, tmp, D);
-        cuda_check(kernels::vision_residual(x, D, tmp, D, b.proj_bias, n, D, stream_), "attention residual");
+        gemm(attn, D, b.proj, D, n, D, D, x, D, {.bias = b.proj_bias, .accumulate = true});
         mark(kProj);
         cuda_check(kernels::vision_layer_norm(x, D, b.norm2_w, b.norm2_b, n, D, kLayerNormEps, xn, D, stream_), "norm2");
-        gemm(xn, D, b.fc1, D, n, I, D, mlp, I8);
-        cuda_check(kernels::vision_bias_act(mlp, I8, b.fc1_bias, n, I, kernels::VisionAct::GeluTanh, mlp16, I8, stream_),
-                   "fc1 GELU");
+        gemm(xn, D, b.fc1, D, n, I, D, mlp16, I8, {.bias = b.fc1_bias, .act = kernels::GemmAct::GeluTanh});
         mark(kFc1);
-        gemm(mlp16, I8, b.fc2, I8, n, D, I, tmp, D);
-        cuda_check(kernels::vision_residual(x, D, tmp, D, b.fc2_bias, n, D, stream_), "MLP residual");
+        gemm(mlp16, I8, b.fc2, I8, n, D, I, x, D, {.bias = b.fc2_bias, .accumulate = true});
         mark(kFc2);
     }
 
@@ -365,12 +368,9 @@ class CudaVisionEncoder final : public VisionEncoder, private TowerBuffers {
                   O8 = int(pad8(O)), unit = int(c_.merge_unit()), G = n / unit;
         cuda_check(kernels::vision_layer_norm(x, D, merger_norm_w, merger_norm_b, n, D, kLayerNormEps, xn, D, stream_),
                    "merger norm");
-        gemm(xn, M, merger_fc1, M8, G, M, M, m1, M8); // xn rows are contiguous: [G][merge_unit * D]
-        cuda_check(kernels::vision_bias_act(m1, M8, merger_fc1_b, G, M, kernels::VisionAct::GeluErf, m116, M8, stream_),
-                   "merger GELU");
-        gemm(m116, M8, merger_fc2, M8, G, O, M, out, O8);
-        cuda_check(kernels::vision_bias_act(out, O8, merger_fc2_b, G, O, kernels::VisionAct::None, nullptr, 0, stream_),
-                   "merger bias");
+        // xn rows are contiguous: [G][merge_unit * D]; bias and GELU in the GEMMs' epilogues.
+        gemm(xn, M, merger_fc1, M8, G, M, M, m116, M8, {.bias = merger_fc1_b, .act = kernels::GemmAct::GeluErf});
+        gemm(m116, M8, merger_fc2, M8, G, O, M, out, O8, {.bias = merger_fc2_b});
         for (const Piece& pc : batch)
             cuda_check(cudaMemcpy2DAsync(host_out[pc.item].data() + pc.t0 * pc.frame / unit * O, size_t(O) * 4,
                                          out + int64_t(pc.row / unit) * O8, size_t(O8) * 4, size_t(O) * 4,

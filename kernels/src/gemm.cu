@@ -11,6 +11,7 @@ namespace ninfer::kernels {
 
 namespace {
 
+using detail::GemmEpi;
 using detail::GemmParams;
 using detail::GemmTile;
 
@@ -54,20 +55,42 @@ bool valid_args(const GemmArgs& a) {
            a.ldb >= a.k && a.ldc >= a.n;
 }
 
+bool has_epilogue(const GemmArgs& a) { return a.bias || a.act != GemmAct::None || a.accumulate; }
+
+// The epilogue's own requirements (gemm.h): accumulate is fp32 C without an activation.
+bool valid_epilogue(const GemmArgs& a) {
+    if (a.bias && !aligned16(a.bias)) return false;
+    if (a.act != GemmAct::None && a.act != GemmAct::GeluTanh && a.act != GemmAct::GeluErf) return false;
+    return !a.accumulate || (a.c_fp32 && a.act == GemmAct::None);
+}
+
+GemmEpi epilogue_of(const GemmArgs& a) {
+    if (a.accumulate) return GemmEpi::Accumulate;
+    if (a.act == GemmAct::GeluTanh) return GemmEpi::BiasGeluTanh;
+    if (a.act == GemmAct::GeluErf) return GemmEpi::BiasGeluErf;
+    return a.bias ? GemmEpi::Bias : GemmEpi::Plain;
+}
+
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int n_sms() { return sm_count() > 0 ? sm_count() : 132; }
 
-template <int BN, bool GROUPED>
-cudaError_t launch(const CUtensorMap& map_a, const CUtensorMap& map_b, GemmParams p,
-                   cudaStream_t stream) {
-    static const cudaError_t attr = cudaFuncSetAttribute(detail::gemm_bf16_kernel<BN, GROUPED>,
+template <int BN, bool GROUPED, GemmEpi EPI>
+cudaError_t launch(const CUtensorMap& map_a, const CUtensorMap& map_b, const GemmParams& p, cudaStream_t stream) {
+    static const cudaError_t attr = cudaFuncSetAttribute(detail::gemm_bf16_kernel<BN, GROUPED, EPI>,
                                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                          GemmTile<BN>::kSmemBytes);
     if (attr != cudaSuccess) return attr;
     const int64_t grid = std::min<int64_t>(p.n_tiles, n_sms());
-    detail::gemm_bf16_kernel<BN, GROUPED>
+    detail::gemm_bf16_kernel<BN, GROUPED, EPI>
         <<<unsigned(grid), detail::kGemmThreads, GemmTile<BN>::kSmemBytes, stream>>>(map_a, map_b, p);
     return cudaGetLastError();
+}
+
+template <bool GROUPED, GemmEpi EPI>
+cudaError_t launch_tile(int tile_n, const CUtensorMap& map_a, const CUtensorMap& map_b, const GemmParams& p,
+                        cudaStream_t stream) {
+    return tile_n == 256 ? launch<256, GROUPED, EPI>(map_a, map_b, p, stream)
+                         : launch<128, GROUPED, EPI>(map_a, map_b, p, stream);
 }
 
 template <bool GROUPED>
@@ -92,8 +115,20 @@ cudaError_t run(const GemmArgs& a, int tile_n, int tiles_m, int64_t n_groups, in
                         : int64_t(p.tiles_m) * p.tiles_n;
     p.n_groups = int(n_groups);
     p.group_offsets = group_offsets;
-    return tile_n == 256 ? launch<256, GROUPED>(map_a, map_b, p, stream)
-                         : launch<128, GROUPED>(map_a, map_b, p, stream);
+    p.bias = a.bias;
+    if constexpr (GROUPED) {
+        return launch_tile<true, GemmEpi::Plain>(tile_n, map_a, map_b, p, stream);
+    } else {
+        using E = GemmEpi;
+        switch (epilogue_of(a)) {
+        case E::Plain: return launch_tile<false, E::Plain>(tile_n, map_a, map_b, p, stream);
+        case E::Bias: return launch_tile<false, E::Bias>(tile_n, map_a, map_b, p, stream);
+        case E::BiasGeluTanh: return launch_tile<false, E::BiasGeluTanh>(tile_n, map_a, map_b, p, stream);
+        case E::BiasGeluErf: return launch_tile<false, E::BiasGeluErf>(tile_n, map_a, map_b, p, stream);
+        case E::Accumulate: return launch_tile<false, E::Accumulate>(tile_n, map_a, map_b, p, stream);
+        }
+        return cudaErrorInvalidValue;
+    }
 }
 
 } // namespace
@@ -112,13 +147,13 @@ int gemm_tile_n(int m, int n) {
 }
 
 cudaError_t gemm_bf16(const GemmArgs& a, cudaStream_t stream) {
-    if (!valid_args(a)) return cudaErrorInvalidValue;
+    if (!valid_args(a) || !valid_epilogue(a)) return cudaErrorInvalidValue;
     const int tile_n = gemm_tile_n(a.m, a.n);
     return run<false>(a, tile_n, int(ceil_div(a.m, detail::kGemmTileM)), 1, 0, nullptr, stream);
 }
 
 cudaError_t gemm_bf16_grouped(const GroupedGemmArgs& a, cudaStream_t stream) {
-    if (!valid_args(a) || !a.group_offsets || a.n_groups < 1 || a.max_group_rows < 0 || a.b_group_stride % 8 != 0 ||
+    if (!valid_args(a) || has_epilogue(a) || !a.group_offsets || a.n_groups < 1 || a.max_group_rows < 0 || a.b_group_stride % 8 != 0 ||
         a.b_group_stride < int64_t(a.n) * a.ldb)
         return cudaErrorInvalidValue;
     if (a.max_group_rows == 0) return cudaSuccess; // every group is empty

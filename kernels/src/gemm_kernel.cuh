@@ -10,8 +10,11 @@
 // the next tile's first stages while the consumers store the current one. C leaves through a
 // per-warp shared-memory staging area as 16-byte stores (gemm_store_warp): storing straight from
 // the fragments (4-byte stores, 8 rows per instruction) cost 8-25% (PERF_NOTES, GEMM v2).
+// The epilogue (bias, GELU, accumulate into fp32 C; gemm.h) is the kernel's EPI template argument:
+// GemmEpi::Plain compiles to the kernel without it.
 #pragma once
 
+#include "activation.cuh"
 #include "gemm_sm90.cuh"
 
 #include <cuda_bf16.h>
@@ -45,7 +48,37 @@ struct GemmParams {
     int64_t n_tiles;      // plain: tiles_m * tiles_n
     const int32_t* group_offsets;
     int n_groups;
+    const float* bias; // the epilogue's [n] column bias, or null (read only by the epilogue kernels)
 };
+
+// What happens to each fp32 sum before it leaves (gemm.h's epilogue): Bias adds the column bias
+// (0 when there is none), the Gelu forms apply their activation after it, Accumulate adds the
+// biased sum to the fp32 C already there.
+enum class GemmEpi : int { Plain, Bias, BiasGeluTanh, BiasGeluErf, Accumulate };
+
+// The bias of columns col and col + 1 (col even), zero past n or without a bias.
+__device__ __forceinline__ float2 gemm_bias_pair(const GemmParams& p, int col) {
+    float2 b = make_float2(0.f, 0.f);
+    if (p.bias) {
+        if (col + 1 < p.n)
+            b = __ldg(reinterpret_cast<const float2*>(p.bias + col));
+        else if (col < p.n)
+            b.x = __ldg(p.bias + col);
+    }
+    return b;
+}
+
+// One sum through the epilogue, in vision_bias_act's order: (sum + bias), then the activation.
+template <GemmEpi EPI> __device__ __forceinline__ float gemm_epilogue(float sum, float bias) {
+    if constexpr (EPI == GemmEpi::Plain)
+        return sum;
+    else if constexpr (EPI == GemmEpi::BiasGeluTanh)
+        return gelu_tanh(sum + bias);
+    else if constexpr (EPI == GemmEpi::BiasGeluErf)
+        return gelu_erf(sum + bias);
+    else
+        return sum + bias;
+}
 
 struct GemmTileWork {
     int row_begin, row_end, col, group;
@@ -126,6 +159,15 @@ template <> struct GemmStoreOut<float> {
         if (col + 1 < n) dst[1] = v.y;
         if (col + 2 < n) dst[2] = v.z;
     }
+    // Accumulate: C = C + v, as vision_residual's x + (y + bias).
+    __device__ __forceinline__ static float4 add(const float4& c, const float4& v) {
+        return make_float4(c.x + v.x, c.y + v.y, c.z + v.z, c.w + v.w);
+    }
+    __device__ __forceinline__ static void add_ragged(float* dst, const float4& v, int col, int n) {
+        dst[0] = dst[0] + v.x;
+        if (col + 1 < n) dst[1] = dst[1] + v.y;
+        if (col + 2 < n) dst[2] = dst[2] + v.z;
+    }
 };
 template <> struct GemmStoreOut<__nv_bfloat16> {
     using Vec = uint4;
@@ -141,11 +183,59 @@ template <> struct GemmStoreOut<__nv_bfloat16> {
     }
 };
 
+// Accumulate: the C tile this warp will add to (16 rows x BN fp32 columns from col0) is prefetched
+// into L2 when the tile starts, so the epilogue's reads of it wait for L2, not for memory.
+template <int BN>
+__device__ __forceinline__ void gemm_prefetch_c(const GemmParams& p, int row0, int row_end, int col0, int lane) {
+    constexpr int kLines = BN * 4 / 128; // 128-byte lines in one row of the tile
+#pragma unroll
+    for (int i = lane; i < 16 * kLines; i += 32) {
+        const int row = row0 + i / kLines, col = col0 + (i % kLines) * 32;
+        const float* line = static_cast<const float*>(p.c) + int64_t(row) * p.ldc + col;
+        if (row < row_end && col < p.n) asm volatile("prefetch.global.L2 [%0];" ::"l"(line));
+    }
+}
+
+// Accumulate, one staged fp32 piece (16 rows x 32 columns from column col): the C vectors a lane
+// will add to, loaded before the piece is staged so the reads overlap the staging ...
+struct GemmPieceC {
+    float4 v[4];
+};
+__device__ __forceinline__ GemmPieceC gemm_load_piece(const GemmParams& p, int row0, int row_end, int col, int lane) {
+    GemmPieceC c;
+#pragma unroll
+    for (int t = 0; t < 4; ++t) {
+        const int i = lane + 32 * t, row = row0 + i / 8, cc = col + (i % 8) * 4;
+        c.v[t] = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (row < row_end && cc + 4 <= p.n)
+            c.v[t] = *reinterpret_cast<const float4*>(static_cast<const float*>(p.c) + int64_t(row) * p.ldc + cc);
+    }
+    return c;
+}
+// ... then C + staged value stored back (ragged last columns element by element).
+__device__ __forceinline__ void gemm_add_piece(const GemmParams& p, const GemmPieceC& c, const uint8_t* stage, int row0,
+                                               int row_end, int col, int lane) {
+    using S = GemmStoreOut<float>;
+#pragma unroll
+    for (int t = 0; t < 4; ++t) {
+        const int i = lane + 32 * t, row = row0 + i / 8, cc = col + (i % 8) * 4;
+        if (row >= row_end || cc >= p.n) continue;
+        const float4 v = *reinterpret_cast<const float4*>(stage + (i / 8) * kGemmStageRowBytes + (i % 8) * 16);
+        float* dst = static_cast<float*>(p.c) + int64_t(row) * p.ldc + cc;
+        if (cc + 4 <= p.n)
+            *reinterpret_cast<float4*>(dst) = S::add(c.v[t], v);
+        else
+            S::add_ragged(dst, v, cc, p.n);
+    }
+}
+
 // Writes one warp's 16 x BN accumulator rows to C as Out: each 128-byte piece of its rows (64 bf16
 // or 32 fp32 columns) goes through the warp's staging rows so that every global store is a 16-byte
 // vector and 8 lanes cover one 128-byte line (direct fragment stores write 4-8 bytes per lane).
 // Fragment: d[4j + 2h + e] is row (lane/4 + 8h), column (8j + 2(lane%4) + e) of the warp's rows.
-template <int BN, typename Out>
+// The epilogue's bias and activation apply as the fragments are staged (before the bf16 rounding);
+// Accumulate loads a piece's C vectors before staging it, then adds and stores.
+template <int BN, typename Out, GemmEpi EPI>
 __device__ __forceinline__ void gemm_store_warp_as(const GemmParams& p, const float (&d)[BN / 2], uint8_t* stage,
                                                    int row0, int row_end, int col0, int lane) {
     using S = GemmStoreOut<Out>;
@@ -156,40 +246,66 @@ __device__ __forceinline__ void gemm_store_warp_as(const GemmParams& p, const fl
     const int r = lane / 4, c = lane % 4;
 #pragma unroll
     for (int q = 0; q < BN / kPieceCols; ++q) {
+        [[maybe_unused]] GemmPieceC cq;
+        if constexpr (EPI == GemmEpi::Accumulate) cq = gemm_load_piece(p, row0, row_end, col0 + kPieceCols * q, lane);
+        // Plain keeps the form it had: written otherwise, the plain kernels' code came out different.
+        if constexpr (EPI == GemmEpi::Plain) {
 #pragma unroll
-        for (int jj = 0; jj < kFragCols; ++jj)
+            for (int jj = 0; jj < kFragCols; ++jj)
 #pragma unroll
-            for (int h = 0; h < 2; ++h)
-                S::stage_pair(stage + (r + 8 * h) * kGemmStageRowBytes + jj * (8 * kElemBytes) + c * (2 * kElemBytes),
-                              d[4 * (kFragCols * q + jj) + 2 * h], d[4 * (kFragCols * q + jj) + 2 * h + 1]);
+                for (int h = 0; h < 2; ++h)
+                    S::stage_pair(
+                        stage + (r + 8 * h) * kGemmStageRowBytes + jj * (8 * kElemBytes) + c * (2 * kElemBytes),
+                        d[4 * (kFragCols * q + jj) + 2 * h], d[4 * (kFragCols * q + jj) + 2 * h + 1]);
+        } else {
+#pragma unroll
+            for (int jj = 0; jj < kFragCols; ++jj) {
+                const int f = kFragCols * q + jj; // fragment column group: columns 8f .. 8f + 7 of the tile
+                const float2 b = gemm_bias_pair(p, col0 + 8 * f + 2 * c);
+#pragma unroll
+                for (int h = 0; h < 2; ++h)
+                    S::stage_pair(
+                        stage + (r + 8 * h) * kGemmStageRowBytes + jj * (8 * kElemBytes) + c * (2 * kElemBytes),
+                        gemm_epilogue<EPI>(d[4 * f + 2 * h], b.x), gemm_epilogue<EPI>(d[4 * f + 2 * h + 1], b.y));
+            }
+        }
         __syncwarp();
+        if constexpr (EPI == GemmEpi::Accumulate) {
+            static_assert(sizeof(Out) == 4, "accumulate needs fp32 C");
+            gemm_add_piece(p, cq, stage, row0, row_end, col0 + kPieceCols * q, lane);
+        } else {
 #pragma unroll
-        for (int t = 0; t < 4; ++t) {
-            const int i = lane + 32 * t, row = row0 + i / 8, col = col0 + kPieceCols * q + (i % 8) * kVecCols;
-            if (row >= row_end || col >= p.n) continue;
-            const typename S::Vec v =
-                *reinterpret_cast<const typename S::Vec*>(stage + (i / 8) * kGemmStageRowBytes + (i % 8) * 16);
-            Out* dst = static_cast<Out*>(p.c) + int64_t(row) * p.ldc + col;
-            if (col + kVecCols <= p.n)
-                *reinterpret_cast<typename S::Vec*>(dst) = v;
-            else
-                S::store_ragged(dst, v, col, p.n);
+            for (int t = 0; t < 4; ++t) {
+                const int i = lane + 32 * t, row = row0 + i / 8, col = col0 + kPieceCols * q + (i % 8) * kVecCols;
+                if (row >= row_end || col >= p.n) continue;
+                const typename S::Vec v =
+                    *reinterpret_cast<const typename S::Vec*>(stage + (i / 8) * kGemmStageRowBytes + (i % 8) * 16);
+                Out* dst = static_cast<Out*>(p.c) + int64_t(row) * p.ldc + col;
+                if (col + kVecCols <= p.n)
+                    *reinterpret_cast<typename S::Vec*>(dst) = v;
+                else
+                    S::store_ragged(dst, v, col, p.n);
+            }
         }
         __syncwarp();
     }
 }
 
-template <int BN>
+template <int BN, GemmEpi EPI>
 __device__ __forceinline__ void gemm_store_warp(const GemmParams& p, const float (&d)[BN / 2], uint8_t* stage,
                                                 int row0, int row_end, int col0, int lane) {
-    if (p.c_fp32) {
-        gemm_store_warp_as<BN, float>(p, d, stage, row0, row_end, col0, lane);
-        return;
+    if constexpr (EPI == GemmEpi::Accumulate) { // fp32 C only (gemm.cu checks)
+        gemm_store_warp_as<BN, float, EPI>(p, d, stage, row0, row_end, col0, lane);
+    } else {
+        if (p.c_fp32) {
+            gemm_store_warp_as<BN, float, EPI>(p, d, stage, row0, row_end, col0, lane);
+            return;
+        }
+        gemm_store_warp_as<BN, __nv_bfloat16, EPI>(p, d, stage, row0, row_end, col0, lane);
     }
-    gemm_store_warp_as<BN, __nv_bfloat16>(p, d, stage, row0, row_end, col0, lane);
 }
 
-template <int BN, bool GROUPED>
+template <int BN, bool GROUPED, GemmEpi EPI>
 __global__ void __launch_bounds__(kGemmThreads, 1)
     gemm_bf16_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                      const GemmParams p) {
@@ -246,6 +362,8 @@ __global__ void __launch_bounds__(kGemmThreads, 1)
     if constexpr (GROUPED) gemm_cursor_load(p, cur);
     GemmTileWork w;
     for (int64_t t = blockIdx.x; gemm_next_tile<GROUPED>(p, cur, t, BN, w); t += gridDim.x) {
+        if constexpr (EPI == GemmEpi::Accumulate)
+            gemm_prefetch_c<BN>(p, w.row_begin + consumer * 64 + warp * 16, w.row_end, w.col, lane);
         for (int kb = 0; kb < k_blocks; ++kb, ++it) {
             const int s = it % T::kStages;
             mbar_wait(smem_u32(&full_bar[s]), (it / T::kStages) & 1);
@@ -263,7 +381,7 @@ __global__ void __launch_bounds__(kGemmThreads, 1)
         if (lane == 0) mbar_arrive(smem_u32(&empty_bar[(it - 1) % T::kStages]));
         wgmma_pin(acc);
 
-        gemm_store_warp<BN>(p, acc, gemm_smem + (smem - smem_u32(gemm_smem)) + T::kStages * T::kStageBytes +
+        gemm_store_warp<BN, EPI>(p, acc, gemm_smem + (smem - smem_u32(gemm_smem)) + T::kStages * T::kStageBytes +
                                         (threadIdx.x / 32 - 4) * 16 * kGemmStageRowBytes,
                             w.row_begin + consumer * 64 + warp * 16, w.row_end, w.col, lane);
     }

@@ -1,4 +1,5 @@
 // ninfer::kernels - the vision tower's element-wise ops, LayerNorm, position resample and segment attention.
+#include "activation.cuh"
 #include "common.cuh"
 #include "ninfer/kernels/vision.h"
 
@@ -17,12 +18,10 @@ __global__ void to_bf16_kernel(const float* x, int64_t n, __nv_bfloat16* y) {
         y[i] = __float2bfloat16(x[i]);
 }
 
+// The GELU forms are activation.cuh's, shared with the GEMM epilogue (gemm.h: bit-equal fusion).
 __device__ __forceinline__ float apply_act(float v, VisionAct act) {
-    if (act == VisionAct::GeluTanh) {
-        const float k = 0.7978845608028654f; // sqrt(2 / pi)
-        return 0.5f * v * (1.0f + tanhf(k * (v + 0.044715f * v * v * v)));
-    }
-    if (act == VisionAct::GeluErf) return 0.5f * v * (1.0f + erff(v * 0.7071067811865476f));
+    if (act == VisionAct::GeluTanh) return gelu_tanh(v);
+    if (act == VisionAct::GeluErf) return gelu_erf(v);
     return v;
 }
 
