@@ -1,17 +1,20 @@
 // ninfer bench - prefill GEMM TFLOP/s (ours, both tile widths) against the bf16 tensor-core peak,
 // and weight dequantisation GB/s per format.
 //
-// Usage: bench_gemm [summary_file]. The peak is the best of our gemm_bf16 and cuBLASLt (loaded at
+// Usage: bench_gemm [--tower] [summary_file] (--tower: only the vision tower's epilogues). The peak is the best of our gemm_bf16 and cuBLASLt (loaded at
 // run time with dlopen, so nothing links it; NINFER_CUBLASLT names the library file if the usual
 // names fail) at 8192^3 bf16 -> bf16, fp32 accumulate. Then every 27B prefill linear shape at
 // m = 2048 and 8192, and the 27B layer mix weighted by layer counts (48 GDN, 16 attention, 64
 // MLP). Random bf16 data in (-1, 1); each figure is the median of 15 timed launches (CUDA events)
 // after 3 warm-ups, with cuBLASLt at each shape beside ours; then the 35B-A3B dense shapes, its
-// routed-expert grouped GEMM (256 experts, top 8, skewed routing) and 8192^3 again (drift).
+// routed-expert grouped GEMM (256 experts, top 8, skewed routing) and 8192^3 again (drift). Then
+// the vision tower's GEMMs at 4096 patches with their epilogues (gemm.h: bias, GELU, accumulate)
+// against the plain GEMM and the plain GEMM + the element-wise kernel the epilogue replaces.
 // Lines starting with RESULT go to the summary too.
 #include "core/cuda/cublaslt.h"
 #include "ninfer/kernels/device.h"
 #include "ninfer/kernels/gemm.h"
+#include "ninfer/kernels/vision.h"
 
 #include "../bench_util.h"
 
@@ -145,6 +148,54 @@ void bench_dequant(void* src, void* dst) {
     }
 }
 
+// The vision tower's GEMMs for a 1024 x 1024 image (4096 patches; the merger's 1024 rows of 2 x 2)
+// as the tower runs them (core/cuda/vision_tower_gpu.cpp), fused against unfused.
+void bench_tower_epilogues(void* a, void* b, void* c) {
+    const struct { const char* name; int m, n, k; GemmAct act; bool fp32, accumulate; } shapes[] = {
+        {"qkv", 4096, 3456, 1152, GemmAct::None, true, false},
+        {"proj", 4096, 1152, 1152, GemmAct::None, true, true},
+        {"fc1", 4096, 4304, 1152, GemmAct::GeluTanh, false, false},
+        {"fc2", 4096, 1152, 4304, GemmAct::None, true, true},
+        {"merger_fc1", 1024, 4608, 4608, GemmAct::GeluErf, false, false},
+        {"merger_fc2", 1024, 5120, 4608, GemmAct::None, true, false}};
+    float *bias, *x;
+    __nv_bfloat16* out16;
+    BENCH_CHECK_CUDA(cudaMalloc(&bias, 5120 * 4));
+    BENCH_CHECK_CUDA(cudaMemset(bias, 0, 5120 * 4));
+    BENCH_CHECK_CUDA(cudaMalloc(&x, size_t(4096) * 5120 * 4));
+    BENCH_CHECK_CUDA(cudaMemset(x, 0, size_t(4096) * 5120 * 4));
+    BENCH_CHECK_CUDA(cudaMalloc(&out16, size_t(4096) * 5120 * 2));
+    for (const auto& sh : shapes) {
+        GemmArgs plain;
+        plain.a = static_cast<const __nv_bfloat16*>(a), plain.lda = sh.k;
+        plain.b = static_cast<const __nv_bfloat16*>(b), plain.ldb = sh.k;
+        plain.c = c, plain.ldc = sh.n, plain.c_fp32 = true;
+        plain.m = sh.m, plain.n = sh.n, plain.k = sh.k;
+        GemmArgs fused = plain;
+        fused.bias = bias, fused.act = sh.act, fused.accumulate = sh.accumulate;
+        if (sh.accumulate) fused.c = x;
+        if (!sh.fp32) fused.c = out16, fused.c_fp32 = false;
+        const VisionAct act = sh.act == GemmAct::GeluTanh  ? VisionAct::GeluTanh
+                              : sh.act == GemmAct::GeluErf ? VisionAct::GeluErf
+                                                           : VisionAct::None;
+        float* y = static_cast<float*>(c);
+        const double t_plain = median_ms([&] { BENCH_CHECK_CUDA(gemm_bf16(plain, nullptr)); });
+        const double t_fused = median_ms([&] { BENCH_CHECK_CUDA(gemm_bf16(fused, nullptr)); });
+        const double t_unfused = median_ms([&] {
+            BENCH_CHECK_CUDA(gemm_bf16(plain, nullptr));
+            BENCH_CHECK_CUDA(sh.accumulate ? vision_residual(x, sh.n, y, sh.n, bias, sh.m, sh.n, nullptr)
+                                           : vision_bias_act(y, sh.n, bias, sh.m, sh.n, act,
+                                                             sh.fp32 ? nullptr : out16, sh.n, nullptr));
+        });
+        report("RESULT gemm_epilogue_ms tower_%s m=%d n=%d k=%d fused %.3f (plain GEMM %.3f, GEMM + element-wise "
+               "%.3f; fused %.1f TFLOP/s)\n",
+               sh.name, sh.m, sh.n, sh.k, t_fused, t_plain, t_unfused, tflops(sh.m, sh.n, sh.k, t_fused));
+    }
+    BENCH_CHECK_CUDA(cudaFree(bias));
+    BENCH_CHECK_CUDA(cudaFree(x));
+    BENCH_CHECK_CUDA(cudaFree(out16));
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -153,7 +204,13 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "bench_gemm: cuda unavailable: %s\n", probe.reason.c_str());
         return 2;
     }
-    if (argc > 1) g_summary = std::fopen(argv[1], "a");
+    bool tower_only = false;
+    for (int i = 1; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--tower") == 0)
+            tower_only = true;
+        else
+            g_summary = std::fopen(argv[i], "a");
+    }
     report("device: %s\n", probe.reason.c_str());
     const size_t max_a = size_t(8192) * 17408, max_b = size_t(34816) * 5120, max_c = size_t(8192) * 34816;
     void *a, *b, *c;
@@ -162,6 +219,11 @@ int main(int argc, char** argv) {
     BENCH_CHECK_CUDA(cudaMalloc(&c, max_c * 4));
     fill_random_bf16(a, max_a, 1);
     fill_random_bf16(b, max_b, 2);
+    if (tower_only) {
+        bench_tower_epilogues(a, b, c);
+        if (g_summary) std::fclose(g_summary);
+        return 0;
+    }
 
     const int s = 8192;
     const double ours = tflops(s, s, s, time_ours(a, b, c, s, s, s, 0));
@@ -229,6 +291,7 @@ int main(int argc, char** argv) {
     // The same square product last: a drop from the first figure is clock or power drift.
     report("RESULT gemm_tflops square_again m=%d n=%d k=%d %.1f\n", s, s, s, tflops(s, s, s, time_ours(a, b, c, s, s, s, 0)));
     bench_dequant(b, c);
+    bench_tower_epilogues(a, b, c);
     if (g_summary) std::fclose(g_summary);
     return 0;
 }
