@@ -5,6 +5,8 @@
 #include "core/util/error.h"
 #include "daemon/api_error.h"
 
+#include <chrono>
+
 namespace ninfer::daemon {
 namespace {
 
@@ -35,7 +37,12 @@ MediaInput::MediaInput(const core::Artifact& artifact, const DaemonConfig& confi
 std::vector<core::VisionInput> MediaInput::decode(const core::ChatConversation& conversation) const {
     const std::vector<core::MediaSource> sources = core::media_sources(conversation);
     try {
-        return core::decode_request_media(sources, config_, limits_, allowed_local_dir_, *pool_);
+        const auto t0 = std::chrono::steady_clock::now();
+        std::vector<core::VisionInput> items = core::decode_request_media(sources, config_, limits_, allowed_local_dir_, *pool_);
+        if (on_decoded_)
+            on_decoded_(items.size(), uint64_t(std::chrono::duration_cast<std::chrono::microseconds>(
+                                                   std::chrono::steady_clock::now() - t0).count()));
+        return items;
     } catch (const std::exception& e) {
         throw media_error(e);
     }

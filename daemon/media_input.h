@@ -11,6 +11,8 @@
 //   on the media pool (media-decode-threads threads) with the media-* limits. Errors: ApiError
 //   400 "invalid_media" (param "messages") with the decoder's message ("media item N: ..."); 501
 //   "media_decoding_unavailable" naming the missing FFmpeg library.
+// - set_on_decoded(f): after each successful decode, f(items, wall microseconds) (the engine's
+//   media counters, /metrics); set before the first decode.
 // - has_media(conversation): whether any message holds an Image or Video part.
 // Thread safety: decode may run on several pool threads at once.
 #pragma once
@@ -22,6 +24,7 @@
 #include "core/vision/vision_input.h"
 #include "daemon/daemon_config.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,6 +38,7 @@ class MediaInput {
     std::vector<core::VisionInput> decode(const core::ChatConversation& conversation) const;
     const core::MediaConfig& media_config() const { return config_; }
     const core::MediaLimits& limits() const { return limits_; }
+    void set_on_decoded(std::function<void(uint64_t items, uint64_t wall_us)> f) { on_decoded_ = std::move(f); }
 
   private:
     bool takes_media_ = false;
@@ -42,6 +46,7 @@ class MediaInput {
     core::MediaLimits limits_;
     std::string allowed_local_dir_;
     std::unique_ptr<core::MediaPool> pool_;
+    std::function<void(uint64_t, uint64_t)> on_decoded_;
 };
 
 bool has_media(const core::ChatConversation& conversation);

@@ -139,6 +139,14 @@ std::string render_metrics(const DaemonContext& ctx) {
     one(out, "ninfer_spec_decode_lane_pauses_total", "counter",
         "Times a speculating lane paused to plain steps after 8 rounds below --speculative-min-acceptance",
         double(f.spec_lane_pauses_total));
+    one(out, "ninfer_media_items_decoded_total", "counter", "Images and videos decoded (media pool, FFmpeg)",
+        double(f.media_items_decoded_total));
+    one(out, "ninfer_media_decode_seconds_total", "counter",
+        "Wall time of the requests' media decoding and resizing, seconds", f.media_decode_s_total);
+    one(out, "ninfer_vision_items_encoded_total", "counter", "Images and videos run through the vision tower",
+        double(f.vision_items_encoded_total));
+    one(out, "ninfer_vision_encode_seconds_total", "counter", "Time the vision tower took, seconds",
+        f.vision_encode_s_total);
     family(out, "ninfer_spec_decode_num_accepted_tokens_per_pos", "counter", "Draft tokens accepted by position in the round");
     const int spec_k = core::parse_speculative(ctx.config.speculative).k;
     for (int i = 0; i < spec_k && size_t(i) < f.spec_accepted_per_pos.size(); ++i)

@@ -56,6 +56,10 @@ ServeFigures read_serve_figures(const DaemonContext& ctx) {
     f.prefill_slices_total = s.n_prefill_slices_total;
     f.spec_rounds_total = s.n_spec_rounds_total;
     f.spec_lane_pauses_total = s.n_spec_lane_pauses_total;
+    f.media_items_decoded_total = s.n_media_items_decoded_total;
+    f.media_decode_s_total = double(s.t_media_decode_us_total) / 1e6;
+    f.vision_items_encoded_total = s.n_vision_items_encoded_total;
+    f.vision_encode_s_total = double(s.t_vision_encode_us_total) / 1e6;
     f.spec_draft_tokens_total = s.n_spec_draft_tokens_total;
     f.spec_accepted_tokens_total = s.n_spec_accepted_tokens_total;
     f.spec_draft_tokens_refused_total = s.n_spec_draft_tokens_refused_total;

@@ -71,6 +71,10 @@ struct ServeFigures {
     uint64_t spec_accepted_tokens_total = 0; // n_spec_accepted_tokens_total
     uint64_t spec_draft_tokens_refused_total = 0; // n_spec_draft_tokens_refused_total: cut by a grammar, not verified
     std::array<uint64_t, 5> spec_accepted_per_pos{}; // n_spec_accepted_per_pos
+    uint64_t media_items_decoded_total = 0; // n_media_items_decoded_total: images and videos decoded
+    double media_decode_s_total = 0;        // t_media_decode_us_total / 1e6: requests' decoding wall time
+    uint64_t vision_items_encoded_total = 0; // n_vision_items_encoded_total: items through the tower
+    double vision_encode_s_total = 0;        // t_vision_encode_us_total / 1e6: the tower's time
     // Derived (see the contract).
     double prompt_tokens_per_s = 0;
     double generated_tokens_per_s = 0;

@@ -159,7 +159,9 @@ class Daemon {
         engine_.start(
             [this, frontend_slot]() {
                 *frontend_slot = ModelFrontend::from_artifact(*model_.artifact);
-                (*frontend_slot)->set_media(std::make_shared<MediaInput>(*model_.artifact, ctx_.config));
+                auto media = std::make_shared<MediaInput>(*model_.artifact, ctx_.config);
+                media->set_on_decoded([this](uint64_t items, uint64_t us) { engine_.count_media_decoded(items, us); });
+                (*frontend_slot)->set_media(std::move(media));
                 auto backend = load_backend(ctx_.config, model_, **frontend_slot);
                 engine_.set_vision_encoder(model_.vision.get());
                 return backend;

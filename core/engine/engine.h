@@ -92,6 +92,11 @@ class Engine {
     const LaneStateOptions& lane_options() const { return lane_state_; }
 
     const EngineStats& stats() const { return stats_; }
+    // Any thread: a request's media decoded (the daemon's media pool) into the stats' counters.
+    void count_media_decoded(uint64_t items, uint64_t wall_us) {
+        stats_.n_media_items_decoded_total += items;
+        stats_.t_media_decode_us_total += wall_us;
+    }
     EngineState state() const { return state_.load(); }
 
   private:

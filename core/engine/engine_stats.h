@@ -55,6 +55,12 @@ struct EngineStats {
     std::atomic<uint64_t> n_spec_draft_tokens_refused_total{0};
     // Pauses of speculating lanes by the gate (speculation_gate.h): a window of poor acceptance.
     std::atomic<uint64_t> n_spec_lane_pauses_total{0};
+    // Images and videos: decoded on the daemon's media pool (items and the requests' wall time of
+    // decoding, microseconds), and encoded by the vision tower on the engine thread (items and time).
+    std::atomic<uint64_t> n_media_items_decoded_total{0};
+    std::atomic<uint64_t> t_media_decode_us_total{0};
+    std::atomic<uint64_t> n_vision_items_encoded_total{0};
+    std::atomic<uint64_t> t_vision_encode_us_total{0};
     // Per lane (control plane status): phase 0 idle, 1 prefill, 2 decode; tokens held by the lane.
     std::array<std::atomic<uint8_t>, 8> lane_phase{};
     std::array<std::atomic<uint32_t>, 8> lane_tokens{};

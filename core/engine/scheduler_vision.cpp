@@ -42,6 +42,8 @@ bool Scheduler::prefill_chunk(int lane_index, std::span<const int32_t> chunk, Lo
         try {
             lane.vision = prepare_vision_prefill(r.prompt, r.media, *options_.vision, lane.n_prefilled);
             lane.vision_admission = lane.admit_order;
+            stats_.n_vision_items_encoded_total += lane.vision->n_items_encoded;
+            stats_.t_vision_encode_us_total += uint64_t(lane.vision->tower_ms * 1e3);
         } catch (const Error&) { // an item the tower refuses ends this request only
             finish(lane_index, FinishReason::Failed);
             return false;

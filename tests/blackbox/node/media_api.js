@@ -86,8 +86,10 @@ main('media_api', async (start) => {
     // The engine runs the tower (200, usage counts the expansion) or says it cannot (501).
     const textReply = await client.chat.completions.create(chatWith([{ type: 'text', text: 'Describe the picture.' }]));
     const P0 = textReply.usage.prompt_tokens;
+    let encoded = 0; // requests whose media went through the tower
     async function expectServed(what, promise, delta) {
         const r = await promise.then((v) => ({ v }), (err) => ({ err }));
+        if (!r.err) encoded += 1;
         if (r.err) {
             check(r.err.status === 501 && /vision tower/.test(r.err.message), `${what}: 501, the engine has no vision tower yet`,
                 `${r.err.status} ${r.err.message}`);
@@ -110,6 +112,19 @@ main('media_api', async (start) => {
         .then((v) => ({ v }), (err) => ({ err }));
     check(resp.v ? resp.v.usage.input_tokens > P0 : resp.err.status === 501, 'Responses input_image decoded',
         resp.err ? `${resp.err.status} ${resp.err.message}` : '');
+    if (resp.v) encoded += 1;
+
+    // /metrics counts the items decoded on the media pool (count_tokens decodes too: 5 in all) and
+    // those the tower encoded, with their times; a request whose image's rows a cached prefix holds
+    // (the same pixels, by digest) does not run the tower again, so encoded <= served.
+    const metricsText = (await request(d.base, 'GET', '/metrics')).text;
+    const metric = (name) => Number((metricsText.match(new RegExp(`^${name} (\\S+)$`, 'm')) || [])[1]);
+    check(metric('ninfer_media_items_decoded_total') === 5 && metric('ninfer_media_decode_seconds_total') > 0,
+        '/metrics: 5 media items decoded, their time counted',
+        `${metric('ninfer_media_items_decoded_total')} ${metric('ninfer_media_decode_seconds_total')}`);
+    const towerRuns = metric('ninfer_vision_items_encoded_total');
+    check(encoded === 0 ? towerRuns === 0 : towerRuns >= 2 && towerRuns <= encoded && metric('ninfer_vision_encode_seconds_total') > 0,
+        '/metrics: the image and the video through the tower, their time counted', `${towerRuns} of ${encoded} served`);
 
     // --- ninferctl run --messages takes the same shapes (the tower runs on the CPU) ----------------
     const messagesFile = path.join(TEST_DIR, 'messages.json');
