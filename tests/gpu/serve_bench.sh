@@ -20,6 +20,12 @@
 #   NINFER_SERVE_CONCURRENCY, NINFER_SERVE_MAX_CONTEXT  (default 8 and 40960, the issue's settings)
 #   NINFER_SERVE_BENCH=0      no ninferctl bench; NINFER_SERVE_BENCH_ARGS its options (default
 #                             --prompt-len 512,1024,8192,32768 --batch 1,2,4,8 --gen 32)
+#   NINFER_SERVE_MEDIA        images / videos (paths) each variant's server also gets, one at a time,
+#                             through tests/gpu/media_ttft.py (a streamed chat request's first token,
+#                             median of NINFER_SERVE_MEDIA_REPS, default 3) after its scenarios, with
+#                             the /metrics media decode and tower seconds per item; the artifact needs
+#                             its vision tower (NINFER_SERVE_CONVERT_ARGS="--components text,vision")
+#                             and the server FFmpeg (NINFER_FFMPEG_DIR, tests/gpu/build_min_ffmpeg.sh)
 #   NINFER_SERVE_DEVICE       cuda (default) or cpu (the CI smoke run)
 #   NINFER_SERVE_ARTIFACTS    a folder whose MODEL.ninfer is used as it is when present (converted
 #                             beforehand with the same recipe, e.g. while GPU tests run), kept
@@ -120,6 +126,25 @@ start_daemon() {
     done
     return 1
 }
+# metric_values PORT: the media counters of /metrics as "decoded decode_s encoded encode_s".
+metric_values() {
+    python3 - "http://127.0.0.1:$1/metrics" <<'PY'
+import sys, urllib.request
+names = ["ninfer_media_items_decoded_total", "ninfer_media_decode_seconds_total",
+         "ninfer_vision_items_encoded_total", "ninfer_vision_encode_seconds_total"]
+values = dict(line.split(" ", 1) for line in urllib.request.urlopen(sys.argv[1], timeout=10).read().decode().splitlines()
+              if line and not line.startswith("#"))
+print(" ".join(values.get(n, "0").strip() for n in names))
+PY
+}
+# media_seconds BEFORE AFTER: decode and tower milliseconds per item between two metric_values.
+media_seconds() {
+    python3 -c 'import sys
+b = [float(x) for x in sys.argv[1].split()]; a = [float(x) for x in sys.argv[2].split()]
+d = [x - y for x, y in zip(a, b)]
+per = lambda s, n: f"{1e3 * s / n:.1f} ms" if n else "-"
+print(f"decode+resize {per(d[1], d[0])} ({d[0]:.0f} items), tower {per(d[3], d[2])} ({d[2]:.0f} items)")' "$1" "$2"
+}
 stop_daemon() {
     [ -n "$DAEMON_PID" ] || return 0
     kill -TERM "$DAEMON_PID" 2>/dev/null
@@ -179,6 +204,16 @@ for model in ${NINFER_SERVE_MODELS:-qwen3.6-35b-a3b qwen3.6-27b}; do
             --scenarios "$SCENARIOS" "${bench_opt[@]}" "${load_args[@]}" >"$LOGS/load_${model}_$label.log" 2>&1 ||
             fail "scenarios $model $label: FAILED (exit $?; see load_${model}_$label.log): $(grep -h 'FAILED' "$LOGS/load_${model}_$label.log" | head -3)"
         say "scenarios $model $label: $((SECONDS - t)) s"
+        for media in ${NINFER_SERVE_MEDIA:-}; do
+            before=$(metric_values "$PORT")
+            if run_child timeout 600 python3 "$SRC/tests/gpu/media_ttft.py" --url "http://127.0.0.1:$PORT" --file "$media" \
+                --reps "${NINFER_SERVE_MEDIA_REPS:-3}" --label "$model $label $(basename "$media")" >"$LOGS/media_$label.log" 2>&1; then
+                say "$(grep '^RESULT' "$LOGS/media_$label.log")"
+                say "  per item, /metrics: $(media_seconds "$before" "$(metric_values "$PORT")")"
+            else
+                fail "media $model $label $media: FAILED: $(tail -2 "$LOGS/media_$label.log" | tr '\n' ' ')"
+            fi
+        done
         stop_daemon
     done
     [ "$artifact" = "$WORK/$model.ninfer" ] && rm -f "$artifact"
