@@ -3,7 +3,9 @@
 
 #include "core/cuda/device_weights.h"
 #include "core/cuda/phase_timer.h"
+#include "core/cuda/vision_staging.h"
 #include "core/util/error.h"
+#include "core/vision/vision_batch_inputs.h"
 #include "core/vision/vision_tower.h"
 #include "ninfer/kernels/gemm.h"
 #include "ninfer/kernels/vision.h"
@@ -25,7 +27,9 @@ using cuda::cuda_check;
 namespace {
 
 constexpr float kLayerNormEps = 1e-6f; // as the CPU tower
-constexpr uint64_t kRows = VisionTower::kMaxBatchRows;
+// The largest rows per batch the encoder takes (its activations then take about 80 GB at the real
+// shape: the allocation fails first; the bound keeps every row count an int).
+constexpr size_t kMaxRowsLimit = size_t(1) << 20;
 // Frame pairs of at least this many patches take the flash attention on the tensor cores (bf16 q,
 // k, v and P; head sizes kernels::vision_flash_supported takes); smaller ones the f32 kernel, which
 // costs next to nothing there.
@@ -38,7 +42,7 @@ bool flash_attention(int frame, uint32_t head_dim) {
 uint64_t pad8(uint64_t v) { return (v + 7) / 8 * 8; }
 
 // Every device buffer of the tower, in one list that the constructor (allocating) and
-// cuda_vision_bytes (planning) both walk.
+// cuda_vision_bytes (planning) both walk, for batches of `rows` patches.
 struct TowerBuffers {
     struct Block {
         __nv_bfloat16 *qkv = nullptr, *proj = nullptr, *fc1 = nullptr, *fc2 = nullptr;
@@ -50,15 +54,17 @@ struct TowerBuffers {
     std::vector<Block> blocks;
     float *merger_norm_w = nullptr, *merger_norm_b = nullptr, *merger_fc1_b = nullptr, *merger_fc2_b = nullptr;
     __nv_bfloat16 *merger_fc1 = nullptr, *merger_fc2 = nullptr;
-    // One batch's activations (rows = kRows; widths padded to 8).
-    float *patches = nullptr, *x = nullptr, *qkv_out = nullptr, *out = nullptr, *cos = nullptr, *sin = nullptr,
-          *tap_w = nullptr;
-    int32_t* taps = nullptr;
-    __nv_bfloat16 *patches16 = nullptr, *xn = nullptr, *attn = nullptr, *mlp16 = nullptr, *m116 = nullptr;
+    // One batch's activations (widths padded to 8).
+    float *x = nullptr, *qkv_out = nullptr, *out = nullptr;
+    __nv_bfloat16 *xn = nullptr, *attn = nullptr, *mlp16 = nullptr, *m116 = nullptr;
+    // Two batches' inputs (the upload of one overlaps the other's blocks; vision_staging.h), and
+    // the rotary tables of the batch in flight (those of in[its slot]).
+    cuda::VisionDeviceInputs in[2];
+    float *cos = nullptr, *sin = nullptr;
     // The flash attention's inputs: rotated q, k and v in bf16.
     __nv_bfloat16 *q16 = nullptr, *k16 = nullptr, *v16 = nullptr;
 
-    template <class Visit> void visit(const VisionConfig& c, Visit&& v) {
+    template <class Visit> void visit(const VisionConfig& c, uint64_t rows, Visit&& v) {
         const uint64_t D = c.hidden_size, P = pad8(c.patch_dim()), I = pad8(c.intermediate_size),
                        M = pad8(c.merged_dim()), O = pad8(c.out_hidden_size), hd2 = c.head_dim() / 2;
         v(patch_w, D * P, "vision patch embedding");
@@ -85,23 +91,24 @@ struct TowerBuffers {
         v(merger_fc1_b, M, "vision merger fc1 bias");
         v(merger_fc2, uint64_t(c.out_hidden_size) * M, "vision merger fc2");
         v(merger_fc2_b, O, "vision merger fc2 bias");
-        const uint64_t G = kRows / c.merge_unit();
-        v(patches, kRows * P, "vision patches");
-        v(patches16, kRows * P, "vision patches (bf16)");
-        v(x, kRows * D, "vision residual");
-        v(xn, kRows * D, "vision normed rows");
-        v(qkv_out, kRows * 3 * D, "vision qkv rows");
-        v(attn, kRows * D, "vision attention rows");
-        v(mlp16, kRows * I, "vision MLP rows (bf16)");
+        const uint64_t G = rows / c.merge_unit();
+        for (cuda::VisionDeviceInputs& s : in) {
+            v(s.patches, rows * P, "vision patches (bf16)");
+            v(s.taps, rows * 4, "vision position taps");
+            v(s.tap_w, rows * 4, "vision position tap weights");
+            v(s.cos, rows * hd2, "vision rotary cos");
+            v(s.sin, rows * hd2, "vision rotary sin");
+        }
+        v(x, rows * D, "vision residual");
+        v(xn, rows * D, "vision normed rows");
+        v(qkv_out, rows * 3 * D, "vision qkv rows");
+        v(attn, rows * D, "vision attention rows");
+        v(mlp16, rows * I, "vision MLP rows (bf16)");
         v(m116, G * M, "vision merger rows (bf16)");
         v(out, G * O, "vision output rows");
-        v(cos, kRows * hd2, "vision rotary cos");
-        v(sin, kRows * hd2, "vision rotary sin");
-        v(taps, kRows * 4, "vision position taps");
-        v(tap_w, kRows * 4, "vision position tap weights");
-        v(q16, kRows * D, "vision rotated queries");
-        v(k16, kRows * D, "vision rotated keys");
-        v(v16, kRows * D, "vision values (bf16)");
+        v(q16, rows * D, "vision rotated queries");
+        v(k16, rows * D, "vision rotated keys");
+        v(v16, rows * D, "vision values (bf16)");
     }
 };
 
@@ -111,15 +118,23 @@ void require_multiple_of_8(uint64_t v, const char* what) {
                     std::to_string(v));
 }
 
+size_t checked_batch_rows(const VisionConfig& c, size_t rows) {
+    if (rows < c.merge_unit() || rows > kMaxRowsLimit)
+        throw Error("cuda: the GPU vision tower takes " + std::to_string(c.merge_unit()) + " to " +
+                    std::to_string(kMaxRowsLimit) + " rows per batch, not " + std::to_string(rows));
+    return rows;
+}
+
 class CudaVisionEncoder final : public VisionEncoder, private TowerBuffers {
   public:
-    CudaVisionEncoder(const VisionWeights& w, int32_t image, int32_t video) : w_(w), c_(w.config) {
+    CudaVisionEncoder(const VisionWeights& w, int32_t image, int32_t video, size_t rows)
+        : w_(w), c_(w.config), rows_(checked_batch_rows(c_, rows)), staging_(c_, rows_) {
         image_token_id = image;
         video_token_id = video;
         require_multiple_of_8(c_.patch_dim(), "the patch values (C*T*P*P)");
         require_multiple_of_8(c_.hidden_size, "the hidden size");
         require_multiple_of_8(c_.intermediate_size, "the intermediate size");
-        visit(c_, [&](auto*& p, uint64_t count, const char* name) {
+        visit(c_, rows_, [&](auto*& p, uint64_t count, const char* name) {
             using T = std::remove_reference_t<decltype(*p)>;
             p = arena_.alloc_n<T>(count, name);
             cuda_check(cudaMemset(p, 0, count * sizeof(T)), "clearing the vision tower");
@@ -128,7 +143,10 @@ class CudaVisionEncoder final : public VisionEncoder, private TowerBuffers {
         upload();
     }
     ~CudaVisionEncoder() override {
-        if (stream_) cudaStreamDestroy(stream_);
+        if (stream_) {
+            cudaStreamSynchronize(stream_); // its work reads the staged inputs
+            cudaStreamDestroy(stream_);
+        }
     }
 
     uint32_t out_hidden() const override { return c_.out_hidden_size; }
@@ -138,58 +156,65 @@ class CudaVisionEncoder final : public VisionEncoder, private TowerBuffers {
         return std::move(encode_batch(std::span(&one, 1))[0]);
     }
 
-    // Items' frame pairs packed in order into batches of at most kRows patches: the row-wise work
-    // (GEMMs, norms) runs over a whole batch, attention per frame pair.
+    // Items' frame pairs packed in order into batches of at most rows_ patches: the row-wise work
+    // (GEMMs, norms) runs over a whole batch, attention per frame pair. Pipelined over two slots
+    // (vision_staging.h): batch b+1's inputs are built and uploaded, and batch b-1's rows taken,
+    // while the device runs batch b.
     std::vector<std::vector<float>> encode_batch(std::span<const VisionInput* const> items) override {
-        for (const VisionInput* item : items) {
+        for (const VisionInput* item : items)
             check_vision_input(c_, *item);
-            const size_t frame = size_t(item->grid_h) * item->grid_w;
-            if (frame > kRows)
-                throw Error("vision: a frame of " + std::to_string(frame) + " patches; the GPU tower takes at most " +
-                            std::to_string(kRows));
-        }
+        const std::vector<std::vector<Piece>> batches = pack_vision_batches(items, rows_);
         std::vector<std::vector<float>> out(items.size());
         for (size_t i = 0; i < items.size(); ++i)
-            out[i].resize(items[i]->merged_tokens() * c_.out_hidden_size);
-        std::vector<Piece> batch;
-        size_t used = 0;
-        for (size_t i = 0; i < items.size(); ++i) {
-            const size_t frame = size_t(items[i]->grid_h) * items[i]->grid_w;
-            for (size_t t0 = 0; t0 < size_t(items[i]->grid_t);) {
-                if (used + frame > kRows) {
-                    run_batch(batch, items, out);
-                    batch.clear();
-                    used = 0;
-                }
-                const size_t nt = std::min(size_t(items[i]->grid_t) - t0, (kRows - used) / frame);
-                batch.push_back({i, t0, nt, frame, used});
-                used += nt * frame;
-                t0 += nt;
-            }
+            out[i].reserve(items[i]->merged_tokens() * c_.out_hidden_size); // pages touched batch by batch
+        for (size_t b = 0; b < batches.size(); ++b) {
+            const int slot = int(b % 2);
+            fill_vision_batch(c_, batches[b], items, staging_.inputs(slot));
+            staging_.upload(slot, in[slot], vision_batch_rows(batches[b]));
+            run_batch(batches[b], slot);
+            grow_rows(batches[b], out);
+            if (b > 0)
+                take_rows(batches[b - 1], int((b - 1) % 2), out);
         }
-        if (!batch.empty())
-            run_batch(batch, items, out);
+        if (!batches.empty())
+            take_rows(batches.back(), int((batches.size() - 1) % 2), out);
+        cuda_check(cudaStreamSynchronize(stream_), "vision tower"); // the one whole-stream wait
         return out;
     }
 
   private:
-    // Frame pairs [t0, t0 + nt) of item `item` at rows [row, row + nt * frame) of a batch.
-    struct Piece {
-        size_t item, t0, nt, frame, row;
-    };
+    using Piece = VisionBatchPiece;
 
-    void run_batch(const std::vector<Piece>& batch, std::span<const VisionInput* const> items,
-                   std::vector<std::vector<float>>& out) {
-        const Piece& last = batch.back();
-        const int n = int(last.row + last.nt * last.frame);
+    void run_batch(const std::vector<Piece>& batch, int slot) {
+        const int n = int(vision_batch_rows(batch));
         mark(0);
-        embed(batch, items, n);
+        embed(slot, n);
         mark(kEmbed);
         for (const Block& b : blocks)
             block(b, batch, n);
-        merge(batch, n, out);
+        staging_.reuse_output(stream_); // the previous batch's rows have left `out`
+        merge(n);
+        staging_.release(stream_, slot);
+        staging_.download(stream_, slot, out, pad8(c_.out_hidden_size), size_t(n) / c_.merge_unit());
         mark(kMerge);
         profile_report(n);
+    }
+
+    // The batch's output rows allocated (their pages touched) while the device runs it: each
+    // item's pieces arrive in order, into capacity reserved up front.
+    void grow_rows(const std::vector<Piece>& batch, std::vector<std::vector<float>>& out) const {
+        const size_t unit = c_.merge_unit(), O = c_.out_hidden_size;
+        for (const Piece& pc : batch)
+            out[pc.item].resize((pc.t0 + pc.nt) * pc.frame / unit * O);
+    }
+
+    // A finished batch's rows from its pinned output slot to each piece's item.
+    void take_rows(const std::vector<Piece>& batch, int slot, std::vector<std::vector<float>>& out) {
+        const size_t unit = c_.merge_unit(), O = c_.out_hidden_size;
+        const float* rows = staging_.rows(slot);
+        for (const Piece& pc : batch)
+            std::copy_n(rows + pc.row / unit * O, pc.nt * pc.frame / unit * O,
+                        out[pc.item].data() + pc.t0 * pc.frame / unit * O);
     }
 
     // NINFER_VISION_PROFILE=1: each batch's device time per phase, summed over the blocks, on
@@ -268,56 +293,18 @@ class CudaVisionEncoder final : public VisionEncoder, private TowerBuffers {
         cuda_check(kernels::gemm_bf16(g, stream_), "vision GEMM");
     }
 
-    // Patch embedding + the resampled position table; the rows' rotary tables.
-    void embed(const std::vector<Piece>& batch, std::span<const VisionInput* const> items, int n) {
+    // Patch embedding + the resampled position table, from the batch's uploaded inputs (bf16
+    // patches: the host rounded them as vision_to_bf16 would; vision_batch_inputs.h).
+    void embed(int slot, int n) {
         const int64_t P = int64_t(c_.patch_dim()), D = c_.hidden_size;
-        const size_t hd2 = c_.head_dim() / 2;
-        std::vector<int32_t> taps_h(size_t(n) * 4);
-        std::vector<float> w_h(size_t(n) * 4), cos_h(size_t(n) * hd2), sin_h(size_t(n) * hd2);
-        for (const Piece& pc : batch) {
-            const VisionInput& item = *items[pc.item];
-            const size_t rows = pc.nt * pc.frame;
-            cuda_check(cudaMemcpyAsync(patches + pc.row * P, item.patches.data() + pc.t0 * pc.frame * P,
-                                       rows * P * sizeof(float), cudaMemcpyHostToDevice, stream_), "vision patches");
-            // The tables depend on the patch's cell only: computed for the piece's first frame pair,
-            // then copied to the others (a 30 s clip's 30 frame pairs share one frame's 1560); the
-            // rotary halves per row and column index (grid_h + grid_w evaluations of 18 cos and
-            // sin, not one per patch: per patch, 4096 patches took 1.8 ms of host time on the 2-core build
-            // machine, the same loop timed alone, session 20).
-            const size_t hd4 = hd2 / 2, axis = size_t(std::max(item.grid_h, item.grid_w));
-            std::vector<float> axis_cos(axis * hd4), axis_sin(axis * hd4);
-            for (size_t i = 0; i < axis; ++i)
-                vision_rope_axis(c_, uint32_t(i), &axis_cos[i * hd4], &axis_sin[i * hd4]);
-            for (size_t q = 0; q < pc.frame; ++q) {
-                const size_t r = pc.row + q;
-                const PatchCell cell = patch_cell(q, uint32_t(item.grid_w), c_.spatial_merge_size);
-                uint32_t t[4];
-                position_taps(c_, cell, uint32_t(item.grid_h), uint32_t(item.grid_w), t, &w_h[4 * r]);
-                std::copy(t, t + 4, &taps_h[4 * r]);
-                for (const auto& [index, half] : {std::pair{size_t(cell.row), size_t(0)}, std::pair{size_t(cell.col), hd4}}) {
-                    std::copy_n(&axis_cos[index * hd4], hd4, &cos_h[r * hd2 + half]);
-                    std::copy_n(&axis_sin[index * hd4], hd4, &sin_h[r * hd2 + half]);
-                }
-            }
-            const auto replicate = [&](auto& table, size_t width) {
-                const auto first = table.begin() + long(pc.row * width);
-                for (size_t f = 1; f < pc.nt; ++f)
-                    std::copy(first, first + long(pc.frame * width), first + long(f * pc.frame * width));
-            };
-            replicate(taps_h, 4);
-            replicate(w_h, 4);
-            replicate(cos_h, hd2);
-            replicate(sin_h, hd2);
-        }
-        cuda_check(kernels::vision_to_bf16(patches, int64_t(n) * P, patches16, stream_), "vision patches");
-        gemm(patches16, P, patch_w, P, n, int(D), int(P), x, D);
-        cuda_check(cudaMemcpyAsync(taps, taps_h.data(), taps_h.size() * 4, cudaMemcpyHostToDevice, stream_), "taps");
-        cuda_check(cudaMemcpyAsync(tap_w, w_h.data(), w_h.size() * 4, cudaMemcpyHostToDevice, stream_), "taps");
-        cuda_check(cudaMemcpyAsync(cos, cos_h.data(), cos_h.size() * 4, cudaMemcpyHostToDevice, stream_), "rotary");
-        cuda_check(cudaMemcpyAsync(sin, sin_h.data(), sin_h.size() * 4, cudaMemcpyHostToDevice, stream_), "rotary");
+        const cuda::VisionDeviceInputs& s = in[slot];
+        staging_.acquire(stream_, slot);
+        cos = s.cos; // the rotary tables attention() reads in every block
+        sin = s.sin;
+        gemm(s.patches, P, patch_w, P, n, int(D), int(P), x, D);
         cuda_check(kernels::vision_bias_act(x, D, patch_b, n, int(D), kernels::VisionAct::None, nullptr, 0, stream_),
                    "vision patch bias");
-        cuda_check(kernels::vision_position_add(x, D, positions, taps, tap_w, n, int(D), stream_), "vision positions");
+        cuda_check(kernels::vision_position_add(x, D, positions, s.taps, s.tap_w, n, int(D), stream_), "vision positions");
     }
 
     void block(const Block& b, const std::vector<Piece>& batch, int n) {
@@ -361,9 +348,9 @@ class CudaVisionEncoder final : public VisionEncoder, private TowerBuffers {
         }
     }
 
-    // LN per patch, merge_unit consecutive rows side by side -> fc1 -> erf GELU -> fc2 + bias; each
-    // piece's rows to its item's output (a frame pair's patches are whole merge groups).
-    void merge(const std::vector<Piece>& batch, int n, std::vector<std::vector<float>>& host_out) {
+    // LN per patch, merge_unit consecutive rows side by side -> fc1 -> erf GELU -> fc2 + bias into
+    // `out` (run_batch downloads it; a frame pair's patches are whole merge groups).
+    void merge(int n) {
         const int D = int(c_.hidden_size), M = int(c_.merged_dim()), M8 = int(pad8(M)), O = int(c_.out_hidden_size),
                   O8 = int(pad8(O)), unit = int(c_.merge_unit()), G = n / unit;
         cuda_check(kernels::vision_layer_norm(x, D, merger_norm_w, merger_norm_b, n, D, kLayerNormEps, xn, D, stream_),
@@ -371,33 +358,34 @@ class CudaVisionEncoder final : public VisionEncoder, private TowerBuffers {
         // xn rows are contiguous: [G][merge_unit * D]; bias and GELU in the GEMMs' epilogues.
         gemm(xn, M, merger_fc1, M8, G, M, M, m116, M8, {.bias = merger_fc1_b, .act = kernels::GemmAct::GeluErf});
         gemm(m116, M8, merger_fc2, M8, G, O, M, out, O8, {.bias = merger_fc2_b});
-        for (const Piece& pc : batch)
-            cuda_check(cudaMemcpy2DAsync(host_out[pc.item].data() + pc.t0 * pc.frame / unit * O, size_t(O) * 4,
-                                         out + int64_t(pc.row / unit) * O8, size_t(O8) * 4, size_t(O) * 4,
-                                         pc.nt * pc.frame / unit, cudaMemcpyDeviceToHost, stream_), "vision rows");
-        cuda_check(cudaStreamSynchronize(stream_), "vision rows"); // the outputs are pageable
     }
 
     const VisionWeights& w_;
     VisionConfig c_;
+    size_t rows_; // per batch
     cuda::DeviceArena arena_;
+    cuda::VisionStaging staging_;
     cudaStream_t stream_ = nullptr;
 };
 
 } // namespace
 
 std::unique_ptr<VisionEncoder> make_cuda_vision_encoder(const VisionWeights& weights, int32_t image_token_id,
-                                                        int32_t video_token_id) {
-    return std::make_unique<CudaVisionEncoder>(weights, image_token_id, video_token_id);
+                                                        int32_t video_token_id, size_t batch_rows) {
+    return std::make_unique<CudaVisionEncoder>(weights, image_token_id, video_token_id, batch_rows);
 }
 
-uint64_t cuda_vision_bytes(const VisionConfig& config) {
+uint64_t cuda_vision_bytes(const VisionConfig& config, size_t batch_rows) {
     uint64_t total = 0;
     TowerBuffers plan;
-    plan.visit(config, [&](auto*& p, uint64_t count, const char*) {
+    plan.visit(config, checked_batch_rows(config, batch_rows), [&](auto*& p, uint64_t count, const char*) {
         total += (std::max<uint64_t>(count * sizeof(*p), 256) + 255) / 256 * 256;
     });
     return total;
+}
+
+uint64_t cuda_vision_pinned_bytes(const VisionConfig& config, size_t batch_rows) {
+    return cuda::VisionStaging::pinned_bytes(config, checked_batch_rows(config, batch_rows));
 }
 
 } // namespace ninfer::core
