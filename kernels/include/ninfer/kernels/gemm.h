@@ -38,8 +38,9 @@
 //   mbarriers, two consumer warpgroups issuing wgmma 64xNx16 (tile 128 x 256 or 128 x 128 x 64)
 //   and storing C through shared memory as 16-byte vectors. The epilogue is a template argument of
 //   the kernel (bias, bias + GELU tanh, bias + GELU erf, accumulate): a plain call runs the
-//   kernel without it. The bias is applied to the fragments before they are staged (so the bf16
-//   rounding comes after the activation), the accumulate read-modify-write at the 16-byte store.
+//   kernel without it. The bias is added to the fragments as they are staged; the GELU variants
+//   stage the biased sums in fp32 and apply the activation to the staged vectors (then bf16
+//   rounding, 8-byte stores); accumulate adds at the 16-byte store, its C tile prefetched to L2.
 //   Tensor maps are encoded on the host per call through cuTensorMapEncodeTiled, reached with
 //   cudaGetDriverEntryPointByVersion (no link dependency on libcuda). Graph capture works: the
 //   maps are kernel parameters, so a replay uses the pointers of the captured call.
