@@ -1,6 +1,7 @@
 // ninfer::core - the vision tower on the GPU: bf16 tensor-core GEMMs, f32 norms, residuals and attention.
 #include "core/cuda/vision_tower_gpu.h"
 
+#include "core/cpu/thread_pool.h"
 #include "core/cuda/device_weights.h"
 #include "core/cuda/phase_timer.h"
 #include "core/cuda/vision_staging.h"
@@ -17,6 +18,7 @@
 #include <cstdlib>
 #include <span>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -169,7 +171,7 @@ class CudaVisionEncoder final : public VisionEncoder, private TowerBuffers {
             out[i].reserve(items[i]->merged_tokens() * c_.out_hidden_size); // pages touched batch by batch
         for (size_t b = 0; b < batches.size(); ++b) {
             const int slot = int(b % 2);
-            fill_vision_batch(c_, batches[b], items, staging_.inputs(slot));
+            fill_vision_batch(c_, batches[b], items, staging_.inputs(slot), &host_pool_);
             staging_.upload(slot, in[slot], vision_batch_rows(batches[b]));
             run_batch(batches[b], slot);
             grow_rows(batches[b], out);
@@ -208,13 +210,17 @@ class CudaVisionEncoder final : public VisionEncoder, private TowerBuffers {
             out[pc.item].resize((pc.t0 + pc.nt) * pc.frame / unit * O);
     }
 
-    // A finished batch's rows from its pinned output slot to each piece's item.
+    // A finished batch's rows from its pinned output slot to each piece's item, over the host
+    // threads in whole merge groups.
     void take_rows(const std::vector<Piece>& batch, int slot, std::vector<std::vector<float>>& out) {
         const size_t unit = c_.merge_unit(), O = c_.out_hidden_size;
         const float* rows = staging_.rows(slot);
-        for (const Piece& pc : batch)
-            std::copy_n(rows + pc.row / unit * O, pc.nt * pc.frame / unit * O,
-                        out[pc.item].data() + pc.t0 * pc.frame / unit * O);
+        host_pool_.parallel_for(vision_batch_rows(batch) / unit, [&](size_t g0, size_t g1) {
+            for_batch_rows(batch, g0 * unit, g1 * unit, [&](const Piece& pc, size_t k0, size_t k1) {
+                std::copy(rows + (pc.row + k0) / unit * O, rows + (pc.row + k1) / unit * O,
+                          out[pc.item].data() + (pc.t0 * pc.frame + k0) / unit * O);
+            });
+        });
     }
 
     // NINFER_VISION_PROFILE=1: each batch's device time per phase, summed over the blocks, on
@@ -301,9 +307,7 @@ class CudaVisionEncoder final : public VisionEncoder, private TowerBuffers {
         staging_.acquire(stream_, slot);
         cos = s.cos; // the rotary tables attention() reads in every block
         sin = s.sin;
-        gemm(s.patches, P, patch_w, P, n, int(D), int(P), x, D);
-        cuda_check(kernels::vision_bias_act(x, D, patch_b, n, int(D), kernels::VisionAct::None, nullptr, 0, stream_),
-                   "vision patch bias");
+        gemm(s.patches, P, patch_w, P, n, int(D), int(P), x, D, {.bias = patch_b}); // bias in the epilogue
         cuda_check(kernels::vision_position_add(x, D, positions, s.taps, s.tap_w, n, int(D), stream_), "vision positions");
     }
 
@@ -365,6 +369,9 @@ class CudaVisionEncoder final : public VisionEncoder, private TowerBuffers {
     size_t rows_; // per batch
     cuda::DeviceArena arena_;
     cuda::VisionStaging staging_;
+    // The host's share of a batch (rounding the patches, copying the rows out) on a few threads:
+    // a single batch (an image) waits for it.
+    ThreadPool host_pool_{std::min(4u, std::max(1u, std::thread::hardware_concurrency()))};
     cudaStream_t stream_ = nullptr;
 };
 

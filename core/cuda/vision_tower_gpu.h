@@ -31,7 +31,8 @@
 // - Batches are pipelined over two pinned slots: batch b+1's inputs are built on the host and
 //   uploaded (a copy stream), and batch b-1's rows downloaded (another) and copied into the
 //   caller's vectors, while the device runs batch b; events order them, one stream
-//   synchronisation at the end of a call.
+//   synchronisation at the end of a call. The host's share (rounding the patches, copying the
+//   rows out) runs on a pool of up to 4 threads the encoder owns (idle between calls).
 // - It runs on streams of its own; the engine thread calls it between backend steps, so it never
 //   overlaps the backend's work.
 // Thread safety: one caller at a time (the engine thread).

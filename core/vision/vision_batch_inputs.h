@@ -19,18 +19,25 @@
 // - VisionBatchInputs: one batch's inputs, row-major; row r: patches [r * patch_dim, +patch_dim)
 //   (bf16 bits), taps and tap_w [4r, 4r + 4) (the position table rows and bilinear weights of
 //   position_taps), cos and sin [r * head_dim/2, +head_dim/2) (vision_rope_tables of r's cell).
-// - fill_vision_batch(c, batch, items, dst): writes rows [0, vision_batch_rows(batch)) of dst.
-//   The items were checked (check_vision_input) and packed by pack_vision_batches. The tables are
-//   built per piece for its first frame pair (the rotary from grid_h + grid_w axis evaluations)
-//   and copied to its other frame pairs: they depend on the patch's cell only.
-// Thread safety: pure functions of their arguments.
+// - fill_vision_batch(c, batch, items, dst, pool): writes rows [0, vision_batch_rows(batch)) of
+//   dst. The items were checked (check_vision_input) and packed by pack_vision_batches. The
+//   patches are rounded over the pool's threads when one is given (the same bits: element-wise);
+//   the tables are built on the caller's thread, per piece for its first frame pair (the rotary
+//   from grid_h + grid_w axis evaluations) and copied to its other frame pairs: they depend on
+//   the patch's cell only.
+// - for_batch_rows(batch, r0, r1, fn): fn(piece, k0, k1) for each piece that rows [r0, r1) of the
+//   batch reach, with [k0, k1) the piece's own rows among them (0 = its first), in order: how a
+//   split of a batch's rows over threads finds its pieces.
+// Thread safety: pure functions of their arguments (fill_vision_batch: the pool, one caller).
 #pragma once
 
+#include "core/cpu/thread_pool.h"
 #include "core/model/vision_weights.h"
 #include "core/vision/vision_input.h"
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -42,6 +49,8 @@ struct VisionBatchPiece {
 
 std::vector<std::vector<VisionBatchPiece>> pack_vision_batches(std::span<const VisionInput* const> items, size_t rows);
 size_t vision_batch_rows(std::span<const VisionBatchPiece> batch);
+void for_batch_rows(std::span<const VisionBatchPiece> batch, size_t r0, size_t r1,
+                    const std::function<void(const VisionBatchPiece&, size_t, size_t)>& fn);
 
 void to_bf16_rne(const float* src, size_t n, uint16_t* dst);
 
@@ -54,6 +63,7 @@ struct VisionBatchInputs {
 };
 
 void fill_vision_batch(const VisionConfig& c, std::span<const VisionBatchPiece> batch,
-                       std::span<const VisionInput* const> items, const VisionBatchInputs& dst);
+                       std::span<const VisionInput* const> items, const VisionBatchInputs& dst,
+                       ThreadPool* pool = nullptr);
 
 } // namespace ninfer::core

@@ -1,6 +1,7 @@
 // ninfer tests - the GPU tower's host side (core/vision/vision_batch_inputs.h): bf16 rounding
 // against the nearest-value definition, batch packing, and a batch's inputs against the per-patch
 // functions of the CPU tower, bit for bit.
+#include "core/cpu/thread_pool.h"
 #include "core/util/error.h"
 #include "core/vision/vision_batch_inputs.h"
 #include "core/vision/vision_tower.h"
@@ -12,6 +13,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <tuple>
 
 using namespace ninfer::core;
 using namespace ninfer::test;
@@ -118,6 +120,20 @@ TEST_CASE("pack_vision_batches packs whole frame pairs in order", "[vision_batch
                                                                      "takes at most 48"));
 }
 
+TEST_CASE("for_batch_rows finds the pieces a range of rows reaches", "[vision_batch_inputs]") {
+    const std::vector<VisionBatchPiece> batch = {{0, 0, 1, 24, 0}, {1, 2, 3, 8, 24}, {2, 0, 1, 16, 48}};
+    std::vector<std::tuple<size_t, size_t, size_t>> seen;
+    const auto record = [&](const VisionBatchPiece& pc, size_t k0, size_t k1) { seen.emplace_back(pc.item, k0, k1); };
+    for_batch_rows(batch, 20, 50, record);
+    CHECK(seen == std::vector<std::tuple<size_t, size_t, size_t>>{{0, 20, 24}, {1, 0, 24}, {2, 0, 2}});
+    seen.clear();
+    for_batch_rows(batch, 30, 31, record);
+    CHECK(seen == std::vector<std::tuple<size_t, size_t, size_t>>{{1, 6, 7}});
+    seen.clear();
+    for_batch_rows(batch, 64, 80, record); // past the batch
+    CHECK(seen.empty());
+}
+
 TEST_CASE("fill_vision_batch writes the CPU tower's per-patch inputs", "[vision_batch_inputs]") {
     VisionConfig c = tiny_vision_config();
     c.num_position_embeddings = 64; // an 8x8 table resampled to other grids
@@ -129,12 +145,21 @@ TEST_CASE("fill_vision_batch writes the CPU tower's per-patch inputs", "[vision_
     const auto batches = pack_vision_batches(ptrs, 80); // 24 + 2x24 | 24 + 20
     REQUIRE(batches.size() == 2);
     const size_t P = c.patch_dim(), hd2 = c.head_dim() / 2;
+    ThreadPool pool(3);
     for (const auto& batch : batches) {
         const size_t n = vision_batch_rows(batch);
         std::vector<uint16_t> patches(n * P);
         std::vector<int32_t> taps(n * 4);
         std::vector<float> tap_w(n * 4), cos(n * hd2), sin(n * hd2);
         fill_vision_batch(c, batch, ptrs, {patches.data(), taps.data(), tap_w.data(), cos.data(), sin.data()});
+        // The patches rounded over a pool's threads: the same bits, the tables untouched by it.
+        std::vector<uint16_t> pooled(n * P, 0xabcd);
+        std::vector<int32_t> taps2(n * 4);
+        std::vector<float> tap_w2(n * 4), cos2(n * hd2), sin2(n * hd2);
+        fill_vision_batch(c, batch, ptrs, {pooled.data(), taps2.data(), tap_w2.data(), cos2.data(), sin2.data()}, &pool);
+        CHECK(pooled == patches);
+        CHECK(taps2 == taps);
+        CHECK(cos2 == cos);
         for (const VisionBatchPiece& pc : batch) {
             const VisionInput& item = items[pc.item];
             for (size_t k = 0; k < pc.nt * pc.frame; ++k) {
