@@ -2,10 +2,13 @@
 // core/convert/synthetic.h's qwen3.6-27b tower, random bf16 weights): a 1024x1024 image (4096
 // patches, 1024 merged tokens) and a 30 s 720p video at 2 frames/s as the processor resizes it
 // (60 frames of 832x480: 30 frame pairs of 30x52 patches), each at 4096 (the default), 8192 and
-// 16384 rows per batch; and the flash attention kernel alone at those shapes. Prints "RESULT
-// vision_tower_timing ..." and "RESULT vision_flash_timing ...".
+// 16384 rows per batch; the host's share of one batch (building its inputs, copying its rows out)
+// on one thread and on four; and the flash attention kernel alone at those shapes. Prints "RESULT
+// vision_tower_timing ...", "RESULT vision_host_timing ..." and "RESULT vision_flash_timing ...".
 #include "core/convert/synthetic.h"
+#include "core/cpu/thread_pool.h"
 #include "core/cuda/vision_tower_gpu.h"
+#include "core/vision/vision_batch_inputs.h"
 #include "ninfer/kernels/vision.h"
 #include "tests/gpu/gpu_test_util.h"
 #include "tests/unit/vision/tiny_vision.h"
@@ -15,6 +18,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <thread>
 
 using namespace ninfer::core;
 using namespace ninfer::test;
@@ -65,6 +69,54 @@ TEST_CASE("vision tower on the GPU: real-shape image and video times", "[vision_
                         double(cuda_vision_bytes(vc, batch_rows)) / (1 << 20),
                         double(cuda_vision_pinned_bytes(vc, batch_rows)) / (1 << 20));
         }
+    }
+}
+
+// What the host does per batch, timed alone on this machine: the patches rounded to bf16 plus the
+// position taps and rotary tables (fill_vision_batch), and the rows copied out of the staging
+// buffer, on the calling thread and over a pool of four (as the encoder runs them); best of 5.
+TEST_CASE("vision tower host share: a batch's inputs and rows on one and four threads", "[vision_tower_timing]") {
+    const VisionConfig vc = synthetic_shape_vision("qwen3.6-27b");
+    ThreadPool pool(4);
+    const auto best_ms = [](const auto& fn) {
+        double best = 1e30;
+        for (int i = 0; i < 5; ++i) {
+            const auto t0 = std::chrono::steady_clock::now();
+            fn();
+            best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        }
+        return best;
+    };
+    struct Case {
+        const char* name;
+        VisionInput item;
+    };
+    const Case cases[] = {{"image_1024x1024", random_vision_input(vc, VisionInput::Kind::Image, 1, 64, 64, 1)},
+                          {"video_frame_pairs_2x1560", random_vision_input(vc, VisionInput::Kind::Video, 2, 30, 52, 2)}};
+    for (const Case& c : cases) {
+        const VisionInput* item = &c.item;
+        const auto batches = pack_vision_batches({&item, 1}, VisionTower::kMaxBatchRows);
+        REQUIRE(batches.size() == 1);
+        const size_t n = vision_batch_rows(batches[0]), hd2 = vc.head_dim() / 2, unit = vc.merge_unit();
+        std::vector<uint16_t> patches(n * vc.patch_dim());
+        std::vector<int32_t> taps(n * 4);
+        std::vector<float> tap_w(n * 4), cos(n * hd2), sin(n * hd2);
+        const VisionBatchInputs dst{patches.data(), taps.data(), tap_w.data(), cos.data(), sin.data()};
+        const double fill1 = best_ms([&] { fill_vision_batch(vc, batches[0], {&item, 1}, dst); });
+        const double fill4 = best_ms([&] { fill_vision_batch(vc, batches[0], {&item, 1}, dst, &pool); });
+        const size_t row_floats = n / unit * vc.out_hidden_size;
+        std::vector<float> staged(row_floats, 0.5f), rows(row_floats);
+        const double copy1 = best_ms([&] { std::copy(staged.begin(), staged.end(), rows.begin()); });
+        const double copy4 = best_ms([&] {
+            pool.parallel_for(n / unit, [&](size_t g0, size_t g1) {
+                std::copy(staged.begin() + long(g0 * vc.out_hidden_size), staged.begin() + long(g1 * vc.out_hidden_size),
+                          rows.begin() + long(g0 * vc.out_hidden_size));
+            });
+        });
+        std::printf("RESULT vision_host_timing %s rows %zu fill_ms_1_thread %.2f fill_ms_4_threads %.2f rows_out_mib %.1f "
+                    "copy_ms_1_thread %.2f copy_ms_4_threads %.2f hardware_threads %u\n",
+                    c.name, n, fill1, fill4, double(row_floats * 4) / (1 << 20), copy1, copy4,
+                    std::thread::hardware_concurrency());
     }
 }
 
