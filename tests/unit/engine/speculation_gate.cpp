@@ -45,23 +45,30 @@ TEST_CASE("speculation gate: poor windows pause the lane, longer each time; a go
         g.after_plain_step();
     }
     CHECK(g.allows());
-    // The probe: a fresh window; poor again: twice the pause, and so on up to the bound.
+    // The probe: kProbe rounds judged alone; poor again: twice the pause, and so on up to the bound.
     uint32_t expect = SpeculationGate::kFirstPause;
     for (int probe = 0; probe < 10; ++probe) {
-        CHECK(rounds_until_pause(g, p, 3, 1) == SpeculationGate::kWindow); // 1 of 3 < 0.5
+        CHECK(rounds_until_pause(g, p, 3, 1) == SpeculationGate::kProbe); // 1 of 3 < 0.5
         expect = std::min(expect * 2, SpeculationGate::kMaxPause);
         CHECK(g.paused_steps() == expect);
         while (!g.allows()) g.after_plain_step();
     }
     CHECK(g.paused_steps() == 0);
     CHECK(g.next_pause() == SpeculationGate::kMaxPause);
-    // A good probe window resets the next pause to the first one.
-    CHECK(rounds_until_pause(g, p, 3, 3, SpeculationGate::kWindow) == SpeculationGate::kWindow);
+    // A good probe resets the next pause to the first one.
+    CHECK(rounds_until_pause(g, p, 3, 3, SpeculationGate::kProbe) == SpeculationGate::kProbe);
     CHECK(g.allows());
     CHECK(g.next_pause() == SpeculationGate::kFirstPause);
-    // The window slides: one poor round among good ones does not pause it.
+    // Then the usual sliding window over the latest rounds: one poor round among good ones does
+    // not pause it, and the probe's rounds count in it.
     g.after_round(3, 0, p);
     CHECK(g.allows());
+    // Poor rounds from here: judged when the window is full again (kWindow rounds since the
+    // pause: the 2 good probe rounds, 6/6, and 6 poor ones, 0/18: 6/24 < 0.5), then the first pause.
+    uint32_t poor = 1;
+    while (g.allows() && poor < 100) g.after_round(3, 0, p), ++poor;
+    CHECK(poor == SpeculationGate::kWindow - SpeculationGate::kProbe);
+    CHECK(g.paused_steps() == SpeculationGate::kFirstPause);
 }
 
 TEST_CASE("speculation gate: rounds without drafts count as poor; min_acceptance 0 never pauses",
