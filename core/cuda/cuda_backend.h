@@ -27,8 +27,8 @@
 //   head on the GPU (core/cuda/mtp_head.h): the same drafts as the CPU head up to the activations'
 //   rounding. Lane images carry the head as the CPU backend's do (the MtpKv section).
 // - Speculation (backend.h): verify and accept_verified when plan.max_draft_tokens > 0: the lanes'
-//   windows through the decode kernels in forwards of up to 8 rows, the GDN state snapshotted on
-//   the device (verify_window.h).
+//   windows through the decode kernels in forwards of up to 8 rows, the GDN state after each
+//   window position kept on the device (verify_window.h).
 // - LaneImage layout is the CPU backend's (memory_plan.h): KV rows in the plan's dtype (kv_codec.h)
 //   in layer, K/V, position, head order; GDN conv history as f32 (the GPU keeps it in bf16, so an image from the CPU
 //   backend is rounded on restore; the f32-activation mode keeps f32) then the f32 recurrent state.

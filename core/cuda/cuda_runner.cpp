@@ -374,52 +374,69 @@ void Runner::gdn(const DeviceLayer& L, uint32_t gi, int n, bool one_lane) {
             linear(w.b, xn_, xn_lo_, xn32_, hs_, n, b, true, ab_w_);
         }
     }
-    const int32_t* slots = step_in_ + kMaxStepTokens; // a lane's GDN slot is its index
+    // The rows from row 0; a launch over rows [r0, r0 + per) offsets them.
+    kernels::GdnConvArgs cv;
+    cv.qkv = qkv_;
+    cv.qkv_stride = qkvz_w_;
+    cv.conv_w = w.conv;
+    cv.conv_state = conv_[gi];
+    cv.slots = step_in_ + kMaxStepTokens; // a lane's GDN slot is its index
+    cv.out = conv_out_;
+    cv.out_stride = cd_w_;
+    cv.conv_dim = int(c.gdn_conv_dim());
+    cv.exact = true;
+    kernels::GdnRecurrentArgs r;
+    r.conv_out = conv_out_;
+    r.conv_stride = cd_w_;
+    r.z = z_;
+    r.z_stride = qkvz_w_;
+    r.a_f32 = a_;
+    r.a_stride = ab_w_;
+    r.b_f32 = b;
+    r.b_stride = ab_w_;
+    r.exact = true;
+    r.a_log = w.a_log;
+    r.dt_bias = w.dt_bias;
+    r.norm_w = w.norm;
+    r.state = recurrent_[gi];
+    r.slots = cv.slots;
+    r.y = y_;
+    r.y_stride = vd_w_;
+    r.n_k_heads = int(c.linear_num_key_heads);
+    r.n_v_heads = int(c.linear_num_value_heads);
+    r.eps = c.rms_norm_eps;
+    // Two launches, not gdn_decode_step's one: the same bits, and faster at every batch size
+    // (kernels/PERF_NOTES.md "Session 4 run 5"; the one launch's clusters span a QK head's
+    // 2 x n_v/n_k blocks).
+    if (gdn_windows_) {
+        // Each lane's state was last written by an earlier, synchronised forward (or a rollback
+        // copy, a plain launch that has finished before these start), as a decode step's.
+        cv.state_settled = r.state_settled = true;
+        const kernels::GdnWindows windows = gdn_windows(gi);
+        cuda_check(kernels::gdn_conv_window(cv, windows, stream_), "GDN conv (verify windows)");
+        cuda_check(kernels::gdn_recurrent_window(r, windows, stream_), "GDN recurrence (verify windows)");
+    }
     // One lane's tokens go one at a time (each step reads the state the previous one left).
-    for (int i = 0, steps = gdn_launches(n, one_lane); i < steps; ++i) {
-        const int r0 = gdn_row0(i, one_lane), per = gdn_rows(i, n, one_lane);
-        kernels::GdnConvArgs cv;
-        cv.qkv = qkv_ + r0 * qkvz_w_;
-        cv.qkv_stride = qkvz_w_;
-        cv.conv_w = w.conv;
-        cv.conv_state = conv_[gi];
-        cv.slots = slots + r0;
-        cv.out = conv_out_ + r0 * cd_w_;
-        cv.out_stride = cd_w_;
-        cv.conv_dim = int(c.gdn_conv_dim());
-        cv.n_tokens = per;
-        cv.exact = true;
-        cv.state_settled = i == 0; // as r.state_settled below
-        kernels::GdnRecurrentArgs r;
-        r.conv_out = conv_out_ + r0 * cd_w_;
-        r.conv_stride = cd_w_;
-        r.z = z_ + r0 * qkvz_w_;
-        r.z_stride = qkvz_w_;
-        r.a_f32 = a_ + r0 * ab_w_;
-        r.a_stride = ab_w_;
-        r.b_f32 = b + r0 * ab_w_;
-        r.b_stride = ab_w_;
-        r.exact = true;
-        r.a_log = w.a_log;
-        r.dt_bias = w.dt_bias;
-        r.norm_w = w.norm;
-        r.state = recurrent_[gi];
-        r.slots = slots + r0;
-        r.y = y_ + r0 * vd_w_;
-        r.y_stride = vd_w_;
-        r.n_k_heads = int(c.linear_num_key_heads);
-        r.n_v_heads = int(c.linear_num_value_heads);
-        r.n_tokens = per;
-        r.eps = c.rms_norm_eps;
+    for (int i = 0, steps = gdn_windows_ ? 0 : gdn_launches(n, one_lane); i < steps; ++i) {
+        const int r0 = one_lane ? i : 0, per = one_lane ? 1 : n;
+        kernels::GdnConvArgs cvi = cv;
+        cvi.qkv += r0 * qkvz_w_;
+        cvi.slots += r0;
+        cvi.out += r0 * cd_w_;
+        cvi.n_tokens = per;
+        kernels::GdnRecurrentArgs ri = r;
+        ri.conv_out += r0 * cd_w_;
+        ri.z += r0 * qkvz_w_;
+        ri.a_f32 += r0 * ab_w_;
+        ri.b_f32 += r0 * ab_w_;
+        ri.slots += r0;
+        ri.y += r0 * vd_w_;
+        ri.n_tokens = per;
         // Step 0's slots and state were last written by an earlier, synchronised forward (or a host
         // copy / memset before upload_step's sync); step i > 0 reads what step i - 1 writes.
-        r.state_settled = i == 0;
-        // Two launches, not gdn_decode_step's one: the same bits, and faster at every batch size
-        // (kernels/PERF_NOTES.md "Session 4 run 5"; the one launch's clusters span a QK head's
-        // 2 x n_v/n_k blocks).
-        cuda_check(kernels::gdn_conv_decode(cv, stream_), "GDN conv");
-        cuda_check(kernels::gdn_recurrent_decode(r, stream_), "GDN recurrence");
-        if (gdn_steps_) snapshot_gdn(gi, i);
+        cvi.state_settled = ri.state_settled = i == 0;
+        cuda_check(kernels::gdn_conv_decode(cvi, stream_), "GDN conv");
+        cuda_check(kernels::gdn_recurrent_decode(ri, stream_), "GDN recurrence");
     }
     linear(w.output, y_, nullptr, nullptr, vd_w_, n, mix_, true, hs_);
 }

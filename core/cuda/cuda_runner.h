@@ -17,11 +17,11 @@
 //   (one_lane: GDN steps token by token; attention is causal through the positions), leaving the
 //   final-normed rows in the step buffer; enqueue_head(row, n) writes logits of step rows
 //   [row, row+n) to logits() rows 0..n-1 (stride logits_stride()).
-// - set_gdn_steps(steps) (verify windows, verify_window.h): while set, enqueue_forward runs the
-//   GDN conv and recurrence as steps->row0.size() launches in order, launch i over step rows
-//   [row0[i], row0[i] + rows[i]) (distinct lanes within a launch), instead of one_lane's token by
-//   token or decode's one launch, and after launch i copies the GDN state of the lanes that
-//   steps->snapshots lists for it (device copies in stream order; graph-capturable). Unset (the
+// - set_gdn_windows(windows) (verify windows, verify_window.h): while set, enqueue_forward runs
+//   each GDN layer's conv and recurrence as one launch each over the windows (kernels/gdn_window.h:
+//   window i = lane `lane`'s tokens at step rows rows[0..n) in position order, distinct lanes),
+//   writing the state after each of a window's first n - 1 tokens straight into its snapshots
+//   (graph-capturable), instead of one_lane's token by token or decode's one launch. Unset (the
 //   default): decode and prefill are unchanged.
 // - RoPE positions (M-RoPE, backend.h prefill_with): rope_offsets() holds per lane its next text
 //   position minus its token count (int32 [n_lanes], zero until the backend writes it), which
@@ -36,6 +36,7 @@
 #include "core/cuda/device_weights.h"
 #include "core/model/memory_plan.h"
 #include "ninfer/kernels/attention_decode.h"
+#include "ninfer/kernels/gdn_window.h"
 #include "ninfer/kernels/moe_decode.h"
 
 #include <cuda_runtime.h>
@@ -54,19 +55,18 @@ kernels::AttnGeometry attention_geometry(const ModelConfig& config);
 // The kernels' KV dtype for the plan's (bf16, fp8, int8; the runner refuses f32).
 kernels::KvDtype kernel_kv_dtype(KvDtype dtype);
 
-// The GDN launches of a forward over several lanes' consecutive tokens (Runner::set_gdn_steps).
-// A snapshot copies `lane`'s conv history and recurrent state after launch `after` to copy `index`
-// of per-GDN-layer arrays (conv[g]: Runner::conv_bytes_per_lane() bytes a copy; recurrent[g]:
-// recurrent_floats_per_lane() floats a copy).
-struct GdnSnapshot {
-    int after = 0, lane = 0;
-    uint32_t index = 0;
-    const std::vector<uint8_t*>* conv = nullptr;
-    const std::vector<float*>* recurrent = nullptr;
-};
-struct GdnSteps {
-    std::vector<int> row0, rows;
-    std::vector<GdnSnapshot> snapshots;
+// A forward's verify windows (Runner::set_gdn_windows): window i is lane `lane`'s tokens at step
+// rows `rows`, in position order; the state after its token j < rows.size() - 1 goes to copy j of
+// its per-GDN-layer snapshot arrays (conv[g]: Runner::conv_bytes_per_lane() bytes a copy;
+// recurrent[g]: recurrent_floats_per_lane() floats a copy).
+struct GdnWindowPlan {
+    struct Window {
+        int lane = 0;
+        std::vector<int> rows;
+        const std::vector<uint8_t*>* conv = nullptr;
+        const std::vector<float*>* recurrent = nullptr;
+    };
+    std::vector<Window> windows;
 };
 
 class Runner {
@@ -119,7 +119,7 @@ class Runner {
     uint64_t conv_bytes_per_lane() const { return conv_elems_per_lane() * (f32_ ? 4 : 2); }
     uint8_t* conv_state_bytes(uint32_t gdn_layer, int lane) const; // the lane's conv history, either dtype
 
-    void set_gdn_steps(const GdnSteps* steps) { gdn_steps_ = steps; }
+    void set_gdn_windows(const GdnWindowPlan* windows) { gdn_windows_ = windows; }
 
     int32_t* rope_offsets() const { return rope_offsets_; }
     void enqueue_forward(int n, bool one_lane, const PrefillInputs* multimodal = nullptr);
@@ -156,13 +156,12 @@ class Runner {
     void alloc_f32_mixers();
     void attention_f32(const DeviceLayer& L, uint32_t full_index, int n);
     void gdn_f32(const DeviceLayer& L, uint32_t gdn_index, int n, bool one_lane);
-    // The GDN launches of enqueue_forward: launch i's first row and row count (gdn_steps_, else
-    // one_lane's token by token, else one launch), and (verify_window.cpp) the copies after it.
-    int gdn_launches(int n, bool one_lane) const;
-    int gdn_row0(int i, bool one_lane) const { return gdn_steps_ ? gdn_steps_->row0[size_t(i)] : one_lane ? i : 0; }
-    int gdn_rows(int i, int n, bool one_lane) const { return gdn_steps_ ? gdn_steps_->rows[size_t(i)] : one_lane ? 1 : n; }
-    void snapshot_gdn(uint32_t gdn_index, int launch);
-    const GdnSteps* gdn_steps_ = nullptr;
+    // The GDN launches of enqueue_forward without windows: launch i's first row and row count
+    // (one_lane's token by token, else one launch); with windows (verify_window.cpp) layer g's
+    // kernel view of them.
+    static int gdn_launches(int n, bool one_lane) { return one_lane ? n : 1; }
+    kernels::GdnWindows gdn_windows(uint32_t gdn_index) const;
+    const GdnWindowPlan* gdn_windows_ = nullptr;
     // y = w . x for n rows of x (stride x_stride). x_lo: the low bf16 halves of x (kernels/gemv.h),
     // used when w is tiled; x32: the same rows in f32, read instead in the f32-activation mode.
     // y_tail: rows >= tail_row0 go there as f32 (gemv.h).

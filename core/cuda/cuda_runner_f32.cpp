@@ -90,34 +90,44 @@ void Runner::gdn_f32(const DeviceLayer& L, uint32_t gi, int n, bool one_lane) {
     linear(w.z, nullptr, nullptr, xn32_, hs_, n, z, true, qkvz_w_);
     linear(w.a, nullptr, nullptr, xn32_, hs_, n, a_, true, ab_w_);
     linear(w.b, nullptr, nullptr, xn32_, hs_, n, b, true, ab_w_);
-    for (int i = 0, steps = gdn_launches(n, one_lane); i < steps; ++i) {
-        const int r0 = gdn_row0(i, one_lane), per = gdn_rows(i, n, one_lane);
-        kernels::GdnF32Args g;
-        g.qkv = qkv + r0 * qkvz_w_;
-        g.qkv_stride = qkvz_w_;
-        g.z = z + r0 * qkvz_w_;
-        g.z_stride = qkvz_w_;
-        g.a = a_ + r0 * ab_w_;
-        g.b = b + r0 * ab_w_;
-        g.ab_stride = ab_w_;
-        g.conv_w = w.conv_f32;
-        g.conv_state = f32m_.conv[gi];
-        g.conv_out = f32m_.conv_out + r0 * cd_w_;
-        g.conv_out_stride = cd_w_;
-        g.a_log = w.a_log;
-        g.dt_bias = w.dt_bias;
-        g.norm_w = w.norm_f32;
-        g.state = recurrent_[gi];
-        g.slots = step_in_ + kMaxStepTokens + r0; // a lane's GDN slot is its index
-        g.y = f32m_.y + r0 * vd_w_;
-        g.y_stride = vd_w_;
-        g.n_k_heads = int(c.linear_num_key_heads);
-        g.n_v_heads = int(c.linear_num_value_heads);
-        g.conv_dim = int(c.gdn_conv_dim());
-        g.n_tokens = per;
-        g.eps = c.rms_norm_eps;
-        cuda_check(kernels::gdn_decode_f32(g, stream_), "GDN conv + recurrence (f32)");
-        if (gdn_steps_) snapshot_gdn(gi, i);
+    // The rows from row 0; a launch over rows [r0, r0 + per) offsets them.
+    kernels::GdnF32Args g;
+    g.qkv = qkv;
+    g.qkv_stride = qkvz_w_;
+    g.z = z;
+    g.z_stride = qkvz_w_;
+    g.a = a_;
+    g.b = b;
+    g.ab_stride = ab_w_;
+    g.conv_w = w.conv_f32;
+    g.conv_state = f32m_.conv[gi];
+    g.conv_out = f32m_.conv_out;
+    g.conv_out_stride = cd_w_;
+    g.a_log = w.a_log;
+    g.dt_bias = w.dt_bias;
+    g.norm_w = w.norm_f32;
+    g.state = recurrent_[gi];
+    g.slots = step_in_ + kMaxStepTokens; // a lane's GDN slot is its index
+    g.y = f32m_.y;
+    g.y_stride = vd_w_;
+    g.n_k_heads = int(c.linear_num_key_heads);
+    g.n_v_heads = int(c.linear_num_value_heads);
+    g.conv_dim = int(c.gdn_conv_dim());
+    g.eps = c.rms_norm_eps;
+    if (gdn_windows_)
+        cuda_check(kernels::gdn_decode_f32_window(g, gdn_windows(gi), stream_), "GDN conv + recurrence (f32, verify windows)");
+    for (int i = 0, steps = gdn_windows_ ? 0 : gdn_launches(n, one_lane); i < steps; ++i) {
+        const int r0 = one_lane ? i : 0;
+        kernels::GdnF32Args step = g;
+        step.qkv += r0 * qkvz_w_;
+        step.z += r0 * qkvz_w_;
+        step.a += r0 * ab_w_;
+        step.b += r0 * ab_w_;
+        step.conv_out += r0 * cd_w_;
+        step.slots += r0;
+        step.y += r0 * vd_w_;
+        step.n_tokens = one_lane ? 1 : n;
+        cuda_check(kernels::gdn_decode_f32(step, stream_), "GDN conv + recurrence (f32)");
     }
     linear(w.output, nullptr, nullptr, f32m_.y, vd_w_, n, mix_, true, hs_);
 }

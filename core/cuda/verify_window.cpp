@@ -12,11 +12,11 @@ namespace ninfer::core::cuda {
 
 namespace {
 
-// Clears the runner's GDN launch plan however the capture or launch sequence ends.
-struct StepsScope {
+// Clears the runner's GDN windows however the capture or launch sequence ends.
+struct WindowsScope {
     Runner& run;
-    StepsScope(Runner& r, const GdnSteps* s) : run(r) { run.set_gdn_steps(s); }
-    ~StepsScope() { run.set_gdn_steps(nullptr); }
+    WindowsScope(Runner& r, const GdnWindowPlan* w) : run(r) { run.set_gdn_windows(w); }
+    ~WindowsScope() { run.set_gdn_windows(nullptr); }
 };
 
 uint64_t snapshot_bytes(const Runner& run) {
@@ -64,29 +64,27 @@ std::vector<std::vector<int>> token_major_rows(std::span<const VerifyWindows::Re
 
 } // namespace
 
-int Runner::gdn_launches(int n, bool one_lane) const {
-    return gdn_steps_ ? int(gdn_steps_->row0.size()) : one_lane ? n : 1;
-}
-
 uint8_t* Runner::conv_state_bytes(uint32_t gi, int lane) const {
     return f32_ ? reinterpret_cast<uint8_t*>(f32m_.conv[gi] + uint64_t(lane) * conv_elems_per_lane())
                 : reinterpret_cast<uint8_t*>(conv_[gi] + uint64_t(lane) * conv_elems_per_lane());
 }
 
-// Every snapshot taken after this launch of this layer (conv history and recurrent state of each
-// lane) in one copy launch.
-void Runner::snapshot_gdn(uint32_t gi, int launch) {
-    const uint64_t cb = conv_bytes_per_lane(), rf = recurrent_floats_per_lane();
-    std::vector<kernels::CopySpan> spans;
-    for (const GdnSnapshot& s : gdn_steps_->snapshots) {
-        if (s.after != launch)
-            continue;
-        spans.push_back({(*s.conv)[gi] + s.index * cb, conv_state_bytes(gi, s.lane), cb});
-        spans.push_back({(*s.recurrent)[gi] + s.index * rf, recurrent_[gi] + uint64_t(s.lane) * rf, rf * 4});
+// The kernels' view of the windows for GDN layer gi: each lane's slot, rows and this layer's snapshots.
+kernels::GdnWindows Runner::gdn_windows(uint32_t gi) const {
+    kernels::GdnWindows k;
+    if (gdn_windows_->windows.size() > size_t(kernels::kGdnWindowMax))
+        throw Error("cuda: " + std::to_string(gdn_windows_->windows.size()) + " verify windows in one forward");
+    for (const GdnWindowPlan::Window& w : gdn_windows_->windows) {
+        if (w.rows.empty() || w.rows.size() > size_t(kernels::kGdnWindowMaxTokens))
+            throw Error("cuda: a verify window of " + std::to_string(w.rows.size()) + " tokens");
+        kernels::GdnWindow& kw = k.w[k.n++];
+        kw.slot = w.lane;
+        kw.n_tokens = int(w.rows.size());
+        std::copy(w.rows.begin(), w.rows.end(), kw.rows);
+        kw.conv_snap = (*w.conv)[gi];
+        kw.state_snap = (*w.recurrent)[gi];
     }
-    for (size_t i = 0; i < spans.size(); i += kernels::kCopySpansMax)
-        cuda_check(kernels::copy_spans(spans.data() + i, int(std::min<size_t>(kernels::kCopySpansMax, spans.size() - i)),
-                                       stream_), "GDN snapshot");
+    return k;
 }
 
 uint64_t VerifyWindows::device_bytes(const Runner& run, const MemoryPlan& plan) {
@@ -207,23 +205,15 @@ void VerifyWindows::enqueue_forward(std::span<const Request> group, int slot,
 
 void VerifyWindows::enqueue_device(std::span<const Request> group, const std::function<void(int)>& after_forward) {
     const std::vector<std::vector<int>> row = token_major_rows(group);
-    GdnSteps steps;
+    GdnWindowPlan windows;
     int n = 0;
     for (size_t i = 0; i < group.size(); ++i) {
         const Window& w = lanes_[size_t(group[i].lane)];
-        for (size_t j = 0; j < group[i].tokens.size(); ++j) {
-            if (steps.row0.size() <= j) {
-                steps.row0.push_back(row[i][j]);
-                steps.rows.push_back(0);
-            }
-            ++steps.rows[j];
-            ++n;
-            if (j + 1 < group[i].tokens.size()) // the state after the last token is the lane's own
-                steps.snapshots.push_back({int(j), group[i].lane, uint32_t(j), &w.conv, &w.recurrent});
-        }
+        windows.windows.push_back({group[i].lane, row[i], &w.conv, &w.recurrent});
+        n += int(row[i].size());
     }
     {
-        const StepsScope scope(run_, &steps);
+        const WindowsScope scope(run_, &windows);
         run_.enqueue_forward(n, true);
     }
     if (after_forward)

@@ -14,11 +14,12 @@
 //   tokens (1..K + 1 of them, checked by the caller) at positions start.. of its lane (distinct
 //   lanes; page tables already cover them). Windows go, in order, into forwards of at most
 //   kMaxStepTokens rows, each through Runner::enqueue_forward with the rows token-major (every
-//   window's token 0, then every token 1, ...) and the GDN conv and recurrence as one launch per
-//   token index over the windows that have it (Runner::set_gdn_steps), so each row's arithmetic is
-//   batch-1 decode's (docs/ARCHITECTURE.md); the GDN state of a lane after each of its first n - 1
-//   tokens goes to its snapshots (one copy launch per GDN layer and token index,
-//   kernels/spec_round.h). after_forward(n), when given, enqueues what reads the final-normed
+//   window's token 0, then every token 1, ...) and each GDN layer's conv and recurrence as one
+//   launch each over all the forward's windows (Runner::set_gdn_windows, kernels/gdn_window.h:
+//   a window's tokens in order inside the kernel, each token's arithmetic the one-token decode
+//   kernels', so each row's arithmetic is batch-1 decode's, docs/ARCHITECTURE.md); the GDN state
+//   of a lane after each of its first n - 1 tokens is written once, by those launches, straight
+//   into its snapshots (no copies). after_forward(n), when given, enqueues what reads the final-normed
 //   step rows (the MTP head's ring: MtpHead::enqueue_keep_step_rows). Then the head: each window's
 //   rows go to its lane's window logits, its last row to the lane's logits (Runner::lane_logits),
 //   in one copy launch, and each window's greedy picks (kernels::argmax_rows: argmax_token's rule)

@@ -127,38 +127,26 @@ __global__ void __launch_bounds__(kGdnThreads) gdn_recurrent_decode_kernel(GdnRe
     cluster.sync(); // no block leaves while a peer may still read its shared memory
 }
 
-// launch_pdl with thread-block clusters of the `split` blocks of one head (a launch attribute).
+// launch_pdl with thread-block clusters of the `split` blocks of one head (gdn_decode_v4.cuh).
 cudaError_t launch_recurrence(GdnRecurrentKernel kernel, int split, int threads, cudaStream_t stream,
                               const GdnRecurrentArgs& a) {
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(unsigned(a.n_v_heads * split), unsigned(a.n_tokens));
-    cfg.blockDim = dim3(unsigned(threads));
-    cfg.stream = stream;
-    cudaLaunchAttribute attr[2];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = pdl_enabled() ? 1 : 0;
-    attr[1].id = cudaLaunchAttributeClusterDimension;
-    attr[1].val.clusterDim.x = unsigned(split);
-    attr[1].val.clusterDim.y = 1;
-    attr[1].val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 2;
-    return cudaLaunchKernelEx(&cfg, kernel, a);
+    return launch_head_clusters(kernel, dim3(unsigned(a.n_v_heads * split), unsigned(a.n_tokens)), split, threads, stream, a);
 }
 
+bool recurrent_buffers_ok(const GdnRecurrentArgs& a) {
+    return a.conv_out && a.z && (a.a || a.a_f32) && (a.b || a.b_f32) && a.a_log && a.dt_bias && a.norm_w && a.state &&
+           a.y && a.n_k_heads >= 1 && a.n_v_heads >= a.n_k_heads && a.n_v_heads % a.n_k_heads == 0;
+}
+bool conv_buffers_ok(const GdnConvArgs& a) { return a.qkv && a.conv_w && a.conv_state && a.out && a.conv_dim >= 1; }
 bool recurrent_args_ok(const GdnRecurrentArgs& a) {
-    return a.z && (a.a || a.a_f32) && (a.b || a.b_f32) && a.a_log && a.dt_bias && a.norm_w && a.state && a.slots && a.y &&
-           a.n_k_heads >= 1 && a.n_v_heads >= a.n_k_heads && a.n_v_heads % a.n_k_heads == 0 && a.n_tokens >= 1 &&
-           a.n_tokens <= 65535;
+    return recurrent_buffers_ok(a) && a.slots && a.n_tokens >= 1 && a.n_tokens <= 65535;
 }
-bool conv_args_ok(const GdnConvArgs& a) {
-    return a.qkv && a.conv_w && a.conv_state && a.slots && a.conv_dim >= 1 && a.n_tokens >= 1 && a.n_tokens <= 65535;
-}
+bool conv_args_ok(const GdnConvArgs& a) { return conv_buffers_ok(a) && a.slots && a.n_tokens >= 1 && a.n_tokens <= 65535; }
 
 } // namespace detail
 
 cudaError_t gdn_conv_decode_with(const GdnConvArgs& a, GdnDecodePath path, cudaStream_t stream) {
-    if (!detail::conv_args_ok(a) || !a.out) return cudaErrorInvalidValue;
+    if (!detail::conv_args_ok(a)) return cudaErrorInvalidValue;
     const dim3 grid(unsigned((a.conv_dim + 255) / 256), unsigned(a.n_tokens));
     return launch_pdl(path == GdnDecodePath::Wide4 ? detail::gdn_conv_v4_kernel(a.state_settled) : detail::gdn_conv_decode_kernel,
                       grid, dim3(256), 0, stream, a);
@@ -169,7 +157,7 @@ cudaError_t gdn_conv_decode(const GdnConvArgs& a, cudaStream_t stream) {
 }
 
 cudaError_t gdn_recurrent_decode_with(const GdnRecurrentArgs& a, GdnDecodePath path, cudaStream_t stream) {
-    if (!detail::recurrent_args_ok(a) || !a.conv_out) return cudaErrorInvalidValue;
+    if (!detail::recurrent_args_ok(a)) return cudaErrorInvalidValue;
     if (path == GdnDecodePath::Wide4)
         return detail::launch_recurrence(detail::gdn_recurrent_v4_kernel(a.state_settled), detail::kGdnV4Split,
                                          detail::kGdnV4Threads, stream, a);

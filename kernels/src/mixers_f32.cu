@@ -1,9 +1,11 @@
 // ninfer::kernels - decode attention and Gated DeltaNet in the CPU reference's f32 (the runner's check mode).
 #include "common.cuh"
+#include "gdn_decode_v4.cuh"
 #include "kv_quant.cuh"
 #include "kv_store.cuh"
 #include "mrope.cuh"
 #include "ninfer/kernels/gdn_decode.h"
+#include "ninfer/kernels/gdn_window.h"
 #include "ninfer/kernels/mixers_f32.h"
 
 namespace ninfer::kernels {
@@ -116,25 +118,49 @@ __global__ void attn_f32_kernel(AttnF32Args a) {
     a.out[int64_t(t) * a.out_stride + int64_t(h) * D + tid] = o * (1.f / (1.f + expf(-gate)));
 }
 
+// Channel ch's conv output from its inputs x, oldest first.
+__device__ __forceinline__ float gdn_conv_f32_value(const GdnF32Args& a, int ch, const float (&x)[4]) {
+    float acc = 0.f;
+    for (int j = 0; j < 4; ++j) acc += a.conv_w[int64_t(ch) * 4 + j] * x[j];
+    return silu(acc);
+}
+
 // grid (ceil(conv_dim / 256), n_tokens), 256 threads: one channel per thread.
 __global__ void gdn_conv_f32_kernel(GdnF32Args a) {
     const int t = blockIdx.y, ch = blockIdx.x * blockDim.x + threadIdx.x;
     if (ch >= a.conv_dim) return;
     float* st = a.conv_state + int64_t(a.slots[t]) * 3 * a.conv_dim;
     const float x[4] = {st[ch], st[a.conv_dim + ch], st[2 * a.conv_dim + ch], a.qkv[int64_t(t) * a.qkv_stride + ch]};
-    float acc = 0.f;
-    for (int j = 0; j < 4; ++j) acc += a.conv_w[int64_t(ch) * 4 + j] * x[j];
     st[ch] = x[1];
     st[a.conv_dim + ch] = x[2];
     st[2 * a.conv_dim + ch] = x[3];
-    a.conv_out[int64_t(t) * a.conv_out_stride + ch] = silu(acc);
+    a.conv_out[int64_t(t) * a.conv_out_stride + ch] = gdn_conv_f32_value(a, ch, x);
 }
 
-// grid (n_v_heads, n_tokens), 128 threads: thread j owns state column j of head h.
-__global__ void gdn_recurrent_f32_kernel(GdnF32Args a) {
+// Window w's tokens in order (gdn_window.h), one channel per thread: grid (ceil(conv_dim / 256), windows).
+__global__ void gdn_conv_f32_window_kernel(GdnF32Args a, GdnWindows ws) {
+    const GdnWindow& w = ws.w[blockIdx.y];
+    const int ch = blockIdx.x * blockDim.x + threadIdx.x;
+    if (ch >= a.conv_dim) return;
+    float* st = a.conv_state + int64_t(w.slot) * 3 * a.conv_dim;
+    float x[4] = {st[ch], st[a.conv_dim + ch], st[2 * a.conv_dim + ch], 0.f};
+    for (int j = 0; j < w.n_tokens; ++j) {
+        x[3] = a.qkv[int64_t(w.rows[j]) * a.qkv_stride + ch];
+        a.conv_out[int64_t(w.rows[j]) * a.conv_out_stride + ch] = gdn_conv_f32_value(a, ch, x);
+        x[0] = x[1], x[1] = x[2], x[2] = x[3];
+        float* dst = j + 1 < w.n_tokens ? static_cast<float*>(w.conv_snap) + int64_t(j) * 3 * a.conv_dim : st;
+        dst[ch] = x[0];
+        dst[a.conv_dim + ch] = x[1];
+        dst[2 * a.conv_dim + ch] = x[2];
+    }
+}
+
+// Token row t of V head h, thread j = state column j: the column's state read at src and written
+// at dst (the same column of another copy, or src itself).
+__device__ __forceinline__ void gdn_recurrent_f32_token(const GdnF32Args& a, int t, int h, const float* src, float* dst,
+                                                        float (&qs)[kGdnHeadDim], float (&ks)[kGdnHeadDim], float (&red)[32]) {
     constexpr int D = kGdnHeadDim;
-    __shared__ float qs[D], ks[D], red[32];
-    const int h = blockIdx.x, t = blockIdx.y, j = threadIdx.x;
+    const int j = threadIdx.x;
     const int r = h / (a.n_v_heads / a.n_k_heads), key_dim = a.n_k_heads * D;
     const float* c = a.conv_out + int64_t(t) * a.conv_out_stride;
     const float q = c[r * D + j], k = c[key_dim + r * D + j], v = c[2 * key_dim + h * D + j];
@@ -146,23 +172,45 @@ __global__ void gdn_recurrent_f32_kernel(GdnF32Args a) {
     const float g = -expf(a.a_log[h]) * (x > 20.f ? x : log1pf(expf(x)));
     const float decay = expf(g), beta = 1.f / (1.f + expf(-a.b[int64_t(t) * a.ab_stride + h]));
     __syncthreads();
-    float* S = a.state + (int64_t(a.slots[t]) * a.n_v_heads + h) * D * D + j;
     float ks_dot = 0.f;
     for (int i = 0; i < D; ++i) {
-        const float s = S[i * D] * decay;
-        S[i * D] = s;
+        const float s = src[i * D] * decay;
+        dst[i * D] = s;
         ks_dot += ks[i] * s;
     }
     const float delta = beta * (v - ks_dot);
     float o = 0.f;
     for (int i = 0; i < D; ++i) {
-        const float s = S[i * D] + ks[i] * delta;
-        S[i * D] = s;
+        const float s = dst[i * D] + ks[i] * delta;
+        dst[i * D] = s;
         o += qs[i] * s;
     }
-    const float rn = 1.f / sqrtf(block_sum(o * o, red) / float(D) + a.eps);
+    const float rn = 1.f / sqrtf(block_sum(o * o, red) / float(D) + a.eps); // its barriers end every read of qs / ks
     const float z = a.z[int64_t(t) * a.z_stride + h * D + j];
     a.y[int64_t(t) * a.y_stride + h * D + j] = a.norm_w[j] * (o * rn) * silu(z);
+}
+
+// grid (n_v_heads, n_tokens), 128 threads: thread j owns state column j of head h.
+__global__ void gdn_recurrent_f32_kernel(GdnF32Args a) {
+    __shared__ float qs[kGdnHeadDim], ks[kGdnHeadDim], red[32];
+    const int h = blockIdx.x, t = blockIdx.y;
+    float* S = a.state + (int64_t(a.slots[t]) * a.n_v_heads + h) * kGdnHeadDim * kGdnHeadDim + threadIdx.x;
+    gdn_recurrent_f32_token(a, t, h, S, S, qs, ks, red);
+}
+
+// Window w's tokens in order (gdn_window.h): token j reads the state token j - 1 wrote (the live
+// slot for the first) and writes snapshot j (the live slot for the last). grid (n_v_heads, windows).
+__global__ void gdn_recurrent_f32_window_kernel(GdnF32Args a, GdnWindows ws) {
+    constexpr int D = kGdnHeadDim;
+    __shared__ float qs[D], ks[D], red[32];
+    const GdnWindow& w = ws.w[blockIdx.y];
+    const int h = blockIdx.x;
+    float* live = a.state + (int64_t(w.slot) * a.n_v_heads + h) * D * D + threadIdx.x;
+    const int64_t snap_stride = int64_t(a.n_v_heads) * D * D;
+    float* snap = w.state_snap + int64_t(h) * D * D + threadIdx.x;
+    for (int j = 0; j < w.n_tokens; ++j)
+        gdn_recurrent_f32_token(a, w.rows[j], h, j == 0 ? live : snap + (j - 1) * snap_stride,
+                                j + 1 < w.n_tokens ? snap + j * snap_stride : live, qs, ks, red);
 }
 
 bool attn_f32_ok(const AttnF32Args& a) {
@@ -174,11 +222,12 @@ bool attn_f32_ok(const AttnF32Args& a) {
            a.max_context >= 1 && a.out && a.n_tokens >= 1 && a.n_tokens <= 65535;
 }
 
-bool gdn_f32_ok(const GdnF32Args& a) {
+bool gdn_f32_buffers_ok(const GdnF32Args& a) {
     return a.qkv && a.z && a.a && a.b && a.conv_w && a.conv_state && a.conv_out && a.a_log && a.dt_bias && a.norm_w &&
-           a.state && a.slots && a.y && a.n_k_heads >= 1 && a.n_v_heads % a.n_k_heads == 0 &&
-           a.conv_dim == (2 * a.n_k_heads + a.n_v_heads) * kGdnHeadDim && a.n_tokens >= 1 && a.n_tokens <= 65535;
+           a.state && a.y && a.n_k_heads >= 1 && a.n_v_heads % a.n_k_heads == 0 &&
+           a.conv_dim == (2 * a.n_k_heads + a.n_v_heads) * kGdnHeadDim;
 }
+bool gdn_f32_ok(const GdnF32Args& a) { return gdn_f32_buffers_ok(a) && a.slots && a.n_tokens >= 1 && a.n_tokens <= 65535; }
 
 } // namespace detail
 
@@ -198,6 +247,13 @@ cudaError_t gdn_decode_f32(const GdnF32Args& a, cudaStream_t stream) {
     if (!detail::gdn_f32_ok(a)) return cudaErrorInvalidValue;
     detail::gdn_conv_f32_kernel<<<dim3(unsigned((a.conv_dim + 255) / 256), unsigned(a.n_tokens)), 256, 0, stream>>>(a);
     detail::gdn_recurrent_f32_kernel<<<dim3(unsigned(a.n_v_heads), unsigned(a.n_tokens)), kGdnHeadDim, 0, stream>>>(a);
+    return cudaGetLastError();
+}
+
+cudaError_t gdn_decode_f32_window(const GdnF32Args& a, const GdnWindows& ws, cudaStream_t stream) {
+    if (!detail::gdn_f32_buffers_ok(a) || !detail::windows_ok(ws, true, true)) return cudaErrorInvalidValue;
+    detail::gdn_conv_f32_window_kernel<<<dim3(unsigned((a.conv_dim + 255) / 256), unsigned(ws.n)), 256, 0, stream>>>(a, ws);
+    detail::gdn_recurrent_f32_window_kernel<<<dim3(unsigned(a.n_v_heads), unsigned(ws.n)), kGdnHeadDim, 0, stream>>>(a, ws);
     return cudaGetLastError();
 }
 

@@ -1,11 +1,13 @@
 // ninfer tests - time per layer of the decode sequence mixers (attention over the paged KV pool,
-// GDN conv and recurrence) at the 27B and 35B-A3B shapes. Prints RESULT lines; speed is not asserted
+// GDN conv and recurrence, and the GDN of verify windows) at the 27B and 35B-A3B shapes. Prints RESULT lines; speed is not asserted
 // (correctness is tests/gpu/attention_decode.cpp's and gdn_decode.cpp's job). Each timed graph runs
 // the kernel over enough distinct layers' buffers (>= 128 MB) that they do not stay in the 50 MB L2,
 // as in a model step where ~14 GB of weights stream between two attention layers.
 #include "gpu_test_util.h"
 #include "ninfer/kernels/attention_decode.h"
 #include "ninfer/kernels/gdn_decode.h"
+#include "ninfer/kernels/gdn_window.h"
+#include "ninfer/kernels/spec_round.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -116,6 +118,84 @@ void time_gdn(const char* model, int hk, int hv, int batch, kernels::GdnDecodePa
                 2 * state_bytes / 1e6, 2 * state_bytes / pair_us / 1e3);
 }
 
+// The GDN of a verify forward: `lanes` windows of `tokens` tokens (rows token-major), each keeping
+// a snapshot after its first tokens - 1. Before (session 19): per token index one conv and one
+// recurrence launch over the lanes, then one copy launch of the snapshots; now: the window launches.
+void time_gdn_window(const char* model, int hk, int hv, int lanes, int tokens) {
+    constexpr int D = kernels::kGdnHeadDim;
+    const int conv_dim = 2 * hk * D + hv * D, rows = lanes * tokens;
+    const size_t state_floats = size_t(hv) * D * D, conv_elems = size_t(3) * conv_dim;
+    const int layers = layers_for(double(lanes) * tokens * state_floats * 4);
+    std::vector<int32_t> slot_h(static_cast<size_t>(lanes));
+    for (int t = 0; t < lanes; ++t) slot_h[size_t(t)] = t;
+    DeviceBuffer<int32_t> slots(slot_h);
+    Rng rng(11);
+    DeviceBuffer<bf16> qkv(rng.bf16s(size_t(rows) * conv_dim, -2.f, 2.f)), conv_w(rng.bf16s(size_t(conv_dim) * 4, -0.5f, 0.5f));
+    DeviceBuffer<bf16> conv_out(size_t(rows) * conv_dim), z(rng.bf16s(size_t(rows) * hv * D, -2.f, 2.f));
+    DeviceBuffer<float> ab(std::vector<float>(size_t(rows) * hv, 0.3f)), a_log(std::vector<float>(hv, 0.5f));
+    DeviceBuffer<float> dt_bias(std::vector<float>(hv, 0.1f));
+    DeviceBuffer<bf16> norm_w(rng.bf16s(D, 0.5f, 1.5f)), y(size_t(rows) * hv * D);
+    struct Layer {
+        DeviceBuffer<float> state, state_snap;
+        DeviceBuffer<bf16> conv, conv_snap;
+    };
+    std::vector<std::unique_ptr<Layer>> L;
+    const size_t snaps = size_t(lanes) * std::max(tokens - 1, 1);
+    for (int l = 0; l < layers; ++l)
+        L.push_back(std::unique_ptr<Layer>(new Layer{DeviceBuffer<float>(size_t(lanes) * state_floats, 0),
+                                                     DeviceBuffer<float>(snaps * state_floats, 0),
+                                                     DeviceBuffer<bf16>(size_t(lanes) * conv_elems, 0),
+                                                     DeviceBuffer<bf16>(snaps * conv_elems, 0)}));
+    auto args = [&](const Layer& x, int r0, int n) {
+        kernels::GdnConvArgs ca{qkv.get() + int64_t(r0) * conv_dim, conv_dim, conv_w.get(), x.conv.get(), slots.get(),
+                                conv_out.get() + int64_t(r0) * conv_dim, conv_dim, conv_dim, n, true};
+        kernels::GdnRecurrentArgs ra;
+        ra.conv_out = ca.out, ra.conv_stride = conv_dim, ra.z = z.get() + int64_t(r0) * hv * D, ra.z_stride = hv * D;
+        ra.a_f32 = ab.get() + int64_t(r0) * hv, ra.b_f32 = ra.a_f32, ra.a_stride = ra.b_stride = hv;
+        ra.a_log = a_log.get(), ra.dt_bias = dt_bias.get(), ra.norm_w = norm_w.get(), ra.state = x.state.get();
+        ra.slots = slots.get(), ra.y = y.get() + int64_t(r0) * hv * D, ra.y_stride = hv * D;
+        ra.n_k_heads = hk, ra.n_v_heads = hv, ra.n_tokens = n, ra.exact = true;
+        return std::make_pair(ca, ra);
+    };
+    auto before = [&](int l, cudaStream_t s) {
+        const Layer& x = *L[size_t(l)];
+        for (int j = 0; j < tokens; ++j) {
+            auto [ca, ra] = args(x, j * lanes, lanes);
+            ca.state_settled = ra.state_settled = j == 0;
+            CUDA_OK(kernels::gdn_conv_decode(ca, s));
+            CUDA_OK(kernels::gdn_recurrent_decode(ra, s));
+            if (j + 1 == tokens) break;
+            std::vector<kernels::CopySpan> spans;
+            for (int t = 0; t < lanes; ++t) {
+                const size_t k = size_t(t) * (tokens - 1) + size_t(j);
+                spans.push_back({x.conv_snap.get() + k * conv_elems, x.conv.get() + size_t(t) * conv_elems, conv_elems * 2});
+                spans.push_back({x.state_snap.get() + k * state_floats, x.state.get() + size_t(t) * state_floats,
+                                 state_floats * 4});
+            }
+            CUDA_OK(kernels::copy_spans(spans.data(), int(spans.size()), s));
+        }
+    };
+    auto now = [&](int l, cudaStream_t s) {
+        const Layer& x = *L[size_t(l)];
+        auto [ca, ra] = args(x, 0, 0);
+        ca.state_settled = ra.state_settled = true;
+        kernels::GdnWindows ws;
+        for (int t = 0; t < lanes; ++t) {
+            kernels::GdnWindow& w = ws.w[ws.n++];
+            w.slot = t, w.n_tokens = tokens;
+            for (int j = 0; j < tokens; ++j) w.rows[j] = j * lanes + t;
+            w.conv_snap = x.conv_snap.get() + size_t(t) * (tokens - 1) * conv_elems;
+            w.state_snap = x.state_snap.get() + size_t(t) * (tokens - 1) * state_floats;
+        }
+        CUDA_OK(kernels::gdn_conv_window(ca, ws, s));
+        CUDA_OK(kernels::gdn_recurrent_window(ra, ws, s));
+    };
+    const double before_us = per_layer_us(layers, before), now_us = per_layer_us(layers, now);
+    std::printf("RESULT mixer_decode gdn_window %s lanes %d tokens %d: one-token launches + snapshot copies %.2f "
+                "us/layer, window launches %.2f us/layer (graphs of %d layers)\n",
+                model, lanes, tokens, before_us, now_us, layers);
+}
+
 } // namespace
 
 TEST_CASE("decode mixers: time per layer at the 27B and 35B-A3B shapes (RESULT lines; speed is not asserted)",
@@ -142,5 +222,18 @@ TEST_CASE("decode mixers: GDN time per layer of Split2 and Wide4 (RESULT lines; 
             time_gdn("35B-A3B", 16, 32, batch, path);
             if (path == kernels::GdnDecodePath::Wide4) time_gdn("27B", 16, 48, batch, path, false);
         }
+    CUDA_OK(cudaGetLastError());
+}
+
+TEST_CASE("decode mixers: GDN of verify windows, per-token launches and copies vs window launches (RESULT lines; "
+          "speed is not asserted)",
+          "[mixer_decode_timing]") {
+    require_gpu();
+    for (int tokens : {2, 4, 6}) {
+        time_gdn_window("27B", 16, 48, 1, tokens);
+        time_gdn_window("35B-A3B", 16, 32, 1, tokens);
+    }
+    time_gdn_window("27B", 16, 48, 2, 4);
+    time_gdn_window("27B", 16, 48, 4, 2);
     CUDA_OK(cudaGetLastError());
 }

@@ -34,6 +34,8 @@
 //     128 threads per (V head, token), 32 columns each (a warp per 32 rows); with state_settled
 //     the slot and the block's 16 KB of state are read BEFORE the PDL wait; the norm's partial sums
 //     are pushed into every peer's shared memory and cross one cluster barrier.
+// - Several consecutive tokens of a lane (speculative verify windows) run as one launch of each
+//   kernel through gdn_window.h, with these kernels' bits.
 // - Kernels start by programmatic dependent launch (kernels/src/common.cuh launch_pdl) and wait
 //   for the previous kernel on the stream before touching memory (Wide4 with state_settled: before
 //   touching anything but the weights, slots and states named above).
