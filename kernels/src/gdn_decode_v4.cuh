@@ -70,63 +70,85 @@ __device__ __forceinline__ V4Token v4_load_token(const GdnRecurrentArgs& a, int 
     x.vv = __bfloat162float(row[2 * key_dim + h * D + col]);
     return x;
 }
+// beta and the decay of V head h's token from its inputs (b, and a + dt_bias through softplus).
+__device__ __forceinline__ float v4_beta(float b_in, bool exact) {
+    const float sig = 1.f / (1.f + expf(-b_in));
+    return exact ? sig : bf16_round(sig);
+}
+__device__ __forceinline__ float v4_decay(float a_in, float dt_bias, float a_log) {
+    const float xa = a_in + dt_bias;
+    const float softplus = xa > 20.f ? xa : log1pf(expf(xa));
+    return expf(-expf(a_log) * softplus);
+}
+// A q or k value normed by its head's 4 warp sums of squares (q: scaled by 1 / sqrt(128) too).
+__device__ __forceinline__ float v4_q(float u, const float* q_sums) {
+    return u * rsqrtf(q_sums[0] + q_sums[1] + q_sums[2] + q_sums[3] + 1e-6f) * rsqrtf(float(kGdnHeadDim));
+}
+__device__ __forceinline__ float v4_k(float u, const float* k_sums) {
+    return u * rsqrtf(k_sums[0] + k_sums[1] + k_sums[2] + k_sums[3] + 1e-6f);
+}
 // The normed q and k rows into qs / ks (each warp its own 32 rows: only the norms' warp sums and
 // beta / decay cross warps, one __syncthreads); returns (beta, decay).
 __device__ __forceinline__ float2 v4_prepare(const GdnRecurrentArgs& a, const V4Token& x, float a_log, float dt_bias,
                                              int tid, int kq, float (&qs)[kGdnHeadDim], float (&ks)[kGdnHeadDim],
                                              float (&nred)[8], float (&scal)[2]) {
-    constexpr int D = kGdnHeadDim;
     const float ssq = warp_sum(x.uq * x.uq), ssk = warp_sum(x.uk * x.uk);
     if ((tid & 31) == 0) {
         nred[kq] = ssq; // Split2's warps 0-3 (q) ...
         nred[4 + kq] = ssk; // ... and 4-7 (k)
     }
-    if (tid == 0) {
-        const float sig = 1.f / (1.f + expf(-x.b_in));
-        scal[0] = a.exact ? sig : bf16_round(sig);
-    } else if (tid == 32) {
-        const float xa = x.a_in + dt_bias;
-        const float softplus = xa > 20.f ? xa : log1pf(expf(xa));
-        scal[1] = expf(-expf(a_log) * softplus);
-    }
+    if (tid == 0) scal[0] = v4_beta(x.b_in, a.exact);
+    else if (tid == 32) scal[1] = v4_decay(x.a_in, dt_bias, a_log);
     __syncthreads();
-    qs[tid] = x.uq * rsqrtf(nred[0] + nred[1] + nred[2] + nred[3] + 1e-6f) * rsqrtf(float(D));
-    ks[tid] = x.uk * rsqrtf(nred[4] + nred[5] + nred[6] + nred[7] + 1e-6f);
+    qs[tid] = v4_q(x.uq, nred);
+    ks[tid] = v4_k(x.uk, nred + 4);
     __syncwarp(); // warp kq reads only rows [32 kq, 32 kq + 32): its own lanes' qs / ks
     return make_float2(scal[0], scal[1]);
 }
-// The delta rule on the thread's rows s of its column, each new value stored at S (the column's
-// state, row stride 128) as it goes; returns the column's output o in warp 0 (bf16-rounded unless
-// exact), 0 in the others. The k.S and q.S partials use two buffers (no barrier between).
-__device__ __forceinline__ float v4_delta_rule(const GdnRecurrentArgs& a, float (&s)[kGdnV4Rows], float* S,
-                                               const float (&qs)[kGdnHeadDim], const float (&ks)[kGdnHeadDim],
-                                               float beta, float decay, float vv, int kq, int v,
-                                               float (&red_k)[4][kGdnV4Cols], float (&red_q)[4][kGdnV4Cols]) {
-    constexpr int D = kGdnHeadDim, R = kGdnV4Rows;
+// The delta rule in three steps: the decay of the thread's rows s and their k.S partial; the
+// column's delta from the 4 row quarters' partials (kq order); the update, each new value stored
+// at S (the column's state, row stride 128) as it goes, and the rows' q.S partial.
+__device__ __forceinline__ float v4_decay_ks(float (&s)[kGdnV4Rows], const float (&ks)[kGdnHeadDim], int kq, float decay) {
+    constexpr int R = kGdnV4Rows;
 #pragma unroll
     for (int i = 0; i < R; ++i) s[i] *= decay;
     float part = 0.f;
 #pragma unroll
     for (int i = 0; i < R; ++i) part = fmaf(s[i], ks[kq * R + i], part);
-    red_k[kq][v] = part;
-    __syncthreads();
-    const float delta = beta * (vv - (red_k[0][v] + red_k[1][v] + red_k[2][v] + red_k[3][v]));
-    part = 0.f;
+    return part;
+}
+__device__ __forceinline__ float v4_delta(float beta, float vv, const float (&red_k)[4][kGdnV4Cols], int v) {
+    return beta * (vv - (red_k[0][v] + red_k[1][v] + red_k[2][v] + red_k[3][v]));
+}
+__device__ __forceinline__ float v4_update(float (&s)[kGdnV4Rows], float* S, const float (&ks)[kGdnHeadDim],
+                                           const float (&qs)[kGdnHeadDim], int kq, float delta) {
+    constexpr int D = kGdnHeadDim, R = kGdnV4Rows;
+    float part = 0.f;
 #pragma unroll
     for (int i = 0; i < R; ++i) {
         s[i] = fmaf(ks[kq * R + i], delta, s[i]);
         S[(kq * R + i) * D] = s[i];
         part = fmaf(s[i], qs[kq * R + i], part);
     }
-    red_q[kq][v] = part;
+    return part;
+}
+// The column's output o from the 4 row quarters' q.S partials (kq order), bf16-rounded unless exact.
+__device__ __forceinline__ float v4_output(const float (&red_q)[4][kGdnV4Cols], int v, bool exact) {
+    const float o = red_q[0][v] + red_q[1][v] + red_q[2][v] + red_q[3][v];
+    return exact ? o : bf16_round(o);
+}
+// One token's delta rule (the steps above, the partials crossing warps through red_k / red_q);
+// returns the column's output o in warp 0, 0 in the others.
+__device__ __forceinline__ float v4_delta_rule(const GdnRecurrentArgs& a, float (&s)[kGdnV4Rows], float* S,
+                                               const float (&qs)[kGdnHeadDim], const float (&ks)[kGdnHeadDim],
+                                               float beta, float decay, float vv, int kq, int v,
+                                               float (&red_k)[4][kGdnV4Cols], float (&red_q)[4][kGdnV4Cols]) {
+    red_k[kq][v] = v4_decay_ks(s, ks, kq, decay);
+    __syncthreads();
+    red_q[kq][v] = v4_update(s, S, ks, qs, kq, v4_delta(beta, vv, red_k, v));
     __syncthreads();
     // Gated RMSNorm over the head's 128 outputs: warp 0 holds this block's 32.
-    float o = 0.f;
-    if (kq == 0) {
-        o = red_q[0][v] + red_q[1][v] + red_q[2][v] + red_q[3][v];
-        if (!a.exact) o = bf16_round(o);
-    }
-    return o;
+    return kq == 0 ? v4_output(red_q, v, a.exact) : 0.f;
 }
 // Warp 0's y of token row t from its o and the head's 4 sums of squares (Split2's order:
 // (0 + (g0 + g1)) + (g2 + g3)).

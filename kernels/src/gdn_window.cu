@@ -48,21 +48,26 @@ __global__ void gdn_conv_window_kernel_t(GdnConvArgs a, GdnWindows ws) {
 }
 
 // grid (n_v_heads * 4, n_windows), 128 threads, clusters of a head's 4 blocks: Wide4's recurrence
-// (gdn_decode_v4.cu) with the window's tokens looped inside. The column's 32 rows stay in
-// registers from the one read of the live state to the last token; after token j they are stored
-// to snapshot j (the last token: the live slot) as the delta rule produces them. Token j + 1's
-// inputs are loaded before token j's arithmetic. The norm's partial sums cross the cluster once a
-// token through two buffers of parts, alternating: a rank stores token j + 1's sums only after
-// token j's barrier, which every peer reaches after reading its token j - 1 sums, so one barrier a
-// token suffices (the first token's stores also wait for the start phase: every peer has started).
+// (gdn_decode_v4.cu, its arithmetic through the same pieces) with the window's tokens inside. Only
+// the state carries from token to token, so the rest is taken out of the token loop:
+// - first every token's inputs (loaded together), its q / k norms, beta and decay (one
+//   __syncthreads for all), qs / ks per token in shared memory;
+// - then the loop, the column's 32 rows in registers from the one read of the live state: decay
+//   and k.S, one __syncthreads, delta, the update stored to snapshot j (the last token: the live
+//   slot) as it is produced, and the q.S partials kept per token (red_k alternates two buffers: a
+//   warp writes token j + 2's only after token j + 1's barrier, which every warp passes after
+//   reading token j's);
+// - then every token's output: warp 0's o and sums of squares, one exchange of the norm's partials
+//   across the cluster (Wide4's two barrier phases, once for the window), and y.
 template <bool kSettled>
 __global__ void __launch_bounds__(kGdnV4Threads) gdn_recurrent_window_kernel_t(GdnRecurrentArgs a, GdnWindows ws) {
-    constexpr int D = kGdnHeadDim, R = kGdnV4Rows;
-    __shared__ __align__(16) float qs[D];
-    __shared__ __align__(16) float ks[D];
-    __shared__ float red_k[4][kGdnV4Cols], red_q[4][kGdnV4Cols], nred[8], scal[2], parts[2][kGdnV4Split];
+    constexpr int D = kGdnHeadDim, R = kGdnV4Rows, T = kGdnWindowMaxTokens;
+    __shared__ __align__(16) float qs[T][D];
+    __shared__ __align__(16) float ks[T][D];
+    __shared__ float red_k[2][4][kGdnV4Cols], red_q[T][4][kGdnV4Cols], vs[T][kGdnV4Cols], zs[T][kGdnV4Cols];
+    __shared__ float nred[T][8], scal[T][2], parts[T][kGdnV4Split];
     ninfer_grid_launch_dependents();
-    cluster_arrive_relaxed(); // the start phase: this block has started
+    cluster_arrive_relaxed(); // phase 1: this block has started (waited for before the DSMEM stores)
     const GdnWindow& w = ws.w[blockIdx.y];
     const int h = blockIdx.x / kGdnV4Split, sr = blockIdx.x % kGdnV4Split, tid = threadIdx.x;
     const int v = tid % kGdnV4Cols, kq = tid / kGdnV4Cols, lane = tid & 31;
@@ -81,25 +86,56 @@ __global__ void __launch_bounds__(kGdnV4Threads) gdn_recurrent_window_kernel_t(G
 #pragma unroll
         for (int i = 0; i < R; ++i) s[i] = S[(kq * R + i) * D];
     }
+    // Every token's inputs: raw q / k to qs / ks, v and the gate to vs / zs (warp 0), beta's and the
+    // decay's inputs to scal (threads 0 and 32); each slot is read back by the thread that wrote it.
+#pragma unroll
+    for (int j = 0; j < T; ++j) {
+        if (j >= n) break;
+        const V4Token x = v4_load_token(a, w.rows[j], h, r, col, tid, kq);
+        qs[j][tid] = x.uq;
+        ks[j][tid] = x.uk;
+        if (kq == 0) vs[j][v] = x.vv, zs[j][v] = x.z;
+        if (tid == 0) scal[j][0] = x.b_in;
+        else if (tid == 32) scal[j][1] = x.a_in;
+    }
+#pragma unroll
+    for (int j = 0; j < T; ++j) {
+        if (j >= n) break;
+        const float uq = qs[j][tid], uk = ks[j][tid];
+        const float ssq = warp_sum(uq * uq), ssk = warp_sum(uk * uk);
+        if (lane == 0) nred[j][kq] = ssq, nred[j][4 + kq] = ssk;
+        if (tid == 0) scal[j][0] = v4_beta(scal[j][0], a.exact);
+        else if (tid == 32) scal[j][1] = v4_decay(scal[j][1], dt_bias, a_log);
+    }
+    __syncthreads();
+    for (int j = 0; j < n; ++j) {
+        qs[j][tid] = v4_q(qs[j][tid], nred[j]);
+        ks[j][tid] = v4_k(ks[j][tid], nred[j] + 4);
+    }
+    __syncwarp(); // warp kq reads only rows [32 kq, 32 kq + 32): its own lanes' qs / ks
     const int64_t snap_stride = int64_t(a.n_v_heads) * D * D;
     float* snap = w.state_snap + int64_t(h) * D * D + col;
-    V4Token x = v4_load_token(a, w.rows[0], h, r, col, tid, kq);
     for (int j = 0; j < n; ++j) {
-        const int t = w.rows[j];
-        V4Token next = x;
-        if (j + 1 < n) next = v4_load_token(a, w.rows[j + 1], h, r, col, tid, kq);
-        const float2 beta_decay = v4_prepare(a, x, a_log, dt_bias, tid, kq, qs, ks, nred, scal);
-        float* dst = j + 1 < n ? snap + j * snap_stride : S;
-        const float o = v4_delta_rule(a, s, dst, qs, ks, beta_decay.x, beta_decay.y, x.vv, kq, v, red_k, red_q);
-        const float osq = warp_sum(o * o);
-        if (j == 0) cluster_wait_acquire(); // the start phase is complete: every peer's shared memory exists
-        if (kq == 0 && lane < kGdnV4Split) store_to_rank(&parts[j & 1][sr], uint32_t(lane), osq);
-        __syncwarp(); // the .aligned barriers below want the whole warp
-        cluster_arrive_release(); // this block's token-j partial is in every rank
-        cluster_wait_acquire();
-        if (kq == 0) v4_store_y(a, t, h, col, o, parts[j & 1], norm_w, x.z);
-        x = next;
+        float(&rk)[4][kGdnV4Cols] = red_k[j & 1];
+        rk[kq][v] = v4_decay_ks(s, ks[j], kq, scal[j][1]);
+        __syncthreads();
+        const float delta = v4_delta(scal[j][0], vs[j][v], rk, v);
+        red_q[j][kq][v] = v4_update(s, j + 1 < n ? snap + j * snap_stride : S, ks[j], qs[j], kq, delta);
     }
+    __syncthreads(); // every token's q.S partials
+    cluster_wait_acquire(); // phase 1 complete: every peer block has started, its shared memory exists
+    if (kq == 0)
+        for (int j = 0; j < n; ++j) {
+            const float o = v4_output(red_q[j], v, a.exact);
+            const float osq = warp_sum(o * o);
+            if (lane < kGdnV4Split) store_to_rank(&parts[j][sr], uint32_t(lane), osq);
+        }
+    __syncwarp(); // the .aligned barriers below want the whole warp
+    cluster_arrive_release(); // phase 2: this block's partials are in every rank
+    cluster_wait_acquire();
+    if (kq == 0)
+        for (int j = 0; j < n; ++j)
+            v4_store_y(a, w.rows[j], h, col, v4_output(red_q[j], v, a.exact), parts[j], norm_w, zs[j][v]);
 }
 
 bool windows_ok(const GdnWindows& ws, bool conv_snap, bool state_snap) {

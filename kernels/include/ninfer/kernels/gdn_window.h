@@ -31,7 +31,9 @@
 //   kernels' requirements. Else cudaErrorInvalidValue and nothing is launched.
 // - Launch shapes: the conv as gdn_conv_decode's grid with one y index per window; the recurrence
 //   as Wide4's clusters of 4 blocks per (V head, window), the window's tokens looped inside with
-//   the state in registers. PDL launches (common.cuh), graph-capturable, no synchronisation.
+//   the state in registers (what does not carry from token to token, the q / k norms, beta, decay
+//   and the gated norm's exchange across the cluster, runs once for the window, outside the loop).
+//   PDL launches (common.cuh), graph-capturable, no synchronisation.
 // Thread safety: stateless apart from the caller's buffers; any host thread, any stream.
 #pragma once
 
