@@ -214,7 +214,7 @@ const std::vector<std::vector<int>> kLayouts = {{1}, {2}, {3}, {4}, {5}, {6}, {4
 
 } // namespace
 
-TEST_CASE("gdn window equals one-token Wide4 launches bit for bit (27B and 35B-A3B shapes, 1..6 tokens, lanes)",
+TEST_CASE("gdn window equals one-token Wide4 launches bit for bit (27B and 35B-A3B shapes, 1..8 tokens, lanes)",
           "[gdn_window]") {
     require_gpu();
     uint64_t seed = 600;

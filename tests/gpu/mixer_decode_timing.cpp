@@ -225,8 +225,8 @@ TEST_CASE("decode mixers: GDN time per layer of Split2 and Wide4 (RESULT lines; 
     CUDA_OK(cudaGetLastError());
 }
 
-TEST_CASE("decode mixers: GDN of verify windows, per-token launches and copies vs window launches (RESULT lines; "
-          "speed is not asserted)",
+TEST_CASE("decode mixers: GDN of verify windows as per-token launches and copies or as window launches (RESULT "
+          "lines; speed is not asserted)",
           "[mixer_decode_timing]") {
     require_gpu();
     for (int tokens : {2, 4, 6}) {
