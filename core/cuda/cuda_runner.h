@@ -156,9 +156,9 @@ class Runner {
     void alloc_f32_mixers();
     void attention_f32(const DeviceLayer& L, uint32_t full_index, int n);
     void gdn_f32(const DeviceLayer& L, uint32_t gdn_index, int n, bool one_lane);
-    // The GDN launches of enqueue_forward without windows: launch i's first row and row count
-    // (one_lane's token by token, else one launch); with windows (verify_window.cpp) layer g's
-    // kernel view of them.
+    // The GDN launches of enqueue_forward without windows: one_lane's token by token (launch i
+    // over row i), else one over every row; with windows (verify_window.cpp) layer g's kernel
+    // view of them.
     static int gdn_launches(int n, bool one_lane) { return one_lane ? n : 1; }
     kernels::GdnWindows gdn_windows(uint32_t gdn_index) const;
     const GdnWindowPlan* gdn_windows_ = nullptr;
