@@ -50,7 +50,7 @@ void NgramDrafter::append(std::span<const int32_t> tokens) {
             continue;
         // The n-grams ending just before the new token now have a follower: index them.
         const size_t end = tokens_.size() - 2;
-        for (uint32_t n = options_.min_ngram; n <= options_.max_ngram && n <= end + 1; ++n)
+        for (uint32_t n = std::max(options_.min_ngram - 1, 1u); n <= options_.max_ngram && n <= end + 1; ++n)
             latest_end_[key(end, n)] = uint32_t(end);
     }
 }
@@ -69,6 +69,18 @@ std::vector<int32_t> NgramDrafter::draft(int k) const {
         return {tokens_.begin() + long(from), tokens_.begin() + long(to)};
     }
     return {};
+}
+
+bool NgramDrafter::may_draft_after_next() const {
+    // A match after the next token t is a min_ngram-gram (suffix + t) that occurred earlier with a
+    // follower: its first min_ngram - 1 tokens are the current suffix, at an earlier end with a
+    // follower (the index of that length). A hash hit on other tokens counts as maybe.
+    const uint32_t n = options_.min_ngram - 1;
+    if (n == 0)
+        return tokens_.size() >= 1;
+    if (tokens_.size() < n)
+        return false;
+    return latest_end_.count(key(tokens_.size() - 1, n)) > 0;
 }
 
 } // namespace ninfer::core

@@ -10,7 +10,11 @@
 //   options.min_ngram tokens long, that also ends at an earlier position; among those earlier
 //   occurrences it takes the most recent, and returns up to k tokens that followed it (fewer where
 //   the sequence ends first; none when no suffix of min_ngram tokens recurs or k <= 0).
-// - Cost: append is O(max_ngram - min_ngram + 1) hash-map inserts per token (each n-gram is indexed
+// - may_draft_after_next() says whether draft(k > 0) could return anything once one more token,
+//   whatever it is, is appended: false only when no suffix of min_ngram tokens can recur then (the
+//   last min_ngram - 1 tokens never occurred earlier with a token after them). The scheduler asks
+//   it before ending a pipelined step for a round whose next token is still on the device.
+// - Cost: append is O(max_ngram - min_ngram + 2) hash-map inserts per token (each n-gram is indexed
 //   once it has a following token); draft is O(max_ngram^2 + k). Hash hits are checked against the
 //   tokens, so collisions never produce a wrong match.
 // - Options: 1 <= min_ngram <= max_ngram <= 16, else ninfer::Error("ngram: ...").
@@ -36,6 +40,7 @@ class NgramDrafter {
     void reset();
     void append(std::span<const int32_t> tokens);
     std::vector<int32_t> draft(int k) const;
+    bool may_draft_after_next() const;
     const std::vector<int32_t>& tokens() const { return tokens_; }
 
   private:
@@ -44,7 +49,8 @@ class NgramDrafter {
 
     NgramOptions options_;
     std::vector<int32_t> tokens_;
-    // (length, hash) -> the latest end position of such an n-gram that has a following token.
+    // (length, hash) -> the latest end position of such an n-gram that has a following token;
+    // lengths min_ngram - 1 (when >= 1) .. max_ngram.
     std::unordered_map<uint64_t, uint32_t> latest_end_;
 };
 

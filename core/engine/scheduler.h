@@ -223,6 +223,7 @@ class Scheduler {
     bool prefill_chunk(int lane_index, std::span<const int32_t> chunk, LogitsOut out);
     // One decode round: begin the next step, end the one begun in the previous round.
     void decode_batch();
+    bool ngram_cannot_draft(Lane& l); // scheduler.cpp: no round for it while its next token is on the device
     void end_step_in_flight();
     bool any_closing() const; // a finished lane still to feed its last sample
     // Speculation (scheduler_speculative.cpp).

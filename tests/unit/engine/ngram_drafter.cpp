@@ -81,3 +81,33 @@ TEST_CASE("ngram_drafter: n-gram sizes are checked", "[ngram_drafter]") {
     CHECK_THROWS_WITH(NgramDrafter({.min_ngram = 4, .max_ngram = 3}), Catch::Contains("not within 1..16"));
     CHECK_THROWS_WITH(NgramDrafter({.min_ngram = 2, .max_ngram = 17}), Catch::Contains("not within 1..16"));
 }
+
+TEST_CASE("ngram_drafter: may_draft_after_next is false exactly when no next token gives a draft", "[ngram_drafter]") {
+    // Small vocabularies, so both answers occur often; every next token is tried by brute force.
+    std::mt19937 rng(7);
+    for (uint32_t min_n : {1u, 2u, 3u}) {
+        for (int vocab : {3, 6, 40}) {
+            std::uniform_int_distribution<int32_t> pick(0, vocab - 1);
+            int said_no = 0, said_yes = 0;
+            for (int trial = 0; trial < 60; ++trial) {
+                const NgramOptions options{min_n, 4};
+                NgramDrafter d(options);
+                std::vector<int32_t> s;
+                const int length = 1 + trial % 24;
+                for (int i = 0; i < length; ++i) s.push_back(pick(rng));
+                d.append(s);
+                bool some_next_drafts = false;
+                for (int32_t t = 0; t < vocab && !some_next_drafts; ++t) {
+                    std::vector<int32_t> with(s);
+                    with.push_back(t);
+                    some_next_drafts = !brute_force(with, 1, min_n, 4).empty();
+                }
+                INFO("min_ngram " << min_n << " vocab " << vocab << " length " << length);
+                CHECK(d.may_draft_after_next() == some_next_drafts);
+                (some_next_drafts ? said_yes : said_no) += 1;
+            }
+            if (min_n > 1 && vocab == 40) CHECK(said_no > 0); // the case the scheduler saves work on
+            if (vocab == 3) CHECK(said_yes > 0);
+        }
+    }
+}
