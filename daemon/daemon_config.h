@@ -68,6 +68,7 @@ struct DaemonConfig {
     int media_max_items{};
     int64_t media_max_vision_tokens{};
     std::string vision_device; // "cpu", "cuda" or "auto": where the vision tower runs
+    int64_t vision_batch_patches{}; // patches the GPU tower runs at once (cuda_vision_bytes plans them)
     int media_decode_threads{};
     std::string log_level;
 

@@ -130,7 +130,8 @@ PlannedModel plan_model(const DaemonConfig& config) {
         request.margin_bytes = core::cuda_default_margin(request.available_bytes);
         request.backend_workspace_bytes = core::cuda_backend_workspace_bytes(m.weights->config, request);
         if (m.weights->vision && vision_device_of(config) == "cuda") // the GPU tower's weights and one batch
-            request.backend_workspace_bytes += core::cuda_vision_bytes(m.weights->vision->config);
+            request.backend_workspace_bytes +=
+                core::cuda_vision_bytes(m.weights->vision->config, size_t(config.vision_batch_patches));
     }
 #endif
     if (config.max_context == 0) {
@@ -185,7 +186,8 @@ std::unique_ptr<core::Backend> load_backend(const DaemonConfig& config, PlannedM
     if (model.weights->vision && image && video) {
 #ifdef NINFER_HAVE_CUDA_BACKEND
         if (vision_device_of(config) == "cuda")
-            model.vision = core::make_cuda_vision_encoder(*model.weights->vision, *image, *video);
+            model.vision = core::make_cuda_vision_encoder(*model.weights->vision, *image, *video,
+                                                          size_t(config.vision_batch_patches));
 #endif
         if (!model.vision)
             model.vision = core::make_cpu_vision_encoder(*model.weights->vision, unsigned(config.threads), *image, *video);

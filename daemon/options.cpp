@@ -181,6 +181,11 @@ constexpr OptionSpec kOptions[] = {
     {"vision-device", OptionKind::Choice, "auto", 0, 0, "auto|cpu|cuda", "DEVICE",
      "where the vision tower runs: cpu, cuda (the GPU; needs --device cuda) or auto (cuda when the backend is)",
      0, text_field<&DaemonConfig::vision_device>()},
+    {"vision-batch-patches", OptionKind::Integer, "4096", 4096, 65536, "", "N",
+     "patches the GPU vision tower runs at once (a video's frame pairs packed up to N; at least a 1024x1024 "
+     "image's 4096): more run video "
+     "faster and take more GPU memory (planned) and pinned host memory", 0,
+     integer_field<&DaemonConfig::vision_batch_patches>()},
     {"media-decode-threads", OptionKind::Integer, "2", 1, 64, "", "N",
      "threads decoding images and video (FFmpeg, loaded when the first media request comes); each video's "
      "decoder also runs up to N frame threads", 0,
