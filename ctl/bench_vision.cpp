@@ -145,7 +145,7 @@ std::vector<int32_t> request_prompt(const ModelSession& s, const core::VisionInp
 std::unique_ptr<core::VisionEncoder> make_tower(const core::VisionWeights& weights, const VisionBenchArgs& a) {
     if (!a.gpu) return core::make_cpu_vision_encoder(weights, a.threads, -1, -1);
 #ifdef NINFER_HAVE_CUDA_BACKEND
-    return core::make_cuda_vision_encoder(weights, -1, -1);
+    return core::make_cuda_vision_encoder(weights, -1, -1, a.batch_patches);
 #else
     throw Error("bench: --vision-device cuda needs a ninferctl built with CUDA (-DNINFER_CUDA=ON)");
 #endif

@@ -30,7 +30,7 @@ constexpr const char* kBenchUsage =
     "           [--temperature T] [--top-p P] [--top-k K] [--speculative ngram:K|mtp:K]\n"
     "       ninferctl bench ARTIFACT (--media FILE | --image WxH | --video SECONDS [--frame WxH])\n"
     "                 [--device cpu|cuda] [--vision-device cpu|cuda] [--prefill-chunk N] [--repeat N]\n"
-    "                 [--threads N] [--decode-threads N] [--json]\n"
+    "                 [--threads N] [--decode-threads N] [--vision-batch-patches N] [--json]\n"
     "  On the CUDA backend: prefill tok/s, TTFT, TFLOP/s and the fraction of the bf16 tensor-core\n"
     "  peak it measures (8192^3 GEMM, ours and cuBLASLt if present) per prompt length, prefilled in\n"
     "  chunks of --prefill-chunk tokens (default 2048); decode tok/s per batch size\n"
@@ -50,7 +50,8 @@ constexpr const char* kBenchUsage =
     "  mean of --repeat, default 3): --media FILE (an image or a video) is read, decoded and\n"
     "  preprocessed by ninferd's media path (FFmpeg, loaded at run time; a video's decoder with\n"
     "  --decode-threads frame threads, default 2 as ninferd's media-decode-threads); the tower encodes it\n"
-    "  (on the CPU with --threads N, default every core, or the GPU's with --vision-device cuda); the\n"
+    "  (on the CPU with --threads N, default every core, or the GPU's with --vision-device cuda, in\n"
+    "  batches of --vision-batch-patches patches, default 4096 as ninferd's vision-batch-patches); the\n"
     "  language model prefills the prompt (the item's placeholder tokens and a short question) on\n"
     "  --device cpu (default) or cuda in chunks of --prefill-chunk tokens (default 2048). Reported:\n"
     "  each stage's ms, TTFT = their sum and each one's share. --image WxH / --video SECONDS skip the\n"
@@ -101,6 +102,8 @@ int cmd_bench(int argc, char** argv) {
         else if (arg == "--media" && has_value) vision.media_path = argv[++i];
         else if (arg == "--threads" && has_value) vision.threads = unsigned(parse_count("--threads", argv[++i]));
         else if (arg == "--decode-threads" && has_value) vision.decode_threads = int(parse_count("--decode-threads", argv[++i]));
+        else if (arg == "--vision-batch-patches" && has_value)
+            vision.batch_patches = size_t(parse_count("--vision-batch-patches", argv[++i]));
         else if (arg == "--device" && has_value) vision.device = check_device(argv[++i]);
         else if (arg == "--repeat" && has_value) vision.repeat = std::max(1, int(parse_count("--repeat", argv[++i])));
         else if (arg == "--vision-device" && has_value) {
