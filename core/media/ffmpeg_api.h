@@ -32,7 +32,7 @@ namespace ninfer::core {
 // Every function the media code calls, by library: X(library index, name). The pointer types
 // come from the headers (decltype), so a signature can never disagree with them.
 #define NINFER_FFMPEG_FUNCTIONS(X)                                                                  \
-    X(0, avutil_version) X(0, av_frame_alloc) X(0, av_frame_free) X(0, av_malloc) X(0, av_free)     \
+    X(0, avutil_version) X(0, av_frame_alloc) X(0, av_frame_free) X(0, av_frame_clone) X(0, av_malloc) X(0, av_free)     \
     X(0, av_log_set_level) X(0, av_strerror) X(0, av_dict_set) X(0, av_dict_free) X(0, av_pix_fmt_desc_get) \
     X(1, avcodec_version) X(1, avcodec_find_decoder) X(1, avcodec_alloc_context3)                   \
     X(1, avcodec_free_context) X(1, avcodec_parameters_to_context) X(1, avcodec_open2)              \

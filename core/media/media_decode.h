@@ -15,9 +15,11 @@
 //   frame with the matrix and range it is tagged with, BT.601 limited when untagged, through the
 //   swscale call of transformers' PyAV loader: docs/MEDIA.md) and resized
 //   with resize_bicubic_u8 (bicubic_resize.h: the integer bicubic of transformers' default
-//   torchvision processors, to the bit) as soon as it is decoded, then patchified in pairs, so no
-//   more than one source-size RGB frame, two resized frames and the output are ever held (docs/MEDIA.md gives
-//   the measured distance to the references). A stream that ends before a planned frame (a
+//   torchvision processors, to the bit) as soon as it is decoded, then patchified in pairs. A
+//   video's sampled frames are converted on limits.decoder_threads worker threads
+//   (resize_workers.h) while this thread decodes, so at most 2 x decoder_threads decoded frames
+//   wait for a worker, one source-size RGB frame a worker and a few resized frames are held
+//   besides the output (docs/MEDIA.md gives the measured distance to the references). A stream that ends before a planned frame (a
 //   container whose frame count was estimated from its duration) repeats its last sampled frame.
 // - The result is the VisionInput of core/vision/vision_input.h (patch order, normalisation,
 //   timestamps); digest = SHA-256 over "ninfer-media-v1", kind, grid_t/h/w, patch/temporal/merge
