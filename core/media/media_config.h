@@ -60,6 +60,10 @@ struct MediaLimits {
     // every frame to sample 2 a second, takes the pool's threads rather than one. 2: ninferd's
     // default.
     int decoder_threads = 2;
+    // A video's decoder skips the frames that are neither sampled nor referenced by another frame
+    // where that is exact (H.264 in MP4/MOV: MediaReader::decode_only); the sampled frames are the
+    // same, bit for bit. false decodes every frame (the tests compare the two).
+    bool skip_unsampled_frames = true;
 };
 
 } // namespace ninfer::core

@@ -92,6 +92,44 @@ class PatchWriter {
     int64_t t_ = 0;
 };
 
+// Decodes the planned frames from reader into out (its geometry set): converted and resized on
+// as many worker threads as the decoder has frame threads, while this thread decodes and
+// patchifies the resized frames in order. False when the reader skipped frames and a frame's
+// index came out wrong (MediaReader::frame_index): the caller decodes again without skipping.
+bool decode_frames(MediaReader& reader, const MediaPlan& plan, const MediaPreprocess& p, const MediaLimits& limits,
+                   VisionInput& out) {
+    const int64_t T = p.temporal_patch_size;
+    const int64_t n_frames = int64_t(out.grid_t) * T;
+    PatchWriter writer(out, p, plan.size);
+    const int workers = out.kind == Kind::Image ? 0 : std::clamp(limits.decoder_threads, 1, 64);
+    ResizeWorkers resize(ffmpeg_api(), plan.size, out.kind, plan.frame_indices.size(), workers);
+    std::vector<uint8_t> last;
+    auto add_next = [&](bool wait) { // the next resized frame into the patches, if it is ready
+        std::optional<std::vector<uint8_t>> frame = resize.take(wait);
+        if (frame) last = std::move(*frame), writer.add(last);
+        return frame.has_value();
+    };
+    size_t next = 0;
+    while (next < plan.frame_indices.size()) {
+        const AVFrame* f = reader.next_frame();
+        if (!f) break;
+        const int64_t index = reader.frame_index();
+        if (index < 0 || index > plan.frame_indices[next]) return false;
+        if (index < plan.frame_indices[next]) continue;
+        while (resize.in_flight() >= resize.max_in_flight()) add_next(true);
+        resize.push(f);
+        ++next;
+        while (add_next(false)) {}
+    }
+    while (add_next(true)) {}
+    if (next == 0) throw Error("media: the " + reader.info().container + " file holds no decodable frame");
+    // Frames the stream did not have (an estimated count), then the padding to whole temporal
+    // patches: the last sampled frame again, as transformers' patchify pads.
+    for (int64_t i = int64_t(next); i < n_frames; ++i) writer.add(last);
+    out.digest = writer.finish();
+    return true;
+}
+
 } // namespace
 
 MediaPlan plan_media(Kind kind, std::span<const uint8_t> bytes, const MediaConfig& config, const MediaLimits& limits) {
@@ -120,33 +158,11 @@ VisionInput decode_media(Kind kind, std::span<const uint8_t> bytes, const MediaC
     out.grid_h = int(plan.size.height / p.patch_size);
     out.grid_w = int(plan.size.width / p.patch_size);
     if (kind == Kind::Video) out.timestamps_s = pair_timestamps(plan.frame_indices, plan.source_fps, int(T));
-    PatchWriter writer(out, p, plan.size);
-    // A video's sampled frames are converted on as many threads as its decoder has frame
-    // threads, while this thread decodes and patchifies the resized frames in order.
-    const int workers = kind == Kind::Image ? 0 : std::clamp(limits.decoder_threads, 1, 64);
-    ResizeWorkers resize(ffmpeg_api(), plan.size, kind, plan.frame_indices.size(), workers);
-    std::vector<uint8_t> last;
-    auto add_next = [&](bool wait) { // the next resized frame into the patches, if it is ready
-        std::optional<std::vector<uint8_t>> frame = resize.take(wait);
-        if (frame) last = std::move(*frame), writer.add(last);
-        return frame.has_value();
-    };
-    size_t next = 0;
-    for (int64_t index = 0; next < plan.frame_indices.size(); ++index) {
-        const AVFrame* f = reader.next_frame();
-        if (!f) break;
-        if (index != plan.frame_indices[next]) continue;
-        while (resize.in_flight() >= resize.max_in_flight()) add_next(true);
-        resize.push(f);
-        ++next;
-        while (add_next(false)) {}
+    if (kind == Kind::Video && limits.skip_unsampled_frames) reader.decode_only(plan.frame_indices);
+    if (!decode_frames(reader, plan, p, limits, out)) { // a frame's timestamp was not what skipping needs
+        MediaReader every_frame(bytes, limits);
+        if (!decode_frames(every_frame, plan, p, limits, out)) throw Error("media: internal error: frames out of order");
     }
-    while (add_next(true)) {}
-    if (next == 0) throw Error("media: the " + reader.info().container + " file holds no decodable frame");
-    // Frames the stream did not have (an estimated count), then the padding to whole temporal
-    // patches: the last sampled frame again, as transformers' patchify pads.
-    for (int64_t i = int64_t(next); i < n_frames; ++i) writer.add(last);
-    out.digest = writer.finish();
     return out;
 }
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <vector>
 
 namespace ninfer::core {
@@ -70,8 +71,15 @@ struct MediaReader::Impl {
     AVFrame* frame = nullptr;
     int stream = -1;
     bool flushing = false, done = false;
+    // decode_only: the stream's packets read ahead (fed before av_read_frame's), every
+    // packet's pts in presentation order, and the pts of the frames the caller takes.
+    std::deque<AVPacket*> ahead;
+    bool read_all = false, skipping = false;
+    std::vector<int64_t> order, wanted;
+    int64_t returned = 0, index = -1;
 
     ~Impl() {
+        for (AVPacket*& p : ahead) av.av_packet_free(&p);
         if (frame) av.av_frame_free(&frame);
         if (packet) av.av_packet_free(&packet);
         if (codec) av.avcodec_free_context(&codec);
@@ -83,6 +91,10 @@ struct MediaReader::Impl {
     }
 
     void open(const MediaLimits& limits);
+    bool demux(AVPacket* p);         // the file's next packet of our stream, false at the end
+    bool read_packet(AVPacket*& p); // the same after the packets read ahead
+    void read_ahead(std::span<const int64_t> frame_indices);
+    void index_frame();
     void check_stream(const MediaLimits& limits);
     void open_decoder(const MediaLimits& limits);
 };
@@ -176,30 +188,108 @@ MediaReader::~MediaReader() = default;
 
 const MediaInfo& MediaReader::info() const { return impl_->info; }
 
+int64_t MediaReader::frame_index() const { return impl_->index; }
+
+void MediaReader::decode_only(std::span<const int64_t> frame_indices) {
+    Impl& m = *impl_;
+    if (m.returned > 0 || m.skipping || !m.ahead.empty()) throw Error("media: internal error: decode_only after decoding began");
+    m.read_ahead(frame_indices);
+}
+
+// Reads every packet of the stream ahead when skipping is exact, and turns skipping on:
+// - H.264 only: a picture whose nal_ref_idc is 0 is, by the standard, never used to predict
+//   another, and FFmpeg's AVDISCARD_NONREF drops it before it touches the decoder's state (the
+//   check precedes h264_field_start). (HEVC's "sub-layer non-reference" pictures may still be
+//   referenced by higher temporal layers, so HEVC decodes every frame.)
+// - MP4/MOV, progressive: one packet is one frame (a field-coded stream may split a frame into
+//   two packets), so a frame's presentation index is the rank of its packet's pts.
+// - every packet has a distinct pts and no discard flag (an edit list dropping frames would
+//   make the decoder's output count differ from the packet count).
+// Otherwise every frame is decoded as before (the packets read stay queued, in order).
+void MediaReader::Impl::read_ahead(std::span<const int64_t> frame_indices) {
+    const AVCodecParameters* par = format->streams[stream]->codecpar;
+    if (par->codec_id != AV_CODEC_ID_H264 || par->field_order != AV_FIELD_PROGRESSIVE ||
+        info.container.find("mp4") == std::string::npos)
+        return;
+    bool exact = true;
+    for (;;) {
+        AVPacket* p = av.av_packet_alloc();
+        if (!p) throw Error(Errc::NoSpace, "media: out of memory");
+        if (!demux(p)) {
+            av.av_packet_free(&p);
+            break;
+        }
+        ahead.push_back(p);
+        exact = exact && p->pts != AV_NOPTS_VALUE && !(p->flags & (AV_PKT_FLAG_DISCARD | AV_PKT_FLAG_CORRUPT));
+        if (exact) order.push_back(p->pts);
+    }
+    read_all = true;
+    std::sort(order.begin(), order.end());
+    if (!exact || order.empty() || std::adjacent_find(order.begin(), order.end()) != order.end()) return;
+    for (int64_t i : frame_indices)
+        if (i >= 0 && i < int64_t(order.size())) wanted.push_back(order[size_t(i)]);
+    std::sort(wanted.begin(), wanted.end());
+    skipping = true;
+}
+
+// The next packet of our stream into p, the packets read ahead first (av_read_frame's errors end
+// the stream, as before).
+bool MediaReader::Impl::read_packet(AVPacket*& p) {
+    if (!ahead.empty()) {
+        av.av_packet_free(&p);
+        p = ahead.front();
+        ahead.pop_front();
+        return true;
+    }
+    return !read_all && demux(p);
+}
+
+bool MediaReader::Impl::demux(AVPacket* p) {
+    for (;;) {
+        if (av.av_read_frame(format, p) < 0) return false;
+        if (p->stream_index == stream) return true;
+        av.av_packet_unref(p);
+    }
+}
+
+// The presentation index of the frame just decoded: counted, or when skipping, its pts's rank
+// (-1 where the pts is not one of the packets', or not after the previous frame's).
+void MediaReader::Impl::index_frame() {
+    if (!skipping) {
+        index = returned++;
+        return;
+    }
+    ++returned;
+    const auto at = std::lower_bound(order.begin(), order.end(), frame->pts);
+    const int64_t rank = at != order.end() && *at == frame->pts ? int64_t(at - order.begin()) : -1;
+    index = rank > index ? rank : -1;
+}
+
 const AVFrame* MediaReader::next_frame() {
     Impl& m = *impl_;
     while (!m.done) {
         int err = m.av.avcodec_receive_frame(m.codec, m.frame);
-        if (err == 0) return m.frame;
+        if (err == 0) {
+            m.index_frame();
+            return m.frame;
+        }
         if (err == AVERROR_EOF) break;
         if (err != AVERROR(EAGAIN)) throw Error("media: cannot decode the " + m.info.codec + " data: " + av_error(m.av, err));
         if (m.flushing) break;
-        // Feed the next packet of our stream (or flush at the end of the file).
-        for (;;) {
-            err = m.av.av_read_frame(m.format, m.packet);
-            if (err < 0) {
-                m.flushing = true;
-                m.av.avcodec_send_packet(m.codec, nullptr);
-                break;
-            }
-            const bool ours = m.packet->stream_index == m.stream;
-            if (ours) err = m.av.avcodec_send_packet(m.codec, m.packet);
-            m.av.av_packet_unref(m.packet);
-            if (!ours) continue;
-            if (err < 0 && err != AVERROR(EAGAIN) && err != AVERROR_INVALIDDATA)
-                throw Error("media: cannot decode the " + m.info.codec + " data: " + av_error(m.av, err));
-            break;
+        // Feed the next packet of our stream (or flush at the end of the file). Skipping, a
+        // packet whose frame is not wanted may be dropped by the decoder if nothing references it.
+        if (!m.read_packet(m.packet)) {
+            m.flushing = true;
+            m.av.avcodec_send_packet(m.codec, nullptr);
+            continue;
         }
+        if (m.skipping)
+            m.codec->skip_frame = std::binary_search(m.wanted.begin(), m.wanted.end(), m.packet->pts) ? AVDISCARD_DEFAULT
+                                                                                                       : AVDISCARD_NONREF;
+        err = m.av.avcodec_send_packet(m.codec, m.packet);
+        m.av.av_packet_unref(m.packet);
+        if (err < 0 && err != AVERROR(EAGAIN) && err != AVERROR_INVALIDDATA)
+            throw Error("media: cannot decode the " + m.info.codec + " data: " + av_error(m.av, err));
     }
     m.done = true;
     return nullptr;

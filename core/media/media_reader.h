@@ -17,6 +17,17 @@
 // - next_frame() decodes the next frame in presentation order and returns it (valid until the
 //   next call), or nullptr at the end of the stream. A decoding error throws Error("media: cannot
 //   decode ...").
+// - decode_only(frame_indices), before the first next_frame: the caller will use only the frames
+//   of these presentation indices (sorted). Where that is exact (H.264 in MP4/MOV, progressive,
+//   every packet with its own pts: media_reader.cpp says why), the reader reads the stream's
+//   packets ahead (holding them: at most the file's size) and lets the decoder skip each frame
+//   that is not wanted and that no other frame references (AVDISCARD_NONREF), so next_frame
+//   then returns the wanted frames, bit for bit as when every frame is decoded, and only some
+//   others. Elsewhere it changes nothing.
+// - frame_index(): the presentation index of the frame next_frame() last returned (its count
+//   from 0; when skipping, the rank of its pts among the packets'), or -1 when skipping and the
+//   frame's pts is not a packet's or not after the previous frame's: the caller must then
+//   decode again without decode_only.
 // - `bytes` must outlive the reader. Not copyable; the destructor frees every FFmpeg object.
 // Thread safety: one reader per thread; different readers may run at once.
 #pragma once
@@ -51,6 +62,8 @@ class MediaReader {
 
     const MediaInfo& info() const;
     const AVFrame* next_frame();
+    void decode_only(std::span<const int64_t> frame_indices);
+    int64_t frame_index() const;
 
     struct Impl;
 

@@ -2,6 +2,7 @@
 // exact patch values of lossless inputs checked through vision_input.h's row/column formula,
 // alpha over white, GIF's first frame, video sampling and timestamps, digests.
 #include "core/media/media_decode.h"
+#include "core/media/media_reader.h"
 #include "core/media/sha256.h"
 #include "media_fixtures.h"
 
@@ -116,6 +117,59 @@ TEST_CASE("a video's frame threads give the frames one thread gives", "[media_de
         CHECK(a.timestamps_s == b.timestamps_s);
         CHECK(a.patches == b.patches); // bit for bit
     }
+}
+
+TEST_CASE("skipping unsampled frames gives the frames of decoding every frame", "[media_decode]") {
+    // bframes.mp4: 90 frames at 30 fps with pyramid B-frames (some sampled frames are
+    // non-reference ones, which must still be decoded) and a second keyframe; clip.mp4 has B-frames
+    // too. The others take the plain path whatever the option says (not H.264 in MP4).
+    for (const char* name : {"bframes.mp4", "clip.mp4", "colour_bt709.mp4", "colour_untagged.mp4", "hour.mp4", "clip.webm",
+                             "clip.mkv"}) {
+        for (int threads : {1, 4}) {
+            INFO(name << ", " << threads << " threads");
+            MediaLimits every = kLimits, skip = kLimits;
+            every.decoder_threads = skip.decoder_threads = threads;
+            every.max_video_seconds = skip.max_video_seconds = 3600; // hour.mp4
+            every.skip_unsampled_frames = false;
+            skip.skip_unsampled_frames = true;
+            const VisionInput a = decode_media(Kind::Video, media_fixture(name), kConfig, every);
+            const VisionInput b = decode_media(Kind::Video, media_fixture(name), kConfig, skip);
+            CHECK(a.grid_t == b.grid_t);
+            CHECK(a.timestamps_s == b.timestamps_s);
+            CHECK(a.digest == b.digest);
+            CHECK(a.patches == b.patches); // bit for bit
+        }
+    }
+}
+
+TEST_CASE("decode_only lets the H.264 decoder drop unsampled frames, and returns every sampled one", "[media_decode]") {
+    const std::vector<uint8_t> bytes = media_fixture("bframes.mp4");
+    const MediaPlan plan = plan_media(Kind::Video, bytes, kConfig, kLimits);
+    REQUIRE(plan.frame_indices.size() == 6);
+    auto decoded = [&](bool skip, int threads) {
+        MediaLimits limits = kLimits;
+        limits.decoder_threads = threads;
+        MediaReader reader(bytes, limits);
+        if (skip) reader.decode_only(plan.frame_indices);
+        std::vector<int64_t> indices;
+        while (reader.next_frame()) indices.push_back(reader.frame_index());
+        return indices;
+    };
+    for (int threads : {1, 3}) {
+        INFO(threads << " threads");
+        const std::vector<int64_t> every = decoded(false, threads), some = decoded(true, threads);
+        REQUIRE(every.size() == 90);
+        CHECK(every.back() == 89);
+        CHECK(some.size() < 80); // the non-reference B-frames not sampled are gone
+        CHECK(std::is_sorted(some.begin(), some.end()));
+        for (int64_t i : plan.frame_indices) CHECK(std::count(some.begin(), some.end(), i) == 1);
+    }
+    // VP9 in WebM: no skipping, every frame in order.
+    MediaReader webm(media_fixture("clip.webm"), kLimits);
+    webm.decode_only(std::vector<int64_t>{0, 6, 13, 19});
+    int64_t n = 0;
+    while (webm.next_frame()) CHECK(webm.frame_index() == n++);
+    CHECK(n == 20);
 }
 
 TEST_CASE("an image sent as a video is one frame, repeated to a temporal pair", "[media_decode]") {
