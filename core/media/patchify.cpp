@@ -8,10 +8,13 @@ void patchify_frames(std::span<const uint8_t* const> frames, int64_t height, int
     const int64_t P = p.patch_size, M = p.merge_size, T = int64_t(frames.size());
     const int64_t gh = height / P, gw = width / P;
     const int64_t dim = 3 * T * P * P;
-    float mean[3], stdev[3];
+    // Each channel's 256 possible values, normalised once: the same float expression per value,
+    // so a table lookup gives the bits the per-pixel arithmetic gave.
+    float normalised[3][256];
     for (int c = 0; c < 3; ++c) {
-        mean[c] = p.mean[size_t(c)] * float(1.0 / p.rescale_factor);
-        stdev[c] = p.std[size_t(c)] * float(1.0 / p.rescale_factor);
+        const float mean = p.mean[size_t(c)] * float(1.0 / p.rescale_factor);
+        const float stdev = p.std[size_t(c)] * float(1.0 / p.rescale_factor);
+        for (int v = 0; v < 256; ++v) normalised[c][v] = (float(v) - mean) / stdev;
     }
     float* row = out.data() + size_t(t * gh * gw * dim);
     for (int64_t by = 0; by < gh / M; ++by)
@@ -24,7 +27,8 @@ void patchify_frames(std::span<const uint8_t* const> frames, int64_t height, int
                         for (int64_t f = 0; f < T; ++f)
                             for (int64_t y = 0; y < P; ++y) {
                                 const uint8_t* src = frames[size_t(f)] + ((y0 + y) * width + x0) * 3 + c;
-                                for (int64_t x = 0; x < P; ++x) *v++ = (float(src[x * 3]) - mean[c]) / stdev[c];
+                                const float* lut = normalised[c];
+                                for (int64_t x = 0; x < P; ++x) *v++ = lut[src[x * 3]];
                             }
                 }
 }

@@ -4,6 +4,11 @@
 #include <algorithm>
 #include <cstring>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
+
 namespace ninfer::core {
 namespace {
 
@@ -19,10 +24,72 @@ constexpr uint32_t kK[64] = {
 
 constexpr uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
 
+#if defined(__x86_64__)
+// The x86 SHA extensions (SHA-NI: Intel since Ice Lake / Goldmont, AMD since Zen): CPUID leaf 7
+// EBX bit 29, with SSSE3 and SSE4.1 (leaf 1 ECX bits 9 and 19) for the shuffles around them.
+bool cpu_has_sha() {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 9)) || !(c & (1u << 19))) return false;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+    return (b & (1u << 29)) != 0;
+}
+
+// n 64-byte blocks into state with SHA256RNDS2 / MSG1 / MSG2: the same compression function
+// (FIPS 180-4 §6.2.2), four rounds per step. The instructions keep the state as ABEF / CDGH.
+__attribute__((target("sha,ssse3,sse4.1"))) void blocks_sha_ni(uint32_t state[8], const uint8_t* p, size_t n) {
+    const __m128i byte_swap = _mm_set_epi64x(0x0c0d0e0f08090a0bLL, 0x0405060700010203LL);
+    __m128i tmp = _mm_shuffle_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(state)), 0xB1); // CDAB
+    __m128i state1 = _mm_shuffle_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(state + 4)), 0x1B); // EFGH
+    __m128i state0 = _mm_alignr_epi8(tmp, state1, 8);  // ABEF
+    state1 = _mm_blend_epi16(state1, tmp, 0xF0);       // CDGH
+    for (; n > 0; --n, p += 64) {
+        const __m128i abef = state0, cdgh = state1;
+        __m128i w[4]; // the schedule's last 16 words, four a lane group
+        for (int g = 0; g < 16; ++g) {
+            __m128i& m = w[g % 4];
+            if (g < 4) {
+                m = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * g)), byte_swap);
+            } else { // W[t] = s1(W[t-2]) + W[t-7] + s0(W[t-15]) + W[t-16]
+                __m128i x = _mm_sha256msg1_epu32(w[g % 4], w[(g + 1) % 4]);
+                x = _mm_add_epi32(x, _mm_alignr_epi8(w[(g + 3) % 4], w[(g + 2) % 4], 4));
+                m = _mm_sha256msg2_epu32(x, w[(g + 3) % 4]);
+            }
+            __m128i k = _mm_add_epi32(m, _mm_loadu_si128(reinterpret_cast<const __m128i*>(kK + 4 * g)));
+            state1 = _mm_sha256rnds2_epu32(state1, state0, k);
+            state0 = _mm_sha256rnds2_epu32(state0, state1, _mm_shuffle_epi32(k, 0x0E));
+        }
+        state0 = _mm_add_epi32(state0, abef);
+        state1 = _mm_add_epi32(state1, cdgh);
+    }
+    tmp = _mm_shuffle_epi32(state0, 0x1B);           // FEBA
+    state1 = _mm_shuffle_epi32(state1, 0xB1);        // DCHG
+    state0 = _mm_blend_epi16(tmp, state1, 0xF0);     // DCBA
+    state1 = _mm_alignr_epi8(state1, tmp, 8);        // HGFE
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(state), state0);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(state + 4), state1);
+}
+#endif
+
 } // namespace
 
-Sha256::Sha256()
-    : h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19} {}
+bool Sha256::hardware_available() {
+#if defined(__x86_64__)
+    static const bool has = cpu_has_sha();
+    return has;
+#else
+    return false;
+#endif
+}
+
+Sha256::Sha256(bool allow_hardware)
+    : hardware_(allow_hardware && hardware_available()), h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19} {}
+
+void Sha256::blocks(const uint8_t* p, size_t n) {
+#if defined(__x86_64__)
+    if (hardware_) return blocks_sha_ni(h_, p, n);
+#endif
+    for (; n > 0; --n, p += 64) block(p);
+}
 
 void Sha256::block(const uint8_t* p) {
     uint32_t w[64];
@@ -50,10 +117,11 @@ void Sha256::update(const void* data, size_t n) {
         std::memcpy(buf_ + buf_n_, p, take);
         buf_n_ += take, p += take, n -= take;
         if (buf_n_ < 64) return;
-        block(buf_);
+        blocks(buf_, 1);
         buf_n_ = 0;
     }
-    for (; n >= 64; p += 64, n -= 64) block(p);
+    blocks(p, n / 64);
+    p += n / 64 * 64, n %= 64;
     std::memcpy(buf_, p, n);
     buf_n_ = n;
 }
