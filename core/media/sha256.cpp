@@ -35,7 +35,7 @@ bool cpu_has_sha() {
 }
 
 // n 64-byte blocks into state with SHA256RNDS2 / MSG1 / MSG2: the same compression function
-// (FIPS 180-4 §6.2.2), four rounds per step. The instructions keep the state as ABEF / CDGH.
+// (FIPS 180-4, the hash computation of SHA-256), four rounds per step. The instructions keep the state as ABEF / CDGH.
 __attribute__((target("sha,ssse3,sse4.1"))) void blocks_sha_ni(uint32_t state[8], const uint8_t* p, size_t n) {
     const __m128i byte_swap = _mm_set_epi64x(0x0c0d0e0f08090a0bLL, 0x0405060700010203LL);
     __m128i tmp = _mm_shuffle_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(state)), 0xB1); // CDAB
