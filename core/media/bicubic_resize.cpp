@@ -5,8 +5,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace ninfer::core {
 namespace {
@@ -58,9 +63,15 @@ Taps make_taps(int in, int out) {
 
 uint8_t settle(int32_t acc, int precision) { return uint8_t(std::clamp(acc >> precision, 0, 255)); }
 
-// Rows of src at width dst_w (RGB24, 3 * dst_w bytes a row).
-void horizontal(const RgbView& src, int dst_w, uint8_t* dst) {
-    const Taps t = make_taps(src.width, dst_w);
+// Interleaved RGB: one plane of 3 * width values a row.
+bool is_packed(const RgbView& src) {
+    return src.pixel_step == 3 && src.channel[1] == src.channel[0] + 1 && src.channel[2] == src.channel[0] + 2 &&
+           src.row_stride[1] == src.row_stride[0] && src.row_stride[2] == src.row_stride[0];
+}
+
+// The rows of src at width dst_w: output x sums inputs first[x] .. first[x] + count[x] - 1 times
+// weights[x * taps ..].
+void horizontal_rows(const RgbView& src, int dst_w, uint8_t* dst, const Taps& t) {
     const int32_t half = int32_t(1) << (t.precision - 1);
     const ptrdiff_t step = src.pixel_step;
     for (int y = 0; y < src.height; ++y) {
@@ -82,11 +93,61 @@ void horizontal(const RgbView& src, int dst_w, uint8_t* dst) {
     }
 }
 
-// acc[i] += k * p[i * step] for i < n; Step 1 is the contiguous case the compiler vectorises.
-template <int Step>
-void multiply_add(int32_t* acc, const uint8_t* p, size_t n, int32_t k, ptrdiff_t step) {
-    const ptrdiff_t s = Step > 0 ? Step : step;
-    for (size_t i = 0; i < n; ++i) acc[i] += k * int32_t(p[ptrdiff_t(i) * s]);
+#if defined(__x86_64__)
+// horizontal_rows for packed RGB24 with SSE4.1, one output pixel's R, G, B (and a spare lane) at
+// once. Every window is taps long: make_taps' window moved inside the row where it would pass
+// its end, its weights shifted with it and zero elsewhere (integer sums: the zero terms change no
+// bit). The shift and the clamp to 0..255 (two saturating packs) are settle()'s.
+__attribute__((target("sse4.1"))) void horizontal_packed_sse41(const RgbView& src, int dst_w, uint8_t* dst, const Taps& t) {
+    const size_t taps = size_t(t.taps), out_w = size_t(dst_w);
+    std::vector<int> start(out_w);
+    std::vector<int32_t> weights(out_w * taps, 0);
+    for (size_t x = 0; x < out_w; ++x) {
+        start[x] = std::min(t.first[x], src.width - t.taps);
+        std::copy_n(&t.weights[x * taps], t.count[x], &weights[x * taps + size_t(t.first[x] - start[x])]);
+    }
+    const __m128i half = _mm_set1_epi32(int32_t(1) << (t.precision - 1)), shift = _mm_cvtsi32_si128(t.precision);
+    for (int y = 0; y < src.height; ++y) {
+        const uint8_t* row = src.channel[0] + ptrdiff_t(y) * src.row_stride[0];
+        uint8_t* out = dst + size_t(y) * out_w * 3;
+        for (size_t x = 0; x < out_w; ++x) {
+            const uint8_t* p = row + 3 * ptrdiff_t(start[x]);
+            const int32_t* k = &weights[x * taps];
+            // A 4-byte load reads one byte past the pixel: past the row's end for the last pixel.
+            const size_t whole = size_t(start[x]) + taps < size_t(src.width) ? taps : taps - 1;
+            __m128i acc = half;
+            for (size_t j = 0; j < taps; ++j) {
+                int32_t v;
+                if (j < whole) std::memcpy(&v, p + 3 * j, 4);
+                else v = int32_t(p[3 * j]) | int32_t(p[3 * j + 1]) << 8 | int32_t(p[3 * j + 2]) << 16;
+                acc = _mm_add_epi32(acc, _mm_mullo_epi32(_mm_cvtepu8_epi32(_mm_cvtsi32_si128(v)), _mm_set1_epi32(k[j])));
+            }
+            const __m128i bytes = _mm_packus_epi16(_mm_packs_epi32(_mm_sra_epi32(acc, shift), acc), acc);
+            const int32_t rgb = _mm_cvtsi128_si32(bytes);
+            std::memcpy(out + 3 * x, &rgb, 3);
+        }
+    }
+}
+#endif
+
+// Rows of src at width dst_w (RGB24, 3 * dst_w bytes a row).
+void horizontal(const RgbView& src, int dst_w, uint8_t* dst) {
+    const Taps t = make_taps(src.width, dst_w);
+#if defined(__x86_64__)
+    static const bool sse41 = __builtin_cpu_supports("sse4.1");
+    if (sse41 && is_packed(src) && t.taps <= src.width) return horizontal_packed_sse41(src, dst_w, dst, t);
+#endif
+    horizontal_rows(src, dst_w, dst, t);
+}
+
+// acc[i] += k * p[i * step] for i < n (a plane's row, or every third value of interleaved RGB).
+void multiply_add_strided(int32_t* acc, const uint8_t* p, size_t n, int32_t k, ptrdiff_t step) {
+    for (size_t i = 0; i < n; ++i) acc[i] += k * int32_t(p[ptrdiff_t(i) * step]);
+}
+
+// The contiguous case, which the compiler vectorises.
+void multiply_add_contiguous(int32_t* acc, const uint8_t* p, size_t n, int32_t k) {
+    for (size_t i = 0; i < n; ++i) acc[i] += k * int32_t(p[i]);
 }
 
 // src's columns at height dst_h (RGB24, width src.width). Interleaved RGB is one plane of 3 * width
@@ -95,9 +156,7 @@ void vertical(const RgbView& src, int dst_h, uint8_t* dst) {
     const Taps t = make_taps(src.height, dst_h);
     const int32_t half = int32_t(1) << (t.precision - 1);
     const size_t w = size_t(src.width);
-    const bool packed = src.pixel_step == 3 && src.channel[1] == src.channel[0] + 1 &&
-                        src.channel[2] == src.channel[0] + 2 && src.row_stride[1] == src.row_stride[0] &&
-                        src.row_stride[2] == src.row_stride[0];
+    const bool packed = is_packed(src);
     const int planes = packed ? 1 : 3;
     const size_t n = packed ? 3 * w : w;
     const ptrdiff_t step = packed ? 1 : src.pixel_step;
@@ -109,8 +168,8 @@ void vertical(const RgbView& src, int dst_h, uint8_t* dst) {
             const ptrdiff_t row = t.first[size_t(y)] + j;
             for (int c = 0; c < planes; ++c) {
                 const uint8_t* p = src.channel[c] + row * src.row_stride[c];
-                if (step == 1) multiply_add<1>(&acc[size_t(c) * n], p, n, k[j], 1);
-                else multiply_add<0>(&acc[size_t(c) * n], p, n, k[j], step);
+                if (step == 1) multiply_add_contiguous(&acc[size_t(c) * n], p, n, k[j]);
+                else multiply_add_strided(&acc[size_t(c) * n], p, n, k[j], step);
             }
         }
         uint8_t* out = dst + size_t(y) * 3 * w;

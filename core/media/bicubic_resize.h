@@ -22,7 +22,9 @@
 // 3*dst_w bytes) to dst. src is any 8-bit RGB layout (interleaved or planar) described by
 // RgbView; both sizes must be positive (ninfer::Error otherwise). Memory: one src.height x dst_w
 // RGB24 buffer when both passes run. rgb24_view(rgb, width, height, stride) describes interleaved
-// RGB24 rows of `stride` bytes.
+// RGB24 rows of `stride` bytes. Interleaved input takes an SSE4.1 horizontal pass where the CPU
+// has it (integer sums: the same bytes as the scalar pass planar input takes;
+// tests/unit/media/bicubic_resize.cpp compares the two).
 // Thread safety: pure.
 #pragma once
 
