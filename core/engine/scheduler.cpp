@@ -339,9 +339,14 @@ bool Scheduler::accept_token(int lane_index, DecodeResult result) {
 bool Scheduler::ngram_cannot_draft(Lane& l) {
     if (l.speculative.kind != SpeculativeKind::Ngram || l.samples_outstanding == 0 || options_.test_drafter)
         return false;
+    catch_up_ngram(l);
+    return !l.ngram.may_draft_after_next();
+}
+
+// The drafter holds the prompt and every token reported since: it takes the ones it lacks.
+void Scheduler::catch_up_ngram(Lane& l) {
     const size_t known = l.ngram.tokens().size() - l.request->prompt.size();
     l.ngram.append(std::span(l.generated).subspan(known));
-    return !l.ngram.may_draft_after_next();
 }
 
 void Scheduler::decode_batch() {

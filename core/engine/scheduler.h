@@ -224,6 +224,7 @@ class Scheduler {
     // One decode round: begin the next step, end the one begun in the previous round.
     void decode_batch();
     bool ngram_cannot_draft(Lane& l); // scheduler.cpp: no round for it while its next token is on the device
+    static void catch_up_ngram(Lane& l); // its drafter takes the reported tokens it lacks
     void end_step_in_flight();
     bool any_closing() const; // a finished lane still to feed its last sample
     // Speculation (scheduler_speculative.cpp).

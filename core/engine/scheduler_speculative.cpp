@@ -114,9 +114,8 @@ void Scheduler::speculative_round(std::vector<bool>& speculating) {
         if (l.speculative.kind == SpeculativeKind::Mtp) {
             from_head.push_back({lanes[j], l.pending_token, ks[j]});
             head_of.push_back(j);
-        } else { // the drafter holds the prompt and the tokens reported before
-            const size_t known = l.ngram.tokens().size() - l.request->prompt.size();
-            l.ngram.append(std::span(l.generated).subspan(known));
+        } else {
+            catch_up_ngram(l);
             drafts[j] = options_.test_drafter ? options_.test_drafter(l.ngram.tokens(), ks[j]) : l.ngram.draft(ks[j]);
         }
     }
