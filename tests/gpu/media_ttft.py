@@ -7,8 +7,9 @@
 #
 # Each repetition starts its user message with a fresh text nonce, so the prefix cache (keyed on the
 # tokens and media digests in order) never reuses an earlier repetition's vision rows or KV.
-# Prints one line per repetition and a RESULT line (median and best); exit status 1 on any error or
-# on a prompt token count that differs between repetitions by more than the nonce's few tokens.
+# Prints one line per repetition, a RESULT line (median and best) and, from /metrics before and
+# after, the daemon's decoding and tower time per item; exit status 1 on any error or on a prompt
+# token count that differs between repetitions by more than the nonce's few tokens.
 #
 # Usage: media_ttft.py --url http://127.0.0.1:8080 --file clip.mp4 [--kind video] [--reps 3]
 import argparse
@@ -20,6 +21,8 @@ import statistics
 import sys
 import time
 import urllib.parse
+
+from serve_load import MEDIA_COUNTERS, scrape
 
 KINDS = {"image": "image_url", "video": "video_url"}
 
@@ -91,6 +94,7 @@ def main(argv):
     field = KINDS[kind]
     part = {"type": field, field: {"url": f"data:{mime};base64,{base64.b64encode(data).decode()}"}}
     model = served_model(a.url, a.timeout_s)
+    before = scrape(a.url)
     ttfts, tokens = [], []
     for rep in range(a.reps):
         ttft, total, prompt_tokens = one_request(a.url, model, part, f"{time.time_ns()}-{rep}", a.max_tokens, a.timeout_s)
@@ -103,6 +107,11 @@ def main(argv):
         return 1
     print(f"RESULT media_ttft {a.label or a.file} kind {kind} bytes {len(data)} prompt_tokens {tokens[0]} "
           f"ttft_median_ms {statistics.median(ttfts) * 1e3:.1f} ttft_best_ms {min(ttfts) * 1e3:.1f}")
+    after = scrape(a.url)
+    decoded, decode_s, encoded, encode_s = (after.get(k, 0.0) - before.get(k, 0.0) for k in MEDIA_COUNTERS)
+    per = lambda s, n: f"{1e3 * s / n:.1f} ms" if n else "-"
+    print(f"  per item, /metrics: decode+resize {per(decode_s, decoded)} ({decoded:.0f} items), "
+          f"tower {per(encode_s, encoded)} ({encoded:.0f} items)")
     return 0
 
 

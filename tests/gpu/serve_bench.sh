@@ -126,25 +126,6 @@ start_daemon() {
     done
     return 1
 }
-# metric_values PORT: the media counters of /metrics as "decoded decode_s encoded encode_s".
-metric_values() {
-    python3 - "http://127.0.0.1:$1/metrics" <<'PY'
-import sys, urllib.request
-names = ["ninfer_media_items_decoded_total", "ninfer_media_decode_seconds_total",
-         "ninfer_vision_items_encoded_total", "ninfer_vision_encode_seconds_total"]
-values = dict(line.split(" ", 1) for line in urllib.request.urlopen(sys.argv[1], timeout=10).read().decode().splitlines()
-              if line and not line.startswith("#"))
-print(" ".join(values.get(n, "0").strip() for n in names))
-PY
-}
-# media_seconds BEFORE AFTER: decode and tower milliseconds per item between two metric_values.
-media_seconds() {
-    python3 -c 'import sys
-b = [float(x) for x in sys.argv[1].split()]; a = [float(x) for x in sys.argv[2].split()]
-d = [x - y for x, y in zip(a, b)]
-per = lambda s, n: f"{1e3 * s / n:.1f} ms" if n else "-"
-print(f"decode+resize {per(d[1], d[0])} ({d[0]:.0f} items), tower {per(d[3], d[2])} ({d[2]:.0f} items)")' "$1" "$2"
-}
 stop_daemon() {
     [ -n "$DAEMON_PID" ] || return 0
     kill -TERM "$DAEMON_PID" 2>/dev/null
@@ -205,11 +186,9 @@ for model in ${NINFER_SERVE_MODELS:-qwen3.6-35b-a3b qwen3.6-27b}; do
             fail "scenarios $model $label: FAILED (exit $?; see load_${model}_$label.log): $(grep -h 'FAILED' "$LOGS/load_${model}_$label.log" | head -3)"
         say "scenarios $model $label: $((SECONDS - t)) s"
         for media in ${NINFER_SERVE_MEDIA:-}; do
-            before=$(metric_values "$PORT")
             if run_child timeout 600 python3 "$SRC/tests/gpu/media_ttft.py" --url "http://127.0.0.1:$PORT" --file "$media" \
                 --reps "${NINFER_SERVE_MEDIA_REPS:-3}" --label "$model $label $(basename "$media")" >"$LOGS/media_$label.log" 2>&1; then
-                say "$(grep '^RESULT' "$LOGS/media_$label.log")"
-                say "  per item, /metrics: $(media_seconds "$before" "$(metric_values "$PORT")")"
+                say "$(grep -E '^RESULT|^  per item' "$LOGS/media_$label.log")"
             else
                 fail "media $model $label $media: FAILED: $(tail -2 "$LOGS/media_$label.log" | tr '\n' ' ')"
             fi

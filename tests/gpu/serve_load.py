@@ -356,10 +356,14 @@ SLICE_COUNTER = "ninfer_prefill_slices_total"  # --prefill-slice-layers: slices 
 # --speculative: draft tokens proposed and accepted, and lanes paused by the speculation gate
 SPEC_COUNTERS = ("ninfer_spec_decode_num_draft_tokens_total", "ninfer_spec_decode_num_accepted_tokens_total",
                  "ninfer_spec_decode_lane_pauses_total")
+# images and video: items decoded and the decoding's seconds, items through the tower and its seconds
+MEDIA_COUNTERS = ("ninfer_media_items_decoded_total", "ninfer_media_decode_seconds_total",
+                  "ninfer_vision_items_encoded_total", "ninfer_vision_encode_seconds_total")
+SCRAPED = set(HOST_COUNTERS + CHECKPOINT_COUNTERS + SPEC_COUNTERS + MEDIA_COUNTERS + (SLICE_COUNTER,))
 
 
 def scrape(url):
-    """ninferd's /metrics counters of the host's per-token work (HOST_COUNTERS), or {} if unreadable."""
+    """ninferd's /metrics counters named in SCRAPED, or {} if unreadable."""
     import urllib.request
     try:
         with urllib.request.urlopen(url.rstrip("/") + "/metrics", timeout=10) as f:
@@ -369,7 +373,7 @@ def scrape(url):
     out = {}
     for line in text.splitlines():
         name, _, value = line.partition(" ")
-        if name in HOST_COUNTERS or name in CHECKPOINT_COUNTERS or name in SPEC_COUNTERS or name == SLICE_COUNTER:
+        if name in SCRAPED:
             out[name] = float(value)
     return out
 
