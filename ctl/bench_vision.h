@@ -43,7 +43,7 @@ struct VisionBenchArgs {
     int repeat = 3;
     unsigned threads = 0;             // CPU tower and CPU backend threads (0 = every core)
     int decode_threads = 2;           // --decode-threads: a video decoder's frame threads (ninferd's media-decode-threads)
-    size_t batch_patches = 4096;      // --vision-batch-patches: the GPU tower's patches a batch (ninferd's option)
+    size_t batch_patches = 16384;     // --vision-batch-patches: the GPU tower's patches a batch (ninferd's option)
     bool gpu = false;                 // --vision-device cuda: the GPU tower (core/cuda/vision_tower_gpu.h)
     std::string device = "cpu";       // --device cpu|cuda: the language model's backend
     unsigned prefill_chunk = 2048;    // tokens per prefill call (ninferd's --prefill-chunk default)

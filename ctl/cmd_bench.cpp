@@ -51,7 +51,7 @@ constexpr const char* kBenchUsage =
     "  preprocessed by ninferd's media path (FFmpeg, loaded at run time; a video's decoder with\n"
     "  --decode-threads frame threads, default 2 as ninferd's media-decode-threads); the tower encodes it\n"
     "  (on the CPU with --threads N, default every core, or the GPU's with --vision-device cuda, in\n"
-    "  batches of --vision-batch-patches patches, default 4096 as ninferd's vision-batch-patches); the\n"
+    "  batches of --vision-batch-patches patches, default 16384 as ninferd's vision-batch-patches); the\n"
     "  language model prefills the prompt (the item's placeholder tokens and a short question) on\n"
     "  --device cpu (default) or cuda in chunks of --prefill-chunk tokens (default 2048). Reported:\n"
     "  each stage's ms, TTFT = their sum and each one's share. --image WxH / --video SECONDS skip the\n"

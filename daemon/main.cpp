@@ -19,6 +19,7 @@ int check_config(const CommandLine& cli) {
     PlannedModel model = plan_model(config);
     std::printf("%s", settings.dump().c_str());
     if (!model.max_context_choice.empty()) std::printf("# %s\n", model.max_context_choice.c_str());
+    if (!model.speculative_choice.empty()) std::printf("# %s\n", model.speculative_choice.c_str());
     std::printf("# model %s: %s\n# configuration OK\n", model.model_id.c_str(), model.plan.describe().c_str());
     return 0;
 }

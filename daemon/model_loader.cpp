@@ -65,6 +65,11 @@ void verify_artifact_payload(const core::Artifact& artifact) {
 
 } // namespace
 
+std::string resolve_speculative(const std::string& setting, const std::string& device, bool has_mtp_head) {
+    if (setting != "auto") return setting;
+    return device == "cuda" && has_mtp_head ? kAutoSpeculative : "off";
+}
+
 std::string resolved_device(const std::string& device) {
     if (device.rfind("script:", 0) == 0) return "script";
 #ifdef NINFER_HAVE_CUDA_BACKEND
@@ -105,13 +110,20 @@ PlannedModel plan_model(const DaemonConfig& config) {
     request.max_concurrency = config.max_concurrency;
     request.kv_dtype = kv_dtype_of(config.kv_dtype);
     request.prefill_chunk = config.prefill_chunk;
-    const core::SpeculativeConfig speculative = core::parse_speculative(config.speculative);
+    const std::string device = resolved_device(config.device);
+    m.speculative = resolve_speculative(config.speculative, device, m.weights->mtp.has_value());
+    if (config.speculative == "auto")
+        m.speculative_choice = "speculative auto: " + m.speculative +
+                               (m.speculative != "off" ? " (the artifact has an MTP head; CUDA backend)"
+                                : device != "cuda"     ? " (the " + device + " backend: --speculative mtp:K or ngram:K turns it on)"
+                                                       : std::string(" (the artifact has no MTP head: ngram:K needs none)"));
+    const core::SpeculativeConfig speculative = core::parse_speculative(m.speculative);
     if (speculative.on()) {
-        if (resolved_device(config.device) == "script")
-            throw Error("config: speculative " + config.speculative + " needs draft and verify steps, which the "
+        if (device == "script")
+            throw Error("config: speculative " + m.speculative + " needs draft and verify steps, which the "
                         "script backend does not have (the CPU and CUDA backends run them): use --speculative off");
         if (speculative.kind == core::SpeculativeKind::Mtp && !m.weights->mtp)
-            throw Error("config: speculative " + config.speculative + " needs the artifact's MTP head, and " +
+            throw Error("config: speculative " + m.speculative + " needs the artifact's MTP head, and " +
                         config.artifact_path + " has none (convert it with the mtp component, or use ngram:K)");
         request.max_draft_tokens = uint32_t(speculative.k);
         request.mtp = speculative.kind == core::SpeculativeKind::Mtp;

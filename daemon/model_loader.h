@@ -18,9 +18,11 @@
 //   its placeholder tokens) it also makes model.vision: the GPU tower with --vision-device cuda (or
 //   auto on the CUDA backend; plan_model counts its weights and batch in the GPU plan), else the
 //   CPU tower, which serves either backend.
-// - --speculative: plan_model plans the verify window (max_draft_tokens) and, for mtp:K, the MTP
-//   head's KV; it refuses (ninfer::Error "config: speculative ...") a value other than off on a
-//   backend other than the CPU one, and mtp:K on an artifact without an MTP head.
+// - --speculative: plan_model resolves auto (resolve_speculative: mtp:3 on the CUDA backend for an
+//   artifact with an MTP head, else off) into PlannedModel::speculative, plans the verify window
+//   (max_draft_tokens) and, for mtp:K, the MTP head's KV; it refuses (ninfer::Error "config:
+//   speculative ...") a value other than off on the script backend, and mtp:K on an artifact
+//   without an MTP head. The caller serves the resolved value (config.speculative).
 // - The PlannedModel must outlive the backend (weights point into the artifact's mapping).
 #pragma once
 
@@ -46,7 +48,19 @@ struct PlannedModel {
     // image and video rows (the CPU backend); null otherwise.
     std::unique_ptr<core::VisionEncoder> vision;
     std::string max_context_choice; // --max-context auto: the choice and its figures, for the log
+    std::string speculative;        // --speculative resolved (auto -> mtp:3 or off): what is served
+    std::string speculative_choice; // --speculative auto: the choice and why, for the log (else empty)
 };
+
+// --speculative auto's choice: kAutoSpeculative on the CUDA backend ("cuda", resolved_device) for an
+// artifact with an MTP head, else "off" (the CPU backend's verify costs about K + 1 steps, so it only
+// pays with drafts that are nearly all accepted). Any other setting is returned as it is.
+// Why mtp:3: kernels/PERF_NOTES.md session 20, "Speculative rounds at K = 1..5": at the reference
+// engine's 73-89% acceptance, K = 3 is within 2% of the best K on the 27B and the best on the
+// 35B-A3B; with a head that accepts nothing the acceptance gate holds the loss to a few percent
+// (session 22's serving runs).
+inline constexpr const char* kAutoSpeculative = "mtp:3";
+std::string resolve_speculative(const std::string& setting, const std::string& device, bool has_mtp_head);
 
 PlannedModel plan_model(const DaemonConfig& config);
 std::unique_ptr<core::Backend> load_backend(const DaemonConfig& config, PlannedModel& model,

@@ -59,11 +59,11 @@ constexpr OptionSpec kOptions[] = {
      auto_or_integer_field<&DaemonConfig::kv_capacity_tokens>()},
     {"kv-dtype", OptionKind::Choice, "bf16", 0, 0, "bf16|fp8|int8", "TYPE", "KV cache element type", 0,
      text_field<&DaemonConfig::kv_dtype>()},
-    {"speculative", OptionKind::Choice, "off", 0, 0,
-     "off|mtp:1|mtp:2|mtp:3|mtp:4|mtp:5|ngram:1|ngram:2|ngram:3|ngram:4|ngram:5", "off|mtp:K|ngram:K",
+    {"speculative", OptionKind::Choice, "auto", 0, 0,
+     "auto|off|mtp:1|mtp:2|mtp:3|mtp:4|mtp:5|ngram:1|ngram:2|ngram:3|ngram:4|ngram:5", "auto|off|mtp:K|ngram:K",
      "speculative decoding: K drafts per round from the artifact's MTP head or from n-gram prompt lookup, "
      "verified in one step (exact: greedy output is unchanged); requests may lower it; CPU and CUDA "
-     "backends",
+     "backends; auto = mtp:3 on the CUDA backend when the artifact has an MTP head, else off",
      0, text_field<&DaemonConfig::speculative>()},
     {"speculative-max-lanes", OptionKind::Integer, "4", 0, 8, "", "N",
      "speculate only while at most N lanes decode (0 = any number; vLLM's disable_by_batch_size): in larger "
@@ -181,7 +181,7 @@ constexpr OptionSpec kOptions[] = {
     {"vision-device", OptionKind::Choice, "auto", 0, 0, "auto|cpu|cuda", "DEVICE",
      "where the vision tower runs: cpu, cuda (the GPU; needs --device cuda) or auto (cuda when the backend is)",
      0, text_field<&DaemonConfig::vision_device>()},
-    {"vision-batch-patches", OptionKind::Integer, "4096", 4096, 65536, "", "N",
+    {"vision-batch-patches", OptionKind::Integer, "16384", 4096, 65536, "", "N",
      "patches the GPU vision tower runs at once (a video's frame pairs packed up to N; at least a 1024x1024 "
      "image's 4096): more run video "
      "faster and take more GPU memory (planned) and pinned host memory", 0,

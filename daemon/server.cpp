@@ -358,6 +358,8 @@ int run_daemon(const CommandLine& cli) {
                     "in /etc/ninfer/ninferd.conf.d/50-local.conf");
     if (!model.max_context_choice.empty()) log_info("plan, " + model.max_context_choice);
     config.max_context = model.plan.max_context; // auto resolved: what requests, /v1/models and /props see
+    if (!model.speculative_choice.empty()) log_info("plan, " + model.speculative_choice);
+    config.speculative = model.speculative; // auto resolved: what requests may lower, /metrics and status show
     log_info("model, " + model.model_id + ": " + model.plan.describe());
     Daemon daemon(cli, std::move(settings), std::move(config), std::move(model));
     return daemon.run();

@@ -53,6 +53,12 @@ main('speculative', async (start) => {
     const cheq = run(['--artifact', MTP, '--speculative', 'mtp:3', '--check-config']);
     check(cheq.status === 0 && /^speculative = mtp:3$/m.test(cheq.stdout) && /verify snapshots/.test(cheq.stdout),
         '--check-config plans the verify window', cheq.stdout + cheq.stderr);
+    // The default, auto: mtp:3 only on the CUDA backend (daemon/model_loader.h resolve_speculative).
+    const autoCfg = run(['--artifact', MTP, '--check-config']);
+    check(autoCfg.status === 0 && /^speculative = auto$/m.test(autoCfg.stdout) &&
+        /^# speculative auto: off \(the cpu backend: --speculative mtp:K or ngram:K turns it on\)$/m.test(autoCfg.stdout) &&
+        !/verify snapshots/.test(autoCfg.stdout), '--check-config: auto is off on the CPU backend, nothing planned for it',
+        autoCfg.stdout + autoCfg.stderr);
 
     const sock = path.join(TEST_DIR, 'spec-ctl.sock');
     const art = ['--artifact', MTP, '--max-concurrency', '2', '--control-socket', sock];
