@@ -33,7 +33,7 @@ struct DaemonConfig {
     uint32_t max_context{};        // 0 = auto until plan_model resolves it (run_daemon stores the plan's)
     uint64_t kv_capacity_tokens{}; // 0 = auto
     std::string kv_dtype;
-    std::string speculative = "auto"; // "off", "mtp:K" or "ngram:K" (core::parse_speculative); "auto" until plan_model resolves it
+    std::string speculative = "off"; // "mtp:K" or "ngram:K" (core::parse_speculative); the option's "auto" until run_daemon stores plan_model's resolution
     uint32_t speculative_max_lanes = 4;       // rounds only while at most this many lanes decode (0: any)
     double speculative_min_acceptance = 0.5;  // a lane pauses below this share of drafts accepted (0: never)
     int max_concurrency{};
