@@ -71,6 +71,20 @@
 //     open window and drops the rest: the KV length rewinds, the GDN conv + recurrent state become
 //     exactly the state after token n_keep - 1 (a snapshot taken during verify), and the lane's
 //     last logits become row n_keep - 1, so sample_after_prefill samples the bonus token.
+//     A window stays re-acceptable after its accept until a call other than draft_mtp changes the
+//     lane: accept_verified(lane, m) with m below the count kept then leaves the lane exactly as
+//     accept_verified(lane, m) straight after the verify would have (the drafts made since are
+//     void: the MTP head takes the dropped positions again); m equal to it changes nothing.
+//   * verify_accept_greedy(steps, result) is a whole greedy round for lanes on the greedy fast path
+//     (speculative.h greedy_fast_path): the windows verified as verify_greedy with no rows wanted,
+//     each lane's acceptance from its ids (accept_greedy_ids: n_keep = accepted + 1, or a step's
+//     forced_keep, a benchmark's), accept_verified(lane, n_keep), then for each step with next_k
+//     > 0 the next round's drafts as draft_mtp({lane, ids[n_keep - 1], next_k}) would give them.
+//     result: the ids (verify_greedy's), n_keep and drafts per step. The windows stay
+//     re-acceptable (above): a caller that keeps fewer tokens (a stop inside the window) calls
+//     accept_verified(lane, kept), and that lane's drafts are void. The default makes those calls;
+//     the CUDA backend runs the acceptance, the rollback and the head on the device and waits for
+//     the device once (cuda_backend.h).
 //   has_mtp() says whether draft_mtp works; verify and accept_verified work whenever the plan's
 //   max_draft_tokens > 0. verify_rows_per_pass() is how many window rows (all lanes' tokens
 //   together) one forward pass of verify takes (0: any number); more rows cost further passes,
@@ -132,6 +146,20 @@ struct DraftRequest {
 struct VerifyStep {
     int lane = 0;
     std::span<const int32_t> tokens; // the token to append, then the drafts
+};
+
+// One lane of Backend::verify_accept_greedy.
+struct GreedyRoundStep {
+    int lane = 0;
+    std::span<const int32_t> tokens; // the token to append, then the drafts
+    int next_k = 0;                  // MTP drafts wanted for the lane's next round (0: none)
+    uint32_t forced_keep = 0;        // benchmarks: keep this many tokens whatever the ids say (0: greedy)
+};
+
+struct GreedyRoundResult {
+    std::vector<int32_t> ids;                 // the greedy pick of every row, in step then token order
+    std::vector<uint32_t> n_keep;             // per step: tokens kept (accepted drafts + 1)
+    std::vector<std::vector<int32_t>> drafts; // per step: the next round's drafts (next_k > 0)
 };
 
 class Backend {
@@ -253,6 +281,7 @@ class Backend {
     virtual void verify_greedy(std::span<const VerifyStep> steps, std::span<const uint8_t> want_rows,
                                std::vector<float>& logits, std::vector<int32_t>& ids);
     virtual void accept_verified(int lane, uint32_t n_keep);
+    virtual void verify_accept_greedy(std::span<const GreedyRoundStep> steps, GreedyRoundResult& result);
 
   protected:
     // decode_sample's rows must be the begun step's lanes in order.

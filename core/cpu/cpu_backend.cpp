@@ -175,8 +175,16 @@ class CpuBackend final : public Backend {
             return Backend::draft_mtp(requests, logits);
         std::vector<cpu::LaneState*> lanes;
         for (size_t i = 0; i < requests.size(); ++i) {
-            lanes.push_back(&step_lane(requests, i, "draft"));
-            lanes.back()->verify_count = 0;
+            cpu::LaneState& s = step_lane(requests, i, "draft");
+            lanes.push_back(&s);
+            if (s.verify_count > 0 && s.verify_kept == 0) // never accepted: drafting keeps it all
+                s.verify_count = 0;
+            if (s.verify_count > 0 && !s.verify_mtp_saved) { // accepted: a smaller keep undoes the head
+                s.verify_mtp_saved = true;
+                s.verify_mtp_length = s.mtp_length;
+                s.verify_mtp_hidden = s.mtp_hidden;
+                s.verify_mtp_rope = s.mtp_rope;
+            }
         }
         return mtp_.draft(lanes, requests, logits);
     }
@@ -402,6 +410,8 @@ void CpuBackend::verify(std::span<const VerifyStep> steps, std::vector<float>& l
         const auto window = logits.begin() + long(segs[i].row * V);
         s.verify_start = segs[i].start;
         s.verify_count = segs[i].n;
+        s.verify_kept = 0;
+        s.verify_mtp_saved = false;
         s.verify_logits.assign(window, window + long(segs[i].n * V));
         s.tokens.insert(s.tokens.end(), steps[i].tokens.begin(), steps[i].tokens.end());
         s.logits.assign(s.verify_logits.end() - long(V), s.verify_logits.end());
@@ -413,11 +423,18 @@ void CpuBackend::accept_verified(int lane, uint32_t n_keep) {
     cpu::LaneState& s = at(lane);
     if (s.verify_count == 0)
         throw Error("backend: lane " + std::to_string(lane) + " has no open verify window");
-    if (n_keep < 1 || n_keep > s.verify_count)
-        throw Error("backend: keep " + std::to_string(n_keep) + " of a " + std::to_string(s.verify_count) +
-                    "-token verify window (1.." + std::to_string(s.verify_count) + ")");
+    const uint32_t held = s.verify_kept ? s.verify_kept : s.verify_count; // the window's tokens in the lane
+    if (n_keep < 1 || n_keep > held)
+        throw Error("backend: keep " + std::to_string(n_keep) + " of a " + std::to_string(held) +
+                    "-token verify window (1.." + std::to_string(held) + ")");
     const size_t V = w_.config.vocab_size;
-    if (n_keep < s.verify_count) {
+    if (n_keep < held) {
+        if (s.verify_mtp_saved) { // drafted since the first accept: the head as that accept left it
+            s.mtp_length = s.verify_mtp_length;
+            s.mtp_hidden = s.verify_mtp_hidden;
+            s.mtp_rope = s.verify_mtp_rope;
+            s.verify_mtp_saved = false;
+        }
         // The GDN state as it stood after the last kept token; attention KV only rewinds its length.
         const size_t conv = s.conv.size(), rec = s.recurrent.size(), at = n_keep - 1;
         std::copy_n(s.verify_conv.begin() + long(at * conv), conv, s.conv.begin());
@@ -431,7 +448,7 @@ void CpuBackend::accept_verified(int lane, uint32_t n_keep) {
         }
         s.logits.assign(s.verify_logits.begin() + long(at * V), s.verify_logits.begin() + long(n_keep * V));
     }
-    s.verify_count = 0;
+    s.verify_kept = n_keep;
 }
 
 } // namespace

@@ -9,7 +9,9 @@
 // - Speculation (backend.h): verify and accept_verified when plan.max_draft_tokens > 0 (verify
 //   windows run the GDN recurrence token by token and keep per-token state snapshots); draft_mtp
 //   when plan.mtp (the weights must then have the MTP head, else construction throws), and then
-//   every prefill, decode and verify also feeds the head (core/cpu/mtp_head.h).
+//   every prefill, decode and verify also feeds the head (core/cpu/mtp_head.h). An accepted window
+//   stays re-acceptable to fewer tokens (the snapshots stay; a draft after the accept saves the
+//   head's pending rows first); verify_accept_greedy is Backend's default (those calls in order).
 // - CpuBackendOptions.threads: 0 = every core; gdn_chunked = false forces the recurrence in prefill
 //   (tests compare both forms through the whole model).
 #pragma once

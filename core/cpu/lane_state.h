@@ -78,6 +78,14 @@ struct LaneState {
     // Open verify window: positions [verify_start, verify_start + verify_count) of the last verify
     // step; snapshot i (i < verify_count - 1) is the GDN state after the window's token i.
     uint32_t verify_start = 0, verify_count = 0;
+    // Once accepted (verify_kept tokens of it, 0 before) the window stays re-acceptable to fewer
+    // (backend.h accept_verified): a draft since then first saves the head's progress as the
+    // accept left it (verify_mtp_*), which a smaller keep puts back.
+    uint32_t verify_kept = 0;
+    bool verify_mtp_saved = false;
+    uint32_t verify_mtp_length = 0;
+    std::vector<float> verify_mtp_hidden;
+    std::vector<MropePosition> verify_mtp_rope;
     std::vector<float> verify_conv;      // [max_draft_tokens][conv floats]
     std::vector<float> verify_recurrent; // [max_draft_tokens][recurrent floats]
     std::vector<float> verify_logits;    // [verify_count][vocab]

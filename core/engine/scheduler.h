@@ -49,7 +49,13 @@
 //   rest of the run is dropped), a Stop verdict, stop token, max_tokens or the context end
 //   finish the lane there, and the lane is rolled back to hold exactly the reported tokens but
 //   the last, which stays pending (fed later like any sample). A lane with forced ids waiting
-//   takes plain steps. With speculation_policy.fit_one_pass a round's windows fit one verify pass
+//   takes plain steps. When every lane of a round is on the greedy fast path the round is one
+//   Backend::verify_accept_greedy (verify, acceptance, rollback and the MTP lanes' next drafts; on
+//   the GPU one host synchronisation): the lanes' next round takes those drafts while the lane is
+//   as the round left it (same request, history and pending token, K no larger than asked), else
+//   it drafts anew; a lane that reports fewer tokens than the backend kept (a stop inside the
+//   window) is rolled back further by accept_verified and its drafts dropped. With
+//   speculation_policy.fit_one_pass a round's windows fit one verify pass
 //   (Backend::verify_rows_per_pass): K is lowered to rows / lanes - 1, and with under 2 rows a
 //   lane the lanes take plain steps.
 //   A lane speculates only while options.speculation_policy allows it
@@ -197,6 +203,17 @@ class Scheduler {
         NgramDrafter ngram;            // prompt + reported tokens, with ngram speculation
         uint32_t draft_n = 0, draft_n_accepted = 0;
         SpeculationGate gate;          // whether it takes a round or a plain step (pauses after bad windows)
+        // The MTP drafts the lane's last greedy round made for its next one (Backend::
+        // verify_accept_greedy): valid while the lane is as that round left it (the same admission,
+        // history length and pending token) and the next round wants at most `asked` of them.
+        struct CarriedDrafts {
+            std::vector<int32_t> ids;
+            int asked = 0;
+            int32_t after = -1;    // the pending token they follow
+            size_t at_history = 0; // history.size() when they were made
+            uint64_t admission = 0;
+        };
+        std::optional<CarriedDrafts> carried;
         std::optional<VisionPrefill> vision; // the request's tower rows and positions while it prefills
         uint64_t vision_admission = 0;       // the admission they belong to
         std::unique_ptr<ReplyConstraint> constraint; // the request's, from admission to finish
@@ -233,8 +250,18 @@ class Scheduler {
     int round_drafts(const Lane& lane) const; // K for this round (0: a plain step)
     // Runs one round for the lanes marked in `speculating` (set for the lanes it ran).
     void speculative_round(std::vector<bool>& speculating);
-    void report_round(int lane_index, std::span<const int32_t> drafts, std::span<const float> raw_rows,
-                      const DraftAcceptance& acceptance);
+    // Reports a round's tokens and keeps that many in the backend's window; kept_by_backend: the
+    // tokens a greedy round already kept there (0: the window is still to accept). Returns the kept.
+    uint32_t report_round(int lane_index, std::span<const int32_t> drafts, std::span<const float> raw_rows,
+                          const DraftAcceptance& acceptance, uint32_t kept_by_backend = 0);
+    // The lane's carried drafts for a round of k, if they are still valid (null: draft anew).
+    const std::vector<int32_t>* carried_drafts(const Lane& lane, int k) const;
+    // The K to draft now for the lane's next round (0: it cannot speculate then), fit: this round's cap.
+    int next_round_drafts(const Lane& lane, int fit) const;
+    // The round's verify and acceptance when every lane is on the greedy fast path: one
+    // Backend::verify_accept_greedy, which also drafts the MTP lanes' next round.
+    void greedy_round(const std::vector<int>& lanes, const std::vector<std::vector<int32_t>>& drafts,
+                      const std::vector<std::vector<int32_t>>& windows, int fit);
     void lane_fed_last_sample(int lane_index);
     // Constraints (scheduler_constraint.cpp). constrain_sample fills the lane's mask and points
     // `sampling` at it; false when nothing is allowed (the request ended ConstraintFailed).

@@ -101,8 +101,9 @@ void Scheduler::speculative_round(std::vector<bool>& speculating) {
     // rows costs about a batch-8 step, 1.2 x), so each lane's K is lowered to rows / lanes - 1
     // (at least 1: decode_batch started no round for under 2 rows a lane, and these lanes are
     // among the ones it counted).
+    int fit = kMaxSpeculativeK;
     if (const uint32_t pass = backend_.verify_rows_per_pass(); pass > 0 && options_.speculation_policy.fit_one_pass) {
-        const int fit = int(pass / uint32_t(lanes.size())) - 1;
+        fit = int(pass / uint32_t(lanes.size())) - 1;
         for (int& k : ks) k = std::min(k, fit);
     }
     const auto t0 = Clock::now();
@@ -111,13 +112,17 @@ void Scheduler::speculative_round(std::vector<bool>& speculating) {
     std::vector<size_t> head_of;
     for (size_t j = 0; j < lanes.size(); ++j) {
         Lane& l = lanes_[size_t(lanes[j])];
-        if (l.speculative.kind == SpeculativeKind::Mtp) {
+        const std::vector<int32_t>* carried = carried_drafts(l, ks[j]);
+        if (carried) { // the last greedy round drafted them: the first K are what draft_mtp gives now
+            drafts[j].assign(carried->begin(), carried->begin() + std::min<long>(ks[j], long(carried->size())));
+        } else if (l.speculative.kind == SpeculativeKind::Mtp) {
             from_head.push_back({lanes[j], l.pending_token, ks[j]});
             head_of.push_back(j);
         } else {
             catch_up_ngram(l);
             drafts[j] = options_.test_drafter ? options_.test_drafter(l.ngram.tokens(), ks[j]) : l.ngram.draft(ks[j]);
         }
+        l.carried.reset(); // used or stale
     }
     if (!from_head.empty()) {
         std::vector<std::vector<int32_t>> d = backend_.draft_mtp(from_head, nullptr);
@@ -157,6 +162,11 @@ void Scheduler::speculative_round(std::vector<bool>& speculating) {
         want_rows[j] = !greedy_fast_path(l.request->sampling, l.constraint != nullptr, l.request->logprobs,
                                          l.request->n_top_logprobs);
     }
+    if (std::find(want_rows.begin(), want_rows.end(), 1) == want_rows.end()) {
+        greedy_round(lanes, drafts, windows, fit);
+        stats_.t_decode_us_total += us_between(t0, Clock::now());
+        return;
+    }
     std::vector<float> rows;
     std::vector<int32_t> ids;
     backend_.verify_greedy(steps, want_rows, rows, ids);
@@ -188,8 +198,8 @@ void Scheduler::speculative_round(std::vector<bool>& speculating) {
 // reported token, so the last reported token is pending like any sample (fed by the next step, or
 // by a closing row when the request finished). raw_rows is empty for a greedy fast-path lane
 // (nothing reads its rows: no logprobs).
-void Scheduler::report_round(int lane_index, std::span<const int32_t> drafts, std::span<const float> raw_rows,
-                             const DraftAcceptance& a) {
+uint32_t Scheduler::report_round(int lane_index, std::span<const int32_t> drafts, std::span<const float> raw_rows,
+                                 const DraftAcceptance& a, uint32_t kept_by_backend) {
     Lane& l = lanes_[size_t(lane_index)];
     const size_t V = backend_.vocab_size();
     ++stats_.n_spec_rounds_total;
@@ -219,7 +229,54 @@ void Scheduler::report_round(int lane_index, std::span<const int32_t> drafts, st
         ++kept;
     }
     stats_.t_token_report_cpu_us_total += thread_cpu_us() - cpu0;
-    backend_.accept_verified(lane_index, kept);
+    if (kept != kept_by_backend) backend_.accept_verified(lane_index, kept); // a greedy round's keep, or fewer
+    return kept;
+}
+
+const std::vector<int32_t>* Scheduler::carried_drafts(const Lane& l, int k) const {
+    if (!l.carried) return nullptr;
+    const Lane::CarriedDrafts& c = *l.carried;
+    const bool valid = l.speculative.kind == SpeculativeKind::Mtp && c.admission == l.admit_order &&
+                       c.after == l.pending_token && c.at_history == l.history.size() && k <= c.asked;
+    return valid ? &c.ids : nullptr;
+}
+
+int Scheduler::next_round_drafts(const Lane& l, int fit) const {
+    if (l.speculative.kind != SpeculativeKind::Mtp || !backend_.has_mtp()) return 0;
+    const GenerationRequest& r = *l.request;
+    const int64_t context = std::min<int64_t>(options_.max_context, backend_.max_context());
+    const int64_t room = std::min<int64_t>(int64_t(r.max_tokens) - int64_t(l.generated.size()),
+                                           context - int64_t(r.prompt.size() + l.generated.size()));
+    // This round reports one token at least: round_drafts' room - 1 is then at most room - 2.
+    return int(std::clamp<int64_t>(room - 2, 0, std::min(l.speculative.k, fit)));
+}
+
+void Scheduler::greedy_round(const std::vector<int>& lanes, const std::vector<std::vector<int32_t>>& drafts,
+                             const std::vector<std::vector<int32_t>>& windows, int fit) {
+    std::vector<GreedyRoundStep> steps;
+    for (size_t j = 0; j < lanes.size(); ++j)
+        steps.push_back({lanes[j], windows[j], next_round_drafts(lanes_[size_t(lanes[j])], fit), 0});
+    GreedyRoundResult res;
+    backend_.verify_accept_greedy(steps, res);
+    ++stats_.n_decode_steps_total;
+    stats_.n_decode_lane_steps_total += lanes.size();
+    size_t id_at = 0;
+    for (size_t j = 0; j < lanes.size(); ++j) {
+        const std::span<const int32_t> ids = std::span(res.ids).subspan(id_at, windows[j].size());
+        id_at += windows[j].size();
+        // The host's own acceptance from the ids must be the backend's (on the GPU, a device kernel's).
+        const uint32_t n_keep = res.n_keep.at(j);
+        if (n_keep != accept_greedy_ids(ids, drafts[j]).accepted + 1)
+            throw Error(Errc::Internal, "scheduler: the backend kept " + std::to_string(n_keep) + " tokens of lane " +
+                                            std::to_string(lanes[j]) + "'s window, its ids accept " +
+                                            std::to_string(accept_greedy_ids(ids, drafts[j]).accepted + 1));
+        const DraftAcceptance a{n_keep - 1, ids[n_keep - 1]};
+        const uint32_t kept = report_round(lanes[j], drafts[j], {}, a, n_keep);
+        Lane& l = lanes_[size_t(lanes[j])];
+        if (l.request && kept == n_keep && steps[j].next_k > 0)
+            l.carried = Lane::CarriedDrafts{std::move(res.drafts.at(j)), steps[j].next_k, a.next_token, l.history.size(),
+                                            l.admit_order};
+    }
 }
 
 } // namespace ninfer::core
