@@ -42,8 +42,10 @@ constexpr const char* kBenchUsage =
     "  CUDA only. --speculative also times, after each decode row, speculative rounds at that batch\n"
     "  and depth with the acceptance forced (all drafts, then a fixed 75%: synthetic weights accept\n"
     "  nothing): a round is the drafts (mtp: the MTP head; ngram: fixed ids, prompt lookup being host\n"
-    "  work), verify with its logits copied back, the host's acceptance pass and accept_verified;\n"
-    "  reported: tokens per round, round time as a multiple of the plain step (and of a plain\n"
+    "  work), verify with its logits copied back, the host's acceptance pass and accept_verified\n"
+    "  (round split), then again as one greedy round with one host synchronisation, its MTP drafts\n"
+    "  the next round's (round fused); reported: tokens per round, round time as a multiple of the\n"
+    "  plain step (and of a plain\n"
     "  batch x (K+1) step when --batch measures one), tok/s. Real acceptance: `ninferctl run\n"
     "  --speculative ... --stats`.\n"
     "  --media / --image / --video time a multimodal request's first token stage by stage (best and\n"
@@ -190,10 +192,10 @@ int cmd_bench(int argc, char** argv) {
     std::printf("],\"speculative\":[");
     for (size_t i = 0; i < rep.spec_rows.size(); ++i) {
         const core::SpecBenchRow& s = rep.spec_rows[i];
-        std::printf("%s{\"drafter\":\"%s\",\"k\":%d,\"batch\":%d,\"depth\":%u,\"accept\":\"%s\",\"rounds\":%d,"
-                    "\"tokens_per_round\":%.3f,\"round_ms\":%.4f,\"min_round_ms\":%.4f,\"max_round_ms\":%.4f,"
+        std::printf("%s{\"drafter\":\"%s\",\"k\":%d,\"batch\":%d,\"depth\":%u,\"accept\":\"%s\",\"round\":\"%s\","
+                    "\"rounds\":%d,\"tokens_per_round\":%.3f,\"round_ms\":%.4f,\"min_round_ms\":%.4f,\"max_round_ms\":%.4f,"
                     "\"step_ms\":%.4f,\"cost_x\":%.3f,\"floor_ms\":%.4f,\"tokens_per_s\":%.2f}",
-                    i ? "," : "", s.drafter.c_str(), s.k, s.batch, s.depth, s.accept.c_str(), s.rounds,
+                    i ? "," : "", s.drafter.c_str(), s.k, s.batch, s.depth, s.accept.c_str(), s.round.c_str(), s.rounds,
                     s.tokens_per_round, s.round_ms, s.min_round_ms, s.max_round_ms, s.step_ms, s.cost_x, s.floor_ms,
                     s.tokens_per_s);
     }

@@ -28,7 +28,11 @@
 //   rounding. Lane images carry the head as the CPU backend's do (the MtpKv section).
 // - Speculation (backend.h): verify and accept_verified when plan.max_draft_tokens > 0: the lanes'
 //   windows through the decode kernels in forwards of up to 8 rows, the GDN state after each
-//   window position kept on the device (verify_window.h).
+//   window position kept on the device (verify_window.h). verify_accept_greedy is one host
+//   synchronisation a round: the windows, the greedy acceptance and the rollback it selects
+//   (VerifyWindows::enqueue_accept), the MTP head's catch-up and next drafts placed by the kept
+//   counts (MtpHead::enqueue_round_drafts) are enqueued together, and one wait brings the ids,
+//   kept counts and drafts back (draft_mtp + verify_greedy waited twice, with host gaps between).
 // - LaneImage layout is the CPU backend's (memory_plan.h): KV rows in the plan's dtype (kv_codec.h)
 //   in layer, K/V, position, head order; GDN conv history as f32 (the GPU keeps it in bf16, so an image from the CPU
 //   backend is rounded on restore; the f32-activation mode keeps f32) then the f32 recurrent state.

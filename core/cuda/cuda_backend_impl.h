@@ -118,6 +118,8 @@ class CudaBackend final : public Backend {
     void verify_greedy(std::span<const VerifyStep> steps, std::span<const uint8_t> want_rows,
                        std::vector<float>& logits, std::vector<int32_t>& ids) override;
     void accept_verified(int lane, uint32_t n_keep) override;
+    // The greedy round with one host synchronisation (cuda_backend.h).
+    void verify_accept_greedy(std::span<const GreedyRoundStep> steps, GreedyRoundResult& result) override;
 
     // The lane's GDN state and page row are snapshotted in stream order now; its pages stay out of
     // reuse until the copier thread has moved the image to host memory (lane_image.h).
@@ -132,6 +134,8 @@ class CudaBackend final : public Backend {
   private:
     // verify's checks and forwards: the windows are open, their rows and ids on the device.
     size_t enqueue_verify(std::span<const VerifyStep> steps);
+    // Rewinds a lane's host bookkeeping to `length` tokens; its pages beyond `pages_for` tokens go.
+    void keep_tokens(int lane, size_t length, size_t pages_for);
     // Tensor-core prefill (PrefillRunner) in chunks of its size; logits through the decode head.
     void prefill_chunks(int lane, uint32_t start, std::span<const int32_t> tokens, const PrefillInputs* mm,
                         LogitsOut out, std::vector<float>* logits);

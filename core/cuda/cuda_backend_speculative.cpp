@@ -97,24 +97,102 @@ void CudaBackend::verify_greedy(std::span<const VerifyStep> steps, std::span<con
     for (const VerifyStep& st : steps) ids.insert(ids.end(), windows_.ids(st.lane), windows_.ids(st.lane) + st.tokens.size());
 }
 
-void CudaBackend::accept_verified(int lane, uint32_t n_keep) {
+void CudaBackend::keep_tokens(int lane, size_t length, size_t pages_for) {
     Lane& s = at(lane);
-    const uint32_t count = windows_.count(lane);
+    s.tokens.resize(length);
+    for (const size_t need = (pages_for + kKvPageTokens - 1) / kKvPageTokens; s.pages.size() > need;) {
+        release_page(s.pages.back());
+        s.pages.pop_back();
+    }
+}
+
+void CudaBackend::accept_verified(int lane, uint32_t n_keep) {
+    at(lane);
+    const uint32_t count = windows_.count(lane), kept = windows_.kept(lane);
     if (count == 0)
         throw Error("backend: lane " + std::to_string(lane) + " has no open verify window");
-    if (n_keep < 1 || n_keep > count)
-        throw Error("backend: keep " + std::to_string(n_keep) + " of a " + std::to_string(count) +
-                    "-token verify window (1.." + std::to_string(count) + ")");
-    if (n_keep < count) { // the GDN state and logits of the last kept token; KV only rewinds its length
+    const uint32_t held = kept ? kept : count; // the window's tokens in the lane now
+    if (n_keep < 1 || n_keep > held)
+        throw Error("backend: keep " + std::to_string(n_keep) + " of a " + std::to_string(held) +
+                    "-token verify window (1.." + std::to_string(held) + ")");
+    if (mtp_ && kept == 0) // the head as the verify left it, for a smaller keep after a draft
+        mtp_->mark(lane);
+    if (n_keep < held) { // the GDN state and logits of the last kept token; KV only rewinds its length
+        if (mtp_ && kept > 0) // a draft since the first keep took positions that are dropped now
+            mtp_->rewind(lane);
         const size_t length = windows_.start(lane) + n_keep;
         windows_.rollback(lane, n_keep);
-        s.tokens.resize(length);
-        for (const size_t need = (length + kKvPageTokens - 1) / kKvPageTokens; s.pages.size() > need;) {
-            release_page(s.pages.back());
-            s.pages.pop_back();
-        }
+        keep_tokens(lane, length, length);
     }
-    windows_.close(lane);
+    windows_.set_kept(lane, n_keep);
+}
+
+// The verify windows, the acceptance, the rollback and the head's next drafts all enqueued at
+// once, reading the kept counts on the device; one synchronisation brings the ids, the counts and
+// the drafts back together, and the host's bookkeeping follows from the counts.
+void CudaBackend::verify_accept_greedy(std::span<const GreedyRoundStep> steps, GreedyRoundResult& result) {
+    if (plan_.max_draft_tokens == 0)
+        return Backend::verify_accept_greedy(steps, result);
+    std::vector<VerifyStep> windows;
+    std::vector<uint32_t> forced;
+    for (const GreedyRoundStep& st : steps) {
+        if (st.next_k < 0 || uint32_t(st.next_k) > plan_.max_draft_tokens || (st.next_k > 0 && !mtp_))
+            throw Error("backend: " + std::to_string(st.next_k) + " next drafts asked of a greedy round (the plan: " +
+                        (mtp_ ? "1.." + std::to_string(plan_.max_draft_tokens) : std::string("no MTP head")) + ")");
+        if (st.forced_keep > st.tokens.size())
+            throw Error("backend: keep " + std::to_string(st.forced_keep) + " of a " +
+                        std::to_string(st.tokens.size()) + "-token verify window");
+        windows.push_back({st.lane, st.tokens});
+        forced.push_back(st.forced_keep);
+    }
+    const size_t rows = enqueue_verify(windows);
+    std::vector<cuda::VerifyWindows::Request> accept;
+    std::vector<cuda::MtpHead::RoundLane> heads;
+    for (const GreedyRoundStep& st : steps) {
+        const uint32_t start = windows_.start(st.lane), count = windows_.count(st.lane);
+        accept.push_back({st.lane, start, st.tokens});
+        if (mtp_)
+            mtp_->mark(st.lane);
+        if (st.next_k > 0)
+            heads.push_back({st.lane, st.next_k, start, count, at(st.lane).tokens});
+    }
+    windows_.enqueue_accept(accept, forced);
+    std::vector<int> k;
+    if (!heads.empty()) {
+        const cuda::VerifyWindows::RoundDevice d = windows_.round();
+        k = mtp_->enqueue_round_drafts(heads, {d.starts, d.n_keep, d.ids, d.ids_stride}, [this](int lane, size_t total) {
+            grow(lane, total - std::min(total, at(lane).tokens.size()));
+        });
+        mtp_->read_round_drafts();
+    }
+    windows_.read_ids();
+    windows_.read_kept();
+    cuda_check(cudaStreamSynchronize(run_.stream()), "greedy round");
+    result.ids.clear();
+    result.ids.reserve(rows);
+    result.n_keep.clear();
+    result.drafts.assign(steps.size(), {});
+    size_t head = 0;
+    for (size_t i = 0; i < steps.size(); ++i) {
+        const int lane = steps[i].lane;
+        const uint32_t start = windows_.start(lane), count = windows_.count(lane), n_keep = windows_.device_kept(lane);
+        if (n_keep < 1 || n_keep > count)
+            throw Error(Errc::Internal, "cuda: the device kept " + std::to_string(n_keep) + " of a " +
+                                            std::to_string(count) + "-token window");
+        result.ids.insert(result.ids.end(), windows_.ids(lane), windows_.ids(lane) + count);
+        result.n_keep.push_back(n_keep);
+        windows_.set_kept(lane, n_keep);
+        const size_t length = size_t(start) + n_keep;
+        int drafted = 0;
+        if (steps[i].next_k > 0) {
+            drafted = k.at(head++);
+            if (drafted > 0) {
+                mtp_->finish_round(lane, start, n_keep);
+                result.drafts[i] = mtp_->round_drafts(lane, drafted);
+            }
+        }
+        keep_tokens(lane, length, length + size_t(std::max(drafted - 1, 0))); // the drafts' pages stay, as draft()'s
+    }
 }
 
 } // namespace ninfer::core::cuda_detail

@@ -4,6 +4,7 @@
 #include "core/cuda/prefill_runner.h"
 #include "core/util/error.h"
 #include "ninfer/kernels/mtp_ops.h"
+#include "ninfer/kernels/spec_round.h"
 
 #include <algorithm>
 
@@ -20,7 +21,7 @@ uint64_t MtpHead::device_bytes(const ModelConfig& c, int n_lanes, uint32_t max_d
 MtpHead::MtpHead(Runner& run, const MemoryPlan& plan)
     : run_(run), plan_(plan), hs_(run.hidden_stride()), drafts_w_(int(std::max<uint32_t>(1, plan.max_draft_tokens))),
       mtp_length_(size_t(plan.n_lanes), 0), rope_(size_t(plan.n_lanes)), rope_offset_(size_t(plan.n_lanes), 0),
-      step_in_(3 * kMaxStepTokens, 0) {
+      step_in_(3 * kMaxStepTokens, 0), marks_(size_t(plan.n_lanes)) {
     if (!run.has_mtp())
         throw Error("cuda: the MTP head needs a plan with mtp and weights with the head");
     ring_ = arena_.alloc_n<float>(uint64_t(plan.n_lanes) * kRingRows * hs_, "MTP hidden rows");
@@ -28,6 +29,12 @@ MtpHead::MtpHead(Runner& run, const MemoryPlan& plan)
     hidden_ = arena_.alloc_n<float>(uint64_t(kMaxStepTokens) * hs_, "MTP step hidden rows");
     drafts_ = arena_.alloc_n<int32_t>(uint64_t(plan.n_lanes) * drafts_w_, "MTP drafts");
     cuda_check(cudaMemset(drafts_, 0, uint64_t(plan.n_lanes) * drafts_w_ * 4), "clearing MTP drafts");
+    cuda_check(cudaMallocHost(&drafts_host_, uint64_t(plan.n_lanes) * drafts_w_ * 4), "pinned MTP drafts");
+}
+
+MtpHead::~MtpHead() {
+    cudaStreamSynchronize(run_.stream()); // a round's read-back in flight writes the pinned drafts
+    cudaFreeHost(drafts_host_);
 }
 
 float* MtpHead::ring_row(int lane, uint32_t position) const {
@@ -112,7 +119,7 @@ void MtpHead::clamp_pending(int lane, uint32_t end) {
 
 void MtpHead::run(const std::vector<Row>& rows, int column, bool chained, bool keep_drafts,
                   const std::function<void(size_t, size_t)>& stage, std::vector<std::vector<float>>* logits,
-                  std::span<const float> embeddings) {
+                  std::span<const float> embeddings, const RoundInputs* round) {
     const uint32_t V = run_.config().vocab_size;
     int32_t* in = run_.step_in();
     std::vector<MropePosition> positions;
@@ -142,7 +149,11 @@ void MtpHead::run(const std::vector<Row>& rows, int column, bool chained, bool k
         // Pageable host memory: staged at once, so step_in_ may be rewritten for the next block.
         cuda_check(cudaMemcpyAsync(in, step_in_.data(), step_in_.size() * 4, cudaMemcpyHostToDevice, run_.stream()),
                    "MTP step inputs");
-        if (chained)
+        if (round) // the positions after each lane's kept tokens, known on the device only
+            cuda_check(kernels::round_draft_inputs(in, in + kMaxStepTokens, in + 2 * kMaxStepTokens, n, round->starts,
+                                                   round->n_keep, round->ids, round->ids_stride, drafts_, drafts_w_,
+                                                   column, run_.stream()), "MTP round inputs");
+        else if (chained)
             cuda_check(kernels::mtp_draft_tokens(in, in + kMaxStepTokens, drafts_, drafts_w_, column - 1, n,
                                                  run_.stream()), "MTP draft tokens");
         cuda_check(kernels::mtp_take_rows(ring_, kRingRows, hs_, in + kMaxStepTokens, in + 2 * kMaxStepTokens, hidden_,

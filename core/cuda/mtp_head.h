@@ -27,6 +27,21 @@
 //   without the MtpKv section and not decoded since) or when n + 1 + k would pass max-context (k
 //   is lowered to what fits). reserve(lane, t) must give the lane pages for t tokens before the
 //   draft positions are written.
+// - The greedy round (Backend::verify_accept_greedy; mtp_head_round.cpp): enqueue_round_drafts(lanes,
+//   device, reserve), after the lanes' verify windows and their acceptance were enqueued, drafts each
+//   lane's next round with nothing read back: one batched catch-up over every window position but
+//   the last (positions mtp_length .. start + count - 2, tokens known on the host; the rows past
+//   the kept ones are scratch K/V that the draft rows and the next catch-up overwrite before
+//   anything attends to them), then k draft steps whose rows' tokens and positions
+//   kernels::round_draft_inputs builds on the device from the kept counts (draft 1: the token after
+//   the kept ones at position start + n_keep - 1). k is lowered so that the longest window's drafts
+//   fit max-context; reserve(lane, t) must cover the longest window's draft positions. It returns
+//   each lane's k (0: no drafts: the head lacks the lane's state). read_round_drafts() enqueues the
+//   one copy of the drafts to pinned memory; after the caller's synchronisation round_drafts(lane,
+//   k) are the drafts and finish_round(lane, start, n_keep) records that the head took positions
+//   below start + n_keep - 1 (the last kept stays pending, as after draft()).
+// - mark(lane) remembers the head's progress of a lane (a verify window's accept, backend.h);
+//   rewind(lane) puts it back: a smaller keep after a draft (the ring still holds the rows).
 // - Token ids the catch-up needs must be known on the host (no pipelined decode step of the lane
 //   outstanding): else ninfer::Error("backend: ...").
 // - Multimodal lanes (backend.h prefill_with), as the CPU head (core/cpu/mtp_head.h) and
@@ -112,6 +127,34 @@ class MtpHead {
                                             const std::function<void(int lane, size_t tokens)>& reserve,
                                             std::vector<std::vector<float>>* logits);
 
+    // The greedy round (the contract above).
+    struct RoundLane {
+        int lane = 0;
+        int k = 0;                       // drafts wanted
+        uint32_t start = 0, count = 0;   // the verify window
+        std::span<const int32_t> tokens; // the lane's tokens, the window's included
+    };
+    struct RoundInputs {
+        const int32_t* starts = nullptr; // device, by lane: the window's first position
+        const int32_t* n_keep = nullptr; // device, by lane: tokens kept
+        const int32_t* ids = nullptr;    // device, by lane: the window's greedy picks
+        int ids_stride = 0;
+    };
+    std::vector<int> enqueue_round_drafts(std::span<const RoundLane> lanes, const RoundInputs& device,
+                                          const std::function<void(int lane, size_t tokens)>& reserve);
+    void read_round_drafts() const;
+    std::vector<int32_t> round_drafts(int lane, int k) const;
+    void finish_round(int lane, uint32_t start, uint32_t n_keep) { advance(lane, start + n_keep - 1); }
+    void mark(int lane) { marks_.at(size_t(lane)) = {mtp_length_.at(size_t(lane)), rope_.at(size_t(lane))}; }
+    void rewind(int lane) {
+        const Mark& m = marks_.at(size_t(lane));
+        mtp_length_.at(size_t(lane)) = m.length;
+        rope_.at(size_t(lane)) = m.rope;
+    }
+    ~MtpHead();
+    MtpHead(const MtpHead&) = delete;
+    MtpHead& operator=(const MtpHead&) = delete;
+
   private:
     struct Row {
         int lane = 0;
@@ -125,9 +168,10 @@ class MtpHead {
     // (puts its hidden rows in the ring). column: the drafts table column of the draft rows;
     // chained: the draft rows' tokens come from column - 1 of the table. embeddings: the rows
     // Row::embedding_row indexes (a prefill_with chunk's).
+    // round: a greedy round's draft rows (their tokens and positions built on the device).
     void run(const std::vector<Row>& rows, int column, bool chained, bool keep_drafts,
              const std::function<void(size_t, size_t)>& stage, std::vector<std::vector<float>>* logits,
-             std::span<const float> embeddings = {});
+             std::span<const float> embeddings = {}, const RoundInputs* round = nullptr);
     // A pending position's row: (lane, t, x_{t+1}) with its kept position, if any.
     Row pending_row(int lane, uint32_t t, int32_t token) const;
     // The lane's head has taken positions below m: its kept positions of those go (clear: all of them).
@@ -157,6 +201,12 @@ class MtpHead {
     std::vector<std::vector<MropePosition>> rope_;
     std::vector<int64_t> rope_offset_;
     std::vector<int32_t> step_in_; // host copy of a block's step inputs
+    int32_t* drafts_host_ = nullptr; // pinned copy of drafts_ (a greedy round's one read-back)
+    struct Mark {
+        uint32_t length = 0;
+        std::vector<MropePosition> rope;
+    };
+    std::vector<Mark> marks_;
 };
 
 } // namespace ninfer::core::cuda

@@ -26,17 +26,23 @@ struct RoundResult {
     uint32_t kept = 0; // tokens kept per lane (the same for every lane)
 };
 
-// One round on every lane: drafts, verify, the host's acceptance pass, accept_verified.
-RoundResult run_round(Backend& b, const SpecBenchSetup& st, double fraction, int s, std::vector<int32_t>& next) {
+// One round on every lane. Split: drafts (draft_mtp), verify_greedy, the host's acceptance pass,
+// accept_verified. Fused: one verify_accept_greedy with the kept count forced, whose MTP drafts
+// (carried) are the next round's; the first round drafts with draft_mtp as the scheduler's does.
+RoundResult run_round(Backend& b, const SpecBenchSetup& st, double fraction, int s, std::vector<int32_t>& next,
+                      bool fused, std::vector<std::vector<int32_t>>& carried) {
     const auto t0 = Clock::now();
     std::vector<std::vector<int32_t>> windows(size_t(st.batch));
     if (st.mtp) {
         std::vector<DraftRequest> req;
-        for (int l = 0; l < st.batch; ++l) req.push_back({l, next[size_t(l)], st.k});
-        std::vector<std::vector<int32_t>> d = b.draft_mtp(req, nullptr);
+        for (int l = 0; l < st.batch; ++l)
+            if (!fused || carried[size_t(l)].empty()) req.push_back({l, next[size_t(l)], st.k});
+        std::vector<std::vector<int32_t>> d = req.empty() ? d : b.draft_mtp(req, nullptr);
+        for (size_t q = 0; q < req.size(); ++q) carried[size_t(req[q].lane)] = std::move(d[q]);
         for (int l = 0; l < st.batch; ++l) {
             windows[size_t(l)] = {next[size_t(l)]};
-            windows[size_t(l)].insert(windows[size_t(l)].end(), d.at(size_t(l)).begin(), d.at(size_t(l)).end());
+            windows[size_t(l)].insert(windows[size_t(l)].end(), carried[size_t(l)].begin(), carried[size_t(l)].end());
+            carried[size_t(l)].clear();
         }
     } else {
         for (int l = 0; l < st.batch; ++l) {
@@ -46,13 +52,30 @@ RoundResult run_round(Backend& b, const SpecBenchSetup& st, double fraction, int
                                                      st.token_ids));
         }
     }
+    uint32_t kept = 0;
+    if (fused) {
+        std::vector<GreedyRoundStep> steps;
+        for (int l = 0; l < st.batch; ++l) {
+            const std::vector<int32_t>& w = windows[size_t(l)];
+            kept = std::min<uint32_t>(forced_accepted(fraction, st.k, s), uint32_t(w.size() - 1)) + 1;
+            steps.push_back({l, w, st.mtp ? st.k : 0, kept});
+        }
+        GreedyRoundResult res;
+        b.verify_accept_greedy(steps, res);
+        size_t at = 0;
+        for (int l = 0; l < st.batch; ++l) {
+            next[size_t(l)] = res.ids.at(at + res.n_keep.at(size_t(l)) - 1);
+            at += windows[size_t(l)].size();
+            carried[size_t(l)] = std::move(res.drafts.at(size_t(l)));
+        }
+        return {std::chrono::duration<double>(Clock::now() - t0).count(), kept};
+    }
     std::vector<VerifyStep> steps;
     for (int l = 0; l < st.batch; ++l) steps.push_back({l, windows[size_t(l)]});
     // The scheduler's greedy path: the rows' greedy ids come back, the rows stay on the device.
     std::vector<float> rows;
     std::vector<int32_t> ids;
     b.verify_greedy(steps, std::vector<uint8_t>(steps.size(), 0), rows, ids);
-    uint32_t kept = 0;
     size_t at = 0;
     for (int l = 0; l < st.batch; ++l) {
         const std::vector<int32_t>& w = windows[size_t(l)];
@@ -71,8 +94,10 @@ RoundResult run_round(Backend& b, const SpecBenchSetup& st, double fraction, int
 void bench_speculative_rounds(Backend& b, const SpecBenchSetup& st, std::vector<SpecBenchRow>& out) {
     if (st.mtp && !b.has_mtp())
         throw Error("bench: --speculative mtp:K needs the MTP head (an artifact or synthetic weights with one)");
+    for (const bool fused : {false, true})
     for (const auto& [label, fraction] : {std::pair<const char*, double>{"all", 1.0}, {"75%", 0.75}}) {
         for (int l = 0; l < st.batch; ++l) b.restore_lane(l, *st.image);
+        std::vector<std::vector<int32_t>> carried(size_t(st.batch));
         // One plain step first: a restored lane gives the head its first pending row this way.
         std::vector<DecodeStep> first(size_t(st.batch));
         for (int l = 0; l < st.batch; ++l) {
@@ -81,11 +106,11 @@ void bench_speculative_rounds(Backend& b, const SpecBenchSetup& st, std::vector<
         }
         std::vector<int32_t> next;
         for (const DecodeResult& r : b.decode(first)) next.push_back(r.token);
-        run_round(b, st, fraction, 0, next); // warm-up: the window graphs are captured
+        run_round(b, st, fraction, 0, next, fused, carried); // warm-up: the window graphs are captured
         std::vector<double> times;
         double kept_total = 0;
         for (int s = 0; s < st.rounds; ++s) {
-            const RoundResult r = run_round(b, st, fraction, s, next);
+            const RoundResult r = run_round(b, st, fraction, s, next, fused, carried);
             times.push_back(r.seconds);
             kept_total += r.kept;
         }
@@ -97,6 +122,7 @@ void bench_speculative_rounds(Backend& b, const SpecBenchSetup& st, std::vector<
         row.batch = st.batch;
         row.depth = st.depth;
         row.accept = label;
+        row.round = fused ? "fused" : "split";
         row.rounds = st.rounds;
         row.tokens_per_round = kept_total / std::max(1, st.rounds);
         row.round_ms = 1e3 * (n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]));
@@ -116,9 +142,10 @@ std::string spec_bench_row_text(const SpecBenchRow& r) {
                       r.floor_ms / r.step_ms);
     char line[384];
     std::snprintf(line, sizeof line,
-                  "speculative %s:%d batch %d depth %u accept %s: %.2f tokens/round, round %.3f ms = %.2fx a step "
-                  "(%.3f ms)%s, %.1f tok/s (median of %d rounds; min %.3f, max %.3f ms)\n",
-                  r.drafter.c_str(), r.k, r.batch, r.depth, r.accept.c_str(), r.tokens_per_round, r.round_ms, r.cost_x,
+                  "speculative %s:%d batch %d depth %u accept %s round %s: %.2f tokens/round, round %.3f ms = %.2fx a "
+                  "step (%.3f ms)%s, %.1f tok/s (median of %d rounds; min %.3f, max %.3f ms)\n",
+                  r.drafter.c_str(), r.k, r.batch, r.depth, r.accept.c_str(), r.round.c_str(), r.tokens_per_round,
+                  r.round_ms, r.cost_x,
                   r.step_ms, floor, r.tokens_per_s, r.rounds, r.min_round_ms, r.max_round_ms);
     return line;
 }

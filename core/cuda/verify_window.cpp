@@ -93,7 +93,8 @@ uint64_t VerifyWindows::device_bytes(const Runner& run, const MemoryPlan& plan) 
         return 0;
     const uint64_t spans = K * (2 * uint64_t(run.config().n_linear_attention_layers()) + 1);
     return uint64_t(plan.n_lanes) * (K * snapshot_bytes(run) + (K + 1) * uint64_t(run.logits_stride()) * 4 +
-                                     (K + 1) * 4 + spans * sizeof(kernels::CopySpan)) +
+                                     (K + 1) * 4 + spans * sizeof(kernels::CopySpan) +
+                                     (kernels::kRoundTableHead + K + 1 + 2) * 4) +
            kernels::argmax_work_bytes(int(K + 1));
 }
 
@@ -138,6 +139,13 @@ VerifyWindows::VerifyWindows(Runner& run, const MemoryPlan& plan, bool graphs)
     cuda_check(cudaMemcpy(rollback_table_, table.data(), table.size() * sizeof(kernels::CopySpan),
                           cudaMemcpyHostToDevice), "verify rollback table");
     rollback_max_bytes_ = std::max({cb, rf * 4, V * 4});
+    // The greedy round's table, kept counts and window starts.
+    round_width_ = kernels::kRoundTableHead + int(max_draft_) + 1;
+    round_table_ = arena_.alloc_n<int32_t>(lanes_.size() * size_t(round_width_), "round table");
+    n_keep_ = arena_.alloc_n<int32_t>(lanes_.size(), "round kept counts");
+    starts_ = arena_.alloc_n<int32_t>(lanes_.size(), "round window starts");
+    cuda_check(cudaMallocHost(&round_host_, lanes_.size() * size_t(round_width_) * 4), "pinned round table");
+    cuda_check(cudaMallocHost(&n_keep_host_, lanes_.size() * 4), "pinned round kept counts");
 }
 
 VerifyWindows::~VerifyWindows() {
@@ -145,6 +153,8 @@ VerifyWindows::~VerifyWindows() {
         cudaStreamSynchronize(run_.stream()); // a window in flight reads the pinned inputs
         cudaFreeHost(step_in_host_);
         cudaFreeHost(ids_host_);
+        cudaFreeHost(round_host_);
+        cudaFreeHost(n_keep_host_);
     }
     for (const auto& [key, exec] : graph_)
         if (exec)
@@ -200,6 +210,7 @@ void VerifyWindows::enqueue_forward(std::span<const Request> group, int slot,
     for (const Request& w : group) {
         lanes_[size_t(w.lane)].start = w.start;
         lanes_[size_t(w.lane)].count = uint32_t(w.tokens.size());
+        lanes_[size_t(w.lane)].kept = 0;
     }
 }
 
@@ -257,7 +268,39 @@ void VerifyWindows::rollback(int lane, uint32_t n_keep) {
     const uint64_t at = uint64_t(lane) * max_draft_ + (n_keep - 1);
     cuda_check(kernels::copy_span_table(rollback_table_ + at * rollback_spans_, int(rollback_spans_),
                                         rollback_max_bytes_, run_.stream()), "GDN rollback");
-    w.count = 0;
+    w.kept = n_keep;
+}
+
+void VerifyWindows::enqueue_accept(std::span<const Request> windows, std::span<const uint32_t> forced) {
+    if (windows.size() > lanes_.size() || forced.size() != windows.size())
+        throw Error("backend: a greedy round of " + std::to_string(windows.size()) + " windows and " +
+                    std::to_string(forced.size()) + " forced keeps");
+    for (size_t i = 0; i < windows.size(); ++i) {
+        const Request& w = windows[i];
+        if (w.tokens.empty() || w.tokens.size() > max_draft_ + 1 || forced[i] > w.tokens.size())
+            throw Error("backend: a greedy round's window of " + std::to_string(w.tokens.size()) + " tokens keeps " +
+                        std::to_string(forced[i]));
+        int32_t* row = round_host_ + i * size_t(round_width_);
+        row[0] = w.lane;
+        row[1] = int32_t(w.tokens.size());
+        row[2] = int32_t(w.start);
+        row[3] = int32_t(forced[i]);
+        std::copy(w.tokens.begin(), w.tokens.end(), row + kernels::kRoundTableHead);
+    }
+    const int n = int(windows.size());
+    // Pinned source: the copy reads it when it runs; the caller synchronises before the next round.
+    cuda_check(cudaMemcpyAsync(round_table_, round_host_, size_t(n) * size_t(round_width_) * 4, cudaMemcpyHostToDevice,
+                               run_.stream()), "round table");
+    cuda_check(kernels::greedy_accept(round_table_, round_width_, n, ids_, int(max_draft_ + 1), n_keep_, starts_,
+                                      run_.stream()), "greedy acceptance");
+    cuda_check(kernels::copy_span_table_kept(rollback_table_, int(rollback_spans_), int(max_draft_), round_table_,
+                                             round_width_, n, n_keep_, rollback_max_bytes_, run_.stream()),
+               "GDN rollback");
+}
+
+void VerifyWindows::read_kept() const {
+    cuda_check(cudaMemcpyAsync(n_keep_host_, n_keep_, lanes_.size() * 4, cudaMemcpyDeviceToHost, run_.stream()),
+               "round kept counts");
 }
 
 } // namespace ninfer::core::cuda

@@ -33,7 +33,16 @@
 // - rollback(lane, n_keep) (1 <= n_keep < count(lane)) copies snapshot n_keep - 1 into the
 //   lane's live GDN state and window row n_keep - 1 into the lane's logits, in stream order, as one
 //   copy launch (a device table of the spans per lane and kept prefix, built at construction), and
-//   closes the window. The caller rewinds the KV length (attention rows past it are never read).
+//   marks the window accepted with n_keep (kept(lane)); the snapshots and rows stay, so a later
+//   rollback to fewer is still exact. The caller rewinds the KV length (attention rows past it are
+//   never read). set_kept(lane, n) marks a keep that needs no copy (n = count, or the device's).
+// - The greedy round (Backend::verify_accept_greedy): enqueue_accept(windows, forced) after
+//   enqueue(windows) accepts on the device: kernels::greedy_accept over the windows' greedy ids
+//   (forced[i] > 0 replaces window i's keep) writes each lane's n_keep and window start to device
+//   arrays (round()), and kernels::copy_span_table_kept runs each lane's rollback when its n_keep
+//   is below its count, reading n_keep on the device: nothing waits for the host. read_kept()
+//   enqueues the copy of the n_keep array to pinned memory; after the caller's synchronisation
+//   device_kept(lane) is the lane's keep (the caller then calls set_kept).
 // - close(lane): the window's tokens stay (a keep of all of them, or the lane changed otherwise).
 // Thread safety: engine thread only.
 #pragma once
@@ -75,13 +84,28 @@ class VerifyWindows {
     void read_ids() const;
     const int32_t* ids(int lane) const { return ids_host_ + size_t(lane) * (max_draft_ + 1); }
     void rollback(int lane, uint32_t n_keep);
-    void close(int lane) { lanes_[size_t(lane)].count = 0; }
+    void close(int lane) { lanes_[size_t(lane)].count = lanes_[size_t(lane)].kept = 0; }
     uint32_t count(int lane) const { return lanes_[size_t(lane)].count; }
     uint32_t start(int lane) const { return lanes_[size_t(lane)].start; }
+    uint32_t kept(int lane) const { return lanes_[size_t(lane)].kept; } // 0: not accepted yet
+    void set_kept(int lane, uint32_t n) { lanes_[size_t(lane)].kept = n; }
+
+    // The greedy round's device side (the contract above).
+    struct RoundDevice {
+        const int32_t* starts = nullptr; // [n_lanes] the window's first position
+        const int32_t* n_keep = nullptr; // [n_lanes] tokens kept
+        const int32_t* ids = nullptr;    // [n_lanes][ids_stride] greedy picks
+        int ids_stride = 0;
+    };
+    void enqueue_accept(std::span<const Request> windows, std::span<const uint32_t> forced);
+    RoundDevice round() const { return {starts_, n_keep_, ids_, int(max_draft_ + 1)}; }
+    void read_kept() const;
+    uint32_t device_kept(int lane) const { return uint32_t(n_keep_host_[lane]); }
 
   private:
     struct Window {
         uint32_t start = 0, count = 0;
+        uint32_t kept = 0;             // accepted with this many (0: not yet); rollbacks below stay exact
         std::vector<uint8_t*> conv;   // per GDN layer: K conv-history snapshots
         std::vector<float*> recurrent; // per GDN layer: K recurrent-state snapshots
         float* logits = nullptr;       // (K + 1) rows, stride run_.logits_stride()
@@ -101,6 +125,12 @@ class VerifyWindows {
     void* argmax_work_ = nullptr;
     kernels::CopySpan* rollback_table_ = nullptr; // device [n_lanes][K][rollback_spans_]
     uint64_t rollback_spans_ = 0, rollback_max_bytes_ = 0;
+    int round_width_ = 0;             // kernels::kRoundTableHead + K + 1
+    int32_t* round_host_ = nullptr;   // pinned [n_lanes][round_width_]: the round table
+    int32_t* round_table_ = nullptr;  // device copy
+    int32_t* n_keep_ = nullptr;       // device [n_lanes]
+    int32_t* starts_ = nullptr;       // device [n_lanes]
+    int32_t* n_keep_host_ = nullptr;  // pinned copy of n_keep_
     std::map<std::vector<int>, cudaGraphExec_t> graph_; // by the forward's (lane, size) list
 };
 

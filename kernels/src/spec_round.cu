@@ -101,6 +101,47 @@ __global__ void copy_table_kernel(const CopySpan* table) { copy_one(table[blockI
 
 constexpr int kCopyThreads = 256;
 
+// One thread per entry: the entry's accepted drafts against its lane's greedy ids.
+__global__ void greedy_accept_kernel(const int32_t* table, int width, int n, const int32_t* ids, int ids_stride,
+                                     int32_t* n_keep, int32_t* starts) {
+    const int i = int(blockIdx.x * blockDim.x + threadIdx.x);
+    if (i >= n)
+        return;
+    const int32_t* e = table + int64_t(i) * width;
+    const int lane = e[0], count = e[1];
+    const int32_t* tokens = e + kRoundTableHead;
+    const int32_t* lane_ids = ids + int64_t(lane) * ids_stride;
+    int m = 0;
+    while (m + 1 < count && tokens[m + 1] == lane_ids[m])
+        ++m;
+    n_keep[lane] = e[3] > 0 ? e[3] : m + 1;
+    starts[lane] = e[2];
+}
+
+// Block row y = entry * per_entry + span: that span of the entry's rollback, if its lane keeps
+// fewer than the window's tokens.
+__global__ void copy_table_kept_kernel(const CopySpan* spans, int per_entry, int per_lane, const int32_t* table,
+                                       int width, const int32_t* n_keep) {
+    const int entry = int(blockIdx.y) / per_entry, span = int(blockIdx.y) % per_entry;
+    const int32_t* e = table + int64_t(entry) * width;
+    const int lane = e[0], count = e[1], keep = n_keep[lane];
+    if (keep < 1 || keep >= count)
+        return;
+    copy_one(spans[(int64_t(lane) * per_lane + keep - 1) * per_entry + span]);
+}
+
+__global__ void round_draft_inputs_kernel(int32_t* tokens, const int32_t* lanes, int32_t* positions, int n,
+                                          const int32_t* starts, const int32_t* n_keep, const int32_t* ids,
+                                          int ids_stride, const int32_t* drafts, int drafts_stride, int column) {
+    const int r = int(threadIdx.x);
+    if (r >= n)
+        return;
+    const int lane = lanes[r], keep = n_keep[lane];
+    positions[r] = starts[lane] + keep - 1 + column;
+    tokens[r] = column == 0 ? ids[int64_t(lane) * ids_stride + keep - 1]
+                            : drafts[int64_t(lane) * drafts_stride + column - 1];
+}
+
 // Blocks per span: about 16 KB each (a 27B GDN state of 3 MiB spreads over every SM), 1..1024.
 unsigned copy_blocks(uint64_t max_bytes) {
     const uint64_t b = (max_bytes + (16u << 10) - 1) / (16u << 10);
@@ -150,6 +191,41 @@ cudaError_t copy_span_table(const CopySpan* table, int n, uint64_t max_bytes, cu
     if (n == 0 || max_bytes == 0)
         return cudaSuccess;
     copy_table_kernel<<<dim3(copy_blocks(max_bytes), unsigned(n)), kCopyThreads, 0, stream>>>(table);
+    return cudaGetLastError();
+}
+
+cudaError_t greedy_accept(const int32_t* table, int width, int n, const int32_t* ids, int ids_stride, int32_t* n_keep,
+                          int32_t* starts, cudaStream_t stream) {
+    if (n < 0 || (n > 0 && (!table || !ids || !n_keep || !starts)) || width <= kRoundTableHead || ids_stride < 1)
+        return cudaErrorInvalidValue;
+    if (n == 0)
+        return cudaSuccess;
+    greedy_accept_kernel<<<unsigned((n + 63) / 64), 64, 0, stream>>>(table, width, n, ids, ids_stride, n_keep, starts);
+    return cudaGetLastError();
+}
+
+cudaError_t copy_span_table_kept(const CopySpan* spans, int per_entry, int per_lane, const int32_t* table, int width,
+                                 int n, const int32_t* n_keep, uint64_t max_bytes, cudaStream_t stream) {
+    if (n < 0 || per_entry < 1 || per_lane < 1 || width <= kRoundTableHead || int64_t(n) * per_entry > 65535 ||
+        (n > 0 && (!spans || !table || !n_keep)))
+        return cudaErrorInvalidValue;
+    if (n == 0 || max_bytes == 0)
+        return cudaSuccess;
+    copy_table_kept_kernel<<<dim3(copy_blocks(max_bytes), unsigned(n * per_entry)), kCopyThreads, 0, stream>>>(
+        spans, per_entry, per_lane, table, width, n_keep);
+    return cudaGetLastError();
+}
+
+cudaError_t round_draft_inputs(int32_t* tokens, const int32_t* lanes, int32_t* positions, int n, const int32_t* starts,
+                               const int32_t* n_keep, const int32_t* ids, int ids_stride, const int32_t* drafts,
+                               int drafts_stride, int column, cudaStream_t stream) {
+    if (n < 0 || n > 1024 || column < 0 || ids_stride < 1 || drafts_stride < 1 ||
+        (n > 0 && (!tokens || !lanes || !positions || !starts || !n_keep || !ids || !drafts)))
+        return cudaErrorInvalidValue;
+    if (n == 0)
+        return cudaSuccess;
+    round_draft_inputs_kernel<<<1, 32 * unsigned((n + 31) / 32), 0, stream>>>(tokens, lanes, positions, n, starts, n_keep,
+                                                                           ids, ids_stride, drafts, drafts_stride, column);
     return cudaGetLastError();
 }
 

@@ -253,7 +253,8 @@ TEST_CASE("cuda_speculative: greedy MTP speculation equals plain decoding", "[cu
 }
 
 // The bench's rounds (core/cuda/speculative_bench.h) keep what the forced acceptance says: K + 1
-// tokens a round with every draft accepted, 0.75 K + 1 on average with the 75% pattern.
+// tokens a round with every draft accepted, 0.75 K + 1 on average with the 75% pattern, in both
+// the split and the fused round.
 TEST_CASE("cuda_speculative: the bench's rounds keep what the forced acceptance says", "[cuda_speculative]") {
     require_gpu();
     const auto [m, plan, ids] = spec_fixture(kKernelFixtures[1]);
@@ -262,11 +263,14 @@ TEST_CASE("cuda_speculative: the bench's rounds keep what the forced acceptance 
     const LaneImage image = gpu->save_lane(0);
     std::vector<SpecBenchRow> rows;
     bench_speculative_rounds(*gpu, {3, false, 2, 70, 8, m->weights.config.vocab_size, &image, 1.0}, rows);
-    REQUIRE(rows.size() == 2);
-    CHECK(rows[0].accept == "all");
-    CHECK(rows[0].tokens_per_round == 4.0);
-    CHECK(rows[1].accept == "75%");
-    CHECK(rows[1].tokens_per_round == Approx(0.75 * 3 + 1)); // 2, 2, 2, 3, 2, 2, 2, 3 accepted drafts
+    REQUIRE(rows.size() == 4); // the split rounds, then the fused ones (verify_accept_greedy)
+    for (size_t i = 0; i < rows.size(); ++i) {
+        INFO("row " << i);
+        CHECK(rows[i].round == (i < 2 ? "split" : "fused"));
+        CHECK(rows[i].accept == (i % 2 ? "75%" : "all"));
+        if (i % 2 == 0) CHECK(rows[i].tokens_per_round == 4.0);
+        else CHECK(rows[i].tokens_per_round == Approx(0.75 * 3 + 1)); // 2, 2, 2, 3, 2, 2, 2, 3 accepted drafts
+    }
     // Each lane holds the image, one plain step, the warm-up round and the timed rounds' kept tokens.
     CHECK(gpu->lane_length(1) == 70 + 1 + 3 + 18 + 8);
     for (const SpecBenchRow& r : rows) CHECK(r.round_ms > 0);

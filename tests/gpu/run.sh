@@ -52,7 +52,7 @@ fi
 
 say "device: $(nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader 2>&1)"
 status=0
-ALL_TAGS="gemv gemv_pipe gemv_q4a8 int8_x real_shape gemm rmsnorm gdn_decode gdn_window attention_decode mrope_prep mixers_f32 gdn_prefill attention_prefill sample sample_timing cuda_sampling cuda_deferred_sample cuda_sliced_prefill cuda_backend cuda_verify cuda_speculative cuda_multimodal vision_tower_gpu vision_flash cuda_mtp cuda_mtp_diag cuda_mtp_images cuda_mtp_multimodal moe_prefill moe_decode prefill_runner weight_decode formats_e2e mixer_decode_timing vision_tower_timing"
+ALL_TAGS="gemv gemv_pipe gemv_q4a8 int8_x real_shape gemm rmsnorm gdn_decode gdn_window attention_decode mrope_prep mixers_f32 gdn_prefill attention_prefill sample sample_timing cuda_sampling cuda_deferred_sample cuda_sliced_prefill cuda_backend cuda_verify cuda_round cuda_speculative cuda_multimodal vision_tower_gpu vision_flash cuda_mtp cuda_mtp_diag cuda_mtp_images cuda_mtp_multimodal moe_prefill moe_decode prefill_runner weight_decode formats_e2e mixer_decode_timing vision_tower_timing"
 LOGS=${NINFER_GPU_LOGDIR:-$OUT}
 mkdir -p "$LOGS"
 # report TAG RESULT DETAIL LOG: one tag's summary line, its failures and RESULT lines.
