@@ -37,7 +37,8 @@ RoundResult run_round(Backend& b, const SpecBenchSetup& st, double fraction, int
         std::vector<DraftRequest> req;
         for (int l = 0; l < st.batch; ++l)
             if (!fused || carried[size_t(l)].empty()) req.push_back({l, next[size_t(l)], st.k});
-        std::vector<std::vector<int32_t>> d = req.empty() ? d : b.draft_mtp(req, nullptr);
+        std::vector<std::vector<int32_t>> d;
+        if (!req.empty()) d = b.draft_mtp(req, nullptr);
         for (size_t q = 0; q < req.size(); ++q) carried[size_t(req[q].lane)] = std::move(d[q]);
         for (int l = 0; l < st.batch; ++l) {
             windows[size_t(l)] = {next[size_t(l)]};
