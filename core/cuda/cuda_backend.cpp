@@ -21,7 +21,7 @@ namespace cuda_detail {
 CudaBackend::CudaBackend(const ModelWeights& w, const MemoryPlan& plan, const CudaBackendOptions& o)
     : plan_(plan), options_(o), run_(w, plan, o.f32_activations), lanes_(size_t(plan.n_lanes)),
       sampler_(plan.n_lanes, run_.config().vocab_size, plan.max_context, run_.stream()),
-      windows_(run_, plan, o.graphs),
+      windows_(run_, plan, o.graphs), round_graphs_(o.max_round_graphs), round_graphs_on_(o.round_graphs),
       copier_(run_, plan), page_refs_(plan.kv_pages, 0) {
     for (uint32_t p = plan.kv_pages; p-- > 0;)
         free_.push_back(p);
@@ -181,6 +181,14 @@ std::unique_ptr<Backend> make_cuda_backend(const ModelWeights& weights, const Me
         throw Error("cuda: --device cuda is unavailable: " + why);
     kernels::kernel_tuning_apply(options.tuning); // before the upload and any launch
     return std::make_unique<CudaBackend>(weights, plan, options);
+}
+
+size_t set_cuda_round_graphs(Backend& backend, bool on) {
+    auto* b = dynamic_cast<cuda_detail::CudaBackend*>(&backend);
+    if (!b)
+        throw Error("cuda: round graphs switched on a " + backend.name() + " backend");
+    b->set_round_graphs(on);
+    return b->round_graphs();
 }
 
 std::string cuda_unavailable_reason() {

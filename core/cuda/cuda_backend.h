@@ -31,8 +31,14 @@
 //   window position kept on the device (verify_window.h). verify_accept_greedy is one host
 //   synchronisation a round: the windows, the greedy acceptance and the rollback it selects
 //   (VerifyWindows::enqueue_accept), the MTP head's catch-up and next drafts placed by the kept
-//   counts (MtpHead::enqueue_round_drafts) are enqueued together, and one wait brings the ids,
-//   kept counts and drafts back (draft_mtp + verify_greedy waited twice, with host gaps between).
+//   counts (MtpHead::enqueue_round) are enqueued together, and one wait brings the ids, kept
+//   counts and drafts back (draft_mtp + verify_greedy waited twice, with host gaps between). The
+//   host prepares everything first (checks, pages, every input in pinned memory), then the
+//   round's device work replays one CUDA graph per shape (options.round_graphs: the lanes and
+//   window sizes, the MTP head's blocks; tokens, positions and forced keeps are read from pinned
+//   memory when it runs), captured on first use; beyond options.max_round_graphs shapes, or with a
+//   catch-up row at a kept M-RoPE position, it launches eagerly, each forward through its verify
+//   graph. Graph, eager and the separate calls give the same bits.
 // - LaneImage layout is the CPU backend's (memory_plan.h): KV rows in the plan's dtype (kv_codec.h)
 //   in layer, K/V, position, head order; GDN conv history as f32 (the GPU keeps it in bf16, so an image from the CPU
 //   backend is rounded on restore; the f32-activation mode keeps f32) then the f32 recurrent state.
@@ -54,6 +60,11 @@ namespace ninfer::core {
 
 struct CudaBackendOptions {
     bool graphs = true; // false: decode launches the kernels directly (tests compare both)
+    // verify_accept_greedy's device work as one CUDA graph per shape, captured on first use, at
+    // most max_round_graphs of them (later shapes run eagerly); false: always eagerly (tests and
+    // bench compare both; set_cuda_round_graphs switches it later).
+    bool round_graphs = true;
+    size_t max_round_graphs = 128;
     // The check mode (cuda_runner.h): every activation the CPU reference keeps in f32 stays f32
     // (projections through a plain kernel, no tensor cores; f32 mixers): slow; it proves the runner
     // against the CPU reference to cosine 1e-4 where bf16 activations cannot.
@@ -72,6 +83,10 @@ CudaBackendOptions cuda_backend_options_from_env(std::string* note);
 
 std::unique_ptr<Backend> make_cuda_backend(const ModelWeights& weights, const MemoryPlan& plan,
                                            const CudaBackendOptions& options = {});
+
+// Switches a CUDA backend's round graphs (options.round_graphs) on or off; returns how many are
+// captured so far. Throws ninfer::Error for another backend.
+size_t set_cuda_round_graphs(Backend& backend, bool on);
 
 std::string cuda_unavailable_reason();
 uint64_t cuda_free_bytes();

@@ -182,20 +182,7 @@ cudaGraphExec_t CudaBackend::graph_for(int n, const kernels::SamplePlan& plan, b
     cudaGraphExec_t& exec = graphs_[size_t(sample ? sample_variant(plan) : kForwardOnly)][size_t(n)];
     if (exec)
         return exec;
-    cudaGraph_t graph = nullptr;
-    cuda_check(cudaStreamBeginCapture(run_.stream(), cudaStreamCaptureModeThreadLocal), "graph capture");
-    try {
-        enqueue_decode(n, plan, sample);
-    } catch (...) {
-        cudaStreamEndCapture(run_.stream(), &graph);
-        if (graph)
-            cudaGraphDestroy(graph);
-        throw;
-    }
-    cuda_check(cudaStreamEndCapture(run_.stream(), &graph), "graph capture");
-    const cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
-    cudaGraphDestroy(graph);
-    cuda_check(err, "graph instantiation");
+    exec = cuda::capture_graph(run_.stream(), [&] { enqueue_decode(n, plan, sample); }, "decode graph");
     return exec;
 }
 

@@ -22,6 +22,7 @@
 #include "core/cuda/cuda_backend.h"
 #include "core/cuda/cuda_runner.h"
 #include "core/cuda/gpu_sampler.h"
+#include "core/cuda/graph_cache.h"
 #include "core/cuda/lane_image.h"
 #include "core/cuda/mtp_head.h"
 #include "core/cuda/prefill_runner.h"
@@ -131,9 +132,17 @@ class CudaBackend final : public Backend {
     // step's own check would throw it.
     void inject_fault(const std::string& what) override;
 
+    // The greedy round's graphs on or off (set_cuda_round_graphs).
+    void set_round_graphs(bool on) { round_graphs_on_ = on; }
+    size_t round_graphs() const { return round_graphs_.size(); }
+
   private:
     // verify's checks and forwards: the windows are open, their rows and ids on the device.
     size_t enqueue_verify(std::span<const VerifyStep> steps);
+    // Its host half (checks, pages, the windows staged and opened, the lanes' tokens) and its device
+    // half (graphs: each forward through the windows' own graph; false inside a round's capture).
+    std::vector<cuda::VerifyWindows::Request> stage_verify(std::span<const VerifyStep> steps);
+    void enqueue_windows(std::span<const cuda::VerifyWindows::Request> requests, bool graphs);
     // Rewinds a lane's host bookkeeping to `length` tokens; its pages beyond `pages_for` tokens go.
     void keep_tokens(int lane, size_t length, size_t pages_for);
     // Tensor-core prefill (PrefillRunner) in chunks of its size; logits through the decode head.
@@ -224,6 +233,9 @@ class CudaBackend final : public Backend {
     };
     std::optional<SlicedChunk> sliced_;
     std::unique_ptr<cuda::MtpHead> mtp_; // plan.mtp only
+    // The greedy rounds' graphs by shape (verify_accept_greedy; options.round_graphs).
+    cuda::GraphCache round_graphs_;
+    bool round_graphs_on_ = true;
     // Declared after run_ and sampler_: its thread stops (and its copies end) before they go.
     mutable cuda::LaneImageCopier copier_;
     std::deque<Begun> begun_;

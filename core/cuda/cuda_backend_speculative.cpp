@@ -25,10 +25,9 @@ std::vector<std::vector<int32_t>> CudaBackend::draft_mtp(std::span<const DraftRe
     }, logits);
 }
 
-size_t CudaBackend::enqueue_verify(std::span<const VerifyStep> steps) {
+std::vector<cuda::VerifyWindows::Request> CudaBackend::stage_verify(std::span<const VerifyStep> steps) {
     if (!begun_.empty())
         throw Error("backend: verify while pipelined decode steps are outstanding");
-    size_t rows = 0;
     for (size_t i = 0; i < steps.size(); ++i) {
         at(steps[i].lane);
         for (size_t j = 0; j < i; ++j)
@@ -39,7 +38,6 @@ size_t CudaBackend::enqueue_verify(std::span<const VerifyStep> steps) {
             throw Error("backend: a verify step of " + std::to_string(T) + " tokens, the plan allows 1.." +
                         std::to_string(plan_.max_draft_tokens + 1));
         check_tokens(steps[i].tokens);
-        rows += T;
     }
     for (const VerifyStep& st : steps)
         grow(st.lane, st.tokens.size());
@@ -50,15 +48,26 @@ size_t CudaBackend::enqueue_verify(std::span<const VerifyStep> steps) {
         windows_.close(st.lane);
         requests.push_back({st.lane, uint32_t(at(st.lane).tokens.size()), st.tokens});
     }
-    windows_.enqueue(requests, [this](int n) {
-        if (mtp_) // the windows' hidden rows wait for the head's next catch-up, as a decode step's
-            mtp_->enqueue_keep_step_rows(n);
-    });
+    windows_.stage(requests);
     for (const VerifyStep& st : steps) {
         Lane& s = at(st.lane);
         s.tokens.insert(s.tokens.end(), st.tokens.begin(), st.tokens.end());
         s.has_logits = true;
     }
+    return requests;
+}
+
+void CudaBackend::enqueue_windows(std::span<const cuda::VerifyWindows::Request> requests, bool graphs) {
+    windows_.enqueue_staged(requests, [this](int n) {
+        if (mtp_) // the windows' hidden rows wait for the head's next catch-up, as a decode step's
+            mtp_->enqueue_keep_step_rows(n);
+    }, graphs);
+}
+
+size_t CudaBackend::enqueue_verify(std::span<const VerifyStep> steps) {
+    enqueue_windows(stage_verify(steps), options_.graphs);
+    size_t rows = 0;
+    for (const VerifyStep& st : steps) rows += st.tokens.size();
     return rows;
 }
 
@@ -145,28 +154,52 @@ void CudaBackend::verify_accept_greedy(std::span<const GreedyRoundStep> steps, G
         windows.push_back({st.lane, st.tokens});
         forced.push_back(st.forced_keep);
     }
-    const size_t rows = enqueue_verify(windows);
+    // The host's half: every check, page and pinned input, with nothing enqueued yet but the
+    // page-table uploads (and a lane's catch-up behind its ring) that must precede the round.
+    const std::vector<cuda::VerifyWindows::Request> requests = stage_verify(windows);
+    size_t rows = 0;
     std::vector<cuda::VerifyWindows::Request> accept;
     std::vector<cuda::MtpHead::RoundLane> heads;
     for (const GreedyRoundStep& st : steps) {
         const uint32_t start = windows_.start(st.lane), count = windows_.count(st.lane);
+        rows += count;
         accept.push_back({st.lane, start, st.tokens});
         if (mtp_)
             mtp_->mark(st.lane);
         if (st.next_k > 0)
             heads.push_back({st.lane, st.next_k, start, count, at(st.lane).tokens});
     }
-    windows_.enqueue_accept(accept, forced);
+    windows_.stage_accept(accept, forced);
     std::vector<int> k;
-    if (!heads.empty()) {
-        const cuda::VerifyWindows::RoundDevice d = windows_.round();
-        k = mtp_->enqueue_round_drafts(heads, {d.starts, d.n_keep, d.ids, d.ids_stride}, [this](int lane, size_t total) {
-            grow(lane, total - std::min(total, at(lane).tokens.size()));
-        });
-        mtp_->read_round_drafts();
-    }
-    windows_.read_ids();
-    windows_.read_kept();
+    if (!heads.empty())
+        try {
+            k = mtp_->stage_round(heads, [this](int lane, size_t total) {
+                grow(lane, total - std::min(total, at(lane).tokens.size()));
+            });
+        } catch (...) { // the pool is full: the windows run, open and unaccepted, as verify_greedy leaves them
+            enqueue_windows(requests, options_.graphs);
+            throw;
+        }
+    const bool drafts = std::any_of(k.begin(), k.end(), [](int n) { return n > 0; });
+    // The device's half: one graph per shape (the windows' lanes and sizes, the head's blocks).
+    const cuda::VerifyWindows::RoundDevice d = windows_.round();
+    const auto enqueue = [&](bool window_graphs) {
+        enqueue_windows(requests, window_graphs);
+        windows_.enqueue_accept(int(steps.size()));
+        if (drafts) {
+            mtp_->enqueue_round({d.starts, d.n_keep, d.ids, d.ids_stride});
+            mtp_->read_round_drafts();
+        }
+        windows_.read_ids();
+        windows_.read_kept();
+    };
+    std::vector<int> key;
+    for (const cuda::VerifyWindows::Request& w : requests) key.insert(key.end(), {w.lane, int(w.tokens.size())});
+    key.push_back(-1);
+    const bool graph = round_graphs_on_ && (!drafts || mtp_->round_key(key)) &&
+                       round_graphs_.run(run_.stream(), key, [&] { enqueue(false); }, "round graph");
+    if (!graph) // the windows' forwards through their own graphs
+        enqueue(options_.graphs);
     cuda_check(cudaStreamSynchronize(run_.stream()), "greedy round");
     result.ids.clear();
     result.ids.reserve(rows);

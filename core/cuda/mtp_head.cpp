@@ -30,11 +30,14 @@ MtpHead::MtpHead(Runner& run, const MemoryPlan& plan)
     drafts_ = arena_.alloc_n<int32_t>(uint64_t(plan.n_lanes) * drafts_w_, "MTP drafts");
     cuda_check(cudaMemset(drafts_, 0, uint64_t(plan.n_lanes) * drafts_w_ * 4), "clearing MTP drafts");
     cuda_check(cudaMallocHost(&drafts_host_, uint64_t(plan.n_lanes) * drafts_w_ * 4), "pinned MTP drafts");
+    cuda_check(cudaMallocHost(&round_in_host_, size_t(round_slots()) * 3 * kMaxStepTokens * 4),
+               "pinned MTP round inputs");
 }
 
 MtpHead::~MtpHead() {
     cudaStreamSynchronize(run_.stream()); // a round's read-back in flight writes the pinned drafts
     cudaFreeHost(drafts_host_);
+    cudaFreeHost(round_in_host_);
 }
 
 float* MtpHead::ring_row(int lane, uint32_t position) const {
@@ -117,62 +120,71 @@ void MtpHead::clamp_pending(int lane, uint32_t end) {
         advance(lane, end - kRingRows);
 }
 
-void MtpHead::run(const std::vector<Row>& rows, int column, bool chained, bool keep_drafts,
-                  const std::function<void(size_t, size_t)>& stage, std::vector<std::vector<float>>* logits,
-                  std::span<const float> embeddings, const RoundInputs* round) {
+MtpHead::Block MtpHead::stage_block(const std::vector<Row>& rows, size_t b0, size_t b1, int32_t* staged) const {
+    Block b;
+    b.n = int(b1 - b0);
+    b.first_draft = b.n;
+    b.staged = staged;
+    std::fill(staged, staged + 3 * kMaxStepTokens, 0);
+    for (int i = 0; i < b.n; ++i) {
+        const Row& r = rows[b0 + size_t(i)];
+        staged[i] = r.token;
+        staged[kMaxStepTokens + i] = r.lane;
+        staged[2 * kMaxStepTokens + i] = int32_t(r.position);
+        if (r.request >= 0)
+            b.first_draft = std::min(b.first_draft, i);
+        // a kept M-RoPE position or a tower row: the block states them all
+        b.multimodal = b.multimodal || r.rope || r.embedding_row >= 0;
+        b.positions.push_back(
+            r.rope.value_or(MropePosition::text(uint32_t(int64_t(r.position) + rope_offset_.at(size_t(r.lane))))));
+        b.embedding_rows.push_back(r.embedding_row);
+    }
+    return b;
+}
+
+void MtpHead::enqueue_block(const Block& b, int column, bool chained, bool keep_drafts, std::span<const float> embeddings,
+                            const RoundInputs* round) {
     const uint32_t V = run_.config().vocab_size;
     int32_t* in = run_.step_in();
-    std::vector<MropePosition> positions;
-    std::vector<int32_t> embedding_rows;
+    const int n = b.n;
+    cuda_check(cudaMemcpyAsync(in, b.staged, 3 * kMaxStepTokens * 4, cudaMemcpyHostToDevice, run_.stream()),
+               "MTP step inputs");
+    if (round) // the positions after each lane's kept tokens, known on the device only
+        cuda_check(kernels::round_draft_inputs(in, in + kMaxStepTokens, in + 2 * kMaxStepTokens, n, round->starts,
+                                               round->n_keep, round->ids, round->ids_stride, drafts_, drafts_w_, column,
+                                               run_.stream()), "MTP round inputs");
+    else if (chained)
+        cuda_check(kernels::mtp_draft_tokens(in, in + kMaxStepTokens, drafts_, drafts_w_, column - 1, n, run_.stream()),
+                   "MTP draft tokens");
+    cuda_check(kernels::mtp_take_rows(ring_, kRingRows, hs_, in + kMaxStepTokens, in + 2 * kMaxStepTokens, hidden_, hs_,
+                                      run_.config().hidden_size, n, run_.stream()), "MTP hidden rows");
+    const PrefillInputs block{b.positions, b.embedding_rows, embeddings};
+    run_.enqueue_mtp(n, hidden_, hs_, b.multimodal ? &block : nullptr);
+    if (b.first_draft == n)
+        return;
+    const int first = b.first_draft, d = n - first; // draft rows are the block's last ones
+    run_.enqueue_head(first, d);
+    cuda_check(kernels::mtp_argmax(run_.logits(), run_.logits_stride(), int(V), in + kMaxStepTokens + first, drafts_,
+                                   drafts_w_, column, d, run_.stream()), "MTP argmax");
+    if (keep_drafts) // d feeds the next draft step, at the next position
+        cuda_check(kernels::mtp_keep_rows(run_.step_rows_f32() + first * hs_, hs_, in + kMaxStepTokens + first,
+                                          in + 2 * kMaxStepTokens + first, 1, ring_, kRingRows, hs_,
+                                          run_.config().hidden_size, d, run_.stream()), "MTP draft rows");
+}
+
+void MtpHead::run(const std::vector<Row>& rows, int column, bool chained, bool keep_drafts,
+                  const std::function<void(size_t, size_t)>& stage, std::vector<std::vector<float>>* logits,
+                  std::span<const float> embeddings) {
+    const uint32_t V = run_.config().vocab_size;
     for (size_t b0 = 0; b0 < rows.size(); b0 += kMaxStepTokens) {
         const size_t b1 = std::min(rows.size(), b0 + kMaxStepTokens);
-        const int n = int(b1 - b0);
         if (stage)
             stage(b0, b1);
-        std::fill(step_in_.begin(), step_in_.end(), 0);
-        int first_draft = n;
-        bool multimodal = false; // a kept M-RoPE position or a tower row: the block states them all
-        positions.clear();
-        embedding_rows.clear();
-        for (int i = 0; i < n; ++i) {
-            const Row& r = rows[b0 + size_t(i)];
-            step_in_[size_t(i)] = r.token;
-            step_in_[size_t(kMaxStepTokens + i)] = r.lane;
-            step_in_[size_t(2 * kMaxStepTokens + i)] = int32_t(r.position);
-            if (r.request >= 0)
-                first_draft = std::min(first_draft, i);
-            multimodal = multimodal || r.rope || r.embedding_row >= 0;
-            positions.push_back(r.rope.value_or(
-                MropePosition::text(uint32_t(int64_t(r.position) + rope_offset_.at(size_t(r.lane))))));
-            embedding_rows.push_back(r.embedding_row);
-        }
-        // Pageable host memory: staged at once, so step_in_ may be rewritten for the next block.
-        cuda_check(cudaMemcpyAsync(in, step_in_.data(), step_in_.size() * 4, cudaMemcpyHostToDevice, run_.stream()),
-                   "MTP step inputs");
-        if (round) // the positions after each lane's kept tokens, known on the device only
-            cuda_check(kernels::round_draft_inputs(in, in + kMaxStepTokens, in + 2 * kMaxStepTokens, n, round->starts,
-                                                   round->n_keep, round->ids, round->ids_stride, drafts_, drafts_w_,
-                                                   column, run_.stream()), "MTP round inputs");
-        else if (chained)
-            cuda_check(kernels::mtp_draft_tokens(in, in + kMaxStepTokens, drafts_, drafts_w_, column - 1, n,
-                                                 run_.stream()), "MTP draft tokens");
-        cuda_check(kernels::mtp_take_rows(ring_, kRingRows, hs_, in + kMaxStepTokens, in + 2 * kMaxStepTokens, hidden_,
-                                          hs_, run_.config().hidden_size, n, run_.stream()), "MTP hidden rows");
-        const PrefillInputs block{positions, embedding_rows, embeddings};
-        run_.enqueue_mtp(n, hidden_, hs_, multimodal ? &block : nullptr);
-        if (first_draft == n)
-            continue;
-        const int d = n - first_draft; // draft rows are the block's last ones
-        run_.enqueue_head(first_draft, d);
-        cuda_check(kernels::mtp_argmax(run_.logits(), run_.logits_stride(), int(V), in + kMaxStepTokens + first_draft,
-                                       drafts_, drafts_w_, column, d, run_.stream()), "MTP argmax");
-        if (keep_drafts) // d feeds the next draft step, at the next position
-            cuda_check(kernels::mtp_keep_rows(run_.step_rows_f32() + first_draft * hs_, hs_,
-                                              in + kMaxStepTokens + first_draft,
-                                              in + 2 * kMaxStepTokens + first_draft, 1, ring_, kRingRows, hs_,
-                                              run_.config().hidden_size, d, run_.stream()), "MTP draft rows");
-        for (int i = 0; logits && i < d; ++i) {
-            std::vector<float>& out = (*logits)[size_t(rows[b0 + size_t(first_draft + i)].request)];
+        // Pageable host memory: the copy stages it at once, so step_in_ may be rewritten for the next block.
+        const Block b = stage_block(rows, b0, b1, step_in_.data());
+        enqueue_block(b, column, chained, keep_drafts, embeddings, nullptr);
+        for (int i = 0; logits && i < b.n - b.first_draft; ++i) {
+            std::vector<float>& out = (*logits)[size_t(rows[b0 + size_t(b.first_draft + i)].request)];
             const size_t at = out.size();
             out.resize(at + V);
             cuda_check(cudaMemcpyAsync(out.data() + at, run_.logits() + int64_t(i) * run_.logits_stride(), V * 4,

@@ -27,19 +27,25 @@
 //   without the MtpKv section and not decoded since) or when n + 1 + k would pass max-context (k
 //   is lowered to what fits). reserve(lane, t) must give the lane pages for t tokens before the
 //   draft positions are written.
-// - The greedy round (Backend::verify_accept_greedy; mtp_head_round.cpp): enqueue_round_drafts(lanes,
-//   device, reserve), after the lanes' verify windows and their acceptance were enqueued, drafts each
-//   lane's next round with nothing read back: one batched catch-up over every window position but
+// - The greedy round (Backend::verify_accept_greedy; mtp_head_round.cpp), after the lanes' verify
+//   windows and their acceptance, drafts each lane's next round with nothing read back, in two
+//   halves. stage_round(lanes, reserve) is the host's: the checks, k per lane (lowered so that the
+//   longest window's drafts fit max-context; 0: no drafts: the head lacks the lane's state; it
+//   returns them), reserve(lane, t) for the longest window's draft positions, and every block's
+//   step inputs written to its own pinned slot: one batched catch-up over every window position but
 //   the last (positions mtp_length .. start + count - 2, tokens known on the host; the rows past
 //   the kept ones are scratch K/V that the draft rows and the next catch-up overwrite before
-//   anything attends to them), then k draft steps whose rows' tokens and positions
-//   kernels::round_draft_inputs builds on the device from the kept counts (draft 1: the token after
-//   the kept ones at position start + n_keep - 1). k is lowered so that the longest window's drafts
-//   fit max-context; reserve(lane, t) must cover the longest window's draft positions. It returns
-//   each lane's k (0: no drafts: the head lacks the lane's state). read_round_drafts() enqueues the
-//   one copy of the drafts to pinned memory; after the caller's synchronisation round_drafts(lane,
-//   k) are the drafts and finish_round(lane, start, n_keep) records that the head took positions
-//   below start + n_keep - 1 (the last kept stays pending, as after draft()).
+//   anything attends to them), then k draft steps. enqueue_round(device) is the device's: each
+//   block's copy from its slot and its launches; a draft step's rows get their tokens and
+//   positions from kernels::round_draft_inputs, from the kept counts (draft 1: the token after the
+//   kept ones at position start + n_keep - 1). It reads only device and pinned memory and never
+//   waits, so a round's graph captures it, unless a catch-up row has a kept M-RoPE position:
+//   round_key(key) appends the staged round's shape (per block: rows, first draft row, column,
+//   keep, draft step) to key, or returns false for such a round (it runs eagerly). The slots are
+//   the round's until the caller's synchronisation. read_round_drafts() enqueues the one copy of
+//   the drafts to pinned memory; after the caller's synchronisation round_drafts(lane, k) are the
+//   drafts and finish_round(lane, start, n_keep) records that the head took positions below
+//   start + n_keep - 1 (the last kept stays pending, as after draft()).
 // - mark(lane) remembers the head's progress of a lane (a verify window's accept, backend.h);
 //   rewind(lane) puts it back: a smaller keep after a draft (the ring still holds the rows).
 // - Token ids the catch-up needs must be known on the host (no pipelined decode step of the lane
@@ -140,8 +146,10 @@ class MtpHead {
         const int32_t* ids = nullptr;    // device, by lane: the window's greedy picks
         int ids_stride = 0;
     };
-    std::vector<int> enqueue_round_drafts(std::span<const RoundLane> lanes, const RoundInputs& device,
-                                          const std::function<void(int lane, size_t tokens)>& reserve);
+    std::vector<int> stage_round(std::span<const RoundLane> lanes,
+                                 const std::function<void(int lane, size_t tokens)>& reserve);
+    bool round_key(std::vector<int>& key) const;
+    void enqueue_round(const RoundInputs& device);
     void read_round_drafts() const;
     std::vector<int32_t> round_drafts(int lane, int k) const;
     void finish_round(int lane, uint32_t start, uint32_t n_keep) { advance(lane, start + n_keep - 1); }
@@ -164,14 +172,31 @@ class MtpHead {
         std::optional<MropePosition> rope; // a kept M-RoPE position (rope_), else the text position
         int32_t embedding_row = -1;        // >= 0: x_{t+1}'s row of run()'s embeddings (a placeholder)
     };
+    // One block of at most 8 rows through the head: its step inputs staged on the host, and what
+    // its launches need from the host besides.
+    struct Block {
+        int n = 0, first_draft = 0;       // rows [first_draft, n) are draft rows
+        bool multimodal = false;          // explicit positions and rows (pageable uploads)
+        std::vector<MropePosition> positions;
+        std::vector<int32_t> embedding_rows;
+        const int32_t* staged = nullptr;  // 3 x kMaxStepTokens ints: tokens, lanes, positions
+    };
+    // Rows [b0, b1) staged into `staged` (host only).
+    Block stage_block(const std::vector<Row>& rows, size_t b0, size_t b1, int32_t* staged) const;
+    // The block's launches: its inputs copied up, (round: the draft rows' tokens and positions built
+    // on the device; chained: the draft tokens from column - 1 of the table), the head, the argmax
+    // of its draft rows into the table's column, and their rows kept (keep_drafts).
+    void enqueue_block(const Block& block, int column, bool chained, bool keep_drafts,
+                       std::span<const float> embeddings, const RoundInputs* round);
     // The rows through the head in blocks of 8, in order; stage(b0, b1) runs before block [b0, b1)
     // (puts its hidden rows in the ring). column: the drafts table column of the draft rows;
     // chained: the draft rows' tokens come from column - 1 of the table. embeddings: the rows
     // Row::embedding_row indexes (a prefill_with chunk's).
-    // round: a greedy round's draft rows (their tokens and positions built on the device).
     void run(const std::vector<Row>& rows, int column, bool chained, bool keep_drafts,
              const std::function<void(size_t, size_t)>& stage, std::vector<std::vector<float>>* logits,
-             std::span<const float> embeddings = {}, const RoundInputs* round = nullptr);
+             std::span<const float> embeddings = {});
+    // Pinned block slots a greedy round may need (its catch-up, then its draft steps).
+    int round_slots() const;
     // A pending position's row: (lane, t, x_{t+1}) with its kept position, if any.
     Row pending_row(int lane, uint32_t t, int32_t token) const;
     // The lane's head has taken positions below m: its kept positions of those go (clear: all of them).
@@ -202,6 +227,15 @@ class MtpHead {
     std::vector<int64_t> rope_offset_;
     std::vector<int32_t> step_in_; // host copy of a block's step inputs
     int32_t* drafts_host_ = nullptr; // pinned copy of drafts_ (a greedy round's one read-back)
+    // The staged greedy round: its blocks, each with its own pinned inputs in round_in_host_.
+    struct RoundBlock {
+        Block block;
+        int column = 0;
+        bool keep = false;   // the draft rows feed the next draft step
+        bool device = false; // a draft step: tokens and positions from the kept counts
+    };
+    std::vector<RoundBlock> round_blocks_;
+    int32_t* round_in_host_ = nullptr; // pinned [round_slots()][3 * kMaxStepTokens]
     struct Mark {
         uint32_t length = 0;
         std::vector<MropePosition> rope;

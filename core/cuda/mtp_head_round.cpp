@@ -7,8 +7,14 @@
 
 namespace ninfer::core::cuda {
 
-std::vector<int> MtpHead::enqueue_round_drafts(std::span<const RoundLane> lanes, const RoundInputs& device,
-                                               const std::function<void(int, size_t)>& reserve) {
+int MtpHead::round_slots() const {
+    // Catch-up rows: fewer than kRingRows per lane (clamp_pending); then each draft step's blocks.
+    return plan_.n_lanes * (kRingRows / kMaxStepTokens) + drafts_w_ * ((plan_.n_lanes + kMaxStepTokens - 1) / kMaxStepTokens);
+}
+
+std::vector<int> MtpHead::stage_round(std::span<const RoundLane> lanes,
+                                      const std::function<void(int, size_t)>& reserve) {
+    round_blocks_.clear();
     std::vector<int> k(lanes.size(), 0);
     for (const RoundLane& q : lanes) { // every lane checked before any state moves
         if (q.k < 1 || uint32_t(q.k) > plan_.max_draft_tokens)
@@ -48,15 +54,39 @@ std::vector<int> MtpHead::enqueue_round_drafts(std::span<const RoundLane> lanes,
     }
     if (k_max == 0)
         return k;
-    run(rows, 0, false, false, nullptr, nullptr);
+    // Each block's inputs in its own pinned slot: a round's graph copies them when it runs.
+    auto add = [&](const std::vector<Row>& block_rows, size_t b0, size_t b1, int column, bool keep, bool device) {
+        if (round_blocks_.size() >= size_t(round_slots()))
+            throw Error(Errc::Internal, "cuda: a greedy round of more than " + std::to_string(round_slots()) +
+                                            " MTP blocks");
+        int32_t* slot = round_in_host_ + round_blocks_.size() * 3 * kMaxStepTokens;
+        round_blocks_.push_back({stage_block(block_rows, b0, b1, slot), column, keep, device});
+    };
+    for (size_t b0 = 0; b0 < rows.size(); b0 += kMaxStepTokens)
+        add(rows, b0, std::min(rows.size(), b0 + kMaxStepTokens), 0, false, false);
     for (int j = 0; j < k_max; ++j) { // draft j + 1 at position start + n_keep - 1 + j
         std::vector<Row> step;
         for (const Row& f : firsts)
             if (k[size_t(f.request)] > j)
                 step.push_back(f);
-        run(step, j, false, j + 1 < k_max, nullptr, nullptr, {}, &device);
+        for (size_t b0 = 0; b0 < step.size(); b0 += kMaxStepTokens)
+            add(step, b0, std::min(step.size(), b0 + kMaxStepTokens), j, j + 1 < k_max, true);
     }
     return k;
+}
+
+bool MtpHead::round_key(std::vector<int>& key) const {
+    for (const RoundBlock& r : round_blocks_) {
+        if (r.block.multimodal) // its positions and rows go up from pageable memory
+            return false;
+        key.insert(key.end(), {r.block.n, r.block.first_draft, r.column, int(r.keep), int(r.device)});
+    }
+    return true;
+}
+
+void MtpHead::enqueue_round(const RoundInputs& device) {
+    for (const RoundBlock& r : round_blocks_)
+        enqueue_block(r.block, r.column, false, r.keep, {}, r.device ? &device : nullptr);
 }
 
 void MtpHead::read_round_drafts() const {

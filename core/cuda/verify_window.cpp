@@ -24,29 +24,17 @@ uint64_t snapshot_bytes(const Runner& run) {
            (run.conv_bytes_per_lane() + run.recurrent_floats_per_lane() * 4);
 }
 
-// Runs body on the stream, through a graph captured on first use when `exec` is given.
-void replay(cudaStream_t stream, cudaGraphExec_t* exec, const std::function<void()>& body) {
-    if (!exec) {
-        body();
-        return;
+// The forwards of a call: consecutive windows up to kMaxStepTokens rows, as [first, end) ranges.
+std::vector<std::pair<size_t, size_t>> forwards_of(std::span<const VerifyWindows::Request> windows) {
+    std::vector<std::pair<size_t, size_t>> out;
+    for (size_t first = 0; first < windows.size();) {
+        size_t end = first, rows = 0;
+        while (end < windows.size() && rows + windows[end].tokens.size() <= size_t(kMaxStepTokens))
+            rows += windows[end++].tokens.size();
+        out.emplace_back(first, end);
+        first = end;
     }
-    if (!*exec) {
-        cudaGraph_t graph = nullptr;
-        cuda_check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "verify graph capture");
-        try {
-            body();
-        } catch (...) {
-            cudaStreamEndCapture(stream, &graph);
-            if (graph)
-                cudaGraphDestroy(graph);
-            throw;
-        }
-        cuda_check(cudaStreamEndCapture(stream, &graph), "verify graph capture");
-        const cudaError_t err = cudaGraphInstantiate(exec, graph, 0);
-        cudaGraphDestroy(graph);
-        cuda_check(err, "verify graph instantiation");
-    }
-    cuda_check(cudaGraphLaunch(*exec, stream), "verify graph");
+    return out;
 }
 
 // Token-major rows of one forward: row[i][j] is window i's token j; every token j's rows are
@@ -99,7 +87,7 @@ uint64_t VerifyWindows::device_bytes(const Runner& run, const MemoryPlan& plan) 
 }
 
 VerifyWindows::VerifyWindows(Runner& run, const MemoryPlan& plan, bool graphs)
-    : run_(run), max_draft_(plan.max_draft_tokens), graphs_(graphs), lanes_(size_t(plan.n_lanes)) {
+    : run_(run), max_draft_(plan.max_draft_tokens), graphs_(graphs), lanes_(size_t(plan.n_lanes)), graph_(kMaxGraphs) {
     if (max_draft_ == 0)
         return;
     if (max_draft_ + 1 > uint32_t(kMaxStepTokens))
@@ -156,12 +144,9 @@ VerifyWindows::~VerifyWindows() {
         cudaFreeHost(round_host_);
         cudaFreeHost(n_keep_host_);
     }
-    for (const auto& [key, exec] : graph_)
-        if (exec)
-            cudaGraphExecDestroy(exec);
 }
 
-void VerifyWindows::enqueue(std::span<const Request> windows, const std::function<void(int)>& after_forward) {
+void VerifyWindows::stage(std::span<const Request> windows) {
     if (windows.size() > lanes_.size())
         throw Error("backend: " + std::to_string(windows.size()) + " verify windows for " +
                     std::to_string(lanes_.size()) + " lanes");
@@ -169,48 +154,43 @@ void VerifyWindows::enqueue(std::span<const Request> windows, const std::functio
         if (max_draft_ == 0 || w.tokens.empty() || w.tokens.size() > max_draft_ + 1)
             throw Error("backend: a verify step of " + std::to_string(w.tokens.size()) + " tokens, the plan allows 1.." +
                         std::to_string(max_draft_ + 1));
-    // Forwards of consecutive windows up to kMaxStepTokens rows; the pinned row of forward f is f's.
-    int forward = 0;
-    for (size_t first = 0; first < windows.size(); ++forward) {
-        size_t end = first, rows = 0;
-        while (end < windows.size() && rows + windows[end].tokens.size() <= size_t(kMaxStepTokens))
-            rows += windows[end++].tokens.size();
-        enqueue_forward(windows.subspan(first, end - first), forward, after_forward);
-        first = end;
+    // The pinned row of forward f is f's: the copies (or a round's graph) read them when they run.
+    const auto forwards = forwards_of(windows);
+    for (size_t f = 0; f < forwards.size(); ++f) {
+        const std::span<const Request> group = windows.subspan(forwards[f].first, forwards[f].second - forwards[f].first);
+        const std::vector<std::vector<int>> row = token_major_rows(group);
+        int32_t* in = step_in_host_ + f * 3 * kMaxStepTokens;
+        std::fill(in, in + 3 * kMaxStepTokens, 0);
+        for (size_t i = 0; i < group.size(); ++i)
+            for (size_t j = 0; j < group[i].tokens.size(); ++j) {
+                const int r = row[i][j];
+                in[r] = group[i].tokens[j];
+                in[kMaxStepTokens + r] = group[i].lane;
+                in[2 * kMaxStepTokens + r] = int32_t(group[i].start + j);
+            }
     }
-}
-
-void VerifyWindows::enqueue_forward(std::span<const Request> group, int slot,
-                                    const std::function<void(int)>& after_forward) {
-    const std::vector<std::vector<int>> row = token_major_rows(group);
-    int32_t* in = step_in_host_ + size_t(slot) * 3 * kMaxStepTokens;
-    std::fill(in, in + 3 * kMaxStepTokens, 0);
-    std::vector<int> key;
-    for (size_t i = 0; i < group.size(); ++i) {
-        for (size_t j = 0; j < group[i].tokens.size(); ++j) {
-            const int r = row[i][j];
-            in[r] = group[i].tokens[j];
-            in[kMaxStepTokens + r] = group[i].lane;
-            in[2 * kMaxStepTokens + r] = int32_t(group[i].start + j);
-        }
-        key.push_back(group[i].lane);
-        key.push_back(int(group[i].tokens.size()));
-    }
-    cuda_check(cudaMemcpyAsync(run_.step_in(), in, 3 * kMaxStepTokens * 4, cudaMemcpyHostToDevice, run_.stream()),
-               "verify inputs");
-    cudaGraphExec_t* exec = nullptr;
-    if (graphs_) {
-        auto it = graph_.find(key);
-        if (it != graph_.end())
-            exec = &it->second;
-        else if (graph_.size() < kMaxGraphs)
-            exec = &graph_[key];
-    }
-    replay(run_.stream(), exec, [&] { enqueue_device(group, after_forward); });
-    for (const Request& w : group) {
+    for (const Request& w : windows) {
         lanes_[size_t(w.lane)].start = w.start;
         lanes_[size_t(w.lane)].count = uint32_t(w.tokens.size());
         lanes_[size_t(w.lane)].kept = 0;
+    }
+}
+
+void VerifyWindows::enqueue_staged(std::span<const Request> windows, const std::function<void(int)>& after_forward,
+                                   bool graphs) {
+    const auto forwards = forwards_of(windows);
+    for (size_t f = 0; f < forwards.size(); ++f) {
+        const std::span<const Request> group = windows.subspan(forwards[f].first, forwards[f].second - forwards[f].first);
+        cuda_check(cudaMemcpyAsync(run_.step_in(), step_in_host_ + f * 3 * kMaxStepTokens, 3 * kMaxStepTokens * 4,
+                                   cudaMemcpyHostToDevice, run_.stream()), "verify inputs");
+        const auto body = [&] { enqueue_device(group, after_forward); };
+        std::vector<int> key;
+        for (const Request& w : group) {
+            key.push_back(w.lane);
+            key.push_back(int(w.tokens.size()));
+        }
+        if (!graphs || !graph_.run(run_.stream(), key, body, "verify graph"))
+            body();
     }
 }
 
@@ -271,7 +251,7 @@ void VerifyWindows::rollback(int lane, uint32_t n_keep) {
     w.kept = n_keep;
 }
 
-void VerifyWindows::enqueue_accept(std::span<const Request> windows, std::span<const uint32_t> forced) {
+void VerifyWindows::stage_accept(std::span<const Request> windows, std::span<const uint32_t> forced) {
     if (windows.size() > lanes_.size() || forced.size() != windows.size())
         throw Error("backend: a greedy round of " + std::to_string(windows.size()) + " windows and " +
                     std::to_string(forced.size()) + " forced keeps");
@@ -287,7 +267,11 @@ void VerifyWindows::enqueue_accept(std::span<const Request> windows, std::span<c
         row[3] = int32_t(forced[i]);
         std::copy(w.tokens.begin(), w.tokens.end(), row + kernels::kRoundTableHead);
     }
-    const int n = int(windows.size());
+}
+
+void VerifyWindows::enqueue_accept(int n) {
+    if (n < 0 || size_t(n) > lanes_.size())
+        throw Error("backend: a greedy round of " + std::to_string(n) + " windows");
     // Pinned source: the copy reads it when it runs; the caller synchronises before the next round.
     cuda_check(cudaMemcpyAsync(round_table_, round_host_, size_t(n) * size_t(round_width_) * 4, cudaMemcpyHostToDevice,
                                run_.stream()), "round table");

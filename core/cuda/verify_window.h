@@ -25,7 +25,12 @@
 //   in one copy launch, and each window's greedy picks (kernels::argmax_rows: argmax_token's rule)
 //   to the lane's ids on the device. With graphs each forward's device work replays a CUDA graph per
 //   (lane, window size) list, captured on first use (kMaxGraphs at most; later lists run
-//   eagerly). A lane's window is open from here (count(lane) = n) until close(lane) or rollback.
+//   eagerly; graph_cache.h). A lane's window is open from here (count(lane) = n) until close(lane)
+//   or rollback. enqueue is stage(windows) (the host's half: the checks, each forward's inputs
+//   into its own pinned row, the windows opened) then enqueue_staged(windows, after_forward,
+//   graphs) (the device's half: per forward the copy of its pinned inputs and its launches,
+//   through the forward's graph when graphs is true; the greedy round captures them, with
+//   graphs false, inside its own graph: nothing there reads pageable memory or waits).
 // - read_rows(lane, host_rows) enqueues the copy of the open window's rows to host_rows (count x
 //   vocab floats); the caller synchronises the stream before reading them. read_ids() enqueues the
 //   copy of every lane's greedy ids to pinned host memory; after the caller's synchronisation,
@@ -36,8 +41,9 @@
 //   marks the window accepted with n_keep (kept(lane)); the snapshots and rows stay, so a later
 //   rollback to fewer is still exact. The caller rewinds the KV length (attention rows past it are
 //   never read). set_kept(lane, n) marks a keep that needs no copy (n = count, or the device's).
-// - The greedy round (Backend::verify_accept_greedy): enqueue_accept(windows, forced) after
-//   enqueue(windows) accepts on the device: kernels::greedy_accept over the windows' greedy ids
+// - The greedy round (Backend::verify_accept_greedy): stage_accept(windows, forced) writes the
+//   round table to pinned memory (host only); enqueue_accept(n) after the windows' device work
+//   copies it up and accepts on the device: kernels::greedy_accept over the windows' greedy ids
 //   (forced[i] > 0 replaces window i's keep) writes each lane's n_keep and window start to device
 //   arrays (round()), and kernels::copy_span_table_kept runs each lane's rollback when its n_keep
 //   is below its count, reading n_keep on the device: nothing waits for the host. read_kept()
@@ -49,13 +55,13 @@
 
 #include "core/cuda/cuda_runner.h"
 #include "core/cuda/device_weights.h"
+#include "core/cuda/graph_cache.h"
 #include "ninfer/kernels/spec_round.h"
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <span>
 #include <vector>
 
@@ -79,7 +85,13 @@ class VerifyWindows {
     // Device bytes the windows allocate for this plan (snapshots with the GPU's conv dtype, logits).
     static uint64_t device_bytes(const Runner& run, const MemoryPlan& plan);
 
-    void enqueue(std::span<const Request> windows, const std::function<void(int n)>& after_forward = {});
+    void enqueue(std::span<const Request> windows, const std::function<void(int n)>& after_forward = {}) {
+        stage(windows);
+        enqueue_staged(windows, after_forward, graphs_);
+    }
+    // enqueue's two halves (the contract above): the host's, then the device's.
+    void stage(std::span<const Request> windows);
+    void enqueue_staged(std::span<const Request> windows, const std::function<void(int n)>& after_forward, bool graphs);
     void read_rows(int lane, float* host_rows) const;
     void read_ids() const;
     const int32_t* ids(int lane) const { return ids_host_ + size_t(lane) * (max_draft_ + 1); }
@@ -97,7 +109,8 @@ class VerifyWindows {
         const int32_t* ids = nullptr;    // [n_lanes][ids_stride] greedy picks
         int ids_stride = 0;
     };
-    void enqueue_accept(std::span<const Request> windows, std::span<const uint32_t> forced);
+    void stage_accept(std::span<const Request> windows, std::span<const uint32_t> forced);
+    void enqueue_accept(int n);
     RoundDevice round() const { return {starts_, n_keep_, ids_, int(max_draft_ + 1)}; }
     void read_kept() const;
     uint32_t device_kept(int lane) const { return uint32_t(n_keep_host_[lane]); }
@@ -110,8 +123,6 @@ class VerifyWindows {
         std::vector<float*> recurrent; // per GDN layer: K recurrent-state snapshots
         float* logits = nullptr;       // (K + 1) rows, stride run_.logits_stride()
     };
-    // One forward's windows: requests [first, first + count).
-    void enqueue_forward(std::span<const Request> group, int slot, const std::function<void(int)>& after_forward);
     void enqueue_device(std::span<const Request> group, const std::function<void(int)>& after_forward);
 
     Runner& run_;
@@ -131,7 +142,7 @@ class VerifyWindows {
     int32_t* n_keep_ = nullptr;       // device [n_lanes]
     int32_t* starts_ = nullptr;       // device [n_lanes]
     int32_t* n_keep_host_ = nullptr;  // pinned copy of n_keep_
-    std::map<std::vector<int>, cudaGraphExec_t> graph_; // by the forward's (lane, size) list
+    GraphCache graph_; // by the forward's (lane, size) list
 };
 
 } // namespace ninfer::core::cuda
