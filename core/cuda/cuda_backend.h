@@ -60,11 +60,6 @@ namespace ninfer::core {
 
 struct CudaBackendOptions {
     bool graphs = true; // false: decode launches the kernels directly (tests compare both)
-    // verify_accept_greedy's device work as one CUDA graph per shape, captured on first use, at
-    // most max_round_graphs of them (later shapes run eagerly); false: always eagerly (tests and
-    // bench compare both; set_cuda_round_graphs switches it later).
-    bool round_graphs = true;
-    size_t max_round_graphs = 128;
     // The check mode (cuda_runner.h): every activation the CPU reference keeps in f32 stays f32
     // (projections through a plain kernel, no tensor cores; f32 mixers): slow; it proves the runner
     // against the CPU reference to cosine 1e-4 where bf16 activations cannot.
@@ -73,6 +68,11 @@ struct CudaBackendOptions {
     // (kernel_tuning_apply) before the weights upload; the backend keeps this copy. The last
     // backend made sets them for the process (the daemon makes one).
     kernels::KernelTuning tuning;
+    // verify_accept_greedy's device work as one CUDA graph per shape, captured on first use, at
+    // most max_round_graphs of them (later shapes run eagerly); false: always eagerly (tests and
+    // bench compare both; set_cuda_round_graphs switches it later).
+    bool round_graphs = true;
+    size_t max_round_graphs = 128;
 };
 
 // The loaders' options (ninferd, ninferctl, bench_decode): the defaults, with the kernel switches

@@ -2,12 +2,14 @@
 #include "core/cuda/speculative_bench.h"
 
 #include "core/backend/speculative.h"
+#include "core/cuda/cuda_backend.h"
 #include "core/util/error.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <string>
 
 namespace ninfer::core {
 
@@ -95,8 +97,11 @@ RoundResult run_round(Backend& b, const SpecBenchSetup& st, double fraction, int
 void bench_speculative_rounds(Backend& b, const SpecBenchSetup& st, std::vector<SpecBenchRow>& out) {
     if (st.mtp && !b.has_mtp())
         throw Error("bench: --speculative mtp:K needs the MTP head (an artifact or synthetic weights with one)");
-    for (const bool fused : {false, true})
+    // split; fused, launched eagerly; fused, as one graph per shape (captured in the warm-up).
+    for (const char* mode : {"split", "fused", "graph"})
     for (const auto& [label, fraction] : {std::pair<const char*, double>{"all", 1.0}, {"75%", 0.75}}) {
+        const bool fused = std::string(mode) != "split";
+        set_cuda_round_graphs(b, std::string(mode) == "graph");
         for (int l = 0; l < st.batch; ++l) b.restore_lane(l, *st.image);
         std::vector<std::vector<int32_t>> carried(size_t(st.batch));
         // One plain step first: a restored lane gives the head its first pending row this way.
@@ -107,7 +112,7 @@ void bench_speculative_rounds(Backend& b, const SpecBenchSetup& st, std::vector<
         }
         std::vector<int32_t> next;
         for (const DecodeResult& r : b.decode(first)) next.push_back(r.token);
-        run_round(b, st, fraction, 0, next, fused, carried); // warm-up: the window graphs are captured
+        run_round(b, st, fraction, 0, next, fused, carried); // warm-up: the window and round graphs are captured
         std::vector<double> times;
         double kept_total = 0;
         for (int s = 0; s < st.rounds; ++s) {
@@ -123,7 +128,7 @@ void bench_speculative_rounds(Backend& b, const SpecBenchSetup& st, std::vector<
         row.batch = st.batch;
         row.depth = st.depth;
         row.accept = label;
-        row.round = fused ? "fused" : "split";
+        row.round = mode;
         row.rounds = st.rounds;
         row.tokens_per_round = kept_total / std::max(1, st.rounds);
         row.round_ms = 1e3 * (n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]));

@@ -14,8 +14,10 @@
 //   acceptance over those ids (accept_greedy_ids, its result replaced by the pattern) and
 //   accept_verified. Host clock around each round; the median. Each acceptance is timed twice:
 //   round "split" as above, then round "fused": Backend::verify_accept_greedy with the kept count
-//   forced (one host synchronisation on the GPU), its MTP drafts the next round's (the first
-//   round drafts with draft_mtp, as the scheduler's first round after a prefill does).
+//   forced (one host synchronisation on the GPU) launched eagerly, its MTP drafts the next
+//   round's (the first round drafts with draft_mtp, as the scheduler's first round after a
+//   prefill does), then round "graph": the same with the round's device work as one CUDA graph
+//   per shape (set_cuda_round_graphs; the backend is left with them on).
 // - The backend's plan must verify setup.k drafts (max_draft_tokens) and hold setup.rounds + 1
 //   rounds of k + 1 tokens past the image in every lane's context; mtp needs has_mtp().
 // - SpecBenchRow.cost_x = round_ms / step_ms, the plain decode step of the same batch and depth
@@ -37,7 +39,8 @@ struct SpecBenchRow {
     int k = 0, batch = 0;
     uint32_t depth = 0;
     std::string accept;       // "all" or "75%"
-    std::string round = "split"; // "split" (draft_mtp, verify_greedy, accept_verified) or "fused" (verify_accept_greedy)
+    std::string round = "split"; // "split" (draft_mtp, verify_greedy, accept_verified), "fused" (verify_accept_greedy
+                                 // launched eagerly) or "graph" (verify_accept_greedy as one graph per shape)
     int rounds = 0;
     double tokens_per_round = 0; // mean tokens a lane keeps per round (accepted drafts + the bonus)
     double round_ms = 0, min_round_ms = 0, max_round_ms = 0; // median, fastest, slowest round

@@ -24,14 +24,23 @@ constexpr uint32_t kK = 5;
 constexpr int kLanes = 8;
 constexpr size_t kTruth = 40;
 
-// Two CUDA backends (the round, the separate calls) and a plain one on the same random weights.
+// CUDA backends on the same random weights: the round through its graphs (fused), the round
+// launched eagerly (eager), the separate calls (ref) and a plain one.
 struct Trio {
     std::unique_ptr<InMemoryModel> model;
     ModelWeights weights;
     MemoryPlan plan;
-    std::unique_ptr<Backend> fused, ref, plain;
+    std::unique_ptr<Backend> fused, eager, ref, plain;
     std::vector<std::vector<int32_t>> prompts, truths; // truths[l]: the greedy continuation, first sample on
 };
+
+// The graph backend: every shape of a test captured (max_graphs 0: the default cap).
+std::unique_ptr<Backend> graph_backend(const Trio& t, size_t max_graphs) {
+    CudaBackendOptions o;
+    o.round_graphs = true;
+    o.max_round_graphs = max_graphs;
+    return make_cuda_backend(t.weights, t.plan, o);
+}
 
 std::unique_ptr<Trio> make_trio(const std::string& fixture, uint64_t seed) {
     auto t = std::make_unique<Trio>();
@@ -52,7 +61,10 @@ std::unique_ptr<Trio> make_trio(const std::string& fixture, uint64_t seed) {
     r.max_draft_tokens = kK;
     r.mtp = true;
     t->plan = MemoryPlan::make(config, r);
-    t->fused = make_cuda_backend(t->weights, t->plan);
+    t->fused = graph_backend(*t, 4096);
+    CudaBackendOptions eager;
+    eager.round_graphs = false;
+    t->eager = make_cuda_backend(t->weights, t->plan, eager);
     t->ref = make_cuda_backend(t->weights, t->plan);
     t->plain = make_cuda_backend(t->weights, t->plan);
     const uint32_t V = config.vocab_size;
@@ -84,12 +96,13 @@ void check_same_image(const LaneImage& a, const LaneImage& b) {
 std::vector<int32_t> start_lanes(Trio& t, int batch) {
     std::vector<int32_t> pending;
     for (int l = 0; l < batch; ++l) {
-        for (Backend* b : {t.fused.get(), t.ref.get()}) {
+        for (Backend* b : {t.fused.get(), t.eager.get(), t.ref.get()}) {
             b->reset_lane(l);
             b->prefill(l, t.prompts[size_t(l)], LogitsOut::Last, nullptr);
         }
         pending.push_back(t.ref->sample_after_prefill(l, {}, {}, 0).token);
         CHECK(t.fused->sample_after_prefill(l, {}, {}, 0).token == pending.back());
+        CHECK(t.eager->sample_after_prefill(l, {}, {}, 0).token == pending.back());
     }
     return pending;
 }
@@ -111,8 +124,9 @@ std::vector<int32_t> drafts_of(const Trio& t, Pattern p, int l, int r, size_t g,
     return d;
 }
 
-// The same windows (lane l: windows[l]) through the fused backend's round (next drafts: k) and the
-// reference backend's verify_greedy; returns the round's result, ids gets verify_greedy's.
+// The same windows (lane l: windows[l]) through the fused backend's round (next drafts: k), the
+// eager backend's (the same bits, checked here) and the reference backend's verify_greedy;
+// returns the round's result, ids gets verify_greedy's.
 GreedyRoundResult both_verify(Trio& t, const std::vector<std::vector<int32_t>>& windows, int k,
                               std::vector<int32_t>& ids) {
     std::vector<GreedyRoundStep> steps;
@@ -121,11 +135,76 @@ GreedyRoundResult both_verify(Trio& t, const std::vector<std::vector<int32_t>>& 
         steps.push_back({int(l), windows[l], k, 0});
         verify.push_back({int(l), windows[l]});
     }
-    GreedyRoundResult got;
+    GreedyRoundResult got, eager;
     t.fused->verify_accept_greedy(steps, got);
+    t.eager->verify_accept_greedy(steps, eager);
+    CHECK(got.ids == eager.ids);
+    CHECK(got.n_keep == eager.n_keep);
+    CHECK(got.drafts == eager.drafts);
+    for (size_t l = 0; l < windows.size(); ++l) {
+        INFO("lane " << l << ": graph against eager");
+        CHECK(t.fused->lane_length(int(l)) == t.eager->lane_length(int(l)));
+        CHECK(t.fused->last_logits(int(l)) == t.eager->last_logits(int(l)));
+    }
     std::vector<float> rows;
     t.ref->verify_greedy(verify, std::vector<uint8_t>(windows.size(), 0), rows, ids);
     return got;
+}
+
+// A round of windows on lanes 0..batch-1 (next drafts: k) against the separate calls: ids, kept
+// counts, next drafts, lane lengths and logits bit for bit; pending and g (each lane's pending
+// token and its index in the truth) advance. Returns each lane's accepted drafts.
+std::vector<uint32_t> round_against_split(Trio& t, const std::vector<std::vector<int32_t>>& windows, int k,
+                                          std::vector<int32_t>& pending, std::vector<size_t>& g,
+                                          GreedyRoundResult* result = nullptr) {
+    std::vector<int32_t> ids;
+    const GreedyRoundResult got = both_verify(t, windows, k, ids);
+    CHECK(got.ids == ids);
+    REQUIRE(got.n_keep.size() == windows.size());
+    std::vector<DraftRequest> next;
+    std::vector<uint32_t> accepted;
+    size_t at = 0;
+    for (size_t l = 0; l < windows.size(); ++l) {
+        const size_t n = windows[l].size();
+        const DraftAcceptance a = accept_greedy_ids(std::span(ids).subspan(at, n), std::span(windows[l]).subspan(1));
+        at += n;
+        CHECK(got.n_keep[l] == a.accepted + 1);
+        t.ref->accept_verified(int(l), a.accepted + 1);
+        next.push_back({int(l), a.next_token, k});
+        pending[l] = a.next_token;
+        g[l] += a.accepted + 1;
+        accepted.push_back(a.accepted);
+    }
+    const auto want_next = t.ref->draft_mtp(next, nullptr);
+    for (size_t l = 0; l < windows.size(); ++l) {
+        INFO("lane " << l);
+        CHECK(got.drafts[l] == want_next[l]);
+        CHECK(t.fused->lane_length(int(l)) == t.ref->lane_length(int(l)));
+        CHECK(t.fused->last_logits(int(l)) == t.ref->last_logits(int(l)));
+    }
+    if (result)
+        *result = got;
+    return accepted;
+}
+
+// The lanes as a whole on the three backends, then a plain step on each: the GDN state and KV too.
+void check_lanes_and_step(Trio& t, const std::vector<int32_t>& pending) {
+    std::vector<DecodeStep> step(pending.size());
+    for (size_t l = 0; l < pending.size(); ++l) {
+        INFO("lane " << l);
+        const LaneImage want = t.ref->save_lane(int(l));
+        check_same_image(t.fused->save_lane(int(l)), want);
+        check_same_image(t.eager->save_lane(int(l)), want);
+        step[l].lane = int(l);
+        step[l].token = pending[l];
+    }
+    const auto a = t.fused->decode(step), e = t.eager->decode(step), b = t.ref->decode(step);
+    for (size_t l = 0; l < pending.size(); ++l) {
+        CHECK(a[l].token == b[l].token);
+        CHECK(e[l].token == b[l].token);
+        CHECK(t.fused->last_logits(int(l)) == t.ref->last_logits(int(l)));
+        CHECK(t.eager->last_logits(int(l)) == t.ref->last_logits(int(l)));
+    }
 }
 
 } // namespace
@@ -233,7 +312,10 @@ TEST_CASE("cuda_round: a greedy round equals verify_greedy, accept_verified and 
                         std::vector<DraftRequest> heads;
                         for (int l = 0; l < batch; ++l) heads.push_back({l, pending[size_t(l)], k});
                         const auto head_drafts = p == Head ? t->ref->draft_mtp(heads, nullptr) : decltype(carried){};
-                        if (p == Head && r == 0) carried = t->fused->draft_mtp(heads, nullptr);
+                        if (p == Head && r == 0) {
+                            carried = t->fused->draft_mtp(heads, nullptr);
+                            CHECK(t->eager->draft_mtp(heads, nullptr) == carried);
+                        }
                         for (int l = 0; l < batch; ++l) {
                             std::vector<int32_t> d = drafts_of(*t, p, l, r, g[size_t(l)], k, V);
                             if (p == Head) {
@@ -243,51 +325,23 @@ TEST_CASE("cuda_round: a greedy round equals verify_greedy, accept_verified and 
                             windows[size_t(l)] = {pending[size_t(l)]};
                             windows[size_t(l)].insert(windows[size_t(l)].end(), d.begin(), d.end());
                         }
-                        std::vector<int32_t> ids;
-                        const GreedyRoundResult got = both_verify(*t, windows, k, ids);
-                        CHECK(got.ids == ids);
-                        REQUIRE(got.n_keep.size() == size_t(batch));
-                        std::vector<DraftRequest> next;
-                        size_t at = 0;
+                        GreedyRoundResult got;
+                        const std::vector<uint32_t> acc = round_against_split(*t, windows, k, pending, g, &got);
                         for (int l = 0; l < batch; ++l) {
                             const size_t n = windows[size_t(l)].size();
-                            const DraftAcceptance a = accept_greedy_ids(std::span(ids).subspan(at, n),
-                                                                        std::span(windows[size_t(l)]).subspan(1));
-                            at += n;
-                            CHECK(got.n_keep[size_t(l)] == a.accepted + 1);
-                            t->ref->accept_verified(l, a.accepted + 1);
-                            next.push_back({l, a.next_token, k});
-                            pending[size_t(l)] = a.next_token;
-                            g[size_t(l)] += a.accepted + 1;
-                            accepted += a.accepted, drafted += n - 1;
-                            if (p == AllRight) right_accepted += a.accepted, right_drafted += n - 1;
-                        }
-                        const auto want_next = t->ref->draft_mtp(next, nullptr);
-                        for (int l = 0; l < batch; ++l) {
-                            INFO("lane " << l << " round " << r);
-                            CHECK(got.drafts[size_t(l)] == want_next[size_t(l)]);
-                            CHECK(t->fused->lane_length(l) == t->ref->lane_length(l));
-                            CHECK(t->fused->last_logits(l) == t->ref->last_logits(l));
+                            accepted += acc[size_t(l)], drafted += n - 1;
+                            if (p == AllRight) right_accepted += acc[size_t(l)], right_drafted += n - 1;
                         }
                         carried = got.drafts;
                         ++rounds;
                     }
-                    // The lanes as a whole, then a plain step on each: the GDN state and KV too.
-                    std::vector<DecodeStep> step(static_cast<size_t>(batch));
-                    for (int l = 0; l < batch; ++l) {
-                        INFO("lane " << l);
-                        check_same_image(t->fused->save_lane(l), t->ref->save_lane(l));
-                        step[size_t(l)].lane = l;
-                        step[size_t(l)].token = pending[size_t(l)];
-                    }
-                    const auto a = t->fused->decode(step), b = t->ref->decode(step);
-                    for (int l = 0; l < batch; ++l) {
-                        CHECK(a[size_t(l)].token == b[size_t(l)].token);
-                        CHECK(t->fused->last_logits(l) == t->ref->last_logits(l));
-                    }
+                    check_lanes_and_step(*t, pending);
                 }
-        std::printf("RESULT %s greedy_round_rounds %zu drafts %zu accepted %zu (right drafts %zu accepted %zu)\n",
-                    fixture.c_str(), rounds, drafted, accepted, right_drafted, right_accepted);
+        const size_t graphs = set_cuda_round_graphs(*t->fused, true);
+        std::printf("RESULT %s greedy_round_rounds %zu drafts %zu accepted %zu (right drafts %zu accepted %zu) "
+                    "round_graphs %zu\n", fixture.c_str(), rounds, drafted, accepted, right_drafted, right_accepted,
+                    graphs);
+        CHECK(graphs > 0);
         // The truth is plain decoding's: a verify row's near tie may flip a pick and cut a run short.
         CHECK(right_accepted * 2 > right_drafted);
     }
@@ -331,5 +385,45 @@ TEST_CASE("cuda_round: a smaller keep after a greedy round equals that keep stra
                     CHECK(t->fused->last_logits(l) == t->ref->last_logits(l));
                 }
             }
+    }
+}
+
+TEST_CASE("cuda_round: the round's graphs replayed with other tokens, shapes apart in k or one window's size, "
+          "more shapes than the cache holds", "[cuda_round]") {
+    require_gpu();
+    // Round r: window sizes (drafts + 1; lane 0 first, the rest the second), next drafts k, and the
+    // drafts right up to which one (wrong at that draft, 0: all right). Shapes: A A B C D A D A with a
+    // cache of 3: B differs from A in k alone, C in lane 0's window alone, D finds the cache full.
+    struct Round {
+        int size0, size, k, wrong_at;
+    };
+    const std::vector<Round> rounds{{3, 3, 2, 0}, {3, 3, 2, 1}, {3, 3, 1, 2}, {2, 3, 2, 0},
+                                    {2, 2, 2, 1}, {3, 3, 2, 2}, {2, 2, 2, 0}, {3, 3, 2, 1}};
+    const std::vector<size_t> graphs_after{1, 1, 2, 3, 3, 3, 3, 3};
+    for (const std::string& fixture : kKernelFixtures) {
+        auto t = make_trio(fixture, 33);
+        for (int batch : {1, 2, 4, 8}) {
+            INFO(fixture << " batch " << batch);
+            t->fused = graph_backend(*t, 3); // an empty cache of 3
+            std::vector<int32_t> pending = start_lanes(*t, batch);
+            std::vector<size_t> g(static_cast<size_t>(batch), 0);
+            for (size_t r = 0; r < rounds.size(); ++r) {
+                INFO("round " << r);
+                std::vector<std::vector<int32_t>> windows(static_cast<size_t>(batch));
+                for (int l = 0; l < batch; ++l) {
+                    const auto& c = t->truths[size_t(l)];
+                    const int n = (l == 0 ? rounds[r].size0 : rounds[r].size) - 1;
+                    windows[size_t(l)] = {pending[size_t(l)]};
+                    for (int j = 1; j <= n; ++j) {
+                        const int32_t truth = g[size_t(l)] + size_t(j) < c.size() ? c[g[size_t(l)] + size_t(j)] : 1;
+                        const bool wrong = j == rounds[r].wrong_at + (l % 2); // lanes keep different counts
+                        windows[size_t(l)].push_back(wrong ? (truth + 1) % int32_t(t->weights.config.vocab_size) : truth);
+                    }
+                }
+                round_against_split(*t, windows, rounds[r].k, pending, g);
+                CHECK(set_cuda_round_graphs(*t->fused, true) == graphs_after[r]);
+            }
+            check_lanes_and_step(*t, pending);
+        }
     }
 }
