@@ -140,7 +140,7 @@ void CudaBackend::accept_verified(int lane, uint32_t n_keep) {
 // once, reading the kept counts on the device; one synchronisation brings the ids, the counts and
 // the drafts back together, and the host's bookkeeping follows from the counts.
 void CudaBackend::verify_accept_greedy(std::span<const GreedyRoundStep> steps, GreedyRoundResult& result) {
-    if (plan_.max_draft_tokens == 0)
+    if (plan_.max_draft_tokens == 0 || steps.empty())
         return Backend::verify_accept_greedy(steps, result);
     std::vector<VerifyStep> windows;
     std::vector<uint32_t> forced;
