@@ -190,8 +190,7 @@ void CudaBackend::verify_accept_greedy(std::span<const GreedyRoundStep> steps, G
             mtp_->enqueue_round({d.starts, d.n_keep, d.ids, d.ids_stride});
             mtp_->read_round_drafts();
         }
-        windows_.read_ids();
-        windows_.read_kept();
+        windows_.read_round();
     };
     std::vector<int> key;
     for (const cuda::VerifyWindows::Request& w : requests) key.insert(key.end(), {w.lane, int(w.tokens.size())});

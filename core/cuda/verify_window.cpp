@@ -105,11 +105,16 @@ VerifyWindows::VerifyWindows(Runner& run, const MemoryPlan& plan, bool graphs)
     cuda_check(cudaMallocHost(&step_in_host_, lanes_.size() * 3 * kMaxStepTokens * 4), "pinned verify inputs");
     // The greedy picks: (K + 1) ids per lane, the argmax workspace (its counters start at zero).
     const uint64_t n_ids = lanes_.size() * (max_draft_ + 1);
-    ids_ = arena_.alloc_n<int32_t>(n_ids, "verify greedy ids");
+    // One block, ids then the round's kept counts then its window starts: a round reads the ids and
+    // counts back in one copy.
+    ids_ = arena_.alloc_n<int32_t>(n_ids + 2 * lanes_.size(), "verify greedy ids, round kept counts and starts");
+    n_keep_ = ids_ + n_ids;
+    starts_ = n_keep_ + lanes_.size();
     const size_t work = kernels::argmax_work_bytes(int(max_draft_ + 1));
     argmax_work_ = arena_.alloc(work, "verify argmax workspace");
     cuda_check(cudaMemset(argmax_work_, 0, work), "verify argmax workspace");
-    cuda_check(cudaMallocHost(&ids_host_, n_ids * 4), "pinned verify ids");
+    cuda_check(cudaMallocHost(&ids_host_, (n_ids + lanes_.size()) * 4), "pinned verify ids and kept counts");
+    n_keep_host_ = ids_host_ + n_ids;
     // Rollback tables: for lane l and kept prefix n, every GDN layer's conv and recurrent copies from
     // snapshot n - 1 into the live state, then window row n - 1 into the lane's logits.
     rollback_spans_ = 2 * n_gdn + 1;
@@ -130,10 +135,7 @@ VerifyWindows::VerifyWindows(Runner& run, const MemoryPlan& plan, bool graphs)
     // The greedy round's table, kept counts and window starts.
     round_width_ = kernels::kRoundTableHead + int(max_draft_) + 1;
     round_table_ = arena_.alloc_n<int32_t>(lanes_.size() * size_t(round_width_), "round table");
-    n_keep_ = arena_.alloc_n<int32_t>(lanes_.size(), "round kept counts");
-    starts_ = arena_.alloc_n<int32_t>(lanes_.size(), "round window starts");
     cuda_check(cudaMallocHost(&round_host_, lanes_.size() * size_t(round_width_) * 4), "pinned round table");
-    cuda_check(cudaMallocHost(&n_keep_host_, lanes_.size() * 4), "pinned round kept counts");
 }
 
 VerifyWindows::~VerifyWindows() {
@@ -142,7 +144,6 @@ VerifyWindows::~VerifyWindows() {
         cudaFreeHost(step_in_host_);
         cudaFreeHost(ids_host_);
         cudaFreeHost(round_host_);
-        cudaFreeHost(n_keep_host_);
     }
 }
 
@@ -282,9 +283,9 @@ void VerifyWindows::enqueue_accept(int n) {
                "GDN rollback");
 }
 
-void VerifyWindows::read_kept() const {
-    cuda_check(cudaMemcpyAsync(n_keep_host_, n_keep_, lanes_.size() * 4, cudaMemcpyDeviceToHost, run_.stream()),
-               "round kept counts");
+void VerifyWindows::read_round() const {
+    cuda_check(cudaMemcpyAsync(ids_host_, ids_, lanes_.size() * (max_draft_ + 2) * 4, cudaMemcpyDeviceToHost,
+                               run_.stream()), "verify greedy ids and kept counts");
 }
 
 } // namespace ninfer::core::cuda

@@ -46,8 +46,9 @@
 //   copies it up and accepts on the device: kernels::greedy_accept over the windows' greedy ids
 //   (forced[i] > 0 replaces window i's keep) writes each lane's n_keep and window start to device
 //   arrays (round()), and kernels::copy_span_table_kept runs each lane's rollback when its n_keep
-//   is below its count, reading n_keep on the device: nothing waits for the host. read_kept()
-//   enqueues the copy of the n_keep array to pinned memory; after the caller's synchronisation
+//   is below its count, reading n_keep on the device: nothing waits for the host. read_round()
+//   enqueues one copy of the greedy ids and the n_keep array (adjacent on the device) to pinned
+//   memory; after the caller's synchronisation ids(lane) are the window's ids and
 //   device_kept(lane) is the lane's keep (the caller then calls set_kept).
 // - close(lane): the window's tokens stay (a keep of all of them, or the lane changed otherwise).
 // Thread safety: engine thread only.
@@ -112,7 +113,7 @@ class VerifyWindows {
     void stage_accept(std::span<const Request> windows, std::span<const uint32_t> forced);
     void enqueue_accept(int n);
     RoundDevice round() const { return {starts_, n_keep_, ids_, int(max_draft_ + 1)}; }
-    void read_kept() const;
+    void read_round() const;
     uint32_t device_kept(int lane) const { return uint32_t(n_keep_host_[lane]); }
 
   private:
@@ -131,17 +132,17 @@ class VerifyWindows {
     DeviceArena arena_;
     std::vector<Window> lanes_;
     int32_t* step_in_host_ = nullptr; // pinned [n_lanes][3 * kMaxStepTokens]: one row per forward of a call
-    int32_t* ids_ = nullptr;          // device [n_lanes][K + 1] greedy picks
-    int32_t* ids_host_ = nullptr;     // pinned copy of ids_
+    int32_t* ids_ = nullptr;          // device [n_lanes][K + 1] greedy picks, then n_keep_, starts_
+    int32_t* ids_host_ = nullptr;     // pinned copy of ids_ and n_keep_
     void* argmax_work_ = nullptr;
     kernels::CopySpan* rollback_table_ = nullptr; // device [n_lanes][K][rollback_spans_]
     uint64_t rollback_spans_ = 0, rollback_max_bytes_ = 0;
     int round_width_ = 0;             // kernels::kRoundTableHead + K + 1
     int32_t* round_host_ = nullptr;   // pinned [n_lanes][round_width_]: the round table
     int32_t* round_table_ = nullptr;  // device copy
-    int32_t* n_keep_ = nullptr;       // device [n_lanes]
+    int32_t* n_keep_ = nullptr;       // device [n_lanes], right after the ids
     int32_t* starts_ = nullptr;       // device [n_lanes]
-    int32_t* n_keep_host_ = nullptr;  // pinned copy of n_keep_
+    int32_t* n_keep_host_ = nullptr;  // in ids_host_, after the ids
     GraphCache graph_; // by the forward's (lane, size) list
 };
 

@@ -407,6 +407,8 @@ TEST_CASE("cuda_round: the round's graphs replayed with other tokens, shapes apa
             t->fused = graph_backend(*t, 3); // an empty cache of 3
             std::vector<int32_t> pending = start_lanes(*t, batch);
             std::vector<size_t> g(static_cast<size_t>(batch), 0);
+            size_t free_before = 0, free_after = 0, total = 0;
+            CUDA_OK(cudaMemGetInfo(&free_before, &total));
             for (size_t r = 0; r < rounds.size(); ++r) {
                 INFO("round " << r);
                 std::vector<std::vector<int32_t>> windows(static_cast<size_t>(batch));
@@ -422,6 +424,11 @@ TEST_CASE("cuda_round: the round's graphs replayed with other tokens, shapes apa
                 }
                 round_against_split(*t, windows, rounds[r].k, pending, g);
                 CHECK(set_cuda_round_graphs(*t->fused, true) == graphs_after[r]);
+                if (r == 3) { // three graphs captured: what each costs the device (a cap's price)
+                    CUDA_OK(cudaMemGetInfo(&free_after, &total));
+                    std::printf("RESULT %s batch %d round_graph_device_bytes %lld each (3 graphs)\n", fixture.c_str(),
+                                batch, (static_cast<long long>(free_before) - static_cast<long long>(free_after)) / 3);
+                }
             }
             check_lanes_and_step(*t, pending);
         }
