@@ -4,15 +4,16 @@
 // Contract:
 // - capture_graph(stream, body, what) runs body with the stream in thread-local capture mode and
 //   returns the instantiated graph (the caller owns it: cudaGraphExecDestroy). However body ends,
-//   the capture ends; a throw from body or a failed capture or instantiation is rethrown as
-//   ninfer::Error (cuda_check, "what" names it). body must enqueue only capturable work: kernels,
+//   the capture ends: a throw from body goes on as it is, a failed capture or instantiation
+//   throws ninfer::Error (cuda_check; "what" names it). body must enqueue only capturable work: kernels,
 //   copies between device memory and from or to pinned host memory, no synchronisation.
 // - GraphCache(max) holds at most max graphs by key (a list of ints: whatever shapes the launches,
 //   the values that change from one replay to the next read from device or pinned memory).
 //   run(stream, key, body) replays the key's graph, captured from body first when the key is new
 //   and the cache has room, and returns true; for a new key with the cache full it enqueues nothing
-//   and returns false (the caller then enqueues the work eagerly, its own way). A graph reads its pinned sources when it runs: the host must not rewrite them while a replay
-//   may still be reading (the callers synchronise the stream in between).
+//   and returns false (the caller then enqueues the work eagerly, its own way). A graph reads its
+//   pinned sources when it runs: the host must not rewrite them while a replay may still be
+//   reading (the callers synchronise the stream in between).
 // - The destructor destroys every graph (the caller keeps the stream idle by then).
 // Thread safety: engine thread only.
 #pragma once

@@ -142,8 +142,8 @@ MtpHead::Block MtpHead::stage_block(const std::vector<Row>& rows, size_t b0, siz
     return b;
 }
 
-void MtpHead::enqueue_block(const Block& b, int column, bool chained, bool keep_drafts, std::span<const float> embeddings,
-                            const RoundInputs* round) {
+void MtpHead::enqueue_block(const Block& b, int column, bool chained, bool keep_drafts,
+                            std::span<const float> embeddings, const RoundInputs* round) {
     const uint32_t V = run_.config().vocab_size;
     int32_t* in = run_.step_in();
     const int n = b.n;

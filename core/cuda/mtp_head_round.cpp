@@ -9,7 +9,8 @@ namespace ninfer::core::cuda {
 
 int MtpHead::round_slots() const {
     // Catch-up rows: fewer than kRingRows per lane (clamp_pending); then each draft step's blocks.
-    return plan_.n_lanes * (kRingRows / kMaxStepTokens) + drafts_w_ * ((plan_.n_lanes + kMaxStepTokens - 1) / kMaxStepTokens);
+    const int step_blocks = (plan_.n_lanes + kMaxStepTokens - 1) / kMaxStepTokens;
+    return plan_.n_lanes * (kRingRows / kMaxStepTokens) + drafts_w_ * step_blocks;
 }
 
 std::vector<int> MtpHead::stage_round(std::span<const RoundLane> lanes,

@@ -158,7 +158,8 @@ void VerifyWindows::stage(std::span<const Request> windows) {
     // The pinned row of forward f is f's: the copies (or a round's graph) read them when they run.
     const auto forwards = forwards_of(windows);
     for (size_t f = 0; f < forwards.size(); ++f) {
-        const std::span<const Request> group = windows.subspan(forwards[f].first, forwards[f].second - forwards[f].first);
+        const auto [first, end] = forwards[f];
+        const std::span<const Request> group = windows.subspan(first, end - first);
         const std::vector<std::vector<int>> row = token_major_rows(group);
         int32_t* in = step_in_host_ + f * 3 * kMaxStepTokens;
         std::fill(in, in + 3 * kMaxStepTokens, 0);
@@ -181,7 +182,8 @@ void VerifyWindows::enqueue_staged(std::span<const Request> windows, const std::
                                    bool graphs) {
     const auto forwards = forwards_of(windows);
     for (size_t f = 0; f < forwards.size(); ++f) {
-        const std::span<const Request> group = windows.subspan(forwards[f].first, forwards[f].second - forwards[f].first);
+        const auto [first, end] = forwards[f];
+        const std::span<const Request> group = windows.subspan(first, end - first);
         cuda_check(cudaMemcpyAsync(run_.step_in(), step_in_host_ + f * 3 * kMaxStepTokens, 3 * kMaxStepTokens * 4,
                                    cudaMemcpyHostToDevice, run_.stream()), "verify inputs");
         const auto body = [&] { enqueue_device(group, after_forward); };

@@ -419,7 +419,8 @@ TEST_CASE("cuda_round: the round's graphs replayed with other tokens, shapes apa
                     for (int j = 1; j <= n; ++j) {
                         const int32_t truth = g[size_t(l)] + size_t(j) < c.size() ? c[g[size_t(l)] + size_t(j)] : 1;
                         const bool wrong = j == rounds[r].wrong_at + (l % 2); // lanes keep different counts
-                        windows[size_t(l)].push_back(wrong ? (truth + 1) % int32_t(t->weights.config.vocab_size) : truth);
+                        const int32_t V = int32_t(t->weights.config.vocab_size);
+                        windows[size_t(l)].push_back(wrong ? (truth + 1) % V : truth);
                     }
                 }
                 round_against_split(*t, windows, rounds[r].k, pending, g);
