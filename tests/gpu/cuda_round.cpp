@@ -128,11 +128,11 @@ std::vector<int32_t> drafts_of(const Trio& t, Pattern p, int l, int r, size_t g,
 // eager backend's (the same bits, checked here) and the reference backend's verify_greedy;
 // returns the round's result, ids gets verify_greedy's.
 GreedyRoundResult both_verify(Trio& t, const std::vector<std::vector<int32_t>>& windows, int k,
-                              std::vector<int32_t>& ids) {
+                              std::vector<int32_t>& ids, const std::vector<uint32_t>& forced = {}) {
     std::vector<GreedyRoundStep> steps;
     std::vector<VerifyStep> verify;
     for (size_t l = 0; l < windows.size(); ++l) {
-        steps.push_back({int(l), windows[l], k, 0});
+        steps.push_back({int(l), windows[l], k, forced.empty() ? 0 : forced[l]});
         verify.push_back({int(l), windows[l]});
     }
     GreedyRoundResult got, eager;
@@ -151,14 +151,16 @@ GreedyRoundResult both_verify(Trio& t, const std::vector<std::vector<int32_t>>& 
     return got;
 }
 
-// A round of windows on lanes 0..batch-1 (next drafts: k) against the separate calls: ids, kept
-// counts, next drafts, lane lengths and logits bit for bit; pending and g (each lane's pending
-// token and its index in the truth) advance. Returns each lane's accepted drafts.
+// A round of windows on lanes 0..batch-1 (next drafts: k; forced: each lane's forced keep, 0 or
+// none: greedy) against the separate calls: ids, kept counts, next drafts, lane lengths and logits
+// bit for bit; pending and g (each lane's pending token and its index in the truth) advance.
+// Returns each lane's accepted drafts (by the greedy rule).
 std::vector<uint32_t> round_against_split(Trio& t, const std::vector<std::vector<int32_t>>& windows, int k,
                                           std::vector<int32_t>& pending, std::vector<size_t>& g,
-                                          GreedyRoundResult* result = nullptr) {
+                                          GreedyRoundResult* result = nullptr,
+                                          const std::vector<uint32_t>& forced = {}) {
     std::vector<int32_t> ids;
-    const GreedyRoundResult got = both_verify(t, windows, k, ids);
+    const GreedyRoundResult got = both_verify(t, windows, k, ids, forced);
     CHECK(got.ids == ids);
     REQUIRE(got.n_keep.size() == windows.size());
     std::vector<DraftRequest> next;
@@ -167,12 +169,14 @@ std::vector<uint32_t> round_against_split(Trio& t, const std::vector<std::vector
     for (size_t l = 0; l < windows.size(); ++l) {
         const size_t n = windows[l].size();
         const DraftAcceptance a = accept_greedy_ids(std::span(ids).subspan(at, n), std::span(windows[l]).subspan(1));
+        const uint32_t keep = forced.empty() || forced[l] == 0 ? a.accepted + 1 : forced[l];
+        const int32_t next_token = ids[at + keep - 1];
         at += n;
-        CHECK(got.n_keep[l] == a.accepted + 1);
-        t.ref->accept_verified(int(l), a.accepted + 1);
-        next.push_back({int(l), a.next_token, k});
-        pending[l] = a.next_token;
-        g[l] += a.accepted + 1;
+        CHECK(got.n_keep[l] == keep);
+        t.ref->accept_verified(int(l), keep);
+        next.push_back({int(l), next_token, k});
+        pending[l] = next_token;
+        g[l] += keep;
         accepted.push_back(a.accepted);
     }
     const auto want_next = t.ref->draft_mtp(next, nullptr);
@@ -391,14 +395,18 @@ TEST_CASE("cuda_round: a smaller keep after a greedy round equals that keep stra
 TEST_CASE("cuda_round: the round's graphs replayed with other tokens, shapes apart in k or one window's size, "
           "more shapes than the cache holds", "[cuda_round]") {
     require_gpu();
-    // Round r: window sizes (drafts + 1; lane 0 first, the rest the second), next drafts k, and the
-    // drafts right up to which one (wrong at that draft, 0: all right). Shapes: A A B C D A D A with a
-    // cache of 3: B differs from A in k alone, C in lane 0's window alone, D finds the cache full.
+    // Round r: window sizes (drafts + 1; lane 0 first, the rest the second), next drafts k, the
+    // drafts right up to which one (wrong at that draft, 0: all right; odd lanes one further) and
+    // whether the keeps are forced (lane l keeps 1 + (l + r) % size). Shapes: A A B C D A D A with
+    // a cache of 3: B differs from A in k alone, C in lane 0's window alone, D finds the cache full;
+    // A's replays change tokens, acceptance and forced keeps.
     struct Round {
         int size0, size, k, wrong_at;
+        bool forced;
     };
-    const std::vector<Round> rounds{{3, 3, 2, 0}, {3, 3, 2, 1}, {3, 3, 1, 2}, {2, 3, 2, 0},
-                                    {2, 2, 2, 1}, {3, 3, 2, 2}, {2, 2, 2, 0}, {3, 3, 2, 1}};
+    const std::vector<Round> rounds{{3, 3, 2, 0, false}, {3, 3, 2, 1, true},  {3, 3, 1, 2, false},
+                                    {2, 3, 2, 0, false}, {2, 2, 2, 1, false}, {3, 3, 2, 2, true},
+                                    {2, 2, 2, 0, true},  {3, 3, 2, 1, false}};
     const std::vector<size_t> graphs_after{1, 1, 2, 3, 3, 3, 3, 3};
     for (const std::string& fixture : kKernelFixtures) {
         auto t = make_trio(fixture, 33);
@@ -423,7 +431,10 @@ TEST_CASE("cuda_round: the round's graphs replayed with other tokens, shapes apa
                         windows[size_t(l)].push_back(wrong ? (truth + 1) % V : truth);
                     }
                 }
-                round_against_split(*t, windows, rounds[r].k, pending, g);
+                std::vector<uint32_t> forced;
+                for (int l = 0; rounds[r].forced && l < batch; ++l)
+                    forced.push_back(1 + uint32_t(l + int(r)) % uint32_t(windows[size_t(l)].size()));
+                round_against_split(*t, windows, rounds[r].k, pending, g, nullptr, forced);
                 CHECK(set_cuda_round_graphs(*t->fused, true) == graphs_after[r]);
                 if (r == 3) { // three graphs captured: what each costs the device (a cap's price)
                     CUDA_OK(cudaMemGetInfo(&free_after, &total));
