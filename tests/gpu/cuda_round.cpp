@@ -5,8 +5,11 @@
 // right, all wrong, mixed (windows of different lengths) and the MTP head's own drafts carried from
 // round to round, three rounds each: the round equals verify_greedy + accept_greedy_ids +
 // accept_verified + draft_mtp on a second backend bit for bit (ids, kept counts, next drafts, lane
-// lengths, lane logits, then the lane images and the next decode step); a smaller keep after the
-// round (a stop inside the window) equals that keep straight after the verify.
+// lengths, lane logits, then the lane images and the next decode step), the round through its CUDA
+// graphs and launched eagerly giving the same bits; a smaller keep after the round (a stop inside
+// the window) equals that keep straight after the verify; the round's graphs replayed with other
+// tokens, acceptance and forced keeps, shapes apart only in k or one window's size, and more
+// shapes than the cache holds (eager), batch 1, 2, 4, 8.
 #include "core/backend/speculative.h"
 #include "ninfer/kernels/spec_round.h"
 #include "tests/gpu/mtp_test_util.h"
