@@ -194,10 +194,11 @@ int cmd_bench(int argc, char** argv) {
         const core::SpecBenchRow& s = rep.spec_rows[i];
         std::printf("%s{\"drafter\":\"%s\",\"k\":%d,\"batch\":%d,\"depth\":%u,\"accept\":\"%s\",\"round\":\"%s\","
                     "\"rounds\":%d,\"tokens_per_round\":%.3f,\"round_ms\":%.4f,\"min_round_ms\":%.4f,\"max_round_ms\":%.4f,"
-                    "\"step_ms\":%.4f,\"cost_x\":%.3f,\"floor_ms\":%.4f,\"tokens_per_s\":%.2f}",
+                    "\"step_ms\":%.4f,\"cost_x\":%.3f,\"floor_ms\":%.4f,\"tokens_per_s\":%.2f,\"round_graphs\":%zu,"
+                    "\"graph_mib\":%.3f}",
                     i ? "," : "", s.drafter.c_str(), s.k, s.batch, s.depth, s.accept.c_str(), s.round.c_str(), s.rounds,
                     s.tokens_per_round, s.round_ms, s.min_round_ms, s.max_round_ms, s.step_ms, s.cost_x, s.floor_ms,
-                    s.tokens_per_s);
+                    s.tokens_per_s, s.round_graphs, s.graph_mib);
     }
     std::printf("]}\n");
     return 0;

@@ -100,8 +100,9 @@ void bench_speculative_rounds(Backend& b, const SpecBenchSetup& st, std::vector<
     // split; fused, launched eagerly; fused, as one graph per shape (captured in the warm-up).
     for (const char* mode : {"split", "fused", "graph"})
     for (const auto& [label, fraction] : {std::pair<const char*, double>{"all", 1.0}, {"75%", 0.75}}) {
-        const bool fused = std::string(mode) != "split";
-        set_cuda_round_graphs(b, std::string(mode) == "graph");
+        const bool fused = std::string(mode) != "split", graph = std::string(mode) == "graph";
+        const size_t graphs_before = set_cuda_round_graphs(b, graph);
+        const uint64_t free_before = cuda_free_bytes();
         for (int l = 0; l < st.batch; ++l) b.restore_lane(l, *st.image);
         std::vector<std::vector<int32_t>> carried(size_t(st.batch));
         // One plain step first: a restored lane gives the head its first pending row this way.
@@ -113,6 +114,11 @@ void bench_speculative_rounds(Backend& b, const SpecBenchSetup& st, std::vector<
         std::vector<int32_t> next;
         for (const DecodeResult& r : b.decode(first)) next.push_back(r.token);
         run_round(b, st, fraction, 0, next, fused, carried); // warm-up: the window and round graphs are captured
+        const size_t graphs = graph ? set_cuda_round_graphs(b, true) : 0;
+        const double graph_mib = graphs > graphs_before
+                                     ? double(int64_t(free_before) - int64_t(cuda_free_bytes())) /
+                                           double(graphs - graphs_before) / double(1 << 20)
+                                     : 0;
         std::vector<double> times;
         double kept_total = 0;
         for (int s = 0; s < st.rounds; ++s) {
@@ -129,6 +135,8 @@ void bench_speculative_rounds(Backend& b, const SpecBenchSetup& st, std::vector<
         row.depth = st.depth;
         row.accept = label;
         row.round = mode;
+        row.round_graphs = graphs;
+        row.graph_mib = graph_mib;
         row.rounds = st.rounds;
         row.tokens_per_round = kept_total / std::max(1, st.rounds);
         row.round_ms = 1e3 * (n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]));
@@ -146,13 +154,17 @@ std::string spec_bench_row_text(const SpecBenchRow& r) {
     if (r.floor_ms > 0)
         std::snprintf(floor, sizeof floor, "; floor: a batch-%d step, %.3f ms = %.2fx", r.batch * (r.k + 1), r.floor_ms,
                       r.floor_ms / r.step_ms);
-    char line[384];
+    char graphs[96] = "";
+    if (r.round_graphs > 0)
+        std::snprintf(graphs, sizeof graphs, "; %zu round graphs, %.2f MiB of device memory each", r.round_graphs,
+                      r.graph_mib);
+    char line[480];
     std::snprintf(line, sizeof line,
                   "speculative %s:%d batch %d depth %u accept %s round %s: %.2f tokens/round, round %.3f ms = %.2fx a "
-                  "step (%.3f ms)%s, %.1f tok/s (median of %d rounds; min %.3f, max %.3f ms)\n",
+                  "step (%.3f ms)%s, %.1f tok/s (median of %d rounds; min %.3f, max %.3f ms%s)\n",
                   r.drafter.c_str(), r.k, r.batch, r.depth, r.accept.c_str(), r.round.c_str(), r.tokens_per_round,
                   r.round_ms, r.cost_x,
-                  r.step_ms, floor, r.tokens_per_s, r.rounds, r.min_round_ms, r.max_round_ms);
+                  r.step_ms, floor, r.tokens_per_s, r.rounds, r.min_round_ms, r.max_round_ms, graphs);
     return line;
 }
 

@@ -17,7 +17,8 @@
 //   forced (one host synchronisation on the GPU) launched eagerly, its MTP drafts the next
 //   round's (the first round drafts with draft_mtp, as the scheduler's first round after a
 //   prefill does), then round "graph": the same with the round's device work as one CUDA graph
-//   per shape (set_cuda_round_graphs; the backend is left with them on).
+//   per shape (set_cuda_round_graphs; the backend is left with them on; the row says how many
+//   graphs the backend holds and what one captured in its warm-up costs in free device memory).
 // - The backend's plan must verify setup.k drafts (max_draft_tokens) and hold setup.rounds + 1
 //   rounds of k + 1 tokens past the image in every lane's context; mtp needs has_mtp().
 // - SpecBenchRow.cost_x = round_ms / step_ms, the plain decode step of the same batch and depth
@@ -46,6 +47,10 @@ struct SpecBenchRow {
     double round_ms = 0, min_round_ms = 0, max_round_ms = 0; // median, fastest, slowest round
     double step_ms = 0, cost_x = 0, floor_ms = 0;
     double tokens_per_s = 0; // batch x tokens_per_round / round_ms
+    // Round "graph": the backend's round graphs after the warm-up, and the device memory each one
+    // captured in the warm-up took (0 when it captured none: the shape's graph was there).
+    size_t round_graphs = 0;
+    double graph_mib = 0;
 };
 
 struct SpecBenchSetup {
