@@ -175,7 +175,8 @@ class CudaBackend final : public Backend {
     void finish_saves(bool wait);
 
     // Grows the lane's page table to hold n more tokens and uploads its row: synchronously, or
-    // (slot > 0, a pipelined step) through that slot's pinned row, in stream order.
+    // (slot > 0: a pipelined step, or a verify while none is outstanding) through that slot's
+    // pinned row, in stream order.
     void grow(int lane, size_t n, int slot = 0);
     void upload_page_table(int lane, int slot = 0);
     void upload_step(const std::vector<int32_t>& in);

@@ -7,6 +7,12 @@
 
 namespace ninfer::core::cuda_detail {
 
+namespace {
+// A verify's page-table rows go up through a pipelined step's pinned slot, in stream order and
+// without a wait: verify runs only while no step is outstanding, so the slot is free.
+constexpr int kVerifyPageSlot = 1;
+} // namespace
+
 std::vector<std::vector<int32_t>> CudaBackend::draft_mtp(std::span<const DraftRequest> requests,
                                                          std::vector<std::vector<float>>* logits) {
     if (!mtp_)
@@ -40,7 +46,7 @@ std::vector<cuda::VerifyWindows::Request> CudaBackend::stage_verify(std::span<co
         check_tokens(steps[i].tokens);
     }
     for (const VerifyStep& st : steps)
-        grow(st.lane, st.tokens.size());
+        grow(st.lane, st.tokens.size(), kVerifyPageSlot);
     std::vector<cuda::VerifyWindows::Request> requests;
     for (const VerifyStep& st : steps) {
         if (mtp_) // a lane verifying n-gram drafts on a plan with the head: its ring must not wrap
@@ -174,7 +180,7 @@ void CudaBackend::verify_accept_greedy(std::span<const GreedyRoundStep> steps, G
     if (!heads.empty())
         try {
             k = mtp_->stage_round(heads, [this](int lane, size_t total) {
-                grow(lane, total - std::min(total, at(lane).tokens.size()));
+                grow(lane, total - std::min(total, at(lane).tokens.size()), kVerifyPageSlot);
             });
         } catch (...) { // the pool is full: the windows run, open and unaccepted, as verify_greedy leaves them
             enqueue_windows(requests, options_.graphs);
