@@ -85,6 +85,10 @@
 //     accept_verified(lane, kept), and that lane's drafts are void. The default makes those calls;
 //     the CUDA backend runs the acceptance, the rollback and the head on the device and waits for
 //     the device once (cuda_backend.h).
+//   * greedy_rounds_in_one_call() says whether the scheduler takes such rounds through
+//     verify_accept_greedy (true by default); false: through verify_greedy, the host's acceptance
+//     and accept_verified, one keep per window, as before the call existed (the CUDA backend
+//     without options.fused_rounds).
 //   has_mtp() says whether draft_mtp works; verify and accept_verified work whenever the plan's
 //   max_draft_tokens > 0. verify_rows_per_pass() is how many window rows (all lanes' tokens
 //   together) one forward pass of verify takes (0: any number); more rows cost further passes,
@@ -282,6 +286,7 @@ class Backend {
                                std::vector<float>& logits, std::vector<int32_t>& ids);
     virtual void accept_verified(int lane, uint32_t n_keep);
     virtual void verify_accept_greedy(std::span<const GreedyRoundStep> steps, GreedyRoundResult& result);
+    virtual bool greedy_rounds_in_one_call() const { return true; }
 
   protected:
     // decode_sample's rows must be the begun step's lanes in order.

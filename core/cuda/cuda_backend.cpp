@@ -6,6 +6,7 @@
 #include "ninfer/kernels/fault.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <stdexcept>
 
 namespace ninfer::core {
@@ -169,8 +170,15 @@ CudaBackendOptions cuda_backend_options_from_env(std::string* note) {
     } catch (const std::invalid_argument& e) {
         throw Error(std::string("cuda: ") + e.what());
     }
-    const std::string set = kernels::kernel_tuning_describe(options.tuning);
-    if (note) *note = set.empty() ? std::string() : "cuda: kernel tuning from the environment (A/B timing): " + set;
+    std::string set = kernels::kernel_tuning_describe(options.tuning);
+    if (const char* fused = std::getenv("NINFER_CUDA_FUSED_ROUNDS"); fused && *fused) {
+        const std::string v = fused;
+        if (v != "0" && v != "1")
+            throw Error("cuda: NINFER_CUDA_FUSED_ROUNDS='" + v + "' is not 0 or 1");
+        options.fused_rounds = v == "1";
+        set += std::string(set.empty() ? "" : ", ") + "NINFER_CUDA_FUSED_ROUNDS=" + v;
+    }
+    if (note) *note = set.empty() ? std::string() : "cuda: switches from the environment (A/B timing): " + set;
     return options;
 }
 

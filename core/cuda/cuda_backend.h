@@ -73,6 +73,13 @@ struct CudaBackendOptions {
     // bench compare both; set_cuda_round_graphs switches it later).
     bool round_graphs = true;
     size_t max_round_graphs = 128;
+    // Whether the scheduler takes greedy rounds through verify_accept_greedy (the one-wait round
+    // above; greedy_rounds_in_one_call). Off by default until [cuda_round] and [cuda_speculative]
+    // have passed on a GPU: session 22 built the round with no GPU to run it on. Off, greedy rounds
+    // go through draft_mtp, verify_greedy and accept_verified as before. The environment's
+    // NINFER_CUDA_FUSED_ROUNDS=1 turns it on in the loaders (cuda_backend_options_from_env); the
+    // GPU tests turn it on themselves, and bench --speculative times every round kind regardless.
+    bool fused_rounds = false;
 };
 
 // The loaders' options (ninferd, ninferctl, bench_decode): the defaults, with the kernel switches

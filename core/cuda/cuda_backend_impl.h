@@ -121,6 +121,7 @@ class CudaBackend final : public Backend {
     void accept_verified(int lane, uint32_t n_keep) override;
     // The greedy round with one host synchronisation (cuda_backend.h).
     void verify_accept_greedy(std::span<const GreedyRoundStep> steps, GreedyRoundResult& result) override;
+    bool greedy_rounds_in_one_call() const override { return options_.fused_rounds; }
 
     // The lane's GDN state and page row are snapshotted in stream order now; its pages stay out of
     // reuse until the copier thread has moved the image to host memory (lane_image.h).

@@ -162,7 +162,7 @@ void Scheduler::speculative_round(std::vector<bool>& speculating) {
         want_rows[j] = !greedy_fast_path(l.request->sampling, l.constraint != nullptr, l.request->logprobs,
                                          l.request->n_top_logprobs);
     }
-    if (std::find(want_rows.begin(), want_rows.end(), 1) == want_rows.end()) {
+    if (backend_.greedy_rounds_in_one_call() && std::find(want_rows.begin(), want_rows.end(), 1) == want_rows.end()) {
         greedy_round(lanes, drafts, windows, fit);
         stats_.t_decode_us_total += us_between(t0, Clock::now());
         return;

@@ -69,10 +69,13 @@ SpecFixture spec_fixture(const std::string& fixture) {
 
 using Drafter = std::function<std::vector<int32_t>(std::span<const int32_t>, int)>;
 
-// The first n_jobs jobs on a fresh backend, all submitted at once (batch n_jobs).
+// The first n_jobs jobs on a fresh backend, all submitted at once (batch n_jobs). fused: greedy
+// rounds through verify_accept_greedy (CudaBackendOptions::fused_rounds), else the separate calls.
 void run_jobs(const ModelWeights& w, const MemoryPlan& plan, const std::vector<int32_t>& ids, size_t n_jobs,
-              SpeculativeConfig spec, Outcome& out, const Drafter& drafter = {}) {
-    auto gpu = make_cuda_backend(w, plan);
+              SpeculativeConfig spec, Outcome& out, const Drafter& drafter = {}, bool fused = true) {
+    CudaBackendOptions options;
+    options.fused_rounds = fused;
+    auto gpu = make_cuda_backend(w, plan, options);
     SchedulerOptions o;
     o.max_context = plan.max_context;
     o.kv_capacity_tokens = plan.kv_capacity_tokens;
@@ -158,10 +161,11 @@ TEST_CASE("cuda_speculative: greedy n-gram speculation equals plain decoding at 
             const Drafter drafter = [&truths, V](std::span<const int32_t> seq, int k) {
                 return lookup_or_partly_true(truths, V, seq, k);
             };
-            for (int k : {1, 3, 5}) {
-                INFO(fixture << " batch " << batch << " ngram:" << k);
+            for (int k : {1, 3, 5})
+            for (bool fused : {false, true}) {
+                INFO(fixture << " batch " << batch << " ngram:" << k << (fused ? " fused" : " split"));
                 Outcome spec;
-                run_jobs(m->weights, plan, ids, batch, {SpeculativeKind::Ngram, k}, spec, drafter);
+                run_jobs(m->weights, plan, ids, batch, {SpeculativeKind::Ngram, k}, spec, drafter, fused);
                 const size_t ties = check_same(plain, spec);
                 CHECK(spec.stats.n_spec_rounds_total > 0);
                 REQUIRE(spec.stats.n_spec_draft_tokens_total > 0);
@@ -169,8 +173,8 @@ TEST_CASE("cuda_speculative: greedy n-gram speculation equals plain decoding at 
                 CHECK(spec.stats.n_spec_accepted_tokens_total > 0);
                 CHECK(spec.stats.n_spec_accepted_tokens_total < spec.stats.n_spec_draft_tokens_total);
                 if (batch >= 3) CHECK(spec.sinks.at(3)->summary.draft_n == 0); // speculation off for it
-                std::printf("RESULT %s batch %zu ngram:%d rounds %llu drafted %llu accepted %llu near_tie_departures %zu\n",
-                            fixture.c_str(), batch, k, (unsigned long long)spec.stats.n_spec_rounds_total.load(),
+                std::printf("RESULT %s batch %zu ngram:%d %s rounds %llu drafted %llu accepted %llu near_tie_departures %zu\n",
+                            fixture.c_str(), batch, k, fused ? "fused" : "split", (unsigned long long)spec.stats.n_spec_rounds_total.load(),
                             (unsigned long long)spec.stats.n_spec_draft_tokens_total.load(),
                             (unsigned long long)spec.stats.n_spec_accepted_tokens_total.load(), ties);
             }
@@ -235,16 +239,17 @@ TEST_CASE("cuda_speculative: greedy MTP speculation equals plain decoding", "[cu
         for (size_t batch : {size_t(1), size_t(8)}) {
             Outcome plain;
             run_jobs(w, plan, ids, batch, {}, plain);
-            for (int k : {1, 3, 5}) {
-                INFO(fixture << " batch " << batch << " mtp:" << k);
+            for (int k : {1, 3, 5})
+            for (bool fused : {false, true}) {
+                INFO(fixture << " batch " << batch << " mtp:" << k << (fused ? " fused" : " split"));
                 Outcome spec;
-                run_jobs(w, plan, ids, batch, {SpeculativeKind::Mtp, k}, spec);
+                run_jobs(w, plan, ids, batch, {SpeculativeKind::Mtp, k}, spec, {}, fused);
                 const size_t ties = check_same(plain, spec);
                 CHECK(spec.stats.n_spec_draft_tokens_total > 0);
                 CHECK(spec.stats.n_spec_accepted_tokens_total <= spec.stats.n_spec_draft_tokens_total);
-                std::printf("RESULT %s random-head batch %zu mtp:%d rounds %llu drafted %llu accepted %llu "
+                std::printf("RESULT %s random-head batch %zu mtp:%d %s rounds %llu drafted %llu accepted %llu "
                             "near_tie_departures %zu\n",
-                            fixture.c_str(), batch, k, (unsigned long long)spec.stats.n_spec_rounds_total.load(),
+                            fixture.c_str(), batch, k, fused ? "fused" : "split", (unsigned long long)spec.stats.n_spec_rounds_total.load(),
                             (unsigned long long)spec.stats.n_spec_draft_tokens_total.load(),
                             (unsigned long long)spec.stats.n_spec_accepted_tokens_total.load(), ties);
             }
@@ -253,8 +258,8 @@ TEST_CASE("cuda_speculative: greedy MTP speculation equals plain decoding", "[cu
 }
 
 // The bench's rounds (core/cuda/speculative_bench.h) keep what the forced acceptance says: K + 1
-// tokens a round with every draft accepted, 0.75 K + 1 on average with the 75% pattern, in both
-// the split and the fused round.
+// tokens a round with every draft accepted, 0.75 K + 1 on average with the 75% pattern, in the
+// split round, the fused one launched eagerly and the fused one as a graph.
 TEST_CASE("cuda_speculative: the bench's rounds keep what the forced acceptance says", "[cuda_speculative]") {
     require_gpu();
     const auto [m, plan, ids] = spec_fixture(kKernelFixtures[1]);
@@ -263,15 +268,16 @@ TEST_CASE("cuda_speculative: the bench's rounds keep what the forced acceptance 
     const LaneImage image = gpu->save_lane(0);
     std::vector<SpecBenchRow> rows;
     bench_speculative_rounds(*gpu, {3, false, 2, 70, 8, m->weights.config.vocab_size, &image, 1.0}, rows);
-    REQUIRE(rows.size() == 4); // the split rounds, then the fused ones (verify_accept_greedy)
+    REQUIRE(rows.size() == 6); // split, fused (eager), graph (verify_accept_greedy), each all then 75%
     for (size_t i = 0; i < rows.size(); ++i) {
         INFO("row " << i);
-        CHECK(rows[i].round == (i < 2 ? "split" : "fused"));
+        CHECK(rows[i].round == std::vector<std::string>{"split", "fused", "graph"}[i / 2]);
         CHECK(rows[i].accept == (i % 2 ? "75%" : "all"));
         if (i % 2 == 0) CHECK(rows[i].tokens_per_round == 4.0);
         else CHECK(rows[i].tokens_per_round == Approx(0.75 * 3 + 1)); // 2, 2, 2, 3, 2, 2, 2, 3 accepted drafts
     }
-    // Each lane holds the image, one plain step, the warm-up round and the timed rounds' kept tokens.
+    // Each row restores the image: the last row's lanes hold it, one plain step, the warm-up round
+    // and the timed rounds' kept tokens.
     CHECK(gpu->lane_length(1) == 70 + 1 + 3 + 18 + 8);
     for (const SpecBenchRow& r : rows) CHECK(r.round_ms > 0);
 }

@@ -34,9 +34,11 @@ class RoundSpy final : public test::ForwardingBackend {
     using Drafter = std::function<std::vector<int32_t>(std::span<const int32_t>, int)>;
     RoundSpy(Backend& inner, Drafter drafter) : ForwardingBackend(inner), drafter_(std::move(drafter)) {}
     uint32_t rows_per_pass = 0;
+    bool one_call = true; // greedy_rounds_in_one_call: false takes the separate calls (the CUDA default)
     size_t greedy_rounds = 0, row_rounds = 0, draft_calls = 0, lanes_drafted = 0, lane_rounds = 0, shrinks = 0;
     size_t fresh_checked = 0;
     uint32_t verify_rows_per_pass() const override { return rows_per_pass; }
+    bool greedy_rounds_in_one_call() const override { return one_call; }
     std::vector<std::vector<int32_t>> draft_mtp(std::span<const DraftRequest> requests,
                                                 std::vector<std::vector<float>>* logits) override {
         if (in_round_) return draft_with(requests, logits);
@@ -116,6 +118,7 @@ struct Setup {
     SpeculationPolicy policy{};
     uint32_t rows_per_pass = 0;
     RoundSpy::Drafter drafter{};
+    bool one_call = true;
 };
 
 // Runs the jobs; probe (the plain run's tokens) places the stops; then each finished sequence is
@@ -127,6 +130,7 @@ void run_jobs(const ModelWeights& w, const Setup& st, const std::map<uint64_t, s
     out.spy = std::make_unique<RoundSpy>(*out.cpu, st.drafter);
     RoundSpy* spy = out.spy.get();
     spy->rows_per_pass = st.rows_per_pass;
+    spy->one_call = st.one_call;
     SchedulerOptions o{.max_context = kContext, .prefill_chunk = 32};
     o.speculative = st.spec;
     o.speculation_policy = st.policy;
@@ -273,4 +277,32 @@ TEST_CASE("scheduler_greedy_round: an oracle accepts every draft, stops inside t
         }
     }
     CHECK(shrinks > 0); // stops inside accepted windows rolled lanes back further
+}
+
+TEST_CASE("scheduler_greedy_round: a backend without the one-call round takes the separate calls, same tokens",
+          "[scheduler_greedy_round]") {
+    // The CUDA backend's default until its round has run on a GPU (CudaBackendOptions::fused_rounds).
+    const ModelConfig c = test::tiny_config(false);
+    const auto model = InMemoryModel::random(c, {.seed = 71, .with_mtp = true});
+    const ModelWeights w = model->weights();
+    const auto probe = probe_of(w);
+    Setup plain_setup;
+    plain_setup.lanes = 4;
+    Outcome plain;
+    run_jobs(w, plain_setup, &probe, plain);
+    for (int k : {1, 3, 5}) {
+        INFO("mtp:" << k);
+        Setup st;
+        st.lanes = 4;
+        st.spec = {SpeculativeKind::Mtp, k};
+        st.one_call = false;
+        Outcome spec;
+        run_jobs(w, st, &probe, spec);
+        const RoundSpy* spy = spec.spy.get();
+        check_same(plain, spec);
+        CHECK(spy->greedy_rounds == 0);
+        CHECK(spy->row_rounds > 0);
+        CHECK(spy->draft_calls > 0);
+        CHECK(spy->lanes_drafted == spy->lane_rounds); // no drafts carried between rounds
+    }
 }
