@@ -15,7 +15,10 @@
 #   NINFER_SERVE_LOAD_ARGS    more serve_load.py options (counts, lengths, --temperature)
 #   NINFER_SERVE_VARIANTS     "label[@bindir][:ninferd options];..." servers measured on each
 #                             artifact (default "serve"), e.g. "base;nocache:--host-cache-mib 0" or
-#                             "before@.deps/old;after@.deps/new" (bindir as NINFER_GPU_BIN)
+#                             "before@.deps/old;after@.deps/new" (bindir as NINFER_GPU_BIN); on an
+#                             artifact with the MTP head (--components ...,mtp) ninferd's default
+#                             --speculative auto speculates (mtp:3): a plain baseline names
+#                             "off:--speculative off"
 #   NINFER_SERVE_ARGS         ninferd options for every variant
 #   NINFER_SERVE_CONCURRENCY, NINFER_SERVE_MAX_CONTEXT  (default 8 and 40960, the settings)
 #   NINFER_SERVE_BENCH=0      no ninferctl bench; NINFER_SERVE_BENCH_ARGS its options (default
