@@ -132,7 +132,7 @@ PlannedModel plan_model(const DaemonConfig& config) {
     request.weight_bytes = m.weights->stored_bytes();
     request.available_bytes = core::host_available_bytes();
     request.margin_bytes = core::host_default_margin(request.available_bytes);
-    if (m.weights->vision && resolved_device(config.device) == "cpu") // the CPU tower's activations (load_backend)
+    if (m.weights->vision && device == "cpu") // the CPU tower's activations (load_backend)
         request.backend_workspace_bytes += core::VisionTower::host_bytes(m.weights->vision->config);
 #ifdef NINFER_HAVE_CUDA_BACKEND
     if (wants_cuda(config.device)) { // the KV pool and state live in GPU memory
