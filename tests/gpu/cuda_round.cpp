@@ -54,16 +54,7 @@ std::unique_ptr<Trio> make_trio(const std::string& fixture, uint64_t seed) {
     o.with_mtp = true;
     t->model = InMemoryModel::random(config, o);
     t->weights = t->model->weights();
-    MemoryRequest r;
-    r.max_context = 512;
-    r.max_concurrency = kLanes;
-    r.kv_dtype = KvDtype::Bf16;
-    r.prefill_chunk = 64;
-    r.available_bytes = 1ull << 34;
-    r.weight_bytes = t->weights.stored_bytes();
-    r.max_draft_tokens = kK;
-    r.mtp = true;
-    t->plan = MemoryPlan::make(config, r);
+    t->plan = mtp_plan(config, t->weights, kLanes, KvDtype::Bf16, kK);
     t->fused = graph_backend(*t, 4096);
     CudaBackendOptions eager;
     eager.round_graphs = false;

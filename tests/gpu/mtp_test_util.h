@@ -37,6 +37,22 @@ inline ModelConfig fixture_config(const std::string& fixture) {
     return read_hf_source(kFixtureRoot + fixture + "/hf", "").config;
 }
 
+// A plan for weights with the MTP head: `lanes` lanes of 512 tokens in kv_dtype, prefill chunks of
+// 64 tokens, K = `drafts` verify windows and the head's KV.
+inline MemoryPlan mtp_plan(const ModelConfig& config, const ModelWeights& weights, int lanes, KvDtype kv_dtype,
+                           uint32_t drafts) {
+    MemoryRequest r;
+    r.max_context = 512;
+    r.max_concurrency = lanes;
+    r.kv_dtype = kv_dtype;
+    r.prefill_chunk = 64;
+    r.available_bytes = 1ull << 34;
+    r.weight_bytes = weights.stored_bytes();
+    r.max_draft_tokens = drafts;
+    r.mtp = true;
+    return MemoryPlan::make(config, r);
+}
+
 struct Heads {
     std::unique_ptr<InMemoryModel> model;
     ModelWeights weights;
@@ -57,16 +73,7 @@ inline std::unique_ptr<Heads> make_heads(const std::string& fixture, TensorForma
     h->model = InMemoryModel::random(config, o);
     h->weights = h->model->weights();
     REQUIRE(h->weights.mtp);
-    MemoryRequest r;
-    r.max_context = 512;
-    r.max_concurrency = 4;
-    r.kv_dtype = kv_dtype;
-    r.prefill_chunk = 64;
-    r.available_bytes = 1ull << 34;
-    r.weight_bytes = h->weights.stored_bytes();
-    r.max_draft_tokens = kDrafts;
-    r.mtp = true;
-    h->plan = MemoryPlan::make(config, r);
+    h->plan = mtp_plan(config, h->weights, 4, kv_dtype, kDrafts);
     h->cpu = make_cpu_backend(h->weights, h->plan);
     CudaBackendOptions co;
     co.f32_activations = f32_activations;
