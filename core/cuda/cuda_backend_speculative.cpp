@@ -184,6 +184,8 @@ void CudaBackend::verify_accept_greedy(std::span<const GreedyRoundStep> steps, G
             });
         } catch (...) { // the pool is full: the windows run, open and unaccepted, as verify_greedy leaves them
             enqueue_windows(requests, options_.graphs);
+            // Their copies read pinned step inputs and page rows that the next call rewrites.
+            cudaStreamSynchronize(run_.stream());
             throw;
         }
     const bool drafts = std::any_of(k.begin(), k.end(), [](int n) { return n > 0; });
