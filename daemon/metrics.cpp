@@ -139,6 +139,9 @@ std::string render_metrics(const DaemonContext& ctx) {
     one(out, "ninfer_spec_decode_lane_pauses_total", "counter",
         "Times a speculating lane paused to plain steps after 8 rounds below --speculative-min-acceptance",
         double(f.spec_lane_pauses_total));
+    one(out, "ninfer_cuda_graph_capture_failures_total", "counter",
+        "CUDA graphs of speculative rounds that failed to capture or instantiate (those shapes run eagerly)",
+        double(f.graph_capture_failures_total));
     one(out, "ninfer_media_items_decoded_total", "counter", "Images and videos decoded (media pool, FFmpeg)",
         double(f.media_items_decoded_total));
     one(out, "ninfer_media_decode_seconds_total", "counter",

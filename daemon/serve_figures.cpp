@@ -56,6 +56,7 @@ ServeFigures read_serve_figures(const DaemonContext& ctx) {
     f.prefill_slices_total = s.n_prefill_slices_total;
     f.spec_rounds_total = s.n_spec_rounds_total;
     f.spec_lane_pauses_total = s.n_spec_lane_pauses_total;
+    f.graph_capture_failures_total = s.n_graph_capture_failures_total;
     f.media_items_decoded_total = s.n_media_items_decoded_total;
     f.media_decode_s_total = double(s.t_media_decode_us_total) / 1e6;
     f.vision_items_encoded_total = s.n_vision_items_encoded_total;

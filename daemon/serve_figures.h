@@ -67,6 +67,7 @@ struct ServeFigures {
     uint64_t prefill_slices_total = 0;                   // n_prefill_slices_total: --prefill-slice-layers slices
     uint64_t spec_rounds_total = 0;          // n_spec_rounds_total: speculative rounds (one per lane)
     uint64_t spec_lane_pauses_total = 0;     // n_spec_lane_pauses_total: gate pauses (speculation_gate.h)
+    uint64_t graph_capture_failures_total = 0; // n_graph_capture_failures_total: rounds run eagerly instead
     uint64_t spec_draft_tokens_total = 0;    // n_spec_draft_tokens_total: drafts verified
     uint64_t spec_accepted_tokens_total = 0; // n_spec_accepted_tokens_total
     uint64_t spec_draft_tokens_refused_total = 0; // n_spec_draft_tokens_refused_total: cut by a grammar, not verified

@@ -79,8 +79,11 @@
 //     (speculative.h greedy_fast_path): the windows verified as verify_greedy with no rows wanted,
 //     each lane's acceptance from its ids (accept_greedy_ids: n_keep = accepted + 1, or a step's
 //     forced_keep, a benchmark's), accept_verified(lane, n_keep), then for each step with next_k
-//     > 0 the next round's drafts as draft_mtp({lane, ids[n_keep - 1], next_k}) would give them.
-//     result: the ids (verify_greedy's), n_keep and drafts per step. The windows stay
+//     > 0 the next round's drafts as draft_mtp({lane, ids[n_keep - 1], next_k}) would give them,
+//     except near max-context: a backend that sizes the drafts before it knows the keep (the
+//     CUDA backend, for the whole window) may give fewer, or none and leave the head behind;
+//     the caller then drafts anew (draft_mtp catches the head up). result: the ids
+//     (verify_greedy's), n_keep and drafts per step. The windows stay
 //     re-acceptable (above): a caller that keeps fewer tokens (a stop inside the window) calls
 //     accept_verified(lane, kept), and that lane's drafts are void. The default makes those calls;
 //     the CUDA backend runs the acceptance, the rollback and the head on the device and waits for
@@ -287,6 +290,9 @@ class Backend {
     virtual void accept_verified(int lane, uint32_t n_keep);
     virtual void verify_accept_greedy(std::span<const GreedyRoundStep> steps, GreedyRoundResult& result);
     virtual bool greedy_rounds_in_one_call() const { return true; }
+    // CUDA graphs of verify windows and rounds that failed to capture or instantiate so far (the
+    // work then ran eagerly; graph_cache.h); 0 for a backend without graphs.
+    virtual uint64_t graph_capture_failures() const { return 0; }
 
   protected:
     // decode_sample's rows must be the begun step's lanes in order.

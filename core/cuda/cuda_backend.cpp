@@ -199,6 +199,13 @@ size_t set_cuda_round_graphs(Backend& backend, bool on) {
     return b->round_graphs();
 }
 
+void cuda_fail_next_round_capture(Backend& backend) {
+    auto* b = dynamic_cast<cuda_detail::CudaBackend*>(&backend);
+    if (!b)
+        throw Error("cuda: a round capture failure asked of a " + backend.name() + " backend");
+    b->fail_next_round_capture();
+}
+
 std::string cuda_unavailable_reason() {
     const kernels::CudaProbe p = kernels::cuda_probe();
     return p.ok ? std::string() : p.reason;

@@ -74,12 +74,13 @@ struct CudaBackendOptions {
     bool round_graphs = true;
     size_t max_round_graphs = 128;
     // Whether the scheduler takes greedy rounds through verify_accept_greedy (the one-wait round
-    // above; greedy_rounds_in_one_call). Off by default until [cuda_round] and [cuda_speculative]
-    // have passed on a GPU: session 22 built the round with no GPU to run it on. Off, greedy rounds
-    // go through draft_mtp, verify_greedy and accept_verified as before. The environment's
-    // NINFER_CUDA_FUSED_ROUNDS=1 turns it on in the loaders (cuda_backend_options_from_env); the
-    // GPU tests turn it on themselves, and bench --speculative times every round kind regardless.
-    bool fused_rounds = false;
+    // above; greedy_rounds_in_one_call). On by default since [cuda_round] and [cuda_speculative]
+    // passed on an H100 (session 23: the same tokens and bits as the separate calls, and round
+    // times within 1% of theirs). Off, greedy rounds go through draft_mtp, verify_greedy and
+    // accept_verified (the A/B baseline): the environment's NINFER_CUDA_FUSED_ROUNDS=0 turns it
+    // off in the loaders (cuda_backend_options_from_env); bench --speculative times every round
+    // kind regardless.
+    bool fused_rounds = true;
 };
 
 // The loaders' options (ninferd, ninferctl, bench_decode): the defaults, with the kernel switches
@@ -94,6 +95,11 @@ std::unique_ptr<Backend> make_cuda_backend(const ModelWeights& weights, const Me
 // Switches a CUDA backend's round graphs (options.round_graphs) on or off; returns how many are
 // captured so far. Throws ninfer::Error for another backend.
 size_t set_cuda_round_graphs(Backend& backend, bool on);
+
+// Test-only: the next round graph's capture fails as an instantiation out of device memory would
+// (graph_cache.h): the round runs eagerly, no later round shape is captured, and
+// graph_capture_failures() counts it. Throws ninfer::Error for another backend.
+void cuda_fail_next_round_capture(Backend& backend);
 
 std::string cuda_unavailable_reason();
 uint64_t cuda_free_bytes();

@@ -122,6 +122,7 @@ class CudaBackend final : public Backend {
     // The greedy round with one host synchronisation (cuda_backend.h).
     void verify_accept_greedy(std::span<const GreedyRoundStep> steps, GreedyRoundResult& result) override;
     bool greedy_rounds_in_one_call() const override { return options_.fused_rounds; }
+    uint64_t graph_capture_failures() const override { return round_graphs_.failures() + windows_.graph_failures(); }
 
     // The lane's GDN state and page row are snapshotted in stream order now; its pages stay out of
     // reuse until the copier thread has moved the image to host memory (lane_image.h).
@@ -136,6 +137,7 @@ class CudaBackend final : public Backend {
     // The greedy round's graphs on or off (set_cuda_round_graphs).
     void set_round_graphs(bool on) { round_graphs_on_ = on; }
     size_t round_graphs() const { return round_graphs_.size(); }
+    void fail_next_round_capture() { round_graphs_.fail_next_capture(); } // cuda_fail_next_round_capture
 
   private:
     // verify's checks and forwards: the windows are open, their rows and ids on the device.

@@ -2,12 +2,19 @@
 #include "core/cuda/graph_cache.h"
 
 #include "core/cuda/device_weights.h"
+#include "core/util/error.h"
 
 #include <string>
+#include <utility>
 
 namespace ninfer::core::cuda {
 
-cudaGraphExec_t capture_graph(cudaStream_t stream, const std::function<void()>& body, const char* what) {
+namespace {
+
+// The capture of body as an instantiated graph, or null with *why set when the capture or the
+// instantiation failed (the CUDA error cleared); a throw from body goes on as it is.
+cudaGraphExec_t try_capture(cudaStream_t stream, const std::function<void()>& body, const char* what,
+                            bool fail_instantiation, std::string* why) {
     cudaGraph_t graph = nullptr;
     cuda_check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), std::string(what) + " capture");
     try {
@@ -18,11 +25,33 @@ cudaGraphExec_t capture_graph(cudaStream_t stream, const std::function<void()>& 
             cudaGraphDestroy(graph);
         throw;
     }
-    cuda_check(cudaStreamEndCapture(stream, &graph), std::string(what) + " capture");
+    cudaError_t err = cudaStreamEndCapture(stream, &graph);
     cudaGraphExec_t exec = nullptr;
-    const cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
-    cudaGraphDestroy(graph);
-    cuda_check(err, std::string(what) + " instantiation");
+    if (err == cudaSuccess) {
+        err = cudaGraphInstantiate(&exec, graph, 0);
+        if (err == cudaSuccess && fail_instantiation) { // the tests' stand-in for a real failure
+            cudaGraphExecDestroy(exec);
+            exec = nullptr;
+            err = cudaErrorMemoryAllocation;
+        }
+    }
+    if (graph)
+        cudaGraphDestroy(graph);
+    if (err != cudaSuccess) {
+        cudaGetLastError(); // not sticky: the stream and the context stay usable
+        *why = std::string(what) + ": " + cudaGetErrorString(err);
+        return nullptr;
+    }
+    return exec;
+}
+
+} // namespace
+
+cudaGraphExec_t capture_graph(cudaStream_t stream, const std::function<void()>& body, const char* what) {
+    std::string why;
+    const cudaGraphExec_t exec = try_capture(stream, body, what, false, &why);
+    if (!exec)
+        throw Error("cuda: " + why);
     return exec;
 }
 
@@ -35,9 +64,17 @@ bool GraphCache::run(cudaStream_t stream, const std::vector<int>& key, const std
                      const char* what) {
     auto it = graphs_.find(key);
     if (it == graphs_.end()) {
-        if (graphs_.size() >= max_)
+        if (graphs_.size() >= max_ || closed_)
             return false;
-        it = graphs_.emplace(key, capture_graph(stream, body, what)).first;
+        std::string why;
+        const cudaGraphExec_t exec = try_capture(stream, body, what, std::exchange(fail_next_, false), &why);
+        if (!exec) {
+            closed_ = true;
+            ++failures_;
+            last_failure_ = why;
+            return false;
+        }
+        it = graphs_.emplace(key, exec).first;
     }
     cuda_check(cudaGraphLaunch(it->second, stream), what);
     return true;

@@ -115,6 +115,8 @@ class VerifyWindows {
     RoundDevice round() const { return {starts_, n_keep_, ids_, int(max_draft_ + 1)}; }
     void read_round() const;
     uint32_t device_kept(int lane) const { return uint32_t(n_keep_host_[lane]); }
+    // The windows' own graphs that failed to capture (graph_cache.h; those forwards ran eagerly).
+    size_t graph_failures() const { return graph_.failures(); }
 
   private:
     struct Window {

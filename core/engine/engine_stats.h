@@ -55,6 +55,9 @@ struct EngineStats {
     std::atomic<uint64_t> n_spec_draft_tokens_refused_total{0};
     // Pauses of speculating lanes by the gate (speculation_gate.h): a window of poor acceptance.
     std::atomic<uint64_t> n_spec_lane_pauses_total{0};
+    // CUDA graphs of speculative rounds whose capture or instantiation failed (Backend::
+    // graph_capture_failures): those rounds, and every later new shape, run eagerly.
+    std::atomic<uint64_t> n_graph_capture_failures_total{0};
     // Images and videos: decoded on the daemon's media pool (items and the requests' wall time of
     // decoding, microseconds), and encoded by the vision tower on the engine thread (items and time).
     std::atomic<uint64_t> n_media_items_decoded_total{0};

@@ -170,6 +170,7 @@ void Scheduler::speculative_round(std::vector<bool>& speculating) {
     std::vector<float> rows;
     std::vector<int32_t> ids;
     backend_.verify_greedy(steps, want_rows, rows, ids);
+    stats_.n_graph_capture_failures_total = backend_.graph_capture_failures();
     stats_.t_decode_us_total += us_between(t0, Clock::now());
     ++stats_.n_decode_steps_total;
     stats_.n_decode_lane_steps_total += lanes.size();
@@ -236,7 +237,8 @@ uint32_t Scheduler::report_round(int lane_index, std::span<const int32_t> drafts
 const std::vector<int32_t>* Scheduler::carried_drafts(const Lane& l, int k) const {
     if (!l.carried) return nullptr;
     const Lane::CarriedDrafts& c = *l.carried;
-    const bool valid = l.speculative.kind == SpeculativeKind::Mtp && c.admission == l.admit_order &&
+    // No drafts (a backend that gave none near max-context) is never carried: draft_mtp decides.
+    const bool valid = l.speculative.kind == SpeculativeKind::Mtp && !c.ids.empty() && c.admission == l.admit_order &&
                        c.after == l.pending_token && c.at_history == l.history.size() && k <= c.asked;
     return valid ? &c.ids : nullptr;
 }
@@ -258,6 +260,7 @@ void Scheduler::greedy_round(const std::vector<int>& lanes, const std::vector<st
         steps.push_back({lanes[j], windows[j], next_round_drafts(lanes_[size_t(lanes[j])], fit), 0});
     GreedyRoundResult res;
     backend_.verify_accept_greedy(steps, res);
+    stats_.n_graph_capture_failures_total = backend_.graph_capture_failures();
     ++stats_.n_decode_steps_total;
     stats_.n_decode_lane_steps_total += lanes.size();
     size_t id_at = 0;

@@ -386,21 +386,44 @@ TEST_CASE("cuda_round: a smaller keep after a greedy round equals that keep stra
     }
 }
 
+// Round r of a shape plan: window sizes (drafts + 1; lane 0 first, the rest the second), next
+// drafts k, the drafts right up to which one (wrong at that draft, 0: all right; odd lanes one
+// further) and whether the keeps are forced (lane l keeps 1 + (l + r) % size).
+struct PlannedRound {
+    int size0, size, k, wrong_at;
+    bool forced;
+};
+
+// Runs the planned round on lanes 0..batch-1 (their truths from g on) against the separate calls.
+void run_planned_round(Trio& t, const PlannedRound& round, size_t r, int batch, std::vector<int32_t>& pending,
+                       std::vector<size_t>& g) {
+    std::vector<std::vector<int32_t>> windows(static_cast<size_t>(batch));
+    for (int l = 0; l < batch; ++l) {
+        const auto& c = t.truths[size_t(l)];
+        const int n = (l == 0 ? round.size0 : round.size) - 1;
+        windows[size_t(l)] = {pending[size_t(l)]};
+        for (int j = 1; j <= n; ++j) {
+            const int32_t truth = g[size_t(l)] + size_t(j) < c.size() ? c[g[size_t(l)] + size_t(j)] : 1;
+            const bool wrong = j == round.wrong_at + (l % 2); // lanes keep different counts
+            const int32_t V = int32_t(t.weights.config.vocab_size);
+            windows[size_t(l)].push_back(wrong ? (truth + 1) % V : truth);
+        }
+    }
+    std::vector<uint32_t> forced;
+    for (int l = 0; round.forced && l < batch; ++l)
+        forced.push_back(1 + uint32_t(l + int(r)) % uint32_t(windows[size_t(l)].size()));
+    round_against_split(t, windows, round.k, pending, g, nullptr, forced);
+}
+
 TEST_CASE("cuda_round: the round's graphs replayed with other tokens, shapes apart in k or one window's size, "
           "more shapes than the cache holds", "[cuda_round]") {
     require_gpu();
-    // Round r: window sizes (drafts + 1; lane 0 first, the rest the second), next drafts k, the
-    // drafts right up to which one (wrong at that draft, 0: all right; odd lanes one further) and
-    // whether the keeps are forced (lane l keeps 1 + (l + r) % size). Shapes: A A B C D A D A with
-    // a cache of 3: B differs from A in k alone, C in lane 0's window alone, D finds the cache full;
-    // A's replays change tokens, acceptance and forced keeps.
-    struct Round {
-        int size0, size, k, wrong_at;
-        bool forced;
-    };
-    const std::vector<Round> rounds{{3, 3, 2, 0, false}, {3, 3, 2, 1, true},  {3, 3, 1, 2, false},
-                                    {2, 3, 2, 0, false}, {2, 2, 2, 1, false}, {3, 3, 2, 2, true},
-                                    {2, 2, 2, 0, true},  {3, 3, 2, 1, false}};
+    // Shapes: A A B C D A D A with a cache of 3: B differs from A in k alone, C in lane 0's window
+    // alone, D (new at every batch: lane 0's window and k) finds the cache full; A's replays change
+    // tokens, acceptance and forced keeps.
+    const std::vector<PlannedRound> rounds{{3, 3, 2, 0, false}, {3, 3, 2, 1, true},  {3, 3, 1, 2, false},
+                                           {2, 3, 2, 0, false}, {2, 2, 1, 1, false}, {3, 3, 2, 2, true},
+                                           {2, 2, 1, 0, true},  {3, 3, 2, 1, false}};
     const std::vector<size_t> graphs_after{1, 1, 2, 3, 3, 3, 3, 3};
     for (const std::string& fixture : kKernelFixtures) {
         auto t = make_trio(fixture, 33);
@@ -413,28 +436,41 @@ TEST_CASE("cuda_round: the round's graphs replayed with other tokens, shapes apa
             CUDA_OK(cudaMemGetInfo(&free_before, &total));
             for (size_t r = 0; r < rounds.size(); ++r) {
                 INFO("round " << r);
-                std::vector<std::vector<int32_t>> windows(static_cast<size_t>(batch));
-                for (int l = 0; l < batch; ++l) {
-                    const auto& c = t->truths[size_t(l)];
-                    const int n = (l == 0 ? rounds[r].size0 : rounds[r].size) - 1;
-                    windows[size_t(l)] = {pending[size_t(l)]};
-                    for (int j = 1; j <= n; ++j) {
-                        const int32_t truth = g[size_t(l)] + size_t(j) < c.size() ? c[g[size_t(l)] + size_t(j)] : 1;
-                        const bool wrong = j == rounds[r].wrong_at + (l % 2); // lanes keep different counts
-                        const int32_t V = int32_t(t->weights.config.vocab_size);
-                        windows[size_t(l)].push_back(wrong ? (truth + 1) % V : truth);
-                    }
-                }
-                std::vector<uint32_t> forced;
-                for (int l = 0; rounds[r].forced && l < batch; ++l)
-                    forced.push_back(1 + uint32_t(l + int(r)) % uint32_t(windows[size_t(l)].size()));
-                round_against_split(*t, windows, rounds[r].k, pending, g, nullptr, forced);
+                run_planned_round(*t, rounds[r], r, batch, pending, g);
                 CHECK(set_cuda_round_graphs(*t->fused, true) == graphs_after[r]);
-                if (r == 3) { // three graphs captured: what each costs the device (a cap's price)
+                if (r == 3) { // three graphs captured: what each costs the device (a cap's price; the
+                              // free memory's change, meaningful only with the GPU to itself)
                     CUDA_OK(cudaMemGetInfo(&free_after, &total));
                     std::printf("RESULT %s batch %d round_graph_device_bytes %lld each (3 graphs)\n", fixture.c_str(),
                                 batch, (static_cast<long long>(free_before) - static_cast<long long>(free_after)) / 3);
                 }
+            }
+            CHECK(t->fused->graph_capture_failures() == 0);
+            check_lanes_and_step(*t, pending);
+        }
+    }
+}
+
+TEST_CASE("cuda_round: a round graph that fails to capture runs eagerly, the same bits; no later shape is "
+          "captured, the captured ones still replay", "[cuda_round]") {
+    require_gpu();
+    // A B A C B A: A captured; B's capture fails (as an instantiation out of memory would); A
+    // replays; C and B run eagerly.
+    const std::vector<PlannedRound> rounds{{3, 3, 2, 0, false}, {3, 3, 1, 1, false}, {3, 3, 2, 2, true},
+                                           {2, 2, 2, 0, false}, {3, 3, 1, 0, true},  {3, 3, 2, 1, false}};
+    for (const std::string& fixture : kKernelFixtures) {
+        auto t = make_trio(fixture, 35);
+        for (int batch : {1, 4}) {
+            INFO(fixture << " batch " << batch);
+            t->fused = graph_backend(*t, 8);
+            std::vector<int32_t> pending = start_lanes(*t, batch);
+            std::vector<size_t> g(static_cast<size_t>(batch), 0);
+            for (size_t r = 0; r < rounds.size(); ++r) {
+                INFO("round " << r);
+                if (r == 1) cuda_fail_next_round_capture(*t->fused);
+                run_planned_round(*t, rounds[r], r, batch, pending, g);
+                CHECK(set_cuda_round_graphs(*t->fused, true) == 1);
+                CHECK(t->fused->graph_capture_failures() == (r >= 1 ? 1u : 0u));
             }
             check_lanes_and_step(*t, pending);
         }

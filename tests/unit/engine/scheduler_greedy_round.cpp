@@ -34,7 +34,8 @@ class RoundSpy final : public test::ForwardingBackend {
     using Drafter = std::function<std::vector<int32_t>(std::span<const int32_t>, int)>;
     RoundSpy(Backend& inner, Drafter drafter) : ForwardingBackend(inner), drafter_(std::move(drafter)) {}
     uint32_t rows_per_pass = 0;
-    bool one_call = true; // greedy_rounds_in_one_call: false takes the separate calls (the CUDA default)
+    bool one_call = true; // greedy_rounds_in_one_call: false takes the separate calls (NINFER_CUDA_FUSED_ROUNDS=0)
+    bool drop_drafts = false; // a round gives no next drafts (the CUDA backend near max-context)
     size_t greedy_rounds = 0, row_rounds = 0, draft_calls = 0, lanes_drafted = 0, lane_rounds = 0, shrinks = 0;
     size_t fresh_checked = 0;
     uint32_t verify_rows_per_pass() const override { return rows_per_pass; }
@@ -63,6 +64,8 @@ class RoundSpy final : public test::ForwardingBackend {
             b_.verify_accept_greedy(steps, result);
         in_round_ = false;
         for (size_t i = 0; i < steps.size(); ++i) kept_[steps[i].lane] = result.n_keep[i];
+        if (drop_drafts)
+            for (std::vector<int32_t>& d : result.drafts) d.clear();
     }
     void accept_verified(int lane, uint32_t n_keep) override {
         if (!in_round_ && kept_.count(lane) && n_keep < kept_[lane]) ++shrinks;
@@ -119,6 +122,7 @@ struct Setup {
     uint32_t rows_per_pass = 0;
     RoundSpy::Drafter drafter{};
     bool one_call = true;
+    bool drop_drafts = false;
 };
 
 // Runs the jobs; probe (the plain run's tokens) places the stops; then each finished sequence is
@@ -131,6 +135,7 @@ void run_jobs(const ModelWeights& w, const Setup& st, const std::map<uint64_t, s
     RoundSpy* spy = out.spy.get();
     spy->rows_per_pass = st.rows_per_pass;
     spy->one_call = st.one_call;
+    spy->drop_drafts = st.drop_drafts;
     SchedulerOptions o{.max_context = kContext, .prefill_chunk = 32};
     o.speculative = st.spec;
     o.speculation_policy = st.policy;
@@ -281,7 +286,7 @@ TEST_CASE("scheduler_greedy_round: an oracle accepts every draft, stops inside t
 
 TEST_CASE("scheduler_greedy_round: a backend without the one-call round takes the separate calls, same tokens",
           "[scheduler_greedy_round]") {
-    // The CUDA backend's default until its round has run on a GPU (CudaBackendOptions::fused_rounds).
+    // The CUDA backend with NINFER_CUDA_FUSED_ROUNDS=0 (CudaBackendOptions::fused_rounds off).
     const ModelConfig c = test::tiny_config(false);
     const auto model = InMemoryModel::random(c, {.seed = 71, .with_mtp = true});
     const ModelWeights w = model->weights();
@@ -305,4 +310,26 @@ TEST_CASE("scheduler_greedy_round: a backend without the one-call round takes th
         CHECK(spy->draft_calls > 0);
         CHECK(spy->lanes_drafted == spy->lane_rounds); // no drafts carried between rounds
     }
+}
+
+TEST_CASE("scheduler_greedy_round: a round that gives no next drafts is followed by a fresh draft, same tokens",
+          "[scheduler_greedy_round]") {
+    // Backend::verify_accept_greedy may give fewer drafts than asked, or none (the CUDA backend sizes
+    // them for the whole window's keep, near max-context): an empty list is never carried.
+    const ModelConfig c = test::tiny_config(false);
+    const auto model = InMemoryModel::random(c, {.seed = 71, .with_mtp = true});
+    const ModelWeights w = model->weights();
+    const auto probe = probe_of(w);
+    Outcome plain;
+    run_jobs(w, {}, &probe, plain);
+    Setup st;
+    st.spec = {SpeculativeKind::Mtp, 3};
+    st.drop_drafts = true;
+    Outcome spec;
+    run_jobs(w, st, &probe, spec);
+    const RoundSpy* spy = spec.spy.get();
+    check_same(plain, spec);
+    CHECK(spy->greedy_rounds > 0);
+    CHECK(spy->lanes_drafted == spy->lane_rounds); // every round drafted anew: nothing carried
+    CHECK(spec.stats.n_spec_draft_tokens_total > spy->lane_rounds); // the fresh drafts were used (K = 3)
 }
