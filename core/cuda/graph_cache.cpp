@@ -71,7 +71,6 @@ bool GraphCache::run(cudaStream_t stream, const std::vector<int>& key, const std
         if (!exec) {
             closed_ = true;
             ++failures_;
-            last_failure_ = why;
             return false;
         }
         it = graphs_.emplace(key, exec).first;

@@ -14,7 +14,7 @@
 //   and returns false (the caller then enqueues the work eagerly, its own way). A capture or
 //   instantiation that fails (the device out of memory for the graph, say) is not an error of the
 //   work: the CUDA error is cleared, nothing is enqueued, the cache captures no more (its graphs
-//   still replay), failures() counts it, last_failure() says why, and run returns false. A throw
+//   still replay), failures() counts it, and run returns false. A throw
 //   from body goes on as it is. A graph reads its pinned sources when it runs: the host must not
 //   rewrite them while a replay may still be reading (the callers synchronise the stream in
 //   between). fail_next_capture() makes the next capture fail that way (the GPU tests).
@@ -27,7 +27,6 @@
 #include <cstddef>
 #include <functional>
 #include <map>
-#include <string>
 #include <vector>
 
 namespace ninfer::core::cuda {
@@ -45,14 +44,12 @@ class GraphCache {
     size_t size() const { return graphs_.size(); }
     size_t max() const { return max_; }
     size_t failures() const { return failures_; }
-    const std::string& last_failure() const { return last_failure_; }
     void fail_next_capture() { fail_next_ = true; }
 
   private:
     size_t max_ = 0;
     size_t failures_ = 0;
     bool closed_ = false, fail_next_ = false;
-    std::string last_failure_;
     std::map<std::vector<int>, cudaGraphExec_t> graphs_;
 };
 
